@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""One entry point for the Quick start: creates .venv when missing, then runs the demo or the tests.
+
+Usage:
+    python3 dev.py demo            # the demo on the embedded emulator
+    python3 dev.py test [ARGS...]  # every test (extra ARGS go to pytest)
+    python3 dev.py bench           # the benchmarks in bench/
+    python3 dev.py run CMD...      # any command inside the project's environment
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+STAMP = VENV / ".installed"
+
+
+def _requirements_digest() -> str:
+    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+
+
+def ensure_venv() -> None:
+    """Create the virtual environment and install the project with its dev extras when needed."""
+    if not PY.exists():
+        print(f"creating virtual environment in {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    digest = _requirements_digest()
+    if STAMP.exists() and STAMP.read_text() == digest:
+        return
+    print("installing the project and its development dependencies", flush=True)
+    pip = [str(PY), "-m", "pip", "--disable-pip-version-check", "install", "-q"]
+    subprocess.run([*pip, "-e", f"{ROOT}[dev]"], check=True, cwd=ROOT)
+    STAMP.write_text(digest)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in {"-h", "--help"}:
+        print(__doc__)
+        return 0 if argv else 2
+    ensure_venv()
+    cmd, rest = argv[0], argv[1:]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if cmd == "demo":
+        return subprocess.call([str(PY), str(ROOT / "samples" / "demo.py"), *rest], cwd=ROOT, env=env)
+    if cmd == "test":
+        return subprocess.call([str(PY), "-m", "pytest", *rest], cwd=ROOT, env=env)
+    if cmd == "bench":
+        return subprocess.call([str(PY), str(ROOT / "bench" / "run_all.py"), *rest], cwd=ROOT, env=env)
+    if cmd == "run":
+        return subprocess.call([str(BIN / rest[0]) if (BIN / rest[0]).exists() else rest[0], *rest[1:]],
+                               cwd=ROOT, env=env)
+    print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

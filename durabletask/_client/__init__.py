@@ -1,0 +1,1 @@
+"""Client internals: sans-IO request builders and response parsers, then thin sync and async shells."""

@@ -1,0 +1,36 @@
+"""The SDK's exception hierarchy: one root, subclasses ending in ``Error``, and the internal control-flow signals."""
+
+from __future__ import annotations
+
+
+class DurableTaskError(Exception):
+    """Root of every error raised by this SDK (the compatible public names derive from it too)."""
+
+
+class ProtocolError(DurableTaskError):
+    """The peer sent something the Durable Task protocol does not allow."""
+
+
+class PayloadTooLargeError(DurableTaskError, ValueError):
+    """A payload exceeds the configured size limit (1 MiB by default, as in the service)."""
+
+    def __init__(self, field: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"{field} is {size} bytes after serialization, over the limit of {limit} bytes; "
+            "store large data elsewhere and pass a reference"
+        )
+        self.field = field
+        self.size = size
+        self.limit = limit
+
+
+class SerializationError(DurableTaskError, ValueError):
+    """A value could not be converted to or from its JSON payload."""
+
+
+class SyncCallInEventLoopError(DurableTaskError, RuntimeError):
+    """A blocking client method was called from inside a running asyncio event loop."""
+
+
+class _ControlFlowSignal(BaseException):  # noqa: N818 - internal signal, never shown to users as an error
+    """Internal control flow that user code must never swallow, hence ``BaseException``."""

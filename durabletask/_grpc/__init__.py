@@ -1,0 +1,1 @@
+"""gRPC plumbing: channel setup, the one status-to-error mapping, and proto/model conversion."""

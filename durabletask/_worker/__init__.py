@@ -1,0 +1,1 @@
+"""Worker internals: registry, work-item stream loop, dispatch and the per-kind runners."""
