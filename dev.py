@@ -22,6 +22,10 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".installed"
+# Microsoft's official SDK, used only as a test peer from its own interpreter, never imported by the product.
+PEER_VENV = ROOT / ".peer-venv"
+PEER_PY = PEER_VENV / ("Scripts" if os.name == "nt" else "bin") / "python"
+PEER_PACKAGES = ("durabletask==1.12.0", "durabletask-azuremanaged==1.12.0")
 
 
 def _requirements_digest() -> str:
@@ -42,13 +46,29 @@ def ensure_venv() -> None:
     STAMP.write_text(digest)
 
 
+def ensure_peer_venv() -> None:
+    """Create the isolated venv holding the official SDK for interop tests and benchmarks."""
+    stamp = PEER_VENV / ".installed"
+    wanted = " ".join(PEER_PACKAGES)
+    if stamp.exists() and stamp.read_text() == wanted:
+        return
+    print(f"creating the interop peer environment in {PEER_VENV}", flush=True)
+    venv.EnvBuilder(with_pip=True, clear=True).create(PEER_VENV)
+    pip = [str(PEER_PY), "-m", "pip", "--disable-pip-version-check", "install", "-q"]
+    subprocess.run([*pip, *PEER_PACKAGES], check=True, cwd=ROOT)
+    stamp.write_text(wanted)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in {"-h", "--help"}:
         print(__doc__)
         return 0 if argv else 2
     ensure_venv()
     cmd, rest = argv[0], argv[1:]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ)
+    if cmd in {"test", "bench"}:
+        ensure_peer_venv()
+        env.setdefault("DTS_PEER_PYTHON", str(PEER_PY))
     if cmd == "demo":
         return subprocess.call([str(PY), str(ROOT / "samples" / "demo.py"), *rest], cwd=ROOT, env=env)
     if cmd == "test":

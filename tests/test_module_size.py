@@ -1,0 +1,26 @@
+"""Every hand-written module stays small enough to read in one sitting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LIMIT = 600
+SKIP_PARTS = {".venv", ".peer-venv", "_proto", "build", "dist", ".git"}
+
+
+def test_no_hand_written_module_over_600_lines() -> None:
+    too_long = []
+    for path in ROOT.rglob("*.py"):
+        if SKIP_PARTS.intersection(path.relative_to(ROOT).parts):
+            continue
+        lines = path.read_text(encoding="utf-8").count("\n")
+        if lines > LIMIT:
+            too_long.append(f"{path.relative_to(ROOT)}: {lines} lines")
+    assert not too_long, "split these modules by responsibility:\n" + "\n".join(too_long)
+
+
+def test_the_size_check_sees_the_package() -> None:
+    # Guards the test above against silently scanning nothing.
+    assert (ROOT / "durabletask" / "_payload.py").exists()
+    assert any(ROOT.rglob("durabletask/**/*.py"))
