@@ -132,7 +132,9 @@ class GrpcWorkerResiliencyOptions:
 
     def __post_init__(self) -> None:
         _require(self.hello_timeout_seconds > 0, "hello_timeout_seconds must be > 0")
-        _require(self.silent_disconnect_timeout_seconds >= 0, "silent_disconnect_timeout_seconds must be >= 0")
+        _require(
+            self.silent_disconnect_timeout_seconds >= 0, "silent_disconnect_timeout_seconds must be >= 0"
+        )
         _require(
             self.channel_recreate_failure_threshold >= 0, "channel_recreate_failure_threshold must be >= 0"
         )

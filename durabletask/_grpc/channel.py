@@ -1,0 +1,234 @@
+"""Channel construction: address parsing, TLS, channel options, and per-call metadata interceptors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
+
+import grpc
+import grpc.aio
+
+from durabletask.grpc_options import GrpcChannelOptions
+
+#: Where clients and workers connect when no address is given (the local sidecar/emulator port).
+DEFAULT_HOST_ADDRESS = "localhost:4001"
+
+# grpc-stubs declares the interceptor bases generic, but they cannot be subscripted at runtime.
+if TYPE_CHECKING:
+    _UnaryUnary: TypeAlias = grpc.UnaryUnaryClientInterceptor[Any, Any]
+    _UnaryStream: TypeAlias = grpc.UnaryStreamClientInterceptor[Any, Any]
+    _StreamUnary: TypeAlias = grpc.StreamUnaryClientInterceptor[Any, Any]
+    _StreamStream: TypeAlias = grpc.StreamStreamClientInterceptor[Any, Any]
+    _AioUnaryUnary: TypeAlias = grpc.aio.UnaryUnaryClientInterceptor[Any, Any]
+    _AioUnaryStream: TypeAlias = grpc.aio.UnaryStreamClientInterceptor[Any, Any]
+    _AioStreamUnary: TypeAlias = grpc.aio.StreamUnaryClientInterceptor[Any, Any]
+    _AioStreamStream: TypeAlias = grpc.aio.StreamStreamClientInterceptor[Any, Any]
+else:
+    _UnaryUnary = grpc.UnaryUnaryClientInterceptor
+    _UnaryStream = grpc.UnaryStreamClientInterceptor
+    _StreamUnary = grpc.StreamUnaryClientInterceptor
+    _StreamStream = grpc.StreamStreamClientInterceptor
+    _AioUnaryUnary = grpc.aio.UnaryUnaryClientInterceptor
+    _AioUnaryStream = grpc.aio.UnaryStreamClientInterceptor
+    _AioStreamUnary = grpc.aio.StreamUnaryClientInterceptor
+    _AioStreamStream = grpc.aio.StreamStreamClientInterceptor
+
+ClientInterceptor: TypeAlias = "_UnaryUnary | _UnaryStream | _StreamUnary | _StreamStream"
+AsyncClientInterceptor: TypeAlias = "_AioUnaryUnary | _AioUnaryStream | _AioStreamUnary | _AioStreamStream"
+Metadata: TypeAlias = Sequence[tuple[str, str]]
+
+_SECURE_SCHEMES = ("https://", "grpcs://")
+_INSECURE_SCHEMES = ("http://", "grpc://")
+
+
+def get_default_host_address() -> str:
+    """The address used when none is configured."""
+    return DEFAULT_HOST_ADDRESS
+
+
+def parse_address(host_address: str | None, secure_channel: bool = False) -> tuple[str, bool]:
+    """Split an address into ``(target, use_tls)``.
+
+    A URL-style scheme decides TLS on its own (``https``/``grpcs`` on, ``http``/``grpc`` off) and is
+    stripped because gRPC targets are bare ``host:port``; without a scheme ``secure_channel`` decides.
+    """
+    address = get_default_host_address() if host_address is None else host_address.strip()
+    lowered = address.lower()
+    for scheme in _SECURE_SCHEMES:
+        if lowered.startswith(scheme):
+            return address[len(scheme) :].rstrip("/"), True
+    for scheme in _INSECURE_SCHEMES:
+        if lowered.startswith(scheme):
+            return address[len(scheme) :].rstrip("/"), False
+    return address, secure_channel
+
+
+class _CallDetails(NamedTuple):
+    method: str
+    timeout: float | None
+    metadata: Any
+    credentials: grpc.CallCredentials | None
+    wait_for_ready: bool | None
+    compression: grpc.Compression | None
+
+
+class _SyncCallDetails(_CallDetails, grpc.ClientCallDetails):
+    """Concrete call details: the sync API only defines the abstract interface."""
+
+
+def _merged(existing: Any, extra: Metadata) -> list[tuple[str, Any]]:
+    merged: list[tuple[str, Any]] = [(str(k), v) for k, v in (existing or ())]
+    merged.extend(extra)
+    return merged
+
+
+class MetadataInterceptor(
+    _UnaryUnary,
+    _UnaryStream,
+    _StreamUnary,
+    _StreamStream,
+):
+    """Adds fixed metadata (e.g. a task hub name or auth header) to every call on a sync channel."""
+
+    def __init__(self, metadata: Metadata) -> None:
+        self._metadata = list(metadata)
+
+    def _details(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+        if not self._metadata:
+            return details
+        return _SyncCallDetails(
+            details.method,
+            details.timeout,
+            _merged(details.metadata, self._metadata),
+            details.credentials,
+            getattr(details, "wait_for_ready", None),
+            getattr(details, "compression", None),
+        )
+
+    def _forward(self, continuation: Callable[..., Any], details: grpc.ClientCallDetails, arg: Any) -> Any:
+        return continuation(self._details(details), arg)
+
+    def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return self._forward(continuation, client_call_details, request)
+
+    def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return self._forward(continuation, client_call_details, request)
+
+    def intercept_stream_unary(
+        self, continuation: Any, client_call_details: Any, request_iterator: Any
+    ) -> Any:
+        return self._forward(continuation, client_call_details, request_iterator)
+
+    def intercept_stream_stream(
+        self, continuation: Any, client_call_details: Any, request_iterator: Any
+    ) -> Any:
+        return self._forward(continuation, client_call_details, request_iterator)
+
+
+class AsyncMetadataInterceptor(
+    _AioUnaryUnary,
+    _AioUnaryStream,
+    _AioStreamUnary,
+    _AioStreamStream,
+):
+    """Adds fixed metadata to every call on an asyncio channel.
+
+    Subclasses may override :meth:`metadata` (awaitable) to compute headers per call, e.g. to refresh
+    an access token without blocking the event loop.
+    """
+
+    def __init__(self, metadata: Metadata) -> None:
+        self._metadata = list(metadata)
+
+    async def metadata(self) -> Metadata:
+        """The headers to add to the next call."""
+        return self._metadata
+
+    async def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+        extra = await self.metadata()
+        if not extra:
+            return details
+        return grpc.aio.ClientCallDetails(
+            details.method,
+            details.timeout,
+            grpc.aio.Metadata(*_merged(details.metadata, extra)),
+            details.credentials,
+            details.wait_for_ready,
+        )
+
+    async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await continuation(await self._details(client_call_details), request)
+
+    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await continuation(await self._details(client_call_details), request)
+
+    async def intercept_stream_unary(
+        self, continuation: Any, client_call_details: Any, request_iterator: Any
+    ) -> Any:
+        return await continuation(await self._details(client_call_details), request_iterator)
+
+    async def intercept_stream_stream(
+        self, continuation: Any, client_call_details: Any, request_iterator: Any
+    ) -> Any:
+        return await continuation(await self._details(client_call_details), request_iterator)
+
+
+def _credentials(root_certificates: bytes | None) -> grpc.ChannelCredentials:
+    return grpc.ssl_channel_credentials(root_certificates=root_certificates)
+
+
+def create_channel(
+    host_address: str | None,
+    *,
+    secure_channel: bool = False,
+    interceptors: Sequence[ClientInterceptor] | None = None,
+    options: GrpcChannelOptions | None = None,
+    metadata: Metadata | None = None,
+    root_certificates: bytes | None = None,
+) -> grpc.Channel:
+    """Open a blocking channel to a Durable Task sidecar or scheduler.
+
+    Args:
+        host_address: ``host:port``, optionally prefixed by ``http://``, ``https://``, ``grpc://`` or
+            ``grpcs://`` (the secure schemes force TLS); ``None`` means :data:`DEFAULT_HOST_ADDRESS`.
+        secure_channel: Use TLS when the address has no scheme.
+        interceptors: Extra client interceptors, applied after the metadata interceptor.
+        options: Channel arguments (message sizes, keepalive, retries).
+        metadata: Headers attached to every call.
+        root_certificates: PEM roots for TLS; ``None`` uses the system defaults.
+    """
+    target, use_tls = parse_address(host_address, secure_channel)
+    args = options.to_grpc_options() if options is not None else None
+    channel = (
+        grpc.secure_channel(target, _credentials(root_certificates), options=args)
+        if use_tls
+        else grpc.insecure_channel(target, options=args)
+    )
+    chain: list[ClientInterceptor] = []
+    if metadata:
+        chain.append(MetadataInterceptor(metadata))
+    chain.extend(interceptors or ())
+    return grpc.intercept_channel(channel, *chain) if chain else channel
+
+
+def create_aio_channel(
+    host_address: str | None,
+    *,
+    secure_channel: bool = False,
+    interceptors: Sequence[AsyncClientInterceptor] | None = None,
+    options: GrpcChannelOptions | None = None,
+    metadata: Metadata | None = None,
+    root_certificates: bytes | None = None,
+) -> grpc.aio.Channel:
+    """Open an asyncio channel; arguments as for :func:`create_channel`."""
+    target, use_tls = parse_address(host_address, secure_channel)
+    args = options.to_grpc_options() if options is not None else None
+    chain: list[AsyncClientInterceptor] = []
+    if metadata:
+        chain.append(AsyncMetadataInterceptor(metadata))
+    chain.extend(interceptors or ())
+    if use_tls:
+        return grpc.aio.secure_channel(
+            target, _credentials(root_certificates), options=args, interceptors=cast(Any, chain or None)
+        )
+    return grpc.aio.insecure_channel(target, options=args, interceptors=cast(Any, chain or None))
