@@ -25,3 +25,8 @@ def peer_py() -> Path:
     if found is None:
         pytest.skip("the interop peer venv is missing (python3 dev.py test creates it)")
     return found
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--endpoint", default=None, help="run e2e tests against this host:port instead")
+    parser.addoption("--taskhub", default=None, help="task hub to use with --endpoint (default: 'default')")
