@@ -1,0 +1,1 @@
+"""The ``durabletask`` operator command line: argument parsing, commands and output rendering."""

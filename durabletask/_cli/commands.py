@@ -1,0 +1,166 @@
+"""One handler per CLI command; each takes a connected client and the parsed arguments."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from durabletask import client as dt_client
+from durabletask._cli.render import Renderer
+from durabletask._errors import DurableTaskError
+
+
+class UsageError(DurableTaskError, ValueError):
+    """A command line argument that parsed but makes no sense (bad JSON, bad time, conflicting options)."""
+
+
+def parse_json(text: str | None, what: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{what} is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+
+
+def parse_time(text: str | None, what: str) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise UsageError(f"{what} must be an ISO 8601 time such as 2026-01-31T12:00:00Z, got {text!r}") from exc
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _statuses(names: list[str] | None) -> list[dt_client.OrchestrationStatus] | None:
+    return [dt_client.OrchestrationStatus[n] for n in names] if names else None
+
+
+Client = dt_client.TaskHubGrpcClient
+Handler = Callable[[Client, argparse.Namespace, Renderer], int]
+
+
+def cmd_list(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    query = dt_client.OrchestrationQuery(
+        created_time_from=parse_time(a.created_from, "--created-from"),
+        created_time_to=parse_time(a.created_to, "--created-to"),
+        runtime_status=_statuses(a.status), max_instance_count=a.limit,
+        fetch_inputs_and_outputs=a.payloads, instance_id_prefix=a.prefix)
+    states = c.get_all_orchestration_states(query)[: a.limit]
+    r.states(states)
+    return 0
+
+
+def cmd_show(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    state = c.get_orchestration_state(a.instance_id, fetch_payloads=not a.no_payloads)
+    if state is None:
+        raise LookupError(f"no instance with ID '{a.instance_id}'")
+    r.state(state)
+    return 0
+
+
+def cmd_history(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    if c.get_orchestration_state(a.instance_id, fetch_payloads=False) is None:
+        raise LookupError(f"no instance with ID '{a.instance_id}'")
+    r.history(c.get_orchestration_history(a.instance_id))
+    return 0
+
+
+def cmd_wait(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    state = c.wait_for_orchestration_completion(a.instance_id, timeout=a.timeout)
+    if state is None:
+        raise LookupError(f"no instance with ID '{a.instance_id}'")
+    r.state(state)
+    return 0 if state.runtime_status == dt_client.OrchestrationStatus.COMPLETED else 1
+
+
+def cmd_start(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    tags = {}
+    for item in a.tag:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--tag must be key=value, got {item!r}")
+        tags[key] = value
+    instance_id = c.schedule_new_orchestration(
+        a.name, input=parse_json(a.input, "--input"), instance_id=a.instance_id, version=a.version,
+        start_at=parse_time(a.start_at, "--start-at"), tags=tags or None)
+    _done(r, "scheduled", instance_id)
+    return 0
+
+
+def cmd_raise(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    c.raise_orchestration_event(a.instance_id, a.event_name, data=parse_json(a.data, "--data"))
+    _done(r, "raised", a.instance_id, event=a.event_name)
+    return 0
+
+
+def cmd_terminate(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    c.terminate_orchestration(a.instance_id, output=parse_json(a.output, "--output"),
+                              recursive=not a.no_recursive)
+    _done(r, "terminated", a.instance_id)
+    return 0
+
+
+def cmd_suspend(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    c.suspend_orchestration(a.instance_id, reason=a.reason)
+    _done(r, "suspended", a.instance_id)
+    return 0
+
+
+def cmd_resume(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    c.resume_orchestration(a.instance_id, reason=a.reason)
+    _done(r, "resumed", a.instance_id)
+    return 0
+
+
+def cmd_rewind(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    c.rewind_orchestration(a.instance_id, reason=a.reason)
+    _done(r, "rewound", a.instance_id)
+    return 0
+
+
+def cmd_restart(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    new_id = c.restart_orchestration(a.instance_id, restart_with_new_instance_id=a.new_id)
+    _done(r, "restarted", new_id, original=a.instance_id)
+    return 0
+
+
+def cmd_purge(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    has_filter = a.status or a.created_from or a.created_to
+    if a.instance_id and has_filter:
+        raise UsageError("give either an instance ID or filter options (--status/--created-*), not both")
+    if a.instance_id:
+        result = c.purge_orchestration(a.instance_id, recursive=not a.no_recursive)
+    elif has_filter:
+        result = c.purge_orchestrations_by(
+            created_time_from=parse_time(a.created_from, "--created-from"),
+            created_time_to=parse_time(a.created_to, "--created-to"),
+            runtime_status=_statuses(a.status), recursive=not a.no_recursive,
+            timeout=timedelta(seconds=a.timeout) if a.timeout else None)
+    else:
+        raise UsageError("purge needs an instance ID or at least one filter (--status, --created-from, --created-to)")
+    if r.as_json:
+        r.json(result)
+    else:
+        complete = "" if result.is_complete in (None, True) else " (incomplete: run again to continue)"
+        r.line(f"purged {result.deleted_instance_count} instance(s){complete}")
+    return 0
+
+
+def _done(r: Renderer, action: str, instance_id: str, **extra: str) -> None:
+    if r.as_json:
+        r.json({"action": action, "instance_id": instance_id, **extra})
+    else:
+        suffix = "".join(f" {k}={v}" for k, v in extra.items())
+        r.line(f"{action} {instance_id}{suffix}")
+
+
+COMMANDS: dict[str, Handler] = {
+    "list": cmd_list, "show": cmd_show, "history": cmd_history, "wait": cmd_wait, "start": cmd_start,
+    "raise": cmd_raise, "terminate": cmd_terminate, "suspend": cmd_suspend, "resume": cmd_resume,
+    "rewind": cmd_rewind, "restart": cmd_restart, "purge": cmd_purge,
+}

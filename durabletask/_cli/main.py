@@ -1,0 +1,54 @@
+"""Entry point: parse, connect, run one command, and turn failures into clear messages and exit codes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+import grpc
+
+from durabletask import client as dt_client
+from durabletask._cli.commands import COMMANDS, UsageError
+from durabletask._cli.entity_commands import cmd_entity
+from durabletask._cli.parser import build_parser
+from durabletask._cli.render import Renderer
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _connect(endpoint: str, taskhub: str, token: str | None) -> dt_client.TaskHubGrpcClient:
+    metadata = [("taskhub", taskhub)]
+    if token:
+        metadata.append(("authorization", f"Bearer {token}"))
+    secure = endpoint.startswith(("https://", "grpcs://"))
+    return dt_client.TaskHubGrpcClient(host_address=endpoint, metadata=metadata, secure_channel=secure)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, grpc.RpcError):
+        code = exc.code() if callable(getattr(exc, "code", None)) else None
+        details = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
+        name = code.name if code is not None else "ERROR"
+        return f"{name}: {details}"
+    return str(exc) or type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
+         stderr: IO[str] | None = None) -> int:
+    """Runs the ``durabletask`` command line; returns the process exit code."""
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    args = build_parser().parse_args(argv)
+    renderer = Renderer(out, as_json=args.json)
+    handler = cmd_entity if args.command == "entity" else COMMANDS[args.command]
+    c = _connect(args.endpoint, args.taskhub, args.token)
+    try:
+        return handler(c, args, renderer)
+    except UsageError as exc:
+        err.write(f"durabletask {args.command}: {exc}\n")
+        return EXIT_USAGE
+    except (LookupError, TimeoutError, ValueError, grpc.RpcError, RuntimeError) as exc:
+        err.write(f"durabletask {args.command}: {_describe(exc)}\n")
+        return EXIT_FAILED
+    finally:
+        c.close()

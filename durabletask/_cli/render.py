@@ -1,0 +1,107 @@
+"""Turns states, histories and entities into tables or JSON for the terminal."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from enum import Enum
+from typing import IO, Any
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.name
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not f.name.startswith("_")}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class Renderer:
+    """Writes results either as aligned text or, with ``as_json``, as one JSON document."""
+
+    def __init__(self, out: IO[str], *, as_json: bool) -> None:
+        self.out = out
+        self.as_json = as_json
+
+    def json(self, value: Any) -> None:
+        self.out.write(json.dumps(_plain(value), indent=2, sort_keys=True) + "\n")
+
+    def line(self, text: str) -> None:
+        self.out.write(text + "\n")
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        cells = [[_short(c) for c in row] for row in rows]
+        widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+        self.line("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+        for row in cells:
+            self.line("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+
+    def fields(self, pairs: Sequence[tuple[str, Any]]) -> None:
+        width = max(len(k) for k, _ in pairs)
+        for key, value in pairs:
+            self.line(f"{key.ljust(width)}  {'' if value is None else _plain(value)}")
+
+    # -- domain views -------------------------------------------------------------------------------------
+
+    def states(self, states: Sequence[Any]) -> None:
+        if self.as_json:
+            self.json(list(states))
+            return
+        rows = [(s.instance_id, s.name, s.runtime_status.name, _ts(s.created_at), _ts(s.last_updated_at))
+                for s in states]
+        self.table(("INSTANCE ID", "NAME", "STATUS", "CREATED", "UPDATED"), rows)
+
+    def state(self, s: Any) -> None:
+        if self.as_json:
+            self.json(s)
+            return
+        failure = s.failure_details
+        self.fields([
+            ("instance id", s.instance_id), ("name", s.name), ("status", s.runtime_status.name),
+            ("created", _ts(s.created_at)), ("updated", _ts(s.last_updated_at)),
+            ("input", s.serialized_input), ("output", s.serialized_output),
+            ("custom status", s.serialized_custom_status),
+            ("failure", f"{failure.error_type}: {failure.message}" if failure else None),
+        ])
+
+    def history(self, events: Sequence[Any]) -> None:
+        if self.as_json:
+            self.json([{"type": type(e).__name__, **_plain(e)} for e in events])
+            return
+        rows = [(e.event_id, _ts(e.timestamp), type(e).__name__.removesuffix("Event"), _event_detail(e))
+                for e in events]
+        self.table(("ID", "TIMESTAMP", "EVENT", "DETAIL"), rows)
+
+
+def _ts(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if value else ""
+
+
+_DETAIL_FIELDS = ("name", "task_scheduled_id", "timer_id", "fire_at", "instance_id", "result",
+                  "orchestration_status", "input", "reason")
+
+
+def _event_detail(event: Any) -> str:
+    parts = []
+    for name in _DETAIL_FIELDS:
+        value = getattr(event, name, None)
+        if value is not None and value != "":
+            parts.append(f"{name}={_plain(value)}")
+    failure = getattr(event, "failure_details", None)
+    if failure is not None:
+        parts.append(f"failure={failure.error_type}: {failure.message}")
+    return " ".join(parts)

@@ -1,0 +1,8 @@
+"""The ``durabletask`` console script: operator commands to inspect, terminate, rewind, restart and purge."""
+
+from durabletask._cli.main import main
+
+__all__ = ["main"]
+
+if __name__ == "__main__":
+    raise SystemExit(main())
