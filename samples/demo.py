@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from durabletask import client, task, worker  # noqa: E402
-from emulator.server import EmulatorServer  # noqa: E402
+from durabletask import client, task, worker
+from emulator.server import EmulatorServer
 
 
 @dataclass

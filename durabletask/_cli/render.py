@@ -46,9 +46,9 @@ class Renderer:
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         cells = [[_short(c) for c in row] for row in rows]
         widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-        self.line("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+        self.line("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
         for row in cells:
-            self.line("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+            self.line("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
     def fields(self, pairs: Sequence[tuple[str, Any]]) -> None:
         width = max(len(k) for k, _ in pairs)
