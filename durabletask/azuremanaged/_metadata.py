@@ -1,0 +1,163 @@
+"""Per-call scheduler headers (task hub, user agent, worker id, bearer token) as sync and aio interceptors."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+
+import grpc
+
+from durabletask import DISTRIBUTION_NAME, __version__
+from durabletask._grpc.channel import AsyncMetadataInterceptor
+from durabletask.azuremanaged._tokens import AsyncTokenCache, TokenCache
+from durabletask.grpc_options import GrpcChannelOptions
+
+__all__ = [
+    "AUTHORIZATION_HEADER",
+    "TASKHUB_HEADER",
+    "USER_AGENT_HEADER",
+    "WORKER_ID_HEADER",
+    "AsyncSchedulerInterceptor",
+    "SchedulerInterceptor",
+    "default_channel_options",
+    "new_worker_id",
+    "scheduler_headers",
+    "user_agent",
+]
+
+TASKHUB_HEADER = "taskhub"
+# gRPC reserves "user-agent" for its own transport string, so the scheduler reads this one instead.
+USER_AGENT_HEADER = "x-user-agent"
+WORKER_ID_HEADER = "workerid"
+AUTHORIZATION_HEADER = "authorization"
+
+_MIB = 1024 * 1024
+
+
+def user_agent() -> str:
+    """The ``x-user-agent`` value: ``<distribution>/<version>``."""
+    return f"{DISTRIBUTION_NAME}/{__version__}"
+
+
+def new_worker_id() -> str:
+    """A worker identity unique per process and instance: ``<hostname>:<pid>:<uuid4>``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4()}"
+
+
+def scheduler_headers(taskhub: str, worker_id: str | None = None) -> list[tuple[str, str]]:
+    """The headers every call to the scheduler carries, apart from the bearer token."""
+    if not taskhub:
+        raise ValueError("taskhub must be a non-empty task hub name")
+    headers = [(TASKHUB_HEADER, taskhub), (USER_AGENT_HEADER, user_agent())]
+    if worker_id is not None:
+        headers.append((WORKER_ID_HEADER, worker_id))
+    return headers
+
+
+def default_channel_options() -> GrpcChannelOptions:
+    """Channel settings used when the caller supplies none.
+
+    Keepalive pings every 30 s keep long-lived work-item streams alive through load balancers and NAT
+    that drop idle connections after a minute or more, and detect a dead peer within 10 s of a missed
+    ping. Messages up to 16 MiB leave room for orchestration histories carrying many payloads of the
+    service's 1 MiB limit (gRPC's own default is 4 MiB).
+    """
+    return GrpcChannelOptions(
+        max_receive_message_length=16 * _MIB,
+        max_send_message_length=16 * _MIB,
+        keepalive_time_ms=30_000,
+        keepalive_timeout_ms=10_000,
+    )
+
+
+def _merge(existing: Iterable[tuple[str, Any]] | None, extra: Sequence[tuple[str, str]]) -> list[tuple[str, Any]]:
+    merged: list[tuple[str, Any]] = [(str(key), value) for key, value in (existing or ())]
+    merged.extend(extra)
+    return merged
+
+
+class _CallDetails(NamedTuple):
+    method: str
+    timeout: float | None
+    metadata: Any
+    credentials: grpc.CallCredentials | None
+    wait_for_ready: bool | None
+    compression: grpc.Compression | None
+
+
+class _SyncCallDetails(_CallDetails, grpc.ClientCallDetails):
+    """A concrete ``grpc.ClientCallDetails`` (gRPC only ships the abstract interface)."""
+
+
+# grpc-stubs declares the interceptor bases generic, but they cannot be subscripted at runtime.
+if TYPE_CHECKING:
+    _UnaryUnary: TypeAlias = grpc.UnaryUnaryClientInterceptor[Any, Any]
+    _UnaryStream: TypeAlias = grpc.UnaryStreamClientInterceptor[Any, Any]
+    _StreamUnary: TypeAlias = grpc.StreamUnaryClientInterceptor[Any, Any]
+    _StreamStream: TypeAlias = grpc.StreamStreamClientInterceptor[Any, Any]
+else:
+    _UnaryUnary = grpc.UnaryUnaryClientInterceptor
+    _UnaryStream = grpc.UnaryStreamClientInterceptor
+    _StreamUnary = grpc.StreamUnaryClientInterceptor
+    _StreamStream = grpc.StreamStreamClientInterceptor
+
+
+class SchedulerInterceptor(_UnaryUnary, _UnaryStream, _StreamUnary, _StreamStream):
+    """Adds the scheduler headers, and a bearer token when a credential is configured, to every sync call.
+
+    Args:
+        taskhub: The task hub every call addresses.
+        token_cache: Source of bearer tokens; ``None`` sends no ``authorization`` header (emulator).
+        worker_id: Sent as ``workerid`` by workers so the scheduler can tell them apart.
+    """
+
+    def __init__(self, taskhub: str, *, token_cache: TokenCache | None = None, worker_id: str | None = None):
+        self._static = scheduler_headers(taskhub, worker_id)
+        self._token_cache = token_cache
+
+    def headers(self) -> list[tuple[str, str]]:
+        """The headers for the next call; may block on a token refresh."""
+        if self._token_cache is None:
+            return list(self._static)
+        return [*self._static, (AUTHORIZATION_HEADER, f"Bearer {self._token_cache.get_token()}")]
+
+    def _forward(self, continuation: Callable[..., Any], details: grpc.ClientCallDetails, arg: Any) -> Any:
+        new_details = _SyncCallDetails(
+            details.method,
+            details.timeout,
+            _merge(details.metadata, self.headers()),
+            details.credentials,
+            getattr(details, "wait_for_ready", None),
+            getattr(details, "compression", None),
+        )
+        return continuation(new_details, arg)
+
+    def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return self._forward(continuation, client_call_details, request)
+
+    def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return self._forward(continuation, client_call_details, request)
+
+    def intercept_stream_unary(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
+        return self._forward(continuation, client_call_details, request_iterator)
+
+    def intercept_stream_stream(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
+        return self._forward(continuation, client_call_details, request_iterator)
+
+
+class AsyncSchedulerInterceptor(AsyncMetadataInterceptor):
+    """The asyncio counterpart of :class:`SchedulerInterceptor`; token refreshes never block the loop."""
+
+    def __init__(self, taskhub: str, *, token_cache: AsyncTokenCache | None = None, worker_id: str | None = None):
+        super().__init__(scheduler_headers(taskhub, worker_id))
+        self._token_cache = token_cache
+
+    async def metadata(self) -> list[tuple[str, str]]:
+        """The headers for the next call, awaiting a token refresh when one is due."""
+        static = list(await super().metadata())
+        if self._token_cache is None:
+            return static
+        return [*static, (AUTHORIZATION_HEADER, f"Bearer {await self._token_cache.get_token()}")]
