@@ -1,0 +1,56 @@
+"""Drives one scenario against a running backend and worker; prints one JSON line with the figures."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from workloads import chain3, fan_out, long_chain
+
+from durabletask import client
+
+
+def _run_one(c: client.TaskHubGrpcClient, orchestrator: Any, value: int, timeout: float) -> float:
+    start = time.perf_counter()
+    iid = c.schedule_new_orchestration(orchestrator, input=value)
+    state = c.wait_for_orchestration_completion(iid, timeout=timeout)
+    if state is None or state.runtime_status != client.OrchestrationStatus.COMPLETED:
+        raise RuntimeError(f"{iid} did not complete: {state}")
+    return time.perf_counter() - start
+
+
+def throughput(c: client.TaskHubGrpcClient, count: int) -> dict[str, Any]:
+    start = time.perf_counter()
+    ids = [c.schedule_new_orchestration(chain3, input=i) for i in range(count)]
+
+    def wait(iid: str) -> None:
+        state = c.wait_for_orchestration_completion(iid, timeout=600)
+        if state is None or state.runtime_status != client.OrchestrationStatus.COMPLETED:
+            raise RuntimeError(f"{iid} did not complete")
+
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        list(pool.map(wait, ids))
+    elapsed = time.perf_counter() - start
+    return {"count": count, "seconds": elapsed, "per_second": count / elapsed}
+
+
+def main() -> None:
+    address, scenario, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    c = client.TaskHubGrpcClient(host_address=address)
+    _run_one(c, chain3, 0, 120)  # warm-up: connections, first work items
+    if scenario == "throughput":
+        result = throughput(c, size)
+    elif scenario == "fan_out":
+        result = {"size": size, "seconds": _run_one(c, fan_out, size, 600)}
+    elif scenario == "chain":
+        result = {"size": size, "seconds": _run_one(c, long_chain, size, 600)}
+    else:
+        raise SystemExit(f"unknown scenario {scenario}")
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""Runs every benchmark side by side and prints figures and ratios (never asserts; the machine is noisy).
+
+Pairs measured in the same run:
+  ours      our SDK on our emulator, persistent SQLite
+  ours-mem  our SDK on our emulator, in memory
+  theirs    Microsoft's SDK on its in-memory test backend (isolated venv)
+  mixed     Microsoft's SDK on our emulator (separates SDK cost from backend cost)
+
+Usage: python3 dev.py bench [--quick] [--only throughput,fan_out,chain,transport,replay]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+OURS_PY = sys.executable
+PEER_PY = os.environ.get("DTS_PEER_PYTHON") or str(ROOT / ".peer-venv" / "bin" / "python")
+
+# RPCs one 3-activity chain needs at the least: StartInstance + WaitForInstanceCompletion, then per work item one
+# streamed message and one completion call: 4 orchestrator turns and 3 activities.
+CHAIN3_RPCS = 2 + 2 * (4 + 3)
+CHAIN3_UNARY = 2 + 4 + 3
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(for_peer: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if not for_peer:
+        env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _spawn(python: str, args: list[str], *, for_peer: bool) -> subprocess.Popen[str]:
+    # cwd=HERE: the scripts import workloads.py; the peer must never see our package on its path.
+    return subprocess.Popen([python, *args], cwd=HERE, env=_env(for_peer), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def _await_ready(proc: subprocess.Popen[str], what: str) -> None:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("ready"):
+        raise RuntimeError(f"{what} did not start (exit {proc.poll()})")
+
+
+def _close(proc: subprocess.Popen[str]) -> None:
+    try:
+        if proc.stdin:
+            proc.stdin.close()
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
+def pair(sdk: str, backend: str) -> Iterator[tuple[str, str]]:
+    """Starts a backend process and a worker process; yields (client python, address)."""
+    port = _free_port()
+    tmp = tempfile.TemporaryDirectory()
+    backend_py = PEER_PY if backend == "theirs" else OURS_PY
+    sdk_py = PEER_PY if sdk == "theirs" else OURS_PY
+    args = ["backend_proc.py", backend, "--port", str(port), "--db", str(Path(tmp.name) / "bench.db")]
+    b = _spawn(backend_py, args, for_peer=backend == "theirs")
+    w = None
+    try:
+        _await_ready(b, f"backend {backend}")
+        address = f"localhost:{port}"
+        w = _spawn(sdk_py, ["worker_proc.py", address], for_peer=sdk == "theirs")
+        _await_ready(w, f"worker {sdk}")
+        yield sdk_py, address
+    finally:
+        if w is not None:
+            _close(w)
+        _close(b)
+        tmp.cleanup()
+
+
+def _json_run(python: str, args: list[str], *, for_peer: bool, timeout: float = 900) -> dict[str, Any]:
+    out = subprocess.run([python, *args], cwd=HERE, env=_env(for_peer), capture_output=True, text=True,
+                         timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+PAIRS = {"ours": ("ours", "ours-sqlite"), "ours-mem": ("ours", "ours-memory"),
+         "theirs": ("theirs", "theirs"), "mixed": ("theirs", "ours-sqlite")}
+
+
+def scenario(name: str, scenario_name: str, size: int) -> dict[str, Any]:
+    sdk, backend = PAIRS[name]
+    with pair(sdk, backend) as (python, address):
+        return _json_run(python, ["client_proc.py", address, scenario_name, str(size)], for_peer=sdk == "theirs")
+
+
+def transport(backend: str, calls: int) -> dict[str, float]:
+    port = _free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        py = PEER_PY if backend == "theirs" else OURS_PY
+        b = _spawn(py, ["backend_proc.py", backend, "--port", str(port), "--db", f"{tmp}/t.db"],
+                   for_peer=backend == "theirs")
+        try:
+            _await_ready(b, backend)
+            seq = _json_run(OURS_PY, ["transport.py", f"localhost:{port}", str(calls), "1"], for_peer=False)
+            par = _json_run(OURS_PY, ["transport.py", f"localhost:{port}", str(calls), "64"], for_peer=False)
+        finally:
+            _close(b)
+    return {"sequential": seq["calls_per_second"], "in_flight_64": par["calls_per_second"]}
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "n/a"
+
+
+def bench_transport(quick: bool, out: list[str]) -> dict[str, Any]:
+    calls = 500 if quick else 3000
+    floors = {name: transport(name, calls) for name in ("ours-sqlite", "theirs")}
+    out.append("## 1. Transport floor (empty unary Hello calls/s)")
+    for name, f in floors.items():
+        out.append(f"  {name:12s} sequential {f['sequential']:8.0f}/s   64 in flight {f['in_flight_64']:8.0f}/s")
+    floor = floors["ours-sqlite"]["in_flight_64"]
+    out.append(f"  RPCs per 3-activity chain: {CHAIN3_RPCS} messages ({CHAIN3_UNARY} unary calls); "
+               f"ceiling ≈ {floor / CHAIN3_UNARY:.0f} orchestrations/s (64-in-flight floor / unary calls)")
+    return floors
+
+
+def bench_throughput(quick: bool, out: list[str], floors: dict[str, Any] | None) -> None:
+    count = 100 if quick else 500
+    res = {name: scenario(name, "throughput", count) for name in ("ours", "ours-mem", "theirs", "mixed")}
+    out.append(f"## 2. Throughput: {count} orchestrations of a 3-activity chain, one worker process")
+    for name, r in res.items():
+        out.append(f"  {name:9s} {r['per_second']:8.1f} orchestrations/s  ({r['seconds']:.2f} s)")
+    out.append(f"  ours / theirs: {_ratio(res['ours']['per_second'], res['theirs']['per_second'])} (target ≥ 2.5x)")
+    out.append(f"  persistent / in-memory: {res['ours']['per_second'] / res['ours-mem']['per_second']:.0%} "
+               "(target ≥ 70 %)")
+    if floors:
+        ceiling = floors["ours-sqlite"]["in_flight_64"] / CHAIN3_UNARY
+        out.append(f"  ours / transport ceiling: {res['ours']['per_second'] / ceiling:.0%} (target ≥ 70 %)")
+
+
+def bench_fan_out(quick: bool, out: list[str]) -> None:
+    size = 200 if quick else 1000
+    res = {name: scenario(name, "fan_out", size) for name in ("ours", "theirs", "mixed")}
+    out.append(f"## 3. Fan-out/fan-in of {size} activities in one orchestration")
+    for name, r in res.items():
+        out.append(f"  {name:9s} {r['seconds']:8.2f} s")
+    out.append(f"  theirs / ours: {_ratio(res['theirs']['seconds'], res['ours']['seconds'])} faster (target ≥ 2.5x)")
+
+
+def bench_chain(quick: bool, out: list[str]) -> None:
+    sizes = (100, 200) if quick else (500, 1000)
+    out.append(f"## 4. Long chains of {sizes[0]} and {sizes[1]} sequential activities")
+    for name in ("ours", "theirs"):
+        t = [scenario(name, "chain", n)["seconds"] for n in sizes]
+        out.append(f"  {name:9s} {t[0]:7.2f} s / {t[1]:7.2f} s   time({sizes[1]})/time({sizes[0]}) = "
+                   f"{t[1] / t[0]:.2f} (target ≤ 2.3; {sizes[1]} chain under 10 s)")
+
+
+def bench_replay(quick: bool, out: list[str]) -> None:
+    script = HERE / "replay.py"
+    if not script.exists():
+        out.append("## 5. Replay cost per event: bench/replay.py missing")
+        return
+    args = [str(script)] + (["--quick"] if quick else [])
+    proc = subprocess.run([OURS_PY, *args], cwd=ROOT, env=_env(False), capture_output=True, text=True, timeout=900)
+    out.append("## 5. Replay cost per history event")
+    out.extend("  " + line for line in (proc.stdout or proc.stderr).strip().splitlines())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--only", default="transport,throughput,fan_out,chain,replay")
+    args = parser.parse_args()
+    if not Path(PEER_PY).exists():
+        print(f"the official SDK peer is missing at {PEER_PY}; run via: python3 dev.py bench", file=sys.stderr)
+        return 2
+    only = set(args.only.split(","))
+    out = [f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
+           f"{os.cpu_count()} cores, Python {platform.python_version()}" + (" (quick)" if args.quick else "")]
+    floors = bench_transport(args.quick, out) if "transport" in only else None
+    steps = [("throughput", lambda: bench_throughput(args.quick, out, floors)),
+             ("fan_out", lambda: bench_fan_out(args.quick, out)), ("chain", lambda: bench_chain(args.quick, out)),
+             ("replay", lambda: bench_replay(args.quick, out))]
+    for key, run in steps:
+        if key in only:
+            print(f"running {key} …", file=sys.stderr, flush=True)
+            run()
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

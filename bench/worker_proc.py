@@ -1,0 +1,26 @@
+"""Runs one worker with the benchmark workloads registered until stdin closes; prints ``ready``."""
+
+from __future__ import annotations
+
+import sys
+
+from workloads import ACTIVITIES, ORCHESTRATORS
+
+from durabletask import worker
+
+
+def main() -> None:
+    address = sys.argv[1]
+    w = worker.TaskHubGrpcWorker(host_address=address)
+    for fn in ORCHESTRATORS:
+        w.add_orchestrator(fn)
+    for fn in ACTIVITIES:
+        w.add_activity(fn)
+    w.start()
+    print("ready", flush=True)
+    sys.stdin.read()
+    w.stop()
+
+
+if __name__ == "__main__":
+    main()
