@@ -50,7 +50,10 @@ def cmd_list(c: Client, a: argparse.Namespace, r: Renderer) -> int:
         created_time_to=parse_time(a.created_to, "--created-to"),
         runtime_status=_statuses(a.status), max_instance_count=a.limit,
         fetch_inputs_and_outputs=a.payloads, instance_id_prefix=a.prefix)
-    states = c.get_all_orchestration_states(query)[: a.limit]
+    states = c.get_all_orchestration_states(query)
+    if a.name:
+        states = [s for s in states if s.name.lower() == a.name.lower()]
+    states = states[: a.limit]
     r.states(states)
     return 0
 
@@ -99,8 +102,7 @@ def cmd_raise(c: Client, a: argparse.Namespace, r: Renderer) -> int:
 
 
 def cmd_terminate(c: Client, a: argparse.Namespace, r: Renderer) -> int:
-    c.terminate_orchestration(a.instance_id, output=parse_json(a.output, "--output"),
-                              recursive=not a.no_recursive)
+    c.terminate_orchestration(a.instance_id, output=parse_json(a.output, "--output"), recursive=a.recursive)
     _done(r, "terminated", a.instance_id)
     return 0
 
@@ -160,7 +162,7 @@ def _done(r: Renderer, action: str, instance_id: str, **extra: str) -> None:
 
 
 COMMANDS: dict[str, Handler] = {
-    "list": cmd_list, "show": cmd_show, "history": cmd_history, "wait": cmd_wait, "start": cmd_start,
-    "raise": cmd_raise, "terminate": cmd_terminate, "suspend": cmd_suspend, "resume": cmd_resume,
+    "list": cmd_list, "get": cmd_show, "show": cmd_show, "history": cmd_history, "wait": cmd_wait,
+    "start": cmd_start, "raise-event": cmd_raise, "raise": cmd_raise, "terminate": cmd_terminate, "suspend": cmd_suspend, "resume": cmd_resume,
     "rewind": cmd_rewind, "restart": cmd_restart, "purge": cmd_purge,
 }

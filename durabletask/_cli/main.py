@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
     out, err = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
     renderer = Renderer(out, as_json=args.json)
-    handler = cmd_entity if args.command == "entity" else COMMANDS[args.command]
+    handler = cmd_entity if args.command in ("entities", "entity") else COMMANDS[args.command]
     c = _connect(args.endpoint, args.taskhub, args.token)
     try:
         return handler(c, args, renderer)

@@ -20,7 +20,7 @@ def _add_instance(p: argparse.ArgumentParser) -> None:
 
 
 def _instance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("show", help="show one instance's state")
+    p = sub.add_parser("get", aliases=["show"], help="show one instance's state")
     _add_instance(p)
     p.add_argument("--no-payloads", action="store_true", help="omit input, output and custom status")
 
@@ -31,15 +31,16 @@ def _instance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_instance(p)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default 60)")
 
-    p = sub.add_parser("raise", help="raise an external event on an instance")
+    p = sub.add_parser("raise-event", aliases=["raise"], help="raise an external event on an instance")
     _add_instance(p)
     p.add_argument("event_name")
     p.add_argument("--data", help="event payload as JSON")
 
-    p = sub.add_parser("terminate", help="terminate an instance (and its sub-orchestrations)")
+    p = sub.add_parser("terminate", help="terminate an instance")
     _add_instance(p)
     p.add_argument("--output", help="output to record, as JSON")
-    p.add_argument("--no-recursive", action="store_true", help="leave sub-orchestrations running")
+    p.add_argument("--recursive", action=argparse.BooleanOptionalAction, default=True,
+                   help="also terminate its sub-orchestrations (default: yes)")
 
     for name, text in (("suspend", "suspend an instance"), ("resume", "resume a suspended instance"),
                        ("rewind", "rewind a failed instance so its failed work runs again")):
@@ -56,8 +57,9 @@ def _listing_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = sub.add_parser("list", help="list instances, newest filters first")
     p.add_argument("--status", type=_status, action="append", help="filter by runtime status (repeatable)")
     p.add_argument("--prefix", help="instance ID prefix")
-    p.add_argument("--created-from", help="ISO 8601 time, inclusive")
-    p.add_argument("--created-to", help="ISO 8601 time, inclusive")
+    p.add_argument("--name", help="orchestrator name (exact, case-insensitive)")
+    p.add_argument("--created-from", "--since", dest="created_from", help="ISO 8601 time, inclusive")
+    p.add_argument("--created-to", "--until", dest="created_to", help="ISO 8601 time, inclusive")
     p.add_argument("--limit", type=int, default=100, help="at most this many rows (default 100)")
     p.add_argument("--payloads", action="store_true", help="fetch inputs and outputs too")
 
@@ -79,7 +81,7 @@ def _listing_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _entity_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("entity", help="inspect and signal durable entities")
+    p = sub.add_parser("entities", aliases=["entity"], help="inspect and signal durable entities")
     esub = p.add_subparsers(dest="entity_command", required=True, metavar="ACTION")
     g = esub.add_parser("get", help="show one entity")
     g.add_argument("entity_id", help="entity ID as @name@key")
