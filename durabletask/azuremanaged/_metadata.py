@@ -11,8 +11,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 import grpc
 
 from durabletask import DISTRIBUTION_NAME, __version__
-from durabletask._grpc.channel import AsyncMetadataInterceptor
-from durabletask.azuremanaged._tokens import AsyncTokenCache, TokenCache
+from durabletask._grpc.channel import AsyncClientInterceptor, AsyncMetadataInterceptor, ClientInterceptor
+from durabletask.azuremanaged._tokens import (
+    AsyncTokenCache,
+    AsyncTokenCredentialLike,
+    TokenCache,
+    TokenCredentialLike,
+    token_scope,
+)
 from durabletask.grpc_options import GrpcChannelOptions
 
 __all__ = [
@@ -22,9 +28,11 @@ __all__ = [
     "WORKER_ID_HEADER",
     "AsyncSchedulerInterceptor",
     "SchedulerInterceptor",
+    "async_interceptors",
     "default_channel_options",
     "new_worker_id",
     "scheduler_headers",
+    "sync_interceptors",
     "user_agent",
 ]
 
@@ -49,8 +57,8 @@ def new_worker_id() -> str:
 
 def scheduler_headers(taskhub: str, worker_id: str | None = None) -> list[tuple[str, str]]:
     """The headers every call to the scheduler carries, apart from the bearer token."""
-    if not taskhub:
-        raise ValueError("taskhub must be a non-empty task hub name")
+    if not taskhub or not taskhub.strip():
+        raise ValueError("taskhub cannot be empty: pass the name of the task hub to connect to")
     headers = [(TASKHUB_HEADER, taskhub), (USER_AGENT_HEADER, user_agent())]
     if worker_id is not None:
         headers.append((WORKER_ID_HEADER, worker_id))
@@ -161,3 +169,33 @@ class AsyncSchedulerInterceptor(AsyncMetadataInterceptor):
         if self._token_cache is None:
             return static
         return [*static, (AUTHORIZATION_HEADER, f"Bearer {await self._token_cache.get_token()}")]
+
+
+def sync_interceptors(
+    extra: Sequence[ClientInterceptor] | None,
+    *,
+    taskhub: str,
+    token_credential: TokenCredentialLike | None,
+    resource_id: str | None,
+    worker_id: str | None = None,
+) -> list[ClientInterceptor]:
+    """The caller's interceptors followed by the scheduler's, for a blocking channel.
+
+    The scope is resolved even without a credential so a bad ``resource_id`` fails at construction.
+    """
+    scope = token_scope(resource_id)
+    cache = TokenCache(token_credential, scope) if token_credential is not None else None
+    return [*(extra or ()), SchedulerInterceptor(taskhub, token_cache=cache, worker_id=worker_id)]
+
+
+def async_interceptors(
+    extra: Sequence[AsyncClientInterceptor] | None,
+    *,
+    taskhub: str,
+    token_credential: AsyncTokenCredentialLike | TokenCredentialLike | None,
+    resource_id: str | None,
+) -> list[AsyncClientInterceptor]:
+    """The caller's interceptors followed by the scheduler's, for an asyncio channel."""
+    scope = token_scope(resource_id)
+    cache = AsyncTokenCache(token_credential, scope) if token_credential is not None else None
+    return [*(extra or ()), AsyncSchedulerInterceptor(taskhub, token_cache=cache)]

@@ -104,6 +104,11 @@ class RecordingServer:
             self.calls.append((method, headers))
             self.call_seen.notify_all()
 
+    def reset(self) -> None:
+        """Forget the calls seen so far."""
+        with self.call_seen:
+            self.calls.clear()
+
     def wait_for(self, method: str, timeout: float = 10.0) -> dict[str, str]:
         """The headers of the first call to ``method``, waiting for it to arrive."""
         with self.call_seen:
