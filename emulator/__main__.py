@@ -1,0 +1,54 @@
+"""Command line entry point: ``durabletask-emulator`` / ``python -m emulator``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from emulator.server import EmulatorServer
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="durabletask-emulator", description="Local Durable Task Scheduler.")
+    parser.add_argument("--host", default="0.0.0.0", help="interface to bind (default 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=8080, help="port to listen on; 0 picks one (default 8080)")
+    parser.add_argument("--db", default="./durabletask-emulator.db", help="SQLite file for persistent state")
+    parser.add_argument("--in-memory", action="store_true", help="keep all state in memory (lost on exit)")
+    parser.add_argument("--task-hubs", default="default", help="comma-separated task hubs to create")
+    parser.add_argument("--dynamic-task-hubs", action="store_true", help="create unknown task hubs on first use")
+    parser.add_argument("--lease-timeout", type=float, default=300.0, help="seconds before redelivery")
+    parser.add_argument("--health-ping-interval", type=float, default=15.0, help="seconds between idle pings")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    hubs = tuple(h.strip() for h in args.task_hubs.split(",") if h.strip())
+    server = EmulatorServer(
+        host=args.host,
+        port=args.port,
+        db_path=None if args.in_memory else args.db,
+        in_memory=args.in_memory,
+        task_hubs=hubs,
+        dynamic_task_hubs=args.dynamic_task_hubs,
+        lease_timeout=args.lease_timeout,
+        health_ping_interval=args.health_ping_interval,
+    )
+    server.start()
+    print(f"Durable Task emulator listening on {server.address}", flush=True)
+    stopped = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopped.set())
+    stopped.wait()
+    server.stop(grace=2.0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

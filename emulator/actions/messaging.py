@@ -1,0 +1,32 @@
+"""Action handlers that message other instances, plus the ones this emulator does not support yet."""
+
+from __future__ import annotations
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator import events
+from emulator.actions.base import ActionContext, SendMessage
+
+
+def send_event(ctx: ActionContext, action: pb.OrchestratorAction) -> None:
+    send = action.sendEvent
+    data = events.opt(send.data, send.HasField("data"))
+    target = send.instance.instanceId
+    ctx.transition.history.append(
+        events.event(
+            ctx.now,
+            action.id,
+            eventSent=pb.EventSentEvent(instanceId=target, name=send.name, input=events.sv(data)),
+        )
+    )
+    ctx.transition.outbox.messages.append(SendMessage(target, events.event_raised(ctx.now, send.name, data)))
+
+
+def unsupported(ctx: ActionContext, action: pb.OrchestratorAction) -> None:
+    """Fails the orchestration visibly instead of silently dropping an action the emulator cannot honour."""
+    kind = action.WhichOneof("orchestratorActionType") or "unknown"
+    transition = ctx.transition
+    transition.status = pb.ORCHESTRATION_STATUS_FAILED
+    transition.output = None
+    transition.failure = events.failure(
+        "NotSupportedError", f"the emulator does not support the '{kind}' orchestrator action yet"
+    )

@@ -1,0 +1,75 @@
+"""Time sources for the emulator: the system clock and a manually advanced clock for tests."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """Where the emulator reads the current time from."""
+
+    def now(self) -> datetime:
+        """Returns the current UTC time (timezone-aware)."""
+        ...
+
+    def seconds_until(self, when: datetime) -> float | None:
+        """Real seconds to wait until ``when``; ``None`` when only an explicit advance can get there."""
+        ...
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        """Registers a callback invoked whenever time jumps (manual clocks only)."""
+        ...
+
+
+class SystemClock:
+    """The wall clock."""
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+    def seconds_until(self, when: datetime) -> float | None:
+        return max(0.0, (when - self.now()).total_seconds())
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        # Real time never jumps, so there is nothing to announce.
+        return None
+
+
+class ManualClock:
+    """A clock that only moves when told to; timers fire and waiters wake on :meth:`advance`."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = start or datetime(2025, 1, 1, tzinfo=timezone.utc)
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def seconds_until(self, when: datetime) -> float | None:
+        return 0.0 if when <= self.now() else None
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            self._callbacks.append(callback)
+
+    def advance(self, delta: timedelta | float) -> datetime:
+        """Moves time forward by ``delta`` (a timedelta or seconds) and wakes everything waiting on time."""
+        step = delta if isinstance(delta, timedelta) else timedelta(seconds=delta)
+        if step < timedelta(0):
+            raise ValueError("a manual clock cannot move backwards")
+        with self._lock:
+            self._now += step
+            now = self._now
+            callbacks = list(self._callbacks)
+        for callback in callbacks:
+            callback()
+        return now
+
+    def set(self, when: datetime) -> datetime:
+        """Moves time forward to ``when``."""
+        return self.advance(max(timedelta(0), when - self.now()))

@@ -1,0 +1,242 @@
+"""Work-item delivery: per-stream filters and concurrency, leases with completion tokens, and waiters."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator.engine import ActivityWork, Engine, OrchestrationWork
+from emulator.errors import FailedPreconditionError, InvalidArgumentError
+from emulator.storage import InstanceRecord, NameFilter
+
+_stream_ids = itertools.count(1)
+
+
+@dataclass
+class StreamState:
+    """One connected GetWorkItems stream."""
+
+    hub: str
+    orchestrations: NameFilter
+    activities: NameFilter
+    max_orchestrations: int
+    max_activities: int
+    id: int = field(default_factory=lambda: next(_stream_ids))
+    in_flight: dict[str, int] = field(default_factory=lambda: {"orchestration": 0, "activity": 0})
+
+    def has_room(self, kind: str) -> bool:
+        limit = self.max_orchestrations if kind == "orchestration" else self.max_activities
+        return limit <= 0 or self.in_flight[kind] < limit
+
+
+@dataclass
+class Lease:
+    token: str
+    kind: str
+    hub: str
+    stream: StreamState
+    work: OrchestrationWork | ActivityWork
+
+    @property
+    def key(self) -> str | int:
+        return self.work.instance_id if isinstance(self.work, OrchestrationWork) else self.work.activity_id
+
+
+def stream_filters(request: pb.GetWorkItemsRequest) -> tuple[NameFilter, NameFilter]:
+    """Orchestration and activity filters of a GetWorkItems request (no filters = accept everything)."""
+    if not request.HasField("workItemFilters"):
+        return NameFilter(), NameFilter()
+    found: list[dict[str, frozenset[str]]] = []
+    for entries in (request.workItemFilters.orchestrations, request.workItemFilters.activities):
+        by_name: dict[str, frozenset[str]] = {}
+        for entry in entries:
+            by_name[entry.name] = by_name.get(entry.name, frozenset()) | frozenset(entry.versions)
+        found.append(by_name)
+    return NameFilter(found[0]), NameFilter(found[1])
+
+
+class Dispatcher:
+    """Hands work to streams, tracks who holds what, and wakes waiters when anything changes."""
+
+    def __init__(self, engine: Engine, lease_timeout: float, health_ping_interval: float) -> None:
+        self.engine = engine
+        self.lease_timeout = lease_timeout
+        self.health_ping_interval = health_ping_interval
+        self._cond = threading.Condition()
+        self._changes = 0
+        self._closed = False
+        self._leases: dict[str, Lease] = {}
+        self._by_key: dict[tuple[str, str, str | int], str] = {}
+        engine.clock.subscribe(self.wake)
+
+    def wake(self, hub: str | None = None) -> None:
+        with self._cond:
+            self._changes += 1
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # Streams ---------------------------------------------------------------------------------------
+    def stream(self, hub: str, request: pb.GetWorkItemsRequest, is_active: Callable[[], bool]) -> Iterator[pb.WorkItem]:
+        """Yields work items for one GetWorkItems call until the caller goes away or the server stops."""
+        orchestrations, activities = stream_filters(request)
+        state = StreamState(
+            hub,
+            orchestrations,
+            activities,
+            request.maxConcurrentOrchestrationWorkItems,
+            request.maxConcurrentActivityWorkItems,
+        )
+        last_sent = time.monotonic()
+        try:
+            while is_active() and not self._closed:
+                seen = self._changes
+                item = self._next(state)
+                if item is None:
+                    if time.monotonic() - last_sent >= self.health_ping_interval:
+                        item = pb.WorkItem(healthPing=pb.HealthPing())
+                    else:
+                        self._idle(state, seen, last_sent)
+                        continue
+                last_sent = time.monotonic()
+                yield item
+        finally:
+            self._drop_stream(state)
+
+    def _idle(self, state: StreamState, seen: int, last_sent: float) -> None:
+        timeout = max(0.0, self.health_ping_interval - (time.monotonic() - last_sent))
+        due = self.engine.next_due(state.hub)
+        if due is not None:
+            until = self.engine.clock.seconds_until(due)
+            if until is not None:
+                timeout = min(timeout, until + 0.001)
+        with self._cond:
+            if self._changes == seen and not self._closed:
+                self._cond.wait(timeout)
+
+    def _next(self, state: StreamState) -> pb.WorkItem | None:
+        for kind in ("orchestration", "activity"):
+            if not state.has_room(kind):
+                continue
+            token = uuid.uuid4().hex
+            expires = self.engine.clock.now() + timedelta(seconds=self.lease_timeout)
+            work: OrchestrationWork | ActivityWork | None
+            if kind == "orchestration":
+                work = self.engine.fetch_orchestration(state.hub, state.orchestrations, token, expires)
+            else:
+                work = self.engine.fetch_activity(state.hub, state.activities, token, expires)
+            if work is None:
+                continue
+            self._track(Lease(token, kind, state.hub, state, work))
+            if isinstance(work, OrchestrationWork):
+                return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
+            return pb.WorkItem(activityRequest=work.request, completionToken=token)
+        return None
+
+    def _track(self, lease: Lease) -> None:
+        with self._cond:
+            previous = self._by_key.get((lease.hub, lease.kind, lease.key))
+            if previous is not None:
+                # An expired lease was redelivered; the old holder's token is now stale.
+                self._forget(previous)
+            self._leases[lease.token] = lease
+            self._by_key[(lease.hub, lease.kind, lease.key)] = lease.token
+            lease.stream.in_flight[lease.kind] += 1
+
+    def _forget(self, token: str) -> Lease | None:
+        """Drops a lease from the books (caller holds the condition)."""
+        lease = self._leases.pop(token, None)
+        if lease is not None:
+            self._by_key.pop((lease.hub, lease.kind, lease.key), None)
+            lease.stream.in_flight[lease.kind] -= 1
+        return lease
+
+    def _drop_stream(self, state: StreamState) -> None:
+        with self._cond:
+            held = [t for t, lease in self._leases.items() if lease.stream is state]
+            leases = [lease for t in held if (lease := self._forget(t)) is not None]
+        for lease in leases:
+            self.engine.release(lease.hub, lease.kind, lease.key, lease.token)
+        self.wake()
+
+    # Completions -----------------------------------------------------------------------------------
+    def _take(self, hub: str, token: str, kind: str) -> Lease:
+        with self._cond:
+            lease = self._leases.get(token)
+            if lease is None or lease.kind != kind or lease.hub != hub:
+                raise FailedPreconditionError(
+                    f"completion token '{token}' is no longer valid (unknown, already used, abandoned or redelivered)"
+                )
+            return lease
+
+    def complete_orchestration(self, hub: str, response: pb.OrchestratorResponse) -> None:
+        lease = self._take(hub, response.completionToken, "orchestration")
+        assert isinstance(lease.work, OrchestrationWork)
+        if response.instanceId and response.instanceId != lease.work.instance_id:
+            raise InvalidArgumentError(
+                f"instanceId '{response.instanceId}' does not match the work item's instance '{lease.work.instance_id}'"
+            )
+        try:
+            self.engine.complete_orchestration(hub, lease.work, lease.token, response)
+        finally:
+            with self._cond:
+                self._forget(lease.token)
+            self.wake()
+
+    def complete_activity(self, hub: str, response: pb.ActivityResponse) -> None:
+        lease = self._take(hub, response.completionToken, "activity")
+        assert isinstance(lease.work, ActivityWork)
+        try:
+            self.engine.complete_activity(hub, lease.work.activity_id, lease.token, response)
+        finally:
+            with self._cond:
+                self._forget(lease.token)
+            self.wake()
+
+    def abandon(self, hub: str, token: str, kind: str) -> None:
+        lease = self._take(hub, token, kind)
+        with self._cond:
+            self._forget(token)
+        self.engine.release(hub, kind, lease.key, token)
+
+    def forget_hub(self, hub: str) -> None:
+        with self._cond:
+            for token in [t for t, lease in self._leases.items() if lease.hub == hub]:
+                self._forget(token)
+
+    # Waiters ---------------------------------------------------------------------------------------
+    def wait_for(
+        self,
+        hub: str,
+        instance_id: str,
+        done: Callable[[InstanceRecord], bool],
+        timeout: float | None,
+        is_active: Callable[[], bool],
+    ) -> InstanceRecord | None:
+        """Blocks until ``done(record)`` holds; returns None if the instance does not exist.
+
+        Raises:
+            TimeoutError: if ``timeout`` seconds pass first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            seen = self._changes
+            record = self.engine.get(hub, instance_id)
+            if record is None or done(record):
+                return record
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if (remaining is not None and remaining <= 0) or not is_active() or self._closed:
+                raise TimeoutError(f"timed out waiting for orchestration instance '{instance_id}'")
+            with self._cond:
+                if self._changes == seen:
+                    # Bounded so a vanished caller is noticed even without a state change.
+                    self._cond.wait(min(remaining, 5.0) if remaining is not None else 5.0)

@@ -1,0 +1,339 @@
+"""Instance operations as storage transactions: client requests, work fetching and work completion."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator import events, outbox
+from emulator.actions.base import ContinueAsNew
+from emulator.clock import Clock
+from emulator.errors import AlreadyExistsError, FailedPreconditionError, NotFoundError
+from emulator.state_machine import advance
+from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, Transaction
+
+_CANDIDATES = 64
+_STALE = "completion token '{token}' is no longer valid (the work item was completed, abandoned or redelivered)"
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """Everything StartInstance (and restart) can set on a new instance."""
+
+    instance_id: str
+    name: str
+    version: str | None = None
+    input: str | None = None
+    tags: dict[str, str] | None = None
+    scheduled_start: datetime | None = None
+    replaceable: Sequence[int] | None = None
+    execution_id: str | None = None
+    trace: pb.TraceContext | None = None
+
+
+@dataclass(frozen=True)
+class OrchestrationWork:
+    instance_id: str
+    message_ids: list[int]
+    request: pb.OrchestratorRequest
+
+
+@dataclass(frozen=True)
+class ActivityWork:
+    activity_id: int
+    request: pb.ActivityRequest
+
+
+def _parse(raw: Sequence[bytes]) -> list[pb.HistoryEvent]:
+    return [pb.HistoryEvent.FromString(b) for b in raw]
+
+
+def _started_first(message: pb.HistoryEvent) -> int:
+    # A continued-as-new execution must see its executionStarted before events that arrived earlier.
+    return 0 if message.HasField("executionStarted") else 1
+
+
+class Engine:
+    """Turns requests into storage transactions and calls ``notify(hub)`` after every change."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        clock: Clock,
+        notify: Callable[[str], None],
+        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+    ) -> None:
+        self.backend = backend
+        self.clock = clock
+        self._notify = notify
+        self.new_id = new_id
+
+    # Client operations -----------------------------------------------------------------------------
+    def create(self, hub: str, opts: StartOptions) -> str:
+        now = self.clock.now()
+        with self.backend.transaction() as tx:
+            existing = tx.get_instance(hub, opts.instance_id)
+            if existing is not None:
+                self._replace_or_reject(tx, existing, opts.replaceable)
+            self._insert(tx, hub, opts, now)
+        self._notify(hub)
+        return opts.instance_id
+
+    @staticmethod
+    def _replace_or_reject(tx: Transaction, existing: InstanceRecord, replaceable: Sequence[int] | None) -> None:
+        allowed = set(replaceable) if replaceable else set(events.TERMINAL_STATUSES)
+        if existing.status not in allowed:
+            status = pb.OrchestrationStatus.Name(existing.status)
+            raise AlreadyExistsError(
+                f"an orchestration instance with ID '{existing.instance_id}' already exists with status {status}"
+            )
+        tx.delete_instance(existing.hub, existing.instance_id)
+
+    def _insert(self, tx: Transaction, hub: str, opts: StartOptions, now: datetime) -> None:
+        at = events.to_micros(now)
+        start = events.to_micros(opts.scheduled_start) if opts.scheduled_start else None
+        execution_id = opts.execution_id or self.new_id()
+        tags = dict(opts.tags or {})
+        tx.put_instance(
+            InstanceRecord(
+                hub=hub,
+                instance_id=opts.instance_id,
+                execution_id=execution_id,
+                name=opts.name,
+                version=opts.version,
+                status=pb.ORCHESTRATION_STATUS_PENDING,
+                input=opts.input,
+                tags=tags,
+                created_at=at,
+                updated_at=at,
+                scheduled_start=start,
+            )
+        )
+        started = events.execution_started(
+            now,
+            instance_id=opts.instance_id,
+            execution_id=execution_id,
+            name=opts.name,
+            version=opts.version,
+            input=opts.input,
+            tags=tags,
+            scheduled_start=opts.scheduled_start,
+            trace=opts.trace,
+        )
+        tx.add_message(hub, opts.instance_id, started.SerializeToString(), max(at, start or 0))
+
+    def get(self, hub: str, instance_id: str) -> InstanceRecord | None:
+        with self.backend.transaction() as tx:
+            return tx.get_instance(hub, instance_id)
+
+    def _require(self, tx: Transaction, hub: str, instance_id: str) -> InstanceRecord:
+        record = tx.get_instance(hub, instance_id)
+        if record is None:
+            raise NotFoundError(f"no orchestration instance with ID '{instance_id}' was found")
+        return record
+
+    def raise_event(self, hub: str, instance_id: str, name: str, data: str | None) -> None:
+        now = self.clock.now()
+        with self.backend.transaction() as tx:
+            record = self._require(tx, hub, instance_id)
+            if not outbox.is_terminal(record):
+                raised = events.event_raised(now, name, data)
+                tx.add_message(hub, instance_id, raised.SerializeToString(), outbox.message_time(record, now))
+        self._notify(hub)
+
+    def terminate(self, hub: str, instance_id: str, reason: str | None, recursive: bool) -> None:
+        with self.backend.transaction() as tx:
+            if not outbox.terminate(tx, hub, instance_id, reason, recursive, self.clock.now()):
+                raise NotFoundError(f"no orchestration instance with ID '{instance_id}' was found")
+        self._notify(hub)
+
+    def suspend(self, hub: str, instance_id: str, reason: str | None, resume: bool = False) -> None:
+        """Queues executionSuspended (or executionResumed) for the orchestrator to observe."""
+        now = self.clock.now()
+        with self.backend.transaction() as tx:
+            record = self._require(tx, hub, instance_id)
+            if outbox.is_terminal(record):
+                raise FailedPreconditionError(
+                    f"orchestration instance '{instance_id}' has already finished and cannot be "
+                    f"{'resumed' if resume else 'suspended'}"
+                )
+            event = events.resumed(now, reason) if resume else events.suspended(now, reason)
+            tx.add_message(hub, instance_id, event.SerializeToString(), outbox.message_time(record, now))
+        self._notify(hub)
+
+    def history(self, hub: str, instance_id: str) -> list[pb.HistoryEvent]:
+        with self.backend.transaction() as tx:
+            self._require(tx, hub, instance_id)
+            return _parse(tx.history(hub, instance_id))
+
+    def query(self, hub: str, args: InstanceQueryArgs) -> list[InstanceRecord]:
+        with self.backend.transaction() as tx:
+            return tx.query_instances(hub, args)
+
+    def purge(self, hub: str, instance_ids: Sequence[str], recursive: bool) -> int:
+        """Deletes finished instances (and, recursively, their finished sub-orchestrations)."""
+        count = 0
+        with self.backend.transaction() as tx:
+            pending = list(instance_ids)
+            while pending:
+                record = tx.get_instance(hub, pending.pop())
+                if record is None or not outbox.is_terminal(record):
+                    continue
+                if recursive:
+                    pending.extend(tx.child_ids(hub, record.instance_id))
+                tx.delete_instance(hub, record.instance_id)
+                count += 1
+        self._notify(hub)
+        return count
+
+    def restart(self, hub: str, instance_id: str, new_instance_id: bool) -> str:
+        now = self.clock.now()
+        with self.backend.transaction() as tx:
+            old = self._require(tx, hub, instance_id)
+            if not outbox.is_terminal(old):
+                raise FailedPreconditionError(
+                    f"orchestration instance '{instance_id}' has not finished; only finished instances can be restarted"
+                )
+            target = self.new_id() if new_instance_id else instance_id
+            if not new_instance_id:
+                tx.delete_instance(hub, instance_id)
+            opts = StartOptions(target, old.name, old.version, old.input, old.tags)
+            self._insert(tx, hub, opts, now)
+        self._notify(hub)
+        return target
+
+    # Work items ------------------------------------------------------------------------------------
+    def fetch_orchestration(
+        self, hub: str, accept: NameFilter, token: str, expires: datetime
+    ) -> OrchestrationWork | None:
+        now = self.clock.now()
+        at = events.to_micros(now)
+        with self.backend.transaction() as tx:
+            for instance_id, name, version in tx.ready_instances(hub, at, accept.names(), _CANDIDATES):
+                if not accept.accepts(name, version):
+                    continue
+                work = self._lease_instance(tx, hub, instance_id, token, expires, now)
+                if work is not None:
+                    return work
+        return None
+
+    def _lease_instance(
+        self, tx: Transaction, hub: str, instance_id: str, token: str, expires: datetime, now: datetime
+    ) -> OrchestrationWork | None:
+        record = tx.get_instance(hub, instance_id)
+        messages = tx.visible_messages(hub, instance_id, events.to_micros(now))
+        if record is None or outbox.is_terminal(record):
+            tx.delete_messages([m.id for m in messages])
+            return None
+        new_events = sorted(_parse([m.event for m in messages]), key=_started_first)
+        past = _parse(tx.history(hub, instance_id))
+        if not past and not (new_events and new_events[0].HasField("executionStarted")):
+            return None
+        tx.lock_instance(hub, instance_id, token, events.to_micros(expires))
+        request = pb.OrchestratorRequest(
+            instanceId=instance_id,
+            executionId=events.sv(record.execution_id),
+            pastEvents=past,
+            newEvents=[events.orchestrator_started(now), *new_events],
+        )
+        return OrchestrationWork(instance_id, [m.id for m in messages], request)
+
+    def fetch_activity(self, hub: str, accept: NameFilter, token: str, expires: datetime) -> ActivityWork | None:
+        at = events.to_micros(self.clock.now())
+        with self.backend.transaction() as tx:
+            for record in tx.ready_activities(hub, at, accept.names(), _CANDIDATES):
+                if accept.accepts(record.name, record.version):
+                    tx.lock_activity(record.id, token, events.to_micros(expires))
+                    return ActivityWork(record.id, pb.ActivityRequest.FromString(record.request))
+        return None
+
+    def complete_orchestration(
+        self, hub: str, work: OrchestrationWork, token: str, response: pb.OrchestratorResponse
+    ) -> None:
+        """Applies an orchestrator's response; everything it causes commits in one transaction."""
+        now = self.clock.now()
+        with self.backend.transaction() as tx:
+            record = tx.get_instance(hub, work.instance_id)
+            if record is None or record.lock_token != token:
+                raise FailedPreconditionError(_STALE.format(token=token))
+            past = list(work.request.pastEvents)
+            new_events = list(work.request.newEvents)
+            transition = advance(outbox.view(record), past, new_events, response, now, self.new_id)
+            tx.delete_messages(work.message_ids)
+            record.status = transition.status
+            record.custom_status = transition.custom_status
+            record.updated_at = events.to_micros(now)
+            record.lock_token = record.lock_expires = None
+            if transition.continue_as_new is not None:
+                self._continue_as_new(tx, record, transition.continue_as_new, now)
+            else:
+                tx.append_history(hub, record.instance_id, [e.SerializeToString() for e in transition.history])
+            if transition.terminal:
+                record.output = transition.output
+                record.failure = None if transition.failure is None else transition.failure.SerializeToString()
+                record.completed_at = record.updated_at
+                # Nothing can consume these any more.
+                tx.delete_instance_messages(hub, record.instance_id)
+            tx.put_instance(record)
+            outbox.apply(tx, hub, record, transition.outbox, now)
+        self._notify(hub)
+
+    def _continue_as_new(self, tx: Transaction, record: InstanceRecord, can: ContinueAsNew, now: datetime) -> None:
+        hub, instance_id = record.hub, record.instance_id
+        tx.clear_history(hub, instance_id)
+        at = events.to_micros(now)
+        # Results addressed to the finished execution (timers, tasks) would confuse the new one; events stay.
+        for message in tx.visible_messages(hub, instance_id, 2**62):
+            if not pb.HistoryEvent.FromString(message.event).HasField("eventRaised"):
+                tx.delete_messages([message.id])
+        tx.delete_instance_activities(hub, instance_id)
+        tx.add_message(hub, instance_id, can.started.SerializeToString(), at)
+        for carried in can.carryover:
+            tx.add_message(hub, instance_id, carried.SerializeToString(), at)
+        record.execution_id = can.execution_id
+        record.version = can.version
+        record.input = can.input
+        record.output = None
+        record.failure = None
+
+    def complete_activity(self, hub: str, activity_id: int, token: str, response: pb.ActivityResponse) -> None:
+        now = self.clock.now()
+        with self.backend.transaction() as tx:
+            activity = tx.get_activity(activity_id)
+            if activity is None or activity.lock_token != token:
+                raise FailedPreconditionError(_STALE.format(token=token))
+            tx.delete_activity(activity_id)
+            record = tx.get_instance(hub, activity.instance_id)
+            request = pb.ActivityRequest.FromString(activity.request)
+            same_run = record is not None and record.execution_id == request.orchestrationInstance.executionId.value
+            if record is not None and same_run and not outbox.is_terminal(record):
+                result = pb.ActivityResponse()
+                result.CopyFrom(response)
+                result.taskId = activity.task_id
+                tx.add_message(
+                    hub, record.instance_id, events.task_result(now, result).SerializeToString(), events.to_micros(now)
+                )
+        self._notify(hub)
+
+    def release(self, hub: str, kind: str, key: str | int, token: str) -> None:
+        """Returns a leased work item to its queue (no-op if the lease has already moved on)."""
+        with self.backend.transaction() as tx:
+            if kind == "orchestration":
+                record = tx.get_instance(hub, str(key))
+                if record is not None and record.lock_token == token:
+                    tx.lock_instance(hub, str(key), None, None)
+            else:
+                activity = tx.get_activity(int(key))
+                if activity is not None and activity.lock_token == token:
+                    tx.lock_activity(int(key), None, None)
+        self._notify(hub)
+
+    def next_due(self, hub: str) -> datetime | None:
+        """The earliest future time at which a timer or lease expiry makes new work available."""
+        at = events.to_micros(self.clock.now())
+        with self.backend.transaction() as tx:
+            times = [t for t in (tx.next_message_time(hub, at), tx.next_lease_expiry(hub)) if t is not None]
+        return events.from_micros(min(times)) if times else None

@@ -1,0 +1,39 @@
+"""Emulator error types; the servicer maps each to one gRPC status code."""
+
+from __future__ import annotations
+
+
+class EmulatorError(Exception):
+    """Base of every error the emulator reports to a caller."""
+
+    code_name = "INTERNAL"
+
+
+class NotFoundError(EmulatorError):
+    """The instance, task hub or work item does not exist."""
+
+    code_name = "NOT_FOUND"
+
+
+class AlreadyExistsError(EmulatorError):
+    """An instance with that ID exists and may not be replaced."""
+
+    code_name = "ALREADY_EXISTS"
+
+
+class InvalidArgumentError(EmulatorError):
+    """A request field is malformed or over a configured limit."""
+
+    code_name = "INVALID_ARGUMENT"
+
+
+class FailedPreconditionError(EmulatorError):
+    """The request is valid but the current state does not allow it (e.g. a stale completion token)."""
+
+    code_name = "FAILED_PRECONDITION"
+
+
+class UnimplementedError(EmulatorError):
+    """The emulator does not support this operation yet."""
+
+    code_name = "UNIMPLEMENTED"

@@ -1,0 +1,118 @@
+"""Builders for the history events the emulator itself creates (pure, no I/O)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from google.protobuf import timestamp_pb2, wrappers_pb2
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+
+TERMINAL_STATUSES = frozenset(
+    {pb.ORCHESTRATION_STATUS_COMPLETED, pb.ORCHESTRATION_STATUS_FAILED, pb.ORCHESTRATION_STATUS_TERMINATED}
+)
+
+
+def ts(when: datetime) -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromDatetime(when)
+    return stamp
+
+
+def sv(value: str | None) -> wrappers_pb2.StringValue | None:
+    return None if value is None else wrappers_pb2.StringValue(value=value)
+
+
+def opt(message: wrappers_pb2.StringValue, present: bool) -> str | None:
+    """The value of an optional StringValue field, or ``None`` when the field is absent."""
+    return message.value if present else None
+
+
+def event(now: datetime, event_id: int = -1, **kind: object) -> pb.HistoryEvent:
+    """A history event with one ``eventType`` set, e.g. ``event(now, taskCompleted=...)``."""
+    return pb.HistoryEvent(eventId=event_id, timestamp=ts(now), **kind)  # type: ignore[arg-type]
+
+
+def orchestrator_started(now: datetime) -> pb.HistoryEvent:
+    return event(now, orchestratorStarted=pb.OrchestratorStartedEvent())
+
+
+def execution_started(
+    now: datetime,
+    *,
+    instance_id: str,
+    execution_id: str,
+    name: str,
+    version: str | None,
+    input: str | None,
+    tags: dict[str, str] | None = None,
+    parent: pb.ParentInstanceInfo | None = None,
+    scheduled_start: datetime | None = None,
+    trace: pb.TraceContext | None = None,
+) -> pb.HistoryEvent:
+    started = pb.ExecutionStartedEvent(
+        name=name,
+        version=sv(version),
+        input=sv(input),
+        orchestrationInstance=pb.OrchestrationInstance(instanceId=instance_id, executionId=sv(execution_id)),
+        parentInstance=parent,
+        tags=tags or {},
+        parentTraceContext=trace,
+    )
+    if scheduled_start is not None:
+        started.scheduledStartTimestamp.CopyFrom(ts(scheduled_start))
+    return event(now, executionStarted=started)
+
+
+def event_raised(now: datetime, name: str, input: str | None) -> pb.HistoryEvent:
+    return event(now, eventRaised=pb.EventRaisedEvent(name=name, input=sv(input)))
+
+
+def terminated(now: datetime, reason: str | None, recurse: bool) -> pb.HistoryEvent:
+    return event(now, executionTerminated=pb.ExecutionTerminatedEvent(input=sv(reason), recurse=recurse))
+
+
+def suspended(now: datetime, reason: str | None) -> pb.HistoryEvent:
+    return event(now, executionSuspended=pb.ExecutionSuspendedEvent(input=sv(reason)))
+
+
+def resumed(now: datetime, reason: str | None) -> pb.HistoryEvent:
+    return event(now, executionResumed=pb.ExecutionResumedEvent(input=sv(reason)))
+
+
+def task_result(now: datetime, response: pb.ActivityResponse) -> pb.HistoryEvent:
+    """The taskCompleted/taskFailed event an activity response turns into."""
+    if response.HasField("failureDetails"):
+        return event(
+            now,
+            taskFailed=pb.TaskFailedEvent(taskScheduledId=response.taskId, failureDetails=response.failureDetails),
+        )
+    return event(
+        now,
+        taskCompleted=pb.TaskCompletedEvent(
+            taskScheduledId=response.taskId, result=response.result if response.HasField("result") else None
+        ),
+    )
+
+
+def failure(error_type: str, message: str) -> pb.TaskFailureDetails:
+    return pb.TaskFailureDetails(errorType=error_type, errorMessage=message, isNonRetriable=True)
+
+
+def to_micros(when: datetime) -> int:
+    """Microseconds since the Unix epoch for an aware datetime."""
+    return int(when.timestamp() * 1_000_000)
+
+
+def from_micros(micros: int) -> datetime:
+    return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
+
+
+def ts_micros(micros: int) -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromMicroseconds(micros)
+    return stamp
+
+
+def to_datetime(stamp: timestamp_pb2.Timestamp) -> datetime:
+    return stamp.ToDatetime(tzinfo=timezone.utc)

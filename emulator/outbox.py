@@ -1,0 +1,127 @@
+"""Applies a transition's outbox and instance-to-instance effects inside an open storage transaction."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator import events
+from emulator.actions.base import InstanceView, NewInstance, Outbox, SendMessage, Transition
+from emulator.state_machine import parent_notification
+from emulator.storage import InstanceRecord, Transaction
+
+
+def view(record: InstanceRecord) -> InstanceView:
+    return InstanceView(
+        instance_id=record.instance_id,
+        execution_id=record.execution_id,
+        name=record.name,
+        version=record.version,
+        status=record.status,
+        input=record.input,
+        tags=record.tags,
+        parent_instance_id=record.parent_instance_id,
+        parent_execution_id=record.parent_execution_id,
+        parent_task_id=record.parent_task_id,
+    )
+
+
+def is_terminal(record: InstanceRecord) -> bool:
+    return record.status in events.TERMINAL_STATUSES
+
+
+def not_started(record: InstanceRecord) -> bool:
+    """True while the instance's first work item has not been processed (and none is in flight)."""
+    return record.status == pb.ORCHESTRATION_STATUS_PENDING and record.lock_token is None
+
+
+def message_time(record: InstanceRecord, now: datetime) -> int:
+    """When a message sent now may be seen: never before a scheduled instance starts."""
+    return max(events.to_micros(now), record.scheduled_start or 0)
+
+
+def deliver(tx: Transaction, hub: str, message: SendMessage, now: datetime) -> None:
+    """Queues an event for another instance; events for unknown or finished instances are dropped."""
+    target = tx.get_instance(hub, message.instance_id)
+    if target is None or is_terminal(target):
+        return
+    tx.add_message(hub, target.instance_id, message.event.SerializeToString(), message_time(target, now))
+
+
+def create_child(tx: Transaction, hub: str, parent: InstanceRecord, child: NewInstance, now: datetime) -> None:
+    existing = tx.get_instance(hub, child.instance_id)
+    if existing is not None and not is_terminal(existing):
+        failed = pb.SubOrchestrationInstanceFailedEvent(
+            taskScheduledId=child.parent_task_id,
+            failureDetails=events.failure(
+                "OrchestrationAlreadyExists", f"an active instance with ID '{child.instance_id}' already exists"
+            ),
+        )
+        deliver(tx, hub, SendMessage(parent.instance_id, events.event(now, subOrchestrationInstanceFailed=failed)), now)
+        return
+    if existing is not None:
+        tx.delete_instance(hub, child.instance_id)
+    at = events.to_micros(now)
+    started = child.started.executionStarted
+    tx.put_instance(
+        InstanceRecord(
+            hub=hub,
+            instance_id=child.instance_id,
+            execution_id=started.orchestrationInstance.executionId.value,
+            name=child.name,
+            version=child.version,
+            status=pb.ORCHESTRATION_STATUS_PENDING,
+            input=child.input,
+            tags=child.tags,
+            created_at=at,
+            updated_at=at,
+            parent_instance_id=parent.instance_id,
+            parent_execution_id=parent.execution_id,
+            parent_task_id=child.parent_task_id,
+        )
+    )
+    tx.add_message(hub, child.instance_id, child.started.SerializeToString(), at)
+
+
+def terminate(tx: Transaction, hub: str, instance_id: str, reason: str | None, recurse: bool, now: datetime) -> bool:
+    """Terminates an instance: at once if it never ran, otherwise via an executionTerminated message.
+
+    Returns False when the instance does not exist.
+    """
+    record = tx.get_instance(hub, instance_id)
+    if record is None:
+        return False
+    if is_terminal(record):
+        return True
+    if not not_started(record):
+        tx.add_message(
+            hub, instance_id, events.terminated(now, reason, recurse).SerializeToString(), events.to_micros(now)
+        )
+        return True
+    # Nothing has run, so no worker needs to see the termination; finish it here.
+    tx.delete_instance_messages(hub, instance_id)
+    record.status = pb.ORCHESTRATION_STATUS_TERMINATED
+    record.output = reason
+    record.updated_at = record.completed_at = events.to_micros(now)
+    tx.put_instance(record)
+    done = Transition(history=[], status=record.status, custom_status=None, output=reason)
+    notice = parent_notification(view(record), done, now)
+    if notice is not None:
+        deliver(tx, hub, notice, now)
+    return True
+
+
+def apply(tx: Transaction, hub: str, record: InstanceRecord, outbox: Outbox, now: datetime) -> None:
+    """Commits everything an orchestrator's turn asked to happen elsewhere."""
+    for task in outbox.activities:
+        req = task.request
+        version = req.version.value if req.HasField("version") else None
+        tx.add_activity(hub, record.instance_id, req.taskId, req.name, version, req.SerializeToString())
+    for timer in outbox.timers:
+        tx.add_message(hub, record.instance_id, timer.event.SerializeToString(), events.to_micros(timer.fire_at))
+    for child in outbox.instances:
+        create_child(tx, hub, record, child, now)
+    for message in outbox.messages:
+        deliver(tx, hub, message, now)
+    for term in outbox.terminations:
+        terminate(tx, hub, term.instance_id, term.reason, term.recurse, now)

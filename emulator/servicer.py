@@ -1,0 +1,342 @@
+"""The gRPC TaskHubSidecarService: translates RPCs to engine/dispatcher calls and maps errors in one place."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf import empty_pb2, wrappers_pb2
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+from emulator import events, queries
+from emulator.convert import orchestration_state
+from emulator.dispatcher import Dispatcher
+from emulator.engine import Engine, StartOptions
+from emulator.errors import (
+    EmulatorError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    UnimplementedError,
+)
+from emulator.hubs import TaskHubs
+from emulator.storage import InstanceRecord
+from emulator.validation import Limits
+
+log = logging.getLogger("emulator")
+R = TypeVar("R")
+_HISTORY_CHUNK_EVENTS = 200
+
+
+def _status_code(error: Exception) -> grpc.StatusCode:
+    if isinstance(error, EmulatorError):
+        return getattr(grpc.StatusCode, error.code_name)  # type: ignore[no-any-return]
+    if isinstance(error, TimeoutError):
+        return grpc.StatusCode.DEADLINE_EXCEEDED
+    return grpc.StatusCode.INTERNAL
+
+
+def _mapped(method: Callable[..., R]) -> Callable[..., R]:
+    """The one place emulator errors become gRPC status codes (unary methods)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Servicer, request: Any, context: grpc.ServicerContext) -> R:
+        try:
+            return method(self, request, context)
+        except (EmulatorError, TimeoutError) as error:
+            context.abort(_status_code(error), str(error))
+        except Exception as error:
+            log.exception("unexpected error in %s", method.__name__)
+            context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+
+    return wrapper
+
+
+def _mapped_stream(method: Callable[..., Iterator[R]]) -> Callable[..., Iterator[R]]:
+    @functools.wraps(method)
+    def wrapper(self: Servicer, request: Any, context: grpc.ServicerContext) -> Iterator[R]:
+        try:
+            yield from method(self, request, context)
+        except (EmulatorError, TimeoutError) as error:
+            context.abort(_status_code(error), str(error))
+
+    return wrapper
+
+
+def _opt(message: Any, name: str) -> str | None:
+    return getattr(message, name).value if message.HasField(name) else None
+
+
+class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
+    """Every RPC resolves the task hub, validates, delegates, and converts the result."""
+
+    def __init__(self, engine: Engine, dispatcher: Dispatcher, hubs: TaskHubs, limits: Limits) -> None:
+        self.engine = engine
+        self.dispatcher = dispatcher
+        self.hubs = hubs
+        self.limits = limits
+
+    def _hub(self, context: grpc.ServicerContext) -> str:
+        return self.hubs.resolve(context.invocation_metadata())
+
+    def _state(self, record: InstanceRecord | None, with_payloads: bool) -> pb.GetInstanceResponse:
+        if record is None:
+            return pb.GetInstanceResponse(exists=False)
+        return pb.GetInstanceResponse(exists=True, orchestrationState=orchestration_state(record, with_payloads))
+
+    @_mapped
+    def Hello(self, request: empty_pb2.Empty, context: grpc.ServicerContext) -> empty_pb2.Empty:
+        return empty_pb2.Empty()
+
+    # Instance management ---------------------------------------------------------------------------
+    @_mapped
+    def StartInstance(
+        self, request: pb.CreateInstanceRequest, context: grpc.ServicerContext
+    ) -> pb.CreateInstanceResponse:
+        hub = self._hub(context)
+        instance_id = request.instanceId or uuid.uuid4().hex
+        self.limits.instance_id(instance_id)
+        if not request.name:
+            raise InvalidArgumentError("name must not be empty")
+        self.limits.payload("input", _opt(request, "input"))
+        policy = request.orchestrationIdReusePolicy if request.HasField("orchestrationIdReusePolicy") else None
+        opts = StartOptions(
+            instance_id=instance_id,
+            name=request.name,
+            version=_opt(request, "version"),
+            input=_opt(request, "input"),
+            tags=dict(request.tags),
+            scheduled_start=(
+                events.to_datetime(request.scheduledStartTimestamp)
+                if request.HasField("scheduledStartTimestamp")
+                else None
+            ),
+            replaceable=list(policy.replaceableStatus) if policy is not None else None,
+            execution_id=_opt(request, "executionId"),
+            trace=request.parentTraceContext if request.HasField("parentTraceContext") else None,
+        )
+        return pb.CreateInstanceResponse(instanceId=self.engine.create(hub, opts))
+
+    @_mapped
+    def GetInstance(self, request: pb.GetInstanceRequest, context: grpc.ServicerContext) -> pb.GetInstanceResponse:
+        return self._state(self.engine.get(self._hub(context), request.instanceId), request.getInputsAndOutputs)
+
+    def _wait(
+        self, request: pb.GetInstanceRequest, context: grpc.ServicerContext, done: Callable[[InstanceRecord], bool]
+    ) -> pb.GetInstanceResponse:
+        hub = self._hub(context)
+        context.add_callback(self.dispatcher.wake)
+        remaining = context.time_remaining()
+        record = self.dispatcher.wait_for(hub, request.instanceId, done, remaining, context.is_active)
+        return self._state(record, request.getInputsAndOutputs)
+
+    @_mapped
+    def WaitForInstanceStart(
+        self, request: pb.GetInstanceRequest, context: grpc.ServicerContext
+    ) -> pb.GetInstanceResponse:
+        return self._wait(request, context, lambda r: r.status != pb.ORCHESTRATION_STATUS_PENDING)
+
+    @_mapped
+    def WaitForInstanceCompletion(
+        self, request: pb.GetInstanceRequest, context: grpc.ServicerContext
+    ) -> pb.GetInstanceResponse:
+        return self._wait(request, context, lambda r: r.status in events.TERMINAL_STATUSES)
+
+    @_mapped
+    def RaiseEvent(self, request: pb.RaiseEventRequest, context: grpc.ServicerContext) -> pb.RaiseEventResponse:
+        hub = self._hub(context)
+        if not request.name:
+            raise InvalidArgumentError("name must not be empty")
+        self.limits.payload("input", _opt(request, "input"))
+        self.engine.raise_event(hub, request.instanceId, request.name, _opt(request, "input"))
+        return pb.RaiseEventResponse()
+
+    @_mapped
+    def TerminateInstance(self, request: pb.TerminateRequest, context: grpc.ServicerContext) -> pb.TerminateResponse:
+        hub = self._hub(context)
+        self.limits.payload("output", _opt(request, "output"))
+        self.engine.terminate(hub, request.instanceId, _opt(request, "output"), request.recursive)
+        return pb.TerminateResponse()
+
+    @_mapped
+    def SuspendInstance(self, request: pb.SuspendRequest, context: grpc.ServicerContext) -> pb.SuspendResponse:
+        self.engine.suspend(self._hub(context), request.instanceId, _opt(request, "reason"))
+        return pb.SuspendResponse()
+
+    @_mapped
+    def ResumeInstance(self, request: pb.ResumeRequest, context: grpc.ServicerContext) -> pb.ResumeResponse:
+        self.engine.suspend(self._hub(context), request.instanceId, _opt(request, "reason"), resume=True)
+        return pb.ResumeResponse()
+
+    @_mapped
+    def QueryInstances(
+        self, request: pb.QueryInstancesRequest, context: grpc.ServicerContext
+    ) -> pb.QueryInstancesResponse:
+        return queries.query_instances(self.engine, self._hub(context), request.query)
+
+    @_mapped
+    def ListInstanceIds(
+        self, request: pb.ListInstanceIdsRequest, context: grpc.ServicerContext
+    ) -> pb.ListInstanceIdsResponse:
+        return queries.list_instance_ids(self.engine, self._hub(context), request)
+
+    @_mapped
+    def PurgeInstances(
+        self, request: pb.PurgeInstancesRequest, context: grpc.ServicerContext
+    ) -> pb.PurgeInstancesResponse:
+        count = queries.purge(self.engine, self._hub(context), request)
+        return pb.PurgeInstancesResponse(deletedInstanceCount=count, isComplete=wrappers_pb2.BoolValue(value=True))
+
+    @_mapped
+    def RestartInstance(
+        self, request: pb.RestartInstanceRequest, context: grpc.ServicerContext
+    ) -> pb.RestartInstanceResponse:
+        hub = self._hub(context)
+        new_id = self.engine.restart(hub, request.instanceId, request.restartWithNewInstanceId)
+        return pb.RestartInstanceResponse(instanceId=new_id)
+
+    @_mapped
+    def RewindInstance(
+        self, request: pb.RewindInstanceRequest, context: grpc.ServicerContext
+    ) -> pb.RewindInstanceResponse:
+        record = self.engine.get(self._hub(context), request.instanceId)
+        if record is None:
+            raise NotFoundError(f"no orchestration instance with ID '{request.instanceId}' was found")
+        if record.status != pb.ORCHESTRATION_STATUS_FAILED:
+            raise FailedPreconditionError(
+                f"only failed instances can be rewound; '{request.instanceId}' has not failed"
+            )
+        raise UnimplementedError("rewinding failed orchestrations is not supported by this emulator yet")
+
+    @_mapped_stream
+    def StreamInstanceHistory(
+        self, request: pb.StreamInstanceHistoryRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.HistoryChunk]:
+        history = self.engine.history(self._hub(context), request.instanceId)
+        for start in range(0, max(len(history), 1), _HISTORY_CHUNK_EVENTS):
+            yield pb.HistoryChunk(events=history[start : start + _HISTORY_CHUNK_EVENTS])
+
+    @_mapped
+    def SkipGracefulOrchestrationTerminations(
+        self, request: pb.SkipGracefulOrchestrationTerminationsRequest, context: grpc.ServicerContext
+    ) -> pb.SkipGracefulOrchestrationTerminationsResponse:
+        hub = self._hub(context)
+        missing = []
+        for instance_id in request.instanceBatch.instanceIds:
+            try:
+                self.engine.terminate(hub, instance_id, _opt(request, "reason"), recursive=False)
+            except NotFoundError:
+                missing.append(instance_id)
+        return pb.SkipGracefulOrchestrationTerminationsResponse(unterminatedInstanceIds=missing)
+
+    # Work items ------------------------------------------------------------------------------------
+    @_mapped_stream
+    def GetWorkItems(self, request: pb.GetWorkItemsRequest, context: grpc.ServicerContext) -> Iterator[pb.WorkItem]:
+        hub = self._hub(context)
+        context.add_callback(self.dispatcher.wake)
+        yield from self.dispatcher.stream(hub, request, context.is_active)
+
+    @_mapped
+    def CompleteActivityTask(
+        self, request: pb.ActivityResponse, context: grpc.ServicerContext
+    ) -> pb.CompleteTaskResponse:
+        hub = self._hub(context)
+        self.limits.payload("result", _opt(request, "result"))
+        self.dispatcher.complete_activity(hub, request)
+        return pb.CompleteTaskResponse()
+
+    @_mapped
+    def CompleteOrchestratorTask(
+        self, request: pb.OrchestratorResponse, context: grpc.ServicerContext
+    ) -> pb.CompleteTaskResponse:
+        hub = self._hub(context)
+        self.limits.orchestrator_response(request)
+        self.dispatcher.complete_orchestration(hub, request)
+        return pb.CompleteTaskResponse()
+
+    @_mapped
+    def AbandonTaskActivityWorkItem(
+        self, request: pb.AbandonActivityTaskRequest, context: grpc.ServicerContext
+    ) -> pb.AbandonActivityTaskResponse:
+        self.dispatcher.abandon(self._hub(context), request.completionToken, "activity")
+        return pb.AbandonActivityTaskResponse()
+
+    @_mapped
+    def AbandonTaskOrchestratorWorkItem(
+        self, request: pb.AbandonOrchestrationTaskRequest, context: grpc.ServicerContext
+    ) -> pb.AbandonOrchestrationTaskResponse:
+        self.dispatcher.abandon(self._hub(context), request.completionToken, "orchestration")
+        return pb.AbandonOrchestrationTaskResponse()
+
+    # Task hubs -------------------------------------------------------------------------------------
+    @_mapped
+    def CreateTaskHub(
+        self, request: pb.CreateTaskHubRequest, context: grpc.ServicerContext
+    ) -> pb.CreateTaskHubResponse:
+        name = "default"
+        for key, value in context.invocation_metadata():
+            if key.lower() == "taskhub" and value:
+                name = value.decode() if isinstance(value, bytes) else value
+        if request.recreateIfExists:
+            self.dispatcher.forget_hub(name)
+            self.hubs.delete(name)
+        self.hubs.create(name)
+        return pb.CreateTaskHubResponse()
+
+    @_mapped
+    def DeleteTaskHub(
+        self, request: pb.DeleteTaskHubRequest, context: grpc.ServicerContext
+    ) -> pb.DeleteTaskHubResponse:
+        hub = self._hub(context)
+        self.dispatcher.forget_hub(hub)
+        self.hubs.delete(hub)
+        self.dispatcher.wake()
+        return pb.DeleteTaskHubResponse()
+
+    # Entities (not supported yet) ------------------------------------------------------------------
+    def _no_entities(self, context: grpc.ServicerContext) -> None:
+        self._hub(context)
+        raise UnimplementedError("durable entities are not supported by this emulator yet")
+
+    @_mapped
+    def SignalEntity(self, request: pb.SignalEntityRequest, context: grpc.ServicerContext) -> pb.SignalEntityResponse:
+        self._no_entities(context)
+        return pb.SignalEntityResponse()
+
+    @_mapped
+    def GetEntity(self, request: pb.GetEntityRequest, context: grpc.ServicerContext) -> pb.GetEntityResponse:
+        self._no_entities(context)
+        return pb.GetEntityResponse()
+
+    @_mapped
+    def QueryEntities(
+        self, request: pb.QueryEntitiesRequest, context: grpc.ServicerContext
+    ) -> pb.QueryEntitiesResponse:
+        self._no_entities(context)
+        return pb.QueryEntitiesResponse()
+
+    @_mapped
+    def CleanEntityStorage(
+        self, request: pb.CleanEntityStorageRequest, context: grpc.ServicerContext
+    ) -> pb.CleanEntityStorageResponse:
+        self._no_entities(context)
+        return pb.CleanEntityStorageResponse()
+
+    @_mapped
+    def CompleteEntityTask(
+        self, request: pb.EntityBatchResult, context: grpc.ServicerContext
+    ) -> pb.CompleteTaskResponse:
+        self._no_entities(context)
+        return pb.CompleteTaskResponse()
+
+    @_mapped
+    def AbandonTaskEntityWorkItem(
+        self, request: pb.AbandonEntityTaskRequest, context: grpc.ServicerContext
+    ) -> pb.AbandonEntityTaskResponse:
+        self._no_entities(context)
+        return pb.AbandonEntityTaskResponse()

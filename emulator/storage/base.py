@@ -1,0 +1,153 @@
+"""The storage seam: records and the transaction protocol every backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# Timestamps are integer microseconds since the Unix epoch (UTC) so they sort and round-trip exactly.
+Micros = int
+
+
+@dataclass
+class InstanceRecord:
+    """One orchestration instance (its latest execution) in one task hub."""
+
+    hub: str
+    instance_id: str
+    execution_id: str
+    name: str
+    status: int
+    created_at: Micros
+    updated_at: Micros
+    version: str | None = None
+    input: str | None = None
+    output: str | None = None
+    custom_status: str | None = None
+    failure: bytes | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    completed_at: Micros | None = None
+    scheduled_start: Micros | None = None
+    parent_instance_id: str | None = None
+    parent_execution_id: str | None = None
+    parent_task_id: int | None = None
+    lock_token: str | None = None
+    lock_expires: Micros | None = None
+
+
+@dataclass
+class ActivityRecord:
+    """One activity invocation waiting for (or leased to) a worker."""
+
+    id: int
+    hub: str
+    instance_id: str
+    task_id: int
+    name: str
+    version: str | None
+    request: bytes
+    lock_token: str | None = None
+    lock_expires: Micros | None = None
+
+
+@dataclass
+class Message:
+    """A pending event for an orchestration instance, invisible until ``visible_at``."""
+
+    id: int
+    event: bytes
+    visible_at: Micros
+
+
+@dataclass(frozen=True)
+class NameFilter:
+    """Names (and optionally versions) a worker accepts; ``None`` accepts everything."""
+
+    versions_by_name: dict[str, frozenset[str]] | None = None
+
+    def accepts(self, name: str, version: str | None) -> bool:
+        if self.versions_by_name is None:
+            return True
+        versions = self.versions_by_name.get(name)
+        if versions is None:
+            return False
+        return not versions or (version or "") in versions
+
+    def names(self) -> Sequence[str] | None:
+        return None if self.versions_by_name is None else sorted(self.versions_by_name)
+
+
+@dataclass(frozen=True)
+class InstanceQueryArgs:
+    """Filters and paging for instance queries."""
+
+    statuses: Sequence[int] = ()
+    created_from: Micros | None = None
+    created_to: Micros | None = None
+    completed_from: Micros | None = None
+    completed_to: Micros | None = None
+    id_prefix: str | None = None
+    after_id: str | None = None
+    limit: int = 100
+    terminal_only: bool = False
+
+
+class Transaction(Protocol):
+    """Primitive reads and writes; everything done through one transaction commits atomically."""
+
+    def ensure_hub(self, hub: str) -> None: ...
+    def hub_exists(self, hub: str) -> bool: ...
+    def delete_hub(self, hub: str) -> None: ...
+
+    def get_instance(self, hub: str, instance_id: str) -> InstanceRecord | None: ...
+    def put_instance(self, record: InstanceRecord) -> None: ...
+    def delete_instance(self, hub: str, instance_id: str) -> None: ...
+    def child_ids(self, hub: str, parent_id: str) -> list[str]: ...
+    def query_instances(self, hub: str, args: InstanceQueryArgs) -> list[InstanceRecord]: ...
+
+    def history(self, hub: str, instance_id: str) -> list[bytes]: ...
+    def append_history(self, hub: str, instance_id: str, events: Sequence[bytes]) -> None: ...
+    def clear_history(self, hub: str, instance_id: str) -> None: ...
+
+    def add_message(self, hub: str, instance_id: str, event: bytes, visible_at: Micros) -> int: ...
+    def visible_messages(self, hub: str, instance_id: str, now: Micros) -> list[Message]: ...
+    def delete_messages(self, ids: Sequence[int]) -> None: ...
+    def delete_instance_messages(self, hub: str, instance_id: str) -> None: ...
+    def ready_instances(
+        self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
+    ) -> list[tuple[str, str, str | None]]: ...
+    def next_message_time(self, hub: str, after: Micros) -> Micros | None: ...
+
+    def lock_instance(self, hub: str, instance_id: str, token: str | None, expires: Micros | None) -> None: ...
+
+    def add_activity(
+        self, hub: str, instance_id: str, task_id: int, name: str, version: str | None, request: bytes
+    ) -> int: ...
+    def get_activity(self, activity_id: int) -> ActivityRecord | None: ...
+    def ready_activities(
+        self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
+    ) -> list[ActivityRecord]: ...
+    def lock_activity(self, activity_id: int, token: str | None, expires: Micros | None) -> None: ...
+    def delete_activity(self, activity_id: int) -> None: ...
+    def delete_instance_activities(self, hub: str, instance_id: str) -> None: ...
+    def next_lease_expiry(self, hub: str) -> Micros | None: ...
+
+
+class Backend(Protocol):
+    """A durable store of task hubs, instances, histories, messages and activity queues."""
+
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        """Opens a write transaction; it commits when the block exits normally and rolls back on error."""
+        ...
+
+    def release_all_leases(self) -> None:
+        """Forgets every lease; called at startup because no worker stream survives a restart."""
+        ...
+
+    def reset(self) -> None:
+        """Deletes all data in every task hub (task hub names are kept)."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,294 @@
+"""SQLite implementation of the storage seam (one connection, serialized by a lock, WAL on disk)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS task_hubs (name TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS instances (
+    hub TEXT NOT NULL, instance_id TEXT NOT NULL, execution_id TEXT NOT NULL, name TEXT NOT NULL,
+    version TEXT, status INTEGER NOT NULL, input TEXT, output TEXT, custom_status TEXT, failure BLOB,
+    tags TEXT NOT NULL DEFAULT '{}', created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+    completed_at INTEGER, scheduled_start INTEGER, parent_instance_id TEXT, parent_execution_id TEXT,
+    parent_task_id INTEGER, lock_token TEXT, lock_expires INTEGER,
+    PRIMARY KEY (hub, instance_id)
+);
+CREATE INDEX IF NOT EXISTS ix_instances_parent ON instances (hub, parent_instance_id);
+CREATE INDEX IF NOT EXISTS ix_instances_created ON instances (hub, created_at);
+CREATE INDEX IF NOT EXISTS ix_instances_completed ON instances (hub, completed_at);
+CREATE INDEX IF NOT EXISTS ix_instances_lock ON instances (lock_token);
+CREATE TABLE IF NOT EXISTS history (
+    hub TEXT NOT NULL, instance_id TEXT NOT NULL, seq INTEGER NOT NULL, event BLOB NOT NULL,
+    PRIMARY KEY (hub, instance_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, instance_id TEXT NOT NULL,
+    event BLOB NOT NULL, visible_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_messages_visible ON messages (hub, visible_at, id);
+CREATE INDEX IF NOT EXISTS ix_messages_instance ON messages (hub, instance_id, id);
+CREATE TABLE IF NOT EXISTS activities (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, instance_id TEXT NOT NULL,
+    task_id INTEGER NOT NULL, name TEXT NOT NULL, version TEXT, request BLOB NOT NULL,
+    lock_token TEXT, lock_expires INTEGER
+);
+CREATE INDEX IF NOT EXISTS ix_activities_queue ON activities (hub, lock_token, id);
+CREATE INDEX IF NOT EXISTS ix_activities_instance ON activities (hub, instance_id);
+"""
+
+_INSTANCE_COLUMNS = (
+    "hub, instance_id, execution_id, name, version, status, input, output, custom_status, failure, tags, "
+    "created_at, updated_at, completed_at, scheduled_start, parent_instance_id, parent_execution_id, "
+    "parent_task_id, lock_token, lock_expires"
+)
+_ACTIVITY_COLUMNS = "id, hub, instance_id, task_id, name, version, request, lock_token, lock_expires"
+_TERMINAL = (1, 3, 5)  # COMPLETED, FAILED, TERMINATED
+_PER_INSTANCE_TABLES = ("history", "messages", "activities")
+
+
+def _instance(row: Sequence[Any]) -> InstanceRecord:
+    values = list(row)
+    values[10] = json.loads(values[10] or "{}")
+    return InstanceRecord(**dict(zip([c.strip() for c in _INSTANCE_COLUMNS.split(",")], values, strict=True)))
+
+
+def _activity(row: Sequence[Any]) -> ActivityRecord:
+    return ActivityRecord(*row)
+
+
+def _placeholders(values: Sequence[object]) -> str:
+    return ",".join("?" for _ in values)
+
+
+class SqliteTransaction:
+    """Transaction-scoped primitives over one open SQLite connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._db = conn
+
+    # Task hubs -------------------------------------------------------------------------------------
+    def ensure_hub(self, hub: str) -> None:
+        self._db.execute("INSERT OR IGNORE INTO task_hubs (name) VALUES (?)", (hub,))
+
+    def hub_exists(self, hub: str) -> bool:
+        return self._db.execute("SELECT 1 FROM task_hubs WHERE name = ?", (hub,)).fetchone() is not None
+
+    def delete_hub(self, hub: str) -> None:
+        for table in ("instances", *_PER_INSTANCE_TABLES):
+            self._db.execute(f"DELETE FROM {table} WHERE hub = ?", (hub,))
+        self._db.execute("DELETE FROM task_hubs WHERE name = ?", (hub,))
+
+    # Instances -------------------------------------------------------------------------------------
+    def get_instance(self, hub: str, instance_id: str) -> InstanceRecord | None:
+        row = self._db.execute(
+            f"SELECT {_INSTANCE_COLUMNS} FROM instances WHERE hub = ? AND instance_id = ?", (hub, instance_id)
+        ).fetchone()
+        return None if row is None else _instance(row)
+
+    def put_instance(self, record: InstanceRecord) -> None:
+        values = [
+            record.hub, record.instance_id, record.execution_id, record.name, record.version, record.status,
+            record.input, record.output, record.custom_status, record.failure, json.dumps(record.tags),
+            record.created_at, record.updated_at, record.completed_at, record.scheduled_start,
+            record.parent_instance_id, record.parent_execution_id, record.parent_task_id,
+            record.lock_token, record.lock_expires,
+        ]  # fmt: skip
+        self._db.execute(
+            f"INSERT OR REPLACE INTO instances ({_INSTANCE_COLUMNS}) VALUES ({_placeholders(values)})", values
+        )
+
+    def delete_instance(self, hub: str, instance_id: str) -> None:
+        for table in ("instances", *_PER_INSTANCE_TABLES):
+            self._db.execute(f"DELETE FROM {table} WHERE hub = ? AND instance_id = ?", (hub, instance_id))
+
+    def child_ids(self, hub: str, parent_id: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT instance_id FROM instances WHERE hub = ? AND parent_instance_id = ?", (hub, parent_id)
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def query_instances(self, hub: str, args: InstanceQueryArgs) -> list[InstanceRecord]:
+        clauses: list[str] = ["hub = ?"]
+        params: list[object] = [hub]
+        statuses = list(args.statuses) or (list(_TERMINAL) if args.terminal_only else [])
+        if args.terminal_only and args.statuses:
+            statuses = [s for s in statuses if s in _TERMINAL]
+        if statuses or args.terminal_only:
+            clauses.append(f"status IN ({_placeholders(statuses)})" if statuses else "0")
+            params.extend(statuses)
+        bounds = (
+            ("created_at >= ?", args.created_from), ("created_at < ?", args.created_to),
+            ("completed_at >= ?", args.completed_from), ("completed_at < ?", args.completed_to),
+            ("instance_id > ?", args.after_id),
+        )  # fmt: skip
+        for clause, value in bounds:
+            if value is not None:
+                clauses.append(clause)
+                params.append(value)
+        if args.id_prefix:
+            # GLOB is case-sensitive and can use the primary key; escape its wildcards.
+            escaped = "".join(f"[{c}]" if c in "*?[" else c for c in args.id_prefix)
+            clauses.append("instance_id GLOB ?")
+            params.append(escaped + "*")
+        where = " AND ".join(clauses)
+        sql = f"SELECT {_INSTANCE_COLUMNS} FROM instances WHERE {where} ORDER BY instance_id LIMIT ?"
+        return [_instance(r) for r in self._db.execute(sql, (*params, args.limit)).fetchall()]
+
+    def lock_instance(self, hub: str, instance_id: str, token: str | None, expires: Micros | None) -> None:
+        self._db.execute(
+            "UPDATE instances SET lock_token = ?, lock_expires = ? WHERE hub = ? AND instance_id = ?",
+            (token, expires, hub, instance_id),
+        )
+
+    # History ---------------------------------------------------------------------------------------
+    def history(self, hub: str, instance_id: str) -> list[bytes]:
+        rows = self._db.execute(
+            "SELECT event FROM history WHERE hub = ? AND instance_id = ? ORDER BY seq", (hub, instance_id)
+        ).fetchall()
+        return [bytes(r[0]) for r in rows]
+
+    def append_history(self, hub: str, instance_id: str, events: Sequence[bytes]) -> None:
+        row = self._db.execute(
+            "SELECT COALESCE(MAX(seq), -1) FROM history WHERE hub = ? AND instance_id = ?", (hub, instance_id)
+        ).fetchone()
+        start = int(row[0]) + 1
+        self._db.executemany(
+            "INSERT INTO history (hub, instance_id, seq, event) VALUES (?, ?, ?, ?)",
+            [(hub, instance_id, start + i, e) for i, e in enumerate(events)],
+        )
+
+    def clear_history(self, hub: str, instance_id: str) -> None:
+        self._db.execute("DELETE FROM history WHERE hub = ? AND instance_id = ?", (hub, instance_id))
+
+    # Messages --------------------------------------------------------------------------------------
+    def add_message(self, hub: str, instance_id: str, event: bytes, visible_at: Micros) -> int:
+        cur = self._db.execute(
+            "INSERT INTO messages (hub, instance_id, event, visible_at) VALUES (?, ?, ?, ?)",
+            (hub, instance_id, event, visible_at),
+        )
+        return int(cur.lastrowid or 0)
+
+    def visible_messages(self, hub: str, instance_id: str, now: Micros) -> list[Message]:
+        rows = self._db.execute(
+            "SELECT id, event, visible_at FROM messages "
+            "WHERE hub = ? AND instance_id = ? AND visible_at <= ? ORDER BY id",
+            (hub, instance_id, now),
+        ).fetchall()
+        return [Message(r[0], bytes(r[1]), r[2]) for r in rows]
+
+    def delete_messages(self, ids: Sequence[int]) -> None:
+        self._db.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in ids])
+
+    def delete_instance_messages(self, hub: str, instance_id: str) -> None:
+        self._db.execute("DELETE FROM messages WHERE hub = ? AND instance_id = ?", (hub, instance_id))
+
+    def ready_instances(
+        self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
+    ) -> list[tuple[str, str, str | None]]:
+        name_clause = "" if names is None else f"AND i.name IN ({_placeholders(names)})"
+        rows = self._db.execute(
+            "SELECT i.instance_id, i.name, i.version, MIN(m.id) AS first FROM messages m "
+            "JOIN instances i ON i.hub = m.hub AND i.instance_id = m.instance_id "
+            f"WHERE m.hub = ? AND m.visible_at <= ? AND (i.lock_token IS NULL OR i.lock_expires <= ?) "
+            f"{name_clause} GROUP BY i.instance_id ORDER BY first LIMIT ?",
+            (hub, now, now, *(names or ()), limit),
+        ).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def next_message_time(self, hub: str, after: Micros) -> Micros | None:
+        row = self._db.execute(
+            "SELECT MIN(visible_at) FROM messages WHERE hub = ? AND visible_at > ?", (hub, after)
+        ).fetchone()
+        return None if row[0] is None else int(row[0])
+
+    # Activities ------------------------------------------------------------------------------------
+    def add_activity(
+        self, hub: str, instance_id: str, task_id: int, name: str, version: str | None, request: bytes
+    ) -> int:
+        cur = self._db.execute(
+            "INSERT INTO activities (hub, instance_id, task_id, name, version, request) VALUES (?, ?, ?, ?, ?, ?)",
+            (hub, instance_id, task_id, name, version, request),
+        )
+        return int(cur.lastrowid or 0)
+
+    def get_activity(self, activity_id: int) -> ActivityRecord | None:
+        row = self._db.execute(f"SELECT {_ACTIVITY_COLUMNS} FROM activities WHERE id = ?", (activity_id,)).fetchone()
+        return None if row is None else _activity(row)
+
+    def ready_activities(self, hub: str, now: Micros, names: Sequence[str] | None, limit: int) -> list[ActivityRecord]:
+        name_clause = "" if names is None else f"AND name IN ({_placeholders(names)})"
+        rows = self._db.execute(
+            f"SELECT {_ACTIVITY_COLUMNS} FROM activities WHERE hub = ? "
+            f"AND (lock_token IS NULL OR lock_expires <= ?) {name_clause} ORDER BY id LIMIT ?",
+            (hub, now, *(names or ()), limit),
+        ).fetchall()
+        return [_activity(r) for r in rows]
+
+    def lock_activity(self, activity_id: int, token: str | None, expires: Micros | None) -> None:
+        self._db.execute(
+            "UPDATE activities SET lock_token = ?, lock_expires = ? WHERE id = ?",
+            (token, expires, activity_id),
+        )
+
+    def delete_activity(self, activity_id: int) -> None:
+        self._db.execute("DELETE FROM activities WHERE id = ?", (activity_id,))
+
+    def delete_instance_activities(self, hub: str, instance_id: str) -> None:
+        self._db.execute("DELETE FROM activities WHERE hub = ? AND instance_id = ?", (hub, instance_id))
+
+    def next_lease_expiry(self, hub: str) -> Micros | None:
+        row = self._db.execute(
+            "SELECT MIN(e) FROM (SELECT MIN(lock_expires) AS e FROM instances WHERE hub = ? AND lock_token "
+            "IS NOT NULL UNION ALL SELECT MIN(lock_expires) FROM activities WHERE hub = ? AND lock_token "
+            "IS NOT NULL)",
+            (hub, hub),
+        ).fetchone()
+        return None if row[0] is None else int(row[0])
+
+
+class SqliteBackend:
+    """A SQLite store: a file path for persistence, or ``None`` for a private in-memory database."""
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None)
+        if path:
+            # WAL + NORMAL survives a process kill: a commit is in the log before COMMIT returns.
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.executescript(_SCHEMA)
+        self._tx = SqliteTransaction(self._conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[SqliteTransaction]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._tx
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def release_all_leases(self) -> None:
+        with self.transaction():
+            self._conn.execute("UPDATE instances SET lock_token = NULL, lock_expires = NULL")
+            self._conn.execute("UPDATE activities SET lock_token = NULL, lock_expires = NULL")
+
+    def reset(self) -> None:
+        with self.transaction():
+            for table in ("instances", *_PER_INSTANCE_TABLES):
+                self._conn.execute(f"DELETE FROM {table}")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

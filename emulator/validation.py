@@ -1,0 +1,47 @@
+"""Request limits: payload sizes and instance ID rules, reported as INVALID_ARGUMENT naming the field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator.errors import InvalidArgumentError
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Configurable limits; the defaults match the managed service's documented limits."""
+
+    max_payload_bytes: int = MIB
+    max_instance_id_length: int = 100
+
+    def instance_id(self, value: str, field: str = "instanceId") -> None:
+        """Rejects IDs that are too long, non-printable-ASCII or start with '@' (reserved for entities)."""
+        if len(value) > self.max_instance_id_length:
+            raise InvalidArgumentError(
+                f"{field} is {len(value)} characters; the limit is {self.max_instance_id_length}"
+            )
+        if not all(" " <= ch <= "~" for ch in value):
+            raise InvalidArgumentError(f"{field} must contain only printable ASCII characters")
+        if value.startswith("@"):
+            raise InvalidArgumentError(f"{field} must not start with '@' (reserved for entity IDs)")
+
+    def payload(self, field: str, value: str | None) -> None:
+        if value is None:
+            return
+        size = len(value.encode("utf-8"))
+        if size > self.max_payload_bytes:
+            raise InvalidArgumentError(f"{field} is {size} bytes; the limit is {self.max_payload_bytes} bytes")
+
+    def orchestrator_response(self, response: pb.OrchestratorResponse) -> None:
+        """Checks every payload an orchestrator's actions carry before anything is applied."""
+        if response.HasField("customStatus"):
+            self.payload("customStatus", response.customStatus.value)
+        for action in response.actions:
+            kind = action.WhichOneof("orchestratorActionType")
+            body = getattr(action, kind) if kind else None
+            for name in ("input", "result", "data"):
+                if body is not None and name in body.DESCRIPTOR.fields_by_name and body.HasField(name):
+                    self.payload(f"actions[{action.id}].{kind}.{name}", getattr(body, name).value)
