@@ -1,0 +1,205 @@
+"""The abstract orchestration context user code programs against, the activity context, and callable aliases."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Generator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+
+from durabletask._replay.retry import RetryPolicy
+from durabletask._replay.tasks import CancellableTask, CompletableTask, Task, TimerTask
+
+T = TypeVar("T")
+TInput = TypeVar("TInput")
+TOutput = TypeVar("TOutput")
+
+
+class OrchestrationContext(ABC):
+    """What an orchestrator function can see and do. Every method is deterministic under replay."""
+
+    @property
+    @abstractmethod
+    def instance_id(self) -> str:
+        """The orchestration instance ID."""
+
+    @property
+    @abstractmethod
+    def parent_instance_id(self) -> str | None:
+        """The parent's instance ID for a sub-orchestration, else ``None``."""
+
+    @property
+    @abstractmethod
+    def version(self) -> str | None:
+        """The version the orchestration was started with, if any."""
+
+    @property
+    @abstractmethod
+    def current_utc_datetime(self) -> datetime:
+        """The orchestration's clock (naive UTC), taken from history so it is the same on every replay."""
+
+    @property
+    @abstractmethod
+    def is_replaying(self) -> bool:
+        """Whether the code is re-running past history (side effects such as logging should be skipped)."""
+
+    @abstractmethod
+    def set_custom_status(self, custom_status: Any) -> None:
+        """Set a JSON-serializable custom status visible to clients."""
+
+    @abstractmethod
+    def create_timer(self, fire_at: datetime | timedelta) -> TimerTask:
+        """A durable timer that fires at ``fire_at`` (or after that much orchestration time)."""
+
+    @abstractmethod
+    def call_activity(self, activity: Activity[TInput, TOutput] | str, *,
+                      input: TInput | None = None,
+                      retry_policy: RetryPolicy | None = None,
+                      tags: dict[str, str] | None = None,
+                      return_type: type | None = None,
+                      version: str | None = None) -> CompletableTask[Any]:
+        """Schedule an activity and return a task for its result.
+
+        Args:
+            activity: The activity function or its registered name.
+            input: JSON-serializable input.
+            retry_policy: How to retry the activity if it fails.
+            tags: Tags recorded with the scheduled activity.
+            return_type: Type to rebuild the result as; defaults to the function's return annotation.
+            version: Activity version; defaults to the orchestration's version.
+        """
+
+    @abstractmethod
+    def call_sub_orchestrator(self, orchestrator: Orchestrator[TInput, TOutput] | str, *,
+                              input: TInput | None = None,
+                              instance_id: str | None = None,
+                              retry_policy: RetryPolicy | None = None,
+                              version: str | None = None,
+                              return_type: type | None = None,
+                              tags: dict[str, str] | None = None) -> CompletableTask[Any]:
+        """Start a sub-orchestration and return a task for its output.
+
+        Args:
+            orchestrator: The orchestrator function or its registered name.
+            input: JSON-serializable input.
+            instance_id: The child's instance ID; a deterministic one is derived if omitted.
+            retry_policy: How to retry the sub-orchestration if it fails.
+            version: The child's version.
+            return_type: Type to rebuild the output as.
+            tags: Tags for the child orchestration.
+        """
+
+    @abstractmethod
+    def wait_for_external_event(self, name: str, *, data_type: type | None = None,
+                                timeout: timedelta | None = None) -> CancellableTask[Any]:
+        """A task completed by the next external event named ``name`` (case-insensitive).
+
+        Args:
+            name: The event name.
+            data_type: Type to rebuild the event payload as.
+            timeout: If given, the task fails with ``TimeoutError`` when no event arrives in time.
+        """
+
+    def send_event(self, instance_id: str, event_name: str, *, data: Any | None = None) -> None:
+        """Send an event to another orchestration instance (fire and forget)."""
+        raise NotImplementedError("This OrchestrationContext does not support send_event().")
+
+    @abstractmethod
+    def continue_as_new(self, new_input: Any, *, save_events: bool = False,
+                        new_version: str | None = None) -> None:
+        """Restart the orchestration with ``new_input`` and a fresh history once this episode ends.
+
+        Args:
+            new_input: The input for the new execution.
+            save_events: Carry external events not yet consumed over to the new execution.
+            new_version: A version for the new execution.
+        """
+
+    @abstractmethod
+    def new_uuid(self) -> str:
+        """A UUID that is the same on every replay (name-based, RFC 4122 section 4.3)."""
+
+    @abstractmethod
+    def call_entity(self, entity: Any, operation: str, input: Any = None, *,
+                    return_type: type | None = None) -> CompletableTask[Any]:
+        """Call an operation on a durable entity and return a task for its result."""
+
+    @abstractmethod
+    def signal_entity(self, entity_id: Any, operation_name: str, input: Any = None,
+                      signal_time: datetime | None = None) -> None:
+        """Signal an operation on a durable entity without waiting for it."""
+
+    @abstractmethod
+    def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]:
+        """A task that completes with a lock context manager once all ``entities`` are locked."""
+
+    @abstractmethod
+    def _exit_critical_section(self) -> None:
+        """Release entity locks held by the orchestration."""
+
+    def create_replay_safe_logger(self, logger: logging.Logger) -> ReplaySafeLogger:
+        """Wrap ``logger`` so that it stays silent while the orchestrator replays."""
+        return ReplaySafeLogger(logger, lambda: self.is_replaying)
+
+
+if TYPE_CHECKING:
+    _LoggerAdapterBase = logging.LoggerAdapter[logging.Logger]
+else:
+    _LoggerAdapterBase = logging.LoggerAdapter
+
+
+class ReplaySafeLogger(_LoggerAdapterBase):
+    """A logger adapter that drops records while the orchestrator is replaying."""
+
+    def __init__(self, logger: logging.Logger, is_replaying: Callable[[], bool]) -> None:
+        super().__init__(logger, {})
+        self._is_replaying = is_replaying
+
+    def isEnabledFor(self, level: int) -> bool:
+        """``False`` during replay, so messages are neither formatted nor emitted."""
+        return not self._is_replaying() and self.logger.isEnabledFor(level)
+
+
+class ActivityContext:
+    """What an activity function learns about its invocation."""
+
+    def __init__(self, orchestration_id: str, task_id: int) -> None:
+        self._orchestration_id = orchestration_id
+        self._task_id = task_id
+
+    @property
+    def orchestration_id(self) -> str:
+        """The instance ID of the orchestration that scheduled this activity."""
+        return self._orchestration_id
+
+    @property
+    def task_id(self) -> int:
+        """The activity's sequence number within its orchestration."""
+        return self._task_id
+
+
+#: An orchestrator: ``(context, input)`` → a generator of tasks returning the output, or the output directly.
+Orchestrator: TypeAlias = Callable[[OrchestrationContext, TInput], Generator[Task[Any], Any, TOutput] | TOutput]
+#: An activity: ``(context, input)`` → output.
+Activity: TypeAlias = Callable[[ActivityContext, TInput], TOutput]
+#: An entity: a function ``(entity_context, input)`` or an entity class.
+Entity: TypeAlias = Callable[[Any, TInput], TOutput] | type[Any]
+
+
+def get_name(fn: Callable[..., Any]) -> str:
+    """The name a function is registered and scheduled under."""
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"Cannot infer a name from {fn!r}. Please provide a name explicitly.")
+    if name == "<lambda>":
+        raise ValueError("Cannot infer a name from a lambda function. Please provide a name explicitly.")
+    return name
+
+
+def get_entity_name(fn: Entity[Any, Any]) -> str:
+    """The name an entity function or class is registered under."""
+    explicit = getattr(fn, "__durable_entity_name__", None)
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    return get_name(fn)

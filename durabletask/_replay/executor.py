@@ -1,0 +1,100 @@
+"""The pure orchestration executor: history events in, orchestrator actions out; no I/O, no wall clock."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from durabletask._errors import ProtocolError
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay.codec import Codec
+from durabletask._replay.failures import OrchestrationStateError
+from durabletask._replay.handlers import Dispatcher
+from durabletask._replay.runtime import RuntimeContext
+from durabletask._worker.registry import Registry
+
+if TYPE_CHECKING:
+    from durabletask.serialization import DataConverter
+
+DEFAULT_MAXIMUM_TIMER_INTERVAL = timedelta(days=3)
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    """What one orchestration episode produced."""
+
+    actions: list[pb.OrchestratorAction]
+    custom_status: str | None  # already JSON-encoded, None when never set
+
+
+class OrchestrationExecutor:
+    """Replays an orchestration's history through its orchestrator function and returns the new actions.
+
+    Orchestration-level problems (user exceptions, an unregistered orchestrator, non-determinism) become a
+    failed ``CompleteOrchestrationAction``; only malformed input raises (:class:`ProtocolError`).
+
+    After :meth:`execute`, the executor keeps the live orchestration so that :meth:`resume` can apply
+    just the events that arrived since, without replaying the past again.
+    """
+
+    def __init__(self, registry: Registry, *, logger: logging.Logger | None = None,
+                 maximum_timer_interval: timedelta | None = DEFAULT_MAXIMUM_TIMER_INTERVAL,
+                 data_converter: DataConverter | None = None, first_sequence_id: int = 0) -> None:
+        self._registry = registry
+        self._logger = logger or logging.getLogger("durabletask.replay")
+        self._maximum_timer_interval = maximum_timer_interval
+        self._codec = Codec(data_converter)
+        self._first_sequence_id = first_sequence_id
+        self._dispatcher = Dispatcher(registry.get_orchestrator)
+        self._runtime: RuntimeContext | None = None
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The event-kind → handler table, open for extension."""
+        return self._dispatcher
+
+    @property
+    def is_complete(self) -> bool:
+        """Whether the live orchestration has ended (nothing more to resume)."""
+        return self._runtime is not None and self._runtime.done
+
+    def execute(self, instance_id: str, old_events: Sequence[pb.HistoryEvent],
+                new_events: Sequence[pb.HistoryEvent]) -> ExecutionResult:
+        """Replay ``old_events``, then apply ``new_events``, and return the resulting actions."""
+        rt = RuntimeContext(instance_id, self._codec, maximum_timer_interval=self._maximum_timer_interval,
+                            logger=self._logger, first_sequence_id=self._first_sequence_id)
+        self._runtime = rt
+        if self._run(rt, old_events, replaying=True):
+            self._run(rt, new_events, replaying=False)
+        if not rt.started:
+            raise ProtocolError(f"history of orchestration '{instance_id}' has no executionStarted event")
+        return self._result(rt)
+
+    def resume(self, new_events: Sequence[pb.HistoryEvent]) -> ExecutionResult:
+        """Apply only the events that arrived since the last call (an extended session)."""
+        rt = self._runtime
+        if rt is None:
+            raise OrchestrationStateError("resume() needs a previous execute() on this executor")
+        if rt.done:
+            raise OrchestrationStateError(f"orchestration '{rt.instance_id}' has already ended")
+        self._run(rt, new_events, replaying=False)
+        return self._result(rt)
+
+    def _run(self, rt: RuntimeContext, events: Sequence[pb.HistoryEvent], *, replaying: bool) -> bool:
+        rt.is_replaying_flag = replaying
+        try:
+            self._dispatcher.apply(rt, events)
+        except ProtocolError:
+            raise
+        except Exception as error:
+            if not replaying or self._logger.isEnabledFor(logging.DEBUG):
+                self._logger.info("%s: orchestration '%s' failed: %s", rt.instance_id, rt.name, error)
+            rt.fail(error)
+            return False
+        return True
+
+    def _result(self, rt: RuntimeContext) -> ExecutionResult:
+        return ExecutionResult(actions=rt.drain_actions(), custom_status=rt.custom_status)

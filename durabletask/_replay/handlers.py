@@ -1,0 +1,212 @@
+"""One small handler per history event kind, the dispatch table keyed by the event's oneof name, and the loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from durabletask._errors import ProtocolError
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay import nondeterminism
+from durabletask._replay.failures import OrchestratorNotRegisteredError
+from durabletask._replay.runtime import RuntimeContext
+from durabletask._replay.tasks import RetryableTask, TimerTask
+
+Handler = Callable[[RuntimeContext, pb.HistoryEvent], None]
+OrchestratorLookup = Callable[[str], Callable[..., Any] | None]
+
+#: Events that are applied even while the orchestration is suspended.
+UNSUSPENDABLE = frozenset({"executionResumed", "executionTerminated"})
+
+
+def on_orchestrator_started(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    rt.set_clock(event.timestamp)
+
+
+def make_execution_started(lookup: OrchestratorLookup) -> Handler:
+    """The ``executionStarted`` handler, resolving orchestrator names with ``lookup``."""
+
+    def on_execution_started(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+        started = event.executionStarted
+        if rt.started:
+            raise ProtocolError(f"history of '{rt.instance_id}' holds more than one executionStarted event")
+        if rt._clock_ts is None and event.HasField("timestamp"):
+            rt.set_clock(event.timestamp)
+        parent = (started.parentInstance.orchestrationInstance.instanceId
+                  if started.HasField("parentInstance") else None)
+        rt.set_started_info(started.version.value if started.HasField("version") else None, parent or None)
+        rt.started = True
+        rt.name = started.name
+        fn = lookup(started.name)
+        if fn is None:
+            raise OrchestratorNotRegisteredError(f"A '{started.name}' orchestrator was not registered.")
+        rt.start(started.name, fn, started.input.value if started.HasField("input") else None)
+
+    return on_execution_started
+
+
+# ---- scheduling confirmations: the recorded call must be the one the code makes now ---------------
+
+def on_task_scheduled(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    # Hot path of every replay: the common checks are inlined.
+    action = rt.pending.pop(event.eventId, None)
+    if action is None and rt.sent:
+        action = rt.sent.pop(event.eventId, None)
+    if action is None or action.event_kind != "taskScheduled" or action.name != event.taskScheduled.name:
+        raise nondeterminism.mismatch("taskScheduled", event, action)
+
+
+def _confirm(kind: str) -> Handler:
+    def on_scheduled(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+        nondeterminism.check(kind, event, rt.confirm(event.eventId))
+
+    on_scheduled.__name__ = f"on_{kind}"
+    return on_scheduled
+
+
+# ---- completions ----------------------------------------------------------------------------------
+
+def on_task_completed(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    completed = event.taskCompleted
+    task = rt.open.pop(completed.taskScheduledId, None)
+    if task is None:
+        return  # a completion for a call the code no longer waits for (e.g. after cancellation)
+    task.complete(rt._codec.decode(completed.result.value, task._expected_type))
+    rt.resume()
+
+
+def on_sub_orchestration_completed(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    completed = event.subOrchestrationInstanceCompleted
+    task = rt.open.pop(completed.taskScheduledId, None)
+    if task is None:
+        return
+    task.complete(rt._codec.decode(completed.result.value, task._expected_type))
+    rt.resume()
+
+
+def _fail_task(rt: RuntimeContext, task_id: int, details: pb.TaskFailureDetails, what: str) -> None:
+    task = rt.open.pop(task_id, None)
+    if task is None:
+        return
+    if isinstance(task, RetryableTask):
+        delay = task.compute_next_delay(details, rt.current_utc_datetime)
+        if delay is not None:
+            retry_timer = rt.create_timer(delay)
+            retry_timer._observe(task)
+            return
+    task.fail(f"{what} #{task_id} failed: {details.errorMessage}", details)
+    rt.resume()
+
+
+def on_task_failed(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    failed = event.taskFailed
+    _fail_task(rt, failed.taskScheduledId, failed.failureDetails, f"{rt.instance_id}: Activity task")
+
+
+def on_sub_orchestration_failed(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    failed = event.subOrchestrationInstanceFailed
+    _fail_task(rt, failed.taskScheduledId, failed.failureDetails, "Sub-orchestration task")
+
+
+def on_timer_fired(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    fired = event.timerFired
+    timer = rt.open.pop(fired.timerId, None)
+    if not isinstance(timer, TimerTask) or rt.done:
+        return
+    # The next piece of a split timer is computed from the piece's own scheduled time, not the
+    # recorded one, so a backend that rounds timestamps cannot add a spurious extra timer.
+    reached = timer._chunk_fire_at or fired.fireAt.ToDatetime()
+    next_fire_at = timer._next_fire_at(reached)
+    if next_fire_at is not None:
+        rt.schedule_timer_chunk(timer, next_fire_at)
+        return
+    timer.complete(None)
+    rt.resume()
+
+
+def on_event_raised(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    raised = event.eventRaised
+    key = raised.name.casefold()
+    raw = raised.input.value if raised.HasField("input") else None
+    waiter = None if rt.done else rt.inbox.pop_waiter(key)
+    if waiter is None:
+        # Kept for a later wait, or carried over by continue_as_new(save_events=True).
+        rt.inbox.buffer(key, raised.name, raw)
+        return
+    waiter.complete(rt._codec.decode(raw, waiter._expected_type))
+    rt.resume()
+
+
+# ---- lifecycle ------------------------------------------------------------------------------------
+
+def on_execution_suspended(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    rt.suspended = True
+
+
+def on_execution_terminated(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    terminated = event.executionTerminated
+    rt.terminate(terminated.input.value if terminated.HasField("input") else None)
+
+
+def on_ignored(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    """Bookkeeping events with no effect on the orchestrator's state."""
+
+
+def on_entity_event(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+    raise NotImplementedError(
+        f"history event '{event.WhichOneof('eventType')}' needs durable entity support, which this "
+        "orchestration runtime does not have yet"
+    )
+
+
+class Dispatcher:
+    """Applies history events to a runtime through a table of per-kind handlers."""
+
+    def __init__(self, lookup: OrchestratorLookup) -> None:
+        self.table: dict[str, Handler] = {
+            "orchestratorStarted": on_orchestrator_started,
+            "executionStarted": make_execution_started(lookup),
+            "taskScheduled": on_task_scheduled,
+            "taskCompleted": on_task_completed,
+            "taskFailed": on_task_failed,
+            "subOrchestrationInstanceCreated": _confirm("subOrchestrationInstanceCreated"),
+            "subOrchestrationInstanceCompleted": on_sub_orchestration_completed,
+            "subOrchestrationInstanceFailed": on_sub_orchestration_failed,
+            "timerCreated": _confirm("timerCreated"),
+            "timerFired": on_timer_fired,
+            "eventSent": _confirm("eventSent"),
+            "eventRaised": on_event_raised,
+            "executionSuspended": on_execution_suspended,
+            "executionResumed": self._on_execution_resumed,
+            "executionTerminated": on_execution_terminated,
+        }
+        for kind in ("orchestratorCompleted", "executionCompleted", "genericEvent", "historyState",
+                     "continueAsNew", "executionRewound"):
+            self.table[kind] = on_ignored
+        for kind in ("entityOperationSignaled", "entityOperationCalled", "entityOperationCompleted",
+                     "entityOperationFailed", "entityLockRequested", "entityLockGranted", "entityUnlockSent"):
+            self.table[kind] = on_entity_event
+
+    def register(self, kind: str, handler: Handler) -> None:
+        """Install or replace the handler for one event kind (how entity support plugs in)."""
+        self.table[kind] = handler
+
+    def apply(self, rt: RuntimeContext, events: Iterable[pb.HistoryEvent]) -> None:
+        """Apply ``events`` in order. Events arriving while suspended wait for ``executionResumed``."""
+        table = self.table
+        for event in events:
+            kind = event.WhichOneof("eventType")
+            if rt.suspended and kind not in UNSUSPENDABLE:
+                rt.suspended_events.append(event)
+                continue
+            handler = table.get(kind) if kind is not None else None
+            if handler is None:
+                raise ProtocolError(f"history event {event.eventId} has unknown kind {kind!r}")
+            handler(rt, event)
+
+    def _on_execution_resumed(self, rt: RuntimeContext, event: pb.HistoryEvent) -> None:
+        if not rt.suspended:
+            return
+        rt.suspended = False
+        held, rt.suspended_events = rt.suspended_events, []
+        self.apply(rt, held)

@@ -1,0 +1,340 @@
+"""The live orchestration context: sequence IDs, pending actions and tasks, the clock, and driving the generator."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Generator
+from datetime import datetime, timedelta, timezone
+from types import GeneratorType
+from typing import Any
+
+from google.protobuf import timestamp_pb2
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay import typehints
+from durabletask._replay.actions import (
+    CreateSubOrchestration,
+    CreateTimer,
+    PendingAction,
+    ScheduleTask,
+    SendEvent,
+    complete_action,
+)
+from durabletask._replay.codec import Codec
+from durabletask._replay.contexts import Activity, OrchestrationContext, Orchestrator, get_name
+from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError, proto_from_exception
+from durabletask._replay.inbox import EventInbox, EventTimeout
+from durabletask._replay.retry import RetryPolicy
+from durabletask._replay.tasks import CancellableTask, CompletableTask, RetryableTask, Task, TimerTask
+
+_UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_OID, "9e952958-5e33-4daf-827f-2fa12937b875")
+_EPOCH = datetime(1970, 1, 1)
+_ENTITIES_LATER = "durable entities are not supported by this orchestration runtime yet"
+
+COMPLETED = pb.ORCHESTRATION_STATUS_COMPLETED
+FAILED = pb.ORCHESTRATION_STATUS_FAILED
+TERMINATED = pb.ORCHESTRATION_STATUS_TERMINATED
+CONTINUED_AS_NEW = pb.ORCHESTRATION_STATUS_CONTINUED_AS_NEW
+
+
+def naive_utc(moment: datetime) -> datetime:
+    """The orchestration clock is naive UTC; aware datetimes are converted to it."""
+    if moment.utcoffset() is None:
+        return moment
+    return moment.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+class RuntimeContext(OrchestrationContext):
+    """One execution's replay state. It outlives a single batch of events so it can be resumed."""
+
+    def __init__(self, instance_id: str, codec: Codec, *, maximum_timer_interval: timedelta | None,
+                 logger: logging.Logger | None = None, first_sequence_id: int = 0) -> None:
+        self._instance_id = instance_id
+        self._codec = codec
+        self._maximum_timer_interval = maximum_timer_interval
+        self._logger = logger
+        self._seq = first_sequence_id
+        # Calls made but not yet confirmed by a recorded event, in call order (= output order).
+        self.pending: dict[int, PendingAction] = {}
+        # Calls whose actions went out in an earlier batch of a resumed session.
+        self.sent: dict[int, PendingAction] = {}
+        # Tasks waiting for a completion event, keyed by the ID the event refers to.
+        self.open: dict[int, CompletableTask[Any]] = {}
+        self.inbox = EventInbox()
+        self.is_replaying_flag = True
+        self.started = False
+        self.suspended = False
+        self.suspended_events: list[pb.HistoryEvent] = []
+        self._clock_ts: timestamp_pb2.Timestamp | None = None
+        self._clock: datetime | None = None
+        self._uuid_counter = 0
+        self._version: str | None = None
+        self._parent_instance_id: str | None = None
+        self.name = ""
+        self._gen: Generator[Any, Any, Any] | None = None
+        self._current: Task[Any] | None = None
+        self.done = False
+        self._completion: pb.OrchestratorAction | None = None
+        self._continue: tuple[str | None, bool, str | None] | None = None
+        self.custom_status: str | None = None
+
+    # ---- properties -------------------------------------------------------------------------
+    @property
+    def instance_id(self) -> str:
+        return self._instance_id
+
+    @property
+    def parent_instance_id(self) -> str | None:
+        return self._parent_instance_id
+
+    @property
+    def version(self) -> str | None:
+        return self._version
+
+    @property
+    def current_utc_datetime(self) -> datetime:
+        clock = self._clock
+        if clock is None:
+            # Converted lazily: most orchestratorStarted events are replayed without anyone asking the time.
+            clock = self._clock = self._clock_ts.ToDatetime() if self._clock_ts is not None else _EPOCH
+        return clock
+
+    def set_clock(self, timestamp: timestamp_pb2.Timestamp) -> None:
+        self._clock_ts = timestamp
+        self._clock = None
+
+    @property
+    def is_replaying(self) -> bool:
+        return self.is_replaying_flag
+
+    # ---- sequencing (also the extension point for entity calls) ------------------------------
+    def next_sequence_id(self) -> int:
+        """Take the next durable sequence ID."""
+        seq = self._seq
+        self._seq = seq + 1
+        return seq
+
+    def schedule(self, action: PendingAction, task: CompletableTask[Any] | None) -> None:
+        """Record a call's action and, if it produces a result, the task its completion event resolves."""
+        self.pending[action.id] = action
+        if task is not None:
+            self.open[action.id] = task
+
+    def confirm(self, event_id: int) -> PendingAction | None:
+        """Remove and return the action a recorded scheduling event confirms."""
+        action = self.pending.pop(event_id, None)
+        if action is None and self.sent:
+            action = self.sent.pop(event_id, None)
+        return action
+
+    # ---- durable calls -----------------------------------------------------------------------
+    def call_activity(self, activity: Activity[Any, Any] | str, *, input: Any = None,
+                      retry_policy: RetryPolicy | None = None, tags: dict[str, str] | None = None,
+                      return_type: type | None = None, version: str | None = None) -> CompletableTask[Any]:
+        if isinstance(activity, str):
+            name = activity
+        else:
+            name = get_name(activity)
+            if return_type is None:
+                return_type = typehints.output_type(activity)
+        encoded = self._codec.encode(input, f"input of activity '{name}'")
+        seq = self._seq
+        self._seq = seq + 1
+        action = ScheduleTask(seq, name, encoded, tags, version if version is not None else self._version)
+        task: CompletableTask[Any] = (CompletableTask(return_type) if retry_policy is None
+                                      else self._retryable(retry_policy, action, return_type))
+        self.pending[seq] = action
+        self.open[seq] = task
+        return task
+
+    def call_sub_orchestrator(self, orchestrator: Orchestrator[Any, Any] | str, *, input: Any = None,
+                              instance_id: str | None = None, retry_policy: RetryPolicy | None = None,
+                              version: str | None = None, return_type: type | None = None,
+                              tags: dict[str, str] | None = None) -> CompletableTask[Any]:
+        name = orchestrator if isinstance(orchestrator, str) else get_name(orchestrator)
+        encoded = self._codec.encode(input, f"input of sub-orchestration '{name}'")
+        seq = self.next_sequence_id()
+        child_id = instance_id if instance_id is not None else f"{self._instance_id}:{seq:04x}"
+        action = CreateSubOrchestration(seq, name, child_id, encoded, version, tags)
+        task: CompletableTask[Any] = (CompletableTask(return_type) if retry_policy is None
+                                      else self._retryable(retry_policy, action, return_type))
+        self.schedule(action, task)
+        return task
+
+    def _retryable(self, policy: RetryPolicy, action: PendingAction, return_type: Any) -> RetryableTask[Any]:
+        task: RetryableTask[Any] = RetryableTask(policy, self.current_utc_datetime, self._retry, return_type)
+        task._action = action
+        return task
+
+    def _retry(self, task: RetryableTask[Any]) -> None:
+        action = task._action.clone(self.next_sequence_id())
+        task._action = action
+        self.schedule(action, task)
+
+    def create_timer(self, fire_at: datetime | timedelta) -> TimerTask:
+        now = self.current_utc_datetime
+        final = now + fire_at if isinstance(fire_at, timedelta) else naive_utc(fire_at)
+        timer = TimerTask(final, self._maximum_timer_interval)
+        self.schedule_timer_chunk(timer, timer._next_fire_at(now) or final)
+        return timer
+
+    def schedule_timer_chunk(self, timer: TimerTask, fire_at: datetime) -> None:
+        """Create the history timer for (the next piece of) ``timer``."""
+        seq = self.next_sequence_id()
+        timer._chunk_fire_at = fire_at
+        self.schedule(CreateTimer(seq, fire_at), timer)
+
+        def cancel() -> None:
+            self.pending.pop(seq, None)
+            self.open.pop(seq, None)
+
+        timer.set_cancel_handler(cancel)
+
+    def wait_for_external_event(self, name: str, *, data_type: type | None = None,
+                                timeout: timedelta | None = None) -> CancellableTask[Any]:
+        task: CancellableTask[Any] = CancellableTask(data_type)
+        key = name.casefold()
+        found, raw = self.inbox.take_buffered(key)
+        if found:
+            task.complete(self._codec.decode(raw, data_type))
+            return task
+        inbox = self.inbox
+        inbox.add_waiter(key, task)
+        timer: TimerTask | None = None
+        if timeout is not None:
+            timer = self.create_timer(timeout)
+            EventTimeout(inbox, key, name, task, timer)
+
+        def cancel() -> None:
+            inbox.remove_waiter(key, task)
+            if timer is not None:
+                timer.cancel()
+
+        task.set_cancel_handler(cancel)
+        return task
+
+    def send_event(self, instance_id: str, event_name: str, *, data: Any | None = None) -> None:
+        if not instance_id or not instance_id.strip():
+            raise ValueError("instance_id cannot be empty")
+        if not event_name or not event_name.strip():
+            raise ValueError("event_name cannot be empty")
+        encoded = self._codec.encode(data, f"data of event '{event_name}'")
+        self.schedule(SendEvent(self.next_sequence_id(), instance_id, event_name, encoded), None)
+
+    def set_custom_status(self, custom_status: Any) -> None:
+        self.custom_status = self._codec.encode(custom_status, "custom status")
+
+    def continue_as_new(self, new_input: Any, *, save_events: bool = False,
+                        new_version: str | None = None) -> None:
+        if self.done:
+            return
+        encoded = self._codec.encode(new_input, "input of the continued-as-new execution")
+        self._continue = (encoded, save_events, new_version)
+        self.done = True
+
+    def new_uuid(self) -> str:
+        stamp = self.current_utc_datetime.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        name = f"{self._instance_id}_{stamp}_{self._uuid_counter}"
+        self._uuid_counter += 1
+        return str(uuid.uuid5(_UUID_NAMESPACE, name))
+
+    def call_entity(self, entity: Any, operation: str, input: Any = None, *,
+                    return_type: type | None = None) -> CompletableTask[Any]:
+        raise NotImplementedError(_ENTITIES_LATER)
+
+    def signal_entity(self, entity_id: Any, operation_name: str, input: Any = None,
+                      signal_time: datetime | None = None) -> None:
+        raise NotImplementedError(_ENTITIES_LATER)
+
+    def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]:
+        raise NotImplementedError(_ENTITIES_LATER)
+
+    def _exit_critical_section(self) -> None:
+        return None
+
+    # ---- running the orchestrator -------------------------------------------------------------
+    def start(self, name: str, fn: Callable[..., Any], encoded_input: str | None) -> None:
+        """Call the orchestrator function; a generator is then driven as its tasks complete."""
+        self.started = True
+        self.name = name
+        value = self._codec.decode(encoded_input, typehints.input_type(fn)) if encoded_input else None
+        result = fn(self, value)
+        if isinstance(result, GeneratorType):
+            self._gen = result
+            self._drive(None, None)
+        else:
+            self.complete(result)
+
+    def resume(self) -> None:
+        """Continue the generator if the task it is waiting on has completed."""
+        current = self._current
+        if current is not None and current._is_complete and not self.done:
+            self._drive(current._result, current._exception)
+
+    def _drive(self, value: Any, error: BaseException | None) -> None:
+        gen = self._gen
+        assert gen is not None
+        while True:
+            try:
+                task = gen.throw(error) if error is not None else gen.send(value)
+            except StopIteration as stop:
+                self._current = None
+                self.complete(stop.value)
+                return
+            if not isinstance(task, Task):
+                raise OrchestrationStateError(
+                    f"orchestrator '{self.name}' yielded {type(task).__name__}; only durable tasks can be yielded"
+                )
+            self._current = task
+            if self.done or not task._is_complete:
+                return
+            value, error = task._result, task._exception
+
+    def complete(self, result: Any) -> None:
+        """End the execution successfully (ignored once it has ended, e.g. after ``continue_as_new``)."""
+        if self.done:
+            return
+        try:
+            encoded = self._codec.encode(result, "orchestration output")
+        except Exception as error:  # output that cannot be sent fails the orchestration
+            self.fail(error)
+            return
+        self._end(complete_action(self.next_sequence_id(), COMPLETED, encoded))
+
+    def fail(self, error: BaseException) -> None:
+        """End the execution as failed. Non-determinism overrides any earlier ending."""
+        if self.done and not isinstance(error, NonDeterminismError):
+            return
+        self._continue = None
+        details = proto_from_exception(error)
+        self._end(complete_action(self.next_sequence_id(), FAILED, None, details))
+
+    def terminate(self, encoded_output: str | None) -> None:
+        """End the execution because a client terminated it."""
+        if self.done:
+            return
+        self._end(complete_action(self.next_sequence_id(), TERMINATED, encoded_output))
+
+    def _end(self, action: pb.OrchestratorAction) -> None:
+        self.done = True
+        self._completion = action
+        self._current = None
+
+    def drain_actions(self) -> list[pb.OrchestratorAction]:
+        """The actions to send now; they are then remembered as sent (for resumed sessions)."""
+        actions = [action.to_proto() for action in self.pending.values()]
+        self.sent = self.pending
+        self.pending = {}
+        if self._continue is not None:
+            encoded, save_events, new_version = self._continue
+            carryover = self.inbox.carryover() if save_events else None
+            actions.append(complete_action(self.next_sequence_id(), CONTINUED_AS_NEW, encoded,
+                                           carryover=carryover, new_version=new_version))
+        elif self._completion is not None:
+            actions.append(self._completion)
+        return actions
+
+    def set_started_info(self, version: str | None, parent_instance_id: str | None) -> None:
+        self._version = version
+        self._parent_instance_id = parent_instance_id

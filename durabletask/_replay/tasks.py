@@ -1,0 +1,293 @@
+"""Durable task objects that orchestrators yield: completable, cancellable, timer, retryable and composites."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Generic, Protocol, TypeVar, cast
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay.failures import FailureDetails, TaskCancelledError, TaskFailedError, details_from_proto
+from durabletask._replay.retry import RetryPolicy
+
+T = TypeVar("T")
+
+
+class _Observer(Protocol):
+    def on_child_completed(self, task: Task[Any]) -> None: ...
+
+
+class Task(ABC, Generic[T]):
+    """Something an orchestrator can ``yield`` and later receive a result (or an exception) from."""
+
+    def __init__(self) -> None:
+        self._is_complete = False
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        # Allocated on first use: most tasks never join a composite.
+        self._observers: list[_Observer] | None = None
+
+    @property
+    def is_complete(self) -> bool:
+        """Whether the task has finished, successfully or not."""
+        return self._is_complete
+
+    @property
+    def is_failed(self) -> bool:
+        """Whether the task finished with an exception."""
+        return self._exception is not None
+
+    @property
+    def result(self) -> T:
+        """The task's result (same as :meth:`get_result`)."""
+        return self.get_result()
+
+    def get_result(self) -> T:
+        """The task's result; raises its exception if it failed, ``ValueError`` if still pending."""
+        if not self._is_complete:
+            raise ValueError("The task has not completed.")
+        if self._exception is not None:
+            raise self._exception
+        return cast(T, self._result)
+
+    def get_exception(self) -> TaskFailedError:
+        """The exception the task failed with; ``ValueError`` if it did not fail."""
+        if self._exception is None:
+            raise ValueError("The task has not failed.")
+        return cast(TaskFailedError, self._exception)
+
+    def _observe(self, observer: _Observer) -> None:
+        if self._observers is None:
+            self._observers = [observer]
+        else:
+            self._observers.append(observer)
+
+    def _forget(self, observer: _Observer) -> None:
+        if self._observers is not None and observer in self._observers:
+            self._observers.remove(observer)
+
+    def _finish(self, result: Any, exception: BaseException | None) -> None:
+        self._result = result
+        self._exception = exception
+        self._is_complete = True
+        observers = self._observers
+        if observers:
+            self._observers = None
+            for observer in observers:
+                observer.on_child_completed(self)
+
+
+class CompletableTask(Task[T]):
+    """A task completed by the runtime when its history event arrives."""
+
+    def __init__(self, expected_type: Any = None) -> None:
+        super().__init__()
+        self._expected_type = expected_type
+
+    def complete(self, result: T) -> None:
+        """Complete the task with ``result``."""
+        if self._is_complete:
+            raise ValueError("The task has already completed.")
+        self._finish(result, None)
+
+    def fail(self, message: str, details: pb.TaskFailureDetails | BaseException) -> None:
+        """Fail the task with a :class:`TaskFailedError` built from ``message`` and ``details``."""
+        if self._is_complete:
+            raise ValueError("The task has already completed.")
+        self._finish(None, TaskFailedError(message, details))
+
+    def _fail_with(self, error: BaseException) -> None:
+        if not self._is_complete:
+            self._finish(None, error)
+
+
+class CancellableTask(CompletableTask[T]):
+    """A completable task that the orchestrator may cancel before it finishes."""
+
+    def __init__(self, expected_type: Any = None) -> None:
+        super().__init__(expected_type)
+        self._is_cancelled = False
+        self._cancel_handler: Callable[[], None] | None = None
+
+    @property
+    def is_cancelled(self) -> bool:
+        """Whether :meth:`cancel` took effect."""
+        return self._is_cancelled
+
+    def set_cancel_handler(self, cancel_handler: Callable[[], None]) -> None:
+        """Register what the runtime must undo when the task is cancelled."""
+        self._cancel_handler = cancel_handler
+
+    def cancel(self) -> bool:
+        """Cancel the task; returns ``False`` if it had already completed."""
+        if self._is_complete:
+            return False
+        if self._cancel_handler is not None:
+            self._cancel_handler()
+        self._is_cancelled = True
+        self._finish(None, TaskCancelledError("The task was cancelled."))
+        return True
+
+
+class TimerTask(CancellableTask[None]):
+    """A durable timer. Long timers are split into several history timers transparently."""
+
+    def __init__(self, final_fire_at: datetime | None = None,
+                 maximum_timer_interval: timedelta | None = None) -> None:
+        super().__init__()
+        self._final_fire_at = final_fire_at
+        self._maximum_timer_interval = maximum_timer_interval
+        # The fire time of the history timer currently standing for this task.
+        self._chunk_fire_at: datetime | None = final_fire_at
+
+    @property
+    def fire_at(self) -> datetime | None:
+        """When the timer fires (naive UTC, on the orchestration clock)."""
+        return self._final_fire_at
+
+    def _next_fire_at(self, now: datetime) -> datetime | None:
+        """The next chunk's fire time after a chunk fired at ``now``, or ``None`` when it is over."""
+        final = self._final_fire_at
+        if final is None or now >= final:
+            return None
+        step = self._maximum_timer_interval
+        if step is not None and step > timedelta(0) and now + step < final:
+            return now + step
+        return final
+
+
+class RetryableTask(CompletableTask[T]):
+    """An activity or sub-orchestration call that is retried with durable timers per a policy."""
+
+    def __init__(self, retry_policy: RetryPolicy, start_time: datetime,
+                 reschedule: Callable[[RetryableTask[Any]], None], expected_type: Any = None) -> None:
+        super().__init__(expected_type)
+        self._retry_policy = retry_policy
+        self._start_time = start_time
+        self._attempt_count = 1
+        self._reschedule = reschedule
+        # The call being retried (a runtime action record), cloned for each new attempt.
+        self._action: Any = None
+
+    @property
+    def attempt_count(self) -> int:
+        """How many attempts have been scheduled so far."""
+        return self._attempt_count
+
+    def compute_next_delay(self, failure: pb.TaskFailureDetails | None = None,
+                           now: datetime | None = None) -> timedelta | None:
+        """The delay before the next attempt, or ``None`` when the policy says stop."""
+        details: FailureDetails | None = details_from_proto(failure) if failure is not None else None
+        if failure is not None and failure.isNonRetriable:
+            return None
+        return self._retry_policy.next_delay(
+            self._attempt_count, self._start_time, now if now is not None else self._start_time, details
+        )
+
+    def increment_attempt_count(self) -> None:
+        """Record that another attempt is being scheduled."""
+        self._attempt_count += 1
+
+    def on_child_completed(self, task: Task[Any]) -> None:
+        # The retry timer fired (or was cancelled with the orchestration): schedule the next attempt.
+        if not self._is_complete and not task.is_failed:
+            self.increment_attempt_count()
+            self._reschedule(self)
+
+
+class CompositeTask(Task[T]):
+    """A task made of other tasks."""
+
+    def __init__(self, tasks: Sequence[Task[Any]]) -> None:
+        super().__init__()
+        self._tasks = list(tasks)
+        self._completed_tasks = 0
+        self._failed_tasks = 0
+        counts: dict[int, int] = {}
+        unique: list[Task[Any]] = []
+        for child in self._tasks:
+            key = id(child)
+            if key not in counts:
+                counts[key] = 0
+                unique.append(child)
+            counts[key] += 1
+        self._occurrences = counts
+        for child in unique:
+            if self._is_complete:
+                break
+            if child.is_complete:
+                self.on_child_completed(child)
+            else:
+                child._observe(self)
+
+    def get_tasks(self) -> list[Task[Any]]:
+        """The child tasks, in the order given."""
+        return self._tasks
+
+    def _detach(self) -> None:
+        for child in self._tasks:
+            child._forget(self)
+
+    @abstractmethod
+    def on_child_completed(self, task: Task[Any]) -> None:
+        """Called once per distinct child when it completes."""
+
+
+class WhenAllTask(CompositeTask[list[T]]):
+    """Completes when every child has completed; fails with the first failure, after all finish."""
+
+    def __init__(self, tasks: Sequence[Task[T]]) -> None:
+        self._first_failure: BaseException | None = None
+        super().__init__(tasks)
+        if not self._tasks:
+            self._finish([], None)
+
+    @property
+    def pending_tasks(self) -> int:
+        """How many children have not completed yet."""
+        return len(self._tasks) - self._completed_tasks
+
+    def get_completed_tasks(self) -> int:
+        """How many children have completed."""
+        return self._completed_tasks
+
+    def on_child_completed(self, task: Task[Any]) -> None:
+        if self._is_complete:
+            return
+        count = self._occurrences.pop(id(task), 0)
+        self._completed_tasks += count
+        if task._exception is not None:
+            self._failed_tasks += count
+            if self._first_failure is None:
+                self._first_failure = task._exception
+        if self._completed_tasks == len(self._tasks):
+            if self._first_failure is not None:
+                self._finish(None, self._first_failure)
+            else:
+                self._finish([child._result for child in self._tasks], None)
+
+
+class WhenAnyTask(CompositeTask[Task[T]]):
+    """Completes with the first child to complete (successfully or not); the others keep running."""
+
+    def __init__(self, tasks: Sequence[Task[T]]) -> None:
+        super().__init__(tasks)
+
+    def on_child_completed(self, task: Task[Any]) -> None:
+        if not self._is_complete:
+            self._detach()
+            self._finish(task, None)
+
+
+def when_all(tasks: Sequence[Task[T]]) -> WhenAllTask[T]:
+    """A task that completes when all ``tasks`` complete, with their results in order.
+
+    If any task fails, the first failure is raised once every task has finished.
+    """
+    return WhenAllTask(tasks)
+
+
+def when_any(tasks: Sequence[Task[T]]) -> WhenAnyTask[T]:
+    """A task that completes with the first of ``tasks`` to complete; the others are not cancelled."""
+    return WhenAnyTask(tasks)

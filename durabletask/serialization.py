@@ -1,0 +1,77 @@
+"""Pluggable payload serialization: the ``DataConverter`` strategy and the default JSON converter.
+
+Compatible with the ``durabletask.serialization`` module of Microsoft's ``durabletask`` package.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from typing import Any
+
+from durabletask import _payload
+from durabletask._errors import SerializationError
+from durabletask._replay.typehints import reconstructable
+
+__all__ = ["DEFAULT_DATA_CONVERTER", "DataConverter", "JsonDataConverter"]
+
+_logger = logging.getLogger("durabletask")
+
+
+class DataConverter(ABC):
+    """Turns payloads (inputs, outputs, event data, custom status, entity state) into text and back.
+
+    Implementations must be deterministic: the same value must always produce the same text, so
+    that orchestration replays agree.
+    """
+
+    @abstractmethod
+    def serialize(self, value: Any) -> str | None:
+        """Text for ``value``; ``None`` when ``value`` is ``None``."""
+
+    @abstractmethod
+    def deserialize(self, data: str | None, target_type: type | None = None) -> Any:
+        """The value of ``data`` (``None`` or empty → ``None``), rebuilt as ``target_type`` when given."""
+
+    @abstractmethod
+    def coerce(self, value: Any, target_type: type | None = None) -> Any:
+        """Rebuild an already-parsed value as ``target_type`` (unchanged when ``target_type`` is ``None``)."""
+
+    def can_reconstruct(self, target_type: Any) -> bool:
+        """Whether annotations of this type should drive reconstruction (``False`` unless overridden)."""
+        return False
+
+
+class JsonDataConverter(DataConverter):
+    """The default converter: compact JSON; pydantic models and dataclasses round-trip.
+
+    Reconstruction is best-effort: when a payload does not fit ``target_type`` the plain JSON value is
+    returned (and logged at debug level) instead of raising.
+    """
+
+    def serialize(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        return _payload.to_json(value)
+
+    def deserialize(self, data: str | None, target_type: type | None = None) -> Any:
+        if data is None or data == "":
+            return None
+        raw = _payload.from_json(data)
+        return self.coerce(raw, target_type)
+
+    def coerce(self, value: Any, target_type: type | None = None) -> Any:
+        if target_type is None or value is None:
+            return value
+        try:
+            return _payload.coerce(value, target_type)
+        except SerializationError as error:
+            _logger.debug("returning the raw payload: %s", error)
+            return value
+
+    def can_reconstruct(self, target_type: Any) -> bool:
+        return reconstructable(target_type)
+
+
+#: The converter used when none is configured.
+DEFAULT_DATA_CONVERTER: DataConverter = JsonDataConverter()

@@ -1,0 +1,190 @@
+"""Activities: scheduling, replay, results, failures, inputs, versions and payload limits."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from durabletask import task
+from durabletask._errors import PayloadTooLargeError, ProtocolError
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay.executor import OrchestrationExecutor
+
+from .history import History, completion, failed_with, failure, kinds, output, registry, run
+
+
+def greet(ctx: task.ActivityContext, name: str) -> str:
+    return f"hello {name}"
+
+
+def chain(ctx: task.OrchestrationContext, names: list[str]) -> Any:
+    results = []
+    for name in names:
+        results.append((yield ctx.call_activity(greet, input=name)))
+    return results
+
+
+def test_first_episode_schedules_the_first_activity_with_id_zero() -> None:
+    result = run(History().new().started("chain", ["a", "b"]), chain)
+    assert len(result.actions) == 1
+    action = result.actions[0]
+    assert action.id == 0
+    assert action.scheduleTask.name == "greet"
+    assert action.scheduleTask.input.value == '"a"'
+    assert not action.scheduleTask.HasField("version")
+    assert result.custom_status is None
+
+
+def test_replay_resumes_with_results_and_schedules_the_next_call() -> None:
+    history = (History().started("chain", ["a", "b"]).task_scheduled(0, "greet").orchestrator_completed()
+               .new().orchestrator_started().task_completed(0, "hello a"))
+    result = run(history, chain)
+    assert kinds(result) == ["scheduleTask"]
+    assert result.actions[0].id == 1
+    assert result.actions[0].scheduleTask.input.value == '"b"'
+
+
+def test_orchestration_completes_with_the_collected_results() -> None:
+    history = (History().started("chain", ["a", "b"]).task_scheduled(0, "greet")
+               .orchestrator_started().task_completed(0, "hello a").task_scheduled(1, "greet")
+               .new().orchestrator_started().task_completed(1, "hello b"))
+    result = run(history, chain)
+    assert kinds(result) == ["completeOrchestration"]
+    assert output(result) == ["hello a", "hello b"]
+
+
+def test_plain_function_orchestrator_completes_immediately() -> None:
+    def double(ctx: task.OrchestrationContext, x: int) -> int:
+        return x * 2
+
+    assert output(run(History().new().started("double", 21), double)) == 42
+
+
+def test_activity_failure_is_raised_into_the_orchestrator_as_task_failed_error() -> None:
+    seen: list[task.FailureDetails] = []
+
+    def guarded(ctx: task.OrchestrationContext, _: Any) -> Any:
+        try:
+            yield ctx.call_activity("flaky")
+        except task.TaskFailedError as error:
+            seen.append(error.details)
+            return "recovered"
+
+    history = (History().started("guarded").task_scheduled(0, "flaky")
+               .new().orchestrator_started().task_failed(0, failure("nope", "builtins.KeyError")))
+    assert output(run(history, guarded)) == "recovered"
+    assert seen[0].message == "nope"
+    assert seen[0].is_caused_by(KeyError)
+    assert not seen[0].is_caused_by(ValueError)
+
+
+def test_unhandled_activity_failure_fails_the_orchestration_with_the_cause_inside() -> None:
+    history = (History().started("chain", ["a"]).task_scheduled(0, "greet")
+               .new().orchestrator_started().task_failed(0, failure("remote boom")))
+    details = failed_with(run(history, chain))
+    assert details.errorType == "durabletask.task.TaskFailedError"
+    assert "remote boom" in details.errorMessage
+    assert details.innerFailure.errorMessage == "remote boom"
+    assert details.innerFailure.errorType == "builtins.ValueError"
+
+
+def test_user_exception_fails_the_orchestration_with_type_message_and_stack() -> None:
+    def broken(ctx: task.OrchestrationContext, _: Any) -> Any:
+        yield ctx.call_activity("a")
+        raise RuntimeError("bad state")
+
+    history = History().started("broken").task_scheduled(0, "a").new().orchestrator_started().task_completed(0)
+    details = failed_with(run(history, broken))
+    assert details.errorType == "builtins.RuntimeError"
+    assert details.errorMessage == "bad state"
+    assert "broken" in details.stackTrace.value
+
+
+def test_unregistered_orchestrator_fails_with_the_compatible_error_type() -> None:
+    details = failed_with(run(History().new().started("missing"), chain))
+    assert details.errorType == "durabletask.worker.OrchestratorNotRegisteredError"
+    assert "missing" in details.errorMessage
+
+
+def test_history_without_execution_started_is_a_protocol_error() -> None:
+    history = History().new().orchestrator_started().task_completed(0, 1)
+    with pytest.raises(ProtocolError):
+        run(history, chain)
+
+
+def test_event_without_a_kind_is_a_protocol_error() -> None:
+    history = History().new().started("chain", [])
+    history.new_events.append(pb.HistoryEvent(eventId=5))
+    with pytest.raises(ProtocolError, match="unknown kind"):
+        run(history, chain)
+
+
+def test_yielding_something_that_is_not_a_task_fails_the_orchestration() -> None:
+    def odd(ctx: task.OrchestrationContext, _: Any) -> Any:
+        yield 42
+
+    details = failed_with(run(History().new().started("odd"), odd))
+    assert "yielded int" in details.errorMessage
+
+
+def test_activities_inherit_the_orchestration_version_unless_given() -> None:
+    def versioned(ctx: task.OrchestrationContext, _: Any) -> Any:
+        yield task.when_all([ctx.call_activity("a"), ctx.call_activity("b", version="9")])
+
+    result = run(History().new().started("versioned", version="2.0"), versioned)
+    assert [a.scheduleTask.version.value for a in result.actions] == ["2.0", "9"]
+
+
+def test_tags_are_sent_with_the_activity() -> None:
+    def tagged(ctx: task.OrchestrationContext, _: Any) -> Any:
+        yield ctx.call_activity("a", tags={"team": "x"})
+
+    result = run(History().new().started("tagged"), tagged)
+    assert dict(result.actions[0].scheduleTask.tags) == {"team": "x"}
+
+
+def test_oversized_input_raises_at_the_call_site_and_can_be_handled() -> None:
+    def big(ctx: task.OrchestrationContext, _: Any) -> Any:
+        try:
+            ctx.call_activity("a", input="x" * (1024 * 1024 + 1))
+        except PayloadTooLargeError as error:
+            return f"refused {error.field}"
+        return "sent"
+
+    assert output(run(History().new().started("big"), big)) == "refused input of activity 'a'"
+
+
+def test_oversized_output_fails_the_orchestration() -> None:
+    def huge(ctx: task.OrchestrationContext, _: Any) -> str:
+        return "y" * (1024 * 1024 + 10)
+
+    details = failed_with(run(History().new().started("huge"), huge))
+    assert "PayloadTooLargeError" in details.errorType
+
+
+def test_sequence_ids_can_start_at_one_for_histories_written_by_other_sdks() -> None:
+    history = (History().started("chain", ["a", "b"]).task_scheduled(1, "greet")
+               .new().orchestrator_started().task_completed(1, "hello a"))
+    result = run(history, chain, first_sequence_id=1)
+    assert [a.id for a in result.actions] == [2]
+
+
+def test_results_are_decoded_from_json() -> None:
+    got: list[Any] = []
+
+    def orch(ctx: task.OrchestrationContext, _: Any) -> Any:
+        got.append((yield ctx.call_activity("a")))
+
+    history = History().started("orch").task_scheduled(0, "a").new().orchestrator_started().task_completed(
+        0, {"k": [1, 2]})
+    run(history, orch)
+    assert got == [{"k": [1, 2]}]
+
+
+def test_executor_does_not_depend_on_the_worker_registry_beyond_lookup() -> None:
+    executor = OrchestrationExecutor(registry(chain))
+    first = executor.execute("i", [], History("i").new().started("chain", ["z"]).new_events)
+    assert json.loads(first.actions[0].scheduleTask.input.value) == "z"
+    assert completion(executor.execute("i", [], History("i").new().started("chain", []).new_events))
