@@ -94,29 +94,50 @@ class _TokenState:
         if margin < 0:
             raise ValueError(f"refresh margin must be >= 0 seconds, got {margin}")
         self._margin = margin
-        self._token: str | None = None
-        self._expires_on = 0.0
+        self.current: AccessTokenLike | None = None
         self._refresh_at = 0.0
 
-    def fresh(self, now: float) -> str | None:
+    def fresh(self, now: float) -> AccessTokenLike | None:
         """The token if it need not be replaced yet."""
-        return self._token if self._token is not None and now < self._refresh_at else None
+        return self.current if self.current is not None and now < self._refresh_at else None
 
-    def unexpired(self, now: float) -> str | None:
+    def unexpired(self, now: float) -> AccessTokenLike | None:
         """The token if the service would still accept it (used when a refresh fails)."""
-        return self._token if self._token is not None and now < self._expires_on else None
+        return self.current if self.current is not None and now < self.current.expires_on else None
 
-    def store(self, access_token: AccessTokenLike, now: float) -> str:
+    def store(self, access_token: AccessTokenLike, now: float) -> AccessTokenLike:
         expires_on = float(access_token.expires_on)
         # A token that lives shorter than twice the margin would otherwise be refreshed on every call.
         margin = min(self._margin, max(expires_on - now, 0.0) / 2)
-        self._token = access_token.token
-        self._expires_on = expires_on
+        self.current = access_token
         self._refresh_at = expires_on - margin
-        return access_token.token
+        return access_token
 
 
-class TokenCache:
+class _CacheBase:
+    """What both caches expose about the token they hold."""
+
+    _state: _TokenState
+    _clock: Callable[[], float]
+    _scope: str
+
+    @property
+    def scope(self) -> str:
+        """The scope requested from the credential."""
+        return self._scope
+
+    @property
+    def expires_on(self) -> float | None:
+        """Expiry of the token held (epoch seconds), ``None`` before the first request."""
+        current = self._state.current
+        return None if current is None else float(current.expires_on)
+
+    def needs_refresh(self) -> bool:
+        """Whether the next request for a token will ask the credential for a new one."""
+        return self._state.fresh(self._clock()) is None
+
+
+class TokenCache(_CacheBase):
     """Hands out a bearer token from a blocking credential, asking for a new one shortly before expiry.
 
     The first token is requested on first use, not at construction. Concurrent callers that find the
@@ -148,29 +169,34 @@ class TokenCache:
         self._state = _TokenState(refresh_margin)
         self._lock = threading.Lock()
 
-    @property
-    def scope(self) -> str:
-        """The scope requested from the credential."""
-        return self._scope
-
     def get_token(self) -> str:
         """A bearer token valid for at least the refresh margin (or half its lifetime)."""
-        token = self._state.fresh(self._clock())
-        if token is not None:
-            return token
+        return self.get_access_token().token
+
+    def get_access_token(self) -> AccessTokenLike:
+        """Like :meth:`get_token`, returning the credential's ``AccessToken``."""
+        current = self._state.fresh(self._clock())
+        if current is not None:
+            return current
         with self._lock:
             # Another thread may have refreshed while this one waited for the lock.
-            token = self._state.fresh(self._clock())
-            if token is not None:
-                return token
-            try:
-                access_token = self._credential.get_token(self._scope)
-            except Exception as error:
-                return _fallback_or_raise(self._state, self._clock(), error)
-            return self._state.store(access_token, self._clock())
+            current = self._state.fresh(self._clock())
+            return current if current is not None else self._refresh_locked()
+
+    def refresh(self) -> AccessTokenLike:
+        """Ask the credential for a new token now, whatever the current one's expiry."""
+        with self._lock:
+            return self._refresh_locked()
+
+    def _refresh_locked(self) -> AccessTokenLike:
+        try:
+            access_token = self._credential.get_token(self._scope)
+        except Exception as error:
+            return _fallback_or_raise(self._state, self._clock(), error)
+        return self._state.store(access_token, self._clock())
 
 
-class AsyncTokenCache:
+class AsyncTokenCache(_CacheBase):
     """The asyncio counterpart of :class:`TokenCache`.
 
     Accepts an ``AsyncTokenCredential`` or a blocking ``TokenCredential``; the latter runs in a worker
@@ -196,11 +222,6 @@ class AsyncTokenCache:
         self._lock_loop: asyncio.AbstractEventLoop | None = None
         self._lock_guard = threading.Lock()
 
-    @property
-    def scope(self) -> str:
-        """The scope requested from the credential."""
-        return self._scope
-
     def _loop_lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
         with self._lock_guard:
@@ -211,18 +232,28 @@ class AsyncTokenCache:
 
     async def get_token(self) -> str:
         """A bearer token valid for at least the refresh margin (or half its lifetime)."""
-        token = self._state.fresh(self._clock())
-        if token is not None:
-            return token
+        return (await self.get_access_token()).token
+
+    async def get_access_token(self) -> AccessTokenLike:
+        """Like :meth:`get_token`, returning the credential's ``AccessToken``."""
+        current = self._state.fresh(self._clock())
+        if current is not None:
+            return current
         async with self._loop_lock():
-            token = self._state.fresh(self._clock())
-            if token is not None:
-                return token
-            try:
-                access_token = await self._request()
-            except Exception as error:
-                return _fallback_or_raise(self._state, self._clock(), error)
-            return self._state.store(access_token, self._clock())
+            current = self._state.fresh(self._clock())
+            return current if current is not None else await self._refresh_locked()
+
+    async def refresh(self) -> AccessTokenLike:
+        """Ask the credential for a new token now, whatever the current one's expiry."""
+        async with self._loop_lock():
+            return await self._refresh_locked()
+
+    async def _refresh_locked(self) -> AccessTokenLike:
+        try:
+            access_token = await self._request()
+        except Exception as error:
+            return _fallback_or_raise(self._state, self._clock(), error)
+        return self._state.store(access_token, self._clock())
 
 
 def _async_requester(
@@ -238,7 +269,7 @@ def _async_requester(
     return lambda: asyncio.to_thread(sync_get, scope)
 
 
-def _fallback_or_raise(state: _TokenState, now: float, error: Exception) -> str:
+def _fallback_or_raise(state: _TokenState, now: float, error: Exception) -> AccessTokenLike:
     """Keep using a token that is due for refresh but not yet expired when the credential fails."""
     token = state.unexpired(now)
     if token is None:

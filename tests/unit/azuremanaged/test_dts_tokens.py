@@ -220,3 +220,28 @@ def test_async_cache_survives_a_new_event_loop() -> None:
 def test_async_cache_rejects_objects_without_get_token() -> None:
     with pytest.raises(TypeError, match="get_token"):
         AsyncTokenCache(object(), SCOPE)  # type: ignore[arg-type]
+
+
+def test_cache_reports_expiry_and_forced_refresh() -> None:
+    clock = ManualClock()
+    credential = FakeCredential(clock, lifetime=3600)
+    cache = TokenCache(credential, SCOPE, clock=clock)
+    assert cache.expires_on is None
+    assert cache.needs_refresh()
+    access_token = cache.get_access_token()
+    assert access_token.token == "token-1"
+    assert cache.expires_on == clock.now + 3600
+    assert not cache.needs_refresh()
+    assert cache.refresh().token == "token-2"
+    assert cache.get_token() == "token-2"
+    assert cache.scope == SCOPE
+
+
+async def test_async_cache_reports_expiry_and_forced_refresh() -> None:
+    clock = ManualClock()
+    cache = AsyncTokenCache(FakeAsyncCredential(clock, lifetime=100), SCOPE, clock=clock)
+    assert cache.needs_refresh()
+    assert (await cache.get_access_token()).token == "token-1"
+    assert cache.expires_on == clock.now + 100
+    assert (await cache.refresh()).token == "token-2"
+    assert await cache.get_token() == "token-2"
