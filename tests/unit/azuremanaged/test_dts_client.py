@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import grpc
 import pytest
 
 pytest.importorskip("durabletask.client", reason="durabletask.client (the base task hub clients) is not built yet")
@@ -25,6 +26,7 @@ from ._fakes import (
     RecordingServer,
     start_recording_server,
 )
+from ._tls import localhost_certificate
 
 
 @pytest.fixture
@@ -170,3 +172,42 @@ async def test_async_client_from_connection_string(server: RecordingServer) -> N
     (headers,) = _headers_of(server, "GetInstance")
     assert headers["taskhub"] == "async-hub"
     assert "authorization" not in headers
+
+
+@pytest.fixture
+def tls_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[RecordingServer]:
+    """A TLS recording server whose self-signed certificate the SDK's TLS channels trust."""
+    certificate, key = localhost_certificate()
+    recorder = start_recording_server(grpc.ssl_server_credentials([(key, certificate)]))
+    real_credentials = grpc.ssl_channel_credentials
+    monkeypatch.setattr(
+        grpc, "ssl_channel_credentials", lambda *args, **kwargs: real_credentials(root_certificates=certificate)
+    )
+    yield recorder
+    assert recorder.server is not None
+    recorder.server.stop(None)
+
+
+@pytest.mark.parametrize("address", ["localhost:{port}", "https://localhost:{port}"])
+def test_client_uses_tls_for_bare_hosts_and_https(tls_server: RecordingServer, address: str) -> None:
+    client = DurableTaskSchedulerClient(
+        host_address=address.format(port=tls_server.port),
+        taskhub="tls",
+        token_credential=FakeCredential(time.time),
+    )
+    try:
+        client.get_orchestration_state("x")
+    finally:
+        client.close()
+    assert _headers_of(tls_server, "GetInstance")[0]["authorization"] == "Bearer token-1"
+
+
+async def test_async_client_uses_tls_for_bare_hosts(tls_server: RecordingServer) -> None:
+    client = AsyncDurableTaskSchedulerClient(
+        host_address=f"localhost:{tls_server.port}", taskhub="tls", token_credential=FakeAsyncCredential(time.time)
+    )
+    try:
+        await client.get_orchestration_state("x")
+    finally:
+        await client.close()
+    assert _headers_of(tls_server, "GetInstance")[0]["taskhub"] == "tls"
