@@ -114,14 +114,10 @@ class MetadataInterceptor(
     def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return self._forward(continuation, client_call_details, request)
 
-    def intercept_stream_unary(
-        self, continuation: Any, client_call_details: Any, request_iterator: Any
-    ) -> Any:
+    def intercept_stream_unary(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
         return self._forward(continuation, client_call_details, request_iterator)
 
-    def intercept_stream_stream(
-        self, continuation: Any, client_call_details: Any, request_iterator: Any
-    ) -> Any:
+    def intercept_stream_stream(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
         return self._forward(continuation, client_call_details, request_iterator)
 
 
@@ -162,15 +158,58 @@ class AsyncMetadataInterceptor(
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return await continuation(await self._details(client_call_details), request)
 
-    async def intercept_stream_unary(
-        self, continuation: Any, client_call_details: Any, request_iterator: Any
-    ) -> Any:
+    async def intercept_stream_unary(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
         return await continuation(await self._details(client_call_details), request_iterator)
 
-    async def intercept_stream_stream(
-        self, continuation: Any, client_call_details: Any, request_iterator: Any
-    ) -> Any:
+    async def intercept_stream_stream(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
         return await continuation(await self._details(client_call_details), request_iterator)
+
+
+class _AioUnaryStreamOnly(_AioUnaryStream):
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await self._inner.intercept_unary_stream(continuation, client_call_details, request)
+
+
+class _AioStreamUnaryOnly(_AioStreamUnary):
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def intercept_stream_unary(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
+        return await self._inner.intercept_stream_unary(continuation, client_call_details, request_iterator)
+
+
+class _AioStreamStreamOnly(_AioStreamStream):
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def intercept_stream_stream(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
+        return await self._inner.intercept_stream_stream(continuation, client_call_details, request_iterator)
+
+
+def split_aio_interceptors(interceptors: Sequence[AsyncClientInterceptor]) -> list[AsyncClientInterceptor]:
+    """One entry per call kind an interceptor handles.
+
+    ``grpc.aio`` files each interceptor under the first call kind it matches, so an interceptor that
+    implements all four would silently skip streaming calls; thin per-kind adapters restore them.
+    """
+    out: list[AsyncClientInterceptor] = []
+    for interceptor in interceptors:
+        kinds: list[tuple[type[Any], Callable[[Any], AsyncClientInterceptor] | None]] = [
+            (_AioUnaryUnary, None),
+            (_AioUnaryStream, _AioUnaryStreamOnly),
+            (_AioStreamUnary, _AioStreamUnaryOnly),
+            (_AioStreamStream, _AioStreamStreamOnly),
+        ]
+        matched = [adapter for kind, adapter in kinds if isinstance(interceptor, kind)]
+        if len(matched) <= 1:
+            out.append(interceptor)
+            continue
+        out.append(interceptor)  # filed under its first kind, as grpc.aio would
+        out.extend(adapter(interceptor) for adapter in matched[1:] if adapter is not None)
+    return out
 
 
 def _credentials(root_certificates: bytes | None) -> grpc.ChannelCredentials:
@@ -227,6 +266,7 @@ def create_aio_channel(
     if metadata:
         chain.append(AsyncMetadataInterceptor(metadata))
     chain.extend(interceptors or ())
+    chain = split_aio_interceptors(chain)
     if use_tls:
         return grpc.aio.secure_channel(
             target, _credentials(root_certificates), options=args, interceptors=cast(Any, chain or None)

@@ -48,9 +48,7 @@ class RpcStatusError(DurableTaskError, grpc.RpcError):
         self.method = method
         self._trailing_metadata = trailing_metadata
         where = f"{method} failed" if method else "call failed"
-        super().__init__(
-            f"{where} with {self._code.name}: {details}" if details else f"{where} with {self._code.name}"
-        )
+        super().__init__(f"{where} with {self._code.name}: {details}" if details else f"{where} with {self._code.name}")
 
     def code(self) -> grpc.StatusCode:
         """The gRPC status code."""

@@ -1,0 +1,379 @@
+"""The asyncio client: drives the shared operations over a ``grpc.aio`` channel."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+import grpc
+import grpc.aio
+
+from durabletask import history
+from durabletask._client import operations as ops
+from durabletask._client import requests as rq
+from durabletask._client.base import ClientSettings
+from durabletask._client.models import (
+    CleanEntityStorageResult,
+    DataConverter,
+    EntityQuery,
+    OrchestrationQuery,
+    OrchestrationState,
+    OrchestrationStatus,
+    Page,
+    PurgeInstancesResult,
+)
+from durabletask._grpc.channel import AsyncClientInterceptor, create_aio_channel
+from durabletask._grpc.errors import RpcStatusError, map_rpc_error
+from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+from durabletask.entities.entity_instance_id import EntityInstanceId
+from durabletask.entities.entity_metadata import EntityMetadata
+from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions
+
+T = TypeVar("T")
+
+
+class AsyncTaskHubGrpcClient:
+    """Schedules and manages orchestrations and entities over gRPC from asyncio code.
+
+    The channel is created on first use, on the event loop that uses it; use one client per loop.
+    Arguments are those of :class:`TaskHubGrpcClient`, except that ``channel`` is a ``grpc.aio.Channel``
+    and ``interceptors`` are ``grpc.aio`` interceptors. A channel passed in is used as is: ``metadata`` and
+    ``interceptors`` only apply to channels the client creates, since ``grpc.aio`` cannot wrap one.
+    """
+
+    def __init__(
+        self,
+        *,
+        host_address: str | None = None,
+        metadata: list[tuple[str, str]] | None = None,
+        log_handler: logging.Handler | None = None,
+        log_formatter: logging.Formatter | None = None,
+        logger: logging.Logger | None = None,
+        channel: grpc.aio.Channel | None = None,
+        secure_channel: bool = False,
+        interceptors: Sequence[AsyncClientInterceptor] | None = None,
+        channel_options: GrpcChannelOptions | None = None,
+        resiliency_options: GrpcClientResiliencyOptions | None = None,
+        default_version: str | None = None,
+        payload_store: Any = None,
+        data_converter: DataConverter | None = None,
+        emit_trace_spans: bool = True,
+    ) -> None:
+        self._settings = ClientSettings(
+            log_name="async_client",
+            host_address=host_address,
+            metadata=metadata,
+            log_handler=log_handler,
+            log_formatter=log_formatter,
+            logger=logger,
+            secure_channel=secure_channel,
+            channel_options=channel_options,
+            resiliency_options=resiliency_options,
+            default_version=default_version,
+            payload_store=payload_store,
+            data_converter=data_converter,
+            emit_trace_spans=emit_trace_spans,
+        )
+        self._logger = self._settings.logger
+        self._interceptors = list(interceptors or ())
+        self._owns_channel = channel is None
+        self._closed = False
+        self._retired: list[grpc.aio.Channel] = []
+        self._channel = channel
+        self._stub: Any = pb_grpc.TaskHubSidecarServiceStub(channel) if channel is not None else None
+        self.default_version = default_version
+
+    @property
+    def emit_trace_spans(self) -> bool:
+        """Whether lifecycle trace spans were requested (none are emitted by this client)."""
+        return self._settings.emit_trace_spans
+
+    def _new_channel(self) -> grpc.aio.Channel:
+        s = self._settings
+        return create_aio_channel(
+            s.host_address,
+            secure_channel=s.secure_channel,
+            interceptors=self._interceptors,
+            options=s.channel_options,
+            metadata=s.metadata,
+        )
+
+    def _get_stub(self) -> Any:
+        if self._closed:
+            raise RuntimeError("the client is closed")
+        if self._stub is None:
+            self._channel = self._new_channel()
+            self._stub = pb_grpc.TaskHubSidecarServiceStub(self._channel)
+        return self._stub
+
+    def _rebuild_channel(self) -> None:
+        # In-flight calls on the old channel keep running; it is closed with the client.
+        if self._channel is not None:
+            self._retired.append(self._channel)
+        self._channel = self._new_channel()
+        self._stub = pb_grpc.TaskHubSidecarServiceStub(self._channel)
+        self._logger.warning(
+            "rebuilt the gRPC channel to %s after repeated transport failures", self._settings.host_address
+        )
+
+    async def close(self) -> None:
+        """Close the channel if this client created it (a channel passed in stays open)."""
+        if not self._owns_channel:
+            return
+        self._closed = True
+        channels = [*self._retired, *([self._channel] if self._channel is not None else [])]
+        self._retired, self._channel, self._stub = [], None, None
+        for channel in channels:
+            await channel.close(None)
+
+    async def __aenter__(self) -> AsyncTaskHubGrpcClient:
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.close()
+
+    # -------------------------------------------------------------------------------------------- driving
+
+    async def _invoke(self, request: rq.RpcRequest, timeout: float | None) -> Any:
+        method: Callable[..., Any] = getattr(self._get_stub(), request.method)
+        if request.streaming:
+            return [chunk async for chunk in method(request.request, timeout=timeout)]
+        return await method(request.request, timeout=timeout)
+
+    async def _call(self, request: rq.RpcRequest) -> Any:
+        """One RPC with deadline, retries of idempotent reads, error mapping and channel health."""
+        s = self._settings
+        deadline = None if request.timeout is None else time.monotonic() + request.timeout
+        attempt = 0
+        while True:
+            attempt += 1
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            self._logger.debug("calling %s (attempt %d, timeout %s)", request.method, attempt, remaining)
+            try:
+                result = await self._invoke(request, remaining)
+            except grpc.RpcError as raw:
+                error = map_rpc_error(raw, method=request.method)
+                if s.health.record_failure(request.method, error.code()) and self._owns_channel:
+                    self._rebuild_channel()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                pause = s.retry.delay(request, error, attempt, remaining)
+                self._logger.debug("%s failed: %s", request.method, error)
+                if pause is None:
+                    raise error from raw
+                await asyncio.sleep(pause)
+                continue
+            s.health.record_success()
+            return result
+
+    async def _run(self, operation: ops.Operation[T]) -> T:
+        try:
+            request = next(operation)
+            while True:
+                try:
+                    response = await self._call(request)
+                except RpcStatusError as error:
+                    request = operation.throw(error)
+                else:
+                    request = operation.send(response)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+
+    # --------------------------------------------------------------------------------------- orchestrations
+
+    async def schedule_new_orchestration(
+        self,
+        orchestrator: Callable[..., Any] | str,
+        *,
+        input: Any | None = None,
+        instance_id: str | None = None,
+        start_at: datetime | None = None,
+        reuse_id_policy: Any | None = None,
+        tags: dict[str, str] | None = None,
+        version: str | None = None,
+    ) -> str:
+        """Start a new orchestration instance and return its ID.
+
+        Args:
+            orchestrator: The orchestrator function or its registered name.
+            input: JSON-serializable input (at most 1 MiB once serialized).
+            instance_id: The ID to use; a random one by default.
+            start_at: Do not start before this time.
+            reuse_id_policy: Which statuses of an existing instance with this ID may be replaced: a list of
+                :class:`OrchestrationStatus` or an ``OrchestrationIdReusePolicy`` message.
+            tags: String tags stored with the instance.
+            version: The orchestration version; ``default_version`` when omitted.
+        """
+        operation = ops.schedule_new_orchestration(
+            orchestrator,
+            input=input,
+            instance_id=instance_id,
+            start_at=start_at,
+            reuse_id_policy=reuse_id_policy,
+            tags=tags,
+            version=version or self.default_version,
+            converter=self._settings.converter,
+        )
+        return await self._run(operation)
+
+    async def get_orchestration_state(
+        self, instance_id: str, *, fetch_payloads: bool = True
+    ) -> OrchestrationState | None:
+        """The instance's current state, or ``None`` if it does not exist."""
+        return await self._run(
+            ops.get_orchestration_state(instance_id, fetch_payloads=fetch_payloads, converter=self._settings.converter)
+        )
+
+    async def get_orchestration_history(
+        self, instance_id: str, *, execution_id: str | None = None, for_work_item_processing: bool = False
+    ) -> list[history.HistoryEvent]:
+        """The instance's full history, oldest event first."""
+        return await self._run(
+            ops.get_orchestration_history(
+                instance_id, execution_id=execution_id, for_work_item_processing=for_work_item_processing
+            )
+        )
+
+    async def list_instance_ids(
+        self,
+        runtime_status: list[OrchestrationStatus] | None = None,
+        completed_time_from: datetime | None = None,
+        completed_time_to: datetime | None = None,
+        page_size: int | None = None,
+        continuation_token: str | None = None,
+    ) -> Page[str]:
+        """One page of instance IDs; pass the returned ``continuation_token`` back for the next page."""
+        return await self._run(
+            ops.list_instance_ids(runtime_status, completed_time_from, completed_time_to, page_size, continuation_token)
+        )
+
+    async def get_all_orchestration_states(
+        self, orchestration_query: OrchestrationQuery | None = None
+    ) -> list[OrchestrationState]:
+        """Every instance matching ``orchestration_query`` (all pages are fetched)."""
+        return await self._run(
+            ops.get_all_orchestration_states(orchestration_query, converter=self._settings.converter)
+        )
+
+    async def wait_for_orchestration_start(
+        self, instance_id: str, *, fetch_payloads: bool = False, timeout: float = 60
+    ) -> OrchestrationState | None:
+        """Wait until the instance leaves ``PENDING``.
+
+        Raises:
+            TimeoutError: ``timeout`` seconds passed first.
+        """
+        return await self._run(
+            ops.wait_for_orchestration(
+                "WaitForInstanceStart",
+                instance_id,
+                fetch_payloads=fetch_payloads,
+                timeout=timeout,
+                converter=self._settings.converter,
+            )
+        )
+
+    async def wait_for_orchestration_completion(
+        self, instance_id: str, *, fetch_payloads: bool = True, timeout: float = 60
+    ) -> OrchestrationState | None:
+        """Wait until the instance completes, fails or is terminated.
+
+        Raises:
+            TimeoutError: ``timeout`` seconds passed first.
+        """
+        return await self._run(
+            ops.wait_for_orchestration(
+                "WaitForInstanceCompletion",
+                instance_id,
+                fetch_payloads=fetch_payloads,
+                timeout=timeout,
+                converter=self._settings.converter,
+            )
+        )
+
+    async def raise_orchestration_event(self, instance_id: str, event_name: str, *, data: Any | None = None) -> None:
+        """Send an external event to the instance."""
+        await self._run(
+            ops.fire(
+                rq.build_raise_event_request(instance_id, event_name, data=data, converter=self._settings.converter)
+            )
+        )
+
+    async def terminate_orchestration(
+        self, instance_id: str, *, output: Any | None = None, recursive: bool = True
+    ) -> None:
+        """Terminate the instance (and, by default, its sub-orchestrations)."""
+        request = rq.build_terminate_orchestration_request(
+            instance_id, output=output, recursive=recursive, converter=self._settings.converter
+        )
+        await self._run(ops.fire(request))
+
+    async def suspend_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
+        """Pause the instance until it is resumed."""
+        await self._run(ops.fire(rq.build_suspend_orchestration_request(instance_id, reason=reason)))
+
+    async def resume_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
+        """Resume a suspended instance."""
+        await self._run(ops.fire(rq.build_resume_orchestration_request(instance_id, reason=reason)))
+
+    async def rewind_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
+        """Retry a failed instance from its failed steps, keeping the results that succeeded."""
+        await self._run(ops.fire(rq.build_rewind_orchestration_request(instance_id, reason=reason)))
+
+    async def restart_orchestration(self, instance_id: str, *, restart_with_new_instance_id: bool = False) -> str:
+        """Start the instance over with its original input; returns the (possibly new) instance ID."""
+        return await self._run(
+            ops.restart_orchestration(instance_id, restart_with_new_instance_id=restart_with_new_instance_id)
+        )
+
+    async def purge_orchestration(self, instance_id: str, recursive: bool = True) -> PurgeInstancesResult:
+        """Delete a finished instance's state and history."""
+        return await self._run(ops.purge_orchestration(instance_id, recursive))
+
+    async def purge_orchestrations_by(
+        self,
+        created_time_from: datetime | None = None,
+        created_time_to: datetime | None = None,
+        runtime_status: list[OrchestrationStatus] | None = None,
+        recursive: bool = False,
+        timeout: timedelta | None = None,
+    ) -> PurgeInstancesResult:
+        """Delete every finished instance matching the filter."""
+        return await self._run(
+            ops.purge_orchestrations_by(created_time_from, created_time_to, runtime_status, recursive, timeout)
+        )
+
+    # --------------------------------------------------------------------------------------------- entities
+
+    async def signal_entity(
+        self,
+        entity_instance_id: EntityInstanceId,
+        operation_name: str,
+        input: Any | None = None,
+        signal_time: datetime | None = None,
+    ) -> None:
+        """Send a one-way operation to an entity, optionally delivered at ``signal_time``."""
+        request = rq.build_signal_entity_request(
+            entity_instance_id, operation_name, input, signal_time, converter=self._settings.converter
+        )
+        await self._run(ops.fire(request))
+
+    async def get_entity(
+        self, entity_instance_id: EntityInstanceId, include_state: bool = True
+    ) -> EntityMetadata | None:
+        """The entity's metadata (and state), or ``None`` if it does not exist."""
+        return await self._run(ops.get_entity(entity_instance_id, include_state, converter=self._settings.converter))
+
+    async def get_all_entities(self, entity_query: EntityQuery | None = None) -> list[EntityMetadata]:
+        """Every entity matching ``entity_query`` (all pages are fetched)."""
+        return await self._run(ops.get_all_entities(entity_query, converter=self._settings.converter))
+
+    async def clean_entity_storage(
+        self, remove_empty_entities: bool = True, release_orphaned_locks: bool = True
+    ) -> CleanEntityStorageResult:
+        """Remove empty entities and release locks held by finished orchestrations."""
+        return await self._run(ops.clean_entity_storage(remove_empty_entities, release_orphaned_locks))

@@ -1,0 +1,102 @@
+"""What both client shells share: constructor settings, logging, retry/health state and the event-loop guard."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from durabletask._client.models import DEFAULT_CONVERTER, DataConverter
+from durabletask._client.resilience import ChannelHealth, RetryPlan
+from durabletask._errors import SyncCallInEventLoopError
+from durabletask._grpc.channel import get_default_host_address
+from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions, GrpcRetryPolicyOptions
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def make_logger(
+    suffix: str,
+    log_handler: logging.Handler | None,
+    log_formatter: logging.Formatter | None,
+    logger: logging.Logger | None,
+) -> logging.Logger:
+    """The logger a client writes to.
+
+    By default this is the ``durabletask.<suffix>`` logger, configured like any other library logger. An
+    explicit handler or formatter gets a private logger so that two clients never share handlers.
+    """
+    if logger is not None:
+        if log_handler is not None or log_formatter is not None:
+            raise ValueError("'logger' cannot be combined with 'log_handler' or 'log_formatter'")
+        return logger
+    if log_handler is None and log_formatter is None:
+        return logging.getLogger(f"durabletask.{suffix}")
+    private = logging.Logger(f"durabletask-{suffix}")
+    handler = log_handler if log_handler is not None else logging.StreamHandler()
+    if log_formatter is not None:
+        handler.setFormatter(log_formatter)
+    private.addHandler(handler)
+    return private
+
+
+def blocking(method: F) -> F:
+    """Mark a sync client method that blocks; calling it inside a running event loop fails fast.
+
+    A blocking call there would stall every other task on the loop for as long as the RPC takes.
+    Threads without a running loop (including worker threads and ``asyncio.to_thread``) are fine.
+    """
+
+    @functools.wraps(method)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return method(*args, **kwargs)
+        raise SyncCallInEventLoopError(
+            f"TaskHubGrpcClient.{method.__name__}() blocks and was called from a running asyncio event loop; "
+            f"use AsyncTaskHubGrpcClient and 'await client.{method.__name__}(...)' instead, "
+            "or move the call to a thread with asyncio.to_thread()"
+        )
+
+    return guarded  # type: ignore[return-value]
+
+
+class ClientSettings:
+    """Constructor settings common to both clients, resolved once."""
+
+    def __init__(
+        self,
+        *,
+        log_name: str,
+        host_address: str | None,
+        metadata: list[tuple[str, str]] | None,
+        log_handler: logging.Handler | None,
+        log_formatter: logging.Formatter | None,
+        logger: logging.Logger | None,
+        secure_channel: bool,
+        channel_options: GrpcChannelOptions | None,
+        resiliency_options: GrpcClientResiliencyOptions | None,
+        default_version: str | None,
+        payload_store: Any,
+        data_converter: DataConverter | None,
+        emit_trace_spans: bool,
+    ) -> None:
+        if payload_store is not None:
+            raise NotImplementedError(
+                "payload_store (externalized large payloads) is not supported; payloads are limited to 1 MiB"
+            )
+        self.logger = make_logger(log_name, log_handler, log_formatter, logger)
+        self.host_address = host_address or get_default_host_address()
+        self.metadata = list(metadata) if metadata else None
+        self.secure_channel = secure_channel
+        self.channel_options = channel_options
+        self.default_version = default_version
+        self.converter: DataConverter = data_converter if data_converter is not None else DEFAULT_CONVERTER
+        self.emit_trace_spans = emit_trace_spans
+        self.health = ChannelHealth(resiliency_options or GrpcClientResiliencyOptions())
+        # A channel-level retry policy makes gRPC retry by itself; retrying again here would multiply attempts.
+        own_retries = channel_options is None or channel_options.retry_policy is None
+        self.retry = RetryPlan(GrpcRetryPolicyOptions() if own_retries else None)
