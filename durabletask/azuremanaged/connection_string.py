@@ -146,6 +146,19 @@ class DurableTaskSchedulerConnectionString:
         credential: TokenCredentialLike = _BUILDERS[self.authentication](azure.identity, self)
         return credential
 
+    def client_arguments(self) -> dict[str, Any]:
+        """Keyword arguments for the scheduler client and worker constructors.
+
+        Returns ``host_address``, ``taskhub``, ``resource_id`` and ``token_credential`` (a new
+        credential on each call).
+        """
+        return {
+            "host_address": self.endpoint,
+            "taskhub": self.task_hub,
+            "token_credential": self.create_credential(),
+            "resource_id": self.resource_id,
+        }
+
 
 def parse_connection_string(connection_string: str) -> DurableTaskSchedulerConnectionString:
     """Shorthand for :meth:`DurableTaskSchedulerConnectionString.parse`."""

@@ -113,11 +113,4 @@ class DurableTaskSchedulerWorker(TaskHubGrpcWorker):
             ConnectionStringError: the string is invalid (see
                 :mod:`durabletask.azuremanaged.connection_string`).
         """
-        parsed = parse_connection_string(connection_string)
-        return cls(
-            host_address=parsed.endpoint,
-            taskhub=parsed.task_hub,
-            token_credential=parsed.create_credential(),
-            resource_id=parsed.resource_id,
-            **kwargs,
-        )
+        return cls(**parse_connection_string(connection_string).client_arguments(), **kwargs)

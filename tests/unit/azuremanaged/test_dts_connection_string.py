@@ -254,3 +254,14 @@ def test_real_azure_identity_accepts_the_settings(authentication: str) -> None:
         close = getattr(credential, "close", None)
         if close is not None:
             close()
+
+
+def test_client_arguments_feed_the_constructors(built: list[tuple[str, dict[str, Any]]]) -> None:
+    cs = parse_connection_string(f"{BASE};Authentication=ManagedIdentity;ClientID=mi;ResourceId=https://aud/")
+    arguments = cs.client_arguments()
+    assert arguments == {
+        "host_address": "https://myscheduler.westus3.durabletask.io",
+        "taskhub": "orders",
+        "token_credential": ("ManagedIdentityCredential", {"client_id": "mi"}),
+        "resource_id": "https://aud",
+    }
