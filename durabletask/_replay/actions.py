@@ -43,7 +43,9 @@ class ScheduleTask(PendingAction):
 
     def __init__(self, id: int, name: str, input: str | None, tags: dict[str, str] | None,
                  version: str | None) -> None:
-        super().__init__(id, name)
+        # Assigned inline rather than via super(): one of these is built per activity call on replay.
+        self.id = id
+        self.name = name
         self.input = input
         self.tags = tags
         self.version = version

@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from json.decoder import JSONDecoder
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
 
 from durabletask import _payload
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter
+
+# Replay encodes every call's input and decodes every result, so the common scalar cases skip the
+# general machinery (a fresh JSONEncoder per call, regex whitespace checks). Output is identical to
+# ``_payload.to_json`` / ``_payload.from_json``.
+# The decoder's C scanner: typeshed does not declare the attribute.
+_scan_once: Callable[[str, int], tuple[Any, int]] = JSONDecoder().scan_once  # type: ignore[attr-defined]
+_int_repr = int.__repr__
+
+
+def _fast_text(value: Any) -> str | None:
+    kind = type(value)
+    if kind is str:
+        return encode_basestring(value)
+    if kind is int:
+        return _int_repr(value)
+    if kind is bool:
+        return "true" if value else "false"
+    return None
 
 
 class Codec:
@@ -19,20 +40,36 @@ class Codec:
         self._converter = converter
         self.limit = limit
 
-    def encode(self, value: Any, field: str) -> str | None:
-        """JSON text for ``value`` (``None`` stays absent); raises ``PayloadTooLargeError`` naming ``field``."""
+    def encode(self, value: Any, field: str, name: str = "") -> str | None:
+        """JSON text for ``value`` (``None`` stays absent).
+
+        Raises ``PayloadTooLargeError`` naming ``field`` (formatted with ``name``: the message is only
+        built when needed).
+        """
         if value is None:
             return None
-        if self._converter is None:
-            return _payload.encode(value, field, self.limit)
-        text = self._converter.serialize(value)
-        _payload.check_size(field, text, self.limit)
+        if self._converter is not None:
+            text = self._converter.serialize(value)
+        else:
+            text = _fast_text(value)
+            if text is None:
+                text = _payload.to_json(value)
+        if text is not None and len(text) * 4 > self.limit:
+            _payload.check_size(field.format(name), text, self.limit)
         return text
 
     def decode(self, text: str | None, target_type: Any = None) -> Any:
         """The value of a JSON payload (empty → ``None``), rebuilt as ``target_type`` when given."""
         if not text:
             return None
-        if self._converter is None:
-            return _payload.from_json(text, target_type)
-        return self._converter.deserialize(text, target_type)
+        if self._converter is not None:
+            return self._converter.deserialize(text, target_type)
+        if target_type is None:
+            try:
+                value, end = _scan_once(text, 0)
+            except (StopIteration, ValueError):
+                pass  # leading whitespace or invalid JSON: the general path explains it
+            else:
+                if end == len(text):
+                    return value
+        return _payload.from_json(text, target_type)

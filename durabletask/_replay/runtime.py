@@ -138,7 +138,7 @@ class RuntimeContext(OrchestrationContext):
             name = get_name(activity)
             if return_type is None:
                 return_type = typehints.output_type(activity)
-        encoded = self._codec.encode(input, f"input of activity '{name}'")
+        encoded = self._codec.encode(input, "input of activity '{}'", name)
         seq = self._seq
         self._seq = seq + 1
         action = ScheduleTask(seq, name, encoded, tags, version if version is not None else self._version)
@@ -153,7 +153,7 @@ class RuntimeContext(OrchestrationContext):
                               version: str | None = None, return_type: type | None = None,
                               tags: dict[str, str] | None = None) -> CompletableTask[Any]:
         name = orchestrator if isinstance(orchestrator, str) else get_name(orchestrator)
-        encoded = self._codec.encode(input, f"input of sub-orchestration '{name}'")
+        encoded = self._codec.encode(input, "input of sub-orchestration '{}'", name)
         seq = self.next_sequence_id()
         child_id = instance_id if instance_id is not None else f"{self._instance_id}:{seq:04x}"
         action = CreateSubOrchestration(seq, name, child_id, encoded, version, tags)
@@ -219,7 +219,7 @@ class RuntimeContext(OrchestrationContext):
             raise ValueError("instance_id cannot be empty")
         if not event_name or not event_name.strip():
             raise ValueError("event_name cannot be empty")
-        encoded = self._codec.encode(data, f"data of event '{event_name}'")
+        encoded = self._codec.encode(data, "data of event '{}'", event_name)
         self.schedule(SendEvent(self.next_sequence_id(), instance_id, event_name, encoded), None)
 
     def set_custom_status(self, custom_status: Any) -> None:

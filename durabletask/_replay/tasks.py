@@ -82,7 +82,11 @@ class CompletableTask(Task[T]):
     """A task completed by the runtime when its history event arrives."""
 
     def __init__(self, expected_type: Any = None) -> None:
-        super().__init__()
+        # Task.__init__ inlined: a task is created per durable call, on every replay.
+        self._is_complete = False
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._observers: list[_Observer] | None = None
         self._expected_type = expected_type
 
     def complete(self, result: T) -> None:

@@ -1,0 +1,166 @@
+"""Replay cost per history event: our executor and Microsoft's, on the same recorded activity chain.
+
+The history is an orchestrator that calls one activity N times in sequence (4 events per activity plus 2:
+40,002 events for N = 10,000). Both executors receive it as the same serialized ``OrchestratorRequest``
+bytes and replay all of it; only the ``execute`` call is timed (best of ``--repeat`` runs, each in the
+executor's own process). Microsoft's SDK runs in its isolated venv (``DTS_PEER_PYTHON``, default
+/tmp/peer/bin/python). Sequence IDs start at 1 in the recorded history, as Microsoft's SDK numbers
+them; our executor is told so with ``first_sequence_id=1``.
+
+Usage: python bench/replay.py [--activities 10000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEER = os.environ.get("DTS_PEER_PYTHON", "/tmp/peer/bin/python")
+
+# Runs inside either interpreter: only the imports differ. ``{setup}`` defines ``execute(events)``.
+_RUNNER = r"""
+import gc, json, sys, time
+{setup}
+request = pb.OrchestratorRequest()
+request.ParseFromString(sys.stdin.buffer.read())
+old, new = list(request.pastEvents), list(request.newEvents)
+best = float("inf")
+for _ in range({repeat}):
+    gc.collect()
+    start = time.perf_counter()
+    actions = execute(old, new)
+    best = min(best, time.perf_counter() - start)
+kinds = [a.WhichOneof("orchestratorActionType") for a in actions]
+status = actions[-1].completeOrchestration.orchestrationStatus if actions else None
+result = actions[-1].completeOrchestration.result.value if actions else None
+print(json.dumps({{"seconds": best, "events": len(old) + len(new), "kinds": kinds, "status": status,
+                  "result": result}}))
+"""
+
+_OURS = """
+import logging
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay.executor import OrchestrationExecutor
+from durabletask._worker.registry import Registry
+
+def chain(ctx, n):
+    value = 0
+    for _ in range(n):
+        value = yield ctx.call_activity("step", input=value)
+    return value
+
+registry = Registry()
+registry.add_orchestrator(chain)
+log = logging.getLogger("bench.ours")
+log.setLevel(logging.WARNING)
+
+def execute(old, new):
+    executor = OrchestrationExecutor(registry, logger=log, first_sequence_id=1)
+    return executor.execute("bench", old, new).actions
+"""
+
+_THEIRS = """
+import logging
+from durabletask import worker
+from durabletask.internal import orchestrator_service_pb2 as pb
+from durabletask.serialization import DEFAULT_DATA_CONVERTER
+
+def chain(ctx, n):
+    value = 0
+    for _ in range(n):
+        value = yield ctx.call_activity("step", input=value)
+    return value
+
+registry = worker._Registry()
+registry.add_orchestrator(chain)
+log = logging.getLogger("bench.theirs")
+log.setLevel(logging.WARNING)
+
+def execute(old, new):
+    executor = worker._OrchestrationExecutor(registry, log, DEFAULT_DATA_CONVERTER)
+    return executor.execute("bench", old, new).actions
+"""
+
+
+def build_history(activities: int) -> bytes:
+    """The serialized request replaying a chain of ``activities`` calls, each answered with input + 1."""
+    sys.path.insert(0, str(ROOT))
+    from durabletask._proto import orchestrator_service_pb2 as pb
+
+    clock = datetime(2025, 1, 1)
+    events: list[pb.HistoryEvent] = []
+
+    def add(event_id: int = -1, **kind: object) -> None:
+        event = pb.HistoryEvent(eventId=event_id, **kind)  # type: ignore[arg-type]
+        event.timestamp.FromDatetime(clock)
+        events.append(event)
+
+    add(orchestratorStarted=pb.OrchestratorStartedEvent())
+    started = pb.ExecutionStartedEvent(name="chain", orchestrationInstance=pb.OrchestrationInstance(instanceId="bench"))
+    started.input.value = str(activities)
+    add(executionStarted=started)
+    for seq in range(1, activities + 1):
+        scheduled = pb.TaskScheduledEvent(name="step")
+        scheduled.input.value = str(seq - 1)
+        add(seq, taskScheduled=scheduled)
+        add(orchestratorCompleted=pb.OrchestratorCompletedEvent())
+        clock += timedelta(seconds=1)
+        add(orchestratorStarted=pb.OrchestratorStartedEvent())
+        completed = pb.TaskCompletedEvent(taskScheduledId=seq)
+        completed.result.value = str(seq)
+        add(taskCompleted=completed)
+    request = pb.OrchestratorRequest(instanceId="bench", pastEvents=events[:-2], newEvents=events[-2:])
+    return request.SerializeToString()
+
+
+def measure(python: str, setup: str, history: bytes, repeat: int, *, ours: bool) -> dict[str, object]:
+    code = _RUNNER.format(setup=setup, repeat=repeat)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if ours:
+        env["PYTHONPATH"] = str(ROOT)
+    # ``python -c`` puts the working directory on sys.path: keep our package out of the peer's way.
+    cwd = str(ROOT) if ours else tempfile.gettempdir()
+    done = subprocess.run([python, "-c", code], input=history, capture_output=True, check=False, env=env,
+                          cwd=cwd)
+    if done.returncode != 0:
+        raise SystemExit(f"{python} failed:\n{done.stderr.decode(errors='replace')}")
+    figures: dict[str, object] = json.loads(done.stdout)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--activities", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    history = build_history(args.activities)
+    ours = measure(sys.executable, _OURS, history, args.repeat, ours=True)
+    rows = [("ours", ours)]
+    if Path(PEER).exists():
+        rows.append(("microsoft", measure(PEER, _THEIRS, history, args.repeat, ours=False)))
+    else:
+        print(f"(Microsoft's SDK not found at {PEER}; set DTS_PEER_PYTHON to compare)")
+
+    print(f"replaying a {args.activities}-activity chain ({ours['events']} events), best of {args.repeat}:")
+    per_event: dict[str, float] = {}
+    for label, figures in rows:
+        seconds = float(figures["seconds"])  # type: ignore[arg-type]
+        per_event[label] = seconds / int(figures["events"])  # type: ignore[call-overload]
+        print(f"  {label:<10} {seconds * 1e3:9.1f} ms total  {per_event[label] * 1e6:7.2f} µs/event  "
+              f"-> {figures['kinds']} result={figures['result']}")
+    if "microsoft" in per_event:
+        ratio = per_event["ours"] / per_event["microsoft"]
+        print(f"  ratio ours/microsoft: {ratio:.3f} (target <= 0.333)")
+
+
+if __name__ == "__main__":
+    main()
