@@ -71,11 +71,13 @@ class FakeAsyncCredential:
         self.calls = 0
         self.scopes: list[tuple[str, ...]] = []
         self.release: asyncio.Event | None = None
+        self.entered = asyncio.Event()
 
     async def get_token(self, *scopes: str, **kwargs: Any) -> FakeAccessToken:
         self.calls += 1
         number = self.calls
         self.scopes.append(scopes)
+        self.entered.set()
         if self.release is not None:
             await self.release.wait()
         return FakeAccessToken(f"token-{number}", int(self.clock() + self.lifetime))

@@ -137,8 +137,7 @@ async def test_async_concurrent_calls_share_one_token_request(server: RecordingS
     )
     try:
         calls = [asyncio.ensure_future(client.get_orchestration_state(f"i{n}")) for n in range(6)]
-        while credential.calls == 0:
-            await asyncio.sleep(0.01)  # bounded by the test timeout; the first call reaches the credential
+        await asyncio.wait_for(credential.entered.wait(), 10)
         credential.release.set()
         await asyncio.gather(*calls)
     finally:

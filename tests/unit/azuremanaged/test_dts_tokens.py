@@ -187,8 +187,7 @@ async def test_async_concurrent_callers_share_one_refresh() -> None:
     credential.release = asyncio.Event()
     cache = AsyncTokenCache(credential, SCOPE, clock=clock)
     waiters = [asyncio.ensure_future(cache.get_token()) for _ in range(8)]
-    while credential.calls == 0:
-        await asyncio.sleep(0)  # let the first waiter reach the credential
+    await asyncio.wait_for(credential.entered.wait(), 10)
     credential.release.set()
     assert await asyncio.gather(*waiters) == ["token-1"] * 8
     assert credential.calls == 1
