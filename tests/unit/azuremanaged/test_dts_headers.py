@@ -162,3 +162,21 @@ def test_headers_travel_over_tls() -> None:
         assert tls_server.server is not None
         tls_server.server.stop(None)
     assert tls_server.wait_for("GetInstance")["taskhub"] == "secure-hub"
+
+
+async def test_async_streaming_calls_carry_headers(server: RecordingServer) -> None:
+    clock = ManualClock()
+    cache = AsyncTokenCache(FakeAsyncCredential(clock), SCOPE, clock=clock)
+    interceptor = AsyncSchedulerInterceptor("stream-hub", token_cache=cache, worker_id="w-2")
+    channel = create_aio_channel(f"127.0.0.1:{server.port}", interceptors=[interceptor])
+    try:
+        stream = pb_grpc.TaskHubSidecarServiceStub(channel).GetWorkItems(pb.GetWorkItemsRequest(), timeout=10)
+        assert [item async for item in stream] == []
+    finally:
+        await channel.close()
+    headers = server.wait_for("GetWorkItems")
+    assert (headers["taskhub"], headers["workerid"], headers["authorization"]) == (
+        "stream-hub",
+        "w-2",
+        "Bearer token-1",
+    )
