@@ -42,6 +42,14 @@ def make_logger(
     return private
 
 
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def blocking(method: F) -> F:
     """Mark a sync client method that blocks; calling it inside a running event loop fails fast.
 
@@ -51,15 +59,13 @@ def blocking(method: F) -> F:
 
     @functools.wraps(method)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return method(*args, **kwargs)
-        raise SyncCallInEventLoopError(
-            f"TaskHubGrpcClient.{method.__name__}() blocks and was called from a running asyncio event loop; "
-            f"use AsyncTaskHubGrpcClient and 'await client.{method.__name__}(...)' instead, "
-            "or move the call to a thread with asyncio.to_thread()"
-        )
+        if _loop_running():
+            raise SyncCallInEventLoopError(
+                f"TaskHubGrpcClient.{method.__name__}() blocks and was called from a running asyncio event loop; "
+                f"use AsyncTaskHubGrpcClient and 'await client.{method.__name__}(...)' instead, "
+                "or move the call to a thread with asyncio.to_thread()"
+            )
+        return method(*args, **kwargs)
 
     return guarded  # type: ignore[return-value]
 
