@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -13,7 +13,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.codec import Codec
 from durabletask._replay.failures import OrchestrationStateError
 from durabletask._replay.handlers import Dispatcher
-from durabletask._replay.runtime import RuntimeContext
+from durabletask._replay.runtime import EntitySupport, RuntimeContext
 from durabletask._worker.registry import Registry
 
 if TYPE_CHECKING:
@@ -42,12 +42,14 @@ class OrchestrationExecutor:
 
     def __init__(self, registry: Registry, *, logger: logging.Logger | None = None,
                  maximum_timer_interval: timedelta | None = DEFAULT_MAXIMUM_TIMER_INTERVAL,
-                 data_converter: DataConverter | None = None, first_sequence_id: int = 0) -> None:
+                 data_converter: DataConverter | None = None, first_sequence_id: int = 0,
+                 entity_support: Callable[[RuntimeContext], EntitySupport] | None = None) -> None:
         self._registry = registry
         self._logger = logger or logging.getLogger("durabletask.replay")
         self._maximum_timer_interval = maximum_timer_interval
         self._codec = Codec(data_converter)
         self._first_sequence_id = first_sequence_id
+        self._entity_support = entity_support
         self._dispatcher = Dispatcher(registry.get_orchestrator)
         self._runtime: RuntimeContext | None = None
 
@@ -66,6 +68,8 @@ class OrchestrationExecutor:
         """Replay ``old_events``, then apply ``new_events``, and return the resulting actions."""
         rt = RuntimeContext(instance_id, self._codec, maximum_timer_interval=self._maximum_timer_interval,
                             logger=self._logger, first_sequence_id=self._first_sequence_id)
+        if self._entity_support is not None:
+            rt.entities = self._entity_support(rt)
         self._runtime = rt
         if self._run(rt, old_events, replaying=True):
             self._run(rt, new_events, replaying=False)

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Generator
 from datetime import datetime, timedelta, timezone
 from types import GeneratorType
-from typing import Any
+from typing import Any, Protocol
 
 from google.protobuf import timestamp_pb2
 
@@ -45,6 +45,25 @@ def naive_utc(moment: datetime) -> datetime:
     return moment.astimezone(timezone.utc).replace(tzinfo=None)
 
 
+class EntitySupport(Protocol):
+    """Durable entity calls from orchestrations, plugged into a runtime.
+
+    An implementation schedules its own :class:`PendingAction` subclasses with
+    :meth:`RuntimeContext.schedule` (taking IDs from :meth:`RuntimeContext.next_sequence_id`) and
+    registers handlers for the entity history events on the executor's :class:`Dispatcher`.
+    """
+
+    def call_entity(self, entity: Any, operation: str, input: Any = None, *,
+                    return_type: type | None = None) -> CompletableTask[Any]: ...
+
+    def signal_entity(self, entity_id: Any, operation_name: str, input: Any = None,
+                      signal_time: datetime | None = None) -> None: ...
+
+    def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]: ...
+
+    def exit_critical_section(self) -> None: ...
+
+
 class RuntimeContext(OrchestrationContext):
     """One execution's replay state. It outlives a single batch of events so it can be resumed."""
 
@@ -78,6 +97,8 @@ class RuntimeContext(OrchestrationContext):
         self._completion: pb.OrchestratorAction | None = None
         self._continue: tuple[str | None, bool, str | None] | None = None
         self.custom_status: str | None = None
+        #: Entity support, installed by the executor when configured.
+        self.entities: EntitySupport | None = None
 
     # ---- properties -------------------------------------------------------------------------
     @property
@@ -239,19 +260,25 @@ class RuntimeContext(OrchestrationContext):
         self._uuid_counter += 1
         return str(uuid.uuid5(_UUID_NAMESPACE, name))
 
+    def _entity_support(self) -> EntitySupport:
+        if self.entities is None:
+            raise NotImplementedError(_ENTITIES_LATER)
+        return self.entities
+
     def call_entity(self, entity: Any, operation: str, input: Any = None, *,
                     return_type: type | None = None) -> CompletableTask[Any]:
-        raise NotImplementedError(_ENTITIES_LATER)
+        return self._entity_support().call_entity(entity, operation, input, return_type=return_type)
 
     def signal_entity(self, entity_id: Any, operation_name: str, input: Any = None,
                       signal_time: datetime | None = None) -> None:
-        raise NotImplementedError(_ENTITIES_LATER)
+        self._entity_support().signal_entity(entity_id, operation_name, input, signal_time)
 
     def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]:
-        raise NotImplementedError(_ENTITIES_LATER)
+        return self._entity_support().lock_entities(entities)
 
     def _exit_critical_section(self) -> None:
-        return None
+        if self.entities is not None:
+            self.entities.exit_critical_section()
 
     # ---- running the orchestrator -------------------------------------------------------------
     def start(self, name: str, fn: Callable[..., Any], encoded_input: str | None) -> None:
