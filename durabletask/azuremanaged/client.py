@@ -38,7 +38,7 @@ class DurableTaskSchedulerClient(TaskHubGrpcClient):
         resource_id: Token audience override. ``None``/empty picks ``https://durabletask.io`` (or
             ``https://durabletask.azure.us`` when ``REGION_NAME`` is a US Government region); trailing
             slashes and ``/.default`` are removed.
-        channel: A ready channel to use instead of opening one (it must add the scheduler headers itself).
+        channel: A ready channel to use instead of opening one; the scheduler headers are still added.
         secure_channel: Use TLS when ``host_address`` has no scheme (default ``True``).
         interceptors: Extra gRPC interceptors, run before the scheduler's.
         channel_options: Channel settings; ``None`` uses keepalive pings and 16 MiB message limits.
@@ -112,7 +112,9 @@ class AsyncDurableTaskSchedulerClient(AsyncTaskHubGrpcClient):
 
     Arguments and headers are as for :class:`DurableTaskSchedulerClient`, except that
     ``token_credential`` may also be an ``AsyncTokenCredential`` (``azure.identity.aio``); a blocking
-    ``TokenCredential`` works too, its token requests then run in a worker thread.
+    ``TokenCredential`` works too, its token requests then run in a worker thread. An asyncio channel
+    cannot be wrapped after creation, so a ``channel`` passed in is used as given and must carry the
+    scheduler headers itself (e.g. via ``DTSAsyncDefaultClientInterceptorImpl``).
 
     Raises:
         ValueError: ``taskhub`` is empty, or ``resource_id`` is empty once normalised.

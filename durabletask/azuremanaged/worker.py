@@ -33,7 +33,8 @@ class DurableTaskSchedulerWorker(TaskHubGrpcWorker):
         resource_id: Token audience override. ``None``/empty picks ``https://durabletask.io`` (or
             ``https://durabletask.azure.us`` when ``REGION_NAME`` is a US Government region); trailing
             slashes and ``/.default`` are removed.
-        channel: A ready channel to use instead of opening one (it must add the scheduler headers itself).
+        channel: A ready channel used as given (as in the compatible API): it must carry the scheduler
+            headers itself, e.g. via ``DTSDefaultClientInterceptorImpl``.
         secure_channel: Use TLS when ``host_address`` has no scheme (default ``True``).
         interceptors: Extra gRPC interceptors, run before the scheduler's.
         channel_options: Channel settings; ``None`` uses keepalive pings and 16 MiB message limits.

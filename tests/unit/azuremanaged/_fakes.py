@@ -85,10 +85,10 @@ class FakeAsyncCredential:
 
 @dataclass
 class RecordingServer:
-    """A plaintext gRPC server on an ephemeral port answering every TaskHubSidecarService call.
+    """A gRPC server (plaintext or TLS) on an ephemeral port answering every TaskHubSidecarService call.
 
-    Each call's method and invocation metadata are appended to ``calls``. Hello and GetInstance answer
-    with empty responses; GetWorkItems ends the stream at once.
+    Each call's method and invocation metadata (repeated keys joined by ``", "``) are appended to
+    ``calls``. Hello and GetInstance answer with empty responses; GetWorkItems ends the stream at once.
     """
 
     port: int = 0
@@ -101,7 +101,11 @@ class RecordingServer:
         self.call_seen = threading.Condition(self._lock)
 
     def record(self, method: str, context: grpc.ServicerContext) -> None:
-        headers = {key: value for key, value in context.invocation_metadata() if isinstance(value, str)}
+        headers: dict[str, str] = {}
+        for key, value in context.invocation_metadata():
+            if isinstance(value, str):
+                # Repeated keys are joined so a header sent twice is visible to assertions.
+                headers[key] = f"{headers[key]}, {value}" if key in headers else value
         with self.call_seen:
             self.calls.append((method, headers))
             self.call_seen.notify_all()

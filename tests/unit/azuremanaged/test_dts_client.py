@@ -210,3 +210,20 @@ async def test_async_client_uses_tls_for_bare_hosts(tls_server: RecordingServer)
     finally:
         await client.close()
     assert _headers_of(tls_server, "GetInstance")[0]["taskhub"] == "tls"
+
+
+def test_caller_channel_still_gets_the_headers_once(server: RecordingServer) -> None:
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    client = DurableTaskSchedulerClient(
+        host_address="ignored:1", taskhub="given", token_credential=FakeCredential(time.time), channel=channel
+    )
+    try:
+        client.get_orchestration_state("x")
+    finally:
+        client.close()
+        channel.close()
+    (name, headers), *_ = server.calls
+    assert name.endswith("/GetInstance")
+    assert headers["taskhub"] == "given"
+    assert headers["authorization"] == "Bearer token-1"
+    assert "," not in headers["x-user-agent"]  # the recorder joins a repeated header with ", "
