@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.engine import ActivityWork, Engine, OrchestrationWork
-from emulator.errors import FailedPreconditionError, InvalidArgumentError
+from emulator.errors import EmulatorError, FailedPreconditionError, InvalidArgumentError
 from emulator.storage import InstanceRecord, NameFilter
 
 _stream_ids = itertools.count(1)
@@ -79,6 +79,10 @@ class Dispatcher:
         with self._cond:
             self._changes += 1
             self._cond.notify_all()
+
+    def open(self) -> None:
+        with self._cond:
+            self._closed = False
 
     def close(self) -> None:
         with self._cond:
@@ -187,6 +191,11 @@ class Dispatcher:
             )
         try:
             self.engine.complete_orchestration(hub, lease.work, lease.token, response)
+        except EmulatorError as error:
+            if not isinstance(error, FailedPreconditionError):
+                # The response was refused, so the work item goes back to the queue for another try.
+                self.engine.release(hub, lease.kind, lease.key, lease.token)
+            raise
         finally:
             with self._cond:
                 self._forget(lease.token)

@@ -11,7 +11,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import events, outbox
 from emulator.actions.base import ContinueAsNew
 from emulator.clock import Clock
-from emulator.errors import AlreadyExistsError, FailedPreconditionError, NotFoundError
+from emulator.errors import AlreadyExistsError, FailedPreconditionError, NotFoundError, ResourceExhaustedError
 from emulator.state_machine import advance
 from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, Transaction
 
@@ -65,7 +65,9 @@ class Engine:
         clock: Clock,
         notify: Callable[[str], None],
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        max_history_events: int | None = None,
     ) -> None:
+        self.max_history_events = max_history_events
         self.backend = backend
         self.clock = clock
         self._notify = notify
@@ -262,6 +264,11 @@ class Engine:
             past = list(work.request.pastEvents)
             new_events = list(work.request.newEvents)
             transition = advance(outbox.view(record), past, new_events, response, now, self.new_id)
+            limit = self.max_history_events
+            if limit is not None and len(past) + len(transition.history) > limit:
+                raise ResourceExhaustedError(
+                    f"orchestration '{work.instance_id}' would exceed the history limit of {limit} events"
+                )
             tx.delete_messages(work.message_ids)
             record.status = transition.status
             record.custom_status = transition.custom_status

@@ -37,3 +37,9 @@ class UnimplementedError(EmulatorError):
     """The emulator does not support this operation yet."""
 
     code_name = "UNIMPLEMENTED"
+
+
+class ResourceExhaustedError(EmulatorError):
+    """A configured size limit (e.g. history length) would be exceeded."""
+
+    code_name = "RESOURCE_EXHAUSTED"

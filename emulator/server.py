@@ -63,10 +63,15 @@ class EmulatorServer:
         self.backend = SqliteBackend(None if in_memory else db_path)
         self.backend.release_all_leases()
         self.dispatcher: Dispatcher
-        self.engine = Engine(self.backend, self.clock, lambda hub: self.dispatcher.wake(hub))
+        self.limits = limits or Limits()
+        self.engine = Engine(
+            self.backend,
+            self.clock,
+            lambda hub: self.dispatcher.wake(hub),
+            max_history_events=self.limits.max_history_events,
+        )
         self.dispatcher = Dispatcher(self.engine, lease_timeout, health_ping_interval)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
-        self.limits = limits or Limits()
         self._max_workers = max_workers
         self._server: grpc.Server | None = None
 
@@ -83,6 +88,8 @@ class EmulatorServer:
         return f"{self.host}:{self.port}"
 
     def start(self) -> EmulatorServer:
+        """Binds the port and starts serving; returns ``self``."""
+        self.dispatcher.open()
         server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="dts-emulator"),
             options=[
@@ -102,11 +109,19 @@ class EmulatorServer:
         return self
 
     def stop(self, grace: float | None = None) -> None:
-        """Stops serving; open streams end and their work items become available again."""
+        """Stops serving; open streams end and their work items become available again.
+
+        State is kept, so :meth:`start` may be called again (and :meth:`reset` still works).
+        """
         self.dispatcher.close()
         if self._server is not None:
             self._server.stop(grace).wait()
             self._server = None
+        self.backend.release_all_leases()
+
+    def close(self) -> None:
+        """Stops serving and closes the database."""
+        self.stop()
         self.backend.close()
 
     def reset(self) -> None:
@@ -120,4 +135,4 @@ class EmulatorServer:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.stop()
+        self.close()

@@ -16,6 +16,7 @@ class Limits:
 
     max_payload_bytes: int = MIB
     max_instance_id_length: int = 100
+    max_history_events: int | None = None
 
     def instance_id(self, value: str, field: str = "instanceId") -> None:
         """Rejects IDs that are too long, non-printable-ASCII or start with '@' (reserved for entities)."""

@@ -100,8 +100,11 @@ def run(c: client.TaskHubGrpcClient, scenario: str) -> dict[str, object]:
         start(timer, 1.0)
         t0 = time.time()
         s = finish()
-        return {"status": s.runtime_status.name, "output": json.loads(s.serialized_output or "null"),
-                "elapsed": time.time() - t0}
+        return {
+            "status": s.runtime_status.name,
+            "output": json.loads(s.serialized_output or "null"),
+            "elapsed": time.time() - t0,
+        }
     if scenario == "event":
         start(approval)
         c.wait_for_orchestration_start(iid, timeout=30)
@@ -140,8 +143,12 @@ def run(c: client.TaskHubGrpcClient, scenario: str) -> dict[str, object]:
         still = c.get_orchestration_state(iid).runtime_status.name
         c.resume_orchestration(iid)
         s = finish()
-        return {"suspended": suspended, "while_suspended": still, "status": s.runtime_status.name,
-                "output": json.loads(s.serialized_output or "null")}
+        return {
+            "suspended": suspended,
+            "while_suspended": still,
+            "status": s.runtime_status.name,
+            "output": json.loads(s.serialized_output or "null"),
+        }
     if scenario == "purge_query":
         start(chaining)
         finish()
