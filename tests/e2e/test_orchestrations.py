@@ -75,7 +75,7 @@ def test_activity_failure_surfaces_as_task_failed(hub: Hub) -> None:
     bad = c.schedule_new_orchestration(does_not_catch)
     state = c.wait_for_orchestration_completion(ok, timeout=30)
     assert state is not None and state.runtime_status == COMPLETED
-    assert state.serialized_output == '"caught ValueError: boom"'
+    assert state.serialized_output == '"caught builtins.ValueError: boom"'
     state = c.wait_for_orchestration_completion(bad, timeout=30)
     assert state is not None and state.runtime_status == FAILED
     assert state.failure_details is not None
