@@ -1,0 +1,319 @@
+"""Client-side RPCs through raw stubs: task hubs, limits, ID reuse, waits, terminate/suspend, query, purge, restart."""
+
+from __future__ import annotations
+
+import threading
+
+import grpc
+import pytest
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator.clock import ManualClock
+from emulator.server import EmulatorServer
+
+from .conftest import HubStub, WorkStream, complete, finish, history, kinds, start, status_of, sv, uid
+
+TERMINAL = [pb.ORCHESTRATION_STATUS_COMPLETED, pb.ORCHESTRATION_STATUS_FAILED, pb.ORCHESTRATION_STATUS_TERMINATED]
+
+
+def _code(call) -> grpc.StatusCode:  # type: ignore[no-untyped-def]
+    with pytest.raises(grpc.RpcError) as err:
+        call()
+    return err.value.code()  # type: ignore[no-any-return]
+
+
+def _run_to_completion(stub: HubStub, name: str = "Orch", result: str = '"ok"') -> str:
+    iid = start(stub, name)
+    work = WorkStream(stub)
+    complete(stub, work.next(), finish(1, result))
+    work.cancel()
+    return iid
+
+
+# Task hubs -----------------------------------------------------------------------------------------
+def test_unknown_task_hub_is_not_found(channel: grpc.Channel) -> None:
+    with pytest.raises(grpc.RpcError) as err:
+        HubStub(channel, "nowhere").GetInstance(pb.GetInstanceRequest(instanceId="x"))
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    assert err.value.details() == "Task hub not found: nowhere"
+
+
+def test_task_hubs_are_isolated(channel: grpc.Channel) -> None:
+    alpha, beta = HubStub(channel, "alpha"), HubStub(channel, "beta")
+    iid = start(alpha, "Orch")
+    assert not beta.GetInstance(pb.GetInstanceRequest(instanceId=iid)).exists
+    beta_work = WorkStream(beta)
+    assert beta_work.nothing_for(0.3)
+    assert WorkStream(alpha).next().orchestratorRequest.instanceId == iid
+
+
+def test_create_and_delete_task_hub(channel: grpc.Channel) -> None:
+    fresh = HubStub(channel, uid("hub"))
+    assert _code(lambda: fresh.GetInstance(pb.GetInstanceRequest(instanceId="x"))) == grpc.StatusCode.NOT_FOUND
+    fresh.CreateTaskHub(pb.CreateTaskHubRequest())
+    iid = start(fresh)
+    assert fresh.GetInstance(pb.GetInstanceRequest(instanceId=iid)).exists
+    fresh.CreateTaskHub(pb.CreateTaskHubRequest(recreateIfExists=True))
+    assert not fresh.GetInstance(pb.GetInstanceRequest(instanceId=iid)).exists
+    fresh.DeleteTaskHub(pb.DeleteTaskHubRequest())
+    assert _code(lambda: fresh.GetInstance(pb.GetInstanceRequest(instanceId=iid))) == grpc.StatusCode.NOT_FOUND
+
+
+def test_dynamic_task_hubs_are_created_on_first_use() -> None:
+    with (
+        EmulatorServer(port=0, in_memory=True, dynamic_task_hubs=True) as srv,
+        grpc.insecure_channel(srv.address) as ch,
+    ):
+        stub = HubStub(ch, "made-up")
+        iid = start(stub)
+        assert stub.GetInstance(pb.GetInstanceRequest(instanceId=iid)).exists
+
+
+# Limits --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("instance_id", "fragment"),
+    [("x" * 101, "limit is 100"), ("@entity", "must not start with '@'"), ("tab\there", "printable ASCII")],
+)
+def test_instance_id_rules(stub: HubStub, instance_id: str, fragment: str) -> None:
+    with pytest.raises(grpc.RpcError) as err:
+        stub.StartInstance(pb.CreateInstanceRequest(instanceId=instance_id, name="O"))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "instanceId" in (err.value.details() or "") and fragment in (err.value.details() or "")
+
+
+def test_payload_limits_name_the_field(stub: HubStub) -> None:
+    big = sv("x" * (1024 * 1024 + 1))
+    with pytest.raises(grpc.RpcError) as err:
+        stub.StartInstance(pb.CreateInstanceRequest(instanceId=uid(), name="O", input=big))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "input" in (err.value.details() or "")
+    assert "1048576" in (err.value.details() or "")
+    iid = start(stub)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.RaiseEvent(pb.RaiseEventRequest(instanceId=iid, name="e", input=big))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    item = WorkStream(stub).next()
+    with pytest.raises(grpc.RpcError) as err:
+        complete(stub, item, customStatus=big)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "customStatus" in (err.value.details() or "")
+    with pytest.raises(grpc.RpcError) as err:
+        complete(stub, item, finish(1, big.value))
+    assert "completeOrchestration.result" in (err.value.details() or "")
+
+
+# ID reuse ------------------------------------------------------------------------------------------
+def test_running_instance_cannot_be_started_again(stub: HubStub) -> None:
+    iid = start(stub)
+    assert _code(lambda: start(stub, instance_id=iid)) == grpc.StatusCode.ALREADY_EXISTS
+
+
+def test_terminal_instance_is_replaced_without_a_policy(stub: HubStub) -> None:
+    iid = _run_to_completion(stub)
+    start(stub, "Again", instance_id=iid)
+    state = stub.GetInstance(pb.GetInstanceRequest(instanceId=iid)).orchestrationState
+    assert state.name == "Again" and state.orchestrationStatus == pb.ORCHESTRATION_STATUS_PENDING
+
+
+def test_reuse_policy_controls_replacement(stub: HubStub) -> None:
+    iid = start(stub)
+    only_done = pb.OrchestrationIdReusePolicy(replaceableStatus=[pb.ORCHESTRATION_STATUS_COMPLETED])
+    assert (
+        _code(lambda: start(stub, instance_id=iid, orchestrationIdReusePolicy=only_done))
+        == grpc.StatusCode.ALREADY_EXISTS
+    )
+    pending_ok = pb.OrchestrationIdReusePolicy(replaceableStatus=[pb.ORCHESTRATION_STATUS_PENDING])
+    start(stub, "Replacement", instance_id=iid, orchestrationIdReusePolicy=pending_ok)
+    assert stub.GetInstance(pb.GetInstanceRequest(instanceId=iid)).orchestrationState.name == "Replacement"
+
+
+# Waits ---------------------------------------------------------------------------------------------
+def test_wait_for_completion_honours_the_deadline(stub: HubStub) -> None:
+    iid = start(stub)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.WaitForInstanceCompletion(pb.GetInstanceRequest(instanceId=iid), timeout=0.5)
+    assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_waits_wake_when_the_state_changes(stub: HubStub) -> None:
+    iid = start(stub)
+    results: dict[str, pb.GetInstanceResponse] = {}
+
+    def wait(kind: str) -> None:
+        results[kind] = getattr(stub, kind)(pb.GetInstanceRequest(instanceId=iid, getInputsAndOutputs=True))
+
+    waiters = [threading.Thread(target=wait, args=(k,)) for k in ("WaitForInstanceStart", "WaitForInstanceCompletion")]
+    for t in waiters:
+        t.start()
+    complete(stub, WorkStream(stub).next(), finish(1, '"r"'))
+    for t in waiters:
+        t.join(10)
+    assert results["WaitForInstanceStart"].orchestrationState.orchestrationStatus != pb.ORCHESTRATION_STATUS_PENDING
+    assert results["WaitForInstanceCompletion"].orchestrationState.output.value == '"r"'
+
+
+def test_wait_for_unknown_instance_reports_missing(stub: HubStub) -> None:
+    assert not stub.WaitForInstanceCompletion(pb.GetInstanceRequest(instanceId="ghost")).exists
+
+
+# Terminate, suspend, resume, raise ---------------------------------------------------------------
+def test_terminating_a_never_started_instance_is_immediate(stub: HubStub) -> None:
+    iid = start(stub)
+    stub.TerminateInstance(pb.TerminateRequest(instanceId=iid, output=sv('"bye"')))
+    state = stub.GetInstance(pb.GetInstanceRequest(instanceId=iid, getInputsAndOutputs=True)).orchestrationState
+    assert state.orchestrationStatus == pb.ORCHESTRATION_STATUS_TERMINATED and state.output.value == '"bye"'
+
+
+def test_terminating_a_running_instance_goes_through_the_orchestrator(stub: HubStub) -> None:
+    iid = start(stub)
+    work = WorkStream(stub)
+    complete(stub, work.next())
+    stub.TerminateInstance(pb.TerminateRequest(instanceId=iid, output=sv('"stop"')))
+    item = work.next()
+    assert kinds(item.orchestratorRequest.newEvents)[1] == "executionTerminated"
+    complete(stub, item)
+    assert status_of(stub, iid) == pb.ORCHESTRATION_STATUS_TERMINATED
+    assert kinds(history(stub, iid))[-1] == "executionCompleted"
+
+
+def test_recursive_termination_reaches_children(stub: HubStub) -> None:
+    parent = start(stub, "Parent")
+    work = WorkStream(
+        stub,
+        pb.GetWorkItemsRequest(
+            workItemFilters=pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="Parent")])
+        ),
+    )
+    create = pb.OrchestratorAction(
+        id=1, createSubOrchestration=pb.CreateSubOrchestrationAction(instanceId=parent + "-c", name="Child")
+    )
+    complete(stub, work.next(), create)
+    stub.TerminateInstance(pb.TerminateRequest(instanceId=parent, recursive=True))
+    complete(stub, work.next())
+    assert status_of(stub, parent) == pb.ORCHESTRATION_STATUS_TERMINATED
+    assert status_of(stub, parent + "-c") == pb.ORCHESTRATION_STATUS_TERMINATED
+
+
+def test_suspend_and_resume_are_delivered_as_events(stub: HubStub) -> None:
+    iid = start(stub)
+    work = WorkStream(stub)
+    complete(stub, work.next())
+    stub.SuspendInstance(pb.SuspendRequest(instanceId=iid, reason=sv("pause")))
+    item = work.next()
+    assert kinds(item.orchestratorRequest.newEvents)[1] == "executionSuspended"
+    complete(stub, item)
+    assert status_of(stub, iid) == pb.ORCHESTRATION_STATUS_SUSPENDED
+    stub.ResumeInstance(pb.ResumeRequest(instanceId=iid))
+    complete(stub, work.next())
+    assert status_of(stub, iid) == pb.ORCHESTRATION_STATUS_RUNNING
+
+
+def test_operations_on_unknown_or_finished_instances(stub: HubStub) -> None:
+    for call in (
+        lambda: stub.RaiseEvent(pb.RaiseEventRequest(instanceId="ghost", name="e")),
+        lambda: stub.TerminateInstance(pb.TerminateRequest(instanceId="ghost")),
+        lambda: stub.SuspendInstance(pb.SuspendRequest(instanceId="ghost")),
+        lambda: stub.ResumeInstance(pb.ResumeRequest(instanceId="ghost")),
+        lambda: stub.RestartInstance(pb.RestartInstanceRequest(instanceId="ghost")),
+        lambda: stub.RewindInstance(pb.RewindInstanceRequest(instanceId="ghost")),
+    ):
+        assert _code(call) == grpc.StatusCode.NOT_FOUND
+    done = _run_to_completion(stub)
+    assert (
+        _code(lambda: stub.SuspendInstance(pb.SuspendRequest(instanceId=done))) == grpc.StatusCode.FAILED_PRECONDITION
+    )
+    assert (
+        _code(lambda: stub.RewindInstance(pb.RewindInstanceRequest(instanceId=done)))
+        == grpc.StatusCode.FAILED_PRECONDITION
+    )
+
+
+# Query, list, purge, restart -----------------------------------------------------------------------
+def test_query_filters_and_pages(stub: HubStub) -> None:
+    prefix = uid("q")
+    ids = [start(stub, "Q", instance_id=f"{prefix}-{i}", input=sv(str(i))) for i in range(5)]
+    page1 = stub.QueryInstances(
+        pb.QueryInstancesRequest(query=pb.InstanceQuery(instanceIdPrefix=sv(prefix), maxInstanceCount=3))
+    )
+    assert [s.instanceId for s in page1.orchestrationState] == ids[:3]
+    assert not page1.orchestrationState[0].HasField("input")
+    page2 = stub.QueryInstances(
+        pb.QueryInstancesRequest(
+            query=pb.InstanceQuery(
+                instanceIdPrefix=sv(prefix),
+                maxInstanceCount=3,
+                continuationToken=page1.continuationToken,
+                fetchInputsAndOutputs=True,
+            )
+        )
+    )
+    assert [s.instanceId for s in page2.orchestrationState] == ids[3:]
+    assert page2.orchestrationState[0].input.value == "3"
+    assert not page2.HasField("continuationToken")
+    running = stub.QueryInstances(
+        pb.QueryInstancesRequest(
+            query=pb.InstanceQuery(instanceIdPrefix=sv(prefix), runtimeStatus=[pb.ORCHESTRATION_STATUS_RUNNING])
+        )
+    )
+    assert not running.orchestrationState
+
+
+def test_query_by_created_time(stub: HubStub, clock: ManualClock) -> None:
+    from .conftest import ts
+
+    early = start(stub, "T")
+    clock.advance(60)
+    cutoff = clock.now()
+    late = start(stub, "T")
+    found = stub.QueryInstances(pb.QueryInstancesRequest(query=pb.InstanceQuery(createdTimeFrom=ts(cutoff))))
+    ids = {s.instanceId for s in found.orchestrationState}
+    assert late in ids and early not in ids
+
+
+def test_list_instance_ids_only_lists_finished_instances(stub: HubStub) -> None:
+    done = _run_to_completion(stub)
+    running = start(stub)
+    listed = stub.ListInstanceIds(pb.ListInstanceIdsRequest(pageSize=1000)).instanceIds
+    assert done in listed and running not in listed
+
+
+def test_purge_only_removes_finished_instances(stub: HubStub) -> None:
+    done = _run_to_completion(stub)
+    running = start(stub)
+    assert stub.PurgeInstances(pb.PurgeInstancesRequest(instanceId=running)).deletedInstanceCount == 0
+    response = stub.PurgeInstances(pb.PurgeInstancesRequest(instanceId=done))
+    assert response.deletedInstanceCount == 1 and response.isComplete.value
+    assert not stub.GetInstance(pb.GetInstanceRequest(instanceId=done)).exists
+
+
+def test_purge_by_filter(stub: HubStub) -> None:
+    done = [_run_to_completion(stub) for _ in range(3)]
+    running = start(stub)
+    flt = pb.PurgeInstanceFilter(runtimeStatus=[pb.ORCHESTRATION_STATUS_COMPLETED])
+    assert stub.PurgeInstances(pb.PurgeInstancesRequest(purgeInstanceFilter=flt)).deletedInstanceCount == 3
+    assert not any(stub.GetInstance(pb.GetInstanceRequest(instanceId=i)).exists for i in done)
+    assert stub.GetInstance(pb.GetInstanceRequest(instanceId=running)).exists
+
+
+def test_restart_with_same_and_new_id(stub: HubStub) -> None:
+    iid = start(stub, "R", input=sv('"seed"'))
+    only_r = pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="R")])
+    work = WorkStream(stub, pb.GetWorkItemsRequest(workItemFilters=only_r))
+    complete(stub, work.next(), finish(1))
+    assert (
+        _code(lambda: stub.RestartInstance(pb.RestartInstanceRequest(instanceId=start(stub))))
+        == grpc.StatusCode.FAILED_PRECONDITION
+    )
+    same = stub.RestartInstance(pb.RestartInstanceRequest(instanceId=iid)).instanceId
+    assert same == iid and status_of(stub, iid) == pb.ORCHESTRATION_STATUS_PENDING
+    complete(stub, work.next(), finish(1))
+    new = stub.RestartInstance(pb.RestartInstanceRequest(instanceId=iid, restartWithNewInstanceId=True)).instanceId
+    assert new != iid
+    state = stub.GetInstance(pb.GetInstanceRequest(instanceId=new, getInputsAndOutputs=True)).orchestrationState
+    assert state.name == "R" and state.input.value == '"seed"'
+
+
+def test_entities_are_reported_unimplemented(stub: HubStub) -> None:
+    assert _code(lambda: stub.GetEntity(pb.GetEntityRequest(instanceId="@c@k"))) == grpc.StatusCode.UNIMPLEMENTED
+    assert (
+        _code(lambda: stub.SignalEntity(pb.SignalEntityRequest(instanceId="@c@k", name="add")))
+        == grpc.StatusCode.UNIMPLEMENTED
+    )
