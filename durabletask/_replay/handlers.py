@@ -92,7 +92,7 @@ def _fail_task(rt: RuntimeContext, task_id: int, details: pb.TaskFailureDetails,
         delay = task.compute_next_delay(details, rt.current_utc_datetime)
         if delay is not None:
             retry_timer = rt.create_timer(delay)
-            retry_timer._observe(task)
+            retry_timer.set_retryable_parent(task)
             return
     task.fail(f"{what} #{task_id} failed: {details.errorMessage}", details)
     rt.resume()

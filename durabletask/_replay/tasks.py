@@ -150,6 +150,10 @@ class TimerTask(CancellableTask[None]):
         """When the timer fires (naive UTC, on the orchestration clock)."""
         return self._final_fire_at
 
+    def set_retryable_parent(self, retryable_task: RetryableTask[Any]) -> None:
+        """Make ``retryable_task`` schedule its next attempt when this timer fires."""
+        self._observe(retryable_task)
+
     def _next_fire_at(self, now: datetime) -> datetime | None:
         """The next chunk's fire time after a chunk fired at ``now``, or ``None`` when it is over."""
         final = self._final_fire_at

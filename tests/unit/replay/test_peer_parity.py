@@ -198,7 +198,7 @@ def theirs(peer_py: Path) -> dict[str, dict[str, Any]]:
         request = pb.OrchestratorRequest(instanceId=history.instance_id, pastEvents=history.old,
                                          newEvents=history.new_events)
         requests.append({"orchestrators": names,
-                                 "request": base64.b64encode(request.SerializeToString()).decode()})
+                         "request": base64.b64encode(request.SerializeToString()).decode()})
     done = subprocess.run([str(peer_py), "-c", _PEER_RUNNER], input=json.dumps(job).encode(), capture_output=True,
                           check=False, cwd=tempfile.gettempdir(), env={"PATH": "/usr/bin:/bin"}, timeout=60)
     assert done.returncode == 0, done.stderr.decode()

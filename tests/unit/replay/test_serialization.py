@@ -1,0 +1,81 @@
+"""The public ``DataConverter`` / ``JsonDataConverter`` and plugging a converter into the executor."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pydantic
+import pytest
+
+from durabletask import task
+from durabletask._errors import PayloadTooLargeError
+from durabletask.serialization import DEFAULT_DATA_CONVERTER, DataConverter, JsonDataConverter
+
+from .history import History, output, run
+
+
+class Point(pydantic.BaseModel):
+    x: int
+    y: int
+
+
+@dataclasses.dataclass
+class Box:
+    corner: Point
+    tags: list[str]
+
+
+def test_json_converter_round_trips_models_and_dataclasses() -> None:
+    converter = JsonDataConverter()
+    box = Box(Point(x=1, y=2), ["a"])
+    text = converter.serialize(box)
+    assert text is not None and json.loads(text) == {"corner": {"x": 1, "y": 2}, "tags": ["a"]}
+    assert converter.deserialize(text, Box) == box
+    assert converter.deserialize(text) == {"corner": {"x": 1, "y": 2}, "tags": ["a"]}
+
+
+def test_none_and_empty_payloads() -> None:
+    assert DEFAULT_DATA_CONVERTER.serialize(None) is None
+    assert DEFAULT_DATA_CONVERTER.deserialize(None) is None
+    assert DEFAULT_DATA_CONVERTER.deserialize("") is None
+
+
+def test_reconstruction_is_best_effort() -> None:
+    assert JsonDataConverter().deserialize('{"x": "not a number"}', Point) == {"x": "not a number"}
+    assert JsonDataConverter().coerce({"x": 3, "y": 4}, Point) == Point(x=3, y=4)
+
+
+def test_can_reconstruct_models_dataclasses_and_containers_of_them_only() -> None:
+    converter = JsonDataConverter()
+    assert converter.can_reconstruct(Point)
+    assert converter.can_reconstruct(list[Box])
+    assert converter.can_reconstruct(Box | None)
+    assert not converter.can_reconstruct(int)
+    assert not converter.can_reconstruct(dict[str, int])
+
+
+class Shouting(DataConverter):
+    """Stores strings upper-cased, to prove the executor goes through the converter."""
+
+    def serialize(self, value: Any) -> str | None:
+        return None if value is None else json.dumps(value.upper() if isinstance(value, str) else value)
+
+    def deserialize(self, data: str | None, target_type: type | None = None) -> Any:
+        return None if not data else json.loads(data)
+
+    def coerce(self, value: Any, target_type: type | None = None) -> Any:
+        return value
+
+
+def test_executor_uses_a_configured_converter_and_still_enforces_the_size_limit() -> None:
+    def orch(ctx: task.OrchestrationContext, name: str) -> Any:
+        ctx.call_activity("a", input=name)
+        with pytest.raises(PayloadTooLargeError):
+            ctx.call_activity("b", input="q" * (1024 * 1024))
+        return f"hi {name}"
+
+    result = run(History().new().started("orch", "bob"), orch, data_converter=Shouting())
+    assert result.actions[0].scheduleTask.input.value == '"BOB"'
+    assert output(result) == "HI BOB"
