@@ -68,6 +68,8 @@ class OrchestrationExecutor:
         """Replay ``old_events``, then apply ``new_events``, and return the resulting actions."""
         rt = RuntimeContext(instance_id, self._codec, maximum_timer_interval=self._maximum_timer_interval,
                             logger=self._logger, first_sequence_id=self._first_sequence_id)
+        versioning = getattr(self._registry, "versioning", None)
+        rt.default_sub_version = getattr(versioning, "default_version", None)
         if self._entity_support is not None:
             rt.entities = self._entity_support(rt)
         self._runtime = rt

@@ -97,6 +97,8 @@ class RuntimeContext(OrchestrationContext):
         self._completion: pb.OrchestratorAction | None = None
         self._continue: tuple[str | None, bool, str | None] | None = None
         self.custom_status: str | None = None
+        #: The version given to sub-orchestrations started without one (the worker's versioning policy).
+        self.default_sub_version: str | None = None
         #: Entity support, installed by the executor when configured.
         self.entities: EntitySupport | None = None
 
@@ -177,7 +179,7 @@ class RuntimeContext(OrchestrationContext):
         encoded = self._codec.encode(input, "input of sub-orchestration '{}'", name)
         seq = self.next_sequence_id()
         child_id = instance_id if instance_id is not None else f"{self._instance_id}:{seq:04x}"
-        action = CreateSubOrchestration(seq, name, child_id, encoded, version, tags)
+        action = CreateSubOrchestration(seq, name, child_id, encoded, version or self.default_sub_version, tags)
         task: CompletableTask[Any] = (CompletableTask(return_type) if retry_policy is None
                                       else self._retryable(retry_policy, action, return_type))
         self.schedule(action, task)

@@ -6,8 +6,10 @@ from typing import Any
 
 from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay.executor import OrchestrationExecutor
+from durabletask._worker.options import VersioningOptions
 
-from .history import History, failed_with, failure, kinds, output, run
+from .history import History, failed_with, failure, kinds, output, registry, run
 
 
 def fan_out(ctx: task.OrchestrationContext, n: int) -> Any:
@@ -142,3 +144,10 @@ def test_completed_actions_come_before_the_completion_in_id_order() -> None:
     result = run(History().new().started("busy"), busy)
     assert [a.id for a in result.actions] == [0, 1, 2]
     assert result.actions[-1].completeOrchestration.orchestrationStatus == pb.ORCHESTRATION_STATUS_COMPLETED
+
+
+def test_sub_orchestrations_default_to_the_worker_default_version() -> None:
+    reg = registry(parent)
+    reg.versioning = VersioningOptions(version="5", default_version="4")
+    actions = OrchestrationExecutor(reg).execute("p", [], History("p").new().started("parent").new_events).actions
+    assert [a.createSubOrchestration.version.value for a in actions] == ["3", "4"]
