@@ -132,12 +132,8 @@ class GrpcWorkerResiliencyOptions:
 
     def __post_init__(self) -> None:
         _require(self.hello_timeout_seconds > 0, "hello_timeout_seconds must be > 0")
-        _require(
-            self.silent_disconnect_timeout_seconds >= 0, "silent_disconnect_timeout_seconds must be >= 0"
-        )
-        _require(
-            self.channel_recreate_failure_threshold >= 0, "channel_recreate_failure_threshold must be >= 0"
-        )
+        _require(self.silent_disconnect_timeout_seconds >= 0, "silent_disconnect_timeout_seconds must be >= 0")
+        _require(self.channel_recreate_failure_threshold >= 0, "channel_recreate_failure_threshold must be >= 0")
         _require(self.reconnect_backoff_base_seconds > 0, "reconnect_backoff_base_seconds must be > 0")
         _require(self.reconnect_backoff_cap_seconds > 0, "reconnect_backoff_cap_seconds must be > 0")
         _require(
@@ -160,7 +156,5 @@ class GrpcClientResiliencyOptions:
     min_recreate_interval_seconds: float = 30.0
 
     def __post_init__(self) -> None:
-        _require(
-            self.channel_recreate_failure_threshold >= 0, "channel_recreate_failure_threshold must be >= 0"
-        )
+        _require(self.channel_recreate_failure_threshold >= 0, "channel_recreate_failure_threshold must be >= 0")
         _require(self.min_recreate_interval_seconds >= 0, "min_recreate_interval_seconds must be >= 0")
