@@ -12,9 +12,9 @@ from google.protobuf import json_format, struct_pb2
 from durabletask._errors import DurableTaskError
 from durabletask._proto import orchestrator_service_pb2 as pb
 
-# Exceptions are reported by their fully qualified type name; the public names live in
-# ``durabletask.task`` (and the worker's in ``durabletask.worker``), so they are named after those
-# modules. That keeps ``errorType`` strings identical to what other Durable Task SDKs record.
+# Exceptions are reported by their fully qualified type name. The public names live in
+# ``durabletask.task``, so they are named after that module: ``errorType`` strings then match
+# what other Durable Task SDKs record.
 _TASK_MODULE = "durabletask.task"
 _MAX_CAUSE_DEPTH = 10
 
@@ -163,10 +163,5 @@ class EventTimeoutError(DurableTaskError, TimeoutError):
     """An external event did not arrive within the timeout given to ``wait_for_external_event``."""
 
 
-class OrchestratorNotRegisteredError(DurableTaskError, ValueError):
-    """The history names an orchestrator that the worker has not registered."""
-
-
 for _cls in (TaskFailedError, NonDeterminismError, OrchestrationStateError, TaskCancelledError, EventTimeoutError):
     _cls.__module__ = _TASK_MODULE
-OrchestratorNotRegisteredError.__module__ = "durabletask.worker"
