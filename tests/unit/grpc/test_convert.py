@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 
 import pytest
 from google.protobuf import struct_pb2, timestamp_pb2, wrappers_pb2
+from hypothesis import given
+from hypothesis import strategies as st
 
 from durabletask import history
 from durabletask._errors import ProtocolError
@@ -220,3 +222,13 @@ def test_history_event_details() -> None:
 def test_history_event_without_kind_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match="no event type"):
         convert.history_event_from_pb(pb.HistoryEvent(eventId=1))
+
+
+@given(
+    name=st.text(min_size=1, max_size=20).filter(lambda s: "@" not in s),
+    key=st.text(min_size=1, max_size=40),
+)
+def test_entity_ids_round_trip_through_their_wire_form(name: str, key: str) -> None:
+    entity = EntityInstanceId(name, key)
+    assert EntityInstanceId.parse(str(entity)) == entity
+    assert entity.entity == name.lower() and entity.key == key
