@@ -206,3 +206,19 @@ async def test_async_client_refuses_calls_after_close(sidecar: SidecarServer) ->
     await c.close()
     with pytest.raises(RuntimeError, match="closed"):
         await c.get_orchestration_state("a")
+
+
+async def test_async_channel_is_rebuilt_after_repeated_transport_failures(sidecar: SidecarServer) -> None:
+    options = GrpcClientResiliencyOptions(channel_recreate_failure_threshold=2, min_recreate_interval_seconds=0)
+    sidecar.fake.fail_next["RaiseEvent"] = [grpc.StatusCode.UNAVAILABLE] * 2
+    async with client.AsyncTaskHubGrpcClient(
+        host_address=sidecar.address, metadata=HUB, resiliency_options=options
+    ) as c:
+        await c.get_orchestration_state("a")
+        first = c._channel
+        for _ in range(2):
+            with pytest.raises(UnavailableError):
+                await c.raise_orchestration_event("a", "go")
+        assert c._channel is not first
+        await c.raise_orchestration_event("a", "go")
+    assert sidecar.fake.calls("RaiseEvent")[-1].metadata["taskhub"] == "hub-a"
