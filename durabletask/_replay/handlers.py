@@ -30,7 +30,7 @@ def make_execution_started(lookup: OrchestratorLookup) -> Handler:
         started = event.executionStarted
         if rt.started:
             raise ProtocolError(f"history of '{rt.instance_id}' holds more than one executionStarted event")
-        if rt._clock_ts is None and event.HasField("timestamp"):
+        if not rt.has_clock and event.HasField("timestamp"):
             rt.set_clock(event.timestamp)
         parent = (started.parentInstance.orchestrationInstance.instanceId
                   if started.HasField("parentInstance") else None)
@@ -71,7 +71,7 @@ def on_task_completed(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     task = rt.open.pop(completed.taskScheduledId, None)
     if task is None:
         return  # a completion for a call the code no longer waits for (e.g. after cancellation)
-    task.complete(rt._codec.decode(completed.result.value, task._expected_type))
+    task.complete(rt.codec.decode(completed.result.value, task._expected_type))
     rt.resume()
 
 
@@ -80,7 +80,7 @@ def on_sub_orchestration_completed(rt: RuntimeContext, event: pb.HistoryEvent) -
     task = rt.open.pop(completed.taskScheduledId, None)
     if task is None:
         return
-    task.complete(rt._codec.decode(completed.result.value, task._expected_type))
+    task.complete(rt.codec.decode(completed.result.value, task._expected_type))
     rt.resume()
 
 
@@ -133,7 +133,7 @@ def on_event_raised(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
         # Kept for a later wait, or carried over by continue_as_new(save_events=True).
         rt.inbox.buffer(key, raised.name, raw)
         return
-    waiter.complete(rt._codec.decode(raw, waiter._expected_type))
+    waiter.complete(rt.codec.decode(raw, waiter._expected_type))
     rt.resume()
 
 

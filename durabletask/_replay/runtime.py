@@ -70,7 +70,7 @@ class RuntimeContext(OrchestrationContext):
     def __init__(self, instance_id: str, codec: Codec, *, maximum_timer_interval: timedelta | None,
                  logger: logging.Logger | None = None, first_sequence_id: int = 0) -> None:
         self._instance_id = instance_id
-        self._codec = codec
+        self.codec = codec
         self._maximum_timer_interval = maximum_timer_interval
         self._logger = logger
         self._seq = first_sequence_id
@@ -123,6 +123,11 @@ class RuntimeContext(OrchestrationContext):
             clock = self._clock = self._clock_ts.ToDatetime() if self._clock_ts is not None else _EPOCH
         return clock
 
+    @property
+    def has_clock(self) -> bool:
+        """Whether an event has set the orchestration clock yet."""
+        return self._clock_ts is not None
+
     def set_clock(self, timestamp: timestamp_pb2.Timestamp) -> None:
         self._clock_ts = timestamp
         self._clock = None
@@ -161,7 +166,7 @@ class RuntimeContext(OrchestrationContext):
             name = get_name(activity)
             if return_type is None:
                 return_type = typehints.output_type(activity)
-        encoded = self._codec.encode(input, "input of activity '{}'", name)
+        encoded = self.codec.encode(input, "input of activity '{}'", name)
         seq = self._seq
         self._seq = seq + 1
         action = ScheduleTask(seq, name, encoded, tags, version if version is not None else self._version)
@@ -176,7 +181,7 @@ class RuntimeContext(OrchestrationContext):
                               version: str | None = None, return_type: type | None = None,
                               tags: dict[str, str] | None = None) -> CompletableTask[Any]:
         name = orchestrator if isinstance(orchestrator, str) else get_name(orchestrator)
-        encoded = self._codec.encode(input, "input of sub-orchestration '{}'", name)
+        encoded = self.codec.encode(input, "input of sub-orchestration '{}'", name)
         seq = self.next_sequence_id()
         child_id = instance_id if instance_id is not None else f"{self._instance_id}:{seq:04x}"
         action = CreateSubOrchestration(seq, name, child_id, encoded, version or self.default_sub_version, tags)
@@ -220,7 +225,7 @@ class RuntimeContext(OrchestrationContext):
         key = name.casefold()
         found, raw = self.inbox.take_buffered(key)
         if found:
-            task.complete(self._codec.decode(raw, data_type))
+            task.complete(self.codec.decode(raw, data_type))
             return task
         inbox = self.inbox
         inbox.add_waiter(key, task)
@@ -240,19 +245,22 @@ class RuntimeContext(OrchestrationContext):
     def send_event(self, instance_id: str, event_name: str, *, data: Any | None = None) -> None:
         if not instance_id or not instance_id.strip():
             raise ValueError("instance_id cannot be empty")
+        if instance_id.startswith("@"):
+            raise ValueError("instance IDs starting with '@' belong to entities; use signal_entity() for them")
         if not event_name or not event_name.strip():
             raise ValueError("event_name cannot be empty")
-        encoded = self._codec.encode(data, "data of event '{}'", event_name)
+        encoded = self.codec.encode(data, "data of event '{}'", event_name)
         self.schedule(SendEvent(self.next_sequence_id(), instance_id, event_name, encoded), None)
 
     def set_custom_status(self, custom_status: Any) -> None:
-        self.custom_status = self._codec.encode(custom_status, "custom status")
+        self.custom_status = self.codec.encode(custom_status, "custom status")
 
     def continue_as_new(self, new_input: Any, *, save_events: bool = False,
                         new_version: str | None = None) -> None:
         if self.done:
             return
-        encoded = self._codec.encode(new_input, "input of the continued-as-new execution")
+        encoded = self.codec.encode(new_input, "input of the continued-as-new execution")
+        self._release_locks()
         self._continue = (encoded, save_events, new_version)
         self.done = True
 
@@ -287,7 +295,7 @@ class RuntimeContext(OrchestrationContext):
         """Call the orchestrator function; a generator is then driven as its tasks complete."""
         self.started = True
         self.name = name
-        value = self._codec.decode(encoded_input, typehints.input_type(fn)) if encoded_input else None
+        value = self.codec.decode(encoded_input, typehints.input_type(fn)) if encoded_input else None
         result = fn(self, value)
         if isinstance(result, GeneratorType):
             self._gen = result
@@ -325,7 +333,7 @@ class RuntimeContext(OrchestrationContext):
         if self.done:
             return
         try:
-            encoded = self._codec.encode(result, "orchestration output")
+            encoded = self.codec.encode(result, "orchestration output")
         except Exception as error:  # output that cannot be sent fails the orchestration
             self.fail(error)
             return
@@ -345,7 +353,13 @@ class RuntimeContext(OrchestrationContext):
             return
         self._end(complete_action(self.next_sequence_id(), TERMINATED, encoded_output))
 
+    def _release_locks(self) -> None:
+        # Entity locks still held when the execution ends must be released by this episode's actions.
+        if self.entities is not None and not self.done:
+            self.entities.exit_critical_section()
+
     def _end(self, action: pb.OrchestratorAction) -> None:
+        self._release_locks()
         self.done = True
         self._completion = action
         self._current = None

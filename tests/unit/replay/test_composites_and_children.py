@@ -151,3 +151,15 @@ def test_sub_orchestrations_default_to_the_worker_default_version() -> None:
     reg.versioning = VersioningOptions(version="5", default_version="4")
     actions = OrchestrationExecutor(reg).execute("p", [], History("p").new().started("parent").new_events).actions
     assert [a.createSubOrchestration.version.value for a in actions] == ["3", "4"]
+
+
+def test_send_event_validates_its_target() -> None:
+    def bad(ctx: task.OrchestrationContext, target: str) -> Any:
+        try:
+            ctx.send_event(target, "e")
+        except ValueError as error:
+            return str(error)
+        return "sent"
+
+    assert "empty" in output(run(History().new().started("bad", " "), bad))
+    assert "entities" in output(run(History().new().started("bad", "@counter@x"), bad))

@@ -113,7 +113,7 @@ class FakeEntities:
 def on_completed(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     done = event.entityOperationCompleted
     waiting = rt.open.pop(int(done.requestId))
-    waiting.complete(rt._codec.decode(done.output.value))
+    waiting.complete(rt.codec.decode(done.output.value))
     rt.resume()
 
 
