@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -15,7 +14,7 @@ import grpc.aio
 from durabletask import history
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
-from durabletask._client.base import ClientSettings
+from durabletask._client.base import ClientSettings, deadline_for, time_left
 from durabletask._client.models import (
     CleanEntityStorageResult,
     DataConverter,
@@ -27,7 +26,7 @@ from durabletask._client.models import (
     PurgeInstancesResult,
 )
 from durabletask._grpc.channel import AsyncClientInterceptor, create_aio_channel
-from durabletask._grpc.errors import RpcStatusError, map_rpc_error
+from durabletask._grpc.errors import RpcStatusError
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata
@@ -147,24 +146,21 @@ class AsyncTaskHubGrpcClient:
     async def _call(self, request: rq.RpcRequest) -> Any:
         """One RPC with deadline, retries of idempotent reads, error mapping and channel health."""
         s = self._settings
-        deadline = None if request.timeout is None else time.monotonic() + request.timeout
+        deadline = deadline_for(request)
         attempt = 0
         while True:
             attempt += 1
-            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            remaining = time_left(deadline)
             self._logger.debug("calling %s (attempt %d, timeout %s)", request.method, attempt, remaining)
             try:
                 result = await self._invoke(request, remaining)
             except grpc.RpcError as raw:
-                error = map_rpc_error(raw, method=request.method)
-                if s.health.record_failure(request.method, error.code()) and self._owns_channel:
+                outcome = s.after_failure(request, raw, attempt, deadline)
+                if outcome.rebuild_channel and self._owns_channel:
                     self._rebuild_channel()
-                remaining = None if deadline is None else deadline - time.monotonic()
-                pause = s.retry.delay(request, error, attempt, remaining)
-                self._logger.debug("%s failed: %s", request.method, error)
-                if pause is None:
-                    raise error from raw
-                await asyncio.sleep(pause)
+                if outcome.pause is None:
+                    raise outcome.error from raw
+                await asyncio.sleep(outcome.pause)
                 continue
             s.health.record_success()
             return result

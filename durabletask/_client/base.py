@@ -5,13 +5,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
+
+import grpc
 
 from durabletask._client.models import DEFAULT_CONVERTER, DataConverter
+from durabletask._client.requests import RpcRequest
 from durabletask._client.resilience import ChannelHealth, RetryPlan
 from durabletask._errors import SyncCallInEventLoopError
 from durabletask._grpc.channel import get_default_host_address
+from durabletask._grpc.errors import RpcStatusError, map_rpc_error
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions, GrpcRetryPolicyOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -70,6 +75,24 @@ def blocking(method: F) -> F:
     return guarded  # type: ignore[return-value]
 
 
+class Attempt(NamedTuple):
+    """What to do after a failed call: the error to raise, the pause before retrying, and channel health."""
+
+    error: RpcStatusError
+    pause: float | None
+    rebuild_channel: bool
+
+
+def deadline_for(request: RpcRequest) -> float | None:
+    """The monotonic time by which every attempt of ``request`` must be done."""
+    return None if request.timeout is None else time.monotonic() + request.timeout
+
+
+def time_left(deadline: float | None) -> float | None:
+    """Seconds until ``deadline`` (never negative), or ``None`` without one."""
+    return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+
 class ClientSettings:
     """Constructor settings common to both clients, resolved once."""
 
@@ -106,3 +129,11 @@ class ClientSettings:
         # A channel-level retry policy makes gRPC retry by itself; retrying again here would multiply attempts.
         own_retries = channel_options is None or channel_options.retry_policy is None
         self.retry = RetryPlan(GrpcRetryPolicyOptions() if own_retries else None)
+
+    def after_failure(self, request: RpcRequest, raw: grpc.RpcError, attempt: int, deadline: float | None) -> Attempt:
+        """Map a failed attempt's error, update channel health, and decide whether to retry."""
+        error = map_rpc_error(raw, method=request.method)
+        rebuild = self.health.record_failure(request.method, error.code())
+        pause = self.retry.delay(request, error, attempt, time_left(deadline))
+        self.logger.debug("%s attempt %d failed: %s", request.method, attempt, error)
+        return Attempt(error, pause, rebuild)
