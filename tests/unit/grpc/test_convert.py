@@ -219,6 +219,12 @@ def test_history_event_details() -> None:
     assert task_failed.to_dict()["failure_details"]["message"] == "boom"
 
 
+def test_history_module_keeps_the_private_converter_name() -> None:
+    event = pb.HistoryEvent(eventId=9, timerFired=pb.TimerFiredEvent(timerId=3, fireAt=ts()))
+    fired = history._from_protobuf(event)
+    assert isinstance(fired, history.TimerFiredEvent) and (fired.timer_id, fired.fire_at) == (3, T0)
+
+
 def test_history_event_without_kind_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match="no event type"):
         convert.history_event_from_pb(pb.HistoryEvent(eventId=1))
