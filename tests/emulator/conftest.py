@@ -175,3 +175,10 @@ def history(stub: HubStub, iid: str) -> list[pb.HistoryEvent]:
 
 def later(clock: ManualClock, seconds: float) -> datetime:
     return clock.now() + timedelta(seconds=seconds)
+
+
+def peer_env() -> dict[str, str]:
+    """Environment for the official SDK's interpreter: without our PYTHONPATH, so it imports its own package."""
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -76,87 +76,86 @@ def forever(ctx: task.OrchestrationContext, _: object):
     return "done"
 
 
-def run(c: client.TaskHubGrpcClient, scenario: str) -> dict[str, object]:
-    iid = f"{scenario}-{uuid.uuid4().hex[:8]}"
-    C = client.OrchestrationStatus
+class Scenarios:
+    """One method per scenario; each starts its own instance and returns what the test asserts on."""
 
-    def start(fn, inp=None):  # type: ignore[no-untyped-def]
-        return c.schedule_new_orchestration(fn, input=inp, instance_id=iid)
+    def __init__(self, c: client.TaskHubGrpcClient, name: str) -> None:
+        self.c = c
+        self.iid = f"{name}-{uuid.uuid4().hex[:8]}"
 
-    def finish(timeout: int = 30) -> client.OrchestrationState:
-        state = c.wait_for_orchestration_completion(iid, timeout=timeout)
-        assert state is not None
-        return state
+    def start(self, fn, inp=None):  # type: ignore[no-untyped-def]
+        return self.c.schedule_new_orchestration(fn, input=inp, instance_id=self.iid)
 
-    if scenario == "chaining":
-        start(chaining)
-        s = finish()
+    def finish(self) -> dict[str, object]:
+        s = self.c.wait_for_orchestration_completion(self.iid, timeout=30)
+        assert s is not None
         return {"status": s.runtime_status.name, "output": json.loads(s.serialized_output or "null")}
-    if scenario == "fanout":
-        start(fan_out, 20)
-        s = finish()
-        return {"status": s.runtime_status.name, "output": json.loads(s.serialized_output or "null")}
-    if scenario == "timer":
-        start(timer, 1.0)
+
+    def chaining(self) -> dict[str, object]:
+        self.start(chaining)
+        return self.finish()
+
+    def fanout(self) -> dict[str, object]:
+        self.start(fan_out, 20)
+        return self.finish()
+
+    def timer(self) -> dict[str, object]:
+        self.start(timer, 1.0)
         t0 = time.time()
-        s = finish()
-        return {
-            "status": s.runtime_status.name,
-            "output": json.loads(s.serialized_output or "null"),
-            "elapsed": time.time() - t0,
-        }
-    if scenario == "event":
-        start(approval)
-        c.wait_for_orchestration_start(iid, timeout=30)
-        c.raise_orchestration_event(iid, "approve", data="yes")
-        s = finish()
-        return {"status": s.runtime_status.name, "output": json.loads(s.serialized_output or "null")}
-    if scenario == "suborch":
-        start(parent, 3)
-        s = finish()
-        return {"status": s.runtime_status.name, "output": json.loads(s.serialized_output or "null")}
-    if scenario == "continue_as_new":
-        start(counter, 0)
-        s = finish()
-        return {"status": s.runtime_status.name, "output": json.loads(s.serialized_output or "null")}
-    if scenario == "failure":
-        start(failing)
-        s = finish()
-        fd = s.failure_details
-        return {"status": s.runtime_status.name, "message": fd.message if fd else None}
-    if scenario == "terminate":
-        start(forever)
-        c.wait_for_orchestration_start(iid, timeout=30)
-        c.terminate_orchestration(iid, output="stopped")
-        s = finish()
-        return {"status": s.runtime_status.name, "output": json.loads(s.serialized_output or "null")}
-    if scenario == "suspend":
-        start(approval)
-        c.wait_for_orchestration_start(iid, timeout=30)
-        c.suspend_orchestration(iid)
+        return {**self.finish(), "elapsed": time.time() - t0}
+
+    def event(self) -> dict[str, object]:
+        self.start(approval)
+        self.c.wait_for_orchestration_start(self.iid, timeout=30)
+        self.c.raise_orchestration_event(self.iid, "approve", data="yes")
+        return self.finish()
+
+    def suborch(self) -> dict[str, object]:
+        self.start(parent, 3)
+        return self.finish()
+
+    def continue_as_new(self) -> dict[str, object]:
+        self.start(counter, 0)
+        return self.finish()
+
+    def failure(self) -> dict[str, object]:
+        self.start(failing)
+        s = self.c.wait_for_orchestration_completion(self.iid, timeout=30)
+        assert s is not None and s.failure_details is not None
+        return {"status": s.runtime_status.name, "message": s.failure_details.message}
+
+    def terminate(self) -> dict[str, object]:
+        self.start(forever)
+        self.c.wait_for_orchestration_start(self.iid, timeout=30)
+        self.c.terminate_orchestration(self.iid, output="stopped")
+        return self.finish()
+
+    def _status(self) -> str:
+        state = self.c.get_orchestration_state(self.iid)
+        assert state is not None
+        return state.runtime_status.name
+
+    def suspend(self) -> dict[str, object]:
+        self.start(approval)
+        self.c.wait_for_orchestration_start(self.iid, timeout=30)
+        self.c.suspend_orchestration(self.iid)
         deadline = time.time() + 20
-        while c.get_orchestration_state(iid).runtime_status != C.SUSPENDED and time.time() < deadline:
+        while self._status() != "SUSPENDED" and time.time() < deadline:
             time.sleep(0.05)
-        suspended = c.get_orchestration_state(iid).runtime_status.name
-        c.raise_orchestration_event(iid, "approve", data="later")
+        suspended = self._status()
+        self.c.raise_orchestration_event(self.iid, "approve", data="later")
         time.sleep(0.3)
-        still = c.get_orchestration_state(iid).runtime_status.name
-        c.resume_orchestration(iid)
-        s = finish()
-        return {
-            "suspended": suspended,
-            "while_suspended": still,
-            "status": s.runtime_status.name,
-            "output": json.loads(s.serialized_output or "null"),
-        }
-    if scenario == "purge_query":
-        start(chaining)
-        finish()
-        found = [st.instance_id for st in c.get_all_orchestration_states()]
-        purged = c.purge_orchestration(iid)
-        after = c.get_orchestration_state(iid)
-        return {"found": iid in found, "deleted": purged.deleted_instance_count, "after": after is None}
-    raise SystemExit(f"unknown scenario {scenario}")
+        still = self._status()
+        self.c.resume_orchestration(self.iid)
+        return {"suspended": suspended, "while_suspended": still, **self.finish()}
+
+    def purge_query(self) -> dict[str, object]:
+        self.start(chaining)
+        self.finish()
+        found = [st.instance_id for st in self.c.get_all_orchestration_states()]
+        purged = self.c.purge_orchestration(self.iid)
+        after = self.c.get_orchestration_state(self.iid)
+        return {"found": self.iid in found, "deleted": purged.deleted_instance_count, "after": after is None}
 
 
 def main() -> None:
@@ -170,7 +169,8 @@ def main() -> None:
     c = client.TaskHubGrpcClient(host_address=address)
     try:
         for name in scenarios:
-            print(json.dumps({"scenario": name, **run(c, name)}), flush=True)
+            result = getattr(Scenarios(c, name), name)()
+            print(json.dumps({"scenario": name, **result}), flush=True)
     finally:
         w.stop()
 

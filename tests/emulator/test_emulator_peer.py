@@ -1,0 +1,94 @@
+"""Conformance: Microsoft's official SDK (isolated venv, subprocess) runs real workloads against our emulator."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from emulator.server import EmulatorServer
+
+from .conftest import peer_env
+
+pytestmark = pytest.mark.interop
+SCRIPT = Path(__file__).parent / "peer" / "scenarios.py"
+SCENARIOS = [
+    "chaining",
+    "fanout",
+    "timer",
+    "event",
+    "suborch",
+    "continue_as_new",
+    "failure",
+    "terminate",
+    "suspend",
+    "purge_query",
+]
+
+
+@pytest.fixture(scope="module")
+def results(peer_py: Path) -> Iterator[dict[str, dict[str, object]]]:
+    with EmulatorServer(port=0, in_memory=True) as server:
+        proc = subprocess.run(
+            [str(peer_py), str(SCRIPT), server.address, *SCENARIOS],
+            capture_output=True,
+            text=True,
+            timeout=100,
+            env=peer_env(),
+            cwd=SCRIPT.parent,
+        )
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    found = {line.pop("scenario"): line for line in lines}
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    yield found
+
+
+def test_chaining(results: dict[str, dict[str, object]]) -> None:
+    assert results["chaining"] == {"status": "COMPLETED", "output": ["Hello Tokyo!", "Hello Seattle!", "Hello London!"]}
+
+
+def test_fan_out_fan_in(results: dict[str, dict[str, object]]) -> None:
+    assert results["fanout"] == {"status": "COMPLETED", "output": sum(2 * i for i in range(20))}
+
+
+def test_durable_timer(results: dict[str, dict[str, object]]) -> None:
+    got = results["timer"]
+    assert got["status"] == "COMPLETED" and got["output"] == "fired"
+    assert 0.9 <= float(got["elapsed"]) < 10  # type: ignore[arg-type]
+
+
+def test_external_event(results: dict[str, dict[str, object]]) -> None:
+    assert results["event"] == {"status": "COMPLETED", "output": "approved:yes"}
+
+
+def test_sub_orchestrations(results: dict[str, dict[str, object]]) -> None:
+    assert results["suborch"] == {"status": "COMPLETED", "output": [1, 3, 5]}
+
+
+def test_continue_as_new(results: dict[str, dict[str, object]]) -> None:
+    assert results["continue_as_new"] == {"status": "COMPLETED", "output": 3}
+
+
+def test_activity_failure_fails_the_orchestration(results: dict[str, dict[str, object]]) -> None:
+    assert results["failure"]["status"] == "FAILED"
+    assert "boom" in str(results["failure"]["message"])
+
+
+def test_terminate(results: dict[str, dict[str, object]]) -> None:
+    assert results["terminate"] == {"status": "TERMINATED", "output": "stopped"}
+
+
+def test_suspend_holds_events_until_resume(results: dict[str, dict[str, object]]) -> None:
+    assert results["suspend"] == {
+        "suspended": "SUSPENDED",
+        "while_suspended": "SUSPENDED",
+        "status": "COMPLETED",
+        "output": "approved:later",
+    }
+
+
+def test_query_and_purge(results: dict[str, dict[str, object]]) -> None:
+    assert results["purge_query"] == {"found": True, "deleted": 1, "after": True}
