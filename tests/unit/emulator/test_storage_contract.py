@@ -1,0 +1,163 @@
+"""One contract for the storage seam, run against a persistent file database and an in-memory one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, SqliteBackend
+
+PENDING, RUNNING, COMPLETED = 6, 0, 1
+
+
+@pytest.fixture(params=["file", "memory"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqliteBackend]:
+    store = SqliteBackend(str(tmp_path / "store.db") if request.param == "file" else None)
+    yield store
+    store.close()
+
+
+def _instance(iid: str, hub: str = "h", status: int = RUNNING, created: int = 1, **kw: object) -> InstanceRecord:
+    return InstanceRecord(
+        hub=hub,
+        instance_id=iid,
+        execution_id="e",
+        name="Orch",
+        status=status,
+        created_at=created,
+        updated_at=created,
+        **kw,
+    )  # type: ignore[arg-type]
+
+
+def test_hubs(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        assert not tx.hub_exists("h")
+        tx.ensure_hub("h")
+        tx.ensure_hub("h")
+        assert tx.hub_exists("h")
+        tx.delete_hub("h")
+        assert not tx.hub_exists("h")
+
+
+def test_instance_round_trip(backend: Backend) -> None:
+    record = _instance("a", input="in", tags={"t": "1"}, failure=b"\x01", parent_instance_id="p", parent_task_id=3)
+    with backend.transaction() as tx:
+        tx.put_instance(record)
+    with backend.transaction() as tx:
+        assert tx.get_instance("h", "a") == record
+        assert tx.get_instance("other", "a") is None
+        assert tx.child_ids("h", "p") == ["a"]
+
+
+def test_failed_transaction_rolls_back(backend: Backend) -> None:
+    with pytest.raises(RuntimeError), backend.transaction() as tx:
+        tx.put_instance(_instance("a"))
+        raise RuntimeError("boom")
+    with backend.transaction() as tx:
+        assert tx.get_instance("h", "a") is None
+
+
+def test_history_appends_in_order(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        tx.append_history("h", "a", [b"1", b"2"])
+        tx.append_history("h", "a", [b"3"])
+        assert tx.history("h", "a") == [b"1", b"2", b"3"]
+        tx.clear_history("h", "a")
+        assert tx.history("h", "a") == []
+
+
+def test_messages_become_visible_and_make_instances_ready(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        tx.put_instance(_instance("a"))
+        tx.put_instance(_instance("b"))
+        first = tx.add_message("h", "a", b"now", 10)
+        tx.add_message("h", "b", b"later", 50)
+        assert [m.event for m in tx.visible_messages("h", "a", 10)] == [b"now"]
+        assert tx.ready_instances("h", 10, None, 10) == [("a", "Orch", None)]
+        assert tx.ready_instances("h", 10, ["Other"], 10) == []
+        assert tx.next_message_time("h", 10) == 50
+        tx.lock_instance("h", "a", "tok", 100)
+        assert tx.ready_instances("h", 60, None, 10) == [("b", "Orch", None)]
+        # An expired lease makes the instance available again.
+        assert [r[0] for r in tx.ready_instances("h", 100, None, 10)] == ["a", "b"]
+        assert tx.next_lease_expiry("h") == 100
+        tx.delete_messages([first])
+        assert tx.visible_messages("h", "a", 100) == []
+
+
+def test_activity_queue_leases(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        one = tx.add_activity("h", "a", 1, "Act", None, b"req1")
+        two = tx.add_activity("h", "a", 2, "Other", "v", b"req2")
+        assert [r.id for r in tx.ready_activities("h", 0, None, 10)] == [one, two]
+        assert [r.id for r in tx.ready_activities("h", 0, ["Other"], 10)] == [two]
+        tx.lock_activity(one, "tok", 5)
+        assert [r.id for r in tx.ready_activities("h", 0, None, 10)] == [two]
+        got = tx.get_activity(one)
+        assert got is not None and got.lock_token == "tok" and got.request == b"req1"
+        tx.delete_activity(one)
+        assert tx.get_activity(one) is None
+
+
+def test_queries_filter_and_page(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        for i in range(5):
+            tx.put_instance(
+                _instance(
+                    f"job-{i}", status=COMPLETED if i % 2 else RUNNING, created=i, completed_at=i if i % 2 else None
+                )
+            )
+        tx.put_instance(_instance("other_1"))
+        tx.put_instance(_instance("job-x", hub="elsewhere"))
+    with backend.transaction() as tx:
+        ids = [r.instance_id for r in tx.query_instances("h", InstanceQueryArgs(id_prefix="job-", limit=3))]
+        assert ids == ["job-0", "job-1", "job-2"]
+        after = tx.query_instances("h", InstanceQueryArgs(id_prefix="job-", after_id="job-2"))
+        assert [r.instance_id for r in after] == ["job-3", "job-4"]
+        done = tx.query_instances("h", InstanceQueryArgs(terminal_only=True))
+        assert [r.instance_id for r in done] == ["job-1", "job-3"]
+        created = tx.query_instances("h", InstanceQueryArgs(created_from=2, created_to=4, id_prefix="job"))
+        assert [r.instance_id for r in created] == ["job-2", "job-3"]
+        # GLOB wildcards in a prefix are literal.
+        assert tx.query_instances("h", InstanceQueryArgs(id_prefix="other_")) != []
+        assert tx.query_instances("h", InstanceQueryArgs(id_prefix="job*")) == []
+
+
+def test_delete_instance_removes_everything_it_owns(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        tx.put_instance(_instance("a"))
+        tx.append_history("h", "a", [b"x"])
+        tx.add_message("h", "a", b"m", 0)
+        activity = tx.add_activity("h", "a", 1, "Act", None, b"r")
+        tx.delete_instance("h", "a")
+        assert tx.get_instance("h", "a") is None and tx.history("h", "a") == []
+        assert tx.visible_messages("h", "a", 10) == [] and tx.get_activity(activity) is None
+
+
+def test_release_all_leases_and_reset(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        tx.put_instance(_instance("a", lock_token="t", lock_expires=9))
+        tx.ensure_hub("h")
+    backend.release_all_leases()
+    with backend.transaction() as tx:
+        record = tx.get_instance("h", "a")
+        assert record is not None and record.lock_token is None
+    backend.reset()
+    with backend.transaction() as tx:
+        assert tx.get_instance("h", "a") is None and tx.hub_exists("h")
+
+
+def test_file_database_survives_reopening(tmp_path: Path) -> None:
+    path = str(tmp_path / "durable.db")
+    first = SqliteBackend(path)
+    with first.transaction() as tx:
+        tx.put_instance(_instance("kept"))
+        tx.append_history("h", "kept", [b"e"])
+    first.close()
+    second = SqliteBackend(path)
+    with second.transaction() as tx:
+        assert tx.get_instance("h", "kept") is not None and tx.history("h", "kept") == [b"e"]
+    second.close()
