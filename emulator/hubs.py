@@ -22,13 +22,17 @@ class TaskHubs:
         for name in initial:
             self.create(name)
 
-    def resolve(self, metadata: Iterable[tuple[str, str | bytes]]) -> str:
-        """The hub named by the request metadata (``default`` when absent); NOT_FOUND if unknown."""
-        name = DEFAULT_HUB
+    @staticmethod
+    def name_in(metadata: Iterable[tuple[str, str | bytes]]) -> str:
+        """The hub named by the request's ``taskhub`` metadata, ``default`` when absent."""
         for key, value in metadata:
             if key.lower() == "taskhub" and value:
-                name = value.decode() if isinstance(value, bytes) else value
-        return self.require(name)
+                return value.decode() if isinstance(value, bytes) else value
+        return DEFAULT_HUB
+
+    def resolve(self, metadata: Iterable[tuple[str, str | bytes]]) -> str:
+        """The existing hub named by the request metadata; NOT_FOUND if unknown (unless hubs are dynamic)."""
+        return self.require(self.name_in(metadata))
 
     def require(self, name: str) -> str:
         with self._lock:

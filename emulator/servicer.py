@@ -278,10 +278,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     def CreateTaskHub(
         self, request: pb.CreateTaskHubRequest, context: grpc.ServicerContext
     ) -> pb.CreateTaskHubResponse:
-        name = "default"
-        for key, value in context.invocation_metadata():
-            if key.lower() == "taskhub" and value:
-                name = value.decode() if isinstance(value, bytes) else value
+        name = self.hubs.name_in(context.invocation_metadata())
         if request.recreateIfExists:
             self.dispatcher.forget_hub(name)
             self.hubs.delete(name)

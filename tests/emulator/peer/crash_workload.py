@@ -12,6 +12,7 @@ import sys
 import time
 
 import grpc
+
 from durabletask import client, task, worker
 
 LOG = sys.argv[2]

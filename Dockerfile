@@ -1,0 +1,29 @@
+# The persistent Durable Task Scheduler emulator: gRPC TaskHubSidecarService on 0.0.0.0:8080,
+# state in /data/durabletask-emulator.db (mount a volume on /data to keep it across containers).
+FROM python:3.12-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY durabletask ./durabletask
+COPY emulator ./emulator
+RUN pip install . \
+    && rm -rf /src \
+    && useradd --create-home --uid 10001 emulator \
+    && mkdir /data \
+    && chown emulator:emulator /data
+
+USER emulator
+WORKDIR /data
+VOLUME ["/data"]
+EXPOSE 8080
+
+HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
+    CMD ["python", "-m", "emulator.healthcheck", "127.0.0.1:8080"]
+
+ENTRYPOINT ["durabletask-emulator"]
+CMD ["--host", "0.0.0.0", "--port", "8080", "--db", "/data/durabletask-emulator.db"]
