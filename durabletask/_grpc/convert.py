@@ -32,6 +32,11 @@ def from_timestamp(ts: timestamp_pb2.Timestamp) -> datetime:
     return ts.ToDatetime(tzinfo=timezone.utc)
 
 
+def naive_utc(ts: timestamp_pb2.Timestamp) -> datetime:
+    """A naive datetime in UTC, as the compatible API returns for instance states."""
+    return ts.ToDatetime()
+
+
 def optional_timestamp(msg: Message, field: str) -> datetime | None:
     """The timestamp in ``msg.field``, or ``None`` when the field is unset."""
     return from_timestamp(getattr(msg, field)) if msg.HasField(field) else None
@@ -80,8 +85,9 @@ def orchestration_state_from_pb(
         state.instanceId,
         state.name,
         status,
-        from_timestamp(state.createdTimestamp),
-        from_timestamp(state.lastUpdatedTimestamp),
+        # The compatible API reports instance times as naive UTC datetimes (history events are aware).
+        naive_utc(state.createdTimestamp),
+        naive_utc(state.lastUpdatedTimestamp),
         payload_string(state, "input"),
         payload_string(state, "output"),
         payload_string(state, "customStatus"),
@@ -89,8 +95,9 @@ def orchestration_state_from_pb(
         data_converter if data_converter is not None else DEFAULT_CONVERTER,
         version=optional_string(state, "version"),
         execution_id=optional_string(state, "executionId"),
-        scheduled_start_at=optional_timestamp(state, "scheduledStartTimestamp"),
-        completed_at=optional_timestamp(state, "completedTimestamp"),
+        scheduled_start_at=naive_utc(state.scheduledStartTimestamp) if state.HasField("scheduledStartTimestamp")
+        else None,
+        completed_at=naive_utc(state.completedTimestamp) if state.HasField("completedTimestamp") else None,
         parent_instance_id=optional_string(state, "parentInstanceId"),
         tags=dict(state.tags) or None,
     )

@@ -100,7 +100,9 @@ def test_scheduled_start_is_honoured(hub: Hub) -> None:
     assert state is not None and state.runtime_status == client.OrchestrationStatus.PENDING
     state = c.wait_for_orchestration_completion(iid, timeout=30)
     assert state is not None and state.runtime_status == COMPLETED
-    assert state.last_updated_at >= start_at - timedelta(milliseconds=50)
+    # Instance times are naive UTC, as in the compatible API.
+    assert state.last_updated_at.tzinfo is None
+    assert state.last_updated_at >= start_at.replace(tzinfo=None) - timedelta(milliseconds=50)
 
 
 def test_async_client_full_flow(hub: Hub) -> None:

@@ -89,8 +89,9 @@ def full_state(**overrides: object) -> pb.OrchestrationState:
 def test_orchestration_state_carries_every_field() -> None:
     state = parse_orchestration_state(full_state())
     assert (state.instance_id, state.name, state.runtime_status) == ("i1", "flow", OrchestrationStatus.FAILED)
-    assert state.created_at == T0 and state.last_updated_at == T0 and state.completed_at == T0
-    assert state.scheduled_start_at == T0 and state.version == "1.0" and state.execution_id == "e1"
+    naive = T0.replace(tzinfo=None)  # instance times are naive UTC, as in the compatible API
+    assert state.created_at == naive and state.last_updated_at == naive and state.completed_at == naive
+    assert state.scheduled_start_at == naive and state.version == "1.0" and state.execution_id == "e1"
     assert state.parent_instance_id == "parent" and state.tags == {"k": "v"}
     assert state.get_input() == {"a": 1} and state.get_output() == [1, 2] and state.get_custom_status() == "half"
     assert state.serialized_output == "[1, 2]"

@@ -1,0 +1,80 @@
+"""Shared plumbing for the samples: run on the embedded emulator, or on managed DTS given a connection string.
+
+Every sample accepts ``--connection-string`` (or the ``DURABLETASK_CONNECTION_STRING`` environment variable).
+Without one it starts the emulator in-process on a free port, with an in-memory store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from durabletask import client, worker  # noqa: E402
+
+ENV_VAR = "DURABLETASK_CONNECTION_STRING"
+
+
+def parse_args(description: str, extra: Any = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--connection-string", default=os.environ.get(ENV_VAR),
+                        help=f"run on managed DTS (env {ENV_VAR}); default: the embedded emulator")
+    parser.add_argument("--address", help="use an emulator already listening at host:port")
+    if extra is not None:
+        extra(parser)
+    return parser.parse_args()
+
+
+class Runtime:
+    """Where a sample runs; starts and stops the embedded emulator when no endpoint is given."""
+
+    def __init__(self, connection_string: str | None = None, address: str | None = None,
+                 db_path: str | None = None) -> None:
+        self.connection_string = connection_string
+        self.address = address
+        self._db_path = db_path
+        self._server: Any = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Runtime:
+        return cls(args.connection_string, args.address)
+
+    def __enter__(self) -> Runtime:
+        if not self.connection_string and not self.address:
+            from emulator.server import EmulatorServer
+
+            self._server = EmulatorServer(port=0, in_memory=self._db_path is None, db_path=self._db_path)
+            self._server.start()
+            self.address = f"localhost:{self._server.port}"
+            print(f"[emulator] listening on {self.address}")
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        if self._server is not None:
+            self._server.stop()
+
+    def client(self) -> client.TaskHubGrpcClient:
+        if self.connection_string:
+            from durabletask.azuremanaged.client import DurableTaskSchedulerClient
+
+            return DurableTaskSchedulerClient.from_connection_string(self.connection_string)
+        return client.TaskHubGrpcClient(host_address=self.address)
+
+    def worker(self, **kwargs: Any) -> worker.TaskHubGrpcWorker:
+        if self.connection_string:
+            from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
+
+            return DurableTaskSchedulerWorker.from_connection_string(self.connection_string, **kwargs)
+        return worker.TaskHubGrpcWorker(host_address=self.address, **kwargs)
+
+    def endpoint_args(self) -> list[str]:
+        """Command-line arguments that point a child process at the same place."""
+        if self.connection_string:
+            return ["--connection-string", self.connection_string]
+        assert self.address is not None
+        return ["--address", self.address]
