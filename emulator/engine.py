@@ -152,6 +152,24 @@ class Engine:
                 raise NotFoundError(f"no orchestration instance with ID '{instance_id}' was found")
         self._notify(hub)
 
+    def force_terminate(self, hub: str, instance_ids: Sequence[str], reason: str | None) -> list[str]:
+        """Terminates instances at once, without a final orchestrator turn; returns the IDs left alone.
+
+        Instances that do not exist or have already finished are returned as not terminated.
+        """
+        skipped: list[str] = []
+        now = self.clock.now()
+        with self.backend.transaction() as tx:
+            for instance_id in instance_ids:
+                record = tx.get_instance(hub, instance_id)
+                if record is None or outbox.is_terminal(record):
+                    skipped.append(instance_id)
+                    continue
+                started = bool(tx.history(hub, instance_id))
+                outbox.finish_terminated(tx, record, reason, now, record_history=started)
+        self._notify(hub)
+        return skipped
+
     def suspend(self, hub: str, instance_id: str, reason: str | None, resume: bool = False) -> None:
         """Queues executionSuspended (or executionResumed) for the orchestrator to observe."""
         now = self.clock.now()

@@ -99,16 +99,39 @@ def terminate(tx: Transaction, hub: str, instance_id: str, reason: str | None, r
         )
         return True
     # Nothing has run, so no worker needs to see the termination; finish it here.
+    finish_terminated(tx, record, reason, now, record_history=False)
+    return True
+
+
+def finish_terminated(
+    tx: Transaction, record: InstanceRecord, reason: str | None, now: datetime, record_history: bool
+) -> None:
+    """Marks an instance TERMINATED without involving a worker, dropping its pending work."""
+    hub, instance_id = record.hub, record.instance_id
     tx.delete_instance_messages(hub, instance_id)
+    tx.delete_instance_activities(hub, instance_id)
+    if record_history:
+        completed = pb.ExecutionCompletedEvent(
+            orchestrationStatus=pb.ORCHESTRATION_STATUS_TERMINATED, result=events.sv(reason)
+        )
+        tx.append_history(
+            hub,
+            instance_id,
+            [
+                events.terminated(now, reason, False).SerializeToString(),
+                events.event(now, executionCompleted=completed).SerializeToString(),
+            ],
+        )
     record.status = pb.ORCHESTRATION_STATUS_TERMINATED
     record.output = reason
     record.updated_at = record.completed_at = events.to_micros(now)
+    # Clearing the lease makes any in-flight completion for this instance stale.
+    record.lock_token = record.lock_expires = None
     tx.put_instance(record)
     done = Transition(history=[], status=record.status, custom_status=None, output=reason)
     notice = parent_notification(view(record), done, now)
     if notice is not None:
         deliver(tx, hub, notice, now)
-    return True
 
 
 def apply(tx: Transaction, hub: str, record: InstanceRecord, outbox: Outbox, now: datetime) -> None:

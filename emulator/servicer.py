@@ -226,13 +226,9 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self, request: pb.SkipGracefulOrchestrationTerminationsRequest, context: grpc.ServicerContext
     ) -> pb.SkipGracefulOrchestrationTerminationsResponse:
         hub = self._hub(context)
-        missing = []
-        for instance_id in request.instanceBatch.instanceIds:
-            try:
-                self.engine.terminate(hub, instance_id, _opt(request, "reason"), recursive=False)
-            except NotFoundError:
-                missing.append(instance_id)
-        return pb.SkipGracefulOrchestrationTerminationsResponse(unterminatedInstanceIds=missing)
+        ids = list(request.instanceBatch.instanceIds)
+        skipped = self.engine.force_terminate(hub, ids, _opt(request, "reason"))
+        return pb.SkipGracefulOrchestrationTerminationsResponse(unterminatedInstanceIds=skipped)
 
     # Work items ------------------------------------------------------------------------------------
     @_mapped_stream

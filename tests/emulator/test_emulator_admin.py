@@ -317,3 +317,32 @@ def test_entities_are_reported_unimplemented(stub: HubStub) -> None:
         _code(lambda: stub.SignalEntity(pb.SignalEntityRequest(instanceId="@c@k", name="add")))
         == grpc.StatusCode.UNIMPLEMENTED
     )
+
+
+def test_entity_work_rpcs_are_reported_unimplemented(stub: HubStub) -> None:
+    for call in (
+        lambda: stub.QueryEntities(pb.QueryEntitiesRequest()),
+        lambda: stub.CleanEntityStorage(pb.CleanEntityStorageRequest()),
+        lambda: stub.CompleteEntityTask(pb.EntityBatchResult(completionToken="t")),
+        lambda: stub.AbandonTaskEntityWorkItem(pb.AbandonEntityTaskRequest(completionToken="t")),
+    ):
+        with pytest.raises(grpc.RpcError) as err:
+            call()
+        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert "entities" in (err.value.details() or "")
+
+
+def test_skip_graceful_termination_terminates_at_once(stub: HubStub) -> None:
+    done = _run_to_completion(stub, "Other")
+    running = start(stub)
+    in_flight = WorkStream(stub).next()
+    batch = pb.InstanceBatch(instanceIds=[running, done, "ghost"])
+    response = stub.SkipGracefulOrchestrationTerminations(
+        pb.SkipGracefulOrchestrationTerminationsRequest(instanceBatch=batch, reason=sv('"now"'))
+    )
+    assert sorted(response.unterminatedInstanceIds) == sorted([done, "ghost"])
+    state = stub.GetInstance(pb.GetInstanceRequest(instanceId=running, getInputsAndOutputs=True)).orchestrationState
+    assert state.orchestrationStatus == pb.ORCHESTRATION_STATUS_TERMINATED and state.output.value == '"now"'
+    # The worker still holding the instance can no longer complete it.
+    assert _code(lambda: complete(stub, in_flight, finish(1, '"late"'))) == grpc.StatusCode.FAILED_PRECONDITION
+    assert status_of(stub, running) == pb.ORCHESTRATION_STATUS_TERMINATED
