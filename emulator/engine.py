@@ -184,6 +184,18 @@ class Engine:
             tx.add_message(hub, instance_id, event.SerializeToString(), outbox.message_time(record, now))
         self._notify(hub)
 
+    def rewind(self, hub: str, instance_id: str, reason: str | None) -> None:
+        now = self.clock.now()
+        with self.backend.transaction() as tx:
+            record = self._require(tx, hub, instance_id)
+            if record.status != pb.ORCHESTRATION_STATUS_FAILED:
+                raise FailedPreconditionError(
+                    f"only failed instances can be rewound; '{instance_id}' has status "
+                    f"{pb.OrchestrationStatus.Name(record.status)}"
+                )
+            outbox.rewind(tx, record, reason, now, parent_execution=None)
+        self._notify(hub)
+
     def history(self, hub: str, instance_id: str) -> list[pb.HistoryEvent]:
         with self.backend.transaction() as tx:
             self._require(tx, hub, instance_id)
@@ -249,15 +261,17 @@ class Engine:
             tx.delete_messages([m.id for m in messages])
             return None
         new_events = sorted(_parse([m.event for m in messages]), key=_started_first)
+        if not (new_events and new_events[0].HasField("orchestratorStarted")):
+            new_events.insert(0, events.orchestrator_started(now))
         past = _parse(tx.history(hub, instance_id))
-        if not past and not (new_events and new_events[0].HasField("executionStarted")):
+        if not past and not (len(new_events) > 1 and new_events[1].HasField("executionStarted")):
             return None
         tx.lock_instance(hub, instance_id, token, events.to_micros(expires))
         request = pb.OrchestratorRequest(
             instanceId=instance_id,
             executionId=events.sv(record.execution_id),
             pastEvents=past,
-            newEvents=[events.orchestrator_started(now), *new_events],
+            newEvents=new_events,
         )
         return OrchestrationWork(instance_id, [m.id for m in messages], request)
 
@@ -294,6 +308,8 @@ class Engine:
             record.lock_token = record.lock_expires = None
             if transition.continue_as_new is not None:
                 self._continue_as_new(tx, record, transition.continue_as_new, now)
+            elif transition.rewound_history is not None:
+                outbox.replace_history(tx, record, transition.rewound_history, now)
             else:
                 tx.append_history(hub, record.instance_id, [e.SerializeToString() for e in transition.history])
             if transition.terminal:

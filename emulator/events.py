@@ -80,6 +80,13 @@ def resumed(now: datetime, reason: str | None) -> pb.HistoryEvent:
     return event(now, executionResumed=pb.ExecutionResumedEvent(input=sv(reason)))
 
 
+def rewound(now: datetime, reason: str | None, parent_execution_id: str | None = None) -> pb.HistoryEvent:
+    return event(
+        now,
+        executionRewound=pb.ExecutionRewoundEvent(reason=sv(reason), parentExecutionId=sv(parent_execution_id)),
+    )
+
+
 def task_result(now: datetime, response: pb.ActivityResponse) -> pb.HistoryEvent:
     """The taskCompleted/taskFailed event an activity response turns into."""
     if response.HasField("failureDetails"):

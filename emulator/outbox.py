@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -132,6 +133,73 @@ def finish_terminated(
     notice = parent_notification(view(record), done, now)
     if notice is not None:
         deliver(tx, hub, notice, now)
+
+
+def rewind(
+    tx: Transaction, record: InstanceRecord, reason: str | None, now: datetime, parent_execution: str | None
+) -> None:
+    """Reopens a failed instance and asks its worker (via executionRewound) to rewrite the history."""
+    record.status = pb.ORCHESTRATION_STATUS_RUNNING
+    record.output = record.failure = record.completed_at = None
+    record.updated_at = events.to_micros(now)
+    tx.put_instance(record)
+    event = events.rewound(now, reason, parent_execution)
+    tx.add_message(record.hub, record.instance_id, event.SerializeToString(), events.to_micros(now))
+
+
+def replace_history(tx: Transaction, record: InstanceRecord, history: list[pb.HistoryEvent], now: datetime) -> None:
+    """Installs a rewound history, then rewinds (or re-creates) sub-orchestrations that had not succeeded."""
+    hub = record.hub
+    tx.clear_history(hub, record.instance_id)
+    tx.append_history(hub, record.instance_id, [e.SerializeToString() for e in history])
+    reason = None
+    for e in history:
+        kind = e.WhichOneof("eventType")
+        if kind == "executionStarted":
+            record.execution_id = e.executionStarted.orchestrationInstance.executionId.value or record.execution_id
+        elif kind == "executionRewound" and e.executionRewound.HasField("reason"):
+            reason = e.executionRewound.reason.value
+    # A lone orchestratorStarted makes the instance runnable so the worker replays the clean history.
+    tx.add_message(hub, record.instance_id, events.orchestrator_started(now).SerializeToString(), events.to_micros(now))
+    for created in unfinished_children(history):
+        child = tx.get_instance(hub, created.subOrchestrationInstanceCreated.instanceId)
+        if child is None:
+            create_child(tx, hub, record, _recreated(record, created, now), now)
+        elif child.status == pb.ORCHESTRATION_STATUS_FAILED:
+            rewind(tx, child, reason, now, record.execution_id)
+
+
+def unfinished_children(history: list[pb.HistoryEvent]) -> list[pb.HistoryEvent]:
+    created = {e.eventId: e for e in history if e.HasField("subOrchestrationInstanceCreated")}
+    for e in history:
+        if e.HasField("subOrchestrationInstanceCompleted"):
+            created.pop(e.subOrchestrationInstanceCompleted.taskScheduledId, None)
+    return list(created.values())
+
+
+def _recreated(parent: InstanceRecord, created: pb.HistoryEvent, now: datetime) -> NewInstance:
+    sub = created.subOrchestrationInstanceCreated
+    version = events.opt(sub.version, sub.HasField("version"))
+    child_input = events.opt(sub.input, sub.HasField("input"))
+    info = pb.ParentInstanceInfo(
+        taskScheduledId=created.eventId,
+        name=events.sv(parent.name),
+        version=events.sv(parent.version),
+        orchestrationInstance=pb.OrchestrationInstance(
+            instanceId=parent.instance_id, executionId=events.sv(parent.execution_id)
+        ),
+    )
+    started = events.execution_started(
+        now,
+        instance_id=sub.instanceId,
+        execution_id=uuid.uuid4().hex,
+        name=sub.name,
+        version=version,
+        input=child_input,
+        tags=dict(sub.tags),
+        parent=info,
+    )
+    return NewInstance(sub.instanceId, sub.name, version, child_input, dict(sub.tags), started, created.eventId)
 
 
 def apply(tx: Transaction, hub: str, record: InstanceRecord, outbox: Outbox, now: datetime) -> None:

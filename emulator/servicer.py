@@ -19,9 +19,7 @@ from emulator.dispatcher import Dispatcher
 from emulator.engine import Engine, StartOptions
 from emulator.errors import (
     EmulatorError,
-    FailedPreconditionError,
     InvalidArgumentError,
-    NotFoundError,
     UnimplementedError,
 )
 from emulator.hubs import TaskHubs
@@ -204,14 +202,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     def RewindInstance(
         self, request: pb.RewindInstanceRequest, context: grpc.ServicerContext
     ) -> pb.RewindInstanceResponse:
-        record = self.engine.get(self._hub(context), request.instanceId)
-        if record is None:
-            raise NotFoundError(f"no orchestration instance with ID '{request.instanceId}' was found")
-        if record.status != pb.ORCHESTRATION_STATUS_FAILED:
-            raise FailedPreconditionError(
-                f"only failed instances can be rewound; '{request.instanceId}' has not failed"
-            )
-        raise UnimplementedError("rewinding failed orchestrations is not supported by this emulator yet")
+        self.engine.rewind(self._hub(context), request.instanceId, _opt(request, "reason"))
+        return pb.RewindInstanceResponse()
 
     @_mapped_stream
     def StreamInstanceHistory(

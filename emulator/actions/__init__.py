@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from emulator.actions.base import ActionHandler
-from emulator.actions.messaging import send_event, unsupported
+from emulator.actions.messaging import rewind_orchestration, send_event, unsupported
 from emulator.actions.orchestrations import (
     complete_orchestration,
     create_sub_orchestration,
@@ -19,7 +19,7 @@ HANDLERS: dict[str, ActionHandler] = {
     "completeOrchestration": complete_orchestration,
     "terminateOrchestration": terminate_orchestration,
     "sendEntityMessage": unsupported,
-    "rewindOrchestration": unsupported,
+    "rewindOrchestration": rewind_orchestration,
 }
 
 __all__ = ["HANDLERS"]

@@ -92,6 +92,7 @@ class Transition:
     output: str | None = None
     failure: pb.TaskFailureDetails | None = None
     continue_as_new: ContinueAsNew | None = None
+    rewound_history: list[pb.HistoryEvent] | None = None
     outbox: Outbox = field(default_factory=Outbox)
 
     @property

@@ -1,4 +1,4 @@
-"""Action handlers that message other instances, plus the ones this emulator does not support yet."""
+"""Action handlers that message other instances or rewrite history, plus the ones not supported yet."""
 
 from __future__ import annotations
 
@@ -30,3 +30,12 @@ def unsupported(ctx: ActionContext, action: pb.OrchestratorAction) -> None:
     transition.failure = events.failure(
         "NotSupportedError", f"the emulator does not support the '{kind}' orchestrator action yet"
     )
+
+
+def rewind_orchestration(ctx: ActionContext, action: pb.OrchestratorAction) -> None:
+    """The worker's rewritten history replaces the stored one; the instance runs again from it."""
+    transition = ctx.transition
+    transition.rewound_history = list(action.rewindOrchestration.newHistory)
+    transition.status = pb.ORCHESTRATION_STATUS_RUNNING
+    transition.output = None
+    transition.failure = None

@@ -26,6 +26,7 @@ SCENARIOS = [
     "terminate",
     "suspend",
     "purge_query",
+    "rewind",
 ]
 
 
@@ -92,3 +93,7 @@ def test_suspend_holds_events_until_resume(results: dict[str, dict[str, object]]
 
 def test_query_and_purge(results: dict[str, dict[str, object]]) -> None:
     assert results["purge_query"] == {"found": True, "deleted": 1, "after": True}
+
+
+def test_rewind_reruns_only_the_failed_activity(results: dict[str, dict[str, object]]) -> None:
+    assert results["rewind"] == {"first": "FAILED", "status": "COMPLETED", "output": 11, "flaky_calls": 2}

@@ -26,6 +26,22 @@ def fail(ctx: task.ActivityContext, _: object) -> None:
     raise ValueError("boom")
 
 
+FLAKY_CALLS: list[int] = []
+
+
+def flaky(ctx: task.ActivityContext, n: int) -> int:
+    FLAKY_CALLS.append(n)
+    if len(FLAKY_CALLS) == 1:
+        raise RuntimeError("first call fails")
+    return n + 1
+
+
+def rewindable(ctx: task.OrchestrationContext, n: int):
+    first = yield ctx.call_activity(double, input=n)
+    second = yield ctx.call_activity(flaky, input=first)
+    return second
+
+
 def chaining(ctx: task.OrchestrationContext, _: object):
     a = yield ctx.call_activity(hello, input="Tokyo")
     b = yield ctx.call_activity(hello, input="Seattle")
@@ -149,6 +165,13 @@ class Scenarios:
         self.c.resume_orchestration(self.iid)
         return {"suspended": suspended, "while_suspended": still, **self.finish()}
 
+    def rewind(self) -> dict[str, object]:
+        self.start(rewindable, 5)
+        failed = self.c.wait_for_orchestration_completion(self.iid, timeout=30)
+        assert failed is not None
+        self.c.rewind_orchestration(self.iid, reason="retry")
+        return {"first": failed.runtime_status.name, **self.finish(), "flaky_calls": len(FLAKY_CALLS)}
+
     def purge_query(self) -> dict[str, object]:
         self.start(chaining)
         self.finish()
@@ -161,9 +184,9 @@ class Scenarios:
 def main() -> None:
     address, scenarios = sys.argv[1], sys.argv[2:]
     w = worker.TaskHubGrpcWorker(host_address=address)
-    for fn in (chaining, fan_out, timer, approval, child, parent, counter, failing, forever):
+    for fn in (chaining, fan_out, timer, approval, child, parent, counter, failing, forever, rewindable):
         w.add_orchestrator(fn)
-    for fn in (hello, double, fail):
+    for fn in (hello, double, fail, flaky):
         w.add_activity(fn)
     w.start()
     c = client.TaskHubGrpcClient(host_address=address)

@@ -182,3 +182,10 @@ def test_unsupported_actions_fail_the_orchestration_visibly() -> None:
 def test_an_action_without_a_kind_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown orchestrator action"):
         _run(pb.OrchestratorAction(id=1))
+
+
+def test_rewind_action_supplies_the_replacement_history() -> None:
+    clean = [events.orchestrator_started(NOW), events.rewound(NOW, "why")]
+    t = _run(pb.OrchestratorAction(id=-1, rewindOrchestration=pb.RewindOrchestrationAction(newHistory=clean)))
+    assert t.rewound_history == clean
+    assert t.status == pb.ORCHESTRATION_STATUS_RUNNING and not t.terminal
