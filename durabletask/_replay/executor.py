@@ -103,4 +103,10 @@ class OrchestrationExecutor:
         return True
 
     def _result(self, rt: RuntimeContext) -> ExecutionResult:
-        return ExecutionResult(actions=rt.drain_actions(), custom_status=rt.custom_status)
+        try:
+            actions = rt.drain_actions()
+        except Exception as error:  # an action the wire format cannot carry: fail rather than raise
+            rt.pending.clear()
+            rt.fail(error, force=True)
+            actions = rt.drain_actions()
+        return ExecutionResult(actions=actions, custom_status=rt.custom_status)

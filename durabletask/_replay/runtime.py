@@ -45,6 +45,13 @@ def naive_utc(moment: datetime) -> datetime:
     return moment.astimezone(timezone.utc).replace(tzinfo=None)
 
 
+def check_tags(tags: dict[str, str]) -> None:
+    """Tags travel as a string map: reject anything else where the call is made."""
+    for key, value in tags.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"tags must map strings to strings, got {key!r}: {value!r}")
+
+
 class EntitySupport(Protocol):
     """Durable entity calls from orchestrations, plugged into a runtime.
 
@@ -167,6 +174,8 @@ class RuntimeContext(OrchestrationContext):
             if return_type is None:
                 return_type = typehints.output_type(activity)
         encoded = self.codec.encode(input, "input of activity '{}'", name)
+        if tags:
+            check_tags(tags)
         seq = self._seq
         self._seq = seq + 1
         action = ScheduleTask(seq, name, encoded, tags, version if version is not None else self._version)
@@ -182,6 +191,8 @@ class RuntimeContext(OrchestrationContext):
                               tags: dict[str, str] | None = None) -> CompletableTask[Any]:
         name = orchestrator if isinstance(orchestrator, str) else get_name(orchestrator)
         encoded = self.codec.encode(input, "input of sub-orchestration '{}'", name)
+        if tags:
+            check_tags(tags)
         seq = self.next_sequence_id()
         child_id = instance_id if instance_id is not None else f"{self._instance_id}:{seq:04x}"
         action = CreateSubOrchestration(seq, name, child_id, encoded, version or self.default_sub_version, tags)
@@ -339,9 +350,9 @@ class RuntimeContext(OrchestrationContext):
             return
         self._end(complete_action(self.next_sequence_id(), COMPLETED, encoded))
 
-    def fail(self, error: BaseException) -> None:
-        """End the execution as failed. Non-determinism overrides any earlier ending."""
-        if self.done and not isinstance(error, NonDeterminismError):
+    def fail(self, error: BaseException, *, force: bool = False) -> None:
+        """End the execution as failed. Non-determinism (or ``force``) overrides any earlier ending."""
+        if self.done and not force and not isinstance(error, NonDeterminismError):
             return
         self._continue = None
         details = proto_from_exception(error)

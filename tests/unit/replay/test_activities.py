@@ -188,3 +188,22 @@ def test_executor_does_not_depend_on_the_worker_registry_beyond_lookup() -> None
     first = executor.execute("i", [], History("i").new().started("chain", ["z"]).new_events)
     assert json.loads(first.actions[0].scheduleTask.input.value) == "z"
     assert completion(executor.execute("i", [], History("i").new().started("chain", []).new_events))
+
+
+def test_tags_must_be_strings_and_are_checked_at_the_call_site() -> None:
+    def tagged(ctx: task.OrchestrationContext, _: Any) -> Any:
+        try:
+            ctx.call_activity("a", tags={"n": 1})  # type: ignore[dict-item]
+        except TypeError as error:
+            return str(error)
+        return "accepted"
+
+    assert "strings" in output(run(History().new().started("tagged"), tagged))
+
+
+def test_an_action_the_wire_cannot_carry_fails_the_orchestration_instead_of_raising() -> None:
+    def odd(ctx: task.OrchestrationContext, _: Any) -> Any:
+        yield ctx.call_sub_orchestrator("child", instance_id=42)  # type: ignore[arg-type]
+
+    details = failed_with(run(History().new().started("odd"), odd))
+    assert details.errorType == "builtins.TypeError"
