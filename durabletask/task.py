@@ -5,6 +5,8 @@ Compatible with the ``durabletask.task`` module of Microsoft's ``durabletask`` p
 
 from __future__ import annotations
 
+from typing import Any
+
 from durabletask._replay.contexts import (
     Activity,
     ActivityContext,
@@ -12,6 +14,9 @@ from durabletask._replay.contexts import (
     OrchestrationContext,
     Orchestrator,
     ReplaySafeLogger,
+    T,
+    TInput,
+    TOutput,
     get_entity_name,
     get_name,
 )
@@ -53,6 +58,9 @@ __all__ = [
     "ReplaySafeLogger",
     "RetryPolicy",
     "RetryableTask",
+    "T",
+    "TInput",
+    "TOutput",
     "Task",
     "TaskCancelledError",
     "TaskFailedError",
@@ -64,3 +72,15 @@ __all__ = [
     "when_all",
     "when_any",
 ]
+
+# The entity types were importable from this module in the compatible API; they live in
+# ``durabletask.entities`` and are resolved on first use so this module does not import entity code.
+_ENTITY_NAMES = frozenset({"DurableEntity", "EntityContext", "EntityInstanceId", "EntityLock"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ENTITY_NAMES:
+        import durabletask.entities as entities
+
+        return getattr(entities, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
