@@ -63,11 +63,6 @@ class EventInbox:
         if not queue:
             del self._waiters[key]
 
-    @property
-    def waiting(self) -> int:
-        """How many waits are outstanding."""
-        return sum(len(q) for q in self._waiters.values())
-
     def carryover(self) -> list[pb.HistoryEvent]:
         """Unconsumed events, oldest first, as ``eventRaised`` events for a continued-as-new execution."""
         pending = sorted(item for queue in self._buffered.values() for item in queue)
