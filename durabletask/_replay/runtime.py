@@ -6,7 +6,7 @@ import logging
 import uuid
 from collections.abc import Callable, Generator
 from datetime import datetime, timedelta, timezone
-from types import GeneratorType
+from types import CoroutineType, GeneratorType
 from typing import Any, Protocol
 
 from google.protobuf import timestamp_pb2
@@ -311,6 +311,10 @@ class RuntimeContext(OrchestrationContext):
         if isinstance(result, GeneratorType):
             self._gen = result
             self._drive(None, None)
+        elif isinstance(result, CoroutineType):
+            result.close()  # never started; closing it avoids a "never awaited" warning
+            raise TypeError(f"orchestrator '{name}' is a coroutine function; orchestrators are generator "
+                            "functions that yield durable tasks (or plain functions)")
         else:
             self.complete(result)
 

@@ -207,3 +207,12 @@ def test_an_action_the_wire_cannot_carry_fails_the_orchestration_instead_of_rais
 
     details = failed_with(run(History().new().started("odd"), odd))
     assert details.errorType == "builtins.TypeError"
+
+
+def test_async_orchestrators_are_rejected_with_a_clear_message() -> None:
+    async def modern(ctx: task.OrchestrationContext, _: Any) -> Any:
+        return 1
+
+    details = failed_with(run(History().new().started("modern"), modern))
+    assert details.errorType == "builtins.TypeError"
+    assert "coroutine function" in details.errorMessage
