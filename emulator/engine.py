@@ -8,30 +8,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import events, outbox
+from emulator import delivery, events, outbox
 from emulator.actions.base import ContinueAsNew
 from emulator.clock import Clock
+from emulator.delivery import StartOptions
 from emulator.errors import AlreadyExistsError, FailedPreconditionError, NotFoundError, ResourceExhaustedError
 from emulator.state_machine import advance
 from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, Transaction
 
 _CANDIDATES = 64
 _STALE = "completion token '{token}' is no longer valid (the work item was completed, abandoned or redelivered)"
-
-
-@dataclass(frozen=True)
-class StartOptions:
-    """Everything StartInstance (and restart) can set on a new instance."""
-
-    instance_id: str
-    name: str
-    version: str | None = None
-    input: str | None = None
-    tags: dict[str, str] | None = None
-    scheduled_start: datetime | None = None
-    replaceable: Sequence[int] | None = None
-    execution_id: str | None = None
-    trace: pb.TraceContext | None = None
 
 
 @dataclass(frozen=True)
@@ -80,7 +66,7 @@ class Engine:
             existing = tx.get_instance(hub, opts.instance_id)
             if existing is not None:
                 self._replace_or_reject(tx, existing, opts.replaceable)
-            self._insert(tx, hub, opts, now)
+            delivery.insert_instance(tx, hub, opts, now, self.new_id())
         self._notify(hub)
         return opts.instance_id
 
@@ -93,39 +79,6 @@ class Engine:
                 f"an orchestration instance with ID '{existing.instance_id}' already exists with status {status}"
             )
         tx.delete_instance(existing.hub, existing.instance_id)
-
-    def _insert(self, tx: Transaction, hub: str, opts: StartOptions, now: datetime) -> None:
-        at = events.to_micros(now)
-        start = events.to_micros(opts.scheduled_start) if opts.scheduled_start else None
-        execution_id = opts.execution_id or self.new_id()
-        tags = dict(opts.tags or {})
-        tx.put_instance(
-            InstanceRecord(
-                hub=hub,
-                instance_id=opts.instance_id,
-                execution_id=execution_id,
-                name=opts.name,
-                version=opts.version,
-                status=pb.ORCHESTRATION_STATUS_PENDING,
-                input=opts.input,
-                tags=tags,
-                created_at=at,
-                updated_at=at,
-                scheduled_start=start,
-            )
-        )
-        started = events.execution_started(
-            now,
-            instance_id=opts.instance_id,
-            execution_id=execution_id,
-            name=opts.name,
-            version=opts.version,
-            input=opts.input,
-            tags=tags,
-            scheduled_start=opts.scheduled_start,
-            trace=opts.trace,
-        )
-        tx.add_message(hub, opts.instance_id, started.SerializeToString(), max(at, start or 0))
 
     def get(self, hub: str, instance_id: str) -> InstanceRecord | None:
         with self.backend.transaction() as tx:
@@ -141,9 +94,9 @@ class Engine:
         now = self.clock.now()
         with self.backend.transaction() as tx:
             record = self._require(tx, hub, instance_id)
-            if not outbox.is_terminal(record):
+            if not delivery.is_terminal(record):
                 raised = events.event_raised(now, name, data)
-                tx.add_message(hub, instance_id, raised.SerializeToString(), outbox.message_time(record, now))
+                tx.add_message(hub, instance_id, raised.SerializeToString(), delivery.message_time(record, now))
         self._notify(hub)
 
     def terminate(self, hub: str, instance_id: str, reason: str | None, recursive: bool) -> None:
@@ -162,7 +115,7 @@ class Engine:
         with self.backend.transaction() as tx:
             for instance_id in instance_ids:
                 record = tx.get_instance(hub, instance_id)
-                if record is None or outbox.is_terminal(record):
+                if record is None or delivery.is_terminal(record):
                     skipped.append(instance_id)
                     continue
                 started = bool(tx.history(hub, instance_id))
@@ -175,13 +128,13 @@ class Engine:
         now = self.clock.now()
         with self.backend.transaction() as tx:
             record = self._require(tx, hub, instance_id)
-            if outbox.is_terminal(record):
+            if delivery.is_terminal(record):
                 raise FailedPreconditionError(
                     f"orchestration instance '{instance_id}' has already finished and cannot be "
                     f"{'resumed' if resume else 'suspended'}"
                 )
             event = events.resumed(now, reason) if resume else events.suspended(now, reason)
-            tx.add_message(hub, instance_id, event.SerializeToString(), outbox.message_time(record, now))
+            tx.add_message(hub, instance_id, event.SerializeToString(), delivery.message_time(record, now))
         self._notify(hub)
 
     def rewind(self, hub: str, instance_id: str, reason: str | None) -> None:
@@ -212,7 +165,7 @@ class Engine:
             pending = list(instance_ids)
             while pending:
                 record = tx.get_instance(hub, pending.pop())
-                if record is None or not outbox.is_terminal(record):
+                if record is None or not delivery.is_terminal(record):
                     continue
                 if recursive:
                     pending.extend(tx.child_ids(hub, record.instance_id))
@@ -225,7 +178,7 @@ class Engine:
         now = self.clock.now()
         with self.backend.transaction() as tx:
             old = self._require(tx, hub, instance_id)
-            if not outbox.is_terminal(old):
+            if not delivery.is_terminal(old):
                 raise FailedPreconditionError(
                     f"orchestration instance '{instance_id}' has not finished; only finished instances can be restarted"
                 )
@@ -233,7 +186,7 @@ class Engine:
             if not new_instance_id:
                 tx.delete_instance(hub, instance_id)
             opts = StartOptions(target, old.name, old.version, old.input, old.tags)
-            self._insert(tx, hub, opts, now)
+            delivery.insert_instance(tx, hub, opts, now, self.new_id())
         self._notify(hub)
         return target
 
@@ -257,7 +210,7 @@ class Engine:
     ) -> OrchestrationWork | None:
         record = tx.get_instance(hub, instance_id)
         messages = tx.visible_messages(hub, instance_id, events.to_micros(now))
-        if record is None or outbox.is_terminal(record):
+        if record is None or delivery.is_terminal(record):
             tx.delete_messages([m.id for m in messages])
             return None
         new_events = sorted(_parse([m.event for m in messages]), key=_started_first)
@@ -295,7 +248,7 @@ class Engine:
                 raise FailedPreconditionError(_STALE.format(token=token))
             past = list(work.request.pastEvents)
             new_events = list(work.request.newEvents)
-            transition = advance(outbox.view(record), past, new_events, response, now, self.new_id)
+            transition = advance(delivery.view(record), past, new_events, response, now, self.new_id)
             limit = self.max_history_events
             if limit is not None and len(past) + len(transition.history) > limit:
                 raise ResourceExhaustedError(
@@ -350,7 +303,7 @@ class Engine:
             record = tx.get_instance(hub, activity.instance_id)
             request = pb.ActivityRequest.FromString(activity.request)
             same_run = record is not None and record.execution_id == request.orchestrationInstance.executionId.value
-            if record is not None and same_run and not outbox.is_terminal(record):
+            if record is not None and same_run and not delivery.is_terminal(record):
                 result = pb.ActivityResponse()
                 result.CopyFrom(response)
                 result.taskId = activity.task_id

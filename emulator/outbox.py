@@ -7,46 +7,10 @@ from datetime import datetime
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import events
-from emulator.actions.base import InstanceView, NewInstance, Outbox, SendMessage, Transition
+from emulator.actions.base import NewInstance, Outbox, SendMessage, Transition
+from emulator.delivery import deliver, is_terminal, not_started, view
 from emulator.state_machine import parent_notification
 from emulator.storage import InstanceRecord, Transaction
-
-
-def view(record: InstanceRecord) -> InstanceView:
-    return InstanceView(
-        instance_id=record.instance_id,
-        execution_id=record.execution_id,
-        name=record.name,
-        version=record.version,
-        status=record.status,
-        input=record.input,
-        tags=record.tags,
-        parent_instance_id=record.parent_instance_id,
-        parent_execution_id=record.parent_execution_id,
-        parent_task_id=record.parent_task_id,
-    )
-
-
-def is_terminal(record: InstanceRecord) -> bool:
-    return record.status in events.TERMINAL_STATUSES
-
-
-def not_started(record: InstanceRecord) -> bool:
-    """True while the instance's first work item has not been processed (and none is in flight)."""
-    return record.status == pb.ORCHESTRATION_STATUS_PENDING and record.lock_token is None
-
-
-def message_time(record: InstanceRecord, now: datetime) -> int:
-    """When a message sent now may be seen: never before a scheduled instance starts."""
-    return max(events.to_micros(now), record.scheduled_start or 0)
-
-
-def deliver(tx: Transaction, hub: str, message: SendMessage, now: datetime) -> None:
-    """Queues an event for another instance; events for unknown or finished instances are dropped."""
-    target = tx.get_instance(hub, message.instance_id)
-    if target is None or is_terminal(target):
-        return
-    tx.add_message(hub, target.instance_id, message.event.SerializeToString(), message_time(target, now))
 
 
 def create_child(tx: Transaction, hub: str, parent: InstanceRecord, child: NewInstance, now: datetime) -> None:

@@ -15,8 +15,9 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from emulator import events, queries
 from emulator.convert import orchestration_state
+from emulator.delivery import StartOptions
 from emulator.dispatcher import Dispatcher
-from emulator.engine import Engine, StartOptions
+from emulator.engine import Engine
 from emulator.errors import (
     EmulatorError,
     InvalidArgumentError,

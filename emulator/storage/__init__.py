@@ -3,8 +3,11 @@
 from emulator.storage.base import (
     ActivityRecord,
     Backend,
+    EntityQueryArgs,
+    EntityRecord,
     InstanceQueryArgs,
     InstanceRecord,
+    LockRequest,
     Message,
     NameFilter,
     Transaction,
@@ -14,8 +17,11 @@ from emulator.storage.sqlite import SqliteBackend
 __all__ = [
     "ActivityRecord",
     "Backend",
+    "EntityQueryArgs",
+    "EntityRecord",
     "InstanceQueryArgs",
     "InstanceRecord",
+    "LockRequest",
     "Message",
     "NameFilter",
     "SqliteBackend",

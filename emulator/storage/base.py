@@ -61,6 +61,40 @@ class Message:
     visible_at: Micros
 
 
+@dataclass
+class EntityRecord:
+    """A durable entity: its serialized state (``None`` when it has none) and lock/lease."""
+
+    hub: str
+    instance_id: str
+    state: str | None
+    modified_at: Micros
+    locked_by: str | None = None
+    lock_owner: str | None = None
+    lock_token: str | None = None
+    lock_expires: Micros | None = None
+
+
+@dataclass(frozen=True)
+class LockRequest:
+    """An orchestration waiting to lock a set of entities (a critical section)."""
+
+    id: int
+    critical_section_id: str
+    owner: str
+    lock_set: list[str]
+
+
+@dataclass(frozen=True)
+class EntityQueryArgs:
+    id_prefix: str | None = None
+    modified_from: Micros | None = None
+    modified_to: Micros | None = None
+    include_transient: bool = False
+    after_id: str | None = None
+    limit: int = 100
+
+
 @dataclass(frozen=True)
 class NameFilter:
     """Names (and optionally versions) a worker accepts; ``None`` accepts everything."""
@@ -133,6 +167,17 @@ class Transaction(Protocol):
     def delete_activity(self, activity_id: int) -> None: ...
     def delete_instance_activities(self, hub: str, instance_id: str) -> None: ...
     def next_lease_expiry(self, hub: str) -> Micros | None: ...
+
+    def get_entity(self, hub: str, entity_id: str) -> EntityRecord | None: ...
+    def put_entity(self, record: EntityRecord) -> None: ...
+    def delete_entity(self, hub: str, entity_id: str) -> None: ...
+    def lock_entity(self, hub: str, entity_id: str, token: str | None, expires: Micros | None) -> None: ...
+    def ready_entities(self, hub: str, now: Micros, limit: int) -> list[EntityRecord]: ...
+    def backlog(self, hub: str, entity_id: str) -> int: ...
+    def query_entities(self, hub: str, args: EntityQueryArgs) -> list[EntityRecord]: ...
+    def add_lock_request(self, hub: str, critical_section_id: str, owner: str, lock_set: Sequence[str]) -> None: ...
+    def lock_requests(self, hub: str) -> list[LockRequest]: ...
+    def delete_lock_request(self, request_id: int) -> None: ...
 
 
 class Backend(Protocol):

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros
+from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_hubs (name TEXT PRIMARY KEY);
@@ -52,6 +53,7 @@ _INSTANCE_COLUMNS = (
 _ACTIVITY_COLUMNS = "id, hub, instance_id, task_id, name, version, request, lock_token, lock_expires"
 _TERMINAL = (1, 3, 5)  # COMPLETED, FAILED, TERMINATED
 _PER_INSTANCE_TABLES = ("history", "messages", "activities")
+_HUB_TABLES = ("instances", *_PER_INSTANCE_TABLES, "entities", "lock_requests")
 
 
 def _instance(row: Sequence[Any]) -> InstanceRecord:
@@ -68,7 +70,7 @@ def _placeholders(values: Sequence[object]) -> str:
     return ",".join("?" for _ in values)
 
 
-class SqliteTransaction:
+class SqliteTransaction(EntityTables):
     """Transaction-scoped primitives over one open SQLite connection."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -82,7 +84,7 @@ class SqliteTransaction:
         return self._db.execute("SELECT 1 FROM task_hubs WHERE name = ?", (hub,)).fetchone() is not None
 
     def delete_hub(self, hub: str) -> None:
-        for table in ("instances", *_PER_INSTANCE_TABLES):
+        for table in _HUB_TABLES:
             self._db.execute(f"DELETE FROM {table} WHERE hub = ?", (hub,))
         self._db.execute("DELETE FROM task_hubs WHERE name = ?", (hub,))
 
@@ -248,8 +250,9 @@ class SqliteTransaction:
         row = self._db.execute(
             "SELECT MIN(e) FROM (SELECT MIN(lock_expires) AS e FROM instances WHERE hub = ? AND lock_token "
             "IS NOT NULL UNION ALL SELECT MIN(lock_expires) FROM activities WHERE hub = ? AND lock_token "
+            "IS NOT NULL UNION ALL SELECT MIN(lock_expires) FROM entities WHERE hub = ? AND lock_token "
             "IS NOT NULL)",
-            (hub, hub),
+            (hub, hub, hub),
         ).fetchone()
         return None if row[0] is None else int(row[0])
 
@@ -265,7 +268,7 @@ class SqliteBackend:
             # WAL + NORMAL survives a process kill: a commit is in the log before COMMIT returns.
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
+        self._conn.executescript(_SCHEMA + ENTITY_SCHEMA)
         self._tx = SqliteTransaction(self._conn)
 
     @contextmanager
@@ -283,10 +286,11 @@ class SqliteBackend:
         with self.transaction():
             self._conn.execute("UPDATE instances SET lock_token = NULL, lock_expires = NULL")
             self._conn.execute("UPDATE activities SET lock_token = NULL, lock_expires = NULL")
+            self._conn.execute("UPDATE entities SET lock_token = NULL, lock_expires = NULL")
 
     def reset(self) -> None:
         with self.transaction():
-            for table in ("instances", *_PER_INSTANCE_TABLES):
+            for table in _HUB_TABLES:
                 self._conn.execute(f"DELETE FROM {table}")
 
     def close(self) -> None:

@@ -1,0 +1,113 @@
+"""SQLite tables and queries for durable entities: state, leases and pending lock requests."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from emulator.storage.base import EntityQueryArgs, EntityRecord, LockRequest, Micros
+
+ENTITY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entities (
+    hub TEXT NOT NULL, instance_id TEXT NOT NULL, state TEXT, modified_at INTEGER NOT NULL,
+    locked_by TEXT, lock_owner TEXT, lock_token TEXT, lock_expires INTEGER,
+    PRIMARY KEY (hub, instance_id)
+);
+CREATE INDEX IF NOT EXISTS ix_entities_lock ON entities (lock_token);
+CREATE TABLE IF NOT EXISTS lock_requests (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, critical_section_id TEXT NOT NULL,
+    owner TEXT NOT NULL, lock_set TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_lock_requests_hub ON lock_requests (hub, id);
+"""
+_COLUMNS = "hub, instance_id, state, modified_at, locked_by, lock_owner, lock_token, lock_expires"
+
+
+def _entity(row: Sequence[Any]) -> EntityRecord:
+    return EntityRecord(*row)
+
+
+class EntityTables:
+    """Entity primitives, mixed into the SQLite transaction."""
+
+    _db: sqlite3.Connection
+
+    def get_entity(self, hub: str, entity_id: str) -> EntityRecord | None:
+        row = self._db.execute(
+            f"SELECT {_COLUMNS} FROM entities WHERE hub = ? AND instance_id = ?", (hub, entity_id)
+        ).fetchone()
+        return None if row is None else _entity(row)
+
+    def put_entity(self, record: EntityRecord) -> None:
+        values = (
+            record.hub,
+            record.instance_id,
+            record.state,
+            record.modified_at,
+            record.locked_by,
+            record.lock_owner,
+            record.lock_token,
+            record.lock_expires,
+        )
+        self._db.execute(f"INSERT OR REPLACE INTO entities ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
+
+    def delete_entity(self, hub: str, entity_id: str) -> None:
+        self._db.execute("DELETE FROM entities WHERE hub = ? AND instance_id = ?", (hub, entity_id))
+
+    def lock_entity(self, hub: str, entity_id: str, token: str | None, expires: Micros | None) -> None:
+        self._db.execute(
+            "UPDATE entities SET lock_token = ?, lock_expires = ? WHERE hub = ? AND instance_id = ?",
+            (token, expires, hub, entity_id),
+        )
+
+    def ready_entities(self, hub: str, now: Micros, limit: int) -> list[EntityRecord]:
+        rows = self._db.execute(
+            f"SELECT {', '.join('e.' + c.strip() for c in _COLUMNS.split(','))}, MIN(m.id) AS first "
+            "FROM messages m JOIN entities e ON e.hub = m.hub AND e.instance_id = m.instance_id "
+            "WHERE m.hub = ? AND m.visible_at <= ? AND (e.lock_token IS NULL OR e.lock_expires <= ?) "
+            "GROUP BY e.instance_id ORDER BY first LIMIT ?",
+            (hub, now, now, limit),
+        ).fetchall()
+        return [_entity(r[:-1]) for r in rows]
+
+    def backlog(self, hub: str, entity_id: str) -> int:
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM messages WHERE hub = ? AND instance_id = ?", (hub, entity_id)
+        ).fetchone()
+        return int(row[0])
+
+    def query_entities(self, hub: str, args: EntityQueryArgs) -> list[EntityRecord]:
+        clauses: list[str] = ["hub = ?"]
+        params: list[object] = [hub]
+        for clause, value in (
+            ("modified_at >= ?", args.modified_from),
+            ("modified_at < ?", args.modified_to),
+            ("instance_id > ?", args.after_id),
+        ):
+            if value is not None:
+                clauses.append(clause)
+                params.append(value)
+        if args.id_prefix:
+            clauses.append("instance_id GLOB ?")
+            params.append("".join(f"[{c}]" if c in "*?[" else c for c in args.id_prefix) + "*")
+        if not args.include_transient:
+            clauses.append("state IS NOT NULL")
+        sql = f"SELECT {_COLUMNS} FROM entities WHERE {' AND '.join(clauses)} ORDER BY instance_id LIMIT ?"
+        return [_entity(r) for r in self._db.execute(sql, (*params, args.limit)).fetchall()]
+
+    def add_lock_request(self, hub: str, critical_section_id: str, owner: str, lock_set: Sequence[str]) -> None:
+        self._db.execute(
+            "INSERT INTO lock_requests (hub, critical_section_id, owner, lock_set) VALUES (?, ?, ?, ?)",
+            (hub, critical_section_id, owner, json.dumps(list(lock_set))),
+        )
+
+    def lock_requests(self, hub: str) -> list[LockRequest]:
+        rows = self._db.execute(
+            "SELECT id, critical_section_id, owner, lock_set FROM lock_requests WHERE hub = ? ORDER BY id", (hub,)
+        ).fetchall()
+        return [LockRequest(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
+
+    def delete_lock_request(self, request_id: int) -> None:
+        self._db.execute("DELETE FROM lock_requests WHERE id = ?", (request_id,))
