@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import events
+from emulator.entities import EntityView
 from emulator.storage import InstanceRecord
 
 
@@ -33,3 +34,16 @@ def orchestration_state(record: InstanceRecord, with_payloads: bool) -> pb.Orche
         if record.output is not None:
             state.output.value = record.output
     return state
+
+
+def entity_metadata(view: EntityView, with_state: bool) -> pb.EntityMetadata:
+    record = view.record
+    metadata = pb.EntityMetadata(
+        instanceId=record.instance_id,
+        lastModifiedTime=events.ts_micros(record.modified_at),
+        backlogQueueSize=view.backlog,
+        lockedBy=events.sv(record.lock_owner),
+    )
+    if with_state and record.state is not None:
+        metadata.serializedState.value = record.state
+    return metadata

@@ -12,26 +12,29 @@ from datetime import timedelta
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.engine import ActivityWork, Engine, OrchestrationWork
+from emulator.entities import Entities, EntityWork
 from emulator.errors import EmulatorError, FailedPreconditionError, InvalidArgumentError
 from emulator.storage import InstanceRecord, NameFilter
 
 _stream_ids = itertools.count(1)
 
 
+KINDS = ("orchestration", "activity", "entity")
+Work = OrchestrationWork | ActivityWork | EntityWork
+
+
 @dataclass
 class StreamState:
-    """One connected GetWorkItems stream."""
+    """One connected GetWorkItems stream: what it accepts, how much it may hold, and what it holds."""
 
     hub: str
-    orchestrations: NameFilter
-    activities: NameFilter
-    max_orchestrations: int
-    max_activities: int
+    filters: dict[str, NameFilter]
+    limits: dict[str, int]
     id: int = field(default_factory=lambda: next(_stream_ids))
-    in_flight: dict[str, int] = field(default_factory=lambda: {"orchestration": 0, "activity": 0})
+    in_flight: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
 
     def has_room(self, kind: str) -> bool:
-        limit = self.max_orchestrations if kind == "orchestration" else self.max_activities
+        limit = self.limits[kind]
         return limit <= 0 or self.in_flight[kind] < limit
 
 
@@ -41,31 +44,41 @@ class Lease:
     kind: str
     hub: str
     stream: StreamState
-    work: OrchestrationWork | ActivityWork
+    work: Work
 
     @property
     def key(self) -> str | int:
-        return self.work.instance_id if isinstance(self.work, OrchestrationWork) else self.work.activity_id
+        if isinstance(self.work, OrchestrationWork):
+            return self.work.instance_id
+        if isinstance(self.work, EntityWork):
+            return self.work.entity_id
+        return self.work.activity_id
 
 
-def stream_filters(request: pb.GetWorkItemsRequest) -> tuple[NameFilter, NameFilter]:
-    """Orchestration and activity filters of a GetWorkItems request (no filters = accept everything)."""
+def stream_filters(request: pb.GetWorkItemsRequest) -> dict[str, NameFilter]:
+    """Per-kind filters of a GetWorkItems request (no filters = accept everything).
+
+    Entity names compare case-insensitively, as entity IDs carry the name in lower case.
+    """
     if not request.HasField("workItemFilters"):
-        return NameFilter(), NameFilter()
-    found: list[dict[str, frozenset[str]]] = []
-    for entries in (request.workItemFilters.orchestrations, request.workItemFilters.activities):
+        return dict.fromkeys(KINDS, NameFilter())
+    wanted = request.workItemFilters
+    found: dict[str, NameFilter] = {}
+    for kind, entries in (("orchestration", wanted.orchestrations), ("activity", wanted.activities)):
         by_name: dict[str, frozenset[str]] = {}
         for entry in entries:
             by_name[entry.name] = by_name.get(entry.name, frozenset()) | frozenset(entry.versions)
-        found.append(by_name)
-    return NameFilter(found[0]), NameFilter(found[1])
+        found[kind] = NameFilter(by_name)
+    found["entity"] = NameFilter({entry.name.lower(): frozenset() for entry in wanted.entities})
+    return found
 
 
 class Dispatcher:
     """Hands work to streams, tracks who holds what, and wakes waiters when anything changes."""
 
-    def __init__(self, engine: Engine, lease_timeout: float, health_ping_interval: float) -> None:
+    def __init__(self, engine: Engine, entities: Entities, lease_timeout: float, health_ping_interval: float) -> None:
         self.engine = engine
+        self.entities = entities
         self.lease_timeout = lease_timeout
         self.health_ping_interval = health_ping_interval
         self._cond = threading.Condition()
@@ -92,14 +105,12 @@ class Dispatcher:
     # Streams ---------------------------------------------------------------------------------------
     def stream(self, hub: str, request: pb.GetWorkItemsRequest, is_active: Callable[[], bool]) -> Iterator[pb.WorkItem]:
         """Yields work items for one GetWorkItems call until the caller goes away or the server stops."""
-        orchestrations, activities = stream_filters(request)
-        state = StreamState(
-            hub,
-            orchestrations,
-            activities,
-            request.maxConcurrentOrchestrationWorkItems,
-            request.maxConcurrentActivityWorkItems,
-        )
+        limits = {
+            "orchestration": request.maxConcurrentOrchestrationWorkItems,
+            "activity": request.maxConcurrentActivityWorkItems,
+            "entity": request.maxConcurrentEntityWorkItems,
+        }
+        state = StreamState(hub, stream_filters(request), limits)
         last_sent = time.monotonic()
         try:
             while is_active() and not self._closed:
@@ -127,22 +138,28 @@ class Dispatcher:
             if self._changes == seen and not self._closed:
                 self._cond.wait(timeout)
 
+    def _fetch(self, kind: str, state: StreamState, token: str) -> Work | None:
+        expires = self.engine.clock.now() + timedelta(seconds=self.lease_timeout)
+        accept = state.filters[kind]
+        if kind == "orchestration":
+            return self.engine.fetch_orchestration(state.hub, accept, token, expires)
+        if kind == "activity":
+            return self.engine.fetch_activity(state.hub, accept, token, expires)
+        return self.entities.fetch(state.hub, accept, token, expires)
+
     def _next(self, state: StreamState) -> pb.WorkItem | None:
-        for kind in ("orchestration", "activity"):
+        for kind in KINDS:
             if not state.has_room(kind):
                 continue
             token = uuid.uuid4().hex
-            expires = self.engine.clock.now() + timedelta(seconds=self.lease_timeout)
-            work: OrchestrationWork | ActivityWork | None
-            if kind == "orchestration":
-                work = self.engine.fetch_orchestration(state.hub, state.orchestrations, token, expires)
-            else:
-                work = self.engine.fetch_activity(state.hub, state.activities, token, expires)
+            work = self._fetch(kind, state, token)
             if work is None:
                 continue
             self._track(Lease(token, kind, state.hub, state, work))
             if isinstance(work, OrchestrationWork):
                 return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
+            if isinstance(work, EntityWork):
+                return pb.WorkItem(entityRequestV2=work.request, completionToken=token)
             return pb.WorkItem(activityRequest=work.request, completionToken=token)
         return None
 
@@ -206,6 +223,16 @@ class Dispatcher:
         assert isinstance(lease.work, ActivityWork)
         try:
             self.engine.complete_activity(hub, lease.work.activity_id, lease.token, response)
+        finally:
+            with self._cond:
+                self._forget(lease.token)
+            self.wake()
+
+    def complete_entity(self, hub: str, result: pb.EntityBatchResult) -> None:
+        lease = self._take(hub, result.completionToken, "entity")
+        assert isinstance(lease.work, EntityWork)
+        try:
+            self.entities.complete(hub, lease.work, lease.token, result)
         finally:
             with self._cond:
                 self._forget(lease.token)

@@ -319,6 +319,10 @@ class Engine:
                 record = tx.get_instance(hub, str(key))
                 if record is not None and record.lock_token == token:
                     tx.lock_instance(hub, str(key), None, None)
+            elif kind == "entity":
+                entity = tx.get_entity(hub, str(key))
+                if entity is not None and entity.lock_token == token:
+                    tx.lock_entity(hub, str(key), None, None)
             else:
                 activity = tx.get_activity(int(key))
                 if activity is not None and activity.lock_token == token:

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import events
+from emulator import entity_ops, events
 from emulator.actions.base import NewInstance, Outbox, SendMessage, Transition
 from emulator.delivery import deliver, is_terminal, not_started, view
 from emulator.state_machine import parent_notification
@@ -180,3 +180,5 @@ def apply(tx: Transaction, hub: str, record: InstanceRecord, outbox: Outbox, now
         deliver(tx, hub, message, now)
     for term in outbox.terminations:
         terminate(tx, hub, term.instance_id, term.reason, term.recurse, now)
+    for entity_message in outbox.entity_messages:
+        entity_ops.from_orchestration(tx, hub, record.instance_id, entity_message, now)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import events
-from emulator.convert import orchestration_state
+from emulator.convert import entity_metadata, orchestration_state
 from emulator.engine import Engine
-from emulator.storage import InstanceQueryArgs
+from emulator.entities import Entities
+from emulator.storage import EntityQueryArgs, InstanceQueryArgs
 
 DEFAULT_PAGE = 100
 _PURGE_PAGE = 500
@@ -79,3 +80,20 @@ def purge(engine: Engine, hub: str, request: pb.PurgeInstancesRequest) -> int:
             return total
         total += engine.purge(hub, ids, request.recursive)
         after = ids[-1]
+
+
+def query_entities(entities: Entities, hub: str, query: pb.EntityQuery) -> pb.QueryEntitiesResponse:
+    limit = query.pageSize.value if query.HasField("pageSize") and query.pageSize.value > 0 else DEFAULT_PAGE
+    args = EntityQueryArgs(
+        id_prefix=query.instanceIdStartsWith.value if query.HasField("instanceIdStartsWith") else None,
+        modified_from=_micros(query, "lastModifiedFrom"),
+        modified_to=_micros(query, "lastModifiedTo"),
+        include_transient=query.includeTransient,
+        after_id=query.continuationToken.value if query.HasField("continuationToken") else None,
+        limit=limit,
+    )
+    found = entities.query(hub, args)
+    response = pb.QueryEntitiesResponse(entities=[entity_metadata(v, query.includeState) for v in found])
+    if len(found) == limit:
+        response.continuationToken.value = found[-1].record.instance_id
+    return response

@@ -13,6 +13,7 @@ from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from emulator.clock import Clock, SystemClock
 from emulator.dispatcher import Dispatcher
 from emulator.engine import Engine
+from emulator.entities import Entities
 from emulator.hubs import DEFAULT_HUB, TaskHubs
 from emulator.servicer import Servicer
 from emulator.storage import SqliteBackend
@@ -70,7 +71,8 @@ class EmulatorServer:
             lambda hub: self.dispatcher.wake(hub),
             max_history_events=self.limits.max_history_events,
         )
-        self.dispatcher = Dispatcher(self.engine, lease_timeout, health_ping_interval)
+        self.entities = Entities(self.backend, self.clock, lambda hub: self.dispatcher.wake(hub))
+        self.dispatcher = Dispatcher(self.engine, self.entities, lease_timeout, health_ping_interval)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
         self._max_workers = max_workers
         self._server: grpc.Server | None = None
@@ -98,7 +100,7 @@ class EmulatorServer:
             ],
         )
         pb_grpc.add_TaskHubSidecarServiceServicer_to_server(
-            Servicer(self.engine, self.dispatcher, self.hubs, self.limits), server
+            Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits), server
         )
         bound = server.add_insecure_port(f"{self.host}:{self._requested_port}")
         if bound == 0:

@@ -13,15 +13,15 @@ from google.protobuf import empty_pb2, wrappers_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
-from emulator import events, queries
-from emulator.convert import orchestration_state
+from emulator import entity_ops, events, queries
+from emulator.convert import entity_metadata, orchestration_state
 from emulator.delivery import StartOptions
 from emulator.dispatcher import Dispatcher
 from emulator.engine import Engine
+from emulator.entities import Entities
 from emulator.errors import (
     EmulatorError,
     InvalidArgumentError,
-    UnimplementedError,
 )
 from emulator.hubs import TaskHubs
 from emulator.storage import InstanceRecord
@@ -74,8 +74,11 @@ def _opt(message: Any, name: str) -> str | None:
 class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     """Every RPC resolves the task hub, validates, delegates, and converts the result."""
 
-    def __init__(self, engine: Engine, dispatcher: Dispatcher, hubs: TaskHubs, limits: Limits) -> None:
+    def __init__(
+        self, engine: Engine, entities: Entities, dispatcher: Dispatcher, hubs: TaskHubs, limits: Limits
+    ) -> None:
         self.engine = engine
+        self.entities = entities
         self.dispatcher = dispatcher
         self.hubs = hubs
         self.limits = limits
@@ -284,45 +287,49 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self.dispatcher.wake()
         return pb.DeleteTaskHubResponse()
 
-    # Entities (not supported yet) ------------------------------------------------------------------
-    def _no_entities(self, context: grpc.ServicerContext) -> None:
-        self._hub(context)
-        raise UnimplementedError("durable entities are not supported by this emulator yet")
-
+    # Entities --------------------------------------------------------------------------------------
     @_mapped
     def SignalEntity(self, request: pb.SignalEntityRequest, context: grpc.ServicerContext) -> pb.SignalEntityResponse:
-        self._no_entities(context)
+        hub = self._hub(context)
+        entity_ops.require_entity_id(request.instanceId)
+        self.limits.payload("input", _opt(request, "input"))
+        at = events.to_datetime(request.scheduledTime) if request.HasField("scheduledTime") else None
+        self.entities.signal(hub, request.instanceId, request.name, _opt(request, "input"), request.requestId, at)
         return pb.SignalEntityResponse()
 
     @_mapped
     def GetEntity(self, request: pb.GetEntityRequest, context: grpc.ServicerContext) -> pb.GetEntityResponse:
-        self._no_entities(context)
-        return pb.GetEntityResponse()
+        found = self.entities.get(self._hub(context), request.instanceId)
+        if found is None:
+            return pb.GetEntityResponse(exists=False)
+        return pb.GetEntityResponse(exists=True, entity=entity_metadata(found, request.includeState))
 
     @_mapped
     def QueryEntities(
         self, request: pb.QueryEntitiesRequest, context: grpc.ServicerContext
     ) -> pb.QueryEntitiesResponse:
-        self._no_entities(context)
-        return pb.QueryEntitiesResponse()
+        return queries.query_entities(self.entities, self._hub(context), request.query)
 
     @_mapped
     def CleanEntityStorage(
         self, request: pb.CleanEntityStorageRequest, context: grpc.ServicerContext
     ) -> pb.CleanEntityStorageResponse:
-        self._no_entities(context)
-        return pb.CleanEntityStorageResponse()
+        hub = self._hub(context)
+        removed, released = self.entities.clean(hub, request.removeEmptyEntities, request.releaseOrphanedLocks)
+        return pb.CleanEntityStorageResponse(emptyEntitiesRemoved=removed, orphanedLocksReleased=released)
 
     @_mapped
     def CompleteEntityTask(
         self, request: pb.EntityBatchResult, context: grpc.ServicerContext
     ) -> pb.CompleteTaskResponse:
-        self._no_entities(context)
+        hub = self._hub(context)
+        self.limits.payload("entityState", _opt(request, "entityState"))
+        self.dispatcher.complete_entity(hub, request)
         return pb.CompleteTaskResponse()
 
     @_mapped
     def AbandonTaskEntityWorkItem(
         self, request: pb.AbandonEntityTaskRequest, context: grpc.ServicerContext
     ) -> pb.AbandonEntityTaskResponse:
-        self._no_entities(context)
+        self.dispatcher.abandon(self._hub(context), request.completionToken, "entity")
         return pb.AbandonEntityTaskResponse()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from emulator.actions.base import ActionHandler
-from emulator.actions.messaging import rewind_orchestration, send_event, unsupported
+from emulator.actions.messaging import rewind_orchestration, send_entity_message, send_event
 from emulator.actions.orchestrations import (
     complete_orchestration,
     create_sub_orchestration,
@@ -18,7 +18,7 @@ HANDLERS: dict[str, ActionHandler] = {
     "sendEvent": send_event,
     "completeOrchestration": complete_orchestration,
     "terminateOrchestration": terminate_orchestration,
-    "sendEntityMessage": unsupported,
+    "sendEntityMessage": send_entity_message,
     "rewindOrchestration": rewind_orchestration,
 }
 

@@ -80,6 +80,7 @@ class Outbox:
     instances: list[NewInstance] = field(default_factory=list)
     messages: list[SendMessage] = field(default_factory=list)
     terminations: list[Termination] = field(default_factory=list)
+    entity_messages: list[pb.SendEntityMessageAction] = field(default_factory=list)
 
 
 @dataclass

@@ -21,15 +21,24 @@ def send_event(ctx: ActionContext, action: pb.OrchestratorAction) -> None:
     ctx.transition.outbox.messages.append(SendMessage(target, events.event_raised(ctx.now, send.name, data)))
 
 
+def send_entity_message(ctx: ActionContext, action: pb.OrchestratorAction) -> None:
+    """Records the entity message (signal, call, lock or unlock) and hands it to the entity layer."""
+    message = action.sendEntityMessage
+    kind = message.WhichOneof("EntityMessageType")
+    if kind is None:
+        unsupported(ctx, action)
+        return
+    ctx.transition.history.append(events.event(ctx.now, action.id, **{kind: getattr(message, kind)}))
+    ctx.transition.outbox.entity_messages.append(message)
+
+
 def unsupported(ctx: ActionContext, action: pb.OrchestratorAction) -> None:
     """Fails the orchestration visibly instead of silently dropping an action the emulator cannot honour."""
     kind = action.WhichOneof("orchestratorActionType") or "unknown"
     transition = ctx.transition
     transition.status = pb.ORCHESTRATION_STATUS_FAILED
     transition.output = None
-    transition.failure = events.failure(
-        "NotSupportedError", f"the emulator does not support the '{kind}' orchestrator action yet"
-    )
+    transition.failure = events.failure("NotSupportedError", f"the emulator cannot apply this '{kind}' action")
 
 
 def rewind_orchestration(ctx: ActionContext, action: pb.OrchestratorAction) -> None:

@@ -311,27 +311,6 @@ def test_restart_with_same_and_new_id(stub: HubStub) -> None:
     assert state.name == "R" and state.input.value == '"seed"'
 
 
-def test_entities_are_reported_unimplemented(stub: HubStub) -> None:
-    assert _code(lambda: stub.GetEntity(pb.GetEntityRequest(instanceId="@c@k"))) == grpc.StatusCode.UNIMPLEMENTED
-    assert (
-        _code(lambda: stub.SignalEntity(pb.SignalEntityRequest(instanceId="@c@k", name="add")))
-        == grpc.StatusCode.UNIMPLEMENTED
-    )
-
-
-def test_entity_work_rpcs_are_reported_unimplemented(stub: HubStub) -> None:
-    for call in (
-        lambda: stub.QueryEntities(pb.QueryEntitiesRequest()),
-        lambda: stub.CleanEntityStorage(pb.CleanEntityStorageRequest()),
-        lambda: stub.CompleteEntityTask(pb.EntityBatchResult(completionToken="t")),
-        lambda: stub.AbandonTaskEntityWorkItem(pb.AbandonEntityTaskRequest(completionToken="t")),
-    ):
-        with pytest.raises(grpc.RpcError) as err:
-            call()
-        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
-        assert "entities" in (err.value.details() or "")
-
-
 def test_skip_graceful_termination_terminates_at_once(stub: HubStub) -> None:
     done = _run_to_completion(stub, "Other")
     running = start(stub)

@@ -27,6 +27,9 @@ SCENARIOS = [
     "suspend",
     "purge_query",
     "rewind",
+    "entity_signal",
+    "entity_call",
+    "entity_lock",
 ]
 
 
@@ -97,3 +100,15 @@ def test_query_and_purge(results: dict[str, dict[str, object]]) -> None:
 
 def test_rewind_reruns_only_the_failed_activity(results: dict[str, dict[str, object]]) -> None:
     assert results["rewind"] == {"first": "FAILED", "status": "COMPLETED", "output": 11, "flaky_calls": 2}
+
+
+def test_entity_signals_update_state(results: dict[str, dict[str, object]]) -> None:
+    assert results["entity_signal"] == {"state": 12, "listed": True}
+
+
+def test_orchestration_calls_an_entity(results: dict[str, dict[str, object]]) -> None:
+    assert results["entity_call"] == {"status": "COMPLETED", "output": 3}
+
+
+def test_critical_section_locks_and_releases(results: dict[str, dict[str, object]]) -> None:
+    assert results["entity_lock"] == {"status": "COMPLETED", "output": [1, 2], "locked_after": None}

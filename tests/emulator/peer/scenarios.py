@@ -11,7 +11,7 @@ import time
 import uuid
 from datetime import timedelta
 
-from durabletask import client, task, worker
+from durabletask import client, entities, task, worker
 
 
 def hello(ctx: task.ActivityContext, name: str) -> str:
@@ -40,6 +40,29 @@ def rewindable(ctx: task.OrchestrationContext, n: int):
     first = yield ctx.call_activity(double, input=n)
     second = yield ctx.call_activity(flaky, input=first)
     return second
+
+
+def tally(ctx: entities.EntityContext, value: int | None) -> int:
+    state = ctx.get_state(int, 0)
+    if ctx.operation == "add":
+        state += value or 0
+        ctx.set_state(state)
+    return state
+
+
+def entity_caller(ctx: task.OrchestrationContext, key: str):
+    target = entities.EntityInstanceId("tally", key)
+    yield ctx.call_entity(target, "add", 3)
+    value = yield ctx.call_entity(target, "get")
+    return value
+
+
+def entity_locker(ctx: task.OrchestrationContext, key: str):
+    first, second = entities.EntityInstanceId("tally", key + "a"), entities.EntityInstanceId("tally", key + "b")
+    with (yield ctx.lock_entities([first, second])):
+        x = yield ctx.call_entity(first, "add", 1)
+        y = yield ctx.call_entity(second, "add", 2)
+    return [x, y]
 
 
 def chaining(ctx: task.OrchestrationContext, _: object):
@@ -172,6 +195,34 @@ class Scenarios:
         self.c.rewind_orchestration(self.iid, reason="retry")
         return {"first": failed.runtime_status.name, **self.finish(), "flaky_calls": len(FLAKY_CALLS)}
 
+    def _entity_state(self, target: entities.EntityInstanceId, expected: int) -> int | None:
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            found = self.c.get_entity(target)
+            if found is not None and found.get_state(int) == expected:
+                return expected
+            time.sleep(0.05)
+        found = self.c.get_entity(target)
+        return None if found is None else found.get_state(int)
+
+    def entity_signal(self) -> dict[str, object]:
+        target = entities.EntityInstanceId("tally", self.iid)
+        self.c.signal_entity(target, "add", 5)
+        self.c.signal_entity(target, "add", 7)
+        state = self._entity_state(target, 12)
+        listed = [str(e.id) for e in self.c.get_all_entities()]
+        return {"state": state, "listed": str(target) in listed}
+
+    def entity_call(self) -> dict[str, object]:
+        self.start(entity_caller, self.iid)
+        return self.finish()
+
+    def entity_lock(self) -> dict[str, object]:
+        self.start(entity_locker, self.iid)
+        result = self.finish()
+        unlocked = self.c.get_entity(entities.EntityInstanceId("tally", self.iid + "a"))
+        return {**result, "locked_after": None if unlocked is None else unlocked._locked_by or None}
+
     def purge_query(self) -> dict[str, object]:
         self.start(chaining)
         self.finish()
@@ -184,10 +235,24 @@ class Scenarios:
 def main() -> None:
     address, scenarios = sys.argv[1], sys.argv[2:]
     w = worker.TaskHubGrpcWorker(host_address=address)
-    for fn in (chaining, fan_out, timer, approval, child, parent, counter, failing, forever, rewindable):
+    for fn in (
+        chaining,
+        fan_out,
+        timer,
+        approval,
+        child,
+        parent,
+        counter,
+        failing,
+        forever,
+        rewindable,
+        entity_caller,
+        entity_locker,
+    ):
         w.add_orchestrator(fn)
     for fn in (hello, double, fail, flaky):
         w.add_activity(fn)
+    w.add_entity(tally)
     w.start()
     c = client.TaskHubGrpcClient(host_address=address)
     try:

@@ -189,3 +189,12 @@ def test_rewind_action_supplies_the_replacement_history() -> None:
     t = _run(pb.OrchestratorAction(id=-1, rewindOrchestration=pb.RewindOrchestrationAction(newHistory=clean)))
     assert t.rewound_history == clean
     assert t.status == pb.ORCHESTRATION_STATUS_RUNNING and not t.terminal
+
+
+def test_entity_messages_are_recorded_and_forwarded() -> None:
+    signaled = pb.EntityOperationSignaledEvent(requestId="r", operation="add", targetInstanceId=_sv("@c@k"))
+    t = _run(
+        pb.OrchestratorAction(id=6, sendEntityMessage=pb.SendEntityMessageAction(entityOperationSignaled=signaled))
+    )
+    assert t.history[1].eventId == 6 and t.history[1].entityOperationSignaled == signaled
+    assert [m.entityOperationSignaled.operation for m in t.outbox.entity_messages] == ["add"]

@@ -1,0 +1,131 @@
+"""Durable entity operations as storage transactions: signals, work items, results, queries, cleanup."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator import entity_ops, events
+from emulator.clock import Clock
+from emulator.errors import FailedPreconditionError
+from emulator.storage import Backend, EntityQueryArgs, EntityRecord, NameFilter
+
+_CANDIDATES = 64
+_MAX_BATCH = 100
+
+
+@dataclass(frozen=True)
+class EntityWork:
+    entity_id: str
+    message_ids: list[int]
+    operations: list[pb.HistoryEvent]
+    request: pb.EntityRequest
+
+
+@dataclass(frozen=True)
+class EntityView:
+    record: EntityRecord
+    backlog: int
+
+
+class Entities:
+    """Entity state and queues; calls ``notify(hub)`` after every change."""
+
+    def __init__(self, backend: Backend, clock: Clock, notify: Callable[[str], None]) -> None:
+        self.backend = backend
+        self.clock = clock
+        self._notify = notify
+
+    def signal(
+        self, hub: str, entity_id: str, operation: str, data: str | None, request_id: str, at: datetime | None
+    ) -> None:
+        now = self.clock.now()
+        signaled = pb.EntityOperationSignaledEvent(
+            requestId=request_id or uuid.uuid4().hex,
+            operation=operation,
+            input=events.sv(data),
+            targetInstanceId=events.sv(entity_id),
+        )
+        if at is not None:
+            signaled.scheduledTime.CopyFrom(events.ts(at))
+        visible = max(events.to_micros(now), events.to_micros(at) if at else 0)
+        with self.backend.transaction() as tx:
+            entity_ops.queue_operation(tx, hub, entity_id, events.event(now, entityOperationSignaled=signaled), visible)
+        self._notify(hub)
+
+    def get(self, hub: str, entity_id: str) -> EntityView | None:
+        with self.backend.transaction() as tx:
+            record = tx.get_entity(hub, entity_id)
+            if record is None or record.state is None:
+                return None
+            return EntityView(record, tx.backlog(hub, entity_id))
+
+    def query(self, hub: str, args: EntityQueryArgs) -> list[EntityView]:
+        with self.backend.transaction() as tx:
+            return [EntityView(r, tx.backlog(hub, r.instance_id)) for r in tx.query_entities(hub, args)]
+
+    def clean(self, hub: str, remove_empty: bool, release_orphaned: bool) -> tuple[int, int]:
+        """Deletes stateless idle entities and frees locks whose owner has finished or vanished."""
+        removed = released = 0
+        now = self.clock.now()
+        with self.backend.transaction() as tx:
+            everything = EntityQueryArgs(include_transient=True, limit=1 << 30)
+            for record in tx.query_entities(hub, everything):
+                if release_orphaned and record.lock_owner is not None:
+                    owner = tx.get_instance(hub, record.lock_owner)
+                    if owner is None or owner.status in events.TERMINAL_STATUSES:
+                        record.locked_by = record.lock_owner = None
+                        tx.put_entity(record)
+                        released += 1
+                idle = record.locked_by is None and record.lock_token is None
+                if remove_empty and record.state is None and idle and tx.backlog(hub, record.instance_id) == 0:
+                    tx.delete_entity(hub, record.instance_id)
+                    removed += 1
+            if released:
+                entity_ops.grant_locks(tx, hub, now)
+        self._notify(hub)
+        return removed, released
+
+    def fetch(self, hub: str, accept: NameFilter, token: str, expires: datetime) -> EntityWork | None:
+        at = events.to_micros(self.clock.now())
+        with self.backend.transaction() as tx:
+            for entity in tx.ready_entities(hub, at, _CANDIDATES):
+                if not accept.accepts(entity_ops.entity_name(entity.instance_id) or "", None):
+                    continue
+                pending = [
+                    (m.id, pb.HistoryEvent.FromString(m.event))
+                    for m in tx.visible_messages(hub, entity.instance_id, at)
+                ]
+                batch = [(i, e) for i, e in pending if entity_ops.eligible(entity, e)][:_MAX_BATCH]
+                if not batch:
+                    continue
+                tx.lock_entity(hub, entity.instance_id, token, events.to_micros(expires))
+                operations = [e for _, e in batch]
+                request = pb.EntityRequest(
+                    instanceId=entity.instance_id, entityState=events.sv(entity.state), operationRequests=operations
+                )
+                return EntityWork(entity.instance_id, [i for i, _ in batch], operations, request)
+        return None
+
+    def complete(self, hub: str, work: EntityWork, token: str, result: pb.EntityBatchResult) -> None:
+        """Stores the new state, answers callers and runs the batch's actions, all in one transaction."""
+        now = self.clock.now()
+        with self.backend.transaction() as tx:
+            entity = tx.get_entity(hub, work.entity_id)
+            if entity is None or entity.lock_token != token:
+                raise FailedPreconditionError(f"completion token '{token}' is no longer valid")
+            # Operations without a result (a batch cut short) stay queued for the next batch.
+            done = min(len(result.results), len(work.operations))
+            tx.delete_messages(work.message_ids[:done])
+            for operation, outcome in zip(work.operations[:done], result.results[:done], strict=True):
+                entity_ops.respond(tx, hub, operation, outcome, now)
+            if done or not result.HasField("failureDetails"):
+                entity.state = result.entityState.value if result.HasField("entityState") else None
+            entity.modified_at = events.to_micros(now)
+            entity.lock_token = entity.lock_expires = None
+            tx.put_entity(entity)
+            entity_ops.run_actions(tx, hub, list(result.actions), now)
+        self._notify(hub)
