@@ -1,0 +1,446 @@
+"""Client-side steps of each interop scenario and the harness that builds clients, workers and worker processes.
+
+Runs unchanged under either SDK: in the peer process (Microsoft's SDK against our emulator) and in the pytest
+process (our SDK against Microsoft's in-memory backend). Each runner returns plain JSON the tests compare.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from durabletask import client, worker
+from durabletask.entities import EntityInstanceId
+
+if __package__:
+    from . import scenarios as sc
+else:  # the peer imports this folder's modules as top-level ones, never through the repository root
+    import scenarios as sc  # type: ignore[no-redef,import-not-found]
+
+DRIVER = Path(__file__).resolve().parent / "peer_scripts" / "driver.py"
+WAIT = 30.0
+
+
+class Harness:
+    """Where a scenario talks, and how it gets clients, workers and separate worker processes.
+
+    ``mode`` is ``dts`` (the task-hub-aware DurableTaskScheduler classes) or ``grpc`` (the plain ones).
+    """
+
+    def __init__(
+        self, mode: str, address: str, taskhub: str, child_env: dict[str, str], child_cwd: str, stack: ExitStack
+    ) -> None:
+        self.mode, self.address, self.taskhub = mode, address, taskhub
+        self.child_env, self.child_cwd = child_env, child_cwd
+        self.stack = stack
+        self.prefix = f"io-{uuid.uuid4().hex[:10]}"
+        self.workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="interop-"))
+
+    def new_id(self, label: str) -> str:
+        return f"{self.prefix}-{label}"
+
+    def client(self) -> Any:
+        if self.mode == "dts":
+            from durabletask.azuremanaged.client import DurableTaskSchedulerClient
+
+            made: Any = DurableTaskSchedulerClient(
+                host_address=self.address, taskhub=self.taskhub, token_credential=None, secure_channel=False
+            )
+        else:
+            made = client.TaskHubGrpcClient(host_address=self.address)
+        self.stack.callback(made.close)
+        return made
+
+    def worker(
+        self,
+        *,
+        orchestrators: tuple[Callable[..., Any], ...] = (),
+        activities: tuple[Callable[..., Any], ...] = (),
+        entities: tuple[Callable[..., Any], ...] = (),
+        configure: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """A started worker with the given functions; ``configure`` runs before start."""
+        if self.mode == "dts":
+            from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
+
+            made: Any = DurableTaskSchedulerWorker(
+                host_address=self.address, taskhub=self.taskhub, token_credential=None, secure_channel=False
+            )
+        else:
+            made = worker.TaskHubGrpcWorker(host_address=self.address)
+        for fn in orchestrators:
+            made.add_orchestrator(fn)
+        for fn in activities:
+            made.add_activity(fn)
+        for fn in entities:
+            made.add_entity(fn)
+        if configure is not None:
+            configure(made)
+        made.start()
+        self.stack.callback(made.stop)
+        return made
+
+    def spawn(self, role: str) -> int:
+        """Start a worker of ``role`` in its own process (this interpreter, same SDK); returns its process ID."""
+        args = [sys.executable, str(DRIVER), self.mode, self.address, self.taskhub, "serve", role]
+        proc = subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=self.child_env, cwd=self.child_cwd
+        )
+        self.stack.callback(_stop_process, proc)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker process {role} exited with {proc.wait(timeout=WAIT)}")
+        return int(json.loads(line)["ready"])
+
+
+def _stop_process(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+# Worker processes for the multi-worker scenarios ------------------------------------------------------------------
+
+
+def _versioning(version: str) -> Callable[[Any], None]:
+    def configure(w: Any) -> None:
+        w.use_versioning(
+            worker.VersioningOptions(
+                version=version,
+                default_version=version,
+                match_strategy=worker.VersionMatchStrategy.STRICT,
+                failure_strategy=worker.VersionFailureStrategy.REJECT,
+            )
+        )
+
+    return configure
+
+
+def _filtered(w: Any) -> None:
+    w.use_work_item_filters()
+
+
+ROLES: dict[str, dict[str, Any]] = {
+    "specialist-a": {"activities": (sc.specialty_a,), "configure": _filtered},
+    "specialist-b": {"activities": (sc.specialty_b,), "configure": _filtered},
+    "version-1": {"orchestrators": (sc.versioned,), "configure": _versioning("1.0")},
+    "version-2": {"orchestrators": (sc.versioned,), "configure": _versioning("2.0")},
+}
+
+
+def serve(harness: Harness, role: str) -> None:
+    """Run one role's worker until stdin closes; the first stdout line announces readiness and the PID."""
+    harness.worker(**ROLES[role])
+    print(json.dumps({"ready": os.getpid()}), flush=True)
+    sys.stdin.read()
+
+
+# Scenarios --------------------------------------------------------------------------------------------------------
+
+
+def _finish(c: Any, instance_id: str) -> dict[str, Any]:
+    state = c.wait_for_orchestration_completion(instance_id, timeout=WAIT)
+    result: dict[str, Any] = {"status": state.runtime_status.name}
+    if state.serialized_output is not None:
+        result["output"] = json.loads(state.serialized_output)
+    if state.failure_details is not None:
+        result["error"] = state.failure_details.message.replace(instance_id, "<id>")
+    return result
+
+
+def _run_one(h: Harness, orchestrator: Callable[..., Any], value: Any, label: str, **worker_args: Any) -> Any:
+    h.worker(orchestrators=(orchestrator,), **worker_args)
+    c = h.client()
+    return _finish(c, c.schedule_new_orchestration(orchestrator, input=value, instance_id=h.new_id(label)))
+
+
+def chaining(h: Harness) -> Any:
+    return _run_one(h, sc.chaining, None, "chain", activities=(sc.hello,))
+
+
+def fan_out_fan_in(h: Harness) -> Any:
+    return _run_one(h, sc.fan_out_fan_in, 10, "fan", activities=(sc.double,))
+
+
+def timers(h: Harness) -> Any:
+    started = time.monotonic()
+    result = _run_one(h, sc.timer, 1.0, "timer")
+    result["elapsed_at_least_delay"] = time.monotonic() - started >= 1.0
+    return result
+
+
+def external_event(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.approval, sc.approval_with_timeout))
+    c = h.client()
+    plain = c.schedule_new_orchestration(sc.approval, instance_id=h.new_id("plain"))
+    bounded = c.schedule_new_orchestration(sc.approval_with_timeout, input=60, instance_id=h.new_id("bounded"))
+    c.wait_for_orchestration_start(plain, timeout=WAIT)
+    c.raise_orchestration_event(plain, "approve", data="yes")
+    c.raise_orchestration_event(bounded, "approve", data="in time")
+    return {"plain": _finish(c, plain), "with_timeout": _finish(c, bounded)}
+
+
+def external_event_timeout(h: Harness) -> Any:
+    return _run_one(h, sc.approval_with_timeout, 0.5, "timeout")
+
+
+def sub_orchestrations(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.parent, sc.child), activities=(sc.double,))
+    c = h.client()
+    instance_id = c.schedule_new_orchestration(sc.parent, input=3, instance_id=h.new_id("parent"))
+    result = _finish(c, instance_id)
+    children = [c.get_orchestration_state(f"{instance_id}-child-{i}") for i in range(3)]
+    result["children"] = [s.runtime_status.name if s else None for s in children]
+    return result
+
+
+def retries(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.retrying,), activities=(sc.flaky,))
+    c = h.client()
+    outcomes = {}
+    for label, attempts in (("enough", 3), ("too_few", 2)):
+        args = {"dir": h.workdir, "name": label, "failures": 2, "attempts": attempts}
+        outcome = _finish(c, c.schedule_new_orchestration(sc.retrying, input=args, instance_id=h.new_id(label)))
+        outcome["executions"] = sc.executions(h.workdir, label)
+        outcomes[label] = outcome
+    return outcomes
+
+
+def continue_as_new(h: Harness) -> Any:
+    return _run_one(h, sc.counter, 0, "can", activities=(sc.double,))
+
+
+def suspend_resume(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.approval,))
+    c = h.client()
+    instance_id = c.schedule_new_orchestration(sc.approval, instance_id=h.new_id("suspend"))
+    c.wait_for_orchestration_start(instance_id, timeout=WAIT)
+    c.suspend_orchestration(instance_id, reason="hold")
+    suspended = _when(_status(c, instance_id), "SUSPENDED")
+    c.raise_orchestration_event(instance_id, "approve", data="later")
+    try:
+        c.wait_for_orchestration_completion(instance_id, timeout=1)
+        held = "completed while suspended"
+    except TimeoutError:
+        held = c.get_orchestration_state(instance_id).runtime_status.name
+    c.resume_orchestration(instance_id, reason="go")
+    return {"suspended": suspended, "after_event": held, **_finish(c, instance_id)}
+
+
+def _when(read: Callable[[], Any], expected: Any) -> Any:
+    """What ``read`` returns once it equals ``expected``, or the last value seen when a bounded wait runs out.
+
+    Used only where the API offers nothing to block on: a backend may apply a suspension when the orchestration
+    next runs rather than inside the call, and entity signals are one-way.
+    """
+    deadline = time.monotonic() + 10
+    value = read()
+    while value != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+        value = read()
+    return value
+
+
+def _status(c: Any, instance_id: str) -> Callable[[], str]:
+    return lambda: str(c.get_orchestration_state(instance_id).runtime_status.name)
+
+
+def _entity_state(c: Any, entity_id: Any) -> Callable[[], Any]:
+    def read() -> Any:
+        metadata = c.get_entity(entity_id)
+        return metadata.get_state(int) if metadata else None
+
+    return read
+
+
+def terminate(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.waiter,))
+    c = h.client()
+    instance_id = c.schedule_new_orchestration(sc.waiter, instance_id=h.new_id("term"))
+    c.wait_for_orchestration_start(instance_id, timeout=WAIT)
+    c.terminate_orchestration(instance_id, output="stopped")
+    return _finish(c, instance_id)
+
+
+def purge(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.echo,))
+    c = h.client()
+    since = datetime.now(timezone.utc) - timedelta(seconds=1)
+    ids = [c.schedule_new_orchestration(sc.echo, input=i, instance_id=h.new_id(f"p{i}")) for i in range(3)]
+    for instance_id in ids:
+        c.wait_for_orchestration_completion(instance_id, timeout=WAIT)
+    single = c.purge_orchestration(ids[0]).deleted_instance_count
+    again = c.purge_orchestration(ids[0]).deleted_instance_count
+    by_filter = c.purge_orchestrations_by(
+        created_time_from=since, runtime_status=[client.OrchestrationStatus.COMPLETED]
+    )
+    return {
+        "single": single,
+        "again": again,
+        "by_filter": by_filter.deleted_instance_count,
+        "remaining": [c.get_orchestration_state(i) is not None for i in ids],
+    }
+
+
+def query(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.echo, sc.waiter))
+    c = h.client()
+    done = [c.schedule_new_orchestration(sc.echo, input=i, instance_id=h.new_id(f"done-{i}")) for i in range(5)]
+    running = [c.schedule_new_orchestration(sc.waiter, instance_id=h.new_id(f"run-{i}")) for i in range(2)]
+    for instance_id in done:
+        c.wait_for_orchestration_completion(instance_id, timeout=WAIT)
+    for instance_id in running:
+        c.wait_for_orchestration_start(instance_id, timeout=WAIT)
+
+    def find(**kwargs: Any) -> list[str]:
+        states = c.get_all_orchestration_states(client.OrchestrationQuery(instance_id_prefix=h.prefix, **kwargs))
+        return sorted(s.instance_id.removeprefix(h.prefix) for s in states)
+
+    result = {
+        "completed": find(runtime_status=[client.OrchestrationStatus.COMPLETED]),
+        "running": find(runtime_status=[client.OrchestrationStatus.RUNNING]),
+        "paged": find(max_instance_count=2),
+        "with_payloads": sorted(
+            json.loads(s.serialized_output)
+            for s in c.get_all_orchestration_states(
+                client.OrchestrationQuery(instance_id_prefix=h.new_id("done"), fetch_inputs_and_outputs=True)
+            )
+        ),
+        "id_pages": _list_ids_in_pages(c, h.prefix),
+    }
+    for instance_id in running:
+        c.terminate_orchestration(instance_id)
+    return result
+
+
+def _list_ids_in_pages(c: Any, prefix: str) -> dict[str, Any]:
+    ids: list[str] = []
+    pages = 0
+    token = None
+    largest = 0
+    while True:
+        page = c.list_instance_ids(
+            runtime_status=[client.OrchestrationStatus.COMPLETED], page_size=2, continuation_token=token
+        )
+        pages += 1
+        largest = max(largest, len(page.items))
+        ids.extend(i.removeprefix(prefix) for i in page.items if i.startswith(prefix))
+        token = page.continuation_token
+        if not token or pages > 1000:
+            break
+    return {"ids": sorted(ids), "several_pages": pages > 1, "largest_page": largest}
+
+
+def entities(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.entity_user,), entities=(sc.tally,))
+    c = h.client()
+    key = h.prefix
+    first, second = EntityInstanceId("tally", f"{key}-a"), EntityInstanceId("tally", f"{key}-b")
+    c.signal_entity(first, "add", 5)
+    after_signal = _when(_entity_state(c, first), 5)
+    if after_signal != 5:  # entities do not work at all here; the rest would only wait out its deadlines
+        return {"after_signal": after_signal}
+    result = _finish(c, c.schedule_new_orchestration(sc.entity_user, input=key, instance_id=h.new_id("ent")))
+    second_state = _when(_entity_state(c, second), 11)
+    metadata = c.get_entity(first)
+    result.update(
+        {
+            "after_signal": after_signal,
+            "second_after_signal": second_state,
+            "first_final": metadata.get_state(int) if metadata else None,
+        }
+    )
+    return result
+
+
+def work_item_filters(h: Harness) -> Any:
+    pids = {h.spawn("specialist-a"): "specialist-a", h.spawn("specialist-b"): "specialist-b"}
+    pids[os.getpid()] = "orchestrator-worker"
+    h.worker(orchestrators=(sc.specialists,), configure=_filtered)
+    c = h.client()
+    result = _finish(c, c.schedule_new_orchestration(sc.specialists, input=3, instance_id=h.new_id("filters")))
+    if "output" in result:
+        result["output"] = [f"{r['activity']}{r['n']}@{pids.get(r['pid'], 'unknown')}" for r in result["output"]]
+    return result
+
+
+def versioning(h: Harness) -> Any:
+    pids = {h.spawn("version-1"): "version-1"}
+    c = h.client()
+    newer = c.schedule_new_orchestration(sc.versioned, instance_id=h.new_id("v2"), version="2.0")
+    try:
+        c.wait_for_orchestration_completion(newer, timeout=1.5)
+        held = "ran on the mismatching worker"
+    except TimeoutError:
+        held = c.get_orchestration_state(newer).runtime_status.name
+    pids[h.spawn("version-2")] = "version-2"
+    older = c.schedule_new_orchestration(sc.versioned, instance_id=h.new_id("v1"), version="1.0")
+    result: dict[str, Any] = {"while_only_v1": held}
+    for label, instance_id in (("v2", newer), ("v1", older)):
+        outcome = _finish(c, instance_id)
+        if "output" in outcome:
+            output = outcome["output"]
+            outcome["output"] = {"version": output["version"], "ran_on": pids.get(output["pid"], "unknown")}
+        result[label] = outcome
+    return result
+
+
+def rewind(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.rewindable,), activities=(sc.fragile, sc.fragile_free))
+    c = h.client()
+    instance_id = c.schedule_new_orchestration(sc.rewindable, input=h.workdir, instance_id=h.new_id("rewind"))
+    failed = _finish(c, instance_id)
+    (Path(h.workdir) / sc.FIXED_MARKER).touch()
+    c.rewind_orchestration(instance_id, reason="dependency restored")
+    result = _finish(c, instance_id)
+    result.update(
+        {
+            "first_run": failed["status"],
+            "steady_runs": sc.executions(h.workdir, "steady"),
+            "fragile_runs": sc.executions(h.workdir, "fragile"),
+        }
+    )
+    return result
+
+
+SCENARIOS: dict[str, Callable[[Harness], Any]] = {
+    "chaining": chaining,
+    "fan_out_fan_in": fan_out_fan_in,
+    "timers": timers,
+    "external_event": external_event,
+    "external_event_timeout": external_event_timeout,
+    "sub_orchestrations": sub_orchestrations,
+    "retries": retries,
+    "continue_as_new": continue_as_new,
+    "suspend_resume": suspend_resume,
+    "terminate": terminate,
+    "purge": purge,
+    "query": query,
+    "entities": entities,
+    "work_item_filters": work_item_filters,
+    "versioning": versioning,
+    "rewind": rewind,
+}
+
+
+@contextmanager
+def harness(mode: str, address: str, taskhub: str, child_env: dict[str, str], child_cwd: str) -> Iterator[Harness]:
+    with ExitStack() as stack:
+        yield Harness(mode, address, taskhub, child_env, child_cwd, stack)
