@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from durabletask._errors import DurableTaskError
+from durabletask._worker.options import VersioningOptions
 
 
 class RegistrationError(DurableTaskError, ValueError):
@@ -21,12 +22,17 @@ def function_name(fn: Callable[..., Any] | type[Any]) -> str:
 
 
 class Registry:
-    """What a worker can run. Entity names are case-insensitive and stored lower-case."""
+    """What a worker can run. Entity names are case-insensitive and stored lower-case.
+
+    ``versioning`` is the worker's versioning policy; orchestration code reads its
+    ``default_version`` for sub-orchestrations started without an explicit version.
+    """
 
     def __init__(self) -> None:
         self.orchestrators: dict[str, Callable[..., Any]] = {}
         self.activities: dict[str, Callable[..., Any]] = {}
         self.entities: dict[str, Any] = {}
+        self.versioning: VersioningOptions | None = None
 
     def add_orchestrator(self, fn: Callable[..., Any], name: str | None = None) -> str:
         return self._add(self.orchestrators, "orchestrator", fn, name)

@@ -1,0 +1,199 @@
+"""Concurrency for work items: a bounded slot pool per kind, a thread pool, and an event loop for async code."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from enum import Enum
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class WorkKind(Enum):
+    """The kinds of work item, each with its own concurrency limit."""
+
+    ORCHESTRATION = "orchestration"
+    ACTIVITY = "activity"
+    ENTITY = "entity"
+
+
+class Slots:
+    """A bounded semaphore whose waiters can be woken for shutdown instead of waiting for a release."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"a concurrency limit must be at least 1, got {limit}")
+        self.limit = limit
+        self._used = 0
+        self._cond = threading.Condition()
+
+    @property
+    def used(self) -> int:
+        with self._cond:
+            return self._used
+
+    def acquire(self, abandon: threading.Event) -> bool:
+        """Take a slot, waiting while all are in use; ``False`` if ``abandon`` was set first."""
+        with self._cond:
+            while self._used >= self.limit and not abandon.is_set():
+                self._cond.wait()
+            if abandon.is_set():
+                return False
+            self._used += 1
+            return True
+
+    def release(self) -> None:
+        with self._cond:
+            if self._used == 0:
+                raise RuntimeError("a work-item slot was released more often than it was taken")
+            self._used -= 1
+            self._cond.notify()
+
+    def wake(self) -> None:
+        """Wake every waiter so it can re-check its abandon event."""
+        with self._cond:
+            self._cond.notify_all()
+
+
+class Dispatcher:
+    """Runs work items with per-kind limits; reading the stream waits for a free slot (backpressure).
+
+    Synchronous jobs run on a thread pool; ``async`` jobs run on one event loop in its own thread, so
+    an async activity does not hold a pool thread while it awaits.
+    """
+
+    def __init__(self, limits: Mapping[WorkKind, int], *, max_threads: int, logger: logging.Logger) -> None:
+        self._slots = {kind: Slots(limits[kind]) for kind in WorkKind}
+        self._max_threads = max_threads
+        self._logger = logger
+        self._stopping = threading.Event()
+        self._idle = threading.Condition()
+        self._in_flight = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+
+    def slots(self, kind: WorkKind) -> Slots:
+        return self._slots[kind]
+
+    @property
+    def in_flight(self) -> int:
+        with self._idle:
+            return self._in_flight
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._pool = ThreadPoolExecutor(max_workers=self._max_threads, thread_name_prefix="durabletask-worker")
+
+    def acquire(self, kind: WorkKind) -> bool:
+        """Reserve a slot for one work item of ``kind``; ``False`` once the dispatcher is stopping."""
+        return self._slots[kind].acquire(self._stopping)
+
+    def submit(self, kind: WorkKind, job: Callable[[], None]) -> None:
+        """Run ``job`` on the thread pool in a slot already taken with :meth:`acquire`."""
+        pool = self._require_pool()
+        self._begin()
+        try:
+            pool.submit(self._guarded, kind, job)
+        except BaseException:
+            self._end(kind)
+            raise
+
+    def submit_async(self, kind: WorkKind, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run the coroutine made by ``job`` on the event loop in a slot taken with :meth:`acquire`."""
+        loop = self._ensure_loop()
+        self._begin()
+        try:
+            asyncio.run_coroutine_threadsafe(self._guarded_async(kind, job), loop)
+        except BaseException:
+            self._end(kind)
+            raise
+
+    async def run_blocking(self, fn: Callable[[], T]) -> T:
+        """From an async job, run a blocking call (such as sending a completion) on the thread pool."""
+        return await asyncio.get_running_loop().run_in_executor(self._require_pool(), fn)
+
+    def stop_accepting(self) -> None:
+        """Make waiting and future :meth:`acquire` calls return ``False``; running work continues."""
+        self._stopping.set()
+        for slots in self._slots.values():
+            slots.wake()
+
+    def wait_idle(self, timeout: float | None) -> bool:
+        """Wait until no work item is running; ``False`` if ``timeout`` seconds passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._idle:
+            while self._in_flight:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def close(self, *, wait: bool) -> None:
+        """Release the threads; with ``wait=False`` running work is left to finish in the background."""
+        self.stop_accepting()
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            if wait and self._loop_thread is not None:
+                self._loop_thread.join()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=wait, cancel_futures=not wait)
+
+    def _require_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            raise RuntimeError("the dispatcher is not running")
+        return self._pool
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            ready: Future[None] = Future()
+
+            def run() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set_result, None)
+                try:
+                    loop.run_forever()
+                finally:
+                    loop.close()
+
+            self._loop_thread = threading.Thread(target=run, name="durabletask-async-work", daemon=True)
+            self._loop_thread.start()
+            ready.result()
+            self._loop = loop
+        return self._loop
+
+    def _begin(self) -> None:
+        with self._idle:
+            self._in_flight += 1
+
+    def _end(self, kind: WorkKind) -> None:
+        self._slots[kind].release()
+        with self._idle:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.notify_all()
+
+    def _guarded(self, kind: WorkKind, job: Callable[[], None]) -> None:
+        try:
+            job()
+        except Exception:
+            self._logger.exception("a %s work item failed unexpectedly", kind.value)
+        finally:
+            self._end(kind)
+
+    async def _guarded_async(self, kind: WorkKind, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        try:
+            await job()
+        except Exception:
+            self._logger.exception("a %s work item failed unexpectedly", kind.value)
+        finally:
+            self._end(kind)

@@ -1,0 +1,307 @@
+"""``TaskHubGrpcWorker``: registration and configuration, and starting/stopping the stream and dispatch."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any, cast, overload
+
+import grpc
+
+from durabletask._grpc.channel import ClientInterceptor, create_channel, get_default_host_address
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._worker.activity_runner import ActivityRunner, DataConverter
+from durabletask._worker.completions import CompletionSender
+from durabletask._worker.dispatch import Dispatcher, WorkKind
+from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
+from durabletask._worker.logs import resolve_logger
+from durabletask._worker.options import ConcurrencyOptions, VersioningOptions
+from durabletask._worker.orchestration_runner import (
+    ExecutorFactory,
+    OrchestrationRunner,
+    default_executor_factory,
+)
+from durabletask._worker.registry import Registry
+from durabletask._worker.stream import ChannelProvider, StreamLoop
+from durabletask._worker.work_items import WorkItemHandler
+from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
+
+DEFAULT_MAXIMUM_TIMER_INTERVAL = timedelta(days=3)
+#: How long :meth:`TaskHubGrpcWorker.stop` lets running work items finish.
+DEFAULT_STOP_GRACE_SECONDS = 30.0
+
+# Marks "generate the filters from the registry at start()" apart from None ("no filters").
+_AUTO_GENERATE_FILTERS: Any = object()
+
+
+class TaskHubGrpcWorker:
+    """Receives orchestration, activity and entity work items over gRPC and runs the registered code.
+
+    Register functions, then :meth:`start` (returns at once; work runs on background threads) and
+    :meth:`stop`. Usable as a (sync or async) context manager, which stops the worker on exit.
+
+    Args:
+        host_address: The sidecar or scheduler endpoint (default ``localhost:4001``).
+        metadata: gRPC headers sent with every call.
+        log_handler: Deprecated; a handler for the worker's private logger.
+        log_formatter: Deprecated; a formatter for that handler.
+        logger: The logger to write to (cannot be combined with the two above).
+        channel: A ready channel to use instead of opening one (never closed by the worker).
+        secure_channel: Use TLS when ``host_address`` has no scheme.
+        interceptors: Extra gRPC client interceptors.
+        channel_options: Channel settings (message sizes, keepalive, retries).
+        resiliency_options: Handshake deadline, silent-stream timeout and reconnect backoff.
+        concurrency_options: Per-kind limits on work items running at once.
+        maximum_timer_interval: Longest single durable timer; longer ones are chained.
+        payload_store: Accepted for compatibility; large-payload externalization is not supported.
+        data_converter: Converts activity inputs and results (default: the SDK's JSON encoding).
+        exception_properties_provider: Accepted for compatibility; not used yet.
+        emit_trace_spans: Accepted for compatibility; spans are not emitted yet.
+    """
+
+    def __init__(
+        self,
+        *,
+        host_address: str | None = None,
+        metadata: list[tuple[str, str]] | None = None,
+        log_handler: logging.Handler | None = None,
+        log_formatter: logging.Formatter | None = None,
+        logger: logging.Logger | None = None,
+        channel: grpc.Channel | None = None,
+        secure_channel: bool = False,
+        interceptors: Sequence[ClientInterceptor] | None = None,
+        channel_options: GrpcChannelOptions | None = None,
+        resiliency_options: GrpcWorkerResiliencyOptions | None = None,
+        concurrency_options: ConcurrencyOptions | None = None,
+        maximum_timer_interval: timedelta | None = DEFAULT_MAXIMUM_TIMER_INTERVAL,
+        payload_store: Any | None = None,
+        data_converter: DataConverter | None = None,
+        exception_properties_provider: Any | None = None,
+        emit_trace_spans: bool = True,
+    ) -> None:
+        self._registry = Registry()
+        self._host_address = host_address or get_default_host_address()
+        self._logger = resolve_logger("durabletask-worker", log_handler, log_formatter, logger)
+        self._metadata = list(metadata) if metadata else None
+        self._channel = channel
+        self._secure_channel = secure_channel
+        self._interceptors = list(interceptors) if interceptors is not None else None
+        self._channel_options = channel_options
+        self._resiliency_options = resiliency_options or GrpcWorkerResiliencyOptions()
+        self._concurrency_options = concurrency_options or ConcurrencyOptions()
+        self._maximum_timer_interval = maximum_timer_interval
+        self._payload_store = payload_store
+        self._data_converter = data_converter
+        self._exception_properties_provider = exception_properties_provider
+        self._emit_trace_spans = emit_trace_spans
+        self._capabilities: set[int] = set()
+        self._work_item_filters: WorkItemFilters | None = None
+        self._auto_generate_work_item_filters = False
+        self._executor_factory: ExecutorFactory | None = None
+        self._is_running = False
+        self._lifecycle = threading.Lock()
+        self._run: _Run | None = None
+
+    @property
+    def concurrency_options(self) -> ConcurrencyOptions:
+        """The concurrency limits this worker runs with."""
+        return self._concurrency_options
+
+    @property
+    def maximum_timer_interval(self) -> timedelta | None:
+        """The longest single durable timer; longer timers are split into a chain."""
+        return self._maximum_timer_interval
+
+    @property
+    def emit_trace_spans(self) -> bool:
+        """Whether the worker is configured to emit lifecycle spans."""
+        return self._emit_trace_spans
+
+    @property
+    def is_running(self) -> bool:
+        """Whether :meth:`start` has been called and :meth:`stop` has not finished."""
+        return self._is_running
+
+    def __enter__(self) -> TaskHubGrpcWorker:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> TaskHubGrpcWorker:
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        # stop() waits for running work, which must not block the caller's event loop.
+        await asyncio.to_thread(self.stop)
+
+    def _require_stopped(self, what: str) -> None:
+        if self._is_running:
+            raise RuntimeError(f"{what} cannot be changed while the worker is running.")
+
+    def add_orchestrator(self, fn: Callable[..., Any]) -> str:
+        """Register an orchestrator function under its name; returns the name."""
+        self._require_stopped("Orchestrators")
+        return self._registry.add_orchestrator(fn)
+
+    def add_activity(self, fn: Callable[..., Any]) -> str:
+        """Register an activity function (sync or ``async``) under its name; returns the name."""
+        self._require_stopped("Activities")
+        return self._registry.add_activity(fn)
+
+    def add_entity(self, fn: Any, name: str | None = None) -> str:
+        """Register an entity function or class, under ``name`` or its own name; returns the name."""
+        self._require_stopped("Entities")
+        return self._registry.add_entity(fn, name)
+
+    def add_capability(self, capability: int) -> None:
+        """Advertise a worker capability (a ``WorkerCapability`` value) to the backend."""
+        self._require_stopped("Capabilities")
+        self._capabilities.add(int(capability))
+
+    def use_versioning(self, version: VersioningOptions) -> None:
+        """Set the versioning policy for orchestrations and the default sub-orchestration version."""
+        self._require_stopped("Versioning")
+        self._registry.versioning = version
+
+    @overload
+    def use_work_item_filters(self) -> None: ...
+
+    @overload
+    def use_work_item_filters(self, filters: WorkItemFilters) -> None: ...
+
+    @overload
+    def use_work_item_filters(self, filters: None) -> None: ...
+
+    def use_work_item_filters(self, filters: WorkItemFilters | None = _AUTO_GENERATE_FILTERS) -> None:
+        """Choose the work items the backend sends this worker.
+
+        Args:
+            filters: Omit to generate filters from everything registered when the worker starts
+                (with the worker's version under strict versioning); pass :class:`WorkItemFilters`
+                for an explicit subset; pass ``None`` to send no filters (receive everything).
+        """
+        self._require_stopped("Work item filters")
+        if filters is _AUTO_GENERATE_FILTERS:
+            self._auto_generate_work_item_filters, self._work_item_filters = True, None
+        elif filters is None:
+            self._auto_generate_work_item_filters, self._work_item_filters = False, None
+        elif isinstance(filters, WorkItemFilters):
+            self._auto_generate_work_item_filters, self._work_item_filters = False, filters
+        else:
+            raise TypeError("filters must be a WorkItemFilters instance, None, or omitted.")
+
+    def start(self) -> None:
+        """Connect and start processing work items on background threads; returns immediately."""
+        with self._lifecycle:
+            if self._is_running:
+                raise RuntimeError("The worker is already running.")
+            if self._auto_generate_work_item_filters:
+                self._work_item_filters = filters_from_registry(self._registry)
+            if self._payload_store is not None:
+                self._logger.warning("payload_store is not supported by this worker; payloads stay inline")
+            self._logger.info("starting the gRPC worker for %s", self._host_address)
+            self._run = _Run(self)
+            self._is_running = True
+
+    def stop(self, grace_period: float | None = None) -> None:
+        """Stop taking work, let running work items finish, then disconnect.
+
+        Args:
+            grace_period: Seconds to wait for running work items (default 30). Work still running
+                afterwards is left to finish in the background; its results may not be delivered.
+        """
+        with self._lifecycle:
+            run, self._run = self._run, None
+            if run is None:
+                return
+            self._logger.info("stopping the gRPC worker")
+            try:
+                run.stop(DEFAULT_STOP_GRACE_SECONDS if grace_period is None else grace_period)
+            finally:
+                self._is_running = False
+            self._logger.info("the gRPC worker has stopped")
+
+    def _work_items_request(self) -> pb.GetWorkItemsRequest:
+        options = self._concurrency_options
+        request = pb.GetWorkItemsRequest(
+            maxConcurrentOrchestrationWorkItems=options.maximum_concurrent_orchestration_work_items,
+            maxConcurrentActivityWorkItems=options.maximum_concurrent_activity_work_items,
+            maxConcurrentEntityWorkItems=options.maximum_concurrent_entity_work_items,
+            capabilities=cast(Any, sorted(self._capabilities)),  # unknown values pass through as ints
+        )
+        if self._work_item_filters is not None:
+            request.workItemFilters.CopyFrom(filters_to_proto(self._work_item_filters))
+        return request
+
+    def _open_channel(self) -> grpc.Channel:
+        return create_channel(
+            self._host_address,
+            secure_channel=self._secure_channel,
+            interceptors=self._interceptors,
+            options=self._channel_options,
+            metadata=self._metadata,
+        )
+
+
+def _limits(options: ConcurrencyOptions) -> dict[WorkKind, int]:
+    # ConcurrencyOptions fills every default in, so these are always set.
+    return {
+        WorkKind.ORCHESTRATION: options.maximum_concurrent_orchestration_work_items or 1,
+        WorkKind.ACTIVITY: options.maximum_concurrent_activity_work_items or 1,
+        WorkKind.ENTITY: options.maximum_concurrent_entity_work_items or 1,
+    }
+
+
+class _Run:
+    """Everything one start()..stop() cycle owns: channel, dispatcher, stream loop and its thread."""
+
+    def __init__(self, worker: TaskHubGrpcWorker) -> None:
+        logger = worker._logger
+        options = worker._concurrency_options
+        self._logger = logger
+        self._closed = threading.Event()
+        self.dispatcher = Dispatcher(
+            _limits(options), max_threads=options.maximum_thread_pool_workers or 1, logger=logger
+        )
+        executor_factory = worker._executor_factory or default_executor_factory(
+            worker._registry, logger, worker._maximum_timer_interval
+        )
+        handler = WorkItemHandler(
+            self.dispatcher,
+            OrchestrationRunner(worker._registry, executor_factory, logger=logger),
+            ActivityRunner(worker._registry, logger=logger, data_converter=worker._data_converter),
+            CompletionSender(logger, stopping=self._closed),
+            logger=logger,
+        )
+        self.channels = ChannelProvider(worker._channel, worker._open_channel)
+        request = worker._work_items_request()
+        self.loop = StreamLoop(
+            channels=self.channels,
+            request=lambda: request,
+            on_work_item=handler,
+            resiliency=worker._resiliency_options,
+            logger=logger,
+            address=worker._host_address,
+        )
+        self.dispatcher.start()
+        self._thread = threading.Thread(target=self.loop.run, name="durabletask-work-items", daemon=True)
+        self._thread.start()
+
+    def stop(self, grace_period: float) -> None:
+        self.loop.stop()
+        self.dispatcher.stop_accepting()
+        self._thread.join()
+        idle = self.dispatcher.wait_idle(grace_period)
+        if not idle:
+            self._logger.warning(
+                "%d work item(s) still running after %.1fs; stopping without waiting for them",
+                self.dispatcher.in_flight,
+                grace_period,
+            )
+        self._closed.set()
+        self.dispatcher.close(wait=idle)
+        self.channels.close()

@@ -1,0 +1,246 @@
+"""The work-item stream: handshake, reading with a silence watchdog, and reconnecting with backoff."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+import grpc
+from google.protobuf import empty_pb2
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+from durabletask._worker.failures import describe, status_code
+from durabletask.grpc_options import GrpcWorkerResiliencyOptions
+
+Stub = Any  # the generated stub's methods are untyped
+WorkItemCallback = Callable[[pb.WorkItem, Stub], None]
+
+# Errors that say nothing about the channel's health (the server answered) do not count towards
+# rebuilding it.
+_TRANSPORT_FAILURES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+
+
+def backoff_delay(attempt: int, base: float, cap: float) -> float:
+    """Full-jitter exponential backoff: uniform in ``[0, min(cap, base * 2**attempt)]``."""
+    ceiling = min(cap, base * (2 ** min(attempt, 32)))
+    return random.uniform(0, ceiling)
+
+
+class SessionEnd(Enum):
+    """How one connected session of the stream ended."""
+
+    STOPPED = "stopped"
+    CLOSED = "closed"  # the server ended the stream
+    SILENT = "silent"  # the watchdog cut a stream that went quiet
+    FAILED = "failed"  # the handshake or the stream failed
+
+
+class ChannelProvider:
+    """The channel the worker talks over: the caller's (never closed here) or one it opens and may rebuild."""
+
+    def __init__(self, channel: grpc.Channel | None, factory: Callable[[], grpc.Channel]) -> None:
+        self._given = channel
+        self._factory = factory
+        self._owned: grpc.Channel | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> grpc.Channel:
+        if self._given is not None:
+            return self._given
+        with self._lock:
+            if self._owned is None:
+                self._owned = self._factory()
+            return self._owned
+
+    def rebuild(self) -> bool:
+        """Drop an owned channel so the next :meth:`get` opens a fresh one; ``False`` for a given channel."""
+        if self._given is not None:
+            return False
+        self.close()
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            channel, self._owned = self._owned, None
+        if channel is not None:
+            channel.close()
+
+
+class Watchdog:
+    """Calls ``on_silence`` if armed for longer than ``timeout`` seconds (``0`` disables it)."""
+
+    def __init__(self, timeout: float, on_silence: Callable[[], None]) -> None:
+        self._timeout = timeout
+        self._on_silence = on_silence
+        self._cond = threading.Condition()
+        self._deadline: float | None = None
+        self._closed = False
+        self.fired = False
+        if timeout > 0:
+            threading.Thread(target=self._watch, name="durabletask-stream-watchdog", daemon=True).start()
+
+    def arm(self) -> None:
+        with self._cond:
+            self._deadline = time.monotonic() + self._timeout
+            self._cond.notify()
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._deadline = None
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _watch(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._deadline is None:
+                    self._cond.wait()
+                    continue
+                remaining = self._deadline - time.monotonic()
+                if remaining <= 0:
+                    self.fired = True
+                    break
+                self._cond.wait(remaining)
+        if self.fired:
+            self._on_silence()
+
+
+class StreamLoop:
+    """Keeps a ``GetWorkItems`` stream open until :meth:`stop`, handing each work item to a callback.
+
+    Every stream end other than :meth:`stop` leads to a reconnect after a jittered, capped,
+    exponential delay; the delay resets once a stream has delivered a message. The callback runs on
+    this loop's thread and may block, which stops reading (backpressure) and pauses the watchdog,
+    since a stream we are not reading cannot be judged silent.
+    """
+
+    def __init__(
+        self,
+        *,
+        channels: ChannelProvider,
+        request: Callable[[], pb.GetWorkItemsRequest],
+        on_work_item: WorkItemCallback,
+        resiliency: GrpcWorkerResiliencyOptions,
+        logger: logging.Logger,
+        address: str,
+    ) -> None:
+        self._channels = channels
+        self._request = request
+        self._on_work_item = on_work_item
+        self._resiliency = resiliency
+        self._logger = logger
+        self._address = address
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._call: Any = None
+        self._failures = 0
+        self.connected = threading.Event()
+        self.sessions = 0
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def stop(self) -> None:
+        """End the current stream and the loop; work already handed to the callback is unaffected."""
+        self._stopping.set()
+        with self._lock:
+            call = self._call
+        if call is not None:
+            call.cancel()
+
+    def run(self) -> None:
+        attempt = 0
+        while not self._stopping.is_set():
+            try:
+                end, saw_message = self._session()
+            except Exception:
+                self._logger.exception("unexpected error in the work-item stream")
+                end, saw_message = SessionEnd.FAILED, False
+            self.connected.clear()
+            if end is SessionEnd.STOPPED or self._stopping.is_set():
+                break
+            attempt = 0 if saw_message else attempt + 1
+            delay = backoff_delay(
+                attempt,
+                self._resiliency.reconnect_backoff_base_seconds,
+                self._resiliency.reconnect_backoff_cap_seconds,
+            )
+            self._logger.info("reconnecting to %s in %.2fs (stream %s)", self._address, delay, end.value)
+            if self._stopping.wait(delay):
+                break
+        self._logger.info("no longer listening for work items from %s", self._address)
+
+    def _session(self) -> tuple[SessionEnd, bool]:
+        try:
+            stub = pb_grpc.TaskHubSidecarServiceStub(self._channels.get())
+            stub.Hello(empty_pb2.Empty(), timeout=self._resiliency.hello_timeout_seconds)
+            call = stub.GetWorkItems(self._request())
+        except grpc.RpcError as error:
+            self._logger.warning("could not connect to %s: %s", self._address, describe(error))
+            self._record_failure(status_code(error))
+            return SessionEnd.FAILED, False
+        with self._lock:
+            self._call = call
+        if self._stopping.is_set():
+            call.cancel()
+        self._logger.info("connected to %s; waiting for work items", self._address)
+        self.sessions += 1
+        self.connected.set()
+        watchdog = Watchdog(self._resiliency.silent_disconnect_timeout_seconds, call.cancel)
+        try:
+            return self._read(call, stub, watchdog)
+        finally:
+            watchdog.close()
+            with self._lock:
+                self._call = None
+
+    def _read(self, call: Any, stub: Stub, watchdog: Watchdog) -> tuple[SessionEnd, bool]:
+        saw_message = False
+        try:
+            while True:
+                watchdog.arm()
+                try:
+                    item = next(call)
+                except StopIteration:
+                    self._logger.info("the server ended the work-item stream")
+                    return SessionEnd.CLOSED, saw_message
+                finally:
+                    watchdog.disarm()
+                if not saw_message:
+                    saw_message = True
+                    self._failures = 0
+                self._on_work_item(item, stub)
+        except grpc.RpcError as error:
+            if self._stopping.is_set():
+                return SessionEnd.STOPPED, saw_message
+            if watchdog.fired:
+                self._logger.warning(
+                    "no message from %s for %gs; treating the stream as dead",
+                    self._address,
+                    self._resiliency.silent_disconnect_timeout_seconds,
+                )
+                self._record_failure(grpc.StatusCode.UNAVAILABLE)
+                return SessionEnd.SILENT, saw_message
+            self._logger.warning("the work-item stream failed: %s", describe(error))
+            self._record_failure(status_code(error))
+            return SessionEnd.FAILED, saw_message
+
+    def _record_failure(self, code: grpc.StatusCode | None) -> None:
+        if code not in _TRANSPORT_FAILURES:
+            return
+        self._failures += 1
+        threshold = self._resiliency.channel_recreate_failure_threshold
+        if threshold and self._failures >= threshold and self._channels.rebuild():
+            self._logger.warning("rebuilding the channel to %s after %d failures", self._address, self._failures)
+            self._failures = 0

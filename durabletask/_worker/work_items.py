@@ -1,0 +1,115 @@
+"""Routing each received work item to its runner, in a concurrency slot, and completing it."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._worker.activity_runner import ActivityRunner
+from durabletask._worker.completions import CompletionSender
+from durabletask._worker.dispatch import Dispatcher, WorkKind
+from durabletask._worker.orchestration_runner import OrchestrationRunner
+
+Stub = Any  # pb_grpc.TaskHubSidecarServiceStub; its generated methods are untyped.
+
+
+class WorkItemHandler:
+    """Called by the stream loop for each work item; blocks only while the item's kind is at its limit."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        orchestrations: OrchestrationRunner,
+        activities: ActivityRunner,
+        sender: CompletionSender,
+        *,
+        logger: logging.Logger,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._orchestrations = orchestrations
+        self._activities = activities
+        self._sender = sender
+        self._logger = logger
+
+    def __call__(self, item: pb.WorkItem, stub: Stub) -> None:
+        kind = item.WhichOneof("request")
+        try:
+            if kind == "healthPing":
+                return
+            if kind == "orchestratorRequest":
+                self._orchestration(item.orchestratorRequest, item.completionToken, stub)
+            elif kind == "activityRequest":
+                self._activity(item.activityRequest, item.completionToken, stub)
+            elif kind in ("entityRequest", "entityRequestV2"):
+                self._entity(item, stub)
+            else:
+                self._logger.warning("ignoring a work item of unknown kind %r", kind)
+        except Exception:
+            # One bad work item must never end the stream; its lease expires and it is redelivered.
+            self._logger.exception("could not dispatch a %s work item", kind)
+
+    def _orchestration(self, request: pb.OrchestratorRequest, token: str, stub: Stub) -> None:
+        if not self._dispatcher.acquire(WorkKind.ORCHESTRATION):
+            self._abandon_orchestration(request.instanceId, token, stub, "the worker is stopping")
+            return
+
+        def job() -> None:
+            outcome = self._orchestrations.run(request, token)
+            if outcome.response is None:
+                self._abandon_orchestration(request.instanceId, token, stub, outcome.reason)
+                return
+            self._sender.send(
+                f"the orchestration result for '{request.instanceId}'",
+                lambda: stub.CompleteOrchestratorTask(outcome.response, timeout=self._sender.timeout),
+            )
+
+        self._dispatcher.submit(WorkKind.ORCHESTRATION, job)
+
+    def _abandon_orchestration(self, instance_id: str, token: str, stub: Stub, reason: str) -> None:
+        self._logger.info("handing back the orchestration work item for '%s': %s", instance_id, reason)
+        self._sender.send(
+            f"the abandonment of '{instance_id}'",
+            lambda: stub.AbandonTaskOrchestratorWorkItem(
+                pb.AbandonOrchestrationTaskRequest(completionToken=token), timeout=self._sender.timeout
+            ),
+        )
+
+    def _activity(self, request: pb.ActivityRequest, token: str, stub: Stub) -> None:
+        instance_id = request.orchestrationInstance.instanceId
+        what = f"the result of activity '{request.name}#{request.taskId}' for '{instance_id}'"
+        if not self._dispatcher.acquire(WorkKind.ACTIVITY):
+            self._sender.send(
+                f"the abandonment of {what}",
+                lambda: stub.AbandonTaskActivityWorkItem(
+                    pb.AbandonActivityTaskRequest(completionToken=token), timeout=self._sender.timeout
+                ),
+            )
+            return
+
+        def complete(response: pb.ActivityResponse) -> None:
+            self._sender.send(what, lambda: stub.CompleteActivityTask(response, timeout=self._sender.timeout))
+
+        if self._activities.is_async(request):
+
+            async def async_job() -> None:
+                response = await self._activities.run_async(request, token)
+                await self._dispatcher.run_blocking(lambda: complete(response))
+
+            self._dispatcher.submit_async(WorkKind.ACTIVITY, async_job)
+        else:
+            self._dispatcher.submit(WorkKind.ACTIVITY, lambda: complete(self._activities.run(request, token)))
+
+    def _entity(self, item: pb.WorkItem, stub: Stub) -> None:
+        # Entity batches are not executed by this worker yet: hand them back so that a worker able to
+        # run them can, rather than failing operations that another worker would have served.
+        instance_id = (
+            item.entityRequest.instanceId if item.HasField("entityRequest") else item.entityRequestV2.instanceId
+        )
+        self._logger.error("entity work items are not supported yet; handing back the batch for '%s'", instance_id)
+        self._sender.send(
+            f"the abandonment of the entity batch for '{instance_id}'",
+            lambda: stub.AbandonTaskEntityWorkItem(
+                pb.AbandonEntityTaskRequest(completionToken=item.completionToken), timeout=self._sender.timeout
+            ),
+        )

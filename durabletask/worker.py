@@ -1,0 +1,42 @@
+"""Durable Task worker: run orchestrators, activities and entities for a task hub over gRPC.
+
+Register functions on a :class:`TaskHubGrpcWorker`, then start it; it streams work items from the
+backend and completes each one with the result of the registered code.
+"""
+
+from __future__ import annotations
+
+from durabletask._worker.errors import (
+    ActivityNotRegisteredError,
+    EntityNotRegisteredError,
+    OrchestratorNotRegisteredError,
+)
+from durabletask._worker.filters import (
+    ActivityWorkItemFilter,
+    EntityWorkItemFilter,
+    OrchestrationWorkItemFilter,
+    WorkItemFilters,
+)
+from durabletask._worker.grpc_worker import DEFAULT_MAXIMUM_TIMER_INTERVAL, TaskHubGrpcWorker
+from durabletask._worker.options import (
+    ConcurrencyOptions,
+    VersionFailureStrategy,
+    VersioningOptions,
+    VersionMatchStrategy,
+)
+
+__all__ = [
+    "DEFAULT_MAXIMUM_TIMER_INTERVAL",
+    "ActivityNotRegisteredError",
+    "ActivityWorkItemFilter",
+    "ConcurrencyOptions",
+    "EntityNotRegisteredError",
+    "EntityWorkItemFilter",
+    "OrchestrationWorkItemFilter",
+    "OrchestratorNotRegisteredError",
+    "TaskHubGrpcWorker",
+    "VersionFailureStrategy",
+    "VersionMatchStrategy",
+    "VersioningOptions",
+    "WorkItemFilters",
+]

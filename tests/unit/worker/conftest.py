@@ -1,0 +1,71 @@
+"""Fixtures for the worker tests: a fake sidecar server and a worker wired to it."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from worker_fakes import FakeExecutor, FallbackActivityContext, Server
+
+from durabletask.grpc_options import GrpcWorkerResiliencyOptions
+from durabletask.worker import TaskHubGrpcWorker
+
+
+@pytest.fixture(autouse=True)
+def activity_context_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Provide ``durabletask.task.ActivityContext`` when the task module is not available."""
+    try:
+        importlib.import_module("durabletask.task")
+    except ImportError:
+        fake = types.ModuleType("durabletask.task")
+        fake.ActivityContext = FallbackActivityContext  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "durabletask.task", fake)
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    srv = Server()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def logger() -> logging.Logger:
+    log = logging.getLogger("durabletask-worker-tests")
+    log.setLevel(logging.DEBUG)
+    return log
+
+
+FAST = GrpcWorkerResiliencyOptions(
+    hello_timeout_seconds=5,
+    silent_disconnect_timeout_seconds=0,
+    reconnect_backoff_base_seconds=0.01,
+    reconnect_backoff_cap_seconds=0.05,
+)
+
+WorkerFactory = Callable[..., TaskHubGrpcWorker]
+
+
+@pytest.fixture
+def make_worker(server: Server, logger: logging.Logger) -> Iterator[WorkerFactory]:
+    """Build workers bound to the fake server; each is stopped at the end of the test."""
+    made: list[TaskHubGrpcWorker] = []
+
+    def make(executor: Any | None = None, **kwargs: Any) -> TaskHubGrpcWorker:
+        kwargs.setdefault("host_address", server.address)
+        kwargs.setdefault("logger", logger)
+        kwargs.setdefault("resiliency_options", FAST)
+        worker = TaskHubGrpcWorker(**kwargs)
+        fake = executor if executor is not None else FakeExecutor()
+        worker._executor_factory = lambda: fake
+        made.append(worker)
+        return worker
+
+    yield make
+    for worker in made:
+        worker.stop(grace_period=5)
