@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import delivery, events, outbox
+from emulator import delivery, entity_ops, events, outbox
 from emulator.actions.base import ContinueAsNew
 from emulator.clock import Clock
 from emulator.delivery import StartOptions
@@ -273,6 +273,8 @@ class Engine:
                 tx.delete_instance_messages(hub, record.instance_id)
             tx.put_instance(record)
             outbox.apply(tx, hub, record, transition.outbox, now)
+            if transition.terminal:
+                entity_ops.release_owner(tx, hub, record.instance_id, now)
         self._notify(hub)
 
     def _continue_as_new(self, tx: Transaction, record: InstanceRecord, can: ContinueAsNew, now: datetime) -> None:

@@ -83,6 +83,12 @@ def grant_locks(tx: Transaction, hub: str, now: datetime) -> None:
         deliver(tx, hub, SendMessage(request.owner, granted), now)
 
 
+def release_owner(tx: Transaction, hub: str, owner: str, now: datetime) -> None:
+    """A finished orchestration can no longer unlock its entities, so free them for the next waiter."""
+    tx.release_locks_of(hub, owner)
+    grant_locks(tx, hub, now)
+
+
 def eligible(entity: EntityRecord, event: pb.HistoryEvent) -> bool:
     """While locked, an entity only runs operations called by the orchestration holding the lock."""
     if entity.locked_by is None:

@@ -93,6 +93,7 @@ def finish_terminated(
     # Clearing the lease makes any in-flight completion for this instance stale.
     record.lock_token = record.lock_expires = None
     tx.put_instance(record)
+    entity_ops.release_owner(tx, hub, instance_id, now)
     done = Transition(history=[], status=record.status, custom_status=None, output=reason)
     notice = parent_notification(view(record), done, now)
     if notice is not None:

@@ -16,6 +16,7 @@ CREATE TABLE IF NOT EXISTS entities (
     PRIMARY KEY (hub, instance_id)
 );
 CREATE INDEX IF NOT EXISTS ix_entities_lock ON entities (lock_token);
+CREATE INDEX IF NOT EXISTS ix_entities_owner ON entities (hub, lock_owner);
 CREATE TABLE IF NOT EXISTS lock_requests (
     id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, critical_section_id TEXT NOT NULL,
     owner TEXT NOT NULL, lock_set TEXT NOT NULL
@@ -111,3 +112,11 @@ class EntityTables:
 
     def delete_lock_request(self, request_id: int) -> None:
         self._db.execute("DELETE FROM lock_requests WHERE id = ?", (request_id,))
+
+    def release_locks_of(self, hub: str, owner: str) -> int:
+        """Frees every entity locked by ``owner`` and drops its waiting lock requests."""
+        cur = self._db.execute(
+            "UPDATE entities SET locked_by = NULL, lock_owner = NULL WHERE hub = ? AND lock_owner = ?", (hub, owner)
+        )
+        self._db.execute("DELETE FROM lock_requests WHERE hub = ? AND owner = ?", (hub, owner))
+        return cur.rowcount

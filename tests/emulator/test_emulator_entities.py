@@ -180,3 +180,23 @@ def test_query_and_clean_entity_storage(stub: HubStub) -> None:
     cleaned = stub.CleanEntityStorage(pb.CleanEntityStorageRequest(removeEmptyEntities=True, releaseOrphanedLocks=True))
     assert cleaned.emptyEntitiesRemoved >= 1
     assert len(stub.QueryEntities(pb.QueryEntitiesRequest(query=transient)).entities) == 2
+
+
+def test_terminating_the_lock_holder_frees_its_entities(stub: HubStub) -> None:
+    holder, entity = start(stub, "Holder"), f"@counter@{uid()}"
+    orchestrations = WorkStream(
+        stub,
+        pb.GetWorkItemsRequest(
+            workItemFilters=pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="Holder")])
+        ),
+    )
+    lock = pb.EntityLockRequestedEvent(criticalSectionId="cs", lockSet=[entity], parentInstanceId=sv(holder))
+    complete(stub, orchestrations.next(), _entity_action(1, entityLockRequested=lock))
+    complete(stub, orchestrations.next())  # lock granted; the holder now waits
+    stub.SignalEntity(pb.SignalEntityRequest(instanceId=entity, name="outsider"))
+    entity_work = _entity_stream(stub, "counter")
+    assert entity_work.nothing_for(0.3)
+    stub.TerminateInstance(pb.TerminateRequest(instanceId=holder))
+    complete(stub, orchestrations.next())
+    outsider = entity_work.next()
+    assert outsider.entityRequestV2.operationRequests[0].entityOperationSignaled.operation == "outsider"

@@ -161,3 +161,31 @@ def test_file_database_survives_reopening(tmp_path: Path) -> None:
     with second.transaction() as tx:
         assert tx.get_instance("h", "kept") is not None and tx.history("h", "kept") == [b"e"]
     second.close()
+
+
+def test_entities_locks_and_lock_requests(backend: Backend) -> None:
+    from emulator.storage import EntityQueryArgs, EntityRecord
+
+    with backend.transaction() as tx:
+        tx.put_entity(EntityRecord("h", "@c@1", "5", 10))
+        tx.put_entity(EntityRecord("h", "@c@2", None, 20, locked_by="cs", lock_owner="orch"))
+        tx.add_message("h", "@c@1", b"op", 0)
+        assert tx.get_entity("h", "@c@1") == EntityRecord("h", "@c@1", "5", 10)
+        assert [e.instance_id for e in tx.ready_entities("h", 5, 10)] == ["@c@1"]
+        tx.lock_entity("h", "@c@1", "tok", 50)
+        assert tx.ready_entities("h", 5, 10) == [] and tx.backlog("h", "@c@1") == 1
+        assert tx.next_lease_expiry("h") == 50
+        stateful = tx.query_entities("h", EntityQueryArgs(id_prefix="@c@"))
+        assert [e.instance_id for e in stateful] == ["@c@1"]
+        everything = tx.query_entities("h", EntityQueryArgs(include_transient=True, modified_from=15))
+        assert [e.instance_id for e in everything] == ["@c@2"]
+        tx.add_lock_request("h", "cs2", "other", ["@c@2", "@c@3"])
+        (request,) = tx.lock_requests("h")
+        assert (request.critical_section_id, request.owner, request.lock_set) == ("cs2", "other", ["@c@2", "@c@3"])
+        assert tx.release_locks_of("h", "orch") == 1
+        released = tx.get_entity("h", "@c@2")
+        assert released is not None and released.locked_by is None
+        tx.delete_lock_request(request.id)
+        assert tx.lock_requests("h") == []
+        tx.delete_entity("h", "@c@1")
+        assert tx.get_entity("h", "@c@1") is None
