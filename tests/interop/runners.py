@@ -90,29 +90,46 @@ class Harness:
         self.stack.callback(made.stop)
         return made
 
-    def spawn(self, role: str) -> int:
-        """Start a worker of ``role`` in its own process (this interpreter, same SDK); returns its process ID."""
-        args = [sys.executable, str(DRIVER), self.mode, self.address, self.taskhub, "serve", role]
+    def spawn(
+        self, role: str, python: str | None = None, env: dict[str, str] | None = None, cwd: str | None = None
+    ) -> WorkerProcess:
+        """Start a worker of ``role`` in its own process: this interpreter and SDK unless ``python`` says otherwise."""
+        args = [python or sys.executable, str(DRIVER), self.mode, self.address, self.taskhub, "serve", role]
         proc = subprocess.Popen(
-            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=self.child_env, cwd=self.child_cwd
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=self.child_env if env is None else env,
+            cwd=cwd or self.child_cwd,
         )
-        self.stack.callback(_stop_process, proc)
+        spawned = WorkerProcess(proc)
+        self.stack.callback(spawned.stop)
+        return spawned
+
+
+class WorkerProcess:
+    """A worker running in a child process until :meth:`stop` closes its stdin."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self._proc = proc
         assert proc.stdout is not None
         line = proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"worker process {role} exited with {proc.wait(timeout=WAIT)}")
-        return int(json.loads(line)["ready"])
+            raise RuntimeError(f"worker process {proc.args!r} exited with {proc.wait(timeout=WAIT)}")
+        self.pid = int(json.loads(line)["ready"])
 
-
-def _stop_process(proc: subprocess.Popen[str]) -> None:
-    assert proc.stdin is not None
-    proc.stdin.close()
-    try:
-        proc.wait(timeout=WAIT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    if proc.stdout is not None:
+    def stop(self) -> None:
+        proc = self._proc
+        if proc.returncode is not None:
+            return
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         proc.stdout.close()
 
 
@@ -142,6 +159,7 @@ ROLES: dict[str, dict[str, Any]] = {
     "specialist-b": {"activities": (sc.specialty_b,), "configure": _filtered},
     "version-1": {"orchestrators": (sc.versioned,), "configure": _versioning("1.0")},
     "version-2": {"orchestrators": (sc.versioned,), "configure": _versioning("2.0")},
+    "handoff": {"orchestrators": (sc.handoff,), "activities": (sc.hello,)},
 }
 
 
@@ -155,7 +173,7 @@ def serve(harness: Harness, role: str) -> None:
 # Scenarios --------------------------------------------------------------------------------------------------------
 
 
-def _finish(c: Any, instance_id: str) -> dict[str, Any]:
+def finish(c: Any, instance_id: str) -> dict[str, Any]:
     state = c.wait_for_orchestration_completion(instance_id, timeout=WAIT)
     result: dict[str, Any] = {"status": state.runtime_status.name}
     if state.serialized_output is not None:
@@ -168,7 +186,7 @@ def _finish(c: Any, instance_id: str) -> dict[str, Any]:
 def _run_one(h: Harness, orchestrator: Callable[..., Any], value: Any, label: str, **worker_args: Any) -> Any:
     h.worker(orchestrators=(orchestrator,), **worker_args)
     c = h.client()
-    return _finish(c, c.schedule_new_orchestration(orchestrator, input=value, instance_id=h.new_id(label)))
+    return finish(c, c.schedule_new_orchestration(orchestrator, input=value, instance_id=h.new_id(label)))
 
 
 def chaining(h: Harness) -> Any:
@@ -194,7 +212,7 @@ def external_event(h: Harness) -> Any:
     c.wait_for_orchestration_start(plain, timeout=WAIT)
     c.raise_orchestration_event(plain, "approve", data="yes")
     c.raise_orchestration_event(bounded, "approve", data="in time")
-    return {"plain": _finish(c, plain), "with_timeout": _finish(c, bounded)}
+    return {"plain": finish(c, plain), "with_timeout": finish(c, bounded)}
 
 
 def external_event_timeout(h: Harness) -> Any:
@@ -205,7 +223,7 @@ def sub_orchestrations(h: Harness) -> Any:
     h.worker(orchestrators=(sc.parent, sc.child), activities=(sc.double,))
     c = h.client()
     instance_id = c.schedule_new_orchestration(sc.parent, input=3, instance_id=h.new_id("parent"))
-    result = _finish(c, instance_id)
+    result = finish(c, instance_id)
     children = [c.get_orchestration_state(f"{instance_id}-child-{i}") for i in range(3)]
     result["children"] = [s.runtime_status.name if s else None for s in children]
     return result
@@ -217,7 +235,7 @@ def retries(h: Harness) -> Any:
     outcomes = {}
     for label, attempts in (("enough", 3), ("too_few", 2)):
         args = {"dir": h.workdir, "name": label, "failures": 2, "attempts": attempts}
-        outcome = _finish(c, c.schedule_new_orchestration(sc.retrying, input=args, instance_id=h.new_id(label)))
+        outcome = finish(c, c.schedule_new_orchestration(sc.retrying, input=args, instance_id=h.new_id(label)))
         outcome["executions"] = sc.executions(h.workdir, label)
         outcomes[label] = outcome
     return outcomes
@@ -233,7 +251,7 @@ def suspend_resume(h: Harness) -> Any:
     instance_id = c.schedule_new_orchestration(sc.approval, instance_id=h.new_id("suspend"))
     c.wait_for_orchestration_start(instance_id, timeout=WAIT)
     c.suspend_orchestration(instance_id, reason="hold")
-    suspended = _when(_status(c, instance_id), "SUSPENDED")
+    suspended = wait_until(_status(c, instance_id), "SUSPENDED")
     c.raise_orchestration_event(instance_id, "approve", data="later")
     try:
         c.wait_for_orchestration_completion(instance_id, timeout=1)
@@ -241,10 +259,10 @@ def suspend_resume(h: Harness) -> Any:
     except TimeoutError:
         held = c.get_orchestration_state(instance_id).runtime_status.name
     c.resume_orchestration(instance_id, reason="go")
-    return {"suspended": suspended, "after_event": held, **_finish(c, instance_id)}
+    return {"suspended": suspended, "after_event": held, **finish(c, instance_id)}
 
 
-def _when(read: Callable[[], Any], expected: Any) -> Any:
+def wait_until(read: Callable[[], Any], expected: Any) -> Any:
     """What ``read`` returns once it equals ``expected``, or the last value seen when a bounded wait runs out.
 
     Used only where the API offers nothing to block on: a backend may apply a suspension when the orchestration
@@ -276,7 +294,7 @@ def terminate(h: Harness) -> Any:
     instance_id = c.schedule_new_orchestration(sc.waiter, instance_id=h.new_id("term"))
     c.wait_for_orchestration_start(instance_id, timeout=WAIT)
     c.terminate_orchestration(instance_id, output="stopped")
-    return _finish(c, instance_id)
+    return finish(c, instance_id)
 
 
 def purge(h: Harness) -> Any:
@@ -354,11 +372,11 @@ def entities(h: Harness) -> Any:
     key = h.prefix
     first, second = EntityInstanceId("tally", f"{key}-a"), EntityInstanceId("tally", f"{key}-b")
     c.signal_entity(first, "add", 5)
-    after_signal = _when(_entity_state(c, first), 5)
+    after_signal = wait_until(_entity_state(c, first), 5)
     if after_signal != 5:  # entities do not work at all here; the rest would only wait out its deadlines
         return {"after_signal": after_signal}
-    result = _finish(c, c.schedule_new_orchestration(sc.entity_user, input=key, instance_id=h.new_id("ent")))
-    second_state = _when(_entity_state(c, second), 11)
+    result = finish(c, c.schedule_new_orchestration(sc.entity_user, input=key, instance_id=h.new_id("ent")))
+    second_state = wait_until(_entity_state(c, second), 11)
     metadata = c.get_entity(first)
     result.update(
         {
@@ -371,18 +389,18 @@ def entities(h: Harness) -> Any:
 
 
 def work_item_filters(h: Harness) -> Any:
-    pids = {h.spawn("specialist-a"): "specialist-a", h.spawn("specialist-b"): "specialist-b"}
+    pids = {h.spawn("specialist-a").pid: "specialist-a", h.spawn("specialist-b").pid: "specialist-b"}
     pids[os.getpid()] = "orchestrator-worker"
     h.worker(orchestrators=(sc.specialists,), configure=_filtered)
     c = h.client()
-    result = _finish(c, c.schedule_new_orchestration(sc.specialists, input=3, instance_id=h.new_id("filters")))
+    result = finish(c, c.schedule_new_orchestration(sc.specialists, input=3, instance_id=h.new_id("filters")))
     if "output" in result:
         result["output"] = [f"{r['activity']}{r['n']}@{pids.get(r['pid'], 'unknown')}" for r in result["output"]]
     return result
 
 
 def versioning(h: Harness) -> Any:
-    pids = {h.spawn("version-1"): "version-1"}
+    pids = {h.spawn("version-1").pid: "version-1"}
     c = h.client()
     newer = c.schedule_new_orchestration(sc.versioned, instance_id=h.new_id("v2"), version="2.0")
     try:
@@ -390,11 +408,11 @@ def versioning(h: Harness) -> Any:
         held = "ran on the mismatching worker"
     except TimeoutError:
         held = c.get_orchestration_state(newer).runtime_status.name
-    pids[h.spawn("version-2")] = "version-2"
+    pids[h.spawn("version-2").pid] = "version-2"
     older = c.schedule_new_orchestration(sc.versioned, instance_id=h.new_id("v1"), version="1.0")
     result: dict[str, Any] = {"while_only_v1": held}
     for label, instance_id in (("v2", newer), ("v1", older)):
-        outcome = _finish(c, instance_id)
+        outcome = finish(c, instance_id)
         if "output" in outcome:
             output = outcome["output"]
             outcome["output"] = {"version": output["version"], "ran_on": pids.get(output["pid"], "unknown")}
@@ -406,10 +424,10 @@ def rewind(h: Harness) -> Any:
     h.worker(orchestrators=(sc.rewindable,), activities=(sc.fragile, sc.fragile_free))
     c = h.client()
     instance_id = c.schedule_new_orchestration(sc.rewindable, input=h.workdir, instance_id=h.new_id("rewind"))
-    failed = _finish(c, instance_id)
+    failed = finish(c, instance_id)
     (Path(h.workdir) / sc.FIXED_MARKER).touch()
     c.rewind_orchestration(instance_id, reason="dependency restored")
-    result = _finish(c, instance_id)
+    result = finish(c, instance_id)
     result.update(
         {
             "first_run": failed["status"],

@@ -159,6 +159,14 @@ def specialists(ctx: task.OrchestrationContext, count: int) -> Orchestration:
     return (yield task.when_all(calls))
 
 
+def handoff(ctx: task.OrchestrationContext, _: Any) -> Orchestration:
+    """Pauses between two activities so that a second worker can take the instance over."""
+    first = yield ctx.call_activity(hello, input="first")
+    ctx.set_custom_status("waiting")
+    second = yield ctx.wait_for_external_event("go")
+    return [first, (yield ctx.call_activity(hello, input=second))]
+
+
 def versioned(ctx: task.OrchestrationContext, _: Any) -> dict[str, Any]:
     # The process ID tells the test which worker ran the orchestration; it never changes within one worker.
     return {"version": ctx.version, "pid": os.getpid()}
