@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from durabletask._errors import ProtocolError
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay import rewind
 from durabletask._replay.codec import Codec
 from durabletask._replay.failures import OrchestrationStateError
 from durabletask._replay.handlers import Dispatcher
@@ -65,7 +66,16 @@ class OrchestrationExecutor:
 
     def execute(self, instance_id: str, old_events: Sequence[pb.HistoryEvent],
                 new_events: Sequence[pb.HistoryEvent]) -> ExecutionResult:
-        """Replay ``old_events``, then apply ``new_events``, and return the resulting actions."""
+        """Replay ``old_events``, then apply ``new_events``, and return the resulting actions.
+
+        A rewind request (``executionRewound`` arriving after a failed execution) does not run the
+        orchestrator: the only action is a ``rewindOrchestration`` carrying the history to store instead.
+        """
+        if rewind.is_rewind_request(old_events, new_events):
+            self._runtime = None
+            self._logger.info("%s: rewinding the failed orchestration", instance_id)
+            return ExecutionResult(actions=[rewind.rewind_action(instance_id, old_events, new_events)],
+                                   custom_status=None)
         rt = RuntimeContext(instance_id, self._codec, maximum_timer_interval=self._maximum_timer_interval,
                             logger=self._logger, first_sequence_id=self._first_sequence_id)
         versioning = getattr(self._registry, "versioning", None)

@@ -46,6 +46,13 @@ class History:
         self._target = self.new_events
         return self
 
+    def commit(self) -> History:
+        """The current episode is over: its new events become past, and later events are past too."""
+        self.old.extend(self.new_events)
+        self.new_events = []
+        self._target = self.old
+        return self
+
     @property
     def all(self) -> list[pb.HistoryEvent]:
         return self.old + self.new_events
@@ -59,10 +66,13 @@ class History:
         return self._add(orchestratorCompleted=pb.OrchestratorCompletedEvent())
 
     def started(self, name: str, input: Any = None, *, version: str | None = None,
-                parent: str | None = None, at: datetime | None = None, raw_input: str | None = None) -> History:
+                parent: str | None = None, at: datetime | None = None, raw_input: str | None = None,
+                execution_id: str | None = None) -> History:
         self.orchestrator_started(at or T0)
         started = pb.ExecutionStartedEvent(
             name=name, orchestrationInstance=pb.OrchestrationInstance(instanceId=self.instance_id))
+        if execution_id is not None:
+            started.orchestrationInstance.executionId.value = execution_id
         encoded = raw_input if raw_input is not None else _json(input)
         if encoded is not None:
             started.input.value = encoded
@@ -136,6 +146,21 @@ class History:
         if output is not None:
             terminated.input.value = _json(output) or ""
         return self._add(executionTerminated=terminated)
+
+    def execution_completed(self, status: pb.OrchestrationStatus = pb.ORCHESTRATION_STATUS_FAILED,
+                            details: pb.TaskFailureDetails | None = None) -> History:
+        done = pb.ExecutionCompletedEvent(orchestrationStatus=status)
+        if status == pb.ORCHESTRATION_STATUS_FAILED:
+            done.failureDetails.CopyFrom(details or failure())
+        return self._add(executionCompleted=done)
+
+    def rewound(self, reason: str | None = None, *, parent_execution_id: str | None = None) -> History:
+        rewound = pb.ExecutionRewoundEvent()
+        if reason is not None:
+            rewound.reason.value = reason
+        if parent_execution_id is not None:
+            rewound.parentExecutionId.value = parent_execution_id
+        return self._add(executionRewound=rewound)
 
     @property
     def now(self) -> datetime:

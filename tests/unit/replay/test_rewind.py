@@ -1,0 +1,389 @@
+"""Rewind: the rewritten history answered instead of an episode, and the replay of that history afterwards.
+
+Each failing history is first checked against the orchestrator (its last episode really fails it), then
+closed the way a backend closes it and followed by the rewind request a backend sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from durabletask import task
+from durabletask._errors import ProtocolError
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay import rewind
+from durabletask._replay.executor import ExecutionResult, OrchestrationExecutor
+from durabletask._replay.failures import OrchestrationStateError
+
+from .history import History, failed_with, failure, output, registry, run
+
+REASON = "database repaired"
+RETRY = task.RetryPolicy(first_retry_interval=timedelta(seconds=5), max_number_of_attempts=3)
+
+
+def etl(ctx: task.OrchestrationContext, source: str) -> Any:
+    raw = yield ctx.call_activity("extract", input=source)
+    clean = yield ctx.call_activity("transform", input=raw)
+    return (yield ctx.call_activity("load", input=clean))
+
+
+def fan_out(ctx: task.OrchestrationContext, n: int) -> Any:
+    return sum((yield task.when_all([ctx.call_activity("work", input=i) for i in range(n)])))
+
+
+def parent(ctx: task.OrchestrationContext, _: Any) -> Any:
+    prepared = yield ctx.call_activity("prepare")
+    return (yield ctx.call_sub_orchestrator("child", input=prepared, instance_id="kid"))
+
+
+def child(ctx: task.OrchestrationContext, n: int) -> Any:
+    return (yield ctx.call_activity("compute", input=n))
+
+
+def retrying(ctx: task.OrchestrationContext, _: Any) -> Any:
+    return (yield ctx.call_activity("flaky", input=1, retry_policy=RETRY))
+
+
+def retry_then_next(ctx: task.OrchestrationContext, _: Any) -> Any:
+    first = yield ctx.call_activity("flaky", retry_policy=RETRY)
+    return (yield ctx.call_activity("next", input=first))
+
+
+def impatient(ctx: task.OrchestrationContext, _: Any) -> Any:
+    slow = ctx.call_activity("slow", retry_policy=RETRY)
+    yield ctx.call_activity("fast")  # when this fails, "slow" is still pending
+    return (yield slow)
+
+
+def with_deadline(ctx: task.OrchestrationContext, _: Any) -> Any:
+    deadline = ctx.create_timer(timedelta(hours=1))
+    done = yield ctx.call_activity("fast")
+    yield deadline
+    return done
+
+
+# ---- helpers ---------------------------------------------------------------------------------------
+
+def request_rewind(history: History, orchestrator: Callable[..., Any], *,
+                   parent_execution_id: str | None = None) -> History:
+    """Ends ``history`` with its (checked) failure as a backend records it, then asks for a rewind."""
+    details = failed_with(run(history, orchestrator))
+    history.orchestrator_completed().commit().execution_completed(details=details)
+    return history.new().orchestrator_started().rewound(REASON, parent_execution_id=parent_execution_id)
+
+
+def rewritten(history: History) -> list[pb.HistoryEvent]:
+    """The new history a rewind request is answered with; no orchestrator is registered, none may run."""
+    result = run(history)
+    assert result.custom_status is None
+    (action,) = result.actions
+    assert action.id == -1 and action.HasField("rewindOrchestration")
+    return list(action.rewindOrchestration.newHistory)
+
+
+def outline(events: Sequence[pb.HistoryEvent]) -> list[str]:
+    """Event kinds with the sequence ID each one carries or answers, e.g. ``taskCompleted->0``."""
+    lines = []
+    for e in events:
+        kind = str(e.WhichOneof("eventType"))
+        body = getattr(e, kind)
+        if kind in ("taskScheduled", "subOrchestrationInstanceCreated"):
+            lines.append(f"{kind}#{e.eventId}:{body.name}")
+        elif kind == "timerCreated":
+            lines.append(f"timerCreated#{e.eventId}")
+        elif kind == "timerFired":
+            lines.append(f"timerFired->{body.timerId}")
+        elif hasattr(body, "taskScheduledId"):
+            lines.append(f"{kind}->{body.taskScheduledId}")
+        else:
+            lines.append(kind)
+    return lines
+
+
+def after_rewind(new_history: Sequence[pb.HistoryEvent], previous: History) -> History:
+    """What the backend dispatches once it stored ``new_history``: the history plus a fresh orchestratorStarted."""
+    history = History(previous.instance_id)
+    history.old = list(new_history)
+    return history.new().orchestrator_started(previous.now + timedelta(minutes=1))
+
+
+def schedule(id: int, name: str, raw_input: str | None = None) -> pb.OrchestratorAction:
+    action = pb.ScheduleTaskAction(name=name)
+    if raw_input is not None:
+        action.input.value = raw_input
+    return pb.OrchestratorAction(id=id, scheduleTask=action)
+
+
+def unchanged_except_start(new_history: Sequence[pb.HistoryEvent], original: History) -> bool:
+    return all(e in original.all for e in new_history if not e.HasField("executionStarted"))
+
+
+# ---- ETL chain -------------------------------------------------------------------------------------
+
+def etl_failing_at_load() -> History:
+    h = History().started("etl", "in.csv", execution_id="run-1").task_scheduled(0, "extract", "in.csv")
+    h.orchestrator_completed().orchestrator_started().task_completed(0, "raw").task_scheduled(1, "transform", "raw")
+    h.orchestrator_completed().orchestrator_started().task_completed(1, "clean").task_scheduled(2, "load", "clean")
+    h.orchestrator_completed().new().orchestrator_started().task_failed(2, failure("db down", "builtins.OSError"))
+    return request_rewind(h, etl)
+
+
+def test_etl_rewind_drops_the_failed_load_and_the_end_of_the_execution() -> None:
+    h = etl_failing_at_load()
+    new_history = rewritten(h)
+    assert outline(new_history) == [
+        "orchestratorStarted", "executionStarted", "taskScheduled#0:extract", "orchestratorCompleted",
+        "orchestratorStarted", "taskCompleted->0", "taskScheduled#1:transform", "orchestratorCompleted",
+        "orchestratorStarted", "taskCompleted->1", "orchestratorCompleted",
+        "orchestratorStarted", "orchestratorCompleted",
+        "orchestratorStarted", "executionRewound",
+    ]
+    assert unchanged_except_start(new_history, h)
+    assert new_history[-1].executionRewound.reason.value == REASON
+    started = new_history[1].executionStarted
+    assert started.orchestrationInstance.instanceId == h.instance_id
+    assert started.orchestrationInstance.executionId.value not in ("", "run-1")
+    assert not started.HasField("parentInstance")
+    expected_start = pb.ExecutionStartedEvent()
+    expected_start.CopyFrom(h.old[1].executionStarted)
+    expected_start.orchestrationInstance.executionId.value = started.orchestrationInstance.executionId.value
+    assert started == expected_start
+
+
+def test_replay_after_rewind_reruns_only_the_load_and_reuses_earlier_results() -> None:
+    h = etl_failing_at_load()
+    replay = after_rewind(rewritten(h), h)
+    assert run(replay, etl).actions == [schedule(2, "load", '"clean"')]
+    replay.task_scheduled(2, "load", "clean").orchestrator_completed().commit()
+    replay.new().orchestrator_started().task_completed(2, "loaded")
+    assert output(run(replay, etl)) == "loaded"
+
+
+def test_a_rewind_event_still_in_the_new_events_after_the_history_was_replaced_is_an_ordinary_replay() -> None:
+    h = etl_failing_at_load()
+    new_history = rewritten(h)
+    result = OrchestrationExecutor(registry(etl)).execute(h.instance_id, new_history[:-2], new_history[-2:])
+    assert result.actions == [schedule(2, "load", '"clean"')]
+
+
+def test_the_new_execution_id_is_derived_from_the_request() -> None:
+    h = etl_failing_at_load()
+    first, again = rewritten(h), rewritten(h)
+    assert first == again
+    later = etl_failing_at_load()
+    later.new_events[1].timestamp.FromDatetime(h.now + timedelta(hours=1))
+    ids = {events[1].executionStarted.orchestrationInstance.executionId.value for events in (first, rewritten(later))}
+    assert len(ids) == 2
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+
+
+def test_a_parent_execution_id_does_not_invent_a_parent_for_a_top_level_orchestration() -> None:
+    h = etl_failing_at_load()
+    h.new_events[1].executionRewound.parentExecutionId.value = "someone"
+    assert not rewritten(h)[1].executionStarted.HasField("parentInstance")
+
+
+# ---- fan-out ---------------------------------------------------------------------------------------
+
+def fan_out_with_two_failures() -> History:
+    h = History().started("fan_out", 3)
+    for i in range(3):
+        h.task_scheduled(i, "work", i)
+    h.orchestrator_completed().orchestrator_started().task_failed(0, failure("first")).task_completed(1, 10)
+    h.orchestrator_completed().new().orchestrator_started().task_failed(2, failure("third"))
+    return request_rewind(h, fan_out)
+
+
+def test_fan_out_rewind_drops_both_failed_siblings_and_keeps_the_success() -> None:
+    h = fan_out_with_two_failures()
+    new_history = rewritten(h)
+    assert outline(new_history) == [
+        "orchestratorStarted", "executionStarted", "taskScheduled#1:work", "orchestratorCompleted",
+        "orchestratorStarted", "taskCompleted->1", "orchestratorCompleted",
+        "orchestratorStarted", "orchestratorCompleted",
+        "orchestratorStarted", "executionRewound",
+    ]
+    assert unchanged_except_start(new_history, h)
+
+
+def test_fan_out_replay_schedules_the_two_failed_siblings_again() -> None:
+    h = fan_out_with_two_failures()
+    replay = after_rewind(rewritten(h), h)
+    assert run(replay, fan_out).actions == [schedule(0, "work", "0"), schedule(2, "work", "2")]
+    replay.task_scheduled(0, "work", 0).task_scheduled(2, "work", 2).orchestrator_completed().commit()
+    replay.new().orchestrator_started().task_completed(2, 30).task_completed(0, 5)
+    assert output(run(replay, fan_out)) == 45
+
+
+@pytest.mark.parametrize(("orchestrator", "pending"), [
+    (impatient, lambda h: h.task_scheduled(0, "slow").task_scheduled(1, "fast")),
+    (with_deadline, lambda h: h.timer_created(0, h.now + timedelta(hours=1)).task_scheduled(1, "fast")),
+])
+def test_calls_still_in_flight_when_the_execution_failed_are_sent_again(
+        orchestrator: Callable[..., Any], pending: Callable[[History], History]) -> None:
+    # The backend discards results addressed to a finished execution, so keeping these calls would
+    # leave the rewound orchestration waiting for ever.
+    first_episode = run(History().new().started(orchestrator.__name__), orchestrator).actions
+    h = pending(History().started(orchestrator.__name__)).orchestrator_completed()
+    h.new().orchestrator_started().task_failed(1)
+    request_rewind(h, orchestrator)
+    new_history = rewritten(h)
+    assert not any(e.HasField("taskScheduled") or e.HasField("timerCreated") for e in new_history)
+    assert run(after_rewind(new_history, h), orchestrator).actions == first_episode
+
+
+# ---- sub-orchestrations ----------------------------------------------------------------------------
+
+def parent_with_failed_child() -> History:
+    h = History().started("parent", execution_id="p-1").task_scheduled(0, "prepare").orchestrator_completed()
+    h.orchestrator_started().task_completed(0, 3).sub_created(1, "child", "kid").orchestrator_completed()
+    h.new().orchestrator_started().sub_failed(1, failure("child broke"))
+    return request_rewind(h, parent)
+
+
+def test_a_failed_child_keeps_its_creation_so_the_backend_can_rewind_it() -> None:
+    h = parent_with_failed_child()
+    new_history = rewritten(h)
+    assert outline(new_history) == [
+        "orchestratorStarted", "executionStarted", "taskScheduled#0:prepare", "orchestratorCompleted",
+        "orchestratorStarted", "taskCompleted->0", "subOrchestrationInstanceCreated#1:child", "orchestratorCompleted",
+        "orchestratorStarted", "orchestratorCompleted",
+        "orchestratorStarted", "executionRewound",
+    ]
+    assert unchanged_except_start(new_history, h)
+
+
+def test_the_parent_replays_waiting_for_the_rewound_child_and_takes_its_result() -> None:
+    h = parent_with_failed_child()
+    replay = after_rewind(rewritten(h), h)
+    assert run(replay, parent).actions == []
+    replay.orchestrator_completed().commit().new().orchestrator_started().sub_completed(1, "fixed")
+    assert output(run(replay, parent)) == "fixed"
+
+
+def test_a_rewound_child_follows_its_parents_new_execution() -> None:
+    h = History("kid").started("child", 3, parent="abc123", execution_id="kid-1")
+    h.old[1].executionStarted.parentInstance.orchestrationInstance.executionId.value = "p-1"
+    h.old[1].executionStarted.parentInstance.taskScheduledId = 1
+    h.task_scheduled(0, "compute", 3).orchestrator_completed().new().orchestrator_started().task_failed(0)
+    request_rewind(h, child, parent_execution_id="p-2")
+    new_history = rewritten(h)
+    started = new_history[1].executionStarted
+    assert started.parentInstance.orchestrationInstance.executionId.value == "p-2"
+    assert started.parentInstance.orchestrationInstance.instanceId == "abc123"
+    assert started.parentInstance.taskScheduledId == 1
+    assert started.orchestrationInstance.executionId.value not in ("", "kid-1")
+    assert run(after_rewind(new_history, h), child).actions == [schedule(0, "compute", "3")]
+
+
+# ---- retry policies --------------------------------------------------------------------------------
+
+def attempt(h: History, failed_id: int, timer_id: int) -> History:
+    """A failed attempt, its retry timer, and the timer firing (when the next attempt is scheduled)."""
+    h.orchestrator_started().task_failed(failed_id, failure(f"attempt {failed_id}"))
+    fire_at = h.now + RETRY.first_retry_interval
+    h.timer_created(timer_id, fire_at).orchestrator_completed()
+    return h.orchestrator_started(fire_at).timer_fired(timer_id, fire_at)
+
+
+def test_an_exhausted_retry_is_rewound_to_one_more_attempt_keeping_the_earlier_ones() -> None:
+    h = History().started("retrying").task_scheduled(0, "flaky", 1).orchestrator_completed()
+    attempt(h, 0, 1).task_scheduled(2, "flaky", 1).orchestrator_completed()
+    attempt(h, 2, 3).task_scheduled(4, "flaky", 1).orchestrator_completed()
+    h.new().orchestrator_started().task_failed(4, failure("attempt 4"))
+    request_rewind(h, retrying)
+    new_history = rewritten(h)
+    retry_episodes = ["orchestratorStarted", "taskFailed->{failed}", "timerCreated#{timer}", "orchestratorCompleted",
+                      "orchestratorStarted", "timerFired->{timer}"]
+    assert outline(new_history) == [
+        "orchestratorStarted", "executionStarted", "taskScheduled#0:flaky", "orchestratorCompleted",
+        *[line.format(failed=0, timer=1) for line in retry_episodes], "taskScheduled#2:flaky", "orchestratorCompleted",
+        *[line.format(failed=2, timer=3) for line in retry_episodes], "orchestratorCompleted",
+        "orchestratorStarted", "orchestratorCompleted",
+        "orchestratorStarted", "executionRewound",
+    ]
+    replay = after_rewind(new_history, h)
+    assert run(replay, retrying).actions == [schedule(4, "flaky", "1")]
+    replay.task_scheduled(4, "flaky", 1).orchestrator_completed().commit()
+    replay.new().orchestrator_started().task_completed(4, "finally")
+    assert output(run(replay, retrying)) == "finally"
+
+
+def test_a_retry_that_succeeded_is_kept_whole_when_a_later_call_fails() -> None:
+    h = History().started("retry_then_next").task_scheduled(0, "flaky").orchestrator_completed()
+    attempt(h, 0, 1).task_scheduled(2, "flaky").orchestrator_completed()
+    h.orchestrator_started().task_completed(2, "v").task_scheduled(3, "next", "v").orchestrator_completed()
+    h.new().orchestrator_started().task_failed(3)
+    request_rewind(h, retry_then_next)
+    new_history = rewritten(h)
+    assert [line for line in outline(new_history) if "->" in line or "#" in line] == [
+        "taskScheduled#0:flaky", "taskFailed->0", "timerCreated#1", "timerFired->1", "taskScheduled#2:flaky",
+        "taskCompleted->2",
+    ]
+    assert run(after_rewind(new_history, h), retry_then_next).actions == [schedule(3, "next", '"v"')]
+
+
+def test_a_retry_still_waiting_when_the_execution_failed_starts_over() -> None:
+    h = History().started("impatient").task_scheduled(0, "slow").task_scheduled(1, "fast").orchestrator_completed()
+    h.new().orchestrator_started().task_failed(0).task_failed(1)
+    retry_timer = run(h, impatient).actions[0]
+    assert retry_timer.HasField("createTimer")
+    h.timer_created(retry_timer.id, retry_timer.createTimer.fireAt.ToDatetime())
+    request_rewind(h, impatient)
+    new_history = rewritten(h)
+    assert not any(e.HasField("timerCreated") or e.HasField("taskFailed") for e in new_history)
+    assert run(after_rewind(new_history, h), impatient).actions == [schedule(0, "slow"), schedule(1, "fast")]
+
+
+def test_retried_failures_pair_each_new_attempt_with_the_failure_its_timer_followed() -> None:
+    h = History().started("x").task_scheduled(0, "a").task_scheduled(1, "b").orchestrator_completed()
+    h.orchestrator_started().task_failed(0).task_failed(1).timer_created(2, h.now).orchestrator_completed()
+    h.orchestrator_started().timer_fired(2, h.now).task_scheduled(3, "b").orchestrator_completed()
+    assert rewind.retried_failures(h.all) == {1}
+    assert rewind.final_failures(h.all) == {0}
+
+
+# ---- malformed requests ----------------------------------------------------------------------------
+
+def failed_history() -> History:
+    h = History().started("etl", "x").task_scheduled(0, "extract", "x").orchestrator_completed()
+    h.orchestrator_started().task_failed(0).orchestrator_completed().execution_completed()
+    return h.new()
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda h: h.rewound(), "exactly orchestratorStarted and executionRewound"),
+    (lambda h: h.orchestrator_started().rewound().event_raised("late"), "exactly"),
+    (lambda h: h.rewound().orchestrator_started(), "exactly"),
+])
+def test_a_rewind_request_of_the_wrong_shape_is_a_protocol_error(build: Callable[[History], History],
+                                                                   message: str) -> None:
+    with pytest.raises(ProtocolError, match=message):
+        run(build(failed_history()))
+
+
+def test_only_a_failed_execution_can_be_rewound() -> None:
+    h = History().started("etl", "x").orchestrator_completed()
+    h.execution_completed(pb.ORCHESTRATION_STATUS_COMPLETED).new().orchestrator_started().rewound()
+    with pytest.raises(ProtocolError, match=r"only failed orchestrations.*STATUS_COMPLETED"):
+        run(h)
+
+
+def test_a_rewind_without_an_execution_start_is_a_protocol_error() -> None:
+    h = History().execution_completed().new().orchestrator_started().rewound()
+    with pytest.raises(ProtocolError, match="no executionStarted"):
+        run(h)
+
+
+def test_a_rewind_leaves_nothing_to_resume() -> None:
+    h = etl_failing_at_load()
+    executor = OrchestrationExecutor(registry(etl))
+    result: ExecutionResult = executor.execute(h.instance_id, h.old, h.new_events)
+    assert result.actions[0].HasField("rewindOrchestration")
+    assert not executor.is_complete
+    with pytest.raises(OrchestrationStateError):
+        executor.resume([])
