@@ -6,11 +6,17 @@ closed the way a backend closes it and followed by the rewind request a backend 
 
 from __future__ import annotations
 
+import base64
+import json
+import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
 
 from durabletask import task
 from durabletask._errors import ProtocolError
@@ -20,6 +26,7 @@ from durabletask._replay.executor import ExecutionResult, OrchestrationExecutor
 from durabletask._replay.failures import OrchestrationStateError
 
 from .history import History, failed_with, failure, output, registry, run
+from .test_peer_parity import _PEER_RUNNER as PEER_RUNNER
 
 REASON = "database repaired"
 RETRY = task.RetryPolicy(first_retry_interval=timedelta(seconds=5), max_number_of_attempts=3)
@@ -168,6 +175,19 @@ def test_a_rewind_event_still_in_the_new_events_after_the_history_was_replaced_i
     new_history = rewritten(h)
     result = OrchestrationExecutor(registry(etl)).execute(h.instance_id, new_history[:-2], new_history[-2:])
     assert result.actions == [schedule(2, "load", '"clean"')]
+
+
+def test_an_orchestration_can_be_rewound_again_after_failing_again() -> None:
+    h = etl_failing_at_load()
+    first = rewritten(h)
+    replay = after_rewind(first, h).task_scheduled(2, "load", "clean").orchestrator_completed().commit()
+    replay.new().orchestrator_started().task_failed(2, failure("still down"))
+    second = rewritten(request_rewind(replay, etl))
+    assert outline(second).count("executionRewound") == 2
+    assert "taskScheduled#2:load" not in outline(second)
+    ids = [events[1].executionStarted.orchestrationInstance.executionId.value for events in (first, second)]
+    assert ids[0] != ids[1]
+    assert run(after_rewind(second, replay), etl).actions == [schedule(2, "load", '"clean"')]
 
 
 def test_the_new_execution_id_is_derived_from_the_request() -> None:
@@ -339,6 +359,29 @@ def test_a_retry_still_waiting_when_the_execution_failed_starts_over() -> None:
     assert run(after_rewind(new_history, h), impatient).actions == [schedule(0, "slow"), schedule(1, "fast")]
 
 
+def retrying_child(ctx: task.OrchestrationContext, _: Any) -> Any:
+    return (yield ctx.call_sub_orchestrator("child", input=2, instance_id="kid", retry_policy=RETRY))
+
+
+def test_a_retried_child_keeps_its_earlier_attempt_and_waits_for_the_last_one() -> None:
+    h = History().started("retrying_child").sub_created(0, "child", "kid").orchestrator_completed()
+    h.orchestrator_started().sub_failed(0, failure("first"))
+    fire_at = h.now + RETRY.first_retry_interval
+    h.timer_created(1, fire_at).orchestrator_completed().orchestrator_started(fire_at).timer_fired(1, fire_at)
+    h.sub_created(2, "child", "kid").orchestrator_completed()
+    h.new().orchestrator_started().sub_failed(2, failure("second", non_retriable=True))
+    request_rewind(h, retrying_child)
+    new_history = rewritten(h)
+    assert [line for line in outline(new_history) if "->" in line or "#" in line] == [
+        "subOrchestrationInstanceCreated#0:child", "subOrchestrationInstanceFailed->0", "timerCreated#1",
+        "timerFired->1", "subOrchestrationInstanceCreated#2:child",
+    ]
+    replay = after_rewind(new_history, h)
+    assert run(replay, retrying_child).actions == []
+    replay.orchestrator_completed().commit().new().orchestrator_started().sub_completed(2, "third time")
+    assert output(run(replay, retrying_child)) == "third time"
+
+
 def test_retried_failures_pair_each_new_attempt_with_the_failure_its_timer_followed() -> None:
     h = History().started("x").task_scheduled(0, "a").task_scheduled(1, "b").orchestrator_completed()
     h.orchestrator_started().task_failed(0).task_failed(1).timer_created(2, h.now).orchestrator_completed()
@@ -387,3 +430,77 @@ def test_a_rewind_leaves_nothing_to_resume() -> None:
     assert not executor.is_complete
     with pytest.raises(OrchestrationStateError):
         executor.resume([])
+
+
+# ---- parity with Microsoft's executor ----------------------------------------------------------------
+
+def _peer_rewrites(peer_py: Path, histories: Sequence[History]) -> list[list[pb.HistoryEvent]]:
+    requests = [{"orchestrators": [], "request": base64.b64encode(pb.OrchestratorRequest(
+        instanceId=h.instance_id, pastEvents=h.old, newEvents=h.new_events).SerializeToString()).decode()}
+        for h in histories]
+    done = subprocess.run([str(peer_py), "-c", PEER_RUNNER], input=json.dumps({"source": "", "scenarios": requests}),
+                          capture_output=True, text=True, check=False, cwd=tempfile.gettempdir(),
+                          env={"PATH": "/usr/bin:/bin"}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    rewrites = []
+    for result in json.loads(done.stdout):
+        (action,) = result["actions"]
+        parsed = json_format.ParseDict(action, pb.OrchestratorAction())
+        rewrites.append(list(parsed.rewindOrchestration.newHistory))
+    return rewrites
+
+
+def _without_execution_id(events: Sequence[pb.HistoryEvent]) -> list[pb.HistoryEvent]:
+    # Both sides mint a new execution ID; Microsoft's is random, so only its presence is compared.
+    copies = []
+    for e in events:
+        copy = pb.HistoryEvent()
+        copy.CopyFrom(e)
+        if copy.HasField("executionStarted"):
+            assert copy.executionStarted.orchestrationInstance.executionId.value
+            copy.executionStarted.orchestrationInstance.ClearField("executionId")
+        copies.append(copy)
+    return copies
+
+
+def _child_of_rewound_parent() -> History:
+    h = History("kid").started("child", 3, parent="abc123", execution_id="kid-1")
+    h.old[1].executionStarted.parentInstance.orchestrationInstance.executionId.value = "p-1"
+    h.task_scheduled(0, "compute", 3).orchestrator_completed().new().orchestrator_started().task_failed(0)
+    return request_rewind(h, child, parent_execution_id="p-2")
+
+
+PARITY = {
+    "etl chain": etl_failing_at_load,
+    "fan-out with two failures": fan_out_with_two_failures,
+    "failed child": parent_with_failed_child,
+    "child of a rewound parent": _child_of_rewound_parent,
+}
+
+
+@pytest.mark.interop
+def test_same_new_history_as_microsofts_executor(peer_py: Path) -> None:
+    histories = [build() for build in PARITY.values()]
+    theirs = _peer_rewrites(peer_py, histories)
+    for name, h, their_history in zip(PARITY, histories, theirs, strict=True):
+        assert _without_execution_id(rewritten(h)) == _without_execution_id(their_history), name
+
+
+@pytest.mark.interop
+def test_where_microsofts_rewrite_would_not_replay_ours_does(peer_py: Path) -> None:
+    # Deliberate differences: their rewrite keeps retry timers and calls left in flight.
+    retried = History().started("retrying").task_scheduled(0, "flaky", 1).orchestrator_completed()
+    attempt(retried, 0, 1).task_scheduled(2, "flaky", 1).orchestrator_completed()
+    retried.new().orchestrator_started().task_failed(2)
+    retried.new_events[-1].taskFailed.failureDetails.isNonRetriable = True
+    request_rewind(retried, retrying)
+    in_flight = History().started("impatient").task_scheduled(0, "slow").task_scheduled(1, "fast")
+    in_flight.orchestrator_completed().new().orchestrator_started().task_failed(1)
+    request_rewind(in_flight, impatient)
+    their_retry, their_in_flight = _peer_rewrites(peer_py, [retried, in_flight])
+
+    assert "NonDeterminism" in failed_with(run(after_rewind(their_retry, retried), retrying)).errorType
+    assert run(after_rewind(rewritten(retried), retried), retrying).actions == [schedule(2, "flaky", "1")]
+    assert run(after_rewind(their_in_flight, in_flight), impatient).actions == [schedule(1, "fast")]
+    assert run(after_rewind(rewritten(in_flight), in_flight), impatient).actions == [
+        schedule(0, "slow"), schedule(1, "fast")]
