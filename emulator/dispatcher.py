@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -84,6 +85,7 @@ class Dispatcher:
         self._cond = threading.Condition()
         self._changes = 0
         self._closed = False
+        self._active = 0
         self._leases: dict[str, Lease] = {}
         self._by_key: dict[tuple[str, str, str | int], str] = {}
         engine.clock.subscribe(self.wake)
@@ -102,6 +104,29 @@ class Dispatcher:
             self._closed = True
             self._cond.notify_all()
 
+    @contextmanager
+    def _tracked(self) -> Iterator[None]:
+        """Counts a call that may touch storage, so shutdown can wait for it before closing the database."""
+        with self._cond:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
+
+    def drain(self, timeout: float) -> bool:
+        """After :meth:`close`, waits until every stream and waiter has returned; False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._active:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
     # Streams ---------------------------------------------------------------------------------------
     def stream(self, hub: str, request: pb.GetWorkItemsRequest, is_active: Callable[[], bool]) -> Iterator[pb.WorkItem]:
         """Yields work items for one GetWorkItems call until the caller goes away or the server stops."""
@@ -111,6 +136,10 @@ class Dispatcher:
             "entity": request.maxConcurrentEntityWorkItems,
         }
         state = StreamState(hub, stream_filters(request), limits)
+        with self._tracked():
+            yield from self._serve(state, is_active)
+
+    def _serve(self, state: StreamState, is_active: Callable[[], bool]) -> Iterator[pb.WorkItem]:
         last_sent = time.monotonic()
         try:
             while is_active() and not self._closed:
@@ -263,6 +292,17 @@ class Dispatcher:
         Raises:
             TimeoutError: if ``timeout`` seconds pass first.
         """
+        with self._tracked():
+            return self._wait(hub, instance_id, done, timeout, is_active)
+
+    def _wait(
+        self,
+        hub: str,
+        instance_id: str,
+        done: Callable[[InstanceRecord], bool],
+        timeout: float | None,
+        is_active: Callable[[], bool],
+    ) -> InstanceRecord | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             seen = self._changes

@@ -119,6 +119,8 @@ class EmulatorServer:
         if self._server is not None:
             self._server.stop(grace).wait()
             self._server = None
+        if not self.dispatcher.drain(timeout=5.0):
+            log.warning("some streams were still running when the emulator stopped")
         self.backend.release_all_leases()
 
     def close(self) -> None:
