@@ -14,7 +14,9 @@ from emulator.server import EmulatorServer
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="durabletask-emulator", description="Local Durable Task Scheduler.")
-    parser.add_argument("--host", default="0.0.0.0", help="interface to bind (default 0.0.0.0)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1; 0.0.0.0 for all interfaces)"
+    )
     parser.add_argument("--port", type=int, default=8080, help="port to listen on; 0 picks one (default 8080)")
     parser.add_argument("--db", default="./durabletask-emulator.db", help="SQLite file for persistent state")
     parser.add_argument("--in-memory", action="store_true", help="keep all state in memory (lost on exit)")

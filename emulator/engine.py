@@ -335,5 +335,5 @@ class Engine:
         """The earliest future time at which a timer or lease expiry makes new work available."""
         at = events.to_micros(self.clock.now())
         with self.backend.transaction() as tx:
-            times = [t for t in (tx.next_message_time(hub, at), tx.next_lease_expiry(hub)) if t is not None]
+            times = [t for t in (tx.next_message_time(hub, at), tx.next_lease_expiry(hub, at)) if t is not None]
         return events.from_micros(min(times)) if times else None

@@ -246,14 +246,12 @@ class SqliteTransaction(EntityTables):
     def delete_instance_activities(self, hub: str, instance_id: str) -> None:
         self._db.execute("DELETE FROM activities WHERE hub = ? AND instance_id = ?", (hub, instance_id))
 
-    def next_lease_expiry(self, hub: str) -> Micros | None:
-        row = self._db.execute(
-            "SELECT MIN(e) FROM (SELECT MIN(lock_expires) AS e FROM instances WHERE hub = ? AND lock_token "
-            "IS NOT NULL UNION ALL SELECT MIN(lock_expires) FROM activities WHERE hub = ? AND lock_token "
-            "IS NOT NULL UNION ALL SELECT MIN(lock_expires) FROM entities WHERE hub = ? AND lock_token "
-            "IS NOT NULL)",
-            (hub, hub, hub),
-        ).fetchone()
+    def next_lease_expiry(self, hub: str, after: Micros = -1) -> Micros | None:
+        parts = " UNION ALL ".join(
+            f"SELECT MIN(lock_expires) AS e FROM {table} WHERE hub = ? AND lock_token IS NOT NULL AND lock_expires > ?"
+            for table in ("instances", "activities", "entities")
+        )
+        row = self._db.execute(f"SELECT MIN(e) FROM ({parts})", (hub, after) * 3).fetchone()
         return None if row[0] is None else int(row[0])
 
 

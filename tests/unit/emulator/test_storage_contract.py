@@ -84,6 +84,8 @@ def test_messages_become_visible_and_make_instances_ready(backend: Backend) -> N
         # An expired lease makes the instance available again.
         assert [r[0] for r in tx.ready_instances("h", 100, None, 10)] == ["a", "b"]
         assert tx.next_lease_expiry("h") == 100
+        # Expired leases are not "due" any more: a waiting stream must not spin on them.
+        assert tx.next_lease_expiry("h", 100) is None
         tx.delete_messages([first])
         assert tx.visible_messages("h", "a", 100) == []
 
