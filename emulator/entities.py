@@ -92,7 +92,7 @@ class Entities:
     def fetch(self, hub: str, accept: NameFilter, token: str, expires: datetime) -> EntityWork | None:
         at = events.to_micros(self.clock.now())
         with self.backend.transaction() as tx:
-            for entity in tx.ready_entities(hub, at, _CANDIDATES):
+            for entity in tx.ready_entities(hub, at, _CANDIDATES, accept.names()):
                 if not accept.accepts(entity_ops.entity_name(entity.instance_id) or "", None):
                     continue
                 pending = [

@@ -14,6 +14,8 @@ from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_hubs (name TEXT PRIMARY KEY);
+-- lock_token/lock_expires hold the lease of the work item currently out for an instance (or, in
+-- activities and entities, for that row); the token is the work item's completionToken.
 CREATE TABLE IF NOT EXISTS instances (
     hub TEXT NOT NULL, instance_id TEXT NOT NULL, execution_id TEXT NOT NULL, name TEXT NOT NULL,
     version TEXT, status INTEGER NOT NULL, input TEXT, output TEXT, custom_status TEXT, failure BLOB,
@@ -30,6 +32,8 @@ CREATE TABLE IF NOT EXISTS history (
     hub TEXT NOT NULL, instance_id TEXT NOT NULL, seq INTEGER NOT NULL, event BLOB NOT NULL,
     PRIMARY KEY (hub, instance_id, seq)
 ) WITHOUT ROWID;
+-- Pending events per instance (or entity). A durable timer is a timerFired message whose visible_at is
+-- its fire time; a scheduled start is an executionStarted message visible at the start time.
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, instance_id TEXT NOT NULL,
     event BLOB NOT NULL, visible_at INTEGER NOT NULL

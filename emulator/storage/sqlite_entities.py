@@ -63,13 +63,22 @@ class EntityTables:
             (token, expires, hub, entity_id),
         )
 
-    def ready_entities(self, hub: str, now: Micros, limit: int) -> list[EntityRecord]:
+    def ready_entities(
+        self, hub: str, now: Micros, limit: int, names: Sequence[str] | None = None
+    ) -> list[EntityRecord]:
+        """Unleased entities with visible operations; ``names`` (lower case) restricts the entity names."""
+        name_clause = ""
+        if names is not None:
+            patterns = ["@" + "".join(f"[{c}]" if c in "*?[" else c for c in n) + "@*" for n in names]
+            name_clause = "AND (" + (" OR ".join("LOWER(e.instance_id) GLOB ?" for _ in patterns) or "0") + ")"
+        else:
+            patterns = []
         rows = self._db.execute(
             f"SELECT {', '.join('e.' + c.strip() for c in _COLUMNS.split(','))}, MIN(m.id) AS first "
             "FROM messages m JOIN entities e ON e.hub = m.hub AND e.instance_id = m.instance_id "
             "WHERE m.hub = ? AND m.visible_at <= ? AND (e.lock_token IS NULL OR e.lock_expires <= ?) "
-            "GROUP BY e.instance_id ORDER BY first LIMIT ?",
-            (hub, now, now, limit),
+            f"{name_clause} GROUP BY e.instance_id ORDER BY first LIMIT ?",
+            (hub, now, now, *patterns, limit),
         ).fetchall()
         return [_entity(r[:-1]) for r in rows]
 

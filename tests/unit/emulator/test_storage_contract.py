@@ -191,3 +191,15 @@ def test_entities_locks_and_lock_requests(backend: Backend) -> None:
         assert tx.lock_requests("h") == []
         tx.delete_entity("h", "@c@1")
         assert tx.get_entity("h", "@c@1") is None
+
+
+def test_ready_entities_filter_by_name_case_insensitively(backend: Backend) -> None:
+    from emulator.storage import EntityRecord
+
+    with backend.transaction() as tx:
+        for entity_id in ("@Counter@1", "@other@1", "@count@2"):
+            tx.put_entity(EntityRecord("h", entity_id, None, 0))
+            tx.add_message("h", entity_id, b"op", 0)
+        assert [e.instance_id for e in tx.ready_entities("h", 0, 10, ["counter"])] == ["@Counter@1"]
+        assert tx.ready_entities("h", 0, 10, []) == []
+        assert len(tx.ready_entities("h", 0, 10)) == 3
