@@ -14,7 +14,7 @@ from datetime import timedelta
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.engine import ActivityWork, Engine, OrchestrationWork
 from emulator.entities import Entities, EntityWork
-from emulator.errors import EmulatorError, FailedPreconditionError, InvalidArgumentError
+from emulator.errors import EmulatorError, FailedPreconditionError, InvalidArgumentError, stale_token
 from emulator.storage import InstanceRecord, NameFilter
 
 _stream_ids = itertools.count(1)
@@ -223,9 +223,7 @@ class Dispatcher:
         with self._cond:
             lease = self._leases.get(token)
             if lease is None or lease.kind != kind or lease.hub != hub:
-                raise FailedPreconditionError(
-                    f"completion token '{token}' is no longer valid (unknown, already used, abandoned or redelivered)"
-                )
+                raise stale_token(token)
             return lease
 
     def complete_orchestration(self, hub: str, response: pb.OrchestratorResponse) -> None:

@@ -12,12 +12,17 @@ from emulator import delivery, entity_ops, events, outbox
 from emulator.actions.base import ContinueAsNew
 from emulator.clock import Clock
 from emulator.delivery import StartOptions
-from emulator.errors import AlreadyExistsError, FailedPreconditionError, NotFoundError, ResourceExhaustedError
+from emulator.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    NotFoundError,
+    ResourceExhaustedError,
+    stale_token,
+)
 from emulator.state_machine import advance
 from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, Transaction
 
 _CANDIDATES = 64
-_STALE = "completion token '{token}' is no longer valid (the work item was completed, abandoned or redelivered)"
 
 
 @dataclass(frozen=True)
@@ -65,19 +70,24 @@ class Engine:
         with self.backend.transaction() as tx:
             existing = tx.get_instance(hub, opts.instance_id)
             if existing is not None:
-                self._replace_or_reject(tx, existing, opts.replaceable)
+                self._replace_or_reject(tx, existing, opts.replaceable, now)
             delivery.insert_instance(tx, hub, opts, now, self.new_id())
         self._notify(hub)
         return opts.instance_id
 
     @staticmethod
-    def _replace_or_reject(tx: Transaction, existing: InstanceRecord, replaceable: Sequence[int] | None) -> None:
+    def _replace_or_reject(
+        tx: Transaction, existing: InstanceRecord, replaceable: Sequence[int] | None, now: datetime
+    ) -> None:
         allowed = set(replaceable) if replaceable else set(events.TERMINAL_STATUSES)
         if existing.status not in allowed:
             status = pb.OrchestrationStatus.Name(existing.status)
             raise AlreadyExistsError(
                 f"an orchestration instance with ID '{existing.instance_id}' already exists with status {status}"
             )
+        if not delivery.is_terminal(existing):
+            # Terminated first, so its parent hears about it and its entity locks are freed.
+            outbox.finish_terminated(tx, existing, "replaced by a new instance with the same ID", now, False)
         tx.delete_instance(existing.hub, existing.instance_id)
 
     def get(self, hub: str, instance_id: str) -> InstanceRecord | None:
@@ -245,7 +255,7 @@ class Engine:
         with self.backend.transaction() as tx:
             record = tx.get_instance(hub, work.instance_id)
             if record is None or record.lock_token != token:
-                raise FailedPreconditionError(_STALE.format(token=token))
+                raise stale_token(token)
             past = list(work.request.pastEvents)
             new_events = list(work.request.newEvents)
             transition = advance(delivery.view(record), past, new_events, response, now, self.new_id)
@@ -300,7 +310,7 @@ class Engine:
         with self.backend.transaction() as tx:
             activity = tx.get_activity(activity_id)
             if activity is None or activity.lock_token != token:
-                raise FailedPreconditionError(_STALE.format(token=token))
+                raise stale_token(token)
             tx.delete_activity(activity_id)
             record = tx.get_instance(hub, activity.instance_id)
             request = pb.ActivityRequest.FromString(activity.request)

@@ -10,7 +10,7 @@ from datetime import datetime
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import entity_ops, events
 from emulator.clock import Clock
-from emulator.errors import FailedPreconditionError
+from emulator.errors import stale_token
 from emulator.storage import Backend, EntityQueryArgs, EntityRecord, NameFilter
 
 _CANDIDATES = 64
@@ -116,7 +116,7 @@ class Entities:
         with self.backend.transaction() as tx:
             entity = tx.get_entity(hub, work.entity_id)
             if entity is None or entity.lock_token != token:
-                raise FailedPreconditionError(f"completion token '{token}' is no longer valid")
+                raise stale_token(token)
             # Operations without a result (a batch cut short) stay queued for the next batch.
             done = min(len(result.results), len(work.operations))
             tx.delete_messages(work.message_ids[:done])

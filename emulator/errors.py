@@ -43,3 +43,10 @@ class ResourceExhaustedError(EmulatorError):
     """A configured size limit (e.g. history length) would be exceeded."""
 
     code_name = "RESOURCE_EXHAUSTED"
+
+
+def stale_token(token: str) -> FailedPreconditionError:
+    """The error for a completion or abandon whose token no longer names an outstanding work item."""
+    return FailedPreconditionError(
+        f"completion token '{token}' is no longer valid (unknown, already used, abandoned or redelivered)"
+    )

@@ -121,8 +121,9 @@ def parent_notification(instance: InstanceView, transition: Transition, now: dat
     if transition.status == pb.ORCHESTRATION_STATUS_COMPLETED:
         result = pb.SubOrchestrationInstanceCompletedEvent(taskScheduledId=task_id, result=events.sv(transition.output))
         return SendMessage(instance.parent_instance_id, events.event(now, subOrchestrationInstanceCompleted=result))
+    reason = f": {transition.output}" if transition.output else ""
     details = transition.failure or events.failure(
-        "OrchestrationTerminated", f"sub-orchestration '{instance.instance_id}' was terminated"
+        "OrchestrationTerminated", f"sub-orchestration '{instance.instance_id}' was terminated{reason}"
     )
     failed = pb.SubOrchestrationInstanceFailedEvent(taskScheduledId=task_id, failureDetails=details)
     return SendMessage(instance.parent_instance_id, events.event(now, subOrchestrationInstanceFailed=failed))

@@ -325,3 +325,21 @@ def test_skip_graceful_termination_terminates_at_once(stub: HubStub) -> None:
     # The worker still holding the instance can no longer complete it.
     assert _code(lambda: complete(stub, in_flight, finish(1, '"late"'))) == grpc.StatusCode.FAILED_PRECONDITION
     assert status_of(stub, running) == pb.ORCHESTRATION_STATUS_TERMINATED
+
+
+def test_replacing_a_running_sub_orchestration_tells_its_parent(stub: HubStub) -> None:
+    parent = start(stub, "Parent")
+    work = WorkStream(stub)
+    create = pb.OrchestratorAction(
+        id=5, createSubOrchestration=pb.CreateSubOrchestrationAction(instanceId=parent + "-c", name="Child")
+    )
+    complete(stub, work.next(), create)
+    complete(stub, work.next())  # the child starts and waits
+    running_ok = pb.OrchestrationIdReusePolicy(replaceableStatus=[pb.ORCHESTRATION_STATUS_RUNNING])
+    start(stub, "Child", instance_id=parent + "-c", orchestrationIdReusePolicy=running_ok)
+    items = [work.next(), work.next()]
+    to_parent = next(i for i in items if i.orchestratorRequest.instanceId == parent)
+    failed = to_parent.orchestratorRequest.newEvents[1].subOrchestrationInstanceFailed
+    assert failed.taskScheduledId == 5
+    assert failed.failureDetails.errorType == "OrchestrationTerminated"
+    assert "replaced" in failed.failureDetails.errorMessage
