@@ -64,6 +64,18 @@ def execution_started(
     return event(now, executionStarted=started)
 
 
+def parent_info(
+    task_id: int, instance_id: str, execution_id: str | None, name: str | None = None, version: str | None = None
+) -> pb.ParentInstanceInfo:
+    """What a sub-orchestration knows of its parent: who it is and which of its tasks is waiting."""
+    return pb.ParentInstanceInfo(
+        taskScheduledId=task_id,
+        name=sv(name),
+        version=sv(version),
+        orchestrationInstance=pb.OrchestrationInstance(instanceId=instance_id, executionId=sv(execution_id)),
+    )
+
+
 def event_raised(now: datetime, name: str, input: str | None) -> pb.HistoryEvent:
     return event(now, eventRaised=pb.EventRaisedEvent(name=name, input=sv(input)))
 

@@ -146,14 +146,7 @@ def _recreated(parent: InstanceRecord, created: pb.HistoryEvent, now: datetime) 
     sub = created.subOrchestrationInstanceCreated
     version = events.opt(sub.version, sub.HasField("version"))
     child_input = events.opt(sub.input, sub.HasField("input"))
-    info = pb.ParentInstanceInfo(
-        taskScheduledId=created.eventId,
-        name=events.sv(parent.name),
-        version=events.sv(parent.version),
-        orchestrationInstance=pb.OrchestrationInstance(
-            instanceId=parent.instance_id, executionId=events.sv(parent.execution_id)
-        ),
-    )
+    info = events.parent_info(created.eventId, parent.instance_id, parent.execution_id, parent.name, parent.version)
     started = events.execution_started(
         now,
         instance_id=sub.instanceId,

@@ -28,14 +28,7 @@ def create_sub_orchestration(ctx: ActionContext, action: pb.OrchestratorAction) 
         )
     )
     inst = ctx.instance
-    parent = pb.ParentInstanceInfo(
-        taskScheduledId=action.id,
-        name=events.sv(inst.name),
-        version=events.sv(inst.version),
-        orchestrationInstance=pb.OrchestrationInstance(
-            instanceId=inst.instance_id, executionId=events.sv(inst.execution_id)
-        ),
-    )
+    parent = events.parent_info(action.id, inst.instance_id, inst.execution_id, inst.name, inst.version)
     started = events.execution_started(
         ctx.now,
         instance_id=child_id,
@@ -79,12 +72,7 @@ def complete_orchestration(ctx: ActionContext, action: pb.OrchestratorAction) ->
 
 
 def _parent_info(inst: InstanceView) -> pb.ParentInstanceInfo:
-    return pb.ParentInstanceInfo(
-        taskScheduledId=inst.parent_task_id or 0,
-        orchestrationInstance=pb.OrchestrationInstance(
-            instanceId=inst.parent_instance_id or "", executionId=events.sv(inst.parent_execution_id)
-        ),
-    )
+    return events.parent_info(inst.parent_task_id or 0, inst.parent_instance_id or "", inst.parent_execution_id)
 
 
 def terminate_orchestration(ctx: ActionContext, action: pb.OrchestratorAction) -> None:

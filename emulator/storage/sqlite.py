@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros
-from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables
+from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, glob_literal
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_hubs (name TEXT PRIMARY KEY);
@@ -140,10 +140,8 @@ class SqliteTransaction(EntityTables):
                 clauses.append(clause)
                 params.append(value)
         if args.id_prefix:
-            # GLOB is case-sensitive and can use the primary key; escape its wildcards.
-            escaped = "".join(f"[{c}]" if c in "*?[" else c for c in args.id_prefix)
             clauses.append("instance_id GLOB ?")
-            params.append(escaped + "*")
+            params.append(glob_literal(args.id_prefix) + "*")
         where = " AND ".join(clauses)
         sql = f"SELECT {_INSTANCE_COLUMNS} FROM instances WHERE {where} ORDER BY instance_id LIMIT ?"
         return [_instance(r) for r in self._db.execute(sql, (*params, args.limit)).fetchall()]

@@ -26,6 +26,11 @@ CREATE INDEX IF NOT EXISTS ix_lock_requests_hub ON lock_requests (hub, id);
 _COLUMNS = "hub, instance_id, state, modified_at, locked_by, lock_owner, lock_token, lock_expires"
 
 
+def glob_literal(text: str) -> str:
+    """``text`` with GLOB wildcards escaped, for case-sensitive prefix matches that can use an index."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
 def _entity(row: Sequence[Any]) -> EntityRecord:
     return EntityRecord(*row)
 
@@ -69,7 +74,7 @@ class EntityTables:
         """Unleased entities with visible operations; ``names`` (lower case) restricts the entity names."""
         name_clause = ""
         if names is not None:
-            patterns = ["@" + "".join(f"[{c}]" if c in "*?[" else c for c in n) + "@*" for n in names]
+            patterns = [f"@{glob_literal(n)}@*" for n in names]
             name_clause = "AND (" + (" OR ".join("LOWER(e.instance_id) GLOB ?" for _ in patterns) or "0") + ")"
         else:
             patterns = []
@@ -101,7 +106,7 @@ class EntityTables:
                 params.append(value)
         if args.id_prefix:
             clauses.append("instance_id GLOB ?")
-            params.append("".join(f"[{c}]" if c in "*?[" else c for c in args.id_prefix) + "*")
+            params.append(glob_literal(args.id_prefix) + "*")
         if not args.include_transient:
             clauses.append("state IS NOT NULL")
         sql = f"SELECT {_COLUMNS} FROM entities WHERE {' AND '.join(clauses)} ORDER BY instance_id LIMIT ?"
