@@ -98,10 +98,10 @@ def official_backend_port(peer_py: Path) -> Iterator[int]:
             proc.wait()
 
 
-def run_in_peer(peer_py: Path, emulator_port: int, scenario: str) -> Any:
-    """Run one scenario with Microsoft's SDK (DTS classes, a fresh task hub) against our emulator."""
+def run_in_peer(peer_py: Path, mode: str, address: str, scenario: str) -> Any:
+    """Run one scenario with Microsoft's SDK in a subprocess (``dts`` mode gets a fresh task hub)."""
     taskhub = f"interop{uuid.uuid4().hex[:10]}"
-    args = [str(peer_py), str(runners.DRIVER), "dts", f"http://localhost:{emulator_port}", taskhub, "run", scenario]
+    args = [str(peer_py), str(runners.DRIVER), mode, address, taskhub, "run", scenario]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=PEER_TIMEOUT, env=peer_env(), cwd="/")
     lines = [line for line in proc.stdout.splitlines() if line.startswith('{"result"')]
     assert proc.returncode == 0 and lines, f"peer failed ({proc.returncode}):\n{proc.stderr[-4000:]}"

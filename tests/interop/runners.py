@@ -19,6 +19,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from durabletask import client, worker
 from durabletask.entities import EntityInstanceId
 
@@ -282,8 +284,7 @@ def _status(c: Any, instance_id: str) -> Callable[[], str]:
 
 def _entity_state(c: Any, entity_id: Any) -> Callable[[], Any]:
     def read() -> Any:
-        metadata = c.get_entity(entity_id)
-        return metadata.get_state(int) if metadata else None
+        return _raw_entity_state(c.get_entity(entity_id))
 
     return read
 
@@ -382,10 +383,17 @@ def entities(h: Harness) -> Any:
         {
             "after_signal": after_signal,
             "second_after_signal": second_state,
-            "first_final": metadata.get_state(int) if metadata else None,
+            "first_final": _raw_entity_state(metadata),
         }
     )
     return result
+
+
+def _raw_entity_state(metadata: Any) -> Any:
+    # get_state() gives the stored JSON text in both SDKs (typed access differs between them, so decode here);
+    # an entity that exists only as queued operations may report an empty text.
+    raw = metadata.get_state() if metadata else None
+    return json.loads(raw) if raw else None
 
 
 def work_item_filters(h: Harness) -> Any:
@@ -438,6 +446,51 @@ def rewind(h: Harness) -> Any:
     return result
 
 
+def _outcome(call: Callable[[], Any]) -> Any:
+    """``ok`` (or a plain result), else the gRPC status code name or exception type the call raised."""
+    try:
+        value = call()
+    except grpc.RpcError as error:
+        return error.code().name
+    except Exception as error:
+        return type(error).__name__
+    return value if isinstance(value, (bool, int, str)) else "ok"
+
+
+def edge_cases(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.echo, sc.waiter, sc.failing), activities=(sc.broken,))
+    c = h.client()
+    done = c.schedule_new_orchestration(sc.echo, input="x", instance_id=h.new_id("done"))
+    running = c.schedule_new_orchestration(sc.waiter, instance_id=h.new_id("running"))
+    failed = c.schedule_new_orchestration(sc.failing, instance_id=h.new_id("failed"))
+    finish(c, done)
+    c.wait_for_orchestration_start(running, timeout=WAIT)
+    failure = c.wait_for_orchestration_completion(failed, timeout=WAIT).failure_details
+    missing = h.new_id("missing")
+    result = {
+        "failure_type": failure.error_type,
+        "get_missing": c.get_orchestration_state(missing) is None,
+        "raise_event_missing": _outcome(lambda: c.raise_orchestration_event(missing, "e")),
+        "suspend_missing": _outcome(lambda: c.suspend_orchestration(missing)),
+        "resume_missing": _outcome(lambda: c.resume_orchestration(missing)),
+        "terminate_missing": _outcome(lambda: c.terminate_orchestration(missing)),
+        "purge_missing": _outcome(lambda: c.purge_orchestration(missing).deleted_instance_count),
+        "rewind_missing": _outcome(lambda: c.rewind_orchestration(missing)),
+        "rewind_completed": _outcome(lambda: c.rewind_orchestration(done)),
+        "start_existing_running": _outcome(lambda: c.schedule_new_orchestration(sc.waiter, instance_id=running)),
+        "start_existing_completed": _outcome(lambda: c.schedule_new_orchestration(sc.echo, instance_id=done) == done),
+        "purge_running": _outcome(lambda: c.purge_orchestration(running).deleted_instance_count),
+        "terminate_completed": _outcome(lambda: c.terminate_orchestration(done)),
+        "raise_event_completed": _outcome(lambda: c.raise_orchestration_event(done, "e")),
+    }
+    c.terminate_orchestration(running)
+    result["restart_same_id"] = _outcome(lambda: c.restart_orchestration(failed) == failed)
+    result["restart_new_id"] = _outcome(
+        lambda: c.restart_orchestration(done, restart_with_new_instance_id=True) != done
+    )
+    return result
+
+
 SCENARIOS: dict[str, Callable[[Harness], Any]] = {
     "chaining": chaining,
     "fan_out_fan_in": fan_out_fan_in,
@@ -455,6 +508,7 @@ SCENARIOS: dict[str, Callable[[Harness], Any]] = {
     "work_item_filters": work_item_filters,
     "versioning": versioning,
     "rewind": rewind,
+    "edge_cases": edge_cases,
 }
 
 

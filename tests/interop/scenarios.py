@@ -60,6 +60,10 @@ def fragile(ctx: task.ActivityContext, args: dict[str, Any]) -> str:
     return f"{args['name']}:{count}"
 
 
+def broken(ctx: task.ActivityContext, _: Any) -> None:
+    raise ValueError("broken on purpose")
+
+
 def specialty_a(ctx: task.ActivityContext, n: int) -> dict[str, Any]:
     return {"activity": "a", "n": n, "pid": os.getpid()}
 
@@ -133,6 +137,11 @@ def counter(ctx: task.OrchestrationContext, n: int) -> Orchestration:
 
 def echo(ctx: task.OrchestrationContext, value: Any) -> Any:
     return value
+
+
+def failing(ctx: task.OrchestrationContext, _: Any) -> Orchestration:
+    yield ctx.call_activity(broken)
+    return "unreachable"
 
 
 def waiter(ctx: task.OrchestrationContext, _: Any) -> Orchestration:
