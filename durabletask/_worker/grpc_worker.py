@@ -13,7 +13,7 @@ import grpc
 
 from durabletask._grpc.channel import ClientInterceptor, create_channel, get_default_host_address
 from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._worker.activity_runner import ActivityRunner, DataConverter
+from durabletask._worker.activity_runner import ActivityRunner
 from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import Dispatcher, WorkKind
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
@@ -28,6 +28,7 @@ from durabletask._worker.registry import Registry
 from durabletask._worker.stream import ChannelProvider, StreamLoop
 from durabletask._worker.work_items import WorkItemHandler
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
+from durabletask.serialization import DataConverter
 
 DEFAULT_MAXIMUM_TIMER_INTERVAL = timedelta(days=3)
 #: How long :meth:`TaskHubGrpcWorker.stop` lets running work items finish.
@@ -57,7 +58,7 @@ class TaskHubGrpcWorker:
         concurrency_options: Per-kind limits on work items running at once.
         maximum_timer_interval: Longest single durable timer; longer ones are chained.
         payload_store: Accepted for compatibility; large-payload externalization is not supported.
-        data_converter: Converts activity inputs and results (default: the SDK's JSON encoding).
+        data_converter: Converts payloads for orchestrations and activities (default: JSON).
         exception_properties_provider: Accepted for compatibility; not used yet.
         emit_trace_spans: Accepted for compatibility; spans are not emitted yet.
     """
@@ -268,7 +269,7 @@ class _Run:
             _limits(options), max_threads=options.maximum_thread_pool_workers or 1, logger=logger
         )
         executor_factory = worker._executor_factory or default_executor_factory(
-            worker._registry, logger, worker._maximum_timer_interval
+            worker._registry, logger, worker._maximum_timer_interval, worker._data_converter
         )
         handler = WorkItemHandler(
             self.dispatcher,

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from google.protobuf import wrappers_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._worker.failures import failure_details
+from durabletask._replay.executor import OrchestrationExecutor
+from durabletask._replay.failures import proto_from_exception
 from durabletask._worker.registry import Registry
 from durabletask._worker.versioning import check_orchestration_version, orchestration_version, rejects
+
+if TYPE_CHECKING:
+    from durabletask.serialization import DataConverter
 
 
 class ExecutionResultLike(Protocol):
@@ -42,18 +45,23 @@ ExecutorFactory = Callable[[], Executor]
 
 
 def default_executor_factory(
-    registry: Registry, logger: logging.Logger, maximum_timer_interval: timedelta | None
+    registry: Registry,
+    logger: logging.Logger,
+    maximum_timer_interval: timedelta | None,
+    data_converter: DataConverter | None = None,
 ) -> ExecutorFactory:
-    """A factory for the SDK's replay executor, bound to one worker's registry and settings."""
+    """A factory for the SDK's replay executor, bound to one worker's registry and settings.
+
+    Each work item gets a fresh executor: an executor holds one orchestration's live state.
+    """
 
     def create() -> Executor:
-        # Imported when first needed so the worker package does not import replay code at import time.
-        module = importlib.import_module("durabletask._replay.executor")
-        kwargs: dict[str, Any] = {"logger": logger}
-        if maximum_timer_interval is not None:
-            kwargs["maximum_timer_interval"] = maximum_timer_interval
-        executor: Executor = module.OrchestrationExecutor(registry, **kwargs)
-        return executor
+        return OrchestrationExecutor(
+            registry,
+            logger=logger,
+            maximum_timer_interval=maximum_timer_interval,
+            data_converter=data_converter,
+        )
 
     return create
 
@@ -103,7 +111,7 @@ class OrchestrationRunner:
             # The executor turns user errors into a failed completion itself; reaching here is a bug
             # in the SDK or a corrupt history, which must still end the episode visibly.
             self._logger.exception("%s: the orchestration could not be executed", instance_id)
-            return OrchestrationOutcome(_failed_response(instance_id, completion_token, failure_details(exc)))
+            return OrchestrationOutcome(_failed_response(instance_id, completion_token, proto_from_exception(exc)))
         response = pb.OrchestratorResponse(
             instanceId=instance_id, actions=list(result.actions), completionToken=completion_token
         )

@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
-import sys
-import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from worker_fakes import FakeExecutor, FallbackActivityContext, Server
+from worker_fakes import FakeExecutor, Server
 
 from durabletask.grpc_options import GrpcWorkerResiliencyOptions
 from durabletask.worker import TaskHubGrpcWorker
-
-
-@pytest.fixture(autouse=True)
-def activity_context_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Provide ``durabletask.task.ActivityContext`` when the task module is not available."""
-    try:
-        importlib.import_module("durabletask.task")
-    except ImportError:
-        fake = types.ModuleType("durabletask.task")
-        fake.ActivityContext = FallbackActivityContext  # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, "durabletask.task", fake)
 
 
 @pytest.fixture

@@ -38,9 +38,9 @@ def test_stream_request_carries_limits_capabilities_and_filters(server: Server, 
             maximum_concurrent_entity_work_items=5,
         )
     )
-    worker.add_activity(double)
-    worker.add_capability(pb.WORKER_CAPABILITY_SCHEDULED_TASKS)
     worker.use_work_item_filters()
+    worker.add_activity(double)  # registered after the call: filters are generated at start()
+    worker.add_capability(pb.WORKER_CAPABILITY_SCHEDULED_TASKS)
     worker.start()
 
     request = server.sidecar.next_stream().request

@@ -1,4 +1,4 @@
-"""Test doubles for the worker: an in-process sidecar, a scripted executor and an activity context."""
+"""Test doubles for the worker: an in-process sidecar and a scripted orchestration executor."""
 
 from __future__ import annotations
 
@@ -190,11 +190,3 @@ class FakeExecutor:
             ),
         )
         return FakeResult([action], self.custom_status)
-
-
-class FallbackActivityContext:
-    """Stands in for durabletask.task.ActivityContext while that module does not exist."""
-
-    def __init__(self, orchestration_id: str, task_id: int) -> None:
-        self.orchestration_id = orchestration_id
-        self.task_id = task_id

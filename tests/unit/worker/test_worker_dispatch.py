@@ -1,0 +1,194 @@
+"""Per-kind concurrency slots, the dispatcher's thread pool and event loop, and completion delivery."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+import grpc
+import pytest
+from worker_fakes import WAIT
+
+from durabletask._worker.completions import CompletionSender
+from durabletask._worker.dispatch import Dispatcher, Slots, WorkKind
+from durabletask._worker.failures import is_lease_lost
+from durabletask._worker.stream import backoff_delay
+
+LOG = logging.getLogger("durabletask-worker-tests")
+
+
+def test_slots_block_at_the_limit_until_released() -> None:
+    slots = Slots(1)
+    never = threading.Event()
+    assert slots.acquire(never)
+    acquired = threading.Event()
+
+    def second() -> None:
+        if slots.acquire(never):
+            acquired.set()
+
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    assert not acquired.wait(0.1)
+    slots.release()
+    assert acquired.wait(WAIT)
+    waiter.join(WAIT)
+    assert slots.used == 1
+
+
+def test_slots_waiters_give_up_when_woken_for_shutdown() -> None:
+    slots = Slots(1)
+    stop = threading.Event()
+    assert slots.acquire(stop)
+    outcome: list[bool] = []
+    waiter = threading.Thread(target=lambda: outcome.append(slots.acquire(stop)))
+    waiter.start()
+    stop.set()
+    slots.wake()
+    waiter.join(WAIT)
+    assert outcome == [False]
+    assert slots.used == 1
+
+
+def test_slots_refuse_over_release_and_bad_limits() -> None:
+    with pytest.raises(RuntimeError):
+        Slots(2).release()
+    with pytest.raises(ValueError):
+        Slots(0)
+
+
+@pytest.fixture
+def dispatcher() -> Any:
+    d = Dispatcher({WorkKind.ACTIVITY: 2, WorkKind.ORCHESTRATION: 1, WorkKind.ENTITY: 1}, max_threads=8, logger=LOG)
+    d.start()
+    yield d
+    d.close(wait=True)
+
+
+def test_limit_is_per_kind(dispatcher: Dispatcher) -> None:
+    gate = threading.Event()
+    for _ in range(2):
+        assert dispatcher.acquire(WorkKind.ACTIVITY)
+        dispatcher.submit(WorkKind.ACTIVITY, lambda: gate.wait(WAIT) and None)
+    assert dispatcher.slots(WorkKind.ACTIVITY).used == 2
+    # Activities being full does not hold back orchestrations.
+    done = threading.Event()
+    assert dispatcher.acquire(WorkKind.ORCHESTRATION)
+    dispatcher.submit(WorkKind.ORCHESTRATION, done.set)
+    assert done.wait(WAIT)
+    gate.set()
+    assert dispatcher.wait_idle(WAIT)
+    assert dispatcher.slots(WorkKind.ACTIVITY).used == 0
+
+
+def test_a_failing_job_releases_its_slot(dispatcher: Dispatcher) -> None:
+    def boom() -> None:
+        raise RuntimeError("job failed")
+
+    assert dispatcher.acquire(WorkKind.ORCHESTRATION)
+    dispatcher.submit(WorkKind.ORCHESTRATION, boom)
+    assert dispatcher.wait_idle(WAIT)
+    assert dispatcher.slots(WorkKind.ORCHESTRATION).used == 0
+
+
+def test_async_jobs_share_one_loop_and_run_together(dispatcher: Dispatcher) -> None:
+    both_running = threading.Barrier(3, timeout=WAIT)
+    loops: set[int] = set()
+
+    async def job() -> None:
+        loops.add(id(asyncio.get_running_loop()))
+        # The barrier is only passed if both coroutines are in flight at once; waiting on the pool
+        # keeps the loop free for the other coroutine.
+        await dispatcher.run_blocking(both_running.wait)
+
+    for _ in range(2):
+        assert dispatcher.acquire(WorkKind.ACTIVITY)
+        dispatcher.submit_async(WorkKind.ACTIVITY, job)
+    both_running.wait()
+    assert dispatcher.wait_idle(WAIT)
+    assert len(loops) == 1
+    assert dispatcher.slots(WorkKind.ACTIVITY).used == 0
+
+
+def test_wait_idle_times_out_while_work_runs(dispatcher: Dispatcher) -> None:
+    gate = threading.Event()
+    assert dispatcher.acquire(WorkKind.ENTITY)
+    dispatcher.submit(WorkKind.ENTITY, lambda: gate.wait(WAIT) and None)
+    assert not dispatcher.wait_idle(0.05)
+    assert dispatcher.in_flight == 1
+    gate.set()
+    assert dispatcher.wait_idle(WAIT)
+
+
+def test_acquire_fails_once_stopping(dispatcher: Dispatcher) -> None:
+    dispatcher.stop_accepting()
+    assert not dispatcher.acquire(WorkKind.ACTIVITY)
+
+
+# --- completion delivery ------------------------------------------------------------------------
+class FakeRpcError(grpc.RpcError):
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        self._code, self._details = code, details
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+
+@pytest.mark.parametrize(
+    ("code", "details", "lost"),
+    [
+        (grpc.StatusCode.NOT_FOUND, "no such work item", True),
+        (grpc.StatusCode.FAILED_PRECONDITION, "lease expired", True),
+        (grpc.StatusCode.INVALID_ARGUMENT, "unknown completion token 'x'", True),
+        (grpc.StatusCode.UNAUTHENTICATED, "access token expired", False),
+        (grpc.StatusCode.UNAVAILABLE, "connection reset", False),
+    ],
+)
+def test_lease_lost_classification(code: grpc.StatusCode, details: str, lost: bool) -> None:
+    assert is_lease_lost(FakeRpcError(code, details)) is lost
+
+
+def _failing(errors: list[Exception]) -> tuple[list[int], Any]:
+    calls: list[int] = []
+
+    def call() -> None:
+        calls.append(1)
+        if errors:
+            raise errors.pop(0)
+
+    return calls, call
+
+
+def test_sender_drops_a_lost_lease_without_retrying() -> None:
+    calls, call = _failing([FakeRpcError(grpc.StatusCode.NOT_FOUND, "gone")])
+    assert not CompletionSender(LOG, retry_delay=0).send("x", call)
+    assert len(calls) == 1
+
+
+def test_sender_retries_transient_errors() -> None:
+    calls, call = _failing([FakeRpcError(grpc.StatusCode.UNAVAILABLE, "blip")] * 2)
+    assert CompletionSender(LOG, retry_delay=0, attempts=3).send("x", call)
+    assert len(calls) == 3
+
+
+def test_sender_gives_up_after_its_attempts_and_on_other_errors() -> None:
+    calls, call = _failing([FakeRpcError(grpc.StatusCode.UNAVAILABLE, "down")] * 5)
+    assert not CompletionSender(LOG, retry_delay=0, attempts=2).send("x", call)
+    assert len(calls) == 2
+    calls, call = _failing([FakeRpcError(grpc.StatusCode.INTERNAL, "bug"), ValueError("closed channel")])
+    sender = CompletionSender(LOG, retry_delay=0)
+    assert not sender.send("x", call)
+    assert not sender.send("y", call)
+
+
+def test_backoff_is_jittered_and_capped() -> None:
+    delays = [backoff_delay(attempt, 0.5, 4.0) for attempt in range(12) for _ in range(20)]
+    assert all(0 <= d <= 4.0 for d in delays)
+    assert all(0 <= backoff_delay(0, 0.5, 4.0) <= 0.5 for _ in range(50))
+    assert len({round(d, 6) for d in delays}) > 100  # jittered, not a fixed schedule
+    assert backoff_delay(10_000, 0.5, 4.0) <= 4.0
