@@ -42,11 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         lease_timeout=args.lease_timeout,
         health_ping_interval=args.health_ping_interval,
     )
-    server.start()
-    print(f"Durable Task emulator listening on {server.address}", flush=True)
     stopped = threading.Event()
+    # Handlers go in before the address is printed, so a supervisor that reacts to it can stop us cleanly.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopped.set())
+    server.start()
+    print(f"Durable Task emulator listening on {server.address}", flush=True)
     stopped.wait()
     server.stop(grace=2.0)
     return 0

@@ -28,6 +28,7 @@ CREATE INDEX IF NOT EXISTS ix_instances_parent ON instances (hub, parent_instanc
 CREATE INDEX IF NOT EXISTS ix_instances_created ON instances (hub, created_at);
 CREATE INDEX IF NOT EXISTS ix_instances_completed ON instances (hub, completed_at);
 CREATE INDEX IF NOT EXISTS ix_instances_lock ON instances (lock_token);
+CREATE INDEX IF NOT EXISTS ix_instances_lease ON instances (hub, lock_expires) WHERE lock_token IS NOT NULL;
 CREATE TABLE IF NOT EXISTS history (
     hub TEXT NOT NULL, instance_id TEXT NOT NULL, seq INTEGER NOT NULL, event BLOB NOT NULL,
     PRIMARY KEY (hub, instance_id, seq)
@@ -45,7 +46,8 @@ CREATE TABLE IF NOT EXISTS activities (
     task_id INTEGER NOT NULL, name TEXT NOT NULL, version TEXT, request BLOB NOT NULL,
     lock_token TEXT, lock_expires INTEGER
 );
-CREATE INDEX IF NOT EXISTS ix_activities_queue ON activities (hub, lock_token, id);
+CREATE INDEX IF NOT EXISTS ix_activities_fifo ON activities (hub, id);
+CREATE INDEX IF NOT EXISTS ix_activities_lease ON activities (hub, lock_expires) WHERE lock_token IS NOT NULL;
 CREATE INDEX IF NOT EXISTS ix_activities_instance ON activities (hub, instance_id);
 """
 
@@ -182,7 +184,7 @@ class SqliteTransaction(EntityTables):
 
     def visible_messages(self, hub: str, instance_id: str, now: Micros) -> list[Message]:
         rows = self._db.execute(
-            "SELECT id, event, visible_at FROM messages "
+            "SELECT id, event, visible_at FROM messages INDEXED BY ix_messages_instance "
             "WHERE hub = ? AND instance_id = ? AND visible_at <= ? ORDER BY id",
             (hub, instance_id, now),
         ).fetchall()
@@ -198,14 +200,18 @@ class SqliteTransaction(EntityTables):
         self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
     ) -> list[tuple[str, str, str | None]]:
         name_clause = "" if names is None else f"AND i.name IN ({_placeholders(names)})"
+        # Walk the visible-time index and stop early: the cost follows the page, not the backlog.
         rows = self._db.execute(
-            "SELECT i.instance_id, i.name, i.version, MIN(m.id) AS first FROM messages m "
+            "SELECT i.instance_id, i.name, i.version FROM messages m "
             "JOIN instances i ON i.hub = m.hub AND i.instance_id = m.instance_id "
             f"WHERE m.hub = ? AND m.visible_at <= ? AND (i.lock_token IS NULL OR i.lock_expires <= ?) "
-            f"{name_clause} GROUP BY i.instance_id ORDER BY first LIMIT ?",
-            (hub, now, now, *(names or ()), limit),
+            f"{name_clause} ORDER BY m.visible_at, m.id LIMIT ?",
+            (hub, now, now, *(names or ()), limit * 4),
         ).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
+        seen: dict[str, tuple[str, str, str | None]] = {}
+        for row in rows:
+            seen.setdefault(row[0], (row[0], row[1], row[2]))
+        return list(seen.values())[:limit]
 
     def next_message_time(self, hub: str, after: Micros) -> Micros | None:
         row = self._db.execute(

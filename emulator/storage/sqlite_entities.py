@@ -17,6 +17,7 @@ CREATE TABLE IF NOT EXISTS entities (
 );
 CREATE INDEX IF NOT EXISTS ix_entities_lock ON entities (lock_token);
 CREATE INDEX IF NOT EXISTS ix_entities_owner ON entities (hub, lock_owner);
+CREATE INDEX IF NOT EXISTS ix_entities_lease ON entities (hub, lock_expires) WHERE lock_token IS NOT NULL;
 CREATE TABLE IF NOT EXISTS lock_requests (
     id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, critical_section_id TEXT NOT NULL,
     owner TEXT NOT NULL, lock_set TEXT NOT NULL
@@ -79,13 +80,16 @@ class EntityTables:
         else:
             patterns = []
         rows = self._db.execute(
-            f"SELECT {', '.join('e.' + c.strip() for c in _COLUMNS.split(','))}, MIN(m.id) AS first "
+            f"SELECT {', '.join('e.' + c.strip() for c in _COLUMNS.split(','))} "
             "FROM messages m JOIN entities e ON e.hub = m.hub AND e.instance_id = m.instance_id "
             "WHERE m.hub = ? AND m.visible_at <= ? AND (e.lock_token IS NULL OR e.lock_expires <= ?) "
-            f"{name_clause} GROUP BY e.instance_id ORDER BY first LIMIT ?",
-            (hub, now, now, *patterns, limit),
+            f"{name_clause} ORDER BY m.visible_at, m.id LIMIT ?",
+            (hub, now, now, *patterns, limit * 4),
         ).fetchall()
-        return [_entity(r[:-1]) for r in rows]
+        seen: dict[str, EntityRecord] = {}
+        for row in rows:
+            seen.setdefault(row[1], _entity(row))
+        return list(seen.values())[:limit]
 
     def backlog(self, hub: str, entity_id: str) -> int:
         row = self._db.execute(
