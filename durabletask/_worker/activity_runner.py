@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from google.protobuf import wrappers_pb2
 
@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 _RESULT_FIELD = "activity result"
 
 ContextFactory = Callable[[str, int], Any]
+
+
+class ExceptionPropertiesProvider(Protocol):
+    """Extracts extra, JSON-compatible properties to record with a failure."""
+
+    def get_exception_properties(self, exception: BaseException) -> Mapping[str, Any] | None: ...
 
 
 def is_async_callable(fn: Any) -> bool:
@@ -53,11 +59,13 @@ class ActivityRunner:
         logger: logging.Logger,
         data_converter: DataConverter | None = None,
         context_factory: ContextFactory = ActivityContext,
+        exception_properties_provider: ExceptionPropertiesProvider | None = None,
     ) -> None:
         self._registry = registry
         self._logger = logger
         self._codec = Codec(data_converter)
         self._new_context = context_factory
+        self._properties_provider = exception_properties_provider
 
     def is_async(self, request: pb.ActivityRequest) -> bool:
         """Whether the request's activity is ``async`` and so belongs on an event loop."""
@@ -113,7 +121,7 @@ class ActivityRunner:
 
     def _failure(self, request: pb.ActivityRequest, token: str, exc: Exception) -> pb.ActivityResponse:
         response = self._response(request, token)
-        response.failureDetails.CopyFrom(proto_from_exception(exc))
+        response.failureDetails.CopyFrom(self._failure_details(exc))
         self._logger.warning(
             "%s/%d: activity '%s' failed: %s: %s",
             response.instanceId,
@@ -123,6 +131,16 @@ class ActivityRunner:
             exc,
         )
         return response
+
+    def _failure_details(self, exc: Exception) -> pb.TaskFailureDetails:
+        if self._properties_provider is not None:
+            try:
+                properties = self._properties_provider.get_exception_properties(exc)
+                return proto_from_exception(exc, properties)
+            except Exception:
+                # A faulty provider must not hide the activity's own failure.
+                self._logger.warning("the exception properties provider failed; recording no properties", exc_info=True)
+        return proto_from_exception(exc)
 
     @staticmethod
     def _response(request: pb.ActivityRequest, token: str) -> pb.ActivityResponse:

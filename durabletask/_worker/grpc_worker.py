@@ -13,7 +13,7 @@ import grpc
 
 from durabletask._grpc.channel import ClientInterceptor, create_channel, get_default_host_address
 from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._worker.activity_runner import ActivityRunner
+from durabletask._worker.activity_runner import ActivityRunner, ExceptionPropertiesProvider
 from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import Dispatcher, WorkKind
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
@@ -59,7 +59,7 @@ class TaskHubGrpcWorker:
         maximum_timer_interval: Longest single durable timer; longer ones are chained.
         payload_store: Accepted for compatibility; large-payload externalization is not supported.
         data_converter: Converts payloads for orchestrations and activities (default: JSON).
-        exception_properties_provider: Accepted for compatibility; not used yet.
+        exception_properties_provider: Adds custom properties to the failures of activities.
         emit_trace_spans: Accepted for compatibility; spans are not emitted yet.
     """
 
@@ -80,7 +80,7 @@ class TaskHubGrpcWorker:
         maximum_timer_interval: timedelta | None = DEFAULT_MAXIMUM_TIMER_INTERVAL,
         payload_store: Any | None = None,
         data_converter: DataConverter | None = None,
-        exception_properties_provider: Any | None = None,
+        exception_properties_provider: ExceptionPropertiesProvider | None = None,
         emit_trace_spans: bool = True,
     ) -> None:
         self._registry = Registry()
@@ -274,7 +274,12 @@ class _Run:
         handler = WorkItemHandler(
             self.dispatcher,
             OrchestrationRunner(worker._registry, executor_factory, logger=logger),
-            ActivityRunner(worker._registry, logger=logger, data_converter=worker._data_converter),
+            ActivityRunner(
+                worker._registry,
+                logger=logger,
+                data_converter=worker._data_converter,
+                exception_properties_provider=worker._exception_properties_provider,
+            ),
             CompletionSender(logger, stopping=self._closed),
             logger=logger,
         )

@@ -144,8 +144,6 @@ class StreamLoop:
         self._lock = threading.Lock()
         self._call: Any = None
         self._failures = 0
-        self.connected = threading.Event()
-        self.sessions = 0
 
     @property
     def stopping(self) -> bool:
@@ -167,7 +165,6 @@ class StreamLoop:
             except Exception:
                 self._logger.exception("unexpected error in the work-item stream")
                 end, saw_message = SessionEnd.FAILED, False
-            self.connected.clear()
             if end is SessionEnd.STOPPED or self._stopping.is_set():
                 break
             attempt = 0 if saw_message else attempt + 1
@@ -181,22 +178,35 @@ class StreamLoop:
                 break
         self._logger.info("no longer listening for work items from %s", self._address)
 
-    def _session(self) -> tuple[SessionEnd, bool]:
-        try:
-            stub = pb_grpc.TaskHubSidecarServiceStub(self._channels.get())
-            stub.Hello(empty_pb2.Empty(), timeout=self._resiliency.hello_timeout_seconds)
-            call = stub.GetWorkItems(self._request())
-        except grpc.RpcError as error:
-            self._logger.warning("could not connect to %s: %s", self._address, describe(error))
-            self._record_failure(status_code(error))
-            return SessionEnd.FAILED, False
+    def _track(self, call: Any) -> None:
+        """Make ``call`` the one :meth:`stop` cancels (cancelling it at once if stop already happened)."""
         with self._lock:
             self._call = call
         if self._stopping.is_set():
             call.cancel()
+
+    def _connect(self) -> tuple[Stub, Any]:
+        stub = pb_grpc.TaskHubSidecarServiceStub(self._channels.get())
+        # As a future, the handshake can be cancelled by stop() instead of holding it for its deadline.
+        hello = stub.Hello.future(empty_pb2.Empty(), timeout=self._resiliency.hello_timeout_seconds)
+        self._track(hello)
+        hello.result()
+        call = stub.GetWorkItems(self._request())
+        self._track(call)
+        return stub, call
+
+    def _session(self) -> tuple[SessionEnd, bool]:
+        try:
+            stub, call = self._connect()
+        except grpc.FutureCancelledError:
+            return SessionEnd.STOPPED, False
+        except grpc.RpcError as error:
+            if self._stopping.is_set():
+                return SessionEnd.STOPPED, False
+            self._logger.warning("could not connect to %s: %s", self._address, describe(error))
+            self._record_failure(status_code(error))
+            return SessionEnd.FAILED, False
         self._logger.info("connected to %s; waiting for work items", self._address)
-        self.sessions += 1
-        self.connected.set()
         watchdog = Watchdog(self._resiliency.silent_disconnect_timeout_seconds, call.cancel)
         try:
             return self._read(call, stub, watchdog)

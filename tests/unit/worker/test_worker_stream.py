@@ -374,6 +374,25 @@ def test_reconnects_when_the_server_is_down_at_start(logger: logging.Logger) -> 
         worker.stop(grace_period=1)
 
 
+def test_stop_cancels_a_pending_handshake(server: Server, make_worker: WorkerFactory) -> None:
+    in_hello = threading.Event()
+    release = threading.Event()
+
+    def slow_hello() -> None:
+        in_hello.set()
+        release.wait(WAIT)
+
+    server.sidecar.hello_gate = slow_hello
+    worker = make_worker()
+    worker.start()
+    assert in_hello.wait(WAIT)
+    began = time.monotonic()
+    worker.stop(grace_period=1)
+    assert time.monotonic() - began < 2  # not held for the 5s handshake deadline
+    release.set()
+    assert server.sidecar.streams.empty()
+
+
 def test_context_managers_stop_the_worker(server: Server, make_worker: WorkerFactory) -> None:
     worker = make_worker()
     with worker:

@@ -1,0 +1,124 @@
+"""Worker construction: option defaults and validation, logger resolution, and the public names."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from typing import Any
+
+import pytest
+from worker_fakes import activity_item
+
+from durabletask import worker as worker_module
+from durabletask._worker.activity_runner import ActivityRunner
+from durabletask._worker.registry import Registry
+from durabletask.worker import ConcurrencyOptions, TaskHubGrpcWorker, VersioningOptions
+
+
+def test_concurrency_defaults_scale_with_processors() -> None:
+    cpus = os.cpu_count() or 1
+    options = ConcurrencyOptions()
+    assert options.maximum_concurrent_activity_work_items == 100 * cpus
+    assert options.maximum_concurrent_orchestration_work_items == 100 * cpus
+    assert options.maximum_concurrent_entity_work_items == 100 * cpus
+    assert options.maximum_thread_pool_workers == cpus + 4
+    assert ConcurrencyOptions(7).maximum_concurrent_activity_work_items == 7
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_concurrency_limits_must_be_positive_integers(bad: Any) -> None:
+    with pytest.raises(ValueError):
+        ConcurrencyOptions(maximum_concurrent_orchestration_work_items=bad)
+
+
+def test_versioning_options_keep_their_values() -> None:
+    options = VersioningOptions("2.0", "1.0")
+    assert (options.version, options.default_version, options.match_strategy, options.failure_strategy) == (
+        "2.0",
+        "1.0",
+        None,
+        None,
+    )
+
+
+def test_given_logger_is_used_and_cannot_be_mixed_with_handlers() -> None:
+    mine = logging.getLogger("durabletask-worker-tests")
+    assert TaskHubGrpcWorker(logger=mine)._logger is mine
+    with pytest.raises(ValueError):
+        TaskHubGrpcWorker(logger=mine, log_handler=logging.NullHandler())
+
+
+def test_handler_and_formatter_are_deprecated_but_honoured() -> None:
+    handler = logging.NullHandler()
+    formatter = logging.Formatter("%(message)s")
+    with pytest.warns(DeprecationWarning, match="deprecated"):
+        worker = TaskHubGrpcWorker(log_handler=handler, log_formatter=formatter)
+    assert worker._logger.handlers == [handler]
+    assert handler.formatter is formatter
+
+
+def test_default_logger_is_private_to_the_worker() -> None:
+    first, second = TaskHubGrpcWorker()._logger, TaskHubGrpcWorker()._logger
+    assert first is not second
+    assert len(first.handlers) == 1 and first.handlers[0].level == logging.INFO
+    assert first.name == "durabletask-worker"
+
+
+def test_worker_keeps_the_compatible_constructor_keywords() -> None:
+    params = inspect.signature(TaskHubGrpcWorker.__init__).parameters
+    expected = {
+        "host_address",
+        "metadata",
+        "log_handler",
+        "log_formatter",
+        "logger",
+        "channel",
+        "secure_channel",
+        "interceptors",
+        "channel_options",
+        "resiliency_options",
+        "concurrency_options",
+        "maximum_timer_interval",
+        "payload_store",
+        "data_converter",
+        "exception_properties_provider",
+        "emit_trace_spans",
+    }
+    assert expected <= set(params)
+    assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in expected)
+
+
+def test_public_names() -> None:
+    for name in worker_module.__all__:
+        assert getattr(worker_module, name) is not None
+    for error in ("OrchestratorNotRegisteredError", "ActivityNotRegisteredError", "EntityNotRegisteredError"):
+        cls = getattr(worker_module, error)
+        assert issubclass(cls, ValueError)
+        assert cls.__module__ == "durabletask.worker"
+
+
+def test_exception_properties_are_recorded_on_activity_failures() -> None:
+    class Provider:
+        def get_exception_properties(self, exception: BaseException) -> dict[str, Any]:
+            return {"kind": type(exception).__name__, "retryable": False}
+
+    class BrokenProvider:
+        def get_exception_properties(self, exception: BaseException) -> dict[str, Any]:
+            raise RuntimeError("provider bug")
+
+    def fail(ctx: Any, _: Any) -> None:
+        raise OSError("disk full")
+
+    registry = Registry()
+    registry.add_activity(fail)
+    log = logging.getLogger("durabletask-worker-tests")
+    request = activity_item("fail").activityRequest
+
+    details = ActivityRunner(registry, logger=log, exception_properties_provider=Provider()).run(request, "t")
+    assert details.failureDetails.properties["kind"].string_value == "OSError"
+    assert details.failureDetails.properties["retryable"].bool_value is False
+
+    fallback = ActivityRunner(registry, logger=log, exception_properties_provider=BrokenProvider()).run(request, "t")
+    assert fallback.failureDetails.errorMessage == "disk full"
+    assert not fallback.failureDetails.properties
