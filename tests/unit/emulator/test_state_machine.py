@@ -198,3 +198,33 @@ def test_entity_messages_are_recorded_and_forwarded() -> None:
     )
     assert t.history[1].eventId == 6 and t.history[1].entityOperationSignaled == signaled
     assert [m.entityOperationSignaled.operation for m in t.outbox.entity_messages] == ["add"]
+
+
+def test_any_mix_of_tasks_and_timers_keeps_action_ids_and_order() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(st.booleans(), st.integers(min_value=0, max_value=3600)), max_size=20))
+    def check(plan: list[tuple[bool, int]]) -> None:
+        actions = []
+        for action_id, (is_task, seconds) in enumerate(plan, start=1):
+            if is_task:
+                actions.append(
+                    pb.OrchestratorAction(id=action_id, scheduleTask=pb.ScheduleTaskAction(name=f"A{action_id}"))
+                )
+            else:
+                fire = timestamp_pb2.Timestamp()
+                fire.FromDatetime(NOW + timedelta(seconds=seconds))
+                actions.append(pb.OrchestratorAction(id=action_id, createTimer=pb.CreateTimerAction(fireAt=fire)))
+        t = _run(*actions)
+        middle = t.history[1:-1]
+        assert [e.eventId for e in middle] == list(range(1, len(plan) + 1))
+        assert [e.HasField("taskScheduled") for e in middle] == [is_task for is_task, _ in plan]
+        assert [a.request.taskId for a in t.outbox.activities] == [i for i, (task, _) in enumerate(plan, 1) if task]
+        assert [x.event.timerFired.timerId for x in t.outbox.timers] == [
+            i for i, (task, _) in enumerate(plan, 1) if not task
+        ]
+        assert _kinds(t.history)[0] == "orchestratorStarted" and _kinds(t.history)[-1] == "orchestratorCompleted"
+
+    check()
