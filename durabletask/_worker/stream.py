@@ -42,12 +42,17 @@ class SessionEnd(Enum):
 
 
 class ChannelProvider:
-    """The channel the worker talks over: the caller's (never closed here) or one it opens and may rebuild."""
+    """The channel the worker talks over: the caller's (never closed here) or one it opens and may rebuild.
+
+    A rebuilt channel is closed only at the next rebuild (or :meth:`close`), so work items received
+    on it can still deliver their results meanwhile.
+    """
 
     def __init__(self, channel: grpc.Channel | None, factory: Callable[[], grpc.Channel]) -> None:
         self._given = channel
         self._factory = factory
         self._owned: grpc.Channel | None = None
+        self._retired: grpc.Channel | None = None
         self._lock = threading.Lock()
 
     def get(self) -> grpc.Channel:
@@ -59,17 +64,21 @@ class ChannelProvider:
             return self._owned
 
     def rebuild(self) -> bool:
-        """Drop an owned channel so the next :meth:`get` opens a fresh one; ``False`` for a given channel."""
+        """Make the next :meth:`get` open a fresh channel; ``False`` for a caller's channel."""
         if self._given is not None:
             return False
-        self.close()
+        with self._lock:
+            previous, self._retired, self._owned = self._retired, self._owned, None
+        if previous is not None:
+            previous.close()
         return True
 
     def close(self) -> None:
         with self._lock:
-            channel, self._owned = self._owned, None
-        if channel is not None:
-            channel.close()
+            channels, self._owned, self._retired = (self._owned, self._retired), None, None
+        for channel in channels:
+            if channel is not None:
+                channel.close()
 
 
 class Watchdog:
@@ -214,6 +223,8 @@ class StreamLoop:
             watchdog.close()
             with self._lock:
                 self._call = None
+            # Ends the call if reading stopped for any other reason than the stream ending (no-op then).
+            call.cancel()
 
     def _read(self, call: Any, stub: Stub, watchdog: Watchdog) -> tuple[SessionEnd, bool]:
         saw_message = False

@@ -14,7 +14,7 @@ from worker_fakes import WAIT
 from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import Dispatcher, Slots, WorkKind
 from durabletask._worker.failures import is_lease_lost
-from durabletask._worker.stream import backoff_delay
+from durabletask._worker.stream import ChannelProvider, backoff_delay
 
 LOG = logging.getLogger("durabletask-worker-tests")
 
@@ -192,3 +192,40 @@ def test_backoff_is_jittered_and_capped() -> None:
     assert all(0 <= backoff_delay(0, 0.5, 4.0) <= 0.5 for _ in range(50))
     assert len({round(d, 6) for d in delays}) > 100  # jittered, not a fixed schedule
     assert backoff_delay(10_000, 0.5, 4.0) <= 4.0
+
+
+class FakeChannel:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_channel_rebuild_keeps_the_previous_channel_until_the_next_one() -> None:
+    opened: list[FakeChannel] = []
+
+    def open_channel() -> Any:
+        opened.append(FakeChannel())
+        return opened[-1]
+
+    channels = ChannelProvider(None, open_channel)
+    first = channels.get()
+    assert channels.get() is first
+    assert channels.rebuild()
+    second = channels.get()
+    assert second is not first and not opened[0].closed  # in-flight work may still use it
+    assert channels.rebuild()
+    channels.get()
+    assert opened[0].closed and not opened[1].closed
+    channels.close()
+    assert all(c.closed for c in opened)
+
+
+def test_a_given_channel_is_never_rebuilt_or_closed() -> None:
+    given = FakeChannel()
+    channels = ChannelProvider(given, lambda: pytest.fail("must not open a channel"))  # type: ignore[arg-type]
+    assert channels.get() is given
+    assert not channels.rebuild()
+    channels.close()
+    assert not given.closed

@@ -15,6 +15,7 @@ from worker_fakes import WAIT, FakeExecutor, FakeSidecar, Server, activity_item,
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+from durabletask._worker.stream import ChannelProvider, StreamLoop
 from durabletask.grpc_options import GrpcWorkerResiliencyOptions
 from durabletask.worker import (
     ConcurrencyOptions,
@@ -351,6 +352,18 @@ def test_start_twice_and_changes_while_running_are_refused(make_worker: WorkerFa
     worker.add_activity(double)
 
 
+def test_a_stopped_worker_can_start_again(server: Server, make_worker: WorkerFactory) -> None:
+    worker = make_worker()
+    worker.add_activity(double)
+    worker.start()
+    first = server.sidecar.next_stream()
+    worker.stop()
+    assert first.closed.wait(WAIT)
+    worker.start()
+    server.sidecar.next_stream().send(activity_item("double", "8"))
+    assert json.loads(server.sidecar.next_completion()[1].result.value) == 16
+
+
 def test_reconnects_when_the_server_is_down_at_start(logger: logging.Logger) -> None:
     srv = Server()
     address, port = srv.address, srv.port
@@ -408,3 +421,41 @@ async def test_async_context_manager_stops_the_worker(server: Server, make_worke
         worker.start()
         assert worker.is_running
     assert not worker.is_running
+
+
+def test_repeated_connection_failures_rebuild_the_channel(logger: logging.Logger) -> None:
+    srv = Server()
+    address = srv.address
+    srv.stop()  # nothing listens there any more
+    opened: list[grpc.Channel] = []
+    rebuilt = threading.Event()
+
+    def open_channel() -> grpc.Channel:
+        opened.append(grpc.insecure_channel(address))
+        if len(opened) == 2:
+            rebuilt.set()
+        return opened[-1]
+
+    options = GrpcWorkerResiliencyOptions(
+        channel_recreate_failure_threshold=2,
+        reconnect_backoff_base_seconds=0.01,
+        reconnect_backoff_cap_seconds=0.02,
+    )
+    channels = ChannelProvider(None, open_channel)
+    loop = StreamLoop(
+        channels=channels,
+        request=pb.GetWorkItemsRequest,
+        on_work_item=lambda item, stub: None,
+        resiliency=options,
+        logger=logger,
+        address=address,
+    )
+    runner = threading.Thread(target=loop.run)
+    runner.start()
+    try:
+        assert rebuilt.wait(WAIT)
+    finally:
+        loop.stop()
+        runner.join(WAIT)
+        channels.close()
+    assert not runner.is_alive()
