@@ -9,11 +9,13 @@ import json
 import os
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -21,6 +23,7 @@ from . import runners
 
 ROOT = Path(__file__).resolve().parents[2]
 PEER_TIMEOUT = 90
+BATCH_TIMEOUT = 110
 
 
 def peer_env() -> dict[str, str]:
@@ -73,8 +76,9 @@ _BACKEND = (
 )
 
 
-@pytest.fixture(scope="session")
-def official_backend_port(peer_py: Path) -> Iterator[int]:
+@contextmanager
+def official_backend(peer_py: Path) -> Iterator[int]:
+    """Microsoft's in-memory backend in a subprocess, listening on the port this yields."""
     port = _free_port()
     proc = subprocess.Popen(
         [str(peer_py), "-c", _BACKEND, str(port)],
@@ -98,14 +102,64 @@ def official_backend_port(peer_py: Path) -> Iterator[int]:
             proc.wait()
 
 
+@pytest.fixture(scope="session")
+def official_backend_port(peer_py: Path) -> Iterator[int]:
+    with official_backend(peer_py) as port:
+        yield port
+
+
+def _peer_args(peer_py: Path, mode: str, address: str, scenarios: list[str]) -> list[str]:
+    taskhub = f"interop{uuid.uuid4().hex[:10]}"
+    return [str(peer_py), str(runners.DRIVER), mode, address, taskhub, "run", *scenarios]
+
+
+def _results(stdout: str) -> dict[str, dict[str, Any]]:
+    found = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"scenario"')]
+    return {line.pop("scenario"): line for line in found}
+
+
+def _result(outcome: dict[str, Any] | None, stderr: str) -> Any:
+    assert outcome is not None, f"the peer gave no result:\n{stderr[-4000:]}"
+    assert "error" not in outcome, f"the scenario raised in the peer:\n{outcome['error']}"
+    return outcome["result"]
+
+
 def run_in_peer(peer_py: Path, mode: str, address: str, scenario: str) -> Any:
     """Run one scenario with Microsoft's SDK in a subprocess (``dts`` mode gets a fresh task hub)."""
-    taskhub = f"interop{uuid.uuid4().hex[:10]}"
-    args = [str(peer_py), str(runners.DRIVER), mode, address, taskhub, "run", scenario]
+    args = _peer_args(peer_py, mode, address, [scenario])
     proc = subprocess.run(args, capture_output=True, text=True, timeout=PEER_TIMEOUT, env=peer_env(), cwd="/")
-    lines = [line for line in proc.stdout.splitlines() if line.startswith('{"result"')]
-    assert proc.returncode == 0 and lines, f"peer failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
-    return json.loads(lines[-1])["result"]
+    return _result(_results(proc.stdout).get(scenario), proc.stderr)
+
+
+class PeerBatch:
+    """Results of scenarios that Microsoft's SDK runs one after another in one background subprocess."""
+
+    def __init__(self, proc: subprocess.Popen[str], out: IO[str], err: IO[str]) -> None:
+        self._proc, self._out, self._err = proc, out, err
+        self._outcomes: dict[str, dict[str, Any]] | None = None
+
+    def result(self, scenario: str) -> Any:
+        if self._outcomes is None:
+            self._proc.wait(timeout=BATCH_TIMEOUT)
+            self._out.seek(0)
+            self._outcomes = _results(self._out.read())
+        self._err.seek(0)
+        return _result(self._outcomes.get(scenario), self._err.read())
+
+
+@contextmanager
+def peer_batch(peer_py: Path, mode: str, address: str, scenarios: list[str]) -> Iterator[PeerBatch]:
+    """Start the batch now and let other tests run meanwhile; results are collected when first asked for."""
+    # Files, not pipes: nobody reads until the first result is wanted, and a full pipe would stall the peer.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        args = _peer_args(peer_py, mode, address, scenarios)
+        proc = subprocess.Popen(args, stdout=out, stderr=err, text=True, env=peer_env(), cwd="/")
+        try:
+            yield PeerBatch(proc, out, err)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
 
 
 def run_here(official_backend_port: int, scenario: str) -> Any:

@@ -8,12 +8,13 @@ docs/conformance.md records the outcome of every pair and each known difference.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import run_here, run_in_peer
+from .conftest import PeerBatch, official_backend, peer_batch, run_here, run_in_peer
 
 pytestmark = pytest.mark.interop
 
@@ -141,7 +142,13 @@ def test_our_sdk_on_official_backend(scenario: str, official_backend_port: int) 
     assert run_here(official_backend_port, scenario) == expected(OURS_ON_OFFICIAL, scenario)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def reference(peer_py: Path) -> Iterator[PeerBatch]:
+    """The reference cell runs in the background, on a backend of its own, while the other cells run."""
+    with official_backend(peer_py) as port, peer_batch(peer_py, "grpc", f"localhost:{port}", list(EXPECTED)) as batch:
+        yield batch
+
+
 @pytest.mark.parametrize("scenario", _params(REFERENCE))
-def test_official_sdk_on_official_backend(scenario: str, peer_py: Path, official_backend_port: int) -> None:
-    result = run_in_peer(peer_py, "grpc", f"localhost:{official_backend_port}", scenario)
-    assert result == expected(REFERENCE, scenario)
+def test_official_sdk_on_official_backend(scenario: str, reference: PeerBatch) -> None:
+    assert reference.result(scenario) == expected(REFERENCE, scenario)

@@ -1,8 +1,8 @@
 """Command-line entry for one interop scenario or one long-running worker role, under whichever SDK is importable.
 
 Usage:
-    python driver.py MODE ADDRESS TASKHUB run SCENARIO   -> prints the scenario's result as one JSON line
-    python driver.py MODE ADDRESS TASKHUB serve ROLE     -> runs a worker until stdin closes
+    python driver.py MODE ADDRESS TASKHUB run SCENARIO [SCENARIO ...]  -> one JSON line per scenario, in order
+    python driver.py MODE ADDRESS TASKHUB serve ROLE                   -> runs a worker until stdin closes
 
 MODE is ``dts`` (DurableTaskScheduler client and worker with a task hub) or ``grpc`` (plain client and worker).
 Only the interop folder is put on ``sys.path``: the SDK comes from the interpreter's own environment.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -21,15 +22,24 @@ import runners  # type: ignore[import-not-found]
 
 
 def main(argv: list[str]) -> int:
-    mode, address, taskhub, command, name = argv
-    child_env = dict(os.environ)
-    with runners.harness(mode, address, taskhub, child_env, os.getcwd()) as harness:
-        if command == "serve":
-            runners.serve(harness, name)
-            return 0
-        result = runners.SCENARIOS[name](harness)
-    print(json.dumps({"result": result}), flush=True)
+    mode, address, taskhub, command, *names = argv
+    if command == "serve":
+        with runners.harness(mode, address, taskhub, dict(os.environ), os.getcwd()) as harness:
+            runners.serve(harness, names[0])
+        return 0
+    for name in names:
+        print(json.dumps(run(mode, address, f"{taskhub}{name}", name)), flush=True)
     return 0
+
+
+def run(mode: str, address: str, taskhub: str, name: str) -> dict[str, object]:
+    """One scenario in its own task hub and harness; a failure is reported, not raised, so the batch goes on."""
+    try:
+        with runners.harness(mode, address, taskhub, dict(os.environ), os.getcwd()) as harness:
+            result = runners.SCENARIOS[name](harness)
+    except Exception:
+        return {"scenario": name, "error": traceback.format_exc()}
+    return {"scenario": name, "result": result}
 
 
 if __name__ == "__main__":
