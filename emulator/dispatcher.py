@@ -33,6 +33,12 @@ class StreamState:
     limits: dict[str, int]
     id: int = field(default_factory=lambda: next(_stream_ids))
     in_flight: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    turn: int = 0
+
+    def kinds_in_turn(self) -> list[str]:
+        """Work kinds, starting with a different one each time so no kind starves the others."""
+        start = self.turn % len(KINDS)
+        return [*KINDS[start:], *KINDS[:start]]
 
     def has_room(self, kind: str) -> bool:
         limit = self.limits[kind]
@@ -177,7 +183,7 @@ class Dispatcher:
         return self.entities.fetch(state.hub, accept, token, expires)
 
     def _next(self, state: StreamState) -> pb.WorkItem | None:
-        for kind in KINDS:
+        for kind in state.kinds_in_turn():
             if not state.has_room(kind):
                 continue
             token = uuid.uuid4().hex
@@ -185,6 +191,7 @@ class Dispatcher:
             if work is None:
                 continue
             self._track(Lease(token, kind, state.hub, state, work))
+            state.turn += 1
             if isinstance(work, OrchestrationWork):
                 return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
             if isinstance(work, EntityWork):

@@ -145,3 +145,13 @@ def test_one_work_item_per_instance_and_events_wait_for_the_next(stub: HubStub) 
 def test_idle_streams_receive_health_pings(stub: HubStub) -> None:
     work = WorkStream(stub, skip_pings=False)
     assert work.next(timeout=3).HasField("healthPing")
+
+
+def test_a_backlog_of_one_kind_does_not_starve_another(stub: HubStub) -> None:
+    start(stub)
+    work = WorkStream(stub)
+    complete(stub, work.next(), schedule(1, "A"))
+    for _ in range(5):
+        start(stub)
+    kinds_seen = [work.next().WhichOneof("request") for _ in range(3)]
+    assert "activityRequest" in kinds_seen, kinds_seen
