@@ -154,7 +154,7 @@ def test_reconnects_after_the_server_ends_the_stream(server: Server, make_worker
 def test_watchdog_replaces_a_silent_stream(server: Server, make_worker: WorkerFactory) -> None:
     options = GrpcWorkerResiliencyOptions(
         hello_timeout_seconds=5,
-        silent_disconnect_timeout_seconds=0.3,
+        silent_disconnect_timeout_seconds=1.0,
         reconnect_backoff_base_seconds=0.01,
         reconnect_backoff_cap_seconds=0.05,
     )
@@ -166,12 +166,12 @@ def test_watchdog_replaces_a_silent_stream(server: Server, make_worker: WorkerFa
     # Health pings count as life: the stream is kept while they arrive.
     for _ in range(3):
         first.send(health_ping())
-        time.sleep(0.15)
+        time.sleep(0.2)
     assert server.sidecar.streams.empty()
 
     second = server.sidecar.next_stream()
-    # The last ping went out at ~0.3s; the stream then had to stay silent for the 0.3s timeout.
-    assert time.monotonic() - started >= 0.55
+    # The last ping went out at >= 0.4s; the stream then had to stay silent for the whole 1s timeout.
+    assert time.monotonic() - started >= 1.35
     assert first.closed.wait(WAIT)  # the worker cancelled the silent call
     second.send(activity_item("double", "5"))
     assert json.loads(server.sidecar.next_completion()[1].result.value) == 10
@@ -401,7 +401,7 @@ def test_stop_cancels_a_pending_handshake(server: Server, make_worker: WorkerFac
     assert in_hello.wait(WAIT)
     began = time.monotonic()
     worker.stop(grace_period=1)
-    assert time.monotonic() - began < 2  # not held for the 5s handshake deadline
+    assert time.monotonic() - began < 4  # not held for the 5s handshake deadline
     release.set()
     assert server.sidecar.streams.empty()
 
