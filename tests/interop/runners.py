@@ -446,6 +446,35 @@ def rewind(h: Harness) -> Any:
     return result
 
 
+def history_and_state(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.eventful, sc.child), activities=(sc.hello, sc.double))
+    c = h.client()
+    instance_id = c.schedule_new_orchestration(sc.eventful, input="Ada", instance_id=h.new_id("history"))
+    stage = wait_until(custom_status(c, instance_id), {"stage": "waiting"})
+    c.raise_orchestration_event(instance_id, "go", data="yes")
+    result = finish(c, instance_id)
+    state = c.get_orchestration_state(instance_id)
+    result.update(
+        {
+            "stage": stage,
+            "name": state.name,
+            "input": state.serialized_input,
+            "custom_status": json.loads(state.serialized_custom_status),
+            "times_ordered": state.created_at <= state.last_updated_at,
+            "history": [type(event).__name__ for event in c.get_orchestration_history(instance_id)],
+        }
+    )
+    return result
+
+
+def custom_status(c: Any, instance_id: str) -> Callable[[], Any]:
+    def read() -> Any:
+        state = c.get_orchestration_state(instance_id)
+        return json.loads(state.serialized_custom_status) if state and state.serialized_custom_status else None
+
+    return read
+
+
 def _outcome(call: Callable[[], Any]) -> Any:
     """``ok`` (or a plain result), else the gRPC status code name or exception type the call raised."""
     try:
@@ -509,6 +538,7 @@ SCENARIOS: dict[str, Callable[[Harness], Any]] = {
     "versioning": versioning,
     "rewind": rewind,
     "edge_cases": edge_cases,
+    "history_and_state": history_and_state,
 }
 
 

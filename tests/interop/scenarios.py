@@ -176,6 +176,16 @@ def handoff(ctx: task.OrchestrationContext, _: Any) -> Orchestration:
     return [first, (yield ctx.call_activity(hello, input=second))]
 
 
+def eventful(ctx: task.OrchestrationContext, name: str) -> Orchestration:
+    """One of each kind of durable call, in an order that gives every backend the same history."""
+    greeting = yield ctx.call_activity(hello, input=name)
+    yield ctx.create_timer(timedelta(seconds=0.2))
+    ctx.set_custom_status({"stage": "waiting"})
+    answer = yield ctx.wait_for_external_event("go")
+    child_value = yield ctx.call_sub_orchestrator(child, input=2, instance_id=f"{ctx.instance_id}-child")
+    return {"greeting": greeting, "answer": answer, "child": child_value}
+
+
 def versioned(ctx: task.OrchestrationContext, _: Any) -> dict[str, Any]:
     # The process ID tells the test which worker ran the orchestration; it never changes within one worker.
     return {"version": ctx.version, "pid": os.getpid()}

@@ -6,7 +6,6 @@ Runs against our emulator; the official SDK's worker lives in a subprocess, ours
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,14 +21,6 @@ pytestmark = pytest.mark.interop
 EXPECTED = {"status": "COMPLETED", "output": ["Hello first!", "Hello second!"]}
 
 
-def _custom_status(c: Any, instance_id: str) -> Any:
-    def read() -> Any:
-        state = c.get_orchestration_state(instance_id)
-        return json.loads(state.serialized_custom_status) if state and state.serialized_custom_status else None
-
-    return read
-
-
 def _hand_over(peer_py: Path, emulator_port: int, official_first: bool) -> Any:
     address = f"http://localhost:{emulator_port}"
     with runners.harness("dts", address, f"handoff{uuid.uuid4().hex[:10]}", our_env(), str(ROOT)) as h:
@@ -40,7 +31,7 @@ def _hand_over(peer_py: Path, emulator_port: int, official_first: bool) -> Any:
         else:
             stop_first = h.worker(orchestrators=(sc.handoff,), activities=(sc.hello,)).stop
         instance_id = c.schedule_new_orchestration(sc.handoff, instance_id=h.new_id("handoff"))
-        waiting = runners.wait_until(_custom_status(c, instance_id), "waiting")
+        waiting = runners.wait_until(runners.custom_status(c, instance_id), "waiting")
         stop_first()
         if official_first:
             h.worker(orchestrators=(sc.handoff,), activities=(sc.hello,))
