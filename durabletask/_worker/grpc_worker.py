@@ -281,6 +281,7 @@ class _Run:
                 exception_properties_provider=worker._exception_properties_provider,
             ),
             CompletionSender(logger, stopping=self._closed),
+            registry=worker._registry,
             logger=logger,
         )
         self.channels = ChannelProvider(worker._channel, worker._open_channel)

@@ -9,7 +9,9 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._worker.activity_runner import ActivityRunner
 from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import Dispatcher, WorkKind
+from durabletask._worker.entity_batches import as_batch, entity_name, unregistered_result
 from durabletask._worker.orchestration_runner import OrchestrationRunner
+from durabletask._worker.registry import Registry
 
 Stub = Any  # pb_grpc.TaskHubSidecarServiceStub; its generated methods are untyped.
 
@@ -24,8 +26,10 @@ class WorkItemHandler:
         activities: ActivityRunner,
         sender: CompletionSender,
         *,
+        registry: Registry,
         logger: logging.Logger,
     ) -> None:
+        self._registry = registry
         self._dispatcher = dispatcher
         self._orchestrations = orchestrations
         self._activities = activities
@@ -101,15 +105,34 @@ class WorkItemHandler:
             self._dispatcher.submit(WorkKind.ACTIVITY, lambda: complete(self._activities.run(request, token)))
 
     def _entity(self, item: pb.WorkItem, stub: Stub) -> None:
-        # Entity batches are not executed by this worker yet: hand them back so that a worker able to
-        # run them can, rather than failing operations that another worker would have served.
-        instance_id = (
-            item.entityRequest.instanceId if item.HasField("entityRequest") else item.entityRequestV2.instanceId
-        )
-        self._logger.error("entity work items are not supported yet; handing back the batch for '%s'", instance_id)
+        batch, infos = as_batch(item)
+        name = entity_name(batch.instanceId)
+        if name is None or self._registry.get_entity(name) is not None:
+            # Registered entities cannot be run by this worker yet: hand the batch back so that a worker
+            # able to run it can, rather than failing operations that another worker would serve.
+            self._logger.error("entity work items are not supported yet; handing back '%s'", batch.instanceId)
+            self._abandon_entity(batch.instanceId, item.completionToken, stub)
+            return
+        if not self._dispatcher.acquire(WorkKind.ENTITY):
+            self._abandon_entity(batch.instanceId, item.completionToken, stub)
+            return
+
+        def job() -> None:
+            # As the compatible worker does: operations on an entity with no code here fail, instead of
+            # the batch bouncing between this worker and the backend.
+            self._logger.warning("entity '%s' is not registered; failing %d operation(s)", name, len(batch.operations))
+            result = unregistered_result(batch, infos, item.completionToken, name)
+            self._sender.send(
+                f"the entity batch result for '{batch.instanceId}'",
+                lambda: stub.CompleteEntityTask(result, timeout=self._sender.timeout),
+            )
+
+        self._dispatcher.submit(WorkKind.ENTITY, job)
+
+    def _abandon_entity(self, instance_id: str, token: str, stub: Stub) -> None:
         self._sender.send(
             f"the abandonment of the entity batch for '{instance_id}'",
             lambda: stub.AbandonTaskEntityWorkItem(
-                pb.AbandonEntityTaskRequest(completionToken=item.completionToken), timeout=self._sender.timeout
+                pb.AbandonEntityTaskRequest(completionToken=token), timeout=self._sender.timeout
             ),
         )

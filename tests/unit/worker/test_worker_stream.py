@@ -11,6 +11,7 @@ from concurrent import futures
 import grpc
 import pytest
 from conftest import FAST, WorkerFactory
+from google.protobuf import wrappers_pb2
 from worker_fakes import WAIT, FakeExecutor, FakeSidecar, Server, activity_item, health_ping, orchestration_item
 
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -129,14 +130,63 @@ def test_version_mismatch_rejects_or_fails(
         assert "2.0" in complete.failureDetails.errorMessage
 
 
-def test_entity_work_item_is_handed_back(server: Server, make_worker: WorkerFactory) -> None:
+def test_registered_entity_batch_is_handed_back(server: Server, make_worker: WorkerFactory) -> None:
+    class Counter: ...
+
     worker = make_worker()
+    worker.add_entity(Counter)
     worker.start()
     item = pb.WorkItem(entityRequest=pb.EntityBatchRequest(instanceId="@counter@c1"), completionToken="t-e")
     server.sidecar.next_stream().send(item)
 
     rpc, message = server.sidecar.next_completion()
     assert (rpc, message.completionToken) == ("AbandonTaskEntityWorkItem", "t-e")
+
+
+def test_unregistered_entity_operations_fail(server: Server, make_worker: WorkerFactory) -> None:
+    worker = make_worker()
+    worker.start()
+    stream = server.sidecar.next_stream()
+    batch = pb.EntityBatchRequest(
+        instanceId="@ledger@a",
+        entityState=wrappers_pb2.StringValue(value="5"),
+        operations=[pb.OperationRequest(operation="add", requestId="r1")],
+    )
+    stream.send(pb.WorkItem(entityRequest=batch, completionToken="v1"))
+    called = pb.EntityOperationCalledEvent(
+        requestId="r2",
+        operation="get",
+        parentInstanceId=wrappers_pb2.StringValue(value="caller"),
+        parentExecutionId=wrappers_pb2.StringValue(value="exec-1"),
+    )
+    signaled = pb.EntityOperationSignaledEvent(requestId="r3", operation="reset")
+    v2 = pb.EntityRequest(
+        instanceId="@ledger@b",
+        operationRequests=[
+            pb.HistoryEvent(entityOperationCalled=called),
+            pb.HistoryEvent(entityOperationSignaled=signaled),
+        ],
+    )
+    stream.send(pb.WorkItem(entityRequestV2=v2, completionToken="v2"))
+
+    results = {}
+    for _ in range(2):
+        rpc, message = server.sidecar.next_completion()
+        assert rpc == "CompleteEntityTask"
+        results[message.completionToken] = message
+    first = results["v1"]
+    assert first.entityState.value == "5"  # unchanged
+    assert len(first.results) == 1
+    failure = first.results[0].failure.failureDetails
+    assert failure.errorType == "durabletask.worker.EntityNotRegisteredError"
+    assert "'ledger'" in failure.errorMessage
+    second = results["v2"]
+    assert [r.WhichOneof("resultType") for r in second.results] == ["failure", "failure"]
+    assert [(i.requestId, i.responseDestination.instanceId) for i in second.operationInfos] == [
+        ("r2", "caller"),
+        ("r3", ""),
+    ]
+    assert second.operationInfos[0].responseDestination.executionId.value == "exec-1"
 
 
 def test_reconnects_after_the_server_ends_the_stream(server: Server, make_worker: WorkerFactory) -> None:
