@@ -486,8 +486,14 @@ def _outcome(call: Callable[[], Any]) -> Any:
     return value if isinstance(value, (bool, int, str)) else "ok"
 
 
+def _failure(c: Any, instance_id: str) -> Any:
+    state = c.wait_for_orchestration_completion(instance_id, timeout=WAIT)
+    details = state.failure_details
+    return [state.runtime_status.name, details.error_type if details else None]
+
+
 def edge_cases(h: Harness) -> Any:
-    h.worker(orchestrators=(sc.echo, sc.waiter, sc.failing), activities=(sc.broken,))
+    h.worker(orchestrators=(sc.echo, sc.waiter, sc.failing, sc.calls_unknown), activities=(sc.broken,))
     c = h.client()
     done = c.schedule_new_orchestration(sc.echo, input="x", instance_id=h.new_id("done"))
     running = c.schedule_new_orchestration(sc.waiter, instance_id=h.new_id("running"))
@@ -513,6 +519,9 @@ def edge_cases(h: Harness) -> Any:
         "raise_event_completed": _outcome(lambda: c.raise_orchestration_event(done, "e")),
     }
     c.terminate_orchestration(running)
+    result["oversized_input"] = _outcome(lambda: bool(c.schedule_new_orchestration(sc.echo, input="x" * (1 << 21))))
+    result["unknown_activity"] = _failure(c, c.schedule_new_orchestration(sc.calls_unknown))
+    result["unknown_orchestrator"] = _failure(c, c.schedule_new_orchestration("no_such_orchestrator"))
     result["restart_same_id"] = _outcome(lambda: c.restart_orchestration(failed) == failed)
     result["restart_new_id"] = _outcome(
         lambda: c.restart_orchestration(done, restart_with_new_instance_id=True) != done

@@ -144,6 +144,10 @@ def failing(ctx: task.OrchestrationContext, _: Any) -> Orchestration:
     return "unreachable"
 
 
+def calls_unknown(ctx: task.OrchestrationContext, _: Any) -> Orchestration:
+    return (yield ctx.call_activity("no_such_activity"))
+
+
 def waiter(ctx: task.OrchestrationContext, _: Any) -> Orchestration:
     yield ctx.wait_for_external_event("never")
     return "done"

@@ -75,6 +75,9 @@ EXPECTED: dict[str, Any] = {
         "purge_running": 0,
         "terminate_completed": "ok",
         "raise_event_completed": "ok",
+        "oversized_input": True,
+        "unknown_activity": ["FAILED", "durabletask.task.TaskFailedError"],
+        "unknown_orchestrator": ["FAILED", "durabletask.worker.OrchestratorNotRegisteredError"],
         "restart_same_id": True,
         "restart_new_id": True,
     },
@@ -129,10 +132,16 @@ DIFFERENCES: dict[tuple[str, str], dict[str, Any]] = {
     (OURS_ON_OFFICIAL, "retries"): {
         "too_few": {"status": "FAILED", "error": "<id>: Activity task #2 failed: attempt 2 failed", "executions": 2},
     },
-    # Without a reuse policy our emulator lets a new start replace a finished instance, and it reports a
-    # terminate of an unknown instance as NOT_FOUND; Microsoft's in-memory backend rejects the first and
-    # ignores the second.
-    (OFFICIAL_ON_OURS, "edge_cases"): {"start_existing_completed": True, "terminate_missing": "NOT_FOUND"},
+    # Without a reuse policy our emulator lets a new start replace a finished instance, it reports a terminate
+    # of an unknown instance as NOT_FOUND, and it refuses payloads over 1 MiB; Microsoft's in-memory backend
+    # rejects the first, ignores the second and accepts the third.
+    (OFFICIAL_ON_OURS, "edge_cases"): {
+        "start_existing_completed": True,
+        "terminate_missing": "NOT_FOUND",
+        "oversized_input": "INVALID_ARGUMENT",
+    },
+    # Our client refuses a payload over 1 MiB before sending it; Microsoft's client and backend have no limit.
+    (OURS_ON_OFFICIAL, "edge_cases"): {"oversized_input": "PayloadTooLargeError"},
 }
 
 
