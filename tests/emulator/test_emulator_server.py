@@ -99,3 +99,10 @@ def test_history_limit_is_enforced() -> None:
                 raise AssertionError("a completion over the history limit was accepted")
     finally:
         backend.stop()
+
+
+def test_package_exports_the_server_and_clocks() -> None:
+    import emulator
+
+    assert emulator.EmulatorServer is EmulatorServer and emulator.ManualClock is ManualClock
+    assert set(emulator.__all__) == {"Clock", "EmulatorServer", "Limits", "ManualClock", "SystemClock"}
