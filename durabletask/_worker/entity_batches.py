@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Protocol
 
 from google.protobuf import timestamp_pb2
 
@@ -10,6 +11,14 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.failures import proto_from_exception
 from durabletask._worker.errors import EntityNotRegisteredError
 from durabletask.entities import EntityInstanceId
+
+
+class EntityBatchRunner(Protocol):
+    """Runs one batch of operations on one entity and returns the batch's result."""
+
+    def run(
+        self, batch: pb.EntityBatchRequest, operation_infos: list[pb.OperationInfo], completion_token: str
+    ) -> pb.EntityBatchResult: ...
 
 
 def as_batch(item: pb.WorkItem) -> tuple[pb.EntityBatchRequest, list[pb.OperationInfo]]:

@@ -16,6 +16,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._worker.activity_runner import ActivityRunner, ExceptionPropertiesProvider
 from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import Dispatcher, WorkKind
+from durabletask._worker.entity_batches import EntityBatchRunner
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
 from durabletask._worker.logs import resolve_logger
 from durabletask._worker.options import ConcurrencyOptions, VersioningOptions
@@ -101,7 +102,9 @@ class TaskHubGrpcWorker:
         self._capabilities: set[int] = set()
         self._work_item_filters: WorkItemFilters | None = None
         self._auto_generate_work_item_filters = False
+        # Seams for the runners: the replay executor, and entity execution once it is available.
         self._executor_factory: ExecutorFactory | None = None
+        self._entity_runner: EntityBatchRunner | None = None
         self._is_running = False
         self._lifecycle = threading.Lock()
         self._run: _Run | None = None
@@ -283,6 +286,7 @@ class _Run:
             CompletionSender(logger, stopping=self._closed),
             registry=worker._registry,
             logger=logger,
+            entities=worker._entity_runner,
         )
         self.channels = ChannelProvider(worker._channel, worker._open_channel)
         request = worker._work_items_request()

@@ -9,7 +9,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._worker.activity_runner import ActivityRunner
 from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import Dispatcher, WorkKind
-from durabletask._worker.entity_batches import as_batch, entity_name, unregistered_result
+from durabletask._worker.entity_batches import EntityBatchRunner, as_batch, entity_name, unregistered_result
 from durabletask._worker.orchestration_runner import OrchestrationRunner
 from durabletask._worker.registry import Registry
 
@@ -17,7 +17,11 @@ Stub = Any  # pb_grpc.TaskHubSidecarServiceStub; its generated methods are untyp
 
 
 class WorkItemHandler:
-    """Called by the stream loop for each work item; blocks only while the item's kind is at its limit."""
+    """Called by the stream loop for each work item; blocks only while the item's kind is at its limit.
+
+    Entity batches for registered entities go to ``entities`` when one is given, and are handed back
+    to the backend otherwise.
+    """
 
     def __init__(
         self,
@@ -28,8 +32,10 @@ class WorkItemHandler:
         *,
         registry: Registry,
         logger: logging.Logger,
+        entities: EntityBatchRunner | None = None,
     ) -> None:
         self._registry = registry
+        self._entities = entities
         self._dispatcher = dispatcher
         self._orchestrations = orchestrations
         self._activities = activities
@@ -107,7 +113,8 @@ class WorkItemHandler:
     def _entity(self, item: pb.WorkItem, stub: Stub) -> None:
         batch, infos = as_batch(item)
         name = entity_name(batch.instanceId)
-        if name is None or self._registry.get_entity(name) is not None:
+        registered = name is not None and self._registry.get_entity(name) is not None
+        if registered and self._entities is None:
             # Registered entities cannot be run by this worker yet: hand the batch back so that a worker
             # able to run it can, rather than failing operations that another worker would serve.
             self._logger.error("entity work items are not supported yet; handing back '%s'", batch.instanceId)
@@ -118,10 +125,14 @@ class WorkItemHandler:
             return
 
         def job() -> None:
-            # As the compatible worker does: operations on an entity with no code here fail, instead of
-            # the batch bouncing between this worker and the backend.
-            self._logger.warning("entity '%s' is not registered; failing %d operation(s)", name, len(batch.operations))
-            result = unregistered_result(batch, infos, item.completionToken, name)
+            if registered and self._entities is not None:
+                result = self._entities.run(batch, infos, item.completionToken)
+            else:
+                # As the compatible worker does: operations on an entity with no code here fail,
+                # instead of the batch bouncing between this worker and the backend.
+                missing = name or batch.instanceId
+                self._logger.warning("entity '%s' is not registered; failing its operations", missing)
+                result = unregistered_result(batch, infos, item.completionToken, missing)
             self._sender.send(
                 f"the entity batch result for '{batch.instanceId}'",
                 lambda: stub.CompleteEntityTask(result, timeout=self._sender.timeout),
