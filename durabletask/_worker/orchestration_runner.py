@@ -71,11 +71,7 @@ class OrchestrationOutcome:
     """Either a response to complete the work item with, or ``None`` to hand the work item back."""
 
     response: pb.OrchestratorResponse | None
-    reason: str = ""
-
-    @property
-    def abandon(self) -> bool:
-        return self.response is None
+    reason: str = ""  # why the work item is handed back
 
 
 def _failed_response(instance_id: str, token: str, details: pb.TaskFailureDetails) -> pb.OrchestratorResponse:
