@@ -106,3 +106,10 @@ def test_package_exports_the_server_and_clocks() -> None:
 
     assert emulator.EmulatorServer is EmulatorServer and emulator.ManualClock is ManualClock
     assert set(emulator.__all__) == {"Clock", "EmulatorServer", "Limits", "ManualClock", "SystemClock"}
+
+
+def test_testing_backend_is_importable_from_its_1_12_module_path() -> None:
+    from durabletask.testing import in_memory_backend
+
+    assert in_memory_backend.create_test_backend is create_test_backend
+    assert in_memory_backend.InMemoryOrchestrationBackend is InMemoryOrchestrationBackend
