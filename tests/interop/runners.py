@@ -185,6 +185,57 @@ def finish(c: Any, instance_id: str) -> dict[str, Any]:
     return result
 
 
+def wait_until(read: Callable[[], Any], expected: Any) -> Any:
+    """What ``read`` returns once it equals ``expected``, or the last value seen when a bounded wait runs out.
+
+    Used only where the API offers nothing to block on: a backend may apply a suspension when the orchestration
+    next runs rather than inside the call, and entity signals are one-way.
+    """
+    deadline = time.monotonic() + 10
+    value = read()
+    while value != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+        value = read()
+    return value
+
+
+def _status(c: Any, instance_id: str) -> Callable[[], str]:
+    return lambda: str(c.get_orchestration_state(instance_id).runtime_status.name)
+
+
+def _entity_state(c: Any, entity_id: Any) -> Callable[[], Any]:
+    def read() -> Any:
+        return _raw_entity_state(c.get_entity(entity_id))
+
+    return read
+
+
+def custom_status(c: Any, instance_id: str) -> Callable[[], Any]:
+    def read() -> Any:
+        state = c.get_orchestration_state(instance_id)
+        return json.loads(state.serialized_custom_status) if state and state.serialized_custom_status else None
+
+    return read
+
+
+def _outcome(call: Callable[[], Any]) -> Any:
+    """``ok`` (or a plain result), else the gRPC status code name or exception type the call raised."""
+    try:
+        value = call()
+    except grpc.RpcError as error:
+        return error.code().name
+    except Exception as error:
+        return type(error).__name__
+    return value if isinstance(value, (bool, int, str)) else "ok"
+
+
+def _raw_entity_state(metadata: Any) -> Any:
+    # get_state() gives the stored JSON text in both SDKs (typed access differs between them, so decode here);
+    # an entity that exists only as queued operations may report an empty text.
+    raw = metadata.get_state() if metadata else None
+    return json.loads(raw) if raw else None
+
+
 def _run_one(h: Harness, orchestrator: Callable[..., Any], value: Any, label: str, **worker_args: Any) -> Any:
     h.worker(orchestrators=(orchestrator,), **worker_args)
     c = h.client()
@@ -262,31 +313,6 @@ def suspend_resume(h: Harness) -> Any:
         held = c.get_orchestration_state(instance_id).runtime_status.name
     c.resume_orchestration(instance_id, reason="go")
     return {"suspended": suspended, "after_event": held, **finish(c, instance_id)}
-
-
-def wait_until(read: Callable[[], Any], expected: Any) -> Any:
-    """What ``read`` returns once it equals ``expected``, or the last value seen when a bounded wait runs out.
-
-    Used only where the API offers nothing to block on: a backend may apply a suspension when the orchestration
-    next runs rather than inside the call, and entity signals are one-way.
-    """
-    deadline = time.monotonic() + 10
-    value = read()
-    while value != expected and time.monotonic() < deadline:
-        time.sleep(0.05)
-        value = read()
-    return value
-
-
-def _status(c: Any, instance_id: str) -> Callable[[], str]:
-    return lambda: str(c.get_orchestration_state(instance_id).runtime_status.name)
-
-
-def _entity_state(c: Any, entity_id: Any) -> Callable[[], Any]:
-    def read() -> Any:
-        return _raw_entity_state(c.get_entity(entity_id))
-
-    return read
 
 
 def terminate(h: Harness) -> Any:
@@ -389,13 +415,6 @@ def entities(h: Harness) -> Any:
     return result
 
 
-def _raw_entity_state(metadata: Any) -> Any:
-    # get_state() gives the stored JSON text in both SDKs (typed access differs between them, so decode here);
-    # an entity that exists only as queued operations may report an empty text.
-    raw = metadata.get_state() if metadata else None
-    return json.loads(raw) if raw else None
-
-
 def work_item_filters(h: Harness) -> Any:
     pids = {h.spawn("specialist-a").pid: "specialist-a", h.spawn("specialist-b").pid: "specialist-b"}
     pids[os.getpid()] = "orchestrator-worker"
@@ -465,25 +484,6 @@ def history_and_state(h: Harness) -> Any:
         }
     )
     return result
-
-
-def custom_status(c: Any, instance_id: str) -> Callable[[], Any]:
-    def read() -> Any:
-        state = c.get_orchestration_state(instance_id)
-        return json.loads(state.serialized_custom_status) if state and state.serialized_custom_status else None
-
-    return read
-
-
-def _outcome(call: Callable[[], Any]) -> Any:
-    """``ok`` (or a plain result), else the gRPC status code name or exception type the call raised."""
-    try:
-        value = call()
-    except grpc.RpcError as error:
-        return error.code().name
-    except Exception as error:
-        return type(error).__name__
-    return value if isinstance(value, (bool, int, str)) else "ok"
 
 
 def _failure(c: Any, instance_id: str) -> Any:

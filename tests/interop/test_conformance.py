@@ -153,7 +153,7 @@ def _params(direction: str) -> list[Any]:
     params = []
     for name in EXPECTED:
         reason = KNOWN_FAILURES.get((direction, name))
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        marks = [pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)] if reason else []
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 
