@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.errors import InvalidArgumentError
@@ -42,7 +43,18 @@ class Limits:
             self.payload("customStatus", response.customStatus.value)
         for action in response.actions:
             kind = action.WhichOneof("orchestratorActionType")
-            body = getattr(action, kind) if kind else None
-            for name in ("input", "result", "data"):
-                if body is not None and name in body.DESCRIPTOR.fields_by_name and body.HasField(name):
-                    self.payload(f"actions[{action.id}].{kind}.{name}", getattr(body, name).value)
+            if kind is None:
+                continue
+            body = getattr(action, kind)
+            path = f"actions[{action.id}].{kind}"
+            if kind == "sendEntityMessage":
+                inner = body.WhichOneof("EntityMessageType")
+                if inner is None:
+                    continue
+                body, path = getattr(body, inner), f"{path}.{inner}"
+            self._fields(path, body)
+
+    def _fields(self, path: str, body: Any) -> None:
+        for name in ("input", "result", "data"):
+            if name in body.DESCRIPTOR.fields_by_name and body.HasField(name):
+                self.payload(f"{path}.{name}", getattr(body, name).value)

@@ -98,6 +98,13 @@ def test_payload_limits_name_the_field(stub: HubStub) -> None:
     with pytest.raises(grpc.RpcError) as err:
         complete(stub, item, finish(1, big.value))
     assert "completeOrchestration.result" in (err.value.details() or "")
+    signal = pb.EntityOperationSignaledEvent(requestId="r", operation="op", input=big, targetInstanceId=sv("@c@k"))
+    entity_action = pb.OrchestratorAction(
+        id=2, sendEntityMessage=pb.SendEntityMessageAction(entityOperationSignaled=signal)
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        complete(stub, item, entity_action)
+    assert "sendEntityMessage.entityOperationSignaled.input" in (err.value.details() or "")
 
 
 # ID reuse ------------------------------------------------------------------------------------------
