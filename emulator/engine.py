@@ -279,8 +279,9 @@ class Engine:
                 record.output = transition.output
                 record.failure = None if transition.failure is None else transition.failure.SerializeToString()
                 record.completed_at = record.updated_at
-                # Nothing can consume these any more.
+                # Nothing can consume these any more, and activities not yet handed out need not run.
                 tx.delete_instance_messages(hub, record.instance_id)
+                tx.delete_instance_activities(hub, record.instance_id, only_idle=True)
             tx.put_instance(record)
             outbox.apply(tx, hub, record, transition.outbox, now)
             if transition.terminal:
@@ -295,7 +296,7 @@ class Engine:
         for message in tx.visible_messages(hub, instance_id, 2**62):
             if not pb.HistoryEvent.FromString(message.event).HasField("eventRaised"):
                 tx.delete_messages([message.id])
-        tx.delete_instance_activities(hub, instance_id)
+        tx.delete_instance_activities(hub, instance_id, only_idle=True)
         tx.add_message(hub, instance_id, can.started.SerializeToString(), at)
         for carried in can.carryover:
             tx.add_message(hub, instance_id, carried.SerializeToString(), at)

@@ -74,7 +74,8 @@ def finish_terminated(
     """Marks an instance TERMINATED without involving a worker, dropping its pending work."""
     hub, instance_id = record.hub, record.instance_id
     tx.delete_instance_messages(hub, instance_id)
-    tx.delete_instance_activities(hub, instance_id)
+    # Activities already running may still report back (their results are dropped); the rest never start.
+    tx.delete_instance_activities(hub, instance_id, only_idle=True)
     if record_history:
         completed = pb.ExecutionCompletedEvent(
             orchestrationStatus=pb.ORCHESTRATION_STATUS_TERMINATED, result=events.sv(reason)

@@ -251,8 +251,9 @@ class SqliteTransaction(EntityTables):
     def delete_activity(self, activity_id: int) -> None:
         self._db.execute("DELETE FROM activities WHERE id = ?", (activity_id,))
 
-    def delete_instance_activities(self, hub: str, instance_id: str) -> None:
-        self._db.execute("DELETE FROM activities WHERE hub = ? AND instance_id = ?", (hub, instance_id))
+    def delete_instance_activities(self, hub: str, instance_id: str, only_idle: bool = False) -> None:
+        idle = " AND lock_token IS NULL" if only_idle else ""
+        self._db.execute(f"DELETE FROM activities WHERE hub = ? AND instance_id = ?{idle}", (hub, instance_id))
 
     def next_lease_expiry(self, hub: str, after: Micros = -1) -> Micros | None:
         parts = " UNION ALL ".join(

@@ -215,3 +215,27 @@ def test_history_is_streamed_in_chunks(stub: HubStub) -> None:
     chunks = list(stub.StreamInstanceHistory(pb.StreamInstanceHistoryRequest(instanceId=iid)))
     assert len(chunks) >= 2
     assert sum(len(c.events) for c in chunks) == 2 + 300 + 1
+
+
+def test_activities_not_yet_handed_out_are_dropped_when_the_orchestration_ends(stub: HubStub) -> None:
+    iid = start(stub, "Ends")
+    orchestrations = WorkStream(
+        stub,
+        pb.GetWorkItemsRequest(
+            workItemFilters=pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="Ends")])
+        ),
+    )
+    complete(stub, orchestrations.next(), schedule(1, "Slow"), schedule(2, "Slow"))
+    only_slow = pb.WorkItemFilters(activities=[pb.ActivityFilter(name="Slow")])
+    runner = WorkStream(stub, pb.GetWorkItemsRequest(maxConcurrentActivityWorkItems=1, workItemFilters=only_slow))
+    running = runner.next()  # one activity is out; the other waits
+    stub.TerminateInstance(pb.TerminateRequest(instanceId=iid))
+    complete(stub, orchestrations.next())
+    assert status_of(stub, iid) == pb.ORCHESTRATION_STATUS_TERMINATED
+    # The running one may still report back (accepted, result dropped); the waiting one never starts.
+    stub.CompleteActivityTask(
+        pb.ActivityResponse(
+            instanceId=iid, taskId=running.activityRequest.taskId, completionToken=running.completionToken
+        )
+    )
+    assert runner.nothing_for(0.3)
