@@ -417,6 +417,42 @@ def entities(h: Harness) -> Any:
     return result
 
 
+def entity_admin(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.entity_failure,), entities=(sc.tally,))
+    c = h.client()
+    ids = [EntityInstanceId("tally", f"{h.prefix}-{i}") for i in range(3)]
+    for i, entity_id in enumerate(ids):
+        c.signal_entity(entity_id, "add", i + 1)
+    states = []
+    for i, entity_id in enumerate(ids):
+        states.append(wait_until(_entity_state(c, entity_id), i + 1))
+        if states[-1] != i + 1:  # entities do not work here; the rest would only wait out its deadlines
+            return {"states": states}
+    query = client.EntityQuery(instance_id_starts_with=f"@tally@{h.prefix}", include_state=True, page_size=2)
+    found = sorted(
+        (str(m.id).removeprefix(f"@tally@{h.prefix}"), _raw_entity_state(m)) for m in c.get_all_entities(query)
+    )
+    failure = finish(
+        c, c.schedule_new_orchestration(sc.entity_failure, input=f"{h.prefix}-0", instance_id=h.new_id("explode"))
+    )
+    failure["output"]["message"] = failure["output"]["message"].replace(h.prefix, "<prefix>")
+    c.signal_entity(ids[2], "delete")
+    state_after_delete = wait_until(_entity_state(c, ids[2]), None)
+    exists_after_delete = c.get_entity(ids[2]) is not None
+    cleaned = c.clean_entity_storage()
+    return {
+        "states": states,
+        "found": found,
+        "failure": failure,
+        "state_after_failure": _raw_entity_state(c.get_entity(ids[0])),
+        "state_after_delete": state_after_delete,
+        "exists_after_delete": exists_after_delete,
+        # The official backend counts across every task hub, so only "some" is comparable.
+        "cleaned": [cleaned.empty_entities_removed > 0, cleaned.orphaned_locks_released],
+        "exists_after_clean": c.get_entity(ids[2]) is not None,
+    }
+
+
 def work_item_filters(h: Harness) -> Any:
     pids = {h.spawn("specialist-a").pid: "specialist-a", h.spawn("specialist-b").pid: "specialist-b"}
     pids[os.getpid()] = "orchestrator-worker"
@@ -550,6 +586,7 @@ SCENARIOS: dict[str, Callable[[Harness], Any]] = {
     "rewind": rewind,
     "edge_cases": edge_cases,
     "history_and_state": history_and_state,
+    "entity_admin": entity_admin,
 }
 
 

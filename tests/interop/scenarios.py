@@ -206,6 +206,11 @@ def tally(ctx: Any, value: Any) -> Any:
         return current + value
     if ctx.operation == "get":
         return current
+    if ctx.operation == "delete":
+        ctx.set_state(None)
+        return None
+    if ctx.operation == "explode":
+        raise RuntimeError(f"exploded at {current}")
     raise ValueError(f"unknown operation {ctx.operation}")
 
 
@@ -218,3 +223,12 @@ def entity_user(ctx: task.OrchestrationContext, key: str) -> Orchestration:
         in_lock_second = yield ctx.call_entity(second, "add", 1)
     ctx.signal_entity(second, "add", 10)
     return [after_call, in_lock_first, in_lock_second]
+
+
+def entity_failure(ctx: task.OrchestrationContext, key: str) -> Orchestration:
+    """Calls an entity operation that raises, and reports what the orchestration saw."""
+    try:
+        yield ctx.call_entity(EntityInstanceId("tally", key), "explode")
+    except Exception as error:
+        return {"caught": type(error).__name__, "message": str(error)}
+    return {"caught": None}
