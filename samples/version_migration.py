@@ -22,6 +22,7 @@ from _support import Runtime, parse_args
 
 from durabletask import client, task
 from durabletask.worker import (
+    ActivityWorkItemFilter,
     OrchestrationWorkItemFilter,
     VersionFailureStrategy,
     VersioningOptions,
@@ -65,8 +66,10 @@ def run_version(rt: Runtime, version: str) -> None:
         w.use_versioning(VersioningOptions(version=version, default_version=version,
                                            match_strategy=VersionMatchStrategy.STRICT,
                                            failure_strategy=VersionFailureStrategy.REJECT))
+        # Activities inherit the orchestration's version, so each worker also serves only its own activities.
         w.use_work_item_filters(WorkItemFilters(
-            orchestrations=[OrchestrationWorkItemFilter("batch_loop", [version])]))
+            orchestrations=[OrchestrationWorkItemFilter("batch_loop", [version])],
+            activities=[ActivityWorkItemFilter("count_records", [version])]))
         w.start()
         print(f"[v{version}] worker ready (pid {os.getpid()})", flush=True)
         sys.stdin.read()

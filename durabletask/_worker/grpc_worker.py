@@ -146,15 +146,19 @@ class TaskHubGrpcWorker:
         if self._is_running:
             raise RuntimeError(f"{what} cannot be changed while the worker is running.")
 
-    def add_orchestrator(self, fn: Callable[..., Any]) -> str:
-        """Register an orchestrator function under its name; returns the name."""
-        self._require_stopped("Orchestrators")
-        return self._registry.add_orchestrator(fn)
+    def add_orchestrator(self, fn: Callable[..., Any], *, name: str | None = None) -> str:
+        """Register an orchestrator function under ``name`` (default: its own name); returns the name.
 
-    def add_activity(self, fn: Callable[..., Any]) -> str:
-        """Register an activity function (sync or ``async``) under its name; returns the name."""
+        ``name`` is an addition to the compatible API: it lets two workers serve one orchestration name with
+        different versions of the code.
+        """
+        self._require_stopped("Orchestrators")
+        return self._registry.add_orchestrator(fn, name)
+
+    def add_activity(self, fn: Callable[..., Any], *, name: str | None = None) -> str:
+        """Register an activity function (sync or ``async``) under ``name`` (default: its own name)."""
         self._require_stopped("Activities")
-        return self._registry.add_activity(fn)
+        return self._registry.add_activity(fn, name)
 
     def add_entity(self, fn: Any, name: str | None = None) -> str:
         """Register an entity function or class, under ``name`` or its own name; returns the name."""

@@ -54,8 +54,9 @@ def _clean_env() -> dict[str, str]:
 
 
 def _dump(python: str | Path, module: str) -> dict[str, Any]:
-    out = subprocess.run([str(python), "-c", _DUMP, module], capture_output=True, text=True, check=True,
-                         cwd="/", env=_clean_env())
+    out = subprocess.run(
+        [str(python), "-c", _DUMP, module], capture_output=True, text=True, check=True, cwd="/", env=_clean_env()
+    )
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
