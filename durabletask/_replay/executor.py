@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from durabletask._errors import ProtocolError
 from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._replay import rewind
+from durabletask._replay import entities, rewind
 from durabletask._replay.codec import Codec
 from durabletask._replay.failures import OrchestrationStateError
 from durabletask._replay.handlers import Dispatcher
@@ -50,8 +50,12 @@ class OrchestrationExecutor:
         self._maximum_timer_interval = maximum_timer_interval
         self._codec = Codec(data_converter)
         self._first_sequence_id = first_sequence_id
-        self._entity_support = entity_support
         self._dispatcher = Dispatcher(registry.get_orchestrator)
+        if entity_support is None:
+            # Built-in entity support unless a caller plugs in its own (with its own event handlers).
+            entities.install(self._dispatcher)
+            entity_support = entities.OrchestrationEntities
+        self._entity_support = entity_support
         self._runtime: RuntimeContext | None = None
 
     @property
@@ -80,8 +84,7 @@ class OrchestrationExecutor:
                             logger=self._logger, first_sequence_id=self._first_sequence_id)
         versioning = getattr(self._registry, "versioning", None)
         rt.default_sub_version = getattr(versioning, "default_version", None)
-        if self._entity_support is not None:
-            rt.entities = self._entity_support(rt)
+        rt.entities = self._entity_support(rt)
         self._runtime = rt
         if self._run(rt, old_events, replaying=True):
             self._run(rt, new_events, replaying=False)

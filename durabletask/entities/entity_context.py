@@ -1,0 +1,122 @@
+"""What an entity operation sees: its entity, the operation and input, the state, and messages to send."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, TypeVar, overload
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay.codec import Codec
+from durabletask.entities._state import EntityState
+from durabletask.entities.entity_instance_id import EntityInstanceId
+
+__all__ = ["EntityContext"]
+
+TState = TypeVar("TState")
+
+
+def to_entity_id(value: EntityInstanceId | str) -> EntityInstanceId:
+    """An :class:`EntityInstanceId` from itself or its ``@name@key`` text."""
+    if isinstance(value, EntityInstanceId):
+        return value
+    if isinstance(value, str):
+        return EntityInstanceId.parse(value)
+    raise TypeError(f"an entity is identified by an EntityInstanceId or an '@name@key' string, not {value!r}")
+
+
+class EntityContext:
+    """The context of one entity operation.
+
+    State changes and the messages an operation sends take effect only if the operation succeeds;
+    an operation that raises leaves the state as it was before it.
+    """
+
+    def __init__(self, entity_id: EntityInstanceId, operation: str, state: EntityState, codec: Codec,
+                 encoded_input: str | None = None, input: Any = None) -> None:
+        self._entity_id = entity_id
+        self._operation = operation
+        self._state = state
+        self._codec = codec
+        self._encoded_input = encoded_input
+        self._input = input
+
+    @property
+    def entity_id(self) -> EntityInstanceId:
+        """The entity this operation runs on."""
+        return self._entity_id
+
+    @property
+    def orchestration_id(self) -> str:
+        """The entity's instance ID in ``@name@key`` form (the name is kept from the compatible API)."""
+        return str(self._entity_id)
+
+    @property
+    def operation(self) -> str:
+        """The name of the operation being run."""
+        return self._operation
+
+    @property
+    def input(self) -> Any:
+        """The operation's input, decoded (``None`` when it has none)."""
+        return self._input
+
+    def get_input(self, intended_type: type[TState] | None = None) -> Any:
+        """The operation's input, decoded as ``intended_type`` when given."""
+        if intended_type is None:
+            return self._input
+        return self._codec.decode(self._encoded_input, intended_type)
+
+    @property
+    def has_state(self) -> bool:
+        """Whether the entity currently has a state."""
+        return self._state.exists
+
+    @overload
+    def get_state(self, intended_type: type[TState], default: TState) -> TState: ...
+    @overload
+    def get_state(self, intended_type: type[TState]) -> TState | None: ...
+    @overload
+    def get_state(self, intended_type: None = None, default: Any = None) -> Any: ...
+    def get_state(self, intended_type: Any = None, default: Any = None) -> Any:
+        """The entity's state (a fresh copy), or ``default`` when it has none.
+
+        Raises:
+            TypeError: The state cannot be read as ``intended_type``.
+        """
+        return self._state.get(intended_type, default)
+
+    def set_state(self, new_state: Any) -> None:
+        """Replace the entity's state; ``None`` deletes it."""
+        self._state.set(new_state)
+
+    def delete_state(self) -> None:
+        """Delete the entity's state (an entity without state and without pending work disappears)."""
+        self._state.delete()
+
+    def signal_entity(self, entity_instance_id: EntityInstanceId | str, operation: str, input: Any | None = None,
+                      signal_time: datetime | None = None) -> None:
+        """Send a one-way operation to an entity (this one included), optionally not before ``signal_time``."""
+        target = to_entity_id(entity_instance_id)
+        if not operation:
+            raise ValueError("the operation name cannot be empty")
+        signal = pb.SendSignalAction(instanceId=str(target), name=operation)
+        encoded = self._codec.encode(input, "input of operation '{}'", operation)
+        if encoded is not None:
+            signal.input.value = encoded
+        if signal_time is not None:
+            signal.scheduledTime.FromDatetime(signal_time)
+        self._state.add_action(pb.OperationAction(sendSignal=signal))
+
+    def schedule_new_orchestration(self, orchestration_name: str, input: Any | None = None,
+                                   instance_id: str | None = None) -> str:
+        """Start an orchestration once this operation succeeds; returns its instance ID."""
+        if not orchestration_name:
+            raise ValueError("the orchestration name cannot be empty")
+        new_id = instance_id or uuid.uuid4().hex
+        start = pb.StartNewOrchestrationAction(instanceId=new_id, name=orchestration_name)
+        encoded = self._codec.encode(input, "input of orchestration '{}'", orchestration_name)
+        if encoded is not None:
+            start.input.value = encoded
+        self._state.add_action(pb.OperationAction(startNewOrchestration=start))
+        return new_id
