@@ -10,6 +10,7 @@ from durabletask._worker.activity_runner import ActivityRunner
 from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import Dispatcher, WorkKind
 from durabletask._worker.entity_batches import EntityBatchRunner, as_batch, entity_name, unregistered_result
+from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.orchestration_runner import OrchestrationRunner
 from durabletask._worker.registry import Registry
 
@@ -19,8 +20,8 @@ Stub = Any  # pb_grpc.TaskHubSidecarServiceStub; its generated methods are untyp
 class WorkItemHandler:
     """Called by the stream loop for each work item; blocks only while the item's kind is at its limit.
 
-    Entity batches for registered entities go to ``entities`` when one is given, and are handed back
-    to the backend otherwise.
+    Entity batches for registered entities go to ``entities`` (by default an :class:`EntityRunner`
+    over ``registry``); operations on entities with no code here fail.
     """
 
     def __init__(
@@ -35,7 +36,7 @@ class WorkItemHandler:
         entities: EntityBatchRunner | None = None,
     ) -> None:
         self._registry = registry
-        self._entities = entities
+        self._entities: EntityBatchRunner = entities if entities is not None else EntityRunner(registry, logger=logger)
         self._dispatcher = dispatcher
         self._orchestrations = orchestrations
         self._activities = activities
@@ -114,18 +115,12 @@ class WorkItemHandler:
         batch, infos = as_batch(item)
         name = entity_name(batch.instanceId)
         registered = name is not None and self._registry.get_entity(name) is not None
-        if registered and self._entities is None:
-            # Registered entities cannot be run by this worker yet: hand the batch back so that a worker
-            # able to run it can, rather than failing operations that another worker would serve.
-            self._logger.error("entity work items are not supported yet; handing back '%s'", batch.instanceId)
-            self._abandon_entity(batch.instanceId, item.completionToken, stub)
-            return
         if not self._dispatcher.acquire(WorkKind.ENTITY):
             self._abandon_entity(batch.instanceId, item.completionToken, stub)
             return
 
         def job() -> None:
-            if registered and self._entities is not None:
+            if registered:
                 result = self._entities.run(batch, infos, item.completionToken)
             else:
                 # As the compatible worker does: operations on an entity with no code here fail,

@@ -1,0 +1,150 @@
+"""Running one entity batch: each operation in turn on the entity's code, with per-operation rollback."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from google.protobuf import timestamp_pb2
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay import typehints
+from durabletask._replay.codec import Codec
+from durabletask._replay.failures import proto_from_exception
+from durabletask._worker.errors import EntityNotRegisteredError
+from durabletask._worker.registry import Registry
+from durabletask.entities._state import EntityState
+from durabletask.entities.durable_entity import DurableEntity
+from durabletask.entities.entity_context import EntityContext
+from durabletask.entities.entity_instance_id import EntityInstanceId
+
+if TYPE_CHECKING:
+    from durabletask.serialization import DataConverter
+
+# Helpers every DurableEntity has that are not operations (``delete`` is, and stays callable).
+_HELPERS = frozenset(name for name in vars(DurableEntity) if not name.startswith("_")) - {"delete"}
+
+
+class EntityOperationNotFoundError(AttributeError):
+    """A class-based entity has no public method named like the requested operation."""
+
+
+def _now() -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromDatetime(datetime.now(timezone.utc))
+    return stamp
+
+
+_OPERATIONS: dict[type[Any], dict[str, str]] = {}
+
+
+def _operations(cls: type[Any]) -> dict[str, str]:
+    """A class's operations: case-folded name → method name (public callables, not the base helpers)."""
+    cached = _OPERATIONS.get(cls)
+    if cached is not None:
+        return cached
+    names: dict[str, str] = {}
+    for name in dir(cls):
+        if name.startswith("_") or (issubclass(cls, DurableEntity) and name in _HELPERS):
+            continue
+        if callable(getattr(cls, name, None)):
+            names.setdefault(name.casefold(), name)
+    _OPERATIONS[cls] = names
+    return names
+
+
+@lru_cache(maxsize=1024)
+def _takes_input(fn: Callable[..., Any]) -> bool:
+    """Whether an unbound method accepts an argument after ``self``."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in parameters)
+
+
+class EntityRunner:
+    """Runs entity batches for the entities in a registry (an ``EntityBatchRunner``).
+
+    Operations run one after another on the same state. An operation that raises gets a failure
+    result and its changes (state and outgoing messages) are discarded; the batch goes on.
+    """
+
+    def __init__(self, registry: Registry, *, logger: logging.Logger | None = None,
+                 data_converter: DataConverter | None = None) -> None:
+        self._registry = registry
+        self._logger = logger or logging.getLogger("durabletask-worker")
+        self._codec = Codec(data_converter)
+
+    def run(self, batch: pb.EntityBatchRequest, operation_infos: list[pb.OperationInfo],
+            completion_token: str) -> pb.EntityBatchResult:
+        entity_id = EntityInstanceId.parse(batch.instanceId)
+        state = EntityState(batch.entityState.value if batch.HasField("entityState") else None, self._codec)
+        results = [self._run_one(entity_id, operation, state) for operation in batch.operations]
+        result = pb.EntityBatchResult(results=results, actions=state.actions, completionToken=completion_token,
+                                      operationInfos=operation_infos[: len(results)])
+        if state.encoded is not None:
+            result.entityState.value = state.encoded
+        return result
+
+    def _run_one(self, entity_id: EntityInstanceId, operation: pb.OperationRequest,
+                 state: EntityState) -> pb.OperationResult:
+        started = _now()
+        encoded_input = operation.input.value if operation.HasField("input") else None
+        try:
+            output = self._invoke(entity_id, operation.operation, encoded_input, state)
+            encoded = self._codec.encode(output, "result of entity operation '{}'", operation.operation)
+        except Exception as error:
+            state.rollback()
+            self._logger.info("%s: operation '%s' failed: %s", entity_id, operation.operation, error)
+            return pb.OperationResult(failure=pb.OperationResultFailure(
+                failureDetails=proto_from_exception(error), startTimeUtc=started, endTimeUtc=_now()))
+        state.commit()
+        success = pb.OperationResultSuccess(startTimeUtc=started, endTimeUtc=_now())
+        if encoded is not None:
+            success.result.value = encoded
+        return pb.OperationResult(success=success)
+
+    def _invoke(self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None,
+                state: EntityState) -> Any:
+        entity = self._registry.get_entity(entity_id.entity)
+        if entity is None:
+            raise EntityNotRegisteredError(f"Entity function named '{entity_id.entity}' was not registered!")
+        if isinstance(entity, type):
+            return self._invoke_method(entity, entity_id, operation, encoded_input, state)
+        value = self._codec.decode(encoded_input, typehints.input_type(entity, 1)) if encoded_input else None
+        context = EntityContext(entity_id, operation, state, self._codec, encoded_input, value)
+        return _settle(entity(context, value))
+
+    def _invoke_method(self, cls: type[Any], entity_id: EntityInstanceId, operation: str,
+                       encoded_input: str | None, state: EntityState) -> Any:
+        method_name = _operations(cls).get(operation.casefold())
+        if method_name is None:
+            raise EntityOperationNotFoundError(
+                f"entity '{entity_id.entity}' ({cls.__name__}) has no operation named '{operation}'")
+        function = getattr(cls, method_name)
+        value = self._codec.decode(encoded_input, typehints.input_type(function, 1)) if encoded_input else None
+        context = EntityContext(entity_id, operation, state, self._codec, encoded_input, value)
+        instance = cls()
+        if isinstance(instance, DurableEntity):
+            instance._initialize_entity_context(context)
+        else:
+            instance.entity_context = context
+        bound = getattr(instance, method_name)
+        if _takes_input(function):
+            return _settle(bound(value))
+        if value is not None:
+            raise TypeError(f"operation '{operation}' of entity '{entity_id.entity}' takes no input")
+        return _settle(bound())
+
+
+def _settle(result: Any) -> Any:
+    # An ``async def`` operation runs to completion here: the batch is already on its own thread.
+    if inspect.iscoroutine(result):
+        return asyncio.run(result)
+    return result
