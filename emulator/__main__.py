@@ -9,6 +9,8 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from emulator.auth import read_token_file
+from emulator.faults import FaultProfile
 from emulator.server import EmulatorServer
 
 
@@ -25,11 +27,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lease-timeout", type=float, default=300.0, help="seconds before redelivery")
     parser.add_argument("--health-ping-interval", type=float, default=15.0, help="seconds between idle pings")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    auth = parser.add_mutually_exclusive_group()
+    auth.add_argument("--auth-token", help="require 'authorization: Bearer <token>' on every call")
+    auth.add_argument("--auth-token-file", help="read the required bearer token from this file")
+    parser.add_argument("--tls-cert", help="PEM certificate (chain) file; with --tls-key, serve TLS only")
+    parser.add_argument("--tls-key", help="PEM private key file for --tls-cert")
+    parser.add_argument(
+        "--faults",
+        type=FaultProfile.parse,
+        help="inject faults for testing, e.g. 'cut_stream_every=5s,stall_every=20s,stall_for=3s,goaway_every=30s,"
+        "delay_completions=50ms,reject_completion_every=25'",
+    )
     return parser
 
 
+def _token(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
+    if args.auth_token_file:
+        try:
+            return read_token_file(args.auth_token_file)
+        except (OSError, ValueError) as error:
+            parser.error(f"--auth-token-file: {error}")
+    if args.auth_token is not None and not args.auth_token.strip():
+        parser.error("--auth-token must not be empty")
+    return args.auth_token.strip() if args.auth_token else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key must be given together")
+    token = _token(args, parser)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     hubs = tuple(h.strip() for h in args.task_hubs.split(",") if h.strip())
     server = EmulatorServer(
@@ -41,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         dynamic_task_hubs=args.dynamic_task_hubs,
         lease_timeout=args.lease_timeout,
         health_ping_interval=args.health_ping_interval,
+        auth_token=token,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        faults=args.faults,
     )
     stopped = threading.Event()
     # Handlers go in before the address is printed, so a supervisor that reacts to it can stop us cleanly.

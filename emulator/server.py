@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from concurrent import futures
 from types import TracebackType
@@ -10,10 +11,12 @@ from types import TracebackType
 import grpc
 
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+from emulator.auth import BearerTokenInterceptor, ServerInterceptor, server_credentials
 from emulator.clock import Clock, SystemClock
 from emulator.dispatcher import Dispatcher
 from emulator.engine import Engine
 from emulator.entities import Entities
+from emulator.faults import FaultInjector, FaultProfile
 from emulator.hubs import DEFAULT_HUB, TaskHubs
 from emulator.servicer import Servicer
 from emulator.storage import SqliteBackend
@@ -27,7 +30,7 @@ DEFAULT_MAX_WORKERS = 128
 
 
 class EmulatorServer:
-    """A local Durable Task Scheduler speaking TaskHubSidecarService over plaintext gRPC.
+    """A local Durable Task Scheduler speaking TaskHubSidecarService over gRPC (plaintext unless given TLS files).
 
     Args:
         host: Interface to bind.
@@ -41,6 +44,12 @@ class EmulatorServer:
         health_ping_interval: Seconds of idleness after which a stream receives a HealthPing.
         limits: Payload and instance ID limits.
         max_workers: gRPC thread-pool size.
+        auth_token: When set, every call must carry ``authorization: Bearer <token>`` or is refused with
+            UNAUTHENTICATED.
+        tls_cert: PEM certificate (chain) file; with ``tls_key`` the server speaks TLS only.
+        tls_key: PEM private key file for ``tls_cert``.
+        faults: Faults to inject from the start (see :class:`~emulator.faults.FaultProfile`); tests can
+            also drive :attr:`faults` directly.
     """
 
     def __init__(
@@ -56,7 +65,13 @@ class EmulatorServer:
         health_ping_interval: float = 15.0,
         limits: Limits | None = None,
         max_workers: int = DEFAULT_MAX_WORKERS,
+        auth_token: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        faults: FaultProfile | None = None,
     ) -> None:
+        if (tls_cert is None) != (tls_key is None):
+            raise ValueError("tls_cert and tls_key must be given together")
         self.host = host
         self._requested_port = port
         self._port: int | None = None
@@ -76,6 +91,15 @@ class EmulatorServer:
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
         self._max_workers = max_workers
         self._server: grpc.Server | None = None
+        self._executor: futures.ThreadPoolExecutor | None = None
+        self._auth = BearerTokenInterceptor(auth_token) if auth_token else None
+        self._tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
+        self._restart_lock = threading.Lock()
+        #: Fault injection hooks (a pass-through until a fault is turned on).
+        self.faults = FaultInjector(
+            abandon=self.dispatcher.abandon, wake=self.dispatcher.wake, restart=lambda grace: self.restart(grace)
+        )
+        self._initial_faults = faults
 
     @property
     def port(self) -> int:
@@ -92,8 +116,14 @@ class EmulatorServer:
     def start(self) -> EmulatorServer:
         """Binds the port and starts serving; returns ``self``."""
         self.dispatcher.open()
+        executor = futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="dts-emulator")
+        # Authentication runs first so that no fault, and no servicer code, sees an unauthenticated call.
+        interceptors: list[ServerInterceptor] = [self.faults]
+        if self._auth is not None:
+            interceptors.insert(0, self._auth)
         server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="dts-emulator"),
+            executor,
+            interceptors=interceptors,
             options=[
                 ("grpc.max_receive_message_length", 64 * 1024 * 1024),
                 ("grpc.max_send_message_length", 64 * 1024 * 1024),
@@ -102,23 +132,56 @@ class EmulatorServer:
         pb_grpc.add_TaskHubSidecarServiceServicer_to_server(
             Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits), server
         )
-        bound = server.add_insecure_port(f"{self.host}:{self._requested_port}")
+        address = f"{self.host}:{self._requested_port}"
+        if self._tls is not None:
+            bound = server.add_secure_port(address, server_credentials(*self._tls))
+        else:
+            bound = server.add_insecure_port(address)
         if bound == 0:
-            raise OSError(f"could not bind {self.host}:{self._requested_port}")
+            executor.shutdown(wait=False)
+            raise OSError(f"could not bind {address}")
         server.start()
-        self._server, self._port = server, bound
-        log.info("Durable Task emulator listening on %s", self.address)
+        self._server, self._executor, self._port = server, executor, bound
+        log.info("Durable Task emulator listening on %s%s", self.address, " (TLS)" if self._tls else "")
+        if self._initial_faults is not None:
+            self.faults.apply(self._initial_faults)
+            self._initial_faults = None
         return self
+
+    @property
+    def tls(self) -> bool:
+        """Whether the server speaks TLS."""
+        return self._tls is not None
+
+    def restart(self, grace: float = 1.0) -> None:
+        """Stops serving gracefully and serves again on the same port, keeping all state.
+
+        Connected clients receive GOAWAY and reconnect; open work-item streams end and their work items
+        become available again.
+        """
+        with self._restart_lock:
+            port = self.port
+            self._stop_serving(grace)
+            self._requested_port = port
+            self.start()
 
     def stop(self, grace: float | None = None) -> None:
         """Stops serving; open streams end and their work items become available again.
 
         State is kept, so :meth:`start` may be called again (and :meth:`reset` still works).
         """
+        self.faults.stop_schedule()
+        self._stop_serving(grace)
+
+    def _stop_serving(self, grace: float | None) -> None:
         self.dispatcher.close()
         if self._server is not None:
             self._server.stop(grace).wait()
             self._server = None
+        if self._executor is not None:
+            # Each start makes a new pool, so the old one's idle threads must go with its server.
+            self._executor.shutdown(wait=False)
+            self._executor = None
         if not self.dispatcher.drain(timeout=5.0):
             log.warning("some streams were still running when the emulator stopped")
         self.backend.release_all_leases()

@@ -1,0 +1,123 @@
+"""Fault-test harness: an in-process emulator on a SQLite file, a fast-reconnecting worker, and an effect ledger."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from durabletask import client, task, worker
+from durabletask._errors import DurableTaskError
+from durabletask.grpc_options import GrpcWorkerResiliencyOptions
+from emulator.server import EmulatorServer
+from tests.recovery.support import Ledger, assert_exactly_once, fetch_history, save_history
+
+STEPS = 3
+# Short enough that a stalled stream is noticed quickly, long enough to stay well above the ping interval.
+RESILIENCY = GrpcWorkerResiliencyOptions(
+    hello_timeout_seconds=5,
+    silent_disconnect_timeout_seconds=1.5,
+    reconnect_backoff_base_seconds=0.05,
+    reconnect_backoff_cap_seconds=0.5,
+)
+
+
+def pipeline(ctx: task.OrchestrationContext, size: int) -> Any:
+    """Three effects, each keyed by the instance and step so a redelivered activity cannot apply twice."""
+    done = []
+    for step in range(size):
+        done.append((yield ctx.call_activity("effect", input=f"{ctx.instance_id}/{step}")))
+    return done
+
+
+class Rig:
+    """One emulator, one worker and one client, all for a single test."""
+
+    def __init__(self, tmp: Path, stack: ExitStack) -> None:
+        self.ledger = Ledger(tmp / "ledger.db")
+        self.server = EmulatorServer(port=0, db_path=str(tmp / "emu.db"), health_ping_interval=0.3, lease_timeout=30)
+        self.server.start()
+        stack.callback(self.server.close)
+        self.stack = stack
+        self.slow = threading.Event()  # set: activities take a little time, so faults land mid-run
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    def effect(self, ctx: task.ActivityContext, key: str) -> str:
+        if self.slow.is_set():
+            threading.Event().wait(0.05)  # simulated work, not a wait for a condition
+        self.ledger.apply(key)
+        return key
+
+    def start_worker(self) -> worker.TaskHubGrpcWorker:
+        w = worker.TaskHubGrpcWorker(host_address=self.address, resiliency_options=RESILIENCY)
+        w.add_orchestrator(pipeline)
+        w.add_activity(self.effect, name="effect")
+        w.start()
+        self.stack.callback(w.stop)
+        return w
+
+    def client(self) -> client.TaskHubGrpcClient:
+        c = client.TaskHubGrpcClient(host_address=self.address)
+        self.stack.callback(c.close)
+        return c
+
+    def schedule(self, count: int) -> list[str]:
+        c = self.client()
+        return [
+            c.schedule_new_orchestration(pipeline, input=STEPS, instance_id=f"f-{uuid.uuid4().hex[:10]}")
+            for _ in range(count)
+        ]
+
+    def run(self, count: int, timeout: float = 60.0) -> list[str]:
+        ids = self.schedule(count)
+        wait_all(self.client(), ids, timeout)
+        return ids
+
+    def verify(self, ids: Sequence[str], artifact: str) -> None:
+        """Every run completed once with every step; each effect was applied exactly once."""
+        c = self.client()
+        for iid in ids:
+            state = c.get_orchestration_state(iid)
+            assert state is not None and state.runtime_status == client.OrchestrationStatus.COMPLETED, state
+            assert json.loads(state.serialized_output or "null") == [f"{iid}/{s}" for s in range(STEPS)]
+            events = fetch_history(self.address, iid)
+            assert_exactly_once(events)
+        save_history(artifact, fetch_history(self.address, ids[0]))
+        expected = {f"{iid}/{s}" for iid in ids for s in range(STEPS)}
+        assert set(self.ledger.effects()) == expected
+
+
+def wait_all(c: client.TaskHubGrpcClient, ids: Sequence[str], timeout: float) -> None:
+    """Waits for every instance to finish, riding out calls that fail while the server restarts."""
+    deadline = time.monotonic() + timeout
+    pending = list(ids)
+    while pending:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"{len(pending)} instances did not finish: {pending[:5]}"
+        try:
+            state = c.wait_for_orchestration_completion(pending[0], timeout=min(remaining, 10))
+        except (grpc.RpcError, DurableTaskError, TimeoutError):
+            continue
+        if state is not None and state.runtime_status in (
+            client.OrchestrationStatus.COMPLETED,
+            client.OrchestrationStatus.FAILED,
+            client.OrchestrationStatus.TERMINATED,
+        ):
+            pending.pop(0)
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Iterator[Rig]:
+    with ExitStack() as stack:
+        yield Rig(tmp_path, stack)

@@ -1,0 +1,121 @@
+"""Under each injected fault the worker reconnects, every run completes, and nothing is lost or applied twice."""
+
+from __future__ import annotations
+
+import pytest
+
+from emulator.faults import FaultProfile
+from tests.recovery.support import wait_until
+
+from .conftest import Rig, wait_all
+
+
+def test_cut_streams_reconnect_and_lose_nothing(rig: Rig) -> None:
+    rig.slow.set()
+    rig.start_worker()
+    assert rig.server.faults.wait_for_streams(1)
+    rig.server.faults.apply(FaultProfile(cut_stream_every=0.25))
+    ids = rig.run(12)
+    rig.server.faults.clear()
+    assert rig.server.faults.stats.cuts >= 2
+    assert rig.server.faults.stats.streams >= 3  # the worker opened a new stream after cuts
+    rig.verify(ids, "faults-cut-streams")
+
+
+def test_stalled_stream_is_abandoned_by_the_worker(rig: Rig) -> None:
+    rig.start_worker()
+    faults = rig.server.faults
+    assert faults.wait_for_streams(1)
+    assert faults.stall_streams(30.0) == 1
+    # No health pings arrive, so the worker's silence watchdog must drop the stream and open another.
+    assert faults.wait_for_streams(1) and _wait_for_new_stream(rig, previous=1)
+    ids = rig.run(6, timeout=30)
+    assert faults.stats.stalls == 1
+    rig.verify(ids, "faults-stalled-stream")
+
+
+def _wait_for_new_stream(rig: Rig, previous: int) -> bool:
+    wait_until(lambda: rig.server.faults.stats.streams > previous, 15, "the worker to open a second stream")
+    return True
+
+
+def test_goaway_restarts_keep_every_run(rig: Rig) -> None:
+    rig.slow.set()
+    rig.start_worker()
+    port = rig.server.port
+    ids = rig.schedule(12)
+    for seen in (1, 12):
+        # Restart while some effects are done and others are still in flight.
+        wait_until(lambda n=seen: len(rig.ledger.effects()) >= n, 30, f"{seen} effects")  # type: ignore[misc]
+        rig.server.faults.goaway(grace=0.3)
+    wait_all(rig.client(), ids, 60)
+    assert rig.server.faults.stats.goaways == 2
+    assert rig.server.faults.stats.streams >= 3  # the worker reconnected after each restart
+    assert rig.server.port == port  # restarted on the same port
+    rig.verify(ids, "faults-goaway")
+
+
+def test_goaway_profile_fires_periodically(rig: Rig) -> None:
+    rig.start_worker()
+    rig.server.faults.apply(FaultProfile(goaway_every=0.3, goaway_grace=0.1))
+    wait_until(lambda: rig.server.faults.stats.goaways >= 2, 20, "two scheduled restarts")
+    rig.server.faults.clear()
+    ids = rig.run(3)
+    rig.verify(ids, "faults-goaway-profile")
+
+
+def test_delayed_completions_still_complete_once(rig: Rig) -> None:
+    rig.start_worker()
+    rig.server.faults.delay_completions(0.15)
+    ids = rig.run(5)
+    assert rig.server.faults.stats.delayed >= 5 * (2 * 3 + 1)  # every episode and activity result was held
+    rig.verify(ids, "faults-delayed-completions")
+
+
+def test_rejected_completion_tokens_are_redelivered(rig: Rig) -> None:
+    rig.start_worker()
+    rig.server.faults.reject_every(3)
+    ids = rig.run(8)
+    rig.server.faults.clear()
+    stats = rig.server.faults.stats
+    assert stats.rejected >= 5
+    rig.verify(ids, "faults-rejected-tokens")
+    # Rejected activity results were run again, yet the effect keys kept every effect to one application.
+    attempts = rig.ledger.attempts()
+    assert sum(attempts.values()) > len(attempts)
+
+
+def test_reject_next_completion_refuses_exactly_that_many(rig: Rig) -> None:
+    rig.start_worker()
+    rig.server.faults.reject_next_completions(2)
+    ids = rig.run(2)
+    assert rig.server.faults.stats.rejected == 2
+    rig.verify(ids, "faults-reject-next")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("cut_stream_every=5s", FaultProfile(cut_stream_every=5.0)),
+        ("stall-every=1m, stall_for=250ms", FaultProfile(stall_every=60.0, stall_for=0.25)),
+        ("goaway_every=2,reject_completion_every=7", FaultProfile(goaway_every=2.0, reject_completion_every=7)),
+        ("delay_completions=0.05", FaultProfile(delay_completions=0.05)),
+        ("", FaultProfile()),
+    ],
+)
+def test_profile_parsing(text: str, expected: FaultProfile) -> None:
+    assert FaultProfile.parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("explode=1", "unknown fault setting 'explode=1'"),
+        ("cut_stream_every", "unknown fault setting 'cut_stream_every'"),
+        ("cut_stream_every=soon", "cut_stream_every needs a number, got 'soon'"),
+        ("stall_for=-1", "stall_for must not be negative"),
+    ],
+)
+def test_profile_errors_name_the_setting(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        FaultProfile.parse(text)
