@@ -108,9 +108,9 @@ def official_backend_port(peer_py: Path) -> Iterator[int]:
         yield port
 
 
-def _peer_args(peer_py: Path, mode: str, address: str, scenarios: list[str]) -> list[str]:
+def _driver_args(python: Path | str, mode: str, address: str, scenarios: list[str]) -> list[str]:
     taskhub = f"interop{uuid.uuid4().hex[:10]}"
-    return [str(peer_py), str(runners.DRIVER), mode, address, taskhub, "run", *scenarios]
+    return [str(python), str(runners.DRIVER), mode, address, taskhub, "run", *scenarios]
 
 
 def _results(stdout: str) -> dict[str, dict[str, Any]]:
@@ -126,13 +126,13 @@ def _result(outcome: dict[str, Any] | None, stderr: str) -> Any:
 
 def run_in_peer(peer_py: Path, mode: str, address: str, scenario: str) -> Any:
     """Run one scenario with Microsoft's SDK in a subprocess (``dts`` mode gets a fresh task hub)."""
-    args = _peer_args(peer_py, mode, address, [scenario])
+    args = _driver_args(peer_py, mode, address, [scenario])
     proc = subprocess.run(args, capture_output=True, text=True, timeout=PEER_TIMEOUT, env=peer_env(), cwd="/")
     return _result(_results(proc.stdout).get(scenario), proc.stderr)
 
 
-class PeerBatch:
-    """Results of scenarios that Microsoft's SDK runs one after another in one background subprocess."""
+class Batch:
+    """Results of scenarios run one after another by the driver in one background subprocess."""
 
     def __init__(self, proc: subprocess.Popen[str], out: IO[str], err: IO[str]) -> None:
         self._proc, self._out, self._err = proc, out, err
@@ -148,14 +148,16 @@ class PeerBatch:
 
 
 @contextmanager
-def peer_batch(peer_py: Path, mode: str, address: str, scenarios: list[str]) -> Iterator[PeerBatch]:
+def background_batch(
+    python: Path | str, env: dict[str, str], cwd: str, mode: str, address: str, scenarios: list[str]
+) -> Iterator[Batch]:
     """Start the batch now and let other tests run meanwhile; results are collected when first asked for."""
-    # Files, not pipes: nobody reads until the first result is wanted, and a full pipe would stall the peer.
+    # Files, not pipes: nobody reads until the first result is wanted, and a full pipe would stall the driver.
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        args = _peer_args(peer_py, mode, address, scenarios)
-        proc = subprocess.Popen(args, stdout=out, stderr=err, text=True, env=peer_env(), cwd="/")
+        args = _driver_args(python, mode, address, scenarios)
+        proc = subprocess.Popen(args, stdout=out, stderr=err, text=True, env=env, cwd=cwd)
         try:
-            yield PeerBatch(proc, out, err)
+            yield Batch(proc, out, err)
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -3,18 +3,20 @@
 Direction A: Microsoft's SDK (its DurableTaskScheduler client and worker, in a subprocess) against our emulator.
 Direction B: our client and worker, in this process, against Microsoft's in-memory test backend.
 Reference: Microsoft's SDK against Microsoft's backend, which shows that the expected results are theirs.
+Ours: our SDK against our emulator, which completes the matrix (both run as background batches).
 docs/conformance.md records the outcome of every pair and each known difference.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import PeerBatch, official_backend, peer_batch, run_here, run_in_peer
+from .conftest import ROOT, Batch, background_batch, official_backend, our_env, peer_env, run_here, run_in_peer
 
 pytestmark = pytest.mark.interop
 
@@ -135,38 +137,52 @@ EXPECTED: dict[str, Any] = {
 OURS_ON_OFFICIAL = "our_sdk_on_official_backend"
 OFFICIAL_ON_OURS = "official_sdk_on_our_emulator"
 REFERENCE = "official_sdk_on_official_backend"
+OURS = "our_sdk_on_our_emulator"
+OUR_SDK = {OURS_ON_OFFICIAL, OURS}
+OUR_EMULATOR = {OFFICIAL_ON_OURS, OURS}
 
-# (direction, scenario) -> why the pair is expected to fail until the cause is fixed. Strict: a fix makes it alert.
+_OUR_WORKER_SKIPS_ENTITIES = "our worker hands every entity batch back unprocessed"
+
+# (cell, scenario) -> why the pair is expected to fail until the cause is fixed. Strict: a fix makes it alert.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    (OURS_ON_OFFICIAL, "entities"): "our worker hands every entity batch back unprocessed",
-    (OURS_ON_OFFICIAL, "entity_admin"): "our worker hands every entity batch back unprocessed",
+    (cell, scenario): _OUR_WORKER_SKIPS_ENTITIES for cell in OUR_SDK for scenario in ("entities", "entity_admin")
 }
 
-# (direction, scenario) -> the parts of the result that differ on purpose; docs/conformance.md gives the reasons.
-DIFFERENCES: dict[tuple[str, str], dict[str, Any]] = {
-    # Our SDK gives each retry attempt a new sequence ID (counting from 0), Microsoft's reuses the first
-    # attempt's ID (counting from 1): the third durable call (attempt, timer, attempt) is #2 here.
-    (OURS_ON_OFFICIAL, "retries"): {
-        "too_few": {"status": "FAILED", "error": "<id>: Activity task #2 failed: attempt 2 failed", "executions": 2},
-    },
+# scenario -> the parts of the result that differ on purpose wherever our emulator is the backend;
+# docs/conformance.md gives the reasons.
+EMULATOR_DIFFERENCES: dict[str, dict[str, Any]] = {
     # Without a reuse policy our emulator lets a new start replace a finished instance, it reports a terminate
     # of an unknown instance as NOT_FOUND, and it refuses payloads over 1 MiB; Microsoft's in-memory backend
     # rejects the first, ignores the second and accepts the third.
-    (OFFICIAL_ON_OURS, "edge_cases"): {
+    "edge_cases": {
         "start_existing_completed": True,
         "terminate_missing": "NOT_FOUND",
         "oversized_input": "INVALID_ARGUMENT",
     },
     # An entity whose state was removed no longer exists on our emulator; Microsoft's backend still reports it
     # (without state) until clean_entity_storage removes it.
-    (OFFICIAL_ON_OURS, "entity_admin"): {"exists_after_delete": False},
-    # Our client refuses a payload over 1 MiB before sending it; Microsoft's client and backend have no limit.
-    (OURS_ON_OFFICIAL, "edge_cases"): {"oversized_input": "PayloadTooLargeError"},
+    "entity_admin": {"exists_after_delete": False},
+}
+
+# scenario -> the parts of the result that differ on purpose wherever our SDK is the client and worker.
+SDK_DIFFERENCES: dict[str, dict[str, Any]] = {
+    # Our SDK gives each retry attempt a new sequence ID (counting from 0), Microsoft's reuses the first
+    # attempt's ID (counting from 1): the third durable call (attempt, timer, attempt) is #2 here.
+    "retries": {
+        "too_few": {"status": "FAILED", "error": "<id>: Activity task #2 failed: attempt 2 failed", "executions": 2},
+    },
+    # Our client refuses a payload over 1 MiB before sending it; Microsoft's client has no limit.
+    "edge_cases": {"oversized_input": "PayloadTooLargeError"},
 }
 
 
-def expected(direction: str, scenario: str) -> Any:
-    return {**EXPECTED[scenario], **DIFFERENCES.get((direction, scenario), {})}
+def expected(cell: str, scenario: str) -> Any:
+    result = dict(EXPECTED[scenario])
+    if cell in OUR_EMULATOR:
+        result.update(EMULATOR_DIFFERENCES.get(scenario, {}))
+    if cell in OUR_SDK:  # after the emulator's: our client's own checks act before the backend sees the call
+        result.update(SDK_DIFFERENCES.get(scenario, {}))
+    return result
 
 
 def _params(direction: str) -> list[Any]:
@@ -190,12 +206,28 @@ def test_our_sdk_on_official_backend(scenario: str, official_backend_port: int) 
 
 
 @pytest.fixture(scope="module", autouse=True)
-def reference(peer_py: Path) -> Iterator[PeerBatch]:
+def reference(peer_py: Path) -> Iterator[Batch]:
     """The reference cell runs in the background, on a backend of its own, while the other cells run."""
-    with official_backend(peer_py) as port, peer_batch(peer_py, "grpc", f"localhost:{port}", list(EXPECTED)) as batch:
+    with (
+        official_backend(peer_py) as port,
+        background_batch(peer_py, peer_env(), "/", "grpc", f"localhost:{port}", list(EXPECTED)) as batch,
+    ):
+        yield batch
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ours(emulator_port: int) -> Iterator[Batch]:
+    """Our SDK (its DurableTaskScheduler classes) on our emulator, in the background as well."""
+    address = f"http://localhost:{emulator_port}"
+    with background_batch(sys.executable, our_env(), str(ROOT), "dts", address, list(EXPECTED)) as batch:
         yield batch
 
 
 @pytest.mark.parametrize("scenario", _params(REFERENCE))
-def test_official_sdk_on_official_backend(scenario: str, reference: PeerBatch) -> None:
+def test_official_sdk_on_official_backend(scenario: str, reference: Batch) -> None:
     assert reference.result(scenario) == expected(REFERENCE, scenario)
+
+
+@pytest.mark.parametrize("scenario", _params(OURS))
+def test_our_sdk_on_our_emulator(scenario: str, ours: Batch) -> None:
+    assert ours.result(scenario) == expected(OURS, scenario)
