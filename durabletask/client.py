@@ -5,7 +5,9 @@ Compatible with the ``durabletask.client`` module of Microsoft's ``durabletask``
 
 from __future__ import annotations
 
+from durabletask._attach.decision import AttachAction, AttachedInstanceFailedError, FingerprintMismatchError
 from durabletask._client.async_client import AsyncTaskHubGrpcClient
+from durabletask._client.attach import AsyncAttachedOrchestration, AttachedOrchestration
 from durabletask._client.models import (
     CleanEntityStorageResult,
     EntityQuery,
@@ -37,7 +39,11 @@ from durabletask.serialization import DEFAULT_DATA_CONVERTER, DataConverter, Jso
 __all__ = [
     "DEFAULT_DATA_CONVERTER",
     "AlreadyExistsError",
+    "AsyncAttachedOrchestration",
     "AsyncTaskHubGrpcClient",
+    "AttachAction",
+    "AttachedInstanceFailedError",
+    "AttachedOrchestration",
     "CleanEntityStorageResult",
     "DataConverter",
     "DeadlineExceededError",
@@ -45,6 +51,7 @@ __all__ = [
     "EntityMetadata",
     "EntityQuery",
     "FailedPreconditionError",
+    "FingerprintMismatchError",
     "GrpcChannelOptions",
     "GrpcClientResiliencyOptions",
     "InvalidArgumentError",

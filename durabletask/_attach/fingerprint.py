@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -52,6 +53,7 @@ def _code_identity(code: Any) -> bytes:
     return b"\x00".join(parts)
 
 
+@functools.lru_cache(maxsize=1024)
 def code_hash(fn: Callable[..., Any]) -> str | None:
     """Hash of an orchestrator's code: its dedented source, stable across processes for the same source."""
     target = inspect.unwrap(fn)

@@ -12,7 +12,9 @@ import grpc
 import grpc.aio
 
 from durabletask import history
+from durabletask._client import attach as attach_ops
 from durabletask._client import operations as ops
+from durabletask._client.attach import AsyncAttachedOrchestration
 from durabletask._client import requests as rq
 from durabletask._client.base import ClientSettings, deadline_for, time_left
 from durabletask._client.models import (
@@ -315,6 +317,34 @@ class AsyncTaskHubGrpcClient:
     async def resume_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
         """Resume a suspended instance."""
         await self._run(ops.fire(rq.build_resume_orchestration_request(instance_id, reason=reason)))
+
+    async def attach_orchestration(
+        self,
+        orchestrator: Callable[..., Any] | str,
+        *,
+        instance_id: str,
+        input: Any | None = None,
+        version: str | None = None,
+        tags: dict[str, str] | None = None,
+        rewind_if_failed: bool = False,
+    ) -> AsyncAttachedOrchestration:
+        """Start ``instance_id`` or attach to it: the carrier run that finishes a crashed process's work.
+
+        The instance's recorded fingerprint (orchestrator name, version, input hash and code hash) must match
+        this call, so a second process never starts a second copy of the business operation:
+
+        * no such instance: start it (``STARTED``);
+        * running, pending or suspended: attach without creating anything (``ATTACHED``);
+        * completed: reuse the recorded result, run nothing (``ALREADY_COMPLETED``);
+        * failed: raise ``AttachedInstanceFailedError``, or rewind it when ``rewind_if_failed`` (``REWOUND``);
+        * a fingerprint that differs: raise ``FingerprintMismatchError`` listing exactly which parts differ.
+
+        Returns a handle whose ``wait()``/``result()`` give the outcome. An addition to the compatible API.
+        """
+        action, state = await self._run(attach_ops.attach_orchestration(
+            orchestrator, instance_id=instance_id, input=input, version=version or self.default_version, tags=tags,
+            rewind_if_failed=rewind_if_failed, converter=self._settings.converter))
+        return AsyncAttachedOrchestration(instance_id, action, state, self)
 
     async def rewind_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
         """Retry a failed instance from its failed steps, keeping the results that succeeded."""

@@ -12,6 +12,7 @@ from google.protobuf import duration_pb2, wrappers_pb2
 from google.protobuf.message import Message
 
 from durabletask import history
+from durabletask._attach.fingerprint import Fingerprint
 from durabletask._client import validation as check
 from durabletask._client.models import (
     CleanEntityStorageResult,
@@ -105,15 +106,25 @@ def build_schedule_new_orchestration_request(
     version: str | None = None,
     converter: DataConverter,
 ) -> RpcRequest:
-    """``StartInstance``; a missing instance ID becomes a random UUID (hex)."""
+    """``StartInstance``; a missing instance ID becomes a random UUID (hex).
+
+    The instance's tags also record its fingerprint (name, version, input hash and, when the orchestrator is
+    given as a function, its code hash) so a later run can attach to it safely (see ``attach_orchestration``).
+    """
+    name = check.orchestrator_name(orchestrator)
+    serialized_input = check.payload(converter, input, "input")
+    checked_version = check.name(version, "version") if version is not None else None
+    fingerprint = Fingerprint.compute(name, checked_version, serialized_input,
+                                      orchestrator if callable(orchestrator) else None)
     request = pb.CreateInstanceRequest(
         instanceId=check.instance_id(instance_id) if instance_id is not None else uuid.uuid4().hex,
-        name=check.orchestrator_name(orchestrator),
-        input=convert.string_value(check.payload(converter, input, "input")),
+        name=name,
+        input=convert.string_value(serialized_input),
         scheduledStartTimestamp=_ts(check.optional_datetime(start_at, "start_at")),
-        version=convert.string_value(check.name(version, "version") if version is not None else None),
+        version=convert.string_value(checked_version),
         orchestrationIdReusePolicy=_reuse_policy(reuse_id_policy),
-        tags=check.tags(tags),
+        # Tags the caller sets win over the recorded fingerprint.
+        tags={**fingerprint.to_tags(), **(check.tags(tags) or {})},
         requestTime=convert.to_timestamp(datetime.now(timezone.utc)),
     )
     return RpcRequest("StartInstance", request)

@@ -12,7 +12,9 @@ from typing import Any, TypeVar
 import grpc
 
 from durabletask import history
+from durabletask._client import attach as attach_ops
 from durabletask._client import operations as ops
+from durabletask._client.attach import AttachedOrchestration
 from durabletask._client import requests as rq
 from durabletask._client.base import ClientSettings, blocking, deadline_for, time_left
 from durabletask._client.models import (
@@ -330,6 +332,35 @@ class TaskHubGrpcClient:
     def resume_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
         """Resume a suspended instance."""
         self._run(ops.fire(rq.build_resume_orchestration_request(instance_id, reason=reason)))
+
+    @blocking
+    def attach_orchestration(
+        self,
+        orchestrator: Callable[..., Any] | str,
+        *,
+        instance_id: str,
+        input: Any | None = None,
+        version: str | None = None,
+        tags: dict[str, str] | None = None,
+        rewind_if_failed: bool = False,
+    ) -> AttachedOrchestration:
+        """Start ``instance_id`` or attach to it: the carrier run that finishes a crashed process's work.
+
+        The instance's recorded fingerprint (orchestrator name, version, input hash and code hash) must match
+        this call, so a second process never starts a second copy of the business operation:
+
+        * no such instance: start it (``STARTED``);
+        * running, pending or suspended: attach without creating anything (``ATTACHED``);
+        * completed: reuse the recorded result, run nothing (``ALREADY_COMPLETED``);
+        * failed: raise ``AttachedInstanceFailedError``, or rewind it when ``rewind_if_failed`` (``REWOUND``);
+        * a fingerprint that differs: raise ``FingerprintMismatchError`` listing exactly which parts differ.
+
+        Returns a handle whose ``wait()``/``result()`` give the outcome. An addition to the compatible API.
+        """
+        action, state = self._run(attach_ops.attach_orchestration(
+            orchestrator, instance_id=instance_id, input=input, version=version or self.default_version, tags=tags,
+            rewind_if_failed=rewind_if_failed, converter=self._settings.converter))
+        return AttachedOrchestration(instance_id, action, state, self)
 
     @blocking
     def rewind_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:

@@ -64,7 +64,9 @@ def test_schedule_request_carries_every_argument() -> None:
         pb.ORCHESTRATION_STATUS_COMPLETED,
         pb.ORCHESTRATION_STATUS_FAILED,
     ]
-    assert dict(msg.tags) == {"team": "a"} and msg.version.value == "2.0"
+    user_tags = {k: v for k, v in msg.tags.items() if not k.startswith("durabletask.fingerprint.")}
+    assert user_tags == {"team": "a"} and msg.version.value == "2.0"
+    assert msg.tags["durabletask.fingerprint.orchestrator"] == msg.name
 
 
 def test_schedule_defaults_generate_an_id_and_leave_optional_fields_unset() -> None:
