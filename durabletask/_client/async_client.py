@@ -14,8 +14,8 @@ import grpc.aio
 from durabletask import history
 from durabletask._client import attach as attach_ops
 from durabletask._client import operations as ops
-from durabletask._client.attach import AsyncAttachedOrchestration
 from durabletask._client import requests as rq
+from durabletask._client.attach import AsyncAttachedOrchestration
 from durabletask._client.base import ClientSettings, deadline_for, time_left
 from durabletask._client.models import (
     CleanEntityStorageResult,

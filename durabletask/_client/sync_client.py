@@ -14,8 +14,8 @@ import grpc
 from durabletask import history
 from durabletask._client import attach as attach_ops
 from durabletask._client import operations as ops
-from durabletask._client.attach import AttachedOrchestration
 from durabletask._client import requests as rq
+from durabletask._client.attach import AttachedOrchestration
 from durabletask._client.base import ClientSettings, blocking, deadline_for, time_left
 from durabletask._client.models import (
     CleanEntityStorageResult,
