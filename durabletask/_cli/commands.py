@@ -125,6 +125,21 @@ def cmd_rewind(c: Client, a: argparse.Namespace, r: Renderer) -> int:
     return 0
 
 
+def cmd_attach(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    handle = c.attach_orchestration(a.name, instance_id=a.instance_id, input=parse_json(a.input, "--input"),
+                                    version=a.version, rewind_if_failed=a.rewind_if_failed)
+    if a.wait is None:
+        _done(r, handle.action.value, a.instance_id)
+        return 0
+    state = handle.wait(timeout=a.wait)
+    if r.as_json:
+        r.json({"action": handle.action.value, "state": state})
+    else:
+        r.line(f"{handle.action.value} {a.instance_id}")
+        r.state(state)
+    return 0 if state.runtime_status == dt_client.OrchestrationStatus.COMPLETED else 1
+
+
 def cmd_restart(c: Client, a: argparse.Namespace, r: Renderer) -> int:
     new_id = c.restart_orchestration(a.instance_id, restart_with_new_instance_id=a.new_id)
     _done(r, "restarted", new_id, original=a.instance_id)
@@ -138,11 +153,7 @@ def cmd_purge(c: Client, a: argparse.Namespace, r: Renderer) -> int:
     if a.instance_id:
         result = c.purge_orchestration(a.instance_id, recursive=not a.no_recursive)
     elif has_filter:
-        result = c.purge_orchestrations_by(
-            created_time_from=parse_time(a.created_from, "--created-from"),
-            created_time_to=parse_time(a.created_to, "--created-to"),
-            runtime_status=_statuses(a.status), recursive=not a.no_recursive,
-            timeout=timedelta(seconds=a.timeout) if a.timeout else None)
+        result = _purge_by_filter(c, a, r)
     else:
         raise UsageError("purge needs an instance ID or at least one filter (--status, --created-from, --created-to)")
     if r.as_json:
@@ -151,6 +162,23 @@ def cmd_purge(c: Client, a: argparse.Namespace, r: Renderer) -> int:
         complete = "" if result.is_complete in (None, True) else " (incomplete: run again to continue)"
         r.line(f"purged {result.deleted_instance_count} instance(s){complete}")
     return 0
+
+
+def _purge_by_filter(c: Client, a: argparse.Namespace, r: Renderer) -> Any:
+    """Purge in rounds until the backend reports completion, printing progress after each round."""
+    total, rounds = 0, 0
+    while True:
+        result = c.purge_orchestrations_by(
+            created_time_from=parse_time(a.created_from, "--created-from"),
+            created_time_to=parse_time(a.created_to, "--created-to"),
+            runtime_status=_statuses(a.status), recursive=not a.no_recursive,
+            timeout=timedelta(seconds=a.timeout) if a.timeout else None)
+        total, rounds = total + result.deleted_instance_count, rounds + 1
+        if result.is_complete is not False or result.deleted_instance_count == 0:
+            result.deleted_instance_count = total
+            return result
+        if not r.as_json:
+            r.line(f"… purged {total} instance(s) so far (round {rounds})")
 
 
 def _done(r: Renderer, action: str, instance_id: str, **extra: str) -> None:
@@ -163,6 +191,7 @@ def _done(r: Renderer, action: str, instance_id: str, **extra: str) -> None:
 
 COMMANDS: dict[str, Handler] = {
     "list": cmd_list, "get": cmd_show, "show": cmd_show, "history": cmd_history, "wait": cmd_wait,
-    "start": cmd_start, "raise-event": cmd_raise, "raise": cmd_raise, "terminate": cmd_terminate, "suspend": cmd_suspend, "resume": cmd_resume,
-    "rewind": cmd_rewind, "restart": cmd_restart, "purge": cmd_purge,
+    "start": cmd_start, "raise-event": cmd_raise, "raise": cmd_raise, "terminate": cmd_terminate,
+    "suspend": cmd_suspend, "resume": cmd_resume,
+    "rewind": cmd_rewind, "restart": cmd_restart, "attach": cmd_attach, "purge": cmd_purge,
 }

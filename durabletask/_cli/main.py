@@ -13,11 +13,17 @@ from durabletask._cli.commands import COMMANDS, UsageError
 from durabletask._cli.entity_commands import cmd_entity
 from durabletask._cli.parser import build_parser
 from durabletask._cli.render import Renderer
+from durabletask._errors import DurableTaskError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def _connect(endpoint: str, taskhub: str, token: str | None) -> dt_client.TaskHubGrpcClient:
+def _connect(endpoint: str, taskhub: str, token: str | None,
+             connection_string: str | None = None) -> dt_client.TaskHubGrpcClient:
+    if connection_string:
+        from durabletask.azuremanaged.client import DurableTaskSchedulerClient
+
+        return DurableTaskSchedulerClient.from_connection_string(connection_string)
     metadata = [("taskhub", taskhub)]
     if token:
         metadata.append(("authorization", f"Bearer {token}"))
@@ -41,13 +47,17 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
     args = build_parser().parse_args(argv)
     renderer = Renderer(out, as_json=args.json)
     handler = cmd_entity if args.command in ("entities", "entity") else COMMANDS[args.command]
-    c = _connect(args.endpoint, args.taskhub, args.token)
+    try:
+        c = _connect(args.endpoint, args.taskhub, args.token, args.connection_string)
+    except ValueError as exc:
+        err.write(f"durabletask: {exc}\n")
+        return EXIT_USAGE
     try:
         return handler(c, args, renderer)
     except UsageError as exc:
         err.write(f"durabletask {args.command}: {exc}\n")
         return EXIT_USAGE
-    except (LookupError, TimeoutError, ValueError, grpc.RpcError, RuntimeError) as exc:
+    except (DurableTaskError, LookupError, TimeoutError, ValueError, grpc.RpcError, RuntimeError) as exc:
         err.write(f"durabletask {args.command}: {_describe(exc)}\n")
         return EXIT_FAILED
     finally:

@@ -48,6 +48,14 @@ def _instance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         _add_instance(p)
         p.add_argument("--reason", help="reason recorded in the history")
 
+    p = sub.add_parser("attach", help="start an instance, or attach to it if the same run already exists")
+    p.add_argument("name", help="registered orchestrator name")
+    p.add_argument("--id", dest="instance_id", required=True, help="the instance ID to start or attach to")
+    p.add_argument("--input", help="input as JSON (must match the recorded input)")
+    p.add_argument("--version", help="orchestration version (must match the recorded version)")
+    p.add_argument("--rewind-if-failed", action="store_true", help="rewind the instance if it failed")
+    p.add_argument("--wait", type=float, metavar="SECONDS", help="then wait this long for the result")
+
     p = sub.add_parser("restart", help="restart an instance with its original name, input and version")
     _add_instance(p)
     p.add_argument("--new-id", action="store_true", help="restart under a new instance ID")
@@ -107,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="host:port or URL (env DURABLETASK_ENDPOINT, default localhost:8080)")
     parser.add_argument("--taskhub", default=os.environ.get("DURABLETASK_TASKHUB", "default"),
                         help="task hub name (env DURABLETASK_TASKHUB, default 'default')")
+    parser.add_argument("--connection-string", default=os.environ.get("DURABLETASK_CONNECTION_STRING"),
+                        help="a DTS connection string 'Endpoint=...;Authentication=...;TaskHub=...' "
+                             "(env DURABLETASK_CONNECTION_STRING); overrides --endpoint and --taskhub")
     parser.add_argument("--token", default=os.environ.get("DURABLETASK_TOKEN"),
                         help="bearer token sent as 'authorization' (env DURABLETASK_TOKEN)")
     parser.add_argument("--json", action="store_true", help="machine-readable JSON output")

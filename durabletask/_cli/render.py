@@ -9,6 +9,8 @@ from datetime import datetime
 from enum import Enum
 from typing import IO, Any
 
+from durabletask._cli.timeline import timeline
+
 
 def _plain(value: Any) -> Any:
     if isinstance(value, datetime):
@@ -82,26 +84,13 @@ class Renderer:
         if self.as_json:
             self.json([{"type": type(e).__name__, **_plain(e)} for e in events])
             return
-        rows = [(e.event_id, _ts(e.timestamp), type(e).__name__.removesuffix("Event"), _event_detail(e))
-                for e in events]
-        self.table(("ID", "TIMESTAMP", "EVENT", "DETAIL"), rows)
+        rows = [(r.event_id, f"+{r.offset:.3f}s", r.kind, r.name, r.task,
+                 "" if r.duration is None else f"{r.duration:.3f}s", "" if r.size is None else f"{r.size} B", r.detail)
+                for r in timeline(events)]
+        if events:
+            self.line(f"started {_ts(events[0].timestamp)} UTC, {len(events)} events")
+        self.table(("ID", "TIME", "EVENT", "NAME", "TASK", "DURATION", "PAYLOAD", "DETAIL"), rows)
 
 
 def _ts(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if value else ""
-
-
-_DETAIL_FIELDS = ("name", "task_scheduled_id", "timer_id", "fire_at", "instance_id", "result",
-                  "orchestration_status", "input", "reason")
-
-
-def _event_detail(event: Any) -> str:
-    parts = []
-    for name in _DETAIL_FIELDS:
-        value = getattr(event, name, None)
-        if value is not None and value != "":
-            parts.append(f"{name}={_plain(value)}")
-    failure = getattr(event, "failure_details", None)
-    if failure is not None:
-        parts.append(f"failure={failure.error_type}: {failure.message}")
-    return " ".join(parts)

@@ -1,21 +1,25 @@
-"""The ``durabletask`` operator command line against a live emulator task hub."""
+"""The ``durabletask`` operator command line, run as a subprocess against a live emulator task hub."""
 
 from __future__ import annotations
 
-import io
 import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 from durabletask import client, task
-from durabletask.cli import main
 
 from .conftest import Hub
 
 
-def _run(hub: Hub, *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["--endpoint", hub.address, "--taskhub", hub.taskhub, *argv], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+def _run(hub: Hub, *argv: str, connection_string: str | None = None) -> tuple[int, str, str]:
+    where = ["--connection-string", connection_string] if connection_string else [
+        "--endpoint", hub.address, "--taskhub", hub.taskhub]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DURABLETASK_")}
+    proc = subprocess.run([sys.executable, "-m", "durabletask.cli", *where, *argv], capture_output=True, text=True,
+                          timeout=60, env=env)
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def add_one(ctx: task.ActivityContext, value: int) -> int:
@@ -45,8 +49,14 @@ def test_start_wait_show_history_list_purge(hub: Hub) -> None:
 
     code, out, _ = _run(hub, "history", "cli-1")
     assert code == 0
-    assert "TaskScheduled" in out and "TaskCompleted" in out and "ExecutionCompleted" in out
-    assert "name=add_one" in out
+    lines = out.splitlines()
+    assert lines[0].startswith("started ") and lines[0].endswith(" events")
+    assert lines[1].split() == ["ID", "TIME", "EVENT", "NAME", "TASK", "DURATION", "PAYLOAD", "DETAIL"]
+    scheduled = next(line.split() for line in lines if " TaskScheduled " in line)
+    completed = next(line.split() for line in lines if " TaskCompleted " in line)
+    assert scheduled[3:5] == ["add_one", "0"] and scheduled[5] == "2"  # name, task ID, payload "41" is 2 bytes
+    assert completed[3:5] == ["add_one", "0"] and completed[5].endswith("s") and completed[6] == "2"
+    assert "ExecutionCompleted" in out and "status=" in out
 
     code, out, _ = _run(hub, "list", "--status", "completed")
     assert code == 0
@@ -82,4 +92,25 @@ def test_bad_input_gets_clear_errors(hub: Hub) -> None:
     code, _, err = _run(hub, "purge")
     assert code == 2 and "needs an instance ID or at least one filter" in err
     code, _, err = _run(hub, "rewind", "does-not-exist")
-    assert code == 1 and "NOT_FOUND" in err
+    assert code == 1 and "NOT_FOUND" in err and len(err.splitlines()) == 1
+    code, _, err = _run(hub, "--endpoint", "localhost:1", "get", "x")
+    assert code == 1 and "UNAVAILABLE" in err and len(err.splitlines()) == 1
+
+
+def test_attach_and_connection_string(hub: Hub) -> None:
+    hub.start_worker([plus_one, gate], [add_one])
+    code, out, err = _run(hub, "attach", "plus_one", "--id", "cli-att", "--input", "1", "--wait", "30")
+    assert code == 0, err
+    assert out.splitlines()[0] == "started cli-att" and "COMPLETED" in out
+    code, out, _ = _run(hub, "attach", "plus_one", "--id", "cli-att", "--input", "1")
+    assert (code, out.strip()) == (0, "already_completed cli-att")
+    code, _, err = _run(hub, "attach", "plus_one", "--id", "cli-att", "--input", "2")
+    assert code == 1 and err.startswith("durabletask attach: instance 'cli-att' does not match this run: input:")
+    assert len(err.splitlines()) == 1
+
+    conn = f"Endpoint=http://{hub.address};Authentication=None;TaskHub={hub.taskhub}"
+    code, out, err = _run(hub, "--json", "get", "cli-att", connection_string=conn)
+    assert code == 0, err
+    assert json.loads(out)["serialized_output"] == "2"
+    code, _, err = _run(hub, "list", connection_string="Endpoint=http://x;Bogus=1")
+    assert code == 2 and "Bogus" in err
