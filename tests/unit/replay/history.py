@@ -162,6 +162,25 @@ class History:
             rewound.parentExecutionId.value = parent_execution_id
         return self._add(executionRewound=rewound)
 
+    # -- entity events (sequence-numbered messages are recorded from the actions that sent them) --
+    def entity_message(self, event_id: int, message: pb.SendEntityMessageAction) -> History:
+        kind = message.WhichOneof("EntityMessageType")
+        assert kind is not None, "an entity message needs a kind"
+        return self._add(event_id, **{kind: getattr(message, kind)})
+
+    def entity_completed(self, request_id: str, result: Any = None) -> History:
+        done = pb.EntityOperationCompletedEvent(requestId=request_id)
+        if result is not None:
+            done.output.value = _json(result) or ""
+        return self._add(entityOperationCompleted=done)
+
+    def entity_failed(self, request_id: str, details: pb.TaskFailureDetails | None = None) -> History:
+        return self._add(entityOperationFailed=pb.EntityOperationFailedEvent(
+            requestId=request_id, failureDetails=details or failure()))
+
+    def lock_granted(self, section_id: str) -> History:
+        return self._add(entityLockGranted=pb.EntityLockGrantedEvent(criticalSectionId=section_id))
+
     @property
     def now(self) -> datetime:
         return self._now
