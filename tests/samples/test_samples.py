@@ -1,0 +1,45 @@
+"""Every sample runs with one command on the embedded emulator and reports success."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+# What each sample must print, beyond exiting 0: evidence that it showed what it is about.
+EXPECTED = {
+    "demo.py": ["status: COMPLETED", "history:"],
+    "function_chaining.py": ['COMPLETED ["Hello, Tokyo!","Hello, Seattle!","Hello, London!"]'],
+    "fan_out_fan_in.py": ['COMPLETED {"documents":25,"words":325}'],
+    "human_interaction.py": ['"approved_by":"alice"', '"approved_by":"director"', '"escalated":true'],
+    "specialist_workers.py": ["shipping specialist down: RUNNING, waiting on ['ship_order']", "COMPLETED"],
+    "version_migration.py": ['batch-a: COMPLETED {"count":120,"served_by":"v1', 'batch-b: COMPLETED {"count":250,'
+                             '"served_by":"v2', '"migrated":true', 'batch-c: COMPLETED {"count":75,"served_by":"v2'],
+    "durable_agent.py": ['agent-alice: COMPLETED {"status":"filed"', 'agent-bob: COMPLETED {"status":"cancelled"',
+                         "agent-bob:withdraw:payslip"],
+    "rewind_etl.py": ["first run: FAILED", "after rewind: COMPLETED", "'extract': 1, 'load': 2, 'transform': 1"],
+    "carrier_attach.py": ["[run-2]", "attached instance review-run", "each review ran to completion exactly once"],
+    "entities_bank.py": [],
+}
+
+
+def _samples() -> list[str]:
+    return sorted(p.name for p in SAMPLES.glob("*.py") if not p.name.startswith("_"))
+
+
+def test_every_sample_is_covered() -> None:
+    assert set(_samples()) <= set(EXPECTED), "add the new sample's expected output to EXPECTED"
+
+
+@pytest.mark.parametrize("name", _samples())
+def test_sample_runs(name: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "DURABLETASK_CONNECTION_STRING"}
+    proc = subprocess.run([sys.executable, str(SAMPLES / name)], cwd=SAMPLES, capture_output=True, text=True,
+                          timeout=150, env=env)
+    assert proc.returncode == 0, f"{name} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    for needle in EXPECTED[name]:
+        assert needle in proc.stdout, f"{name} did not print {needle!r}:\n{proc.stdout}"
