@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from durabletask import client, worker  # noqa: E402
+from durabletask import client, worker
 
 ENV_VAR = "DURABLETASK_CONNECTION_STRING"
 
