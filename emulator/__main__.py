@@ -14,6 +14,13 @@ from emulator.faults import FaultProfile
 from emulator.server import EmulatorServer
 
 
+def _fault_profile(text: str) -> FaultProfile:
+    try:
+        return FaultProfile.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="durabletask-emulator", description="Local Durable Task Scheduler.")
     parser.add_argument(
@@ -34,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tls-key", help="PEM private key file for --tls-cert")
     parser.add_argument(
         "--faults",
-        type=FaultProfile.parse,
+        type=_fault_profile,
         help="inject faults for testing, e.g. 'cut_stream_every=5s,stall_every=20s,stall_for=3s,goaway_every=30s,"
         "delay_completions=50ms,reject_completion_every=25'",
     )
