@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import grpc
 import pytest
 
 from durabletask import client, task
@@ -279,3 +281,149 @@ def test_entity_starts_an_orchestration_and_signals(hub: Hub, shape: str) -> Non
 
 def call_spawner(ctx: task.OrchestrationContext, key: str) -> Any:
     return (yield ctx.call_entity(EntityInstanceId("spawner", key), "go", key))
+
+
+def wait_in_section(ctx: task.OrchestrationContext, key: str) -> Any:
+    with (yield ctx.lock_entities([EntityInstanceId("account", key)])):
+        ctx.set_custom_status("locked")
+        yield ctx.wait_for_external_event("release")
+    return "released"
+
+
+def continue_in_section(ctx: task.OrchestrationContext, round: int) -> Any:
+    entity = EntityInstanceId("account", ctx.instance_id)
+    with (yield ctx.lock_entities([entity])):
+        yield ctx.call_entity(entity, "deposit", 1)
+        if round < 2:
+            ctx.continue_as_new(round + 1)
+            return None
+    return (yield ctx.call_entity(entity, "balance"))
+
+
+def wait_for_status(c: client.TaskHubGrpcClient, instance_id: str, status: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        state = c.get_orchestration_state(instance_id)
+        if state is not None and state.serialized_custom_status == f'"{status}"':
+            return
+        assert time.monotonic() < deadline, f"{instance_id} never reported {status!r}"
+        time.sleep(0.05)
+
+
+def test_lock_is_released_when_the_holder_is_terminated(hub: Hub) -> None:
+    start(hub, [wait_in_section, deposit_under_lock], [Account])
+    c = hub.client()
+    key = unique_id("t")
+    holder = c.schedule_new_orchestration(wait_in_section, input=key)
+    wait_for_status(c, holder, "locked")
+    waiting = c.schedule_new_orchestration(deposit_under_lock, input=key)
+    c.terminate_orchestration(holder, output="stop")
+    state = c.wait_for_orchestration_completion(holder, timeout=60)
+    assert state is not None and state.runtime_status == client.OrchestrationStatus.TERMINATED
+    assert completed(c, waiting).serialized_output == "1"
+
+
+def test_continue_as_new_inside_a_critical_section_releases_the_lock(hub: Hub) -> None:
+    start(hub, [continue_in_section], [Account])
+    c = hub.client()
+    instance_id = c.schedule_new_orchestration(continue_in_section, input=0, instance_id=unique_id("can"))
+    # Each round locks the same entity again, which it can only do if the previous round released it.
+    assert completed(c, instance_id).serialized_output == "3"
+    metadata = c.get_entity(EntityInstanceId("account", instance_id))
+    assert metadata is not None and metadata.get_locked_by() is None
+
+
+def test_async_client_signals_and_reads_entities(hub: Hub) -> None:
+    import asyncio
+
+    start(hub, [], [counter])
+    entity = EntityInstanceId("counter", unique_id("async"))
+
+    async def scenario() -> Any:
+        async with hub.async_client() as c:
+            await c.signal_entity(entity, "add", 4)
+            deadline = time.monotonic() + 30
+            while True:
+                metadata = await c.get_entity(entity)
+                if metadata is not None:
+                    return metadata.get_typed_state(int)
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+
+    assert asyncio.run(scenario()) == 4
+
+
+def call_slowpoke(ctx: task.OrchestrationContext, key: str) -> Any:
+    entity = EntityInstanceId("slowpoke", key)
+    with (yield ctx.lock_entities([entity])):
+        return (yield ctx.call_entity(entity, "work"))
+
+
+class _HubChannel(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[type-arg]
+    """Adds the task hub header, and notes when an entity result has been answered."""
+
+    def __init__(self, taskhub: str) -> None:
+        self.taskhub = taskhub
+        self.entity_results = threading.Event()
+
+    def _with_hub(self, details: Any) -> _Details:
+        return _Details(details, [*(details.metadata or ()), ("taskhub", self.taskhub)])
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        try:
+            return continuation(self._with_hub(details), request)
+        finally:
+            if details.method.endswith("/CompleteEntityTask"):
+                self.entity_results.set()
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._with_hub(details), request)
+
+
+class _Details(grpc.ClientCallDetails):
+    def __init__(self, details: Any, metadata: list[tuple[str, str]]) -> None:
+        self.method = details.method
+        self.timeout = details.timeout
+        self.metadata = tuple(metadata)
+        self.credentials = details.credentials
+        self.wait_for_ready = getattr(details, "wait_for_ready", None)
+        self.compression = getattr(details, "compression", None)
+
+
+def test_a_batch_cut_off_by_a_stopped_worker_is_redelivered_and_the_lock_released(hub: Hub) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(ctx: EntityContext, _: Any) -> str:
+        entered.set()
+        release.wait(30)
+        return "first worker"
+
+    def quick(ctx: EntityContext, _: Any) -> str:
+        return "second worker"
+
+    # The first worker gets a channel it does not own, so the result it sends after being stopped
+    # reaches the backend (which must reject it) instead of a closed channel.
+    headers = _HubChannel(hub.taskhub)
+    channel = grpc.intercept_channel(grpc.insecure_channel(hub.address), headers)
+    first = TaskHubGrpcWorker(host_address=hub.address, channel=channel)
+    first.add_orchestrator(call_slowpoke)
+    first.add_entity(stuck, name="slowpoke")
+    first.start()
+    c = hub.client()
+    key = unique_id("kill")
+    instance_id = c.schedule_new_orchestration(call_slowpoke, input=key)
+    try:
+        assert entered.wait(30), "the first worker never started the operation"
+        first.stop(grace_period=0.1)  # the operation is still running: its batch goes back with the stream
+        second = hub.worker()
+        second.add_orchestrator(call_slowpoke)
+        second.add_entity(quick, name="slowpoke")
+        second.start()
+        assert completed(c, instance_id).serialized_output == '"second worker"'
+    finally:
+        release.set()
+        headers.entity_results.wait(30)
+        channel.close()
+    metadata = c.get_entity(EntityInstanceId("slowpoke", key), include_state=False)
+    assert metadata is None or metadata.get_locked_by() is None
+    assert completed(c, instance_id).serialized_output == '"second worker"'  # the late result changed nothing
