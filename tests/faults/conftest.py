@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 from durabletask import client, task, worker
-from durabletask._errors import DurableTaskError
 from durabletask.grpc_options import GrpcWorkerResiliencyOptions
 from emulator.server import EmulatorServer
-from tests.recovery.support import Ledger, assert_exactly_once, fetch_history, save_history
+from tests.recovery.support import Ledger, assert_exactly_once, fetch_history, save_history, wait_done
 
 STEPS = 3
 # Short enough that a stalled stream is noticed quickly, long enough to stay well above the ping interval.
@@ -99,22 +96,7 @@ class Rig:
 
 
 def wait_all(c: client.TaskHubGrpcClient, ids: Sequence[str], timeout: float) -> None:
-    """Waits for every instance to finish, riding out calls that fail while the server restarts."""
-    deadline = time.monotonic() + timeout
-    pending = list(ids)
-    while pending:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"{len(pending)} instances did not finish: {pending[:5]}"
-        try:
-            state = c.wait_for_orchestration_completion(pending[0], timeout=min(remaining, 10))
-        except (grpc.RpcError, DurableTaskError, TimeoutError):
-            continue
-        if state is not None and state.runtime_status in (
-            client.OrchestrationStatus.COMPLETED,
-            client.OrchestrationStatus.FAILED,
-            client.OrchestrationStatus.TERMINATED,
-        ):
-            pending.pop(0)
+    wait_done(c, ids, timeout)
 
 
 @pytest.fixture

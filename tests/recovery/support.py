@@ -18,11 +18,18 @@ from pathlib import Path
 import grpc
 from google.protobuf import json_format
 
+from durabletask import client
+from durabletask._errors import DurableTaskError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
+FINAL = (
+    client.OrchestrationStatus.COMPLETED,
+    client.OrchestrationStatus.FAILED,
+    client.OrchestrationStatus.TERMINATED,
+)
 
 
 class Ledger:
@@ -130,11 +137,31 @@ def start_emulator(db: Path, port: int, *extra: str) -> subprocess.Popen[str]:
     return proc
 
 
-def start_script(script: Path, *args: str) -> subprocess.Popen[str]:
-    """A Python helper process (a worker) with the repository on its path."""
-    return subprocess.Popen(
-        [sys.executable, str(script), *args], cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, text=True
-    )
+def start_script(script: Path, *args: str, log: Path | None = None) -> subprocess.Popen[str]:
+    """A Python helper process (a worker) with the repository on its path; stderr goes to ``log``."""
+    with open(log or os.devnull, "a") as err:
+        return subprocess.Popen(
+            [sys.executable, str(script), *args], cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=err, text=True
+        )
+
+
+def wait_done(c: client.TaskHubGrpcClient, ids: Sequence[str], timeout: float) -> dict[str, client.OrchestrationState]:
+    """Waits for every instance to reach a final state, riding out calls that fail while a server restarts."""
+    deadline = time.monotonic() + timeout
+    done: dict[str, client.OrchestrationState] = {}
+    for iid in ids:
+        while True:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"{len(ids) - len(done)} instances did not finish, e.g. {iid}"
+            try:
+                state = c.wait_for_orchestration_completion(iid, timeout=min(remaining, 10))
+            except (grpc.RpcError, DurableTaskError, TimeoutError):
+                time.sleep(0.05)  # the server is restarting; try again shortly
+                continue
+            if state is not None and state.runtime_status in FINAL:
+                done[iid] = state
+                break
+    return done
 
 
 def kill(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
