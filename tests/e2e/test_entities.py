@@ -427,3 +427,24 @@ def test_a_batch_cut_off_by_a_stopped_worker_is_redelivered_and_the_lock_release
     metadata = c.get_entity(EntityInstanceId("slowpoke", key), include_state=False)
     assert metadata is None or metadata.get_locked_by() is None
     assert completed(c, instance_id).serialized_output == '"second worker"'  # the late result changed nothing
+
+
+def signal_later(ctx: task.OrchestrationContext, args: dict[str, Any]) -> Any:
+    entity = EntityInstanceId("counter", args["key"])
+    ctx.signal_entity(entity, "add", 1, signal_time=ctx.current_utc_datetime + timedelta(seconds=args["delay"]))
+    ctx.signal_entity(entity, "add", 100)
+    return "sent"
+
+
+def test_orchestration_signals_with_a_scheduled_time(hub: Hub) -> None:
+    start(hub, [signal_later], [counter])
+    c = hub.client()
+    key = unique_id("od")
+    delay = 2.0
+    sent = time.monotonic()
+    completed(c, c.schedule_new_orchestration(signal_later, input={"key": key, "delay": delay}))
+    entity = EntityInstanceId("counter", key)
+    wait_for_state(c, entity, 100)
+    assert time.monotonic() - sent < delay, "the immediate signal must not wait for the delayed one"
+    wait_for_state(c, entity, 101)
+    assert time.monotonic() - sent >= delay - 0.2
