@@ -15,6 +15,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.engine import ActivityWork, Engine, OrchestrationWork
 from emulator.entities import Entities, EntityWork
 from emulator.errors import EmulatorError, FailedPreconditionError, InvalidArgumentError, stale_token
+from emulator.sessions import SessionTable, StreamSessions, advertised
 from emulator.storage import InstanceRecord, NameFilter
 
 _stream_ids = itertools.count(1)
@@ -34,6 +35,9 @@ class StreamState:
     id: int = field(default_factory=lambda: next(_stream_ids))
     in_flight: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     turn: int = 0
+    keeps_sessions: bool = False  # the worker keeps orchestrations live between work items
+    streams_history: bool = False  # the worker fetches large histories with StreamInstanceHistory
+    sessions: StreamSessions | None = None
 
     def kinds_in_turn(self) -> list[str]:
         """Work kinds, starting with a different one each time so no kind starves the others."""
@@ -94,12 +98,30 @@ class Dispatcher:
         self._active = 0
         self._leases: dict[str, Lease] = {}
         self._by_key: dict[tuple[str, str, str | int], str] = {}
+        self.sessions = SessionTable()
+        self.history_requests = 0  # continuations answered with requiresHistory (observability)
+        # Waiters on one instance are woken by changes to that instance only, not by every change.
+        self._watchers: dict[tuple[str, str], set[threading.Event]] = {}
+        self._watch_lock = threading.Lock()
+        engine.on_instance_change = self.instance_changed
         engine.clock.subscribe(self.wake)
 
     def wake(self, hub: str | None = None) -> None:
         with self._cond:
             self._changes += 1
             self._cond.notify_all()
+        if hub is None:
+            self.instance_changed(None, None)
+
+    def instance_changed(self, hub: str | None, instance_id: str | None) -> None:
+        """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all)."""
+        with self._watch_lock:
+            if hub is not None and instance_id is not None:
+                events = list(self._watchers.get((hub, instance_id), ()))
+            else:
+                events = [e for (h, _), found in self._watchers.items() if hub in (None, h) for e in found]
+        for event in events:
+            event.set()
 
     def open(self) -> None:
         with self._cond:
@@ -109,6 +131,7 @@ class Dispatcher:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        self.instance_changed(None, None)
 
     @contextmanager
     def _tracked(self) -> Iterator[None]:
@@ -141,7 +164,11 @@ class Dispatcher:
             "activity": request.maxConcurrentActivityWorkItems,
             "entity": request.maxConcurrentEntityWorkItems,
         }
-        state = StreamState(hub, stream_filters(request), limits)
+        keeps_sessions, streams_history = advertised(request)
+        state = StreamState(
+            hub, stream_filters(request), limits, keeps_sessions=keeps_sessions, streams_history=streams_history
+        )
+        state.sessions = self.sessions.view(state.id, keeps_sessions)
         with self._tracked():
             yield from self._serve(state, is_active)
 
@@ -177,7 +204,9 @@ class Dispatcher:
         expires = self.engine.clock.now() + timedelta(seconds=self.lease_timeout)
         accept = state.filters[kind]
         if kind == "orchestration":
-            return self.engine.fetch_orchestration(state.hub, accept, token, expires)
+            return self.engine.fetch_orchestration(
+                state.hub, accept, token, expires, state.sessions, state.streams_history
+            )
         if kind == "activity":
             return self.engine.fetch_activity(state.hub, accept, token, expires)
         return self.entities.fetch(state.hub, accept, token, expires)
@@ -221,6 +250,7 @@ class Dispatcher:
         with self._cond:
             held = [t for t, lease in self._leases.items() if lease.stream is state]
             leases = [lease for t in held if (lease := self._forget(t)) is not None]
+        self.sessions.drop_stream(state.id)
         for lease in leases:
             self.engine.release(lease.hub, lease.kind, lease.key, lease.token)
         self.wake()
@@ -235,13 +265,21 @@ class Dispatcher:
 
     def complete_orchestration(self, hub: str, response: pb.OrchestratorResponse) -> None:
         lease = self._take(hub, response.completionToken, "orchestration")
-        assert isinstance(lease.work, OrchestrationWork)
-        if response.instanceId and response.instanceId != lease.work.instance_id:
+        work = lease.work
+        assert isinstance(work, OrchestrationWork)
+        if response.instanceId and response.instanceId != work.instance_id:
             raise InvalidArgumentError(
-                f"instanceId '{response.instanceId}' does not match the work item's instance '{lease.work.instance_id}'"
+                f"instanceId '{response.instanceId}' does not match the work item's instance '{work.instance_id}'"
             )
+        if response.requiresHistory:
+            # The worker no longer holds the orchestration: hand the work item out again, in full.
+            self.history_requests += 1
+            self.abandon(hub, lease.token, "orchestration")
+            return
         try:
-            self.engine.complete_orchestration(hub, lease.work, lease.token, response)
+            mark = self.engine.complete_orchestration(hub, work, lease.token, response)
+            if mark is not None and lease.stream.keeps_sessions:
+                self.sessions.keep(lease.stream.id, hub, work.instance_id, mark)
         except EmulatorError as error:
             if not isinstance(error, FailedPreconditionError):
                 # The response was refused, so the work item goes back to the queue for another try.
@@ -279,6 +317,7 @@ class Dispatcher:
         self.engine.release(hub, kind, lease.key, token)
 
     def forget_hub(self, hub: str) -> None:
+        self.sessions.drop_hub(hub)
         with self._cond:
             for token in [t for t, lease in self._leases.items() if lease.hub == hub]:
                 self._forget(token)
@@ -309,15 +348,25 @@ class Dispatcher:
         is_active: Callable[[], bool],
     ) -> InstanceRecord | None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            seen = self._changes
-            record = self.engine.get(hub, instance_id)
-            if record is None or done(record):
-                return record
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if (remaining is not None and remaining <= 0) or not is_active() or self._closed:
-                raise TimeoutError(f"timed out waiting for orchestration instance '{instance_id}'")
-            with self._cond:
-                if self._changes == seen:
-                    # Bounded so a vanished caller is noticed even without a state change.
-                    self._cond.wait(min(remaining, 5.0) if remaining is not None else 5.0)
+        changed = threading.Event()
+        key = (hub, instance_id)
+        with self._watch_lock:
+            self._watchers.setdefault(key, set()).add(changed)
+        try:
+            while True:
+                changed.clear()
+                record = self.engine.get(hub, instance_id)
+                if record is None or done(record):
+                    return record
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if (remaining is not None and remaining <= 0) or not is_active() or self._closed:
+                    raise TimeoutError(f"timed out waiting for orchestration instance '{instance_id}'")
+                # Bounded so a vanished caller is noticed even without a change to the instance.
+                changed.wait(min(remaining, 5.0) if remaining is not None else 5.0)
+        finally:
+            with self._watch_lock:
+                found = self._watchers.get(key)
+                if found is not None:
+                    found.discard(changed)
+                    if not found:
+                        del self._watchers[key]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
+
+from google.protobuf import struct_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import delivery, entity_ops, events, outbox
@@ -23,6 +26,29 @@ from emulator.state_machine import advance
 from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, Transaction
 
 _CANDIDATES = 64
+#: Past events larger than this (serialized) are left out of a work item for a worker that can stream
+#: them; well below gRPC's default 4 MiB message limit, leaving room for the new events.
+DEFAULT_HISTORY_STREAMING_THRESHOLD = 1024 * 1024
+#: The request property that tells the worker the past events were left out because it holds them.
+INCLUDE_PAST_EVENTS = "IncludePastEvents"
+_HISTORY_CHUNK_BYTES = 1024 * 1024
+_HISTORY_CHUNK_EVENTS = 200
+
+
+@dataclass(frozen=True)
+class SessionMark:
+    """What a worker's live session of an instance has seen: valid only while the stored history matches."""
+
+    execution_id: str
+    history_length: int
+
+
+class Affinity(Protocol):
+    """The session view of the stream fetching work: which instances it must leave, which it holds."""
+
+    def held_elsewhere(self, hub: str, instance_id: str) -> bool: ...
+
+    def take(self, hub: str, instance_id: str) -> SessionMark | None: ...
 
 
 @dataclass(frozen=True)
@@ -30,6 +56,9 @@ class OrchestrationWork:
     instance_id: str
     message_ids: list[int]
     request: pb.OrchestratorRequest
+    history_length: int = 0
+    # False when the request left the past events out (continuation or streamed history).
+    has_past: bool = True
 
 
 @dataclass(frozen=True)
@@ -40,6 +69,15 @@ class ActivityWork:
 
 def _parse(raw: Sequence[bytes]) -> list[pb.HistoryEvent]:
     return [pb.HistoryEvent.FromString(b) for b in raw]
+
+
+def _past_if_needed(
+    tx: Transaction, hub: str, work: OrchestrationWork, new_events: Sequence[pb.HistoryEvent]
+) -> list[pb.HistoryEvent]:
+    """The stored history, read only when the state machine needs it (a recursive termination)."""
+    if any(e.HasField("executionTerminated") and e.executionTerminated.recurse for e in new_events):
+        return _parse(tx.history(hub, work.instance_id))
+    return []
 
 
 def _started_first(message: pb.HistoryEvent) -> int:
@@ -63,6 +101,18 @@ class Engine:
         self.clock = clock
         self._notify = notify
         self.new_id = new_id
+        self.history_streaming_threshold = DEFAULT_HISTORY_STREAMING_THRESHOLD
+        # Observability for tests and benchmarks: work items sent without their history, because it
+        # was large (the worker streams it) or because the worker holds the orchestration live.
+        self.streamed_histories = 0
+        self.continued_sessions = 0
+        # Called with (hub, instance_id) when an instance's status may have changed, or (hub, None)
+        # when any instance of the hub may have; set by whoever waits on instances.
+        self.on_instance_change: Callable[[str, str | None], None] = lambda hub, instance_id: None
+
+    def _changed(self, hub: str, instance_id: str | None = None) -> None:
+        self._notify(hub)
+        self.on_instance_change(hub, instance_id)
 
     # Client operations -----------------------------------------------------------------------------
     def create(self, hub: str, opts: StartOptions) -> str:
@@ -72,7 +122,7 @@ class Engine:
             if existing is not None:
                 self._replace_or_reject(tx, existing, opts.replaceable, now)
             delivery.insert_instance(tx, hub, opts, now, self.new_id())
-        self._notify(hub)
+        self._changed(hub, opts.instance_id)
         return opts.instance_id
 
     @staticmethod
@@ -113,7 +163,7 @@ class Engine:
         with self.backend.transaction() as tx:
             if not outbox.terminate(tx, hub, instance_id, reason, recursive, self.clock.now()):
                 raise NotFoundError(f"no orchestration instance with ID '{instance_id}' was found")
-        self._notify(hub)
+        self._changed(hub)
 
     def force_terminate(self, hub: str, instance_ids: Sequence[str], reason: str | None) -> list[str]:
         """Terminates instances at once, without a final orchestrator turn; returns the IDs left alone.
@@ -130,7 +180,7 @@ class Engine:
                     continue
                 started = bool(tx.history(hub, instance_id))
                 outbox.finish_terminated(tx, record, reason, now, record_history=started)
-        self._notify(hub)
+        self._changed(hub)
         return skipped
 
     def suspend(self, hub: str, instance_id: str, reason: str | None, resume: bool = False) -> None:
@@ -145,7 +195,7 @@ class Engine:
                 )
             event = events.resumed(now, reason) if resume else events.suspended(now, reason)
             tx.add_message(hub, instance_id, event.SerializeToString(), delivery.message_time(record, now))
-        self._notify(hub)
+        self._changed(hub)
 
     def rewind(self, hub: str, instance_id: str, reason: str | None) -> None:
         now = self.clock.now()
@@ -157,12 +207,33 @@ class Engine:
                     f"{pb.OrchestrationStatus.Name(record.status)}"
                 )
             outbox.rewind(tx, record, reason, now, parent_execution=None)
-        self._notify(hub)
+        self._changed(hub)
 
     def history(self, hub: str, instance_id: str) -> list[pb.HistoryEvent]:
         with self.backend.transaction() as tx:
             self._require(tx, hub, instance_id)
             return _parse(tx.history(hub, instance_id))
+
+    def history_chunks(
+        self, hub: str, instance_id: str, max_bytes: int = _HISTORY_CHUNK_BYTES
+    ) -> Iterator[list[pb.HistoryEvent]]:
+        """The stored history in chunks of at most 200 events and ``max_bytes`` serialized (at least one event).
+
+        Raises:
+            NotFoundError: if the instance does not exist (before anything is yielded).
+        """
+        with self.backend.transaction() as tx:
+            self._require(tx, hub, instance_id)
+            raw = tx.history(hub, instance_id)
+        chunk: list[bytes] = []
+        size = 0
+        for event in raw:
+            if chunk and (size + len(event) > max_bytes or len(chunk) >= _HISTORY_CHUNK_EVENTS):
+                yield _parse(chunk)
+                chunk, size = [], 0
+            chunk.append(event)
+            size += len(event)
+        yield _parse(chunk)
 
     def query(self, hub: str, args: InstanceQueryArgs) -> list[InstanceRecord]:
         with self.backend.transaction() as tx:
@@ -181,7 +252,7 @@ class Engine:
                     pending.extend(tx.child_ids(hub, record.instance_id))
                 tx.delete_instance(hub, record.instance_id)
                 count += 1
-        self._notify(hub)
+        self._changed(hub)
         return count
 
     def restart(self, hub: str, instance_id: str, new_instance_id: bool) -> str:
@@ -197,26 +268,50 @@ class Engine:
                 tx.delete_instance(hub, instance_id)
             opts = StartOptions(target, old.name, old.version, old.input, old.tags)
             delivery.insert_instance(tx, hub, opts, now, self.new_id())
-        self._notify(hub)
+        self._changed(hub)
         return target
 
     # Work items ------------------------------------------------------------------------------------
     def fetch_orchestration(
-        self, hub: str, accept: NameFilter, token: str, expires: datetime
+        self,
+        hub: str,
+        accept: NameFilter,
+        token: str,
+        expires: datetime,
+        affinity: Affinity | None = None,
+        streaming: bool = False,
     ) -> OrchestrationWork | None:
+        """Leases the next runnable instance the stream may take.
+
+        Args:
+            affinity: Instances held by another stream's session are skipped; one held by this stream's
+                session is sent with only its new events when the stored history is what it saw.
+            streaming: The stream can fetch large histories itself (``requiresHistoryStreaming``).
+        """
         now = self.clock.now()
         at = events.to_micros(now)
         with self.backend.transaction() as tx:
             for instance_id, name, version in tx.ready_instances(hub, at, accept.names(), _CANDIDATES):
                 if not accept.accepts(name, version):
                     continue
-                work = self._lease_instance(tx, hub, instance_id, token, expires, now)
+                if affinity is not None and affinity.held_elsewhere(hub, instance_id):
+                    continue
+                mark = affinity.take(hub, instance_id) if affinity is not None else None
+                work = self._lease_instance(tx, hub, instance_id, token, expires, now, mark, streaming)
                 if work is not None:
                     return work
         return None
 
     def _lease_instance(
-        self, tx: Transaction, hub: str, instance_id: str, token: str, expires: datetime, now: datetime
+        self,
+        tx: Transaction,
+        hub: str,
+        instance_id: str,
+        token: str,
+        expires: datetime,
+        now: datetime,
+        mark: SessionMark | None,
+        streaming: bool,
     ) -> OrchestrationWork | None:
         record = tx.get_instance(hub, instance_id)
         messages = tx.visible_messages(hub, instance_id, events.to_micros(now))
@@ -226,17 +321,26 @@ class Engine:
         new_events = sorted(_parse([m.event for m in messages]), key=_started_first)
         if not (new_events and new_events[0].HasField("orchestratorStarted")):
             new_events.insert(0, events.orchestrator_started(now))
-        past = _parse(tx.history(hub, instance_id))
-        if not past and not (len(new_events) > 1 and new_events[1].HasField("executionStarted")):
+        length = tx.history_length(hub, instance_id)
+        if not length and not (len(new_events) > 1 and new_events[1].HasField("executionStarted")):
             return None
-        tx.lock_instance(hub, instance_id, token, events.to_micros(expires))
         request = pb.OrchestratorRequest(
-            instanceId=instance_id,
-            executionId=events.sv(record.execution_id),
-            pastEvents=past,
-            newEvents=new_events,
+            instanceId=instance_id, executionId=events.sv(record.execution_id), newEvents=new_events
         )
-        return OrchestrationWork(instance_id, [m.id for m in messages], request)
+        has_past = False
+        if mark is not None and mark.execution_id == record.execution_id and mark.history_length == length:
+            request.properties[INCLUDE_PAST_EVENTS].CopyFrom(struct_pb2.Value(bool_value=False))
+            self.continued_sessions += 1
+        elif length:
+            raw = tx.history(hub, instance_id)
+            if streaming and sum(map(len, raw)) > self.history_streaming_threshold:
+                request.requiresHistoryStreaming = True
+                self.streamed_histories += 1
+            else:
+                request.pastEvents.extend(_parse(raw))
+                has_past = True
+        tx.lock_instance(hub, instance_id, token, events.to_micros(expires))
+        return OrchestrationWork(instance_id, [m.id for m in messages], request, length, has_past or not length)
 
     def fetch_activity(self, hub: str, accept: NameFilter, token: str, expires: datetime) -> ActivityWork | None:
         at = events.to_micros(self.clock.now())
@@ -249,18 +353,23 @@ class Engine:
 
     def complete_orchestration(
         self, hub: str, work: OrchestrationWork, token: str, response: pb.OrchestratorResponse
-    ) -> None:
-        """Applies an orchestrator's response; everything it causes commits in one transaction."""
+    ) -> SessionMark | None:
+        """Applies an orchestrator's response; everything it causes commits in one transaction.
+
+        Returns what a worker keeping the orchestration live has now seen, or ``None`` when there is
+        nothing to keep (the execution ended or was replaced).
+        """
         now = self.clock.now()
         with self.backend.transaction() as tx:
             record = tx.get_instance(hub, work.instance_id)
             if record is None or record.lock_token != token:
                 raise stale_token(token)
-            past = list(work.request.pastEvents)
             new_events = list(work.request.newEvents)
+            past = list(work.request.pastEvents) if work.has_past else _past_if_needed(tx, hub, work, new_events)
             transition = advance(delivery.view(record), past, new_events, response, now, self.new_id)
             limit = self.max_history_events
-            if limit is not None and len(past) + len(transition.history) > limit:
+            length = work.history_length + len(transition.history)
+            if limit is not None and length > limit:
                 raise ResourceExhaustedError(
                     f"orchestration '{work.instance_id}' would exceed the history limit of {limit} events"
                 )
@@ -269,24 +378,35 @@ class Engine:
             record.custom_status = transition.custom_status
             record.updated_at = events.to_micros(now)
             record.lock_token = record.lock_expires = None
+            keep = not transition.terminal
             if transition.continue_as_new is not None:
                 self._continue_as_new(tx, record, transition.continue_as_new, now)
+                keep = False
             elif transition.rewound_history is not None:
                 outbox.replace_history(tx, record, transition.rewound_history, now)
+                keep = False
             else:
                 tx.append_history(hub, record.instance_id, [e.SerializeToString() for e in transition.history])
             if transition.terminal:
-                record.output = transition.output
-                record.failure = None if transition.failure is None else transition.failure.SerializeToString()
-                record.completed_at = record.updated_at
-                # Nothing can consume these any more, and activities not yet handed out need not run.
-                tx.delete_instance_messages(hub, record.instance_id)
-                tx.delete_instance_activities(hub, record.instance_id, only_idle=True)
+                self._finish(tx, record, transition.output, transition.failure)
             tx.put_instance(record)
             outbox.apply(tx, hub, record, transition.outbox, now)
             if transition.terminal:
                 entity_ops.release_owner(tx, hub, record.instance_id, now)
         self._notify(hub)
+        self.on_instance_change(hub, work.instance_id)
+        return SessionMark(record.execution_id, length) if keep else None
+
+    @staticmethod
+    def _finish(
+        tx: Transaction, record: InstanceRecord, output: str | None, failure: pb.TaskFailureDetails | None
+    ) -> None:
+        record.output = output
+        record.failure = None if failure is None else failure.SerializeToString()
+        record.completed_at = record.updated_at
+        # Nothing can consume these any more, and activities not yet handed out need not run.
+        tx.delete_instance_messages(record.hub, record.instance_id)
+        tx.delete_instance_activities(record.hub, record.instance_id, only_idle=True)
 
     def _continue_as_new(self, tx: Transaction, record: InstanceRecord, can: ContinueAsNew, now: datetime) -> None:
         hub, instance_id = record.hub, record.instance_id

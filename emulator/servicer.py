@@ -29,7 +29,6 @@ from emulator.validation import Limits
 
 log = logging.getLogger("emulator")
 R = TypeVar("R")
-_HISTORY_CHUNK_EVENTS = 200
 
 
 def _status_code(error: Exception) -> grpc.StatusCode:
@@ -132,7 +131,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self, request: pb.GetInstanceRequest, context: grpc.ServicerContext, done: Callable[[InstanceRecord], bool]
     ) -> pb.GetInstanceResponse:
         hub = self._hub(context)
-        context.add_callback(self.dispatcher.wake)
+        # A caller that goes away wakes only its own wait, not every waiter.
+        context.add_callback(lambda: self.dispatcher.instance_changed(hub, request.instanceId))
         remaining = context.time_remaining()
         record = self.dispatcher.wait_for(hub, request.instanceId, done, remaining, context.is_active)
         return self._state(record, request.getInputsAndOutputs)
@@ -213,9 +213,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     def StreamInstanceHistory(
         self, request: pb.StreamInstanceHistoryRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.HistoryChunk]:
-        history = self.engine.history(self._hub(context), request.instanceId)
-        for start in range(0, max(len(history), 1), _HISTORY_CHUNK_EVENTS):
-            yield pb.HistoryChunk(events=history[start : start + _HISTORY_CHUNK_EVENTS])
+        for chunk in self.engine.history_chunks(self._hub(context), request.instanceId):
+            yield pb.HistoryChunk(events=chunk)
 
     @_mapped
     def SkipGracefulOrchestrationTerminations(

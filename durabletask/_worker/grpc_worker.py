@@ -21,12 +21,14 @@ from durabletask._worker.filters import WorkItemFilters, filters_from_registry, 
 from durabletask._worker.logs import resolve_logger
 from durabletask._worker.options import ConcurrencyOptions, VersioningOptions
 from durabletask._worker.orchestration_runner import (
+    Executor,
     ExecutorFactory,
     OrchestrationRunner,
     default_executor_factory,
 )
 from durabletask._worker.registry import Registry
-from durabletask._worker.stream import ChannelProvider, StreamLoop
+from durabletask._worker.session_cache import EXTENDED_SESSIONS_CAPABILITY, ExtendedSessionOptions, SessionCache
+from durabletask._worker.stream import ChannelProvider, StreamLoop, history_fetcher
 from durabletask._worker.work_items import WorkItemHandler
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
 from durabletask.serialization import DataConverter
@@ -62,6 +64,10 @@ class TaskHubGrpcWorker:
         data_converter: Converts payloads for orchestrations and activities (default: JSON).
         exception_properties_provider: Adds custom properties to the failures of activities.
         emit_trace_spans: Accepted for compatibility; spans are not emitted yet.
+        extended_sessions: How many unfinished orchestrations stay live between work items so that
+            their next step replays only new events (default :class:`ExtendedSessionOptions`;
+            ``ExtendedSessionOptions(max_cached_orchestrations=0)`` turns this off). An addition to the
+            compatible API; backends that do not support it keep sending full histories.
     """
 
     def __init__(
@@ -83,6 +89,7 @@ class TaskHubGrpcWorker:
         data_converter: DataConverter | None = None,
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
         emit_trace_spans: bool = True,
+        extended_sessions: ExtendedSessionOptions | None = None,
     ) -> None:
         self._registry = Registry()
         self._host_address = host_address or get_default_host_address()
@@ -99,7 +106,11 @@ class TaskHubGrpcWorker:
         self._data_converter = data_converter
         self._exception_properties_provider = exception_properties_provider
         self._emit_trace_spans = emit_trace_spans
-        self._capabilities: set[int] = set()
+        self._extended_sessions = extended_sessions or ExtendedSessionOptions()
+        # Work items with histories too large for one message are fetched with StreamInstanceHistory.
+        self._capabilities: set[int] = {pb.WORKER_CAPABILITY_HISTORY_STREAMING}
+        if self._extended_sessions.enabled:
+            self._capabilities.add(EXTENDED_SESSIONS_CAPABILITY)
         self._work_item_filters: WorkItemFilters | None = None
         self._auto_generate_work_item_filters = False
         # Seams for the runners: the replay executor, and entity execution once it is available.
@@ -113,6 +124,11 @@ class TaskHubGrpcWorker:
     def concurrency_options(self) -> ConcurrencyOptions:
         """The concurrency limits this worker runs with."""
         return self._concurrency_options
+
+    @property
+    def extended_sessions(self) -> ExtendedSessionOptions:
+        """How many unfinished orchestrations this worker keeps live between work items."""
+        return self._extended_sessions
 
     @property
     def maximum_timer_interval(self) -> timedelta | None:
@@ -278,9 +294,20 @@ class _Run:
         executor_factory = worker._executor_factory or default_executor_factory(
             worker._registry, logger, worker._maximum_timer_interval, worker._data_converter
         )
+        self.channels = ChannelProvider(worker._channel, worker._open_channel)
+        # A fresh cache per run: a new stream means the backend resends full histories anyway.
+        keep = worker._extended_sessions
+        self.sessions: SessionCache[Executor] | None = SessionCache(keep) if keep.enabled else None
+        runner = OrchestrationRunner(
+            worker._registry,
+            executor_factory,
+            logger=logger,
+            sessions=self.sessions,
+            fetch_history=history_fetcher(self.channels),
+        )
         handler = WorkItemHandler(
             self.dispatcher,
-            OrchestrationRunner(worker._registry, executor_factory, logger=logger),
+            runner,
             ActivityRunner(
                 worker._registry,
                 logger=logger,
@@ -292,7 +319,6 @@ class _Run:
             logger=logger,
             entities=worker._entity_runner,
         )
-        self.channels = ChannelProvider(worker._channel, worker._open_channel)
         request = worker._work_items_request()
         self.loop = StreamLoop(
             channels=self.channels,

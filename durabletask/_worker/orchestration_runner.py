@@ -6,7 +6,8 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Protocol
+from itertools import chain
+from typing import TYPE_CHECKING, Protocol, cast
 
 from google.protobuf import wrappers_pb2
 
@@ -14,7 +15,8 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import OrchestrationExecutor
 from durabletask._replay.failures import proto_from_exception
 from durabletask._worker.registry import Registry
-from durabletask._worker.versioning import check_orchestration_version, orchestration_version, rejects
+from durabletask._worker.session_cache import SessionCache, is_continuation
+from durabletask._worker.versioning import check_orchestration_version, rejects
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter
@@ -72,6 +74,7 @@ class OrchestrationOutcome:
 
     response: pb.OrchestratorResponse | None
     reason: str = ""  # why the work item is handed back
+    failed: bool = False  # the executor itself failed; its state must not be kept
 
 
 def _failed_response(instance_id: str, token: str, details: pb.TaskFailureDetails) -> pb.OrchestratorResponse:
@@ -84,33 +87,122 @@ def _failed_response(instance_id: str, token: str, details: pb.TaskFailureDetail
     return pb.OrchestratorResponse(instanceId=instance_id, actions=[action], completionToken=token)
 
 
-class OrchestrationRunner:
-    """Turns an ``OrchestratorRequest`` into an :class:`OrchestrationOutcome`; never raises."""
+HistoryFetcher = Callable[[pb.OrchestratorRequest], list[pb.HistoryEvent]]
+"""Fetches the past events of a work item sent without them (``requiresHistoryStreaming``)."""
 
-    def __init__(self, registry: Registry, executor_factory: ExecutorFactory, *, logger: logging.Logger) -> None:
+
+def _is_resumable(executor: Executor) -> bool:
+    return callable(getattr(executor, "resume", None)) and hasattr(executor, "is_complete")
+
+
+class OrchestrationRunner:
+    """Turns an ``OrchestratorRequest`` into an :class:`OrchestrationOutcome`; never raises.
+
+    With a session cache, executors of unfinished orchestrations are kept after their work item, and
+    a continuation (a work item carrying only new events) resumes the kept executor. A continuation
+    whose executor is gone is answered with ``requiresHistory`` so the backend resends it in full.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        executor_factory: ExecutorFactory,
+        *,
+        logger: logging.Logger,
+        sessions: SessionCache[Executor] | None = None,
+        fetch_history: HistoryFetcher | None = None,
+    ) -> None:
         self._registry = registry
         self._executor_factory = executor_factory
         self._logger = logger
+        self._sessions = sessions
+        self._fetch_history = fetch_history
 
     def run(self, request: pb.OrchestratorRequest, completion_token: str) -> OrchestrationOutcome:
+        if is_continuation(request):
+            return self._continue(request, completion_token)
         instance_id = request.instanceId
+        past: Sequence[pb.HistoryEvent] = request.pastEvents
+        if request.requiresHistoryStreaming:
+            try:
+                past = self._streamed_history(request)
+            except Exception as exc:
+                self._logger.warning("%s: could not fetch the history: %s", instance_id, exc)
+                return OrchestrationOutcome(None, f"the history could not be fetched ({exc})")
         versioning = self._registry.versioning
-        mismatch = check_orchestration_version(versioning, orchestration_version(request))
+        mismatch = check_orchestration_version(versioning, _version(past, request.newEvents))
         if mismatch is not None:
             self._logger.warning("%s: %s", instance_id, mismatch.message)
             if rejects(versioning):
                 return OrchestrationOutcome(None, mismatch.message)
             return OrchestrationOutcome(_failed_response(instance_id, completion_token, mismatch.failure_details()))
+        executor = self._executor_factory()
+        new_events = request.newEvents
+        outcome = self._execute(request, completion_token, lambda: executor.execute(instance_id, past, new_events))
+        self._keep(request, executor, outcome)
+        return outcome
+
+    def _continue(self, request: pb.OrchestratorRequest, completion_token: str) -> OrchestrationOutcome:
+        executor = None
+        if self._sessions is not None:
+            executor = self._sessions.take(request.instanceId, request.executionId.value)
+        if executor is None:
+            self._logger.debug("%s: not held here any more; asking for the full history", request.instanceId)
+            return OrchestrationOutcome(
+                pb.OrchestratorResponse(
+                    instanceId=request.instanceId, completionToken=completion_token, requiresHistory=True
+                )
+            )
+        resume = cast("_Resumable", executor).resume
+        outcome = self._execute(request, completion_token, lambda: resume(request.newEvents))
+        self._keep(request, executor, outcome)
+        return outcome
+
+    def _streamed_history(self, request: pb.OrchestratorRequest) -> list[pb.HistoryEvent]:
+        if self._fetch_history is None:
+            raise RuntimeError("the work item needs its history streamed, but this worker cannot fetch it")
+        return self._fetch_history(request)
+
+    def _keep(self, request: pb.OrchestratorRequest, executor: Executor, outcome: OrchestrationOutcome) -> None:
+        sessions = self._sessions
+        if sessions is None or not _is_resumable(executor):
+            return
+        if outcome.failed or cast("_Resumable", executor).is_complete:
+            sessions.discard(request.instanceId)
+            return
+        sessions.put(request.instanceId, request.executionId.value, executor)
+
+    def _execute(
+        self, request: pb.OrchestratorRequest, completion_token: str, step: Callable[[], ExecutionResultLike]
+    ) -> OrchestrationOutcome:
+        instance_id = request.instanceId
         try:
-            result = self._executor_factory().execute(instance_id, request.pastEvents, request.newEvents)
+            result = step()
         except Exception as exc:
             # The executor turns user errors into a failed completion itself; reaching here is a bug
             # in the SDK or a corrupt history, which must still end the episode visibly.
             self._logger.exception("%s: the orchestration could not be executed", instance_id)
-            return OrchestrationOutcome(_failed_response(instance_id, completion_token, proto_from_exception(exc)))
+            failed = _failed_response(instance_id, completion_token, proto_from_exception(exc))
+            return OrchestrationOutcome(failed, failed=True)
         response = pb.OrchestratorResponse(
             instanceId=instance_id, actions=list(result.actions), completionToken=completion_token
         )
         if result.custom_status is not None:
             response.customStatus.CopyFrom(wrappers_pb2.StringValue(value=result.custom_status))
         return OrchestrationOutcome(response)
+
+
+class _Resumable(Protocol):
+    @property
+    def is_complete(self) -> bool: ...
+
+    def resume(self, new_events: Sequence[pb.HistoryEvent]) -> ExecutionResultLike: ...
+
+
+def _version(past: Sequence[pb.HistoryEvent], new_events: Sequence[pb.HistoryEvent]) -> str | None:
+    """The version the orchestration was started with, from its ``executionStarted`` event."""
+    for event in chain(past, new_events):
+        if event.HasField("executionStarted"):
+            started = event.executionStarted
+            return started.version.value if started.HasField("version") else None
+    return None

@@ -265,3 +265,21 @@ class StreamLoop:
         if threshold and self._failures >= threshold and self._channels.rebuild():
             self._logger.warning("rebuilding the channel to %s after %d failures", self._address, self._failures)
             self._failures = 0
+
+
+def history_fetcher(
+    channels: ChannelProvider, timeout: float | None = 60.0
+) -> Callable[[pb.OrchestratorRequest], list[pb.HistoryEvent]]:
+    """Fetches a work item's past events with ``StreamInstanceHistory`` (for ``requiresHistoryStreaming``)."""
+
+    def fetch(request: pb.OrchestratorRequest) -> list[pb.HistoryEvent]:
+        stub = pb_grpc.TaskHubSidecarServiceStub(channels.get())
+        query = pb.StreamInstanceHistoryRequest(instanceId=request.instanceId, forWorkItemProcessing=True)
+        if request.HasField("executionId"):
+            query.executionId.CopyFrom(request.executionId)
+        events: list[pb.HistoryEvent] = []
+        for chunk in stub.StreamInstanceHistory(query, timeout=timeout):
+            events.extend(chunk.events)
+        return events
+
+    return fetch

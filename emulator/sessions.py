@@ -1,0 +1,84 @@
+"""Extended-session affinity: which stream holds a live orchestration, and what it has already seen."""
+
+from __future__ import annotations
+
+import threading
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator.engine import SessionMark
+
+#: Workers that keep orchestrations live between work items advertise this (not a published
+#: ``WorkerCapability`` value; other workers never send it and keep receiving full histories).
+EXTENDED_SESSIONS_CAPABILITY = 1001
+
+
+def advertised(request: pb.GetWorkItemsRequest) -> tuple[bool, bool]:
+    """Whether a stream keeps extended sessions, and whether it can stream histories."""
+    capabilities = set(request.capabilities)
+    return EXTENDED_SESSIONS_CAPABILITY in capabilities, pb.WORKER_CAPABILITY_HISTORY_STREAMING in capabilities
+
+
+class SessionTable:
+    """Marks by (hub, instance): the stream that holds the instance live and the history it has seen.
+
+    A mark is taken out when its stream is given the instance's next work item and put back only
+    when that work item completes successfully, so anything else (an abandoned or expired lease, a
+    refused completion, a vanished stream) leaves the next work item to carry the full history.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._marks: dict[tuple[str, str], tuple[int, SessionMark]] = {}
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._marks)
+
+    def view(self, stream_id: int, keeps_sessions: bool) -> StreamSessions:
+        return StreamSessions(self, stream_id, keeps_sessions)
+
+    def held_elsewhere(self, stream_id: int, hub: str, instance_id: str) -> bool:
+        with self._lock:
+            held = self._marks.get((hub, instance_id))
+        return held is not None and held[0] != stream_id
+
+    def take(self, stream_id: int, hub: str, instance_id: str) -> SessionMark | None:
+        with self._lock:
+            held = self._marks.get((hub, instance_id))
+            if held is None or held[0] != stream_id:
+                return None
+            del self._marks[(hub, instance_id)]
+        return held[1]
+
+    def keep(self, stream_id: int, hub: str, instance_id: str, mark: SessionMark) -> None:
+        with self._lock:
+            self._marks[(hub, instance_id)] = (stream_id, mark)
+
+    def forget(self, hub: str, instance_id: str) -> None:
+        with self._lock:
+            self._marks.pop((hub, instance_id), None)
+
+    def drop_stream(self, stream_id: int) -> None:
+        with self._lock:
+            for key in [k for k, (owner, _) in self._marks.items() if owner == stream_id]:
+                del self._marks[key]
+
+    def drop_hub(self, hub: str) -> None:
+        with self._lock:
+            for key in [k for k in self._marks if k[0] == hub]:
+                del self._marks[key]
+
+
+class StreamSessions:
+    """One stream's view of the table (the engine's ``Affinity``)."""
+
+    def __init__(self, table: SessionTable, stream_id: int, keeps_sessions: bool) -> None:
+        self._table = table
+        self._stream_id = stream_id
+        self._keeps = keeps_sessions
+
+    def held_elsewhere(self, hub: str, instance_id: str) -> bool:
+        return self._table.held_elsewhere(self._stream_id, hub, instance_id)
+
+    def take(self, hub: str, instance_id: str) -> SessionMark | None:
+        return self._table.take(self._stream_id, hub, instance_id) if self._keeps else None
