@@ -7,7 +7,7 @@ executor's own process). Microsoft's SDK runs in its isolated venv (``DTS_PEER_P
 /tmp/peer/bin/python). Sequence IDs start at 1 in the recorded history, as Microsoft's SDK numbers
 them; our executor is told so with ``first_sequence_id=1``.
 
-Usage: python bench/replay.py [--activities 10000] [--repeat 5]
+Usage: python bench/replay.py [--activities 10000] [--repeat 5] [--quick]
 """
 
 from __future__ import annotations
@@ -140,7 +140,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--activities", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="1,000 activities, best of 2")
     args = parser.parse_args()
+    if args.quick:
+        args.activities, args.repeat = 1_000, 2
 
     history = build_history(args.activities)
     ours = measure(sys.executable, _OURS, history, args.repeat, ours=True)

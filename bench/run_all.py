@@ -7,6 +7,7 @@ Pairs measured in the same run:
   mixed     Microsoft's SDK on our emulator (separates SDK cost from backend cost)
 
 Usage: python3 dev.py bench [--quick] [--only throughput,fan_out,chain,transport,replay]
+   or: DTS_PEER_PYTHON=/tmp/peer/bin/python .venv/bin/python bench/run_all.py [--quick]
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OURS_PY = sys.executable
-PEER_PY = os.environ.get("DTS_PEER_PYTHON") or str(ROOT / ".peer-venv" / "bin" / "python")
+_PEER_CANDIDATES = (ROOT / ".peer-venv" / "bin" / "python", Path("/tmp/peer/bin/python"))
+PEER_PY = os.environ.get("DTS_PEER_PYTHON") or str(next((p for p in _PEER_CANDIDATES if p.exists()),
+                                                        _PEER_CANDIDATES[0]))
+# The processes' own logs (worker INFO lines, reconnect warnings) go here instead of the report.
+LOG = Path(tempfile.gettempdir()) / "dts-bench.log"
 
 # RPCs one 3-activity chain needs at the least: StartInstance + WaitForInstanceCompletion, then per work item one
 # streamed message and one completion call: 4 orchestrator turns and 3 activities.
@@ -51,8 +56,9 @@ def _env(for_peer: bool) -> dict[str, str]:
 
 def _spawn(python: str, args: list[str], *, for_peer: bool) -> subprocess.Popen[str]:
     # cwd=HERE: the scripts import workloads.py; the peer must never see our package on its path.
-    return subprocess.Popen([python, *args], cwd=HERE, env=_env(for_peer), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    with LOG.open("a") as log:
+        return subprocess.Popen([python, *args], cwd=HERE, env=_env(for_peer), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=log, text=True)
 
 
 def _await_ready(proc: subprocess.Popen[str], what: str) -> None:
@@ -98,6 +104,8 @@ def pair(sdk: str, backend: str) -> Iterator[tuple[str, str]]:
 def _json_run(python: str, args: list[str], *, for_peer: bool, timeout: float = 900) -> dict[str, Any]:
     out = subprocess.run([python, *args], cwd=HERE, env=_env(for_peer), capture_output=True, text=True,
                          timeout=timeout)
+    with LOG.open("a") as log:
+        log.write(out.stderr)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{out.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -199,15 +207,20 @@ def main() -> int:
     only = set(args.only.split(","))
     out = [f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
            f"{os.cpu_count()} cores, Python {platform.python_version()}" + (" (quick)" if args.quick else "")]
+    LOG.write_text("")
     floors = bench_transport(args.quick, out) if "transport" in only else None
     steps = [("throughput", lambda: bench_throughput(args.quick, out, floors)),
              ("fan_out", lambda: bench_fan_out(args.quick, out)), ("chain", lambda: bench_chain(args.quick, out)),
              ("replay", lambda: bench_replay(args.quick, out))]
+    print("\n".join(out), flush=True)
+    shown = len(out)
     for key, run in steps:
         if key in only:
-            print(f"running {key} …", file=sys.stderr, flush=True)
+            print(f"running {key} … (process logs: {LOG})", file=sys.stderr, flush=True)
             run()
-    print("\n".join(out))
+            # Each section as soon as it is measured: a full run takes minutes.
+            print("\n".join(out[shown:]), flush=True)
+            shown = len(out)
     return 0
 
 
