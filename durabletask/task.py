@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from durabletask._errors import DurableTaskError, PayloadTooLargeError, SerializationError
 from durabletask._replay.contexts import (
     Activity,
     ActivityContext,
@@ -48,6 +49,7 @@ __all__ = [
     "CancellableTask",
     "CompletableTask",
     "CompositeTask",
+    "DurableTaskError",
     "Entity",
     "EventTimeoutError",
     "FailureDetails",
@@ -55,9 +57,11 @@ __all__ = [
     "OrchestrationContext",
     "OrchestrationStateError",
     "Orchestrator",
+    "PayloadTooLargeError",
     "ReplaySafeLogger",
     "RetryPolicy",
     "RetryableTask",
+    "SerializationError",
     "T",
     "TInput",
     "TOutput",
