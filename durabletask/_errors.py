@@ -32,5 +32,5 @@ class SyncCallInEventLoopError(DurableTaskError, RuntimeError):
     """A blocking client method was called from inside a running asyncio event loop."""
 
 
-class _ControlFlowSignal(BaseException):  # noqa: N818 - internal signal, never shown to users as an error
+class _ControlFlowSignal(BaseException):
     """Internal control flow that user code must never swallow, hence ``BaseException``."""
