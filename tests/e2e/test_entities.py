@@ -241,7 +241,8 @@ def test_get_query_and_clean(hub: Hub) -> None:
     assert {m.id.key: m.get_typed_state(int) for m in found} == {e.key: i + 1 for i, e in enumerate(ids)}
     c.signal_entity(ids[0], "reset")
     deadline = time.monotonic() + 30
-    while c.get_entity(ids[0]) is not None:
+    # Without state the entity is gone (or, on some backends, reported without state) until cleaned.
+    while (reset := c.get_entity(ids[0])) is not None and reset.get_typed_state() is not None:
         assert time.monotonic() < deadline, "the reset entity still has state"
         time.sleep(0.05)
     result = c.clean_entity_storage()
@@ -345,7 +346,7 @@ def test_async_client_signals_and_reads_entities(hub: Hub) -> None:
             deadline = time.monotonic() + 30
             while True:
                 metadata = await c.get_entity(entity)
-                if metadata is not None:
+                if metadata is not None and metadata.get_typed_state() is not None:
                     return metadata.get_typed_state(int)
                 assert time.monotonic() < deadline
                 await asyncio.sleep(0.05)
@@ -391,6 +392,8 @@ class _Details(grpc.ClientCallDetails):
 
 
 def test_a_batch_cut_off_by_a_stopped_worker_is_redelivered_and_the_lock_released(hub: Hub) -> None:
+    if hub.server is None:
+        pytest.skip("relies on the emulator handing a batch back as soon as its worker disconnects")
     entered, release = threading.Event(), threading.Event()
 
     def stuck(ctx: EntityContext, _: Any) -> str:
