@@ -44,9 +44,12 @@ class Limits:
         for action in response.actions:
             kind = action.WhichOneof("orchestratorActionType")
             if kind is None:
-                continue
+                raise InvalidArgumentError(f"actions[{action.id}] sets no action kind (e.g. scheduleTask)")
             body = getattr(action, kind)
             path = f"actions[{action.id}].{kind}"
+            if kind == "rewindOrchestration":
+                _check_rewound_history(path, body)
+                continue
             if kind == "sendEntityMessage":
                 inner = body.WhichOneof("EntityMessageType")
                 if inner is None:
@@ -58,3 +61,12 @@ class Limits:
         for name in ("input", "result", "data"):
             if name in body.DESCRIPTOR.fields_by_name and body.HasField(name):
                 self.payload(f"{path}.{name}", getattr(body, name).value)
+
+
+def _check_rewound_history(path: str, action: pb.RewindOrchestrationAction) -> None:
+    """A rewound history replaces the stored one, so it must still start the orchestration exactly once."""
+    started = sum(1 for event in action.newHistory if event.HasField("executionStarted"))
+    if started != 1:
+        raise InvalidArgumentError(
+            f"{path}.newHistory must contain exactly one executionStarted event, found {started}"
+        )
