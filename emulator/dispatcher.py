@@ -6,6 +6,7 @@ import itertools
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ _stream_ids = itertools.count(1)
 
 
 KINDS = ("orchestration", "activity", "entity")
+#: Work items of one kind leased for a stream in one transaction (within its concurrency limit).
+FETCH_BATCH = 16
 Work = OrchestrationWork | ActivityWork | EntityWork
 
 
@@ -35,6 +38,8 @@ class StreamState:
     id: int = field(default_factory=lambda: next(_stream_ids))
     in_flight: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     turn: int = 0
+    # Leased in one batch and not yet sent; their leases are tracked, so a dropped stream frees them.
+    ready: deque[pb.WorkItem] = field(default_factory=deque)
     keeps_sessions: bool = False  # the worker keeps orchestrations live between work items
     streams_history: bool = False  # the worker fetches large histories with StreamInstanceHistory
     sessions: StreamSessions | None = None
@@ -47,6 +52,10 @@ class StreamState:
     def has_room(self, kind: str) -> bool:
         limit = self.limits[kind]
         return limit <= 0 or self.in_flight[kind] < limit
+
+    def room(self, kind: str, most: int) -> int:
+        limit = self.limits[kind]
+        return most if limit <= 0 else max(0, min(most, limit - self.in_flight[kind]))
 
 
 @dataclass
@@ -64,6 +73,14 @@ class Lease:
         if isinstance(self.work, EntityWork):
             return self.work.entity_id
         return self.work.activity_id
+
+
+def _work_item(work: Work, token: str) -> pb.WorkItem:
+    if isinstance(work, OrchestrationWork):
+        return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
+    if isinstance(work, EntityWork):
+        return pb.WorkItem(entityRequestV2=work.request, completionToken=token)
+    return pb.WorkItem(activityRequest=work.request, completionToken=token)
 
 
 def stream_filters(request: pb.GetWorkItemsRequest) -> dict[str, NameFilter]:
@@ -107,11 +124,18 @@ class Dispatcher:
         engine.clock.subscribe(self.wake)
 
     def wake(self, hub: str | None = None) -> None:
+        """Something changed in ``hub`` (or anywhere, with ``None``): streams look for work again.
+
+        Without a hub, waiters on instances re-read them too (a reset, a deleted task hub).
+        """
+        self._wake_streams()
+        if hub is None:
+            self.instance_changed(None, None)
+
+    def _wake_streams(self) -> None:
         with self._cond:
             self._changes += 1
             self._cond.notify_all()
-        if hub is None:
-            self.instance_changed(None, None)
 
     def instance_changed(self, hub: str | None, instance_id: str | None) -> None:
         """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all)."""
@@ -200,32 +224,36 @@ class Dispatcher:
             if self._changes == seen and not self._closed:
                 self._cond.wait(timeout)
 
-    def _fetch(self, kind: str, state: StreamState, token: str) -> Work | None:
+    def _fetch(self, kind: str, state: StreamState, tokens: list[str]) -> list[Work]:
         expires = self.engine.clock.now() + timedelta(seconds=self.lease_timeout)
         accept = state.filters[kind]
         if kind == "orchestration":
-            return self.engine.fetch_orchestration(
-                state.hub, accept, token, expires, state.sessions, state.streams_history
+            return list(
+                self.engine.fetch_orchestrations(
+                    state.hub, accept, tokens, expires, state.sessions, state.streams_history
+                )
             )
         if kind == "activity":
-            return self.engine.fetch_activity(state.hub, accept, token, expires)
-        return self.entities.fetch(state.hub, accept, token, expires)
+            return list(self.engine.fetch_activities(state.hub, accept, tokens, expires))
+        work = self.entities.fetch(state.hub, accept, tokens[0], expires)
+        return [] if work is None else [work]
 
     def _next(self, state: StreamState) -> pb.WorkItem | None:
+        if state.ready:
+            return state.ready.popleft()
         for kind in state.kinds_in_turn():
-            if not state.has_room(kind):
+            room = state.room(kind, FETCH_BATCH)
+            if not room:
                 continue
-            token = uuid.uuid4().hex
-            work = self._fetch(kind, state, token)
-            if work is None:
+            tokens = [uuid.uuid4().hex for _ in range(room)]
+            found = self._fetch(kind, state, tokens)
+            if not found:
                 continue
-            self._track(Lease(token, kind, state.hub, state, work))
             state.turn += 1
-            if isinstance(work, OrchestrationWork):
-                return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
-            if isinstance(work, EntityWork):
-                return pb.WorkItem(entityRequestV2=work.request, completionToken=token)
-            return pb.WorkItem(activityRequest=work.request, completionToken=token)
+            for token, work in zip(tokens, found, strict=False):
+                self._track(Lease(token, kind, state.hub, state, work))
+                state.ready.append(_work_item(work, token))
+            return state.ready.popleft()
         return None
 
     def _track(self, lease: Lease) -> None:
@@ -253,7 +281,7 @@ class Dispatcher:
         self.sessions.drop_stream(state.id)
         for lease in leases:
             self.engine.release(lease.hub, lease.kind, lease.key, lease.token)
-        self.wake()
+        self._wake_streams()
 
     # Completions -----------------------------------------------------------------------------------
     def _take(self, hub: str, token: str, kind: str) -> Lease:
@@ -288,7 +316,7 @@ class Dispatcher:
         finally:
             with self._cond:
                 self._forget(lease.token)
-            self.wake()
+            self._wake_streams()
 
     def complete_activity(self, hub: str, response: pb.ActivityResponse) -> None:
         lease = self._take(hub, response.completionToken, "activity")
@@ -298,7 +326,7 @@ class Dispatcher:
         finally:
             with self._cond:
                 self._forget(lease.token)
-            self.wake()
+            self._wake_streams()
 
     def complete_entity(self, hub: str, result: pb.EntityBatchResult) -> None:
         lease = self._take(hub, result.completionToken, "entity")
@@ -308,7 +336,7 @@ class Dispatcher:
         finally:
             with self._cond:
                 self._forget(lease.token)
-            self.wake()
+            self._wake_streams()
 
     def abandon(self, hub: str, token: str, kind: str) -> None:
         lease = self._take(hub, token, kind)

@@ -281,7 +281,20 @@ class Engine:
         affinity: Affinity | None = None,
         streaming: bool = False,
     ) -> OrchestrationWork | None:
-        """Leases the next runnable instance the stream may take.
+        """Leases the next runnable instance the stream may take (see :meth:`fetch_orchestrations`)."""
+        found = self.fetch_orchestrations(hub, accept, [token], expires, affinity, streaming)
+        return found[0] if found else None
+
+    def fetch_orchestrations(
+        self,
+        hub: str,
+        accept: NameFilter,
+        tokens: Sequence[str],
+        expires: datetime,
+        affinity: Affinity | None = None,
+        streaming: bool = False,
+    ) -> list[OrchestrationWork]:
+        """Leases up to ``len(tokens)`` runnable instances in one transaction, one token each.
 
         Args:
             affinity: Instances held by another stream's session are skipped; one held by this stream's
@@ -290,17 +303,27 @@ class Engine:
         """
         now = self.clock.now()
         at = events.to_micros(now)
+        found: list[OrchestrationWork] = []
         with self.backend.transaction() as tx:
-            for instance_id, name, version in tx.ready_instances(hub, at, accept.names(), _CANDIDATES):
-                if not accept.accepts(name, version):
-                    continue
-                if affinity is not None and affinity.held_elsewhere(hub, instance_id):
-                    continue
-                mark = affinity.take(hub, instance_id) if affinity is not None else None
-                work = self._lease_instance(tx, hub, instance_id, token, expires, now, mark, streaming)
-                if work is not None:
-                    return work
-        return None
+            # A small page first: in the usual case its first rows are taken. A bigger one only when
+            # the small page was full of instances this stream must leave alone.
+            for page in (len(tokens) * 2, _CANDIDATES):
+                candidates = tx.ready_instances(hub, at, accept.names(), page)
+                for instance_id, name, version in candidates:
+                    if len(found) == len(tokens):
+                        return found
+                    if not accept.accepts(name, version):
+                        continue
+                    if affinity is not None and affinity.held_elsewhere(hub, instance_id):
+                        continue
+                    mark = affinity.take(hub, instance_id) if affinity is not None else None
+                    token = tokens[len(found)]
+                    work = self._lease_instance(tx, hub, instance_id, token, expires, now, mark, streaming)
+                    if work is not None:
+                        found.append(work)
+                if found or len(candidates) < page:
+                    break
+        return found
 
     def _lease_instance(
         self,
@@ -343,13 +366,27 @@ class Engine:
         return OrchestrationWork(instance_id, [m.id for m in messages], request, length, has_past or not length)
 
     def fetch_activity(self, hub: str, accept: NameFilter, token: str, expires: datetime) -> ActivityWork | None:
+        found = self.fetch_activities(hub, accept, [token], expires)
+        return found[0] if found else None
+
+    def fetch_activities(
+        self, hub: str, accept: NameFilter, tokens: Sequence[str], expires: datetime
+    ) -> list[ActivityWork]:
+        """Leases up to ``len(tokens)`` queued activities in one transaction, oldest first."""
         at = events.to_micros(self.clock.now())
+        until = events.to_micros(expires)
+        # Names are matched in SQL; only a version filter can turn candidates down, so few are read.
+        limit = max(_CANDIDATES, len(tokens)) if accept.checks_versions else len(tokens)
+        found: list[ActivityWork] = []
         with self.backend.transaction() as tx:
-            for record in tx.ready_activities(hub, at, accept.names(), _CANDIDATES):
+            for record in tx.ready_activities(hub, at, accept.names(), limit):
+                if len(found) == len(tokens):
+                    break
                 if accept.accepts(record.name, record.version):
-                    tx.lock_activity(record.id, token, events.to_micros(expires))
-                    return ActivityWork(record.id, pb.ActivityRequest.FromString(record.request))
-        return None
+                    token = tokens[len(found)]
+                    tx.lock_activity(record.id, token, until)
+                    found.append(ActivityWork(record.id, pb.ActivityRequest.FromString(record.request)))
+        return found
 
     def complete_orchestration(
         self, hub: str, work: OrchestrationWork, token: str, response: pb.OrchestratorResponse

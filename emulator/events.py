@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timezone
 
 from google.protobuf import timestamp_pb2, wrappers_pb2
@@ -13,10 +14,17 @@ TERMINAL_STATUSES = frozenset(
 )
 
 
-def ts(when: datetime) -> timestamp_pb2.Timestamp:
+@functools.lru_cache(maxsize=256)
+def _seconds_and_nanos(when: datetime) -> tuple[int, int]:
     stamp = timestamp_pb2.Timestamp()
     stamp.FromDatetime(when)
-    return stamp
+    return stamp.seconds, stamp.nanos
+
+
+def ts(when: datetime) -> timestamp_pb2.Timestamp:
+    # One transaction stamps many events with the same instant; the conversion is done once.
+    seconds, nanos = _seconds_and_nanos(when)
+    return timestamp_pb2.Timestamp(seconds=seconds, nanos=nanos)
 
 
 def sv(value: str | None) -> wrappers_pb2.StringValue | None:

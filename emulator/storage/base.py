@@ -109,6 +109,11 @@ class NameFilter:
             return False
         return not versions or (version or "") in versions
 
+    @property
+    def checks_versions(self) -> bool:
+        """Whether :meth:`accepts` can reject an item whose name :meth:`names` lets through."""
+        return self.versions_by_name is not None and any(self.versions_by_name.values())
+
     def names(self) -> Sequence[str] | None:
         return None if self.versions_by_name is None else sorted(self.versions_by_name)
 

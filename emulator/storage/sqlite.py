@@ -56,16 +56,25 @@ _INSTANCE_COLUMNS = (
     "created_at, updated_at, completed_at, scheduled_start, parent_instance_id, parent_execution_id, "
     "parent_task_id, lock_token, lock_expires"
 )
+_UPSERT_INSTANCE = (
+    f"INSERT INTO instances ({_INSTANCE_COLUMNS}) VALUES ({','.join('?' * 20)}) "
+    "ON CONFLICT (hub, instance_id) DO UPDATE SET "
+    + ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _INSTANCE_COLUMNS.split(",")[2:])
+)
 _ACTIVITY_COLUMNS = "id, hub, instance_id, task_id, name, version, request, lock_token, lock_expires"
 _TERMINAL = (1, 3, 5)  # COMPLETED, FAILED, TERMINATED
 _PER_INSTANCE_TABLES = ("history", "messages", "activities")
 _HUB_TABLES = ("instances", *_PER_INSTANCE_TABLES, "entities", "lock_requests")
 
 
+_INSTANCE_FIELDS = [c.strip() for c in _INSTANCE_COLUMNS.split(",")]
+
+
 def _instance(row: Sequence[Any]) -> InstanceRecord:
     values = list(row)
-    values[10] = json.loads(values[10] or "{}")
-    return InstanceRecord(**dict(zip([c.strip() for c in _INSTANCE_COLUMNS.split(",")], values, strict=True)))
+    tags = values[10]
+    values[10] = json.loads(tags) if tags and tags != "{}" else {}
+    return InstanceRecord(**dict(zip(_INSTANCE_FIELDS, values, strict=True)))
 
 
 def _activity(row: Sequence[Any]) -> ActivityRecord:
@@ -109,9 +118,9 @@ class SqliteTransaction(EntityTables):
             record.parent_instance_id, record.parent_execution_id, record.parent_task_id,
             record.lock_token, record.lock_expires,
         ]  # fmt: skip
-        self._db.execute(
-            f"INSERT OR REPLACE INTO instances ({_INSTANCE_COLUMNS}) VALUES ({_placeholders(values)})", values
-        )
+        # An upsert rather than INSERT OR REPLACE: replacing deletes and re-inserts the row, rewriting
+        # every index entry; an update touches only the indexes whose columns changed.
+        self._db.execute(_UPSERT_INSTANCE, values)
 
     def delete_instance(self, hub: str, instance_id: str) -> None:
         for table in ("instances", *_PER_INSTANCE_TABLES):
