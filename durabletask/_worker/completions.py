@@ -36,9 +36,33 @@ class CompletionSender:
         self._attempts = max(1, attempts)
         self._retry_delay = retry_delay
         self.timeout = timeout
+        # Sends in flight: the channel must not be closed under them (grpc can crash the process when an RPC
+        # starts on a closed intercepted channel), so closing waits for them and later sends are dropped.
+        self._gate = threading.Condition()
+        self._in_flight = 0
+        self._closed = False
+
+    def close(self, timeout: float) -> bool:
+        """Refuse new sends and wait up to ``timeout`` seconds for those in flight; ``True`` if none remain."""
+        with self._gate:
+            self._closed = True
+            return self._gate.wait_for(lambda: self._in_flight == 0, timeout)
 
     def send(self, what: str, call: Callable[[], object]) -> bool:
         """Run ``call`` (one unary RPC); ``True`` if the backend accepted it."""
+        with self._gate:
+            if self._closed:
+                self._logger.warning("could not deliver %s: the worker has stopped", what)
+                return False
+            self._in_flight += 1
+        try:
+            return self._send(what, call)
+        finally:
+            with self._gate:
+                self._in_flight -= 1
+                self._gate.notify_all()
+
+    def _send(self, what: str, call: Callable[[], object]) -> bool:
         for attempt in range(1, self._attempts + 1):
             try:
                 call()

@@ -305,6 +305,7 @@ class _Run:
             sessions=self.sessions,
             fetch_history=history_fetcher(self.channels),
         )
+        self.sender = CompletionSender(logger, stopping=self._closed)
         handler = WorkItemHandler(
             self.dispatcher,
             runner,
@@ -314,7 +315,7 @@ class _Run:
                 data_converter=worker._data_converter,
                 exception_properties_provider=worker._exception_properties_provider,
             ),
-            CompletionSender(logger, stopping=self._closed),
+            self.sender,
             registry=worker._registry,
             logger=logger,
             entities=worker._entity_runner,
@@ -345,4 +346,6 @@ class _Run:
             )
         self._closed.set()
         self.dispatcher.close(wait=idle)
+        # Completions already on the wire finish (bounded by their RPC timeout) before the channel closes.
+        self.sender.close(timeout=self.sender.timeout or 30.0)
         self.channels.close()

@@ -23,7 +23,7 @@ EXPECTED = {
                          "agent-bob:withdraw:payslip"],
     "rewind_etl.py": ["first run: FAILED", "after rewind: COMPLETED", "'extract': 1, 'load': 2, 'transform': 1"],
     "carrier_attach.py": ["[run-2]", "attached instance review-run", "each review ran to completion exactly once"],
-    "entities_bank.py": [],
+    "entities_bank.py": ['"declined"', "balance 80", "balance 70"],
 }
 
 

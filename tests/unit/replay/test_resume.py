@@ -132,10 +132,11 @@ def test_entity_support_plugs_into_sequencing_and_dispatch() -> None:
     assert output(executor.execute("i", [], history.new_events)) == 5
 
 
-def test_without_entity_support_entity_calls_fail_the_orchestration_clearly() -> None:
+def test_a_malformed_entity_id_fails_the_orchestration_clearly() -> None:
     def counter(ctx: task.OrchestrationContext, _: Any) -> Any:
         return (yield ctx.call_entity("counter@x", "get"))
 
     details = completion(run(History().new().started("counter"), counter)).failureDetails
-    assert details.errorType == "builtins.NotImplementedError"
-    assert "entities" in details.errorMessage
+    assert details.errorType == "builtins.ValueError"
+    assert "@name@key" in details.errorMessage
+

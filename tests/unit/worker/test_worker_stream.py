@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 import logging
 import threading
@@ -130,17 +132,22 @@ def test_version_mismatch_rejects_or_fails(
         assert "2.0" in complete.failureDetails.errorMessage
 
 
-def test_registered_entity_batch_is_handed_back(server: Server, make_worker: WorkerFactory) -> None:
-    class Counter: ...
+def test_registered_entity_batch_runs_on_the_default_entity_runner(server: Server, make_worker: WorkerFactory) -> None:
+    def counter(ctx: Any, value: Any) -> Any:
+        total = ctx.get_state(int, 0) + (value or 0)
+        ctx.set_state(total)
+        return total
 
     worker = make_worker()
-    worker.add_entity(Counter)
+    worker.add_entity(counter)
     worker.start()
-    item = pb.WorkItem(entityRequest=pb.EntityBatchRequest(instanceId="@counter@c1"), completionToken="t-e")
-    server.sidecar.next_stream().send(item)
+    batch = pb.EntityBatchRequest(instanceId="@counter@c1", operations=[
+        pb.OperationRequest(operation="add", input=wrappers_pb2.StringValue(value="5"))])
+    server.sidecar.next_stream().send(pb.WorkItem(entityRequest=batch, completionToken="t-e"))
 
     rpc, message = server.sidecar.next_completion()
-    assert (rpc, message.completionToken) == ("AbandonTaskEntityWorkItem", "t-e")
+    assert (rpc, message.completionToken) == ("CompleteEntityTask", "t-e")
+    assert message.results[0].success.result.value == "5" and message.entityState.value == "5"
 
 
 def test_registered_entity_batch_goes_to_the_entity_runner(server: Server, make_worker: WorkerFactory) -> None:
