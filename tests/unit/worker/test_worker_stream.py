@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
 import logging
 import threading
 import time
 from concurrent import futures
+from typing import Any
 
 import grpc
 import pytest
