@@ -15,6 +15,7 @@ from durabletask._grpc.channel import ClientInterceptor, create_channel, get_def
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._worker.activity_runner import ActivityRunner, ExceptionPropertiesProvider
 from durabletask._worker.completions import CompletionSender
+from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.dispatch import Dispatcher, WorkKind
 from durabletask._worker.entity_batches import EntityBatchRunner
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
@@ -318,7 +319,8 @@ class _Run:
             self.sender,
             registry=worker._registry,
             logger=logger,
-            entities=worker._entity_runner,
+            entities=worker._entity_runner
+            or EntityRunner(worker._registry, logger=logger, data_converter=worker._data_converter),
         )
         request = worker._work_items_request()
         self.loop = StreamLoop(
