@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import pytest
 
-from . import runners
+from . import harness, runners
 
 ROOT = Path(__file__).resolve().parents[2]
 PEER_TIMEOUT = 90
@@ -110,7 +110,7 @@ def official_backend_port(peer_py: Path) -> Iterator[int]:
 
 def _driver_args(python: Path | str, mode: str, address: str, scenarios: list[str]) -> list[str]:
     taskhub = f"interop{uuid.uuid4().hex[:10]}"
-    return [str(python), str(runners.DRIVER), mode, address, taskhub, "run", *scenarios]
+    return [str(python), str(harness.DRIVER), mode, address, taskhub, "run", *scenarios]
 
 
 def _results(stdout: str) -> dict[str, dict[str, Any]]:
@@ -167,6 +167,6 @@ def background_batch(
 def run_here(official_backend_port: int, scenario: str) -> Any:
     """Run one scenario with our SDK, in this process, against Microsoft's in-memory backend."""
     address = f"localhost:{official_backend_port}"
-    with runners.harness("grpc", address, "default", our_env(), str(ROOT)) as harness:
+    with harness.open_harness("grpc", address, "default", our_env(), str(ROOT)) as h:
         # A JSON round trip so both directions are compared in the same shapes (lists, not tuples).
-        return json.loads(json.dumps(runners.SCENARIOS[scenario](harness)))
+        return json.loads(json.dumps(runners.SCENARIOS[scenario](h)))

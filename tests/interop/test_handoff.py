@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from . import runners
+from . import harness, runners
 from . import scenarios as sc
 from .conftest import ROOT, our_env, peer_env
 
@@ -23,7 +23,7 @@ EXPECTED = {"status": "COMPLETED", "output": ["Hello first!", "Hello second!"]}
 
 def _hand_over(peer_py: Path, emulator_port: int, official_first: bool) -> Any:
     address = f"http://localhost:{emulator_port}"
-    with runners.harness("dts", address, f"handoff{uuid.uuid4().hex[:10]}", our_env(), str(ROOT)) as h:
+    with harness.open_harness("dts", address, f"handoff{uuid.uuid4().hex[:10]}", our_env(), str(ROOT)) as h:
         c = h.client()
         if official_first:
             first = h.spawn("handoff", python=str(peer_py), env=peer_env(), cwd="/")

@@ -18,14 +18,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import harness  # type: ignore[import-not-found]
 import runners  # type: ignore[import-not-found]
 
 
 def main(argv: list[str]) -> int:
     mode, address, taskhub, command, *names = argv
     if command == "serve":
-        with runners.harness(mode, address, taskhub, dict(os.environ), os.getcwd()) as harness:
-            runners.serve(harness, names[0])
+        with harness.open_harness(mode, address, taskhub, dict(os.environ), os.getcwd()) as h:
+            harness.serve(h, names[0])
         return 0
     for name in names:
         print(json.dumps(run(mode, address, f"{taskhub}{name}", name)), flush=True)
@@ -35,8 +36,8 @@ def main(argv: list[str]) -> int:
 def run(mode: str, address: str, taskhub: str, name: str) -> dict[str, object]:
     """One scenario in its own task hub and harness; a failure is reported, not raised, so the batch goes on."""
     try:
-        with runners.harness(mode, address, taskhub, dict(os.environ), os.getcwd()) as harness:
-            result = runners.SCENARIOS[name](harness)
+        with harness.open_harness(mode, address, taskhub, dict(os.environ), os.getcwd()) as h:
+            result = runners.SCENARIOS[name](h)
     except Exception:
         return {"scenario": name, "error": traceback.format_exc()}
     return {"scenario": name, "result": result}
