@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.engine import ActivityWork, Engine, OrchestrationWork
@@ -25,6 +25,9 @@ _stream_ids = itertools.count(1)
 KINDS = ("orchestration", "activity", "entity")
 #: Work items of one kind leased for a stream in one transaction (within its concurrency limit).
 FETCH_BATCH = 16
+#: A busy stream still asks for every kind this often: work can also appear as time passes
+#: (an expired lease), which no change announces.
+PROBE_ALL_SECONDS = 0.05
 Work = OrchestrationWork | ActivityWork | EntityWork
 
 
@@ -40,6 +43,11 @@ class StreamState:
     turn: int = 0
     # Leased in one batch and not yet sent; their leases are tracked, so a dropped stream frees them.
     ready: deque[pb.WorkItem] = field(default_factory=deque)
+    # Per kind, the change count at which a fetch found nothing: until that kind changes again,
+    # asking once more would find nothing too.
+    empty_at: dict[str, int] = field(default_factory=dict)
+    probed_all_at: float = 0.0
+    due: tuple[int, datetime | None] | None = None  # (change count, next due time) of the last check
     keeps_sessions: bool = False  # the worker keeps orchestrations live between work items
     streams_history: bool = False  # the worker fetches large histories with StreamInstanceHistory
     sessions: StreamSessions | None = None
@@ -111,6 +119,8 @@ class Dispatcher:
         self.health_ping_interval = health_ping_interval
         self._cond = threading.Condition()
         self._changes = 0
+        self._kind_changes = dict.fromkeys(KINDS, 0)
+        self._due_changes = 0  # changes that may have brought a timer or lease expiry forward
         self._closed = False
         self._active = 0
         self._leases: dict[str, Lease] = {}
@@ -121,6 +131,7 @@ class Dispatcher:
         self._watchers: dict[tuple[str, str], set[threading.Event]] = {}
         self._watch_lock = threading.Lock()
         engine.on_instance_change = self.instance_changed
+        engine.on_orchestration_work = self.orchestration_work
         engine.clock.subscribe(self.wake)
 
     def wake(self, hub: str | None = None) -> None:
@@ -132,10 +143,19 @@ class Dispatcher:
         if hub is None:
             self.instance_changed(None, None)
 
-    def _wake_streams(self) -> None:
+    def _wake_streams(self, kinds: tuple[str, ...] = KINDS) -> None:
+        """Wakes idle streams; ``kinds`` are those for which new work may exist (none: a lease ended)."""
         with self._cond:
             self._changes += 1
+            for kind in kinds:
+                self._kind_changes[kind] += 1
+            if kinds is KINDS:
+                self._due_changes += 1
             self._cond.notify_all()
+
+    def orchestration_work(self, hub: str) -> None:
+        """An activity result arrived: only orchestration work can have appeared, and nothing timed."""
+        self._wake_streams(("orchestration",))
 
     def instance_changed(self, hub: str | None, instance_id: str | None) -> None:
         """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all)."""
@@ -215,7 +235,7 @@ class Dispatcher:
 
     def _idle(self, state: StreamState, seen: int, last_sent: float) -> None:
         timeout = max(0.0, self.health_ping_interval - (time.monotonic() - last_sent))
-        due = self.engine.next_due(state.hub)
+        due = self._next_due(state)
         if due is not None:
             until = self.engine.clock.seconds_until(due)
             if until is not None:
@@ -223,6 +243,19 @@ class Dispatcher:
         with self._cond:
             if self._changes == seen and not self._closed:
                 self._cond.wait(timeout)
+            if self._changes == seen:
+                # Woken by time, not by a change: a timer or lease may be due, so ask for every kind.
+                state.empty_at.clear()
+
+    def _next_due(self, state: StreamState) -> datetime | None:
+        changes = self._due_changes
+        if (
+            state.due is None
+            or state.due[0] != changes
+            or (state.due[1] is not None and state.due[1] <= self.engine.clock.now())
+        ):
+            state.due = (changes, self.engine.next_due(state.hub))
+        return state.due[1]
 
     def _fetch(self, kind: str, state: StreamState, tokens: list[str]) -> list[Work]:
         expires = self.engine.clock.now() + timedelta(seconds=self.lease_timeout)
@@ -241,13 +274,19 @@ class Dispatcher:
     def _next(self, state: StreamState) -> pb.WorkItem | None:
         if state.ready:
             return state.ready.popleft()
+        now = time.monotonic()
+        if now - state.probed_all_at >= PROBE_ALL_SECONDS:
+            state.empty_at.clear()
+            state.probed_all_at = now
         for kind in state.kinds_in_turn():
             room = state.room(kind, FETCH_BATCH)
-            if not room:
+            changes = self._kind_changes[kind]
+            if not room or state.empty_at.get(kind) == changes:
                 continue
             tokens = [uuid.uuid4().hex for _ in range(room)]
             found = self._fetch(kind, state, tokens)
             if not found:
+                state.empty_at[kind] = changes
                 continue
             state.turn += 1
             for token, work in zip(tokens, found, strict=False):
@@ -316,7 +355,7 @@ class Dispatcher:
         finally:
             with self._cond:
                 self._forget(lease.token)
-            self._wake_streams()
+            self._wake_streams(())
 
     def complete_activity(self, hub: str, response: pb.ActivityResponse) -> None:
         lease = self._take(hub, response.completionToken, "activity")
@@ -326,7 +365,7 @@ class Dispatcher:
         finally:
             with self._cond:
                 self._forget(lease.token)
-            self._wake_streams()
+            self._wake_streams(())
 
     def complete_entity(self, hub: str, result: pb.EntityBatchResult) -> None:
         lease = self._take(hub, result.completionToken, "entity")
@@ -336,7 +375,7 @@ class Dispatcher:
         finally:
             with self._cond:
                 self._forget(lease.token)
-            self._wake_streams()
+            self._wake_streams(())
 
     def abandon(self, hub: str, token: str, kind: str) -> None:
         lease = self._take(hub, token, kind)

@@ -109,6 +109,9 @@ class Engine:
         # Called with (hub, instance_id) when an instance's status may have changed, or (hub, None)
         # when any instance of the hub may have; set by whoever waits on instances.
         self.on_instance_change: Callable[[str, str | None], None] = lambda hub, instance_id: None
+        # When set, called instead of ``notify`` for changes that can only make orchestration work
+        # available (an activity result), so streams need not look for other kinds of work.
+        self.on_orchestration_work: Callable[[str], None] | None = None
 
     def _changed(self, hub: str, instance_id: str | None = None) -> None:
         self._notify(hub)
@@ -480,7 +483,10 @@ class Engine:
                 tx.add_message(
                     hub, record.instance_id, events.task_result(now, result).SerializeToString(), events.to_micros(now)
                 )
-        self._notify(hub)
+        if self.on_orchestration_work is not None:
+            self.on_orchestration_work(hub)
+        else:
+            self._notify(hub)
 
     def release(self, hub: str, kind: str, key: str | int, token: str) -> None:
         """Returns a leased work item to its queue (no-op if the lease has already moved on)."""
