@@ -25,7 +25,7 @@ else:  # the peer imports this folder's modules as top-level ones, never through
     import scenarios as sc  # type: ignore[no-redef,import-not-found]
 
 DRIVER = Path(__file__).resolve().parent / "peer_scripts" / "driver.py"
-WAIT = 30.0
+WAIT = 20.0  # generous for a loaded machine, short enough that a broken backend fails the suite quickly
 
 
 class Harness:
