@@ -6,6 +6,7 @@ backend and completes each one with the result of the registered code.
 
 from __future__ import annotations
 
+from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.errors import (
     ActivityNotRegisteredError,
     EntityNotRegisteredError,
@@ -29,6 +30,7 @@ __all__ = [
     "DEFAULT_MAXIMUM_TIMER_INTERVAL",
     "ActivityNotRegisteredError",
     "ActivityWorkItemFilter",
+    "CodeMismatchPolicy",
     "ConcurrencyOptions",
     "EntityNotRegisteredError",
     "EntityWorkItemFilter",

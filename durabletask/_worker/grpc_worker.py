@@ -14,10 +14,11 @@ import grpc
 from durabletask._grpc.channel import ClientInterceptor, create_channel, get_default_host_address
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._worker.activity_runner import ActivityRunner, ExceptionPropertiesProvider
+from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.completions import CompletionSender
-from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.dispatch import Dispatcher, WorkKind
 from durabletask._worker.entity_batches import EntityBatchRunner
+from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
 from durabletask._worker.logs import resolve_logger
 from durabletask._worker.options import ConcurrencyOptions, VersioningOptions
@@ -186,6 +187,16 @@ class TaskHubGrpcWorker:
         """Advertise a worker capability (a ``WorkerCapability`` value) to the backend."""
         self._require_stopped("Capabilities")
         self._capabilities.add(int(capability))
+
+    def use_code_mismatch_policy(self, policy: CodeMismatchPolicy) -> None:
+        """Choose what happens to an instance whose recorded code hash differs from the registered orchestrator's.
+
+        Every client start records the orchestrator's code hash in the instance's tags. ``LOG`` (the default) runs
+        it and logs a warning; ``ABANDON`` hands it back so a worker with matching code takes it; ``FAIL`` fails
+        it; ``IGNORE`` runs it silently. An addition to the compatible API.
+        """
+        self._require_stopped("The code mismatch policy")
+        self._registry.code_mismatch_policy = policy
 
     def use_versioning(self, version: VersioningOptions) -> None:
         """Set the versioning policy for orchestrations and the default sub-orchestration version."""

@@ -14,6 +14,7 @@ from google.protobuf import wrappers_pb2
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import OrchestrationExecutor
 from durabletask._replay.failures import proto_from_exception
+from durabletask._worker.code_check import CodeMismatchPolicy, check_code, recorded_start
 from durabletask._worker.registry import Registry
 from durabletask._worker.session_cache import SessionCache, is_continuation
 from durabletask._worker.versioning import check_orchestration_version, rejects
@@ -136,11 +137,31 @@ class OrchestrationRunner:
             if rejects(versioning):
                 return OrchestrationOutcome(None, mismatch.message)
             return OrchestrationOutcome(_failed_response(instance_id, completion_token, mismatch.failure_details()))
+        code_outcome = self._check_code(request, past, completion_token)
+        if code_outcome is not None:
+            return code_outcome
         executor = self._executor_factory()
         new_events = request.newEvents
         outcome = self._execute(request, completion_token, lambda: executor.execute(instance_id, past, new_events))
         self._keep(request, executor, outcome)
         return outcome
+
+    def _check_code(self, request: pb.OrchestratorRequest, past: Sequence[pb.HistoryEvent],
+                    completion_token: str) -> OrchestrationOutcome | None:
+        """Apply the code-fingerprint policy; ``None`` means run the orchestration."""
+        start = recorded_start(chain(past, request.newEvents))
+        fn = self._registry.get_orchestrator(start.name) if start is not None else None
+        check = check_code(start, fn, self._registry.code_mismatch_policy)
+        if check.ok:
+            return None
+        self._logger.warning("%s: %s", request.instanceId, check.message)
+        if check.policy is CodeMismatchPolicy.ABANDON:
+            return OrchestrationOutcome(None, check.message)
+        if check.policy is CodeMismatchPolicy.FAIL:
+            details = pb.TaskFailureDetails(errorType="durabletask.worker.CodeMismatchError",
+                                            errorMessage=check.message, isNonRetriable=True)
+            return OrchestrationOutcome(_failed_response(request.instanceId, completion_token, details))
+        return None
 
     def _continue(self, request: pb.OrchestratorRequest, completion_token: str) -> OrchestrationOutcome:
         executor = None

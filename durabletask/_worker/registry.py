@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from durabletask._errors import DurableTaskError
+from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.options import VersioningOptions
 
 
@@ -33,6 +34,8 @@ class Registry:
         self.activities: dict[str, Callable[..., Any]] = {}
         self.entities: dict[str, Any] = {}
         self.versioning: VersioningOptions | None = None
+        # What to do with an instance started by other orchestrator code (see code_check.py).
+        self.code_mismatch_policy: CodeMismatchPolicy = CodeMismatchPolicy.LOG
 
     def add_orchestrator(self, fn: Callable[..., Any], name: str | None = None) -> str:
         return self._add(self.orchestrators, "orchestrator", fn, name)
