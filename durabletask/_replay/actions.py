@@ -31,10 +31,6 @@ class PendingAction:
     def to_proto(self) -> pb.OrchestratorAction:
         raise NotImplementedError
 
-    def clone(self, new_id: int) -> PendingAction:
-        """The same call under a new sequence ID (used to schedule another retry attempt)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot be retried")
-
 
 class ScheduleTask(PendingAction):
     __slots__ = ("input", "tags", "version")
@@ -58,9 +54,6 @@ class ScheduleTask(PendingAction):
             action.version.value = self.version
         return pb.OrchestratorAction(id=self.id, scheduleTask=action)
 
-    def clone(self, new_id: int) -> ScheduleTask:
-        return ScheduleTask(new_id, self.name, self.input, self.tags, self.version)
-
 
 class CreateSubOrchestration(PendingAction):
     __slots__ = ("input", "instance_id", "tags", "version")
@@ -82,9 +75,6 @@ class CreateSubOrchestration(PendingAction):
         if self.version:
             action.version.value = self.version
         return pb.OrchestratorAction(id=self.id, createSubOrchestration=action)
-
-    def clone(self, new_id: int) -> CreateSubOrchestration:
-        return CreateSubOrchestration(new_id, self.name, self.instance_id, self.input, self.version, self.tags)
 
 
 class CreateTimer(PendingAction):

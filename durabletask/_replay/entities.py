@@ -57,12 +57,14 @@ class OrchestrationEntities:
     # ---- calls from the orchestrator ---------------------------------------------------------
     def call_entity(self, entity: Any, operation: str, input: Any = None, *,
                     return_type: type | None = None) -> CompletableTask[Any]:
+        rt = self._rt
+        # Each request takes its ID before it is checked, as in the official SDK, so a refused request
+        # that the orchestrator catches leaves later IDs the same under both SDKs.
+        seq = rt.next_sequence_id()
         entity_id = to_entity_id(entity)
         _require_operation(operation)
         self._check_call(entity_id)
-        rt = self._rt
         encoded = rt.codec.encode(input, "input of entity operation '{}'", operation)
-        seq = rt.next_sequence_id()
         request_id = rt.new_uuid()
         task: CompletableTask[Any] = CompletableTask(return_type)
         rt.schedule(CallEntity(seq, str(entity_id), operation, encoded, request_id, rt.instance_id), task)
@@ -71,6 +73,8 @@ class OrchestrationEntities:
 
     def signal_entity(self, entity_id: Any, operation_name: str, input: Any = None,
                       signal_time: datetime | None = None) -> None:
+        rt = self._rt
+        seq = rt.next_sequence_id()
         target = to_entity_id(entity_id)
         _require_operation(operation_name)
         section = self._section
@@ -80,13 +84,13 @@ class OrchestrationEntities:
                 "call it with call_entity, or signal it after leaving the critical section")
         if signal_time is not None and not isinstance(signal_time, datetime):
             raise TypeError(f"signal_time must be a datetime, not {type(signal_time).__name__}")
-        rt = self._rt
         encoded = rt.codec.encode(input, "input of entity operation '{}'", operation_name)
         at = naive_utc(signal_time) if signal_time is not None else None
-        seq = rt.next_sequence_id()
         rt.schedule(SignalEntity(seq, str(target), operation_name, encoded, rt.new_uuid(), at), None)
 
     def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]:
+        rt = self._rt
+        seq = rt.next_sequence_id()
         if self._section is not None:
             raise EntityLockingError("cannot lock entities from inside a critical section; leave it first "
                                      "(critical sections cannot be nested)")
@@ -95,8 +99,6 @@ class OrchestrationEntities:
         locks = sorted(set(to_entity_id(entity) for entity in entities))
         if not locks:
             raise ValueError("lock_entities needs at least one entity to lock")
-        rt = self._rt
-        seq = rt.next_sequence_id()
         section_id = rt.new_uuid()
         task: CompletableTask[Any] = CompletableTask()
         rt.schedule(LockEntities(seq, section_id, [str(lock) for lock in locks], rt.instance_id), task)

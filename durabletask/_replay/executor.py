@@ -43,7 +43,7 @@ class OrchestrationExecutor:
 
     def __init__(self, registry: Registry, *, logger: logging.Logger | None = None,
                  maximum_timer_interval: timedelta | None = DEFAULT_MAXIMUM_TIMER_INTERVAL,
-                 data_converter: DataConverter | None = None, first_sequence_id: int = 0,
+                 data_converter: DataConverter | None = None, first_sequence_id: int = 1,
                  entity_support: Callable[[RuntimeContext], EntitySupport] | None = None) -> None:
         self._registry = registry
         self._logger = logger or logging.getLogger("durabletask.replay")

@@ -87,20 +87,15 @@ def rewrite_history(events: Sequence[pb.HistoryEvent], rewound: pb.ExecutionRewo
     """
     final = final_failures(events)
     answered: set[int] = set()
-    for e in events:
-        kind = e.WhichOneof("eventType")
-        if kind == "taskCompleted":
-            answered.add(e.taskCompleted.taskScheduledId)
-        elif kind == "timerFired":
-            answered.add(e.timerFired.timerId)
-        elif kind == "taskFailed" and e.taskFailed.taskScheduledId not in final:
-            answered.add(e.taskFailed.taskScheduledId)
+    for position, scheduled_at in _answers(events):
+        kind = events[position].WhichOneof("eventType")
+        if kind in ("taskCompleted", "timerFired") or (kind == "taskFailed" and position not in final):
+            answered.add(scheduled_at)
     kept: list[pb.HistoryEvent] = []
-    for e in events:
+    for position, e in enumerate(events):
         kind = e.WhichOneof("eventType")
-        if (kind == "executionCompleted"
-                or (kind in _FAILURES and _answered_id(e) in final)
-                or (kind in _REISSUABLE and e.eventId not in answered)):
+        if (kind == "executionCompleted" or position in final
+                or (kind in _REISSUABLE and position not in answered)):
             continue
         kept.append(_restarted(e, rewound, execution_id) if kind == "executionStarted" else e)
     return kept
@@ -120,17 +115,42 @@ def _restarted(event: pb.HistoryEvent, rewound: pb.ExecutionRewoundEvent, execut
 
 
 def _answered_id(event: pb.HistoryEvent) -> int:
-    if event.HasField("taskFailed"):
+    kind = event.WhichOneof("eventType")
+    if kind == "taskCompleted":
+        return event.taskCompleted.taskScheduledId
+    if kind == "timerFired":
+        return event.timerFired.timerId
+    if kind == "taskFailed":
         return event.taskFailed.taskScheduledId
+    if kind == "subOrchestrationInstanceCompleted":
+        return event.subOrchestrationInstanceCompleted.taskScheduledId
     return event.subOrchestrationInstanceFailed.taskScheduledId
 
 
+_ANSWERS = frozenset({"taskCompleted", "timerFired", "subOrchestrationInstanceCompleted", *_FAILURES})
+_SCHEDULES = frozenset({"taskScheduled", "timerCreated", "subOrchestrationInstanceCreated"})
+
+
+def _answers(events: Sequence[pb.HistoryEvent]) -> Iterable[tuple[int, int]]:
+    """(position of a result event, position of the scheduling event it answers), in history order.
+
+    Results are paired by position rather than by ID because every retry attempt of a call reuses the
+    first attempt's ID: a result answers the latest call scheduled under its ID before it.
+    """
+    latest: dict[int, int] = {}
+    for position, e in enumerate(events):
+        kind = e.WhichOneof("eventType")
+        if kind in _SCHEDULES:
+            latest[e.eventId] = position
+        elif kind in _ANSWERS:
+            scheduled_at = latest.get(_answered_id(e))
+            if scheduled_at is not None:
+                yield position, scheduled_at
+
+
 def final_failures(events: Sequence[pb.HistoryEvent]) -> set[int]:
-    """IDs of the failed calls whose failure reached the orchestrator, i.e. was not absorbed by a retry."""
-    failed: set[int] = set()
-    for e in events:
-        if e.WhichOneof("eventType") in _FAILURES:
-            failed.add(_answered_id(e))
+    """Positions of the failures that reached the orchestrator, i.e. were not absorbed by a retry."""
+    failed = {position for position, e in enumerate(events) if e.WhichOneof("eventType") in _FAILURES}
     return failed - retried_failures(events)
 
 
@@ -143,40 +163,42 @@ def _signature(event: pb.HistoryEvent) -> tuple[str, ...]:
     return ("orchestration", sub.name, sub.instanceId, sub.version.value, sub.input.value)
 
 
-def retried_failures(events: Iterable[pb.HistoryEvent]) -> set[int]:
-    """IDs of failed calls that a retry policy answered with another attempt.
+def retried_failures(events: Sequence[pb.HistoryEvent]) -> set[int]:
+    """Positions of the failures that a retry policy answered with another attempt.
 
     A retry shows in the history as: the failure, a timer created in the same episode, and, in the episode
     where that timer fires, a new call with the same signature. A hand-written "wait, then call again"
     reads the same way and is treated the same, which is what a rewind of it should do too.
     """
-    calls: dict[int, tuple[str, ...]] = {}
+    failed_call = {position: scheduled_at for position, scheduled_at in _answers(events)
+                   if events[position].WhichOneof("eventType") in _FAILURES}
+    calls: dict[int, tuple[str, ...]] = {}  # position of a call -> its signature
     failed_now: list[int] = []  # failures delivered in the current episode
     timer_candidates: dict[int, list[int]] = {}  # timer ID -> failures it may be the retry delay for
     fired_now: list[list[int]] = []  # candidate lists of retry timers fired in the current episode
     retried: set[int] = set()
-    for e in events:
+    for position, e in enumerate(events):
         kind = e.WhichOneof("eventType")
         if kind == "orchestratorStarted":
             failed_now, fired_now = [], []
         elif kind in _FAILURES:
-            failed_now.append(_answered_id(e))
+            failed_now.append(position)
         elif kind == "timerCreated" and failed_now:
             timer_candidates[e.eventId] = list(failed_now)
         elif kind == "timerFired" and e.timerFired.timerId in timer_candidates:
             fired_now.append(timer_candidates.pop(e.timerFired.timerId))
         elif kind in ("taskScheduled", "subOrchestrationInstanceCreated"):
-            signature = calls[e.eventId] = _signature(e)
-            _claim(signature, calls, fired_now, retried)
+            signature = calls[position] = _signature(e)
+            _claim(signature, calls, failed_call, fired_now, retried)
     return retried
 
 
-def _claim(signature: tuple[str, ...], calls: dict[int, tuple[str, ...]], fired_now: list[list[int]],
-           retried: set[int]) -> None:
+def _claim(signature: tuple[str, ...], calls: dict[int, tuple[str, ...]], failed_call: dict[int, int],
+           fired_now: list[list[int]], retried: set[int]) -> None:
     """Pairs a new call with a failure it retries, consuming the retry timer that led to it."""
     for index, candidates in enumerate(fired_now):
-        for failed_id in candidates:
-            if failed_id not in retried and calls.get(failed_id) == signature:
-                retried.add(failed_id)
+        for failure in candidates:
+            if failure not in retried and calls.get(failed_call.get(failure, -1)) == signature:
+                retried.add(failure)
                 del fired_now[index]
                 return

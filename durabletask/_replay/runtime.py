@@ -75,11 +75,13 @@ class RuntimeContext(OrchestrationContext):
     """One execution's replay state. It outlives a single batch of events so it can be resumed."""
 
     def __init__(self, instance_id: str, codec: Codec, *, maximum_timer_interval: timedelta | None,
-                 logger: logging.Logger | None = None, first_sequence_id: int = 0) -> None:
+                 logger: logging.Logger | None = None, first_sequence_id: int = 1) -> None:
         self._instance_id = instance_id
         self.codec = codec
         self._maximum_timer_interval = maximum_timer_interval
         self._logger = logger
+        # Durable calls are numbered from 1, as the official SDK numbers them, so that an instance
+        # started by one SDK replays under the other (rolling upgrades between them).
         self._seq = first_sequence_id
         # Calls made but not yet confirmed by a recorded event, in call order (= output order).
         self.pending: dict[int, PendingAction] = {}
@@ -167,6 +169,10 @@ class RuntimeContext(OrchestrationContext):
     def call_activity(self, activity: Activity[Any, Any] | str, *, input: Any = None,
                       retry_policy: RetryPolicy | None = None, tags: dict[str, str] | None = None,
                       return_type: type | None = None, version: str | None = None) -> CompletableTask[Any]:
+        # The ID is taken before anything can raise, so a caught error still uses it up (as in the
+        # official SDK) and later calls keep the numbers that SDK gives them.
+        seq = self._seq
+        self._seq = seq + 1
         if isinstance(activity, str):
             name = activity
         else:
@@ -176,8 +182,6 @@ class RuntimeContext(OrchestrationContext):
         encoded = self.codec.encode(input, "input of activity '{}'", name)
         if tags:
             check_tags(tags)
-        seq = self._seq
-        self._seq = seq + 1
         action = ScheduleTask(seq, name, encoded, tags, version if version is not None else self._version)
         task: CompletableTask[Any] = (CompletableTask(return_type) if retry_policy is None
                                       else self._retryable(retry_policy, action, return_type))
@@ -189,11 +193,11 @@ class RuntimeContext(OrchestrationContext):
                               instance_id: str | None = None, retry_policy: RetryPolicy | None = None,
                               version: str | None = None, return_type: type | None = None,
                               tags: dict[str, str] | None = None) -> CompletableTask[Any]:
+        seq = self.next_sequence_id()
         name = orchestrator if isinstance(orchestrator, str) else get_name(orchestrator)
         encoded = self.codec.encode(input, "input of sub-orchestration '{}'", name)
         if tags:
             check_tags(tags)
-        seq = self.next_sequence_id()
         child_id = instance_id if instance_id is not None else f"{self._instance_id}:{seq:04x}"
         action = CreateSubOrchestration(seq, name, child_id, encoded, version or self.default_sub_version, tags)
         task: CompletableTask[Any] = (CompletableTask(return_type) if retry_policy is None
@@ -207,20 +211,23 @@ class RuntimeContext(OrchestrationContext):
         return task
 
     def _retry(self, task: RetryableTask[Any]) -> None:
-        action = task._action.clone(self.next_sequence_id())
-        task._action = action
-        self.schedule(action, task)
+        # Every attempt reuses the first attempt's ID, as the official SDK does, so an instance can change
+        # SDK while a retry is pending. It is unambiguous: an attempt is retried only after its completion
+        # event, so each later event with that ID belongs to the attempt scheduled now.
+        self.schedule(task._action, task)
 
     def create_timer(self, fire_at: datetime | timedelta) -> TimerTask:
+        seq = self.next_sequence_id()
         now = self.current_utc_datetime
         final = now + fire_at if isinstance(fire_at, timedelta) else naive_utc(fire_at)
         timer = TimerTask(final, self._maximum_timer_interval)
-        self.schedule_timer_chunk(timer, timer._next_fire_at(now) or final)
+        self.schedule_timer_chunk(timer, timer._next_fire_at(now) or final, seq)
         return timer
 
-    def schedule_timer_chunk(self, timer: TimerTask, fire_at: datetime) -> None:
-        """Create the history timer for (the next piece of) ``timer``."""
-        seq = self.next_sequence_id()
+    def schedule_timer_chunk(self, timer: TimerTask, fire_at: datetime, seq: int | None = None) -> None:
+        """Create the history timer for (the next piece of) ``timer``, under ``seq`` or the next ID."""
+        if seq is None:
+            seq = self.next_sequence_id()
         timer._chunk_fire_at = fire_at
         self.schedule(CreateTimer(seq, fire_at), timer)
 
@@ -260,8 +267,9 @@ class RuntimeContext(OrchestrationContext):
             raise ValueError("instance IDs starting with '@' belong to entities; use signal_entity() for them")
         if not event_name or not event_name.strip():
             raise ValueError("event_name cannot be empty")
+        seq = self.next_sequence_id()
         encoded = self.codec.encode(data, "data of event '{}'", event_name)
-        self.schedule(SendEvent(self.next_sequence_id(), instance_id, event_name, encoded), None)
+        self.schedule(SendEvent(seq, instance_id, event_name, encoded), None)
 
     def set_custom_status(self, custom_status: Any) -> None:
         self.custom_status = self.codec.encode(custom_status, "custom status")
@@ -352,31 +360,32 @@ class RuntimeContext(OrchestrationContext):
         except Exception as error:  # output that cannot be sent fails the orchestration
             self.fail(error)
             return
-        self._end(complete_action(self.next_sequence_id(), COMPLETED, encoded))
+        self._end(COMPLETED, encoded)
 
     def fail(self, error: BaseException, *, force: bool = False) -> None:
         """End the execution as failed. Non-determinism (or ``force``) overrides any earlier ending."""
         if self.done and not force and not isinstance(error, NonDeterminismError):
             return
         self._continue = None
-        details = proto_from_exception(error)
-        self._end(complete_action(self.next_sequence_id(), FAILED, None, details))
+        self._end(FAILED, None, proto_from_exception(error))
 
     def terminate(self, encoded_output: str | None) -> None:
         """End the execution because a client terminated it."""
         if self.done:
             return
-        self._end(complete_action(self.next_sequence_id(), TERMINATED, encoded_output))
+        self._end(TERMINATED, encoded_output)
 
     def _release_locks(self) -> None:
         # Entity locks still held when the execution ends must be released by this episode's actions.
         if self.entities is not None and not self.done:
             self.entities.exit_critical_section()
 
-    def _end(self, action: pb.OrchestratorAction) -> None:
+    def _end(self, status: pb.OrchestrationStatus, encoded_output: str | None,
+             failure: pb.TaskFailureDetails | None = None) -> None:
+        # Locks are released first: their unlock messages take IDs before the completion action does.
         self._release_locks()
         self.done = True
-        self._completion = action
+        self._completion = complete_action(self.next_sequence_id(), status, encoded_output, failure)
         self._current = None
 
     def drain_actions(self) -> list[pb.OrchestratorAction]:

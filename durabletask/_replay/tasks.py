@@ -175,7 +175,7 @@ class RetryableTask(CompletableTask[T]):
         self._start_time = start_time
         self._attempt_count = 1
         self._reschedule = reschedule
-        # The call being retried (a runtime action record), cloned for each new attempt.
+        # The call being retried (a runtime action record), scheduled again for each new attempt.
         self._action: Any = None
 
     @property

@@ -26,29 +26,29 @@ HERE = Path(__file__).resolve().parent
 def histories() -> dict[str, History]:
     order = {"sku": "A-1", "amount": 12.5}
     pipeline = (History("order-42").started("order_pipeline", order)
-                .task_scheduled(0, "reserve_stock").orchestrator_completed()
-                .orchestrator_started().task_completed(0, "res-9").task_scheduled(1, "charge_card")
+                .task_scheduled(1, "reserve_stock").orchestrator_completed()
+                .orchestrator_started().task_completed(1, "res-9").task_scheduled(2, "charge_card")
                 .orchestrator_completed()
-                .orchestrator_started().task_completed(1, {"receipt": "r-1"}).task_scheduled(2, "ship")
+                .orchestrator_started().task_completed(2, {"receipt": "r-1"}).task_scheduled(3, "ship")
                 .orchestrator_completed()
-                .new().orchestrator_started().task_completed(2, "TRACK-7"))
+                .new().orchestrator_started().task_completed(3, "TRACK-7"))
 
     deadline = T0 + timedelta(hours=1, seconds=1)
     approval = (History("approval-1").started("approval_with_deadline", "req-1")
-                .task_scheduled(0, "notify").task_scheduled(1, "notify").orchestrator_completed()
-                .orchestrator_started().task_completed(1).task_completed(0)
-                .timer_created(2, deadline).orchestrator_completed()
+                .task_scheduled(1, "notify").task_scheduled(2, "notify").orchestrator_completed()
+                .orchestrator_started().task_completed(2).task_completed(1)
+                .timer_created(3, deadline).orchestrator_completed()
                 .new().orchestrator_started().event_raised("approved", "carol"))
 
-    retries = History("flaky-1").started("flaky_with_retries").task_scheduled(0, "flaky")
-    task_id = 0
+    # Every attempt is scheduled under the first attempt's ID (1); the retry timers take 2 and 3.
+    retries = History("flaky-1").started("flaky_with_retries").task_scheduled(1, "flaky")
     for attempt in range(2):
-        retries.orchestrator_started().task_failed(task_id, failure(f"attempt {attempt + 1} failed"))
+        retries.orchestrator_started().task_failed(1, failure(f"attempt {attempt + 1} failed"))
         fire = retries.now + timedelta(seconds=5 * 2 ** attempt)
-        retries.timer_created(task_id + 1, fire).orchestrator_started(fire).timer_fired(task_id + 1, fire)
-        task_id += 2
-        retries.task_scheduled(task_id, "flaky")
-    retries.new().orchestrator_started().task_completed(task_id, "third time lucky")
+        timer_id = attempt + 2
+        retries.timer_created(timer_id, fire).orchestrator_started(fire).timer_fired(timer_id, fire)
+        retries.task_scheduled(1, "flaky")
+    retries.new().orchestrator_started().task_completed(1, "third time lucky")
 
     return {
         "order_pipeline_completed.json": pipeline,

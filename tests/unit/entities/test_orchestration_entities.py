@@ -185,7 +185,7 @@ def test_entity_messages_share_sequence_ids_with_other_calls() -> None:
         yield ctx.create_timer(timedelta(hours=1))
 
     result = run(History().new().started("mixed"), mixed)
-    assert [a.id for a in result.actions] == [0, 1, 2, 3, 4]
+    assert [a.id for a in result.actions] == [1, 2, 3, 4, 5]
     assert kinds(result) == ["scheduleTask", "sendEntityMessage", "sendEntityMessage", "scheduleTask", "createTimer"]
 
 
@@ -395,7 +395,7 @@ def test_a_different_operation_is_non_deterministic() -> None:
 
     details = replay_with(call_counter, now)
     assert details.errorType == "durabletask.task.NonDeterminismError"
-    assert "call_entity('@counter@c1', 'add') with ID 0" in details.errorMessage
+    assert "call_entity('@counter@c1', 'add') with ID 1" in details.errorMessage
     assert "calls call_entity('@counter@c1', 'get')" in details.errorMessage
 
 
@@ -426,7 +426,7 @@ def test_a_missing_lock_request_is_non_deterministic() -> None:
         yield ctx.create_timer(timedelta(hours=1))
 
     details = replay_with(transfer, now)
-    assert "lock_entities(['@account@a', '@account@b']) with ID 0" in details.errorMessage
+    assert "lock_entities(['@account@a', '@account@b']) with ID 1" in details.errorMessage
 
 
 def test_a_recorded_unlock_the_code_no_longer_sends_is_non_deterministic() -> None:

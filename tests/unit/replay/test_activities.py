@@ -26,11 +26,11 @@ def chain(ctx: task.OrchestrationContext, names: list[str]) -> Any:
     return results
 
 
-def test_first_episode_schedules_the_first_activity_with_id_zero() -> None:
+def test_first_episode_schedules_the_first_activity_with_id_one() -> None:
     result = run(History().new().started("chain", ["a", "b"]), chain)
     assert len(result.actions) == 1
     action = result.actions[0]
-    assert action.id == 0
+    assert action.id == 1
     assert action.scheduleTask.name == "greet"
     assert action.scheduleTask.input.value == '"a"'
     assert not action.scheduleTask.HasField("version")
@@ -38,18 +38,18 @@ def test_first_episode_schedules_the_first_activity_with_id_zero() -> None:
 
 
 def test_replay_resumes_with_results_and_schedules_the_next_call() -> None:
-    history = (History().started("chain", ["a", "b"]).task_scheduled(0, "greet").orchestrator_completed()
-               .new().orchestrator_started().task_completed(0, "hello a"))
+    history = (History().started("chain", ["a", "b"]).task_scheduled(1, "greet").orchestrator_completed()
+               .new().orchestrator_started().task_completed(1, "hello a"))
     result = run(history, chain)
     assert kinds(result) == ["scheduleTask"]
-    assert result.actions[0].id == 1
+    assert result.actions[0].id == 2
     assert result.actions[0].scheduleTask.input.value == '"b"'
 
 
 def test_orchestration_completes_with_the_collected_results() -> None:
-    history = (History().started("chain", ["a", "b"]).task_scheduled(0, "greet")
-               .orchestrator_started().task_completed(0, "hello a").task_scheduled(1, "greet")
-               .new().orchestrator_started().task_completed(1, "hello b"))
+    history = (History().started("chain", ["a", "b"]).task_scheduled(1, "greet")
+               .orchestrator_started().task_completed(1, "hello a").task_scheduled(2, "greet")
+               .new().orchestrator_started().task_completed(2, "hello b"))
     result = run(history, chain)
     assert kinds(result) == ["completeOrchestration"]
     assert output(result) == ["hello a", "hello b"]
@@ -72,8 +72,8 @@ def test_activity_failure_is_raised_into_the_orchestrator_as_task_failed_error()
             seen.append(error.details)
             return "recovered"
 
-    history = (History().started("guarded").task_scheduled(0, "flaky")
-               .new().orchestrator_started().task_failed(0, failure("nope", "builtins.KeyError")))
+    history = (History().started("guarded").task_scheduled(1, "flaky")
+               .new().orchestrator_started().task_failed(1, failure("nope", "builtins.KeyError")))
     assert output(run(history, guarded)) == "recovered"
     assert seen[0].message == "nope"
     assert seen[0].is_caused_by(KeyError)
@@ -81,8 +81,8 @@ def test_activity_failure_is_raised_into_the_orchestrator_as_task_failed_error()
 
 
 def test_unhandled_activity_failure_fails_the_orchestration_with_the_cause_inside() -> None:
-    history = (History().started("chain", ["a"]).task_scheduled(0, "greet")
-               .new().orchestrator_started().task_failed(0, failure("remote boom")))
+    history = (History().started("chain", ["a"]).task_scheduled(1, "greet")
+               .new().orchestrator_started().task_failed(1, failure("remote boom")))
     details = failed_with(run(history, chain))
     assert details.errorType == "durabletask.task.TaskFailedError"
     assert "remote boom" in details.errorMessage
@@ -95,7 +95,7 @@ def test_user_exception_fails_the_orchestration_with_type_message_and_stack() ->
         yield ctx.call_activity("a")
         raise RuntimeError("bad state")
 
-    history = History().started("broken").task_scheduled(0, "a").new().orchestrator_started().task_completed(0)
+    history = History().started("broken").task_scheduled(1, "a").new().orchestrator_started().task_completed(1)
     details = failed_with(run(history, broken))
     assert details.errorType == "builtins.RuntimeError"
     assert details.errorMessage == "bad state"
@@ -109,7 +109,7 @@ def test_unregistered_orchestrator_fails_with_the_compatible_error_type() -> Non
 
 
 def test_history_without_execution_started_is_a_protocol_error() -> None:
-    history = History().new().orchestrator_started().task_completed(0, 1)
+    history = History().new().orchestrator_started().task_completed(1, 1)
     with pytest.raises(ProtocolError):
         run(history, chain)
 
@@ -164,11 +164,11 @@ def test_oversized_output_fails_the_orchestration() -> None:
     assert "PayloadTooLargeError" in details.errorType
 
 
-def test_sequence_ids_can_start_at_one_for_histories_written_by_other_sdks() -> None:
-    history = (History().started("chain", ["a", "b"]).task_scheduled(1, "greet")
-               .new().orchestrator_started().task_completed(1, "hello a"))
-    result = run(history, chain, first_sequence_id=1)
-    assert [a.id for a in result.actions] == [2]
+def test_sequence_ids_can_start_at_zero_for_histories_numbered_that_way() -> None:
+    history = (History().started("chain", ["a", "b"]).task_scheduled(0, "greet")
+               .new().orchestrator_started().task_completed(0, "hello a"))
+    result = run(history, chain, first_sequence_id=0)
+    assert [a.id for a in result.actions] == [1]
 
 
 def test_results_are_decoded_from_json() -> None:
@@ -177,8 +177,8 @@ def test_results_are_decoded_from_json() -> None:
     def orch(ctx: task.OrchestrationContext, _: Any) -> Any:
         got.append((yield ctx.call_activity("a")))
 
-    history = History().started("orch").task_scheduled(0, "a").new().orchestrator_started().task_completed(
-        0, {"k": [1, 2]})
+    history = History().started("orch").task_scheduled(1, "a").new().orchestrator_started().task_completed(
+        1, {"k": [1, 2]})
     run(history, orch)
     assert got == [{"k": [1, 2]}]
 

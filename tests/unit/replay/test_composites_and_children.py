@@ -19,24 +19,24 @@ def fan_out(ctx: task.OrchestrationContext, n: int) -> Any:
 
 def test_when_all_schedules_every_task_in_one_episode() -> None:
     result = run(History().new().started("fan_out", 3), fan_out)
-    assert [(a.id, a.scheduleTask.input.value) for a in result.actions] == [(0, "0"), (1, "1"), (2, "2")]
+    assert [(a.id, a.scheduleTask.input.value) for a in result.actions] == [(1, "0"), (2, "1"), (3, "2")]
 
 
 def test_when_all_waits_for_every_result_in_any_order() -> None:
     history = History().started("fan_out", 3)
-    for i in range(3):
+    for i in range(1, 4):
         history.task_scheduled(i, "work")
-    history.new().orchestrator_started().task_completed(2, 20).task_completed(0, 0)
+    history.new().orchestrator_started().task_completed(3, 20).task_completed(1, 0)
     assert run(history, fan_out).actions == []
-    history.task_completed(1, 10)
+    history.task_completed(2, 10)
     assert output(run(history, fan_out)) == 30
 
 
 def test_when_all_fails_with_the_first_failure_after_all_finish() -> None:
-    history = History().started("fan_out", 2).task_scheduled(0, "work").task_scheduled(1, "work")
-    history.new().orchestrator_started().task_failed(1, failure("second"))
+    history = History().started("fan_out", 2).task_scheduled(1, "work").task_scheduled(2, "work")
+    history.new().orchestrator_started().task_failed(2, failure("second"))
     assert run(history, fan_out).actions == []
-    history.task_completed(0, 1)
+    history.task_completed(1, 1)
     assert "second" in failed_with(run(history, fan_out)).errorMessage
 
 
@@ -50,8 +50,8 @@ def test_when_all_keeps_duplicates_and_order() -> None:
         b = ctx.call_activity("b")
         return (yield task.when_all([a, b, a]))
 
-    history = (History().started("dup").task_scheduled(0, "a").task_scheduled(1, "b")
-               .new().orchestrator_started().task_completed(1, "B").task_completed(0, "A"))
+    history = (History().started("dup").task_scheduled(1, "a").task_scheduled(2, "b")
+               .new().orchestrator_started().task_completed(2, "B").task_completed(1, "A"))
     assert output(run(history, dup)) == ["A", "B", "A"]
 
 
@@ -63,8 +63,8 @@ def race(ctx: task.OrchestrationContext, _: Any) -> Any:
 
 
 def test_when_any_completes_with_the_first_task() -> None:
-    history = (History().started("race").task_scheduled(0, "slow").task_scheduled(1, "fast")
-               .new().orchestrator_started().task_completed(1, "f").task_completed(0, "s"))
+    history = (History().started("race").task_scheduled(1, "slow").task_scheduled(2, "fast")
+               .new().orchestrator_started().task_completed(2, "f").task_completed(1, "s"))
     assert output(run(history, race)) == [True, "f"]
 
 
@@ -73,8 +73,8 @@ def test_when_any_with_a_failed_first_task_returns_it() -> None:
         winner = yield task.when_any([ctx.call_activity("a"), ctx.call_activity("b")])
         return winner.is_failed
 
-    history = (History().started("orch").task_scheduled(0, "a").task_scheduled(1, "b")
-               .new().orchestrator_started().task_failed(0))
+    history = (History().started("orch").task_scheduled(1, "a").task_scheduled(2, "b")
+               .new().orchestrator_started().task_failed(1))
     assert output(run(history, orch)) is True
 
 
@@ -89,19 +89,19 @@ def test_sub_orchestrations_carry_instance_id_version_input_and_tags() -> None:
     first, second = (a.createSubOrchestration for a in actions)
     assert (first.name, first.instanceId, first.version.value, first.input.value) == ("child", "kid-1", "3", "1")
     assert dict(first.tags) == {"t": "v"}
-    assert second.instanceId == "abc123:0001"
+    assert second.instanceId == "abc123:0002"
     assert not second.HasField("version")
 
 
 def test_sub_orchestration_results_and_failures_reach_the_parent() -> None:
-    history = (History().started("parent").sub_created(0, "child", "kid-1").sub_created(1, "child", "abc123:0001")
-               .new().orchestrator_started().sub_completed(1, "two").sub_completed(0, "one"))
+    history = (History().started("parent").sub_created(1, "child", "kid-1").sub_created(2, "child", "abc123:0002")
+               .new().orchestrator_started().sub_completed(2, "two").sub_completed(1, "one"))
     assert output(run(history, parent)) == ["one", "two"]
 
-    history = (History().started("parent").sub_created(0, "child", "kid-1").sub_created(1, "child")
-               .new().orchestrator_started().sub_failed(0, failure("child broke")).sub_completed(1))
+    history = (History().started("parent").sub_created(1, "child", "kid-1").sub_created(2, "child")
+               .new().orchestrator_started().sub_failed(1, failure("child broke")).sub_completed(2))
     details = failed_with(run(history, parent))
-    assert "Sub-orchestration task #0 failed: child broke" in details.errorMessage
+    assert "Sub-orchestration task #1 failed: child broke" in details.errorMessage
 
 
 def test_parent_instance_id_is_known_to_sub_orchestrations() -> None:
@@ -120,7 +120,7 @@ def test_send_event_emits_an_action_without_a_task() -> None:
     result = run(History().new().started("notify"), notify)
     assert kinds(result) == ["sendEvent", "completeOrchestration"]
     sent = result.actions[0]
-    assert sent.id == 0
+    assert sent.id == 1
     assert (sent.sendEvent.instance.instanceId, sent.sendEvent.name, sent.sendEvent.data.value) == (
         "other", "Ping", '{"n":1}')
 
@@ -130,7 +130,7 @@ def test_send_event_is_confirmed_by_event_sent_on_replay() -> None:
         ctx.send_event("other", "Ping")
         yield ctx.call_activity("a")
 
-    history = (History().started("notify").event_sent(0, "other", "Ping").task_scheduled(1, "a")
+    history = (History().started("notify").event_sent(1, "other", "Ping").task_scheduled(2, "a")
                .new().orchestrator_started())
     assert run(history, notify).actions == []
 
@@ -142,7 +142,7 @@ def test_completed_actions_come_before_the_completion_in_id_order() -> None:
         return 1
 
     result = run(History().new().started("busy"), busy)
-    assert [a.id for a in result.actions] == [0, 1, 2]
+    assert [a.id for a in result.actions] == [1, 2, 3]
     assert result.actions[-1].completeOrchestration.orchestrationStatus == pb.ORCHESTRATION_STATUS_COMPLETED
 
 

@@ -41,5 +41,5 @@ def test_renamed_activity_history_fails_with_non_determinism() -> None:
     assert done["orchestrationStatus"] == "ORCHESTRATION_STATUS_FAILED"
     assert done["failureDetails"]["errorType"] == "durabletask.task.NonDeterminismError"
     message = done["failureDetails"]["errorMessage"]
-    assert "call_activity('charge_card') with ID 1" in message
+    assert "call_activity('charge_card') with ID 2" in message
     assert "call_activity('charge_payment')" in message

@@ -24,7 +24,7 @@ def test_custom_status_is_encoded_once_and_reported() -> None:
         ctx.set_custom_status({"step": 2})
 
     assert run(History().new().started("status"), status).custom_status == '{"step":1}'
-    history = History().started("status").task_scheduled(0, "a").new().orchestrator_started().task_completed(0)
+    history = History().started("status").task_scheduled(1, "a").new().orchestrator_started().task_completed(1)
     assert run(history, status).custom_status == '{"step":2}'
 
 
@@ -44,8 +44,8 @@ def counter(ctx: task.OrchestrationContext, n: int) -> Any:
 
 
 def test_continue_as_new_sends_the_new_input_and_nothing_else() -> None:
-    history = (History().started("counter", 7).timer_created(0, T0 + timedelta(seconds=1))
-               .new().orchestrator_started().timer_fired(0, T0 + timedelta(seconds=1)).event_raised("late", 1))
+    history = (History().started("counter", 7).timer_created(1, T0 + timedelta(seconds=1))
+               .new().orchestrator_started().timer_fired(1, T0 + timedelta(seconds=1)).event_raised("late", 1))
     done = completion(run(history, counter))
     assert done.orchestrationStatus == pb.ORCHESTRATION_STATUS_CONTINUED_AS_NEW
     assert done.result.value == "8"
@@ -54,9 +54,9 @@ def test_continue_as_new_sends_the_new_input_and_nothing_else() -> None:
 
 
 def test_continue_as_new_with_save_events_carries_unconsumed_events_in_order() -> None:
-    history = (History().started("counter", 2).timer_created(0, T0 + timedelta(seconds=1))
+    history = (History().started("counter", 2).timer_created(1, T0 + timedelta(seconds=1))
                .new().orchestrator_started().event_raised("B", 1).event_raised("a", 2)
-               .timer_fired(0, T0 + timedelta(seconds=1)).event_raised("b", 3))
+               .timer_fired(1, T0 + timedelta(seconds=1)).event_raised("b", 3))
     done = completion(run(history, counter))
     carried = [(e.eventRaised.name, e.eventRaised.input.value) for e in done.carryoverEvents]
     assert carried == [("B", "1"), ("a", "2"), ("b", "3")]
@@ -80,16 +80,16 @@ def chain(ctx: task.OrchestrationContext, _: Any) -> Any:
 
 
 def test_events_while_suspended_wait_until_resumed() -> None:
-    history = (History().started("chain").task_scheduled(0, "a")
-               .new().orchestrator_started().suspended().task_completed(0, 1))
+    history = (History().started("chain").task_scheduled(1, "a")
+               .new().orchestrator_started().suspended().task_completed(1, 1))
     assert run(history, chain).actions == []
     history.resumed()
     assert [a.scheduleTask.name for a in run(history, chain).actions] == ["b"]
 
 
 def test_termination_applies_even_while_suspended() -> None:
-    history = (History().started("chain").task_scheduled(0, "a")
-               .new().orchestrator_started().suspended().task_completed(0, 1).terminated({"why": "ops"}))
+    history = (History().started("chain").task_scheduled(1, "a")
+               .new().orchestrator_started().suspended().task_completed(1, 1).terminated({"why": "ops"}))
     done = completion(run(history, chain))
     assert done.orchestrationStatus == pb.ORCHESTRATION_STATUS_TERMINATED
     assert json.loads(done.result.value) == {"why": "ops"}
@@ -120,7 +120,7 @@ def test_replay_safe_logger_is_silent_during_replay(caplog: pytest.LogCaptureFix
             safe.warning("calling %s", step)
             yield ctx.call_activity(step)
 
-    history = History().started("noisy").task_scheduled(0, "a").new().orchestrator_started().task_completed(0)
+    history = History().started("noisy").task_scheduled(1, "a").new().orchestrator_started().task_completed(1)
     with caplog.at_level(logging.INFO, logger="tests.replay.safe"):
         run(history, noisy)
     assert flags == [True, False]

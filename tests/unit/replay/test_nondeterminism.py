@@ -15,7 +15,7 @@ from .history import T0, History, failed_with, run
 
 
 def one_call(kind: str, name: str) -> Callable[..., Any]:
-    """An orchestrator whose single durable call (ID 0) is ``kind`` with ``name``."""
+    """An orchestrator whose single durable call (ID 1) is ``kind`` with ``name``."""
 
     def orch(ctx: task.OrchestrationContext, _: Any) -> Any:
         if kind == "activity":
@@ -36,12 +36,12 @@ def one_call(kind: str, name: str) -> Callable[..., Any]:
 
 def record(history: History, kind: str, name: str) -> History:
     if kind == "activity":
-        return history.task_scheduled(0, name)
+        return history.task_scheduled(1, name)
     if kind == "sub":
-        return history.sub_created(0, name)
+        return history.sub_created(1, name)
     if kind == "timer":
-        return history.timer_created(0, T0 + timedelta(minutes=1))
-    return history.event_sent(0, "target", name)
+        return history.timer_created(1, T0 + timedelta(minutes=1))
+    return history.event_sent(1, "target", name)
 
 
 RECORDED = {
@@ -70,21 +70,21 @@ def replay(recorded_kind: str, current_kind: str, current_name: str) -> str:
 @pytest.mark.parametrize("kind", ["activity", "sub", "send"])
 def test_wrong_name(kind: str) -> None:
     message = replay(kind, kind, "new")
-    assert f"records {RECORDED[kind]} with ID 0" in message
+    assert f"records {RECORDED[kind]} with ID 1" in message
     assert CURRENT[kind].format(n="new") in message
 
 
 @pytest.mark.parametrize(("recorded", "current"), list(itertools.permutations(KINDS, 2)))
 def test_wrong_kind(recorded: str, current: str) -> None:
     message = replay(recorded, current, "old")
-    assert f"records {RECORDED[recorded]} with ID 0" in message
+    assert f"records {RECORDED[recorded]} with ID 1" in message
     assert CURRENT[current].format(n="old") in message
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_missing_action(kind: str) -> None:
     message = replay(kind, "none", "")
-    assert f"records {RECORDED[kind]} with ID 0" in message
+    assert f"records {RECORDED[kind]} with ID 1" in message
     assert "makes no call with that ID" in message
 
 
@@ -93,7 +93,7 @@ def test_event_sent_to_another_instance_is_a_mismatch() -> None:
         ctx.send_event("elsewhere", "old")
         yield ctx.create_timer(timedelta(minutes=1))
 
-    history = History().started("orch").event_sent(0, "target", "old").new().orchestrator_started()
+    history = History().started("orch").event_sent(1, "target", "old").new().orchestrator_started()
     details = failed_with(run(history, orch))
     assert "send_event('elsewhere', 'old')" in details.errorMessage
 
@@ -103,8 +103,8 @@ def test_event_sent_name_comparison_ignores_case() -> None:
         ctx.send_event("target", "Ping")
         yield ctx.create_timer(timedelta(minutes=1))
 
-    history = (History().started("orch").event_sent(0, "target", "PING")
-               .timer_created(1, T0 + timedelta(minutes=1)).new().orchestrator_started())
+    history = (History().started("orch").event_sent(1, "target", "PING")
+               .timer_created(2, T0 + timedelta(minutes=1)).new().orchestrator_started())
     assert run(history, orch).actions == []
 
 
@@ -113,10 +113,10 @@ def test_id_shift_from_an_inserted_call_is_detected() -> None:
         yield ctx.call_activity("inserted")
         yield ctx.call_activity("original")
 
-    history = (History().started("orch").task_scheduled(0, "original")
-               .new().orchestrator_started().task_completed(0, 1))
+    history = (History().started("orch").task_scheduled(1, "original")
+               .new().orchestrator_started().task_completed(1, 1))
     message = failed_with(run(history, orch)).errorMessage
-    assert "call_activity('original') with ID 0" in message
+    assert "call_activity('original') with ID 1" in message
     assert "call_activity('inserted')" in message
 
 
@@ -127,7 +127,7 @@ def test_non_determinism_overrides_an_early_completion() -> None:
         return "done early"
 
     short.__name__ = "orch"
-    history = (History().started("orch").task_scheduled(0, "a").orchestrator_started().task_completed(0)
-               .task_scheduled(1, "b").new().orchestrator_started().task_completed(1))
+    history = (History().started("orch").task_scheduled(1, "a").orchestrator_started().task_completed(1)
+               .task_scheduled(2, "b").new().orchestrator_started().task_completed(2))
     details = failed_with(run(history, short))
-    assert "call_activity('b') with ID 1" in details.errorMessage
+    assert "call_activity('b') with ID 2" in details.errorMessage

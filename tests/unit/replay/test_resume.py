@@ -36,18 +36,18 @@ def test_resuming_runs_each_step_once_and_matches_a_full_replay() -> None:
     first = executor.execute("i", [], History("i").new().started("workflow").new_events)
     assert [a.scheduleTask.name for a in first.actions] == ["a"]
 
-    second = executor.resume(History("i").new().orchestrator_started().task_completed(0, 7).new_events)
+    second = executor.resume(History("i").new().orchestrator_started().task_completed(1, 7).new_events)
     assert [a.createTimer.fireAt.ToDatetime() for a in second.actions] == [T0 + timedelta(seconds=1, minutes=1)]
 
     fire = T0 + timedelta(seconds=1, minutes=1)
-    assert executor.resume(History("i").new().orchestrator_started(fire).timer_fired(1, fire).new_events).actions == []
+    assert executor.resume(History("i").new().orchestrator_started(fire).timer_fired(2, fire).new_events).actions == []
     last = executor.resume(History("i").new().orchestrator_started().event_raised("go", "yes").new_events)
     assert executor.is_complete
     assert steps == ["start", "a=7", "timer", "go=yes"]
 
     steps.clear()
-    full = (History("i").started("workflow").task_scheduled(0, "a").orchestrator_started().task_completed(0, 7)
-            .timer_created(1, fire).orchestrator_started(fire).timer_fired(1, fire)
+    full = (History("i").started("workflow").task_scheduled(1, "a").orchestrator_started().task_completed(1, 7)
+            .timer_created(2, fire).orchestrator_started(fire).timer_fired(2, fire)
             .new().orchestrator_started().event_raised("go", "yes"))
     assert run(full, workflow).actions == last.actions
     assert output(run(full, workflow)) == [7, "yes"]
@@ -56,7 +56,7 @@ def test_resuming_runs_each_step_once_and_matches_a_full_replay() -> None:
 def test_resume_accepts_confirmations_of_actions_sent_in_the_previous_batch() -> None:
     executor = OrchestrationExecutor(registry(workflow))
     executor.execute("i", [], History("i").new().started("workflow").new_events)
-    again = executor.resume(History("i").new().task_scheduled(0, "a").orchestrator_started().task_completed(0, 1)
+    again = executor.resume(History("i").new().task_scheduled(1, "a").orchestrator_started().task_completed(1, 1)
                             .new_events)
     assert [a.WhichOneof("orchestratorActionType") for a in again.actions] == ["createTimer"]
 
@@ -64,7 +64,7 @@ def test_resume_accepts_confirmations_of_actions_sent_in_the_previous_batch() ->
 def test_resume_detects_a_confirmation_for_a_different_call() -> None:
     executor = OrchestrationExecutor(registry(workflow))
     executor.execute("i", [], History("i").new().started("workflow").new_events)
-    result = executor.resume(History("i").new().task_scheduled(0, "b").new_events)
+    result = executor.resume(History("i").new().task_scheduled(1, "b").new_events)
     assert completion(result).failureDetails.errorType == "durabletask.task.NonDeterminismError"
 
 
@@ -128,7 +128,7 @@ def test_entity_support_plugs_into_sequencing_and_dispatch() -> None:
 
     history = History("i").new().started("counter")
     history.new_events.append(pb.HistoryEvent(eventId=-1, entityOperationCompleted=pb.EntityOperationCompletedEvent(
-        requestId="0", output={"value": "5"})))
+        requestId="1", output={"value": "5"})))
     assert output(executor.execute("i", [], history.new_events)) == 5
 
 

@@ -36,29 +36,35 @@ def timer_at(actions: list[pb.OrchestratorAction]) -> datetime:
     return timer.createTimer.fireAt.ToDatetime()
 
 
-def test_a_failed_attempt_waits_on_a_durable_timer_then_reschedules_with_a_new_id() -> None:
+def test_a_failed_attempt_waits_on_a_durable_timer_then_reschedules_under_the_same_id() -> None:
+    # Every attempt reuses the first attempt's ID, as the official SDK numbers them; the timers take new IDs.
     orch = retrying(policy())
-    history = History().started("orch").task_scheduled(0, "flaky").new().orchestrator_started().task_failed(0)
+    history = History().started("orch").task_scheduled(1, "flaky").new().orchestrator_started().task_failed(1)
     first = run(history, orch)
-    assert [a.id for a in first.actions] == [1]
+    assert [a.id for a in first.actions] == [2]
     assert timer_at(first.actions) == history.now + timedelta(seconds=10)
 
     fire = history.now + timedelta(seconds=10)
-    history.timer_created(1, fire).orchestrator_started(fire).timer_fired(1, fire)
+    history.timer_created(2, fire).orchestrator_started(fire).timer_fired(2, fire)
     second = run(history, orch)
-    assert [(a.id, a.scheduleTask.name, a.scheduleTask.input.value) for a in second.actions] == [(2, "flaky", "5")]
+    assert [(a.id, a.scheduleTask.name, a.scheduleTask.input.value) for a in second.actions] == [(1, "flaky", "5")]
 
-    history.task_scheduled(2, "flaky").orchestrator_started().task_completed(2, "finally")
+    history.task_scheduled(1, "flaky").orchestrator_started().task_failed(1)
+    third = run(history, orch)
+    assert [a.id for a in third.actions] == [3]
+    fire = history.now + timedelta(seconds=10)
+    history.timer_created(3, fire).orchestrator_started(fire).timer_fired(3, fire)
+    history.task_scheduled(1, "flaky").orchestrator_started().task_completed(1, "finally")
     assert output(run(history, orch)) == "finally"
 
 
 def fail_n_times(history: History, orch: Any, n: int) -> tuple[list[timedelta], pb.TaskFailureDetails | None]:
     """Fail up to ``n`` attempts one by one; return the retry delays seen and the final failure, if any."""
     delays: list[timedelta] = []
-    history.task_scheduled(0, "flaky")
-    task_id, next_id = 0, 1
+    history.task_scheduled(1, "flaky")
+    next_id = 2
     for _ in range(n):
-        history.orchestrator_started().task_failed(task_id)
+        history.orchestrator_started().task_failed(1)
         result = run(history, orch)
         last = result.actions[-1]
         if last.HasField("completeOrchestration"):
@@ -66,8 +72,8 @@ def fail_n_times(history: History, orch: Any, n: int) -> tuple[list[timedelta], 
         fire = timer_at(result.actions)
         delays.append(fire - history.now)
         history.timer_created(next_id, fire).orchestrator_started(fire).timer_fired(next_id, fire)
-        history.task_scheduled(next_id + 1, "flaky")
-        task_id, next_id = next_id + 1, next_id + 2
+        history.task_scheduled(1, "flaky")
+        next_id += 1
     return delays, None
 
 
@@ -95,22 +101,22 @@ def test_retry_timeout_is_measured_on_the_orchestration_clock() -> None:
 
 def test_predicate_and_non_retriable_failures_stop_retries() -> None:
     only_timeouts = policy(handle_failure=lambda f: f.is_caused_by(TimeoutError))
-    history = History().started("orch").task_scheduled(0, "flaky").new().orchestrator_started().task_failed(0)
+    history = History().started("orch").task_scheduled(1, "flaky").new().orchestrator_started().task_failed(1)
     assert "boom" in failed_with(run(history, retrying(only_timeouts))).errorMessage
 
-    history = (History().started("orch").task_scheduled(0, "flaky").new().orchestrator_started()
-               .task_failed(0, failure("fatal", non_retriable=True)))
+    history = (History().started("orch").task_scheduled(1, "flaky").new().orchestrator_started()
+               .task_failed(1, failure("fatal", non_retriable=True)))
     assert "fatal" in failed_with(run(history, retrying(policy()))).errorMessage
 
 
 def test_sub_orchestrations_retry_with_the_same_instance_id() -> None:
     orch = retrying(policy(), sub=True)
-    history = History().started("orch").sub_created(0, "child", "kid").new().orchestrator_started().sub_failed(0)
+    history = History().started("orch").sub_created(1, "child", "kid").new().orchestrator_started().sub_failed(1)
     fire = timer_at(run(history, orch).actions)
-    history.timer_created(1, fire).orchestrator_started(fire).timer_fired(1, fire)
+    history.timer_created(2, fire).orchestrator_started(fire).timer_fired(2, fire)
     (again,) = run(history, orch).actions
     assert (again.id, again.createSubOrchestration.instanceId, again.createSubOrchestration.input.value) == (
-        2, "kid", "5")
+        1, "kid", "5")
 
 
 def test_retry_policy_validates_its_arguments() -> None:
@@ -151,7 +157,7 @@ def test_inputs_and_results_are_rebuilt_from_annotations_and_return_type() -> No
     (first,) = run(history, shop).actions
     assert first.scheduleTask.input.value == '{"sku":"x","qty":2}'
 
-    history = (History().started("shop", {"sku": "x", "qty": 2}).task_scheduled(0, "price")
-               .orchestrator_started().task_completed(0, {"total": 5.0, "lines": ["x"]}).task_scheduled(1, "price")
-               .new().orchestrator_started().task_completed(1, {"total": 5.0, "lines": ["x"]}))
+    history = (History().started("shop", {"sku": "x", "qty": 2}).task_scheduled(1, "price")
+               .orchestrator_started().task_completed(1, {"total": 5.0, "lines": ["x"]}).task_scheduled(2, "price")
+               .new().orchestrator_started().task_completed(2, {"total": 5.0, "lines": ["x"]}))
     assert output(run(history, shop)) == {"total": 5.0, "lines": ["x"]}

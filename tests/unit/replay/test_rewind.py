@@ -132,10 +132,10 @@ def unchanged_except_start(new_history: Sequence[pb.HistoryEvent], original: His
 # ---- ETL chain -------------------------------------------------------------------------------------
 
 def etl_failing_at_load() -> History:
-    h = History().started("etl", "in.csv", execution_id="run-1").task_scheduled(0, "extract", "in.csv")
-    h.orchestrator_completed().orchestrator_started().task_completed(0, "raw").task_scheduled(1, "transform", "raw")
-    h.orchestrator_completed().orchestrator_started().task_completed(1, "clean").task_scheduled(2, "load", "clean")
-    h.orchestrator_completed().new().orchestrator_started().task_failed(2, failure("db down", "builtins.OSError"))
+    h = History().started("etl", "in.csv", execution_id="run-1").task_scheduled(1, "extract", "in.csv")
+    h.orchestrator_completed().orchestrator_started().task_completed(1, "raw").task_scheduled(2, "transform", "raw")
+    h.orchestrator_completed().orchestrator_started().task_completed(2, "clean").task_scheduled(3, "load", "clean")
+    h.orchestrator_completed().new().orchestrator_started().task_failed(3, failure("db down", "builtins.OSError"))
     return request_rewind(h, etl)
 
 
@@ -143,9 +143,9 @@ def test_etl_rewind_drops_the_failed_load_and_the_end_of_the_execution() -> None
     h = etl_failing_at_load()
     new_history = rewritten(h)
     assert outline(new_history) == [
-        "orchestratorStarted", "executionStarted", "taskScheduled#0:extract", "orchestratorCompleted",
-        "orchestratorStarted", "taskCompleted->0", "taskScheduled#1:transform", "orchestratorCompleted",
-        "orchestratorStarted", "taskCompleted->1", "orchestratorCompleted",
+        "orchestratorStarted", "executionStarted", "taskScheduled#1:extract", "orchestratorCompleted",
+        "orchestratorStarted", "taskCompleted->1", "taskScheduled#2:transform", "orchestratorCompleted",
+        "orchestratorStarted", "taskCompleted->2", "orchestratorCompleted",
         "orchestratorStarted", "orchestratorCompleted",
         "orchestratorStarted", "executionRewound",
     ]
@@ -164,9 +164,9 @@ def test_etl_rewind_drops_the_failed_load_and_the_end_of_the_execution() -> None
 def test_replay_after_rewind_reruns_only_the_load_and_reuses_earlier_results() -> None:
     h = etl_failing_at_load()
     replay = after_rewind(rewritten(h), h)
-    assert run(replay, etl).actions == [schedule(2, "load", '"clean"')]
-    replay.task_scheduled(2, "load", "clean").orchestrator_completed().commit()
-    replay.new().orchestrator_started().task_completed(2, "loaded")
+    assert run(replay, etl).actions == [schedule(3, "load", '"clean"')]
+    replay.task_scheduled(3, "load", "clean").orchestrator_completed().commit()
+    replay.new().orchestrator_started().task_completed(3, "loaded")
     assert output(run(replay, etl)) == "loaded"
 
 
@@ -174,20 +174,20 @@ def test_a_rewind_event_still_in_the_new_events_after_the_history_was_replaced_i
     h = etl_failing_at_load()
     new_history = rewritten(h)
     result = OrchestrationExecutor(registry(etl)).execute(h.instance_id, new_history[:-2], new_history[-2:])
-    assert result.actions == [schedule(2, "load", '"clean"')]
+    assert result.actions == [schedule(3, "load", '"clean"')]
 
 
 def test_an_orchestration_can_be_rewound_again_after_failing_again() -> None:
     h = etl_failing_at_load()
     first = rewritten(h)
-    replay = after_rewind(first, h).task_scheduled(2, "load", "clean").orchestrator_completed().commit()
-    replay.new().orchestrator_started().task_failed(2, failure("still down"))
+    replay = after_rewind(first, h).task_scheduled(3, "load", "clean").orchestrator_completed().commit()
+    replay.new().orchestrator_started().task_failed(3, failure("still down"))
     second = rewritten(request_rewind(replay, etl))
     assert outline(second).count("executionRewound") == 2
-    assert "taskScheduled#2:load" not in outline(second)
+    assert "taskScheduled#3:load" not in outline(second)
     ids = [events[1].executionStarted.orchestrationInstance.executionId.value for events in (first, second)]
     assert ids[0] != ids[1]
-    assert run(after_rewind(second, replay), etl).actions == [schedule(2, "load", '"clean"')]
+    assert run(after_rewind(second, replay), etl).actions == [schedule(3, "load", '"clean"')]
 
 
 def test_the_new_execution_id_is_derived_from_the_request() -> None:
@@ -212,9 +212,9 @@ def test_a_parent_execution_id_does_not_invent_a_parent_for_a_top_level_orchestr
 def fan_out_with_two_failures() -> History:
     h = History().started("fan_out", 3)
     for i in range(3):
-        h.task_scheduled(i, "work", i)
-    h.orchestrator_completed().orchestrator_started().task_failed(0, failure("first")).task_completed(1, 10)
-    h.orchestrator_completed().new().orchestrator_started().task_failed(2, failure("third"))
+        h.task_scheduled(i + 1, "work", i)
+    h.orchestrator_completed().orchestrator_started().task_failed(1, failure("first")).task_completed(2, 10)
+    h.orchestrator_completed().new().orchestrator_started().task_failed(3, failure("third"))
     return request_rewind(h, fan_out)
 
 
@@ -222,8 +222,8 @@ def test_fan_out_rewind_drops_both_failed_siblings_and_keeps_the_success() -> No
     h = fan_out_with_two_failures()
     new_history = rewritten(h)
     assert outline(new_history) == [
-        "orchestratorStarted", "executionStarted", "taskScheduled#1:work", "orchestratorCompleted",
-        "orchestratorStarted", "taskCompleted->1", "orchestratorCompleted",
+        "orchestratorStarted", "executionStarted", "taskScheduled#2:work", "orchestratorCompleted",
+        "orchestratorStarted", "taskCompleted->2", "orchestratorCompleted",
         "orchestratorStarted", "orchestratorCompleted",
         "orchestratorStarted", "executionRewound",
     ]
@@ -233,15 +233,15 @@ def test_fan_out_rewind_drops_both_failed_siblings_and_keeps_the_success() -> No
 def test_fan_out_replay_schedules_the_two_failed_siblings_again() -> None:
     h = fan_out_with_two_failures()
     replay = after_rewind(rewritten(h), h)
-    assert run(replay, fan_out).actions == [schedule(0, "work", "0"), schedule(2, "work", "2")]
-    replay.task_scheduled(0, "work", 0).task_scheduled(2, "work", 2).orchestrator_completed().commit()
-    replay.new().orchestrator_started().task_completed(2, 30).task_completed(0, 5)
+    assert run(replay, fan_out).actions == [schedule(1, "work", "0"), schedule(3, "work", "2")]
+    replay.task_scheduled(1, "work", 0).task_scheduled(3, "work", 2).orchestrator_completed().commit()
+    replay.new().orchestrator_started().task_completed(3, 30).task_completed(1, 5)
     assert output(run(replay, fan_out)) == 45
 
 
 @pytest.mark.parametrize(("orchestrator", "pending"), [
-    (impatient, lambda h: h.task_scheduled(0, "slow").task_scheduled(1, "fast")),
-    (with_deadline, lambda h: h.timer_created(0, h.now + timedelta(hours=1)).task_scheduled(1, "fast")),
+    (impatient, lambda h: h.task_scheduled(1, "slow").task_scheduled(2, "fast")),
+    (with_deadline, lambda h: h.timer_created(1, h.now + timedelta(hours=1)).task_scheduled(2, "fast")),
 ])
 def test_calls_still_in_flight_when_the_execution_failed_are_sent_again(
         orchestrator: Callable[..., Any], pending: Callable[[History], History]) -> None:
@@ -249,7 +249,7 @@ def test_calls_still_in_flight_when_the_execution_failed_are_sent_again(
     # leave the rewound orchestration waiting for ever.
     first_episode = run(History().new().started(orchestrator.__name__), orchestrator).actions
     h = pending(History().started(orchestrator.__name__)).orchestrator_completed()
-    h.new().orchestrator_started().task_failed(1)
+    h.new().orchestrator_started().task_failed(2)
     request_rewind(h, orchestrator)
     new_history = rewritten(h)
     assert not any(e.HasField("taskScheduled") or e.HasField("timerCreated") for e in new_history)
@@ -259,9 +259,9 @@ def test_calls_still_in_flight_when_the_execution_failed_are_sent_again(
 # ---- sub-orchestrations ----------------------------------------------------------------------------
 
 def parent_with_failed_child() -> History:
-    h = History().started("parent", execution_id="p-1").task_scheduled(0, "prepare").orchestrator_completed()
-    h.orchestrator_started().task_completed(0, 3).sub_created(1, "child", "kid").orchestrator_completed()
-    h.new().orchestrator_started().sub_failed(1, failure("child broke"))
+    h = History().started("parent", execution_id="p-1").task_scheduled(1, "prepare").orchestrator_completed()
+    h.orchestrator_started().task_completed(1, 3).sub_created(2, "child", "kid").orchestrator_completed()
+    h.new().orchestrator_started().sub_failed(2, failure("child broke"))
     return request_rewind(h, parent)
 
 
@@ -269,8 +269,8 @@ def test_a_failed_child_keeps_its_creation_so_the_backend_can_rewind_it() -> Non
     h = parent_with_failed_child()
     new_history = rewritten(h)
     assert outline(new_history) == [
-        "orchestratorStarted", "executionStarted", "taskScheduled#0:prepare", "orchestratorCompleted",
-        "orchestratorStarted", "taskCompleted->0", "subOrchestrationInstanceCreated#1:child", "orchestratorCompleted",
+        "orchestratorStarted", "executionStarted", "taskScheduled#1:prepare", "orchestratorCompleted",
+        "orchestratorStarted", "taskCompleted->1", "subOrchestrationInstanceCreated#2:child", "orchestratorCompleted",
         "orchestratorStarted", "orchestratorCompleted",
         "orchestratorStarted", "executionRewound",
     ]
@@ -281,7 +281,7 @@ def test_the_parent_replays_waiting_for_the_rewound_child_and_takes_its_result()
     h = parent_with_failed_child()
     replay = after_rewind(rewritten(h), h)
     assert run(replay, parent).actions == []
-    replay.orchestrator_completed().commit().new().orchestrator_started().sub_completed(1, "fixed")
+    replay.orchestrator_completed().commit().new().orchestrator_started().sub_completed(2, "fixed")
     assert output(run(replay, parent)) == "fixed"
 
 
@@ -289,7 +289,7 @@ def test_a_rewound_child_follows_its_parents_new_execution() -> None:
     h = History("kid").started("child", 3, parent="abc123", execution_id="kid-1")
     h.old[1].executionStarted.parentInstance.orchestrationInstance.executionId.value = "p-1"
     h.old[1].executionStarted.parentInstance.taskScheduledId = 1
-    h.task_scheduled(0, "compute", 3).orchestrator_completed().new().orchestrator_started().task_failed(0)
+    h.task_scheduled(1, "compute", 3).orchestrator_completed().new().orchestrator_started().task_failed(1)
     request_rewind(h, child, parent_execution_id="p-2")
     new_history = rewritten(h)
     started = new_history[1].executionStarted
@@ -297,7 +297,7 @@ def test_a_rewound_child_follows_its_parents_new_execution() -> None:
     assert started.parentInstance.orchestrationInstance.instanceId == "abc123"
     assert started.parentInstance.taskScheduledId == 1
     assert started.orchestrationInstance.executionId.value not in ("", "kid-1")
-    assert run(after_rewind(new_history, h), child).actions == [schedule(0, "compute", "3")]
+    assert run(after_rewind(new_history, h), child).actions == [schedule(1, "compute", "3")]
 
 
 # ---- retry policies --------------------------------------------------------------------------------
@@ -311,52 +311,53 @@ def attempt(h: History, failed_id: int, timer_id: int) -> History:
 
 
 def test_an_exhausted_retry_is_rewound_to_one_more_attempt_keeping_the_earlier_ones() -> None:
-    h = History().started("retrying").task_scheduled(0, "flaky", 1).orchestrator_completed()
-    attempt(h, 0, 1).task_scheduled(2, "flaky", 1).orchestrator_completed()
-    attempt(h, 2, 3).task_scheduled(4, "flaky", 1).orchestrator_completed()
-    h.new().orchestrator_started().task_failed(4, failure("attempt 4"))
+    # Every attempt is scheduled under the first attempt's ID; the retry timers take new IDs.
+    h = History().started("retrying").task_scheduled(1, "flaky", 1).orchestrator_completed()
+    attempt(h, 1, 2).task_scheduled(1, "flaky", 1).orchestrator_completed()
+    attempt(h, 1, 3).task_scheduled(1, "flaky", 1).orchestrator_completed()
+    h.new().orchestrator_started().task_failed(1, failure("attempt 3"))
     request_rewind(h, retrying)
     new_history = rewritten(h)
     retry_episodes = ["orchestratorStarted", "taskFailed->{failed}", "timerCreated#{timer}", "orchestratorCompleted",
                       "orchestratorStarted", "timerFired->{timer}"]
     assert outline(new_history) == [
-        "orchestratorStarted", "executionStarted", "taskScheduled#0:flaky", "orchestratorCompleted",
-        *[line.format(failed=0, timer=1) for line in retry_episodes], "taskScheduled#2:flaky", "orchestratorCompleted",
-        *[line.format(failed=2, timer=3) for line in retry_episodes], "orchestratorCompleted",
+        "orchestratorStarted", "executionStarted", "taskScheduled#1:flaky", "orchestratorCompleted",
+        *[line.format(failed=1, timer=2) for line in retry_episodes], "taskScheduled#1:flaky", "orchestratorCompleted",
+        *[line.format(failed=1, timer=3) for line in retry_episodes], "orchestratorCompleted",
         "orchestratorStarted", "orchestratorCompleted",
         "orchestratorStarted", "executionRewound",
     ]
     replay = after_rewind(new_history, h)
-    assert run(replay, retrying).actions == [schedule(4, "flaky", "1")]
-    replay.task_scheduled(4, "flaky", 1).orchestrator_completed().commit()
-    replay.new().orchestrator_started().task_completed(4, "finally")
+    assert run(replay, retrying).actions == [schedule(1, "flaky", "1")]
+    replay.task_scheduled(1, "flaky", 1).orchestrator_completed().commit()
+    replay.new().orchestrator_started().task_completed(1, "finally")
     assert output(run(replay, retrying)) == "finally"
 
 
 def test_a_retry_that_succeeded_is_kept_whole_when_a_later_call_fails() -> None:
-    h = History().started("retry_then_next").task_scheduled(0, "flaky").orchestrator_completed()
-    attempt(h, 0, 1).task_scheduled(2, "flaky").orchestrator_completed()
-    h.orchestrator_started().task_completed(2, "v").task_scheduled(3, "next", "v").orchestrator_completed()
+    h = History().started("retry_then_next").task_scheduled(1, "flaky").orchestrator_completed()
+    attempt(h, 1, 2).task_scheduled(1, "flaky").orchestrator_completed()
+    h.orchestrator_started().task_completed(1, "v").task_scheduled(3, "next", "v").orchestrator_completed()
     h.new().orchestrator_started().task_failed(3)
     request_rewind(h, retry_then_next)
     new_history = rewritten(h)
     assert [line for line in outline(new_history) if "->" in line or "#" in line] == [
-        "taskScheduled#0:flaky", "taskFailed->0", "timerCreated#1", "timerFired->1", "taskScheduled#2:flaky",
-        "taskCompleted->2",
+        "taskScheduled#1:flaky", "taskFailed->1", "timerCreated#2", "timerFired->2", "taskScheduled#1:flaky",
+        "taskCompleted->1",
     ]
     assert run(after_rewind(new_history, h), retry_then_next).actions == [schedule(3, "next", '"v"')]
 
 
 def test_a_retry_still_waiting_when_the_execution_failed_starts_over() -> None:
-    h = History().started("impatient").task_scheduled(0, "slow").task_scheduled(1, "fast").orchestrator_completed()
-    h.new().orchestrator_started().task_failed(0).task_failed(1)
+    h = History().started("impatient").task_scheduled(1, "slow").task_scheduled(2, "fast").orchestrator_completed()
+    h.new().orchestrator_started().task_failed(1).task_failed(2)
     retry_timer = run(h, impatient).actions[0]
     assert retry_timer.HasField("createTimer")
     h.timer_created(retry_timer.id, retry_timer.createTimer.fireAt.ToDatetime())
     request_rewind(h, impatient)
     new_history = rewritten(h)
     assert not any(e.HasField("timerCreated") or e.HasField("taskFailed") for e in new_history)
-    assert run(after_rewind(new_history, h), impatient).actions == [schedule(0, "slow"), schedule(1, "fast")]
+    assert run(after_rewind(new_history, h), impatient).actions == [schedule(1, "slow"), schedule(2, "fast")]
 
 
 def retrying_child(ctx: task.OrchestrationContext, _: Any) -> Any:
@@ -364,37 +365,38 @@ def retrying_child(ctx: task.OrchestrationContext, _: Any) -> Any:
 
 
 def test_a_retried_child_keeps_its_earlier_attempt_and_waits_for_the_last_one() -> None:
-    h = History().started("retrying_child").sub_created(0, "child", "kid").orchestrator_completed()
-    h.orchestrator_started().sub_failed(0, failure("first"))
+    h = History().started("retrying_child").sub_created(1, "child", "kid").orchestrator_completed()
+    h.orchestrator_started().sub_failed(1, failure("first"))
     fire_at = h.now + RETRY.first_retry_interval
-    h.timer_created(1, fire_at).orchestrator_completed().orchestrator_started(fire_at).timer_fired(1, fire_at)
-    h.sub_created(2, "child", "kid").orchestrator_completed()
-    h.new().orchestrator_started().sub_failed(2, failure("second", non_retriable=True))
+    h.timer_created(2, fire_at).orchestrator_completed().orchestrator_started(fire_at).timer_fired(2, fire_at)
+    h.sub_created(1, "child", "kid").orchestrator_completed()
+    h.new().orchestrator_started().sub_failed(1, failure("second", non_retriable=True))
     request_rewind(h, retrying_child)
     new_history = rewritten(h)
     assert [line for line in outline(new_history) if "->" in line or "#" in line] == [
-        "subOrchestrationInstanceCreated#0:child", "subOrchestrationInstanceFailed->0", "timerCreated#1",
-        "timerFired->1", "subOrchestrationInstanceCreated#2:child",
+        "subOrchestrationInstanceCreated#1:child", "subOrchestrationInstanceFailed->1", "timerCreated#2",
+        "timerFired->2", "subOrchestrationInstanceCreated#1:child",
     ]
     replay = after_rewind(new_history, h)
     assert run(replay, retrying_child).actions == []
-    replay.orchestrator_completed().commit().new().orchestrator_started().sub_completed(2, "third time")
+    replay.orchestrator_completed().commit().new().orchestrator_started().sub_completed(1, "third time")
     assert output(run(replay, retrying_child)) == "third time"
 
 
 def test_retried_failures_pair_each_new_attempt_with_the_failure_its_timer_followed() -> None:
-    h = History().started("x").task_scheduled(0, "a").task_scheduled(1, "b").orchestrator_completed()
-    h.orchestrator_started().task_failed(0).task_failed(1).timer_created(2, h.now).orchestrator_completed()
-    h.orchestrator_started().timer_fired(2, h.now).task_scheduled(3, "b").orchestrator_completed()
-    assert rewind.retried_failures(h.all) == {1}
-    assert rewind.final_failures(h.all) == {0}
+    h = History().started("x").task_scheduled(1, "a").task_scheduled(2, "b").orchestrator_completed()
+    h.orchestrator_started().task_failed(1).task_failed(2).timer_created(3, h.now).orchestrator_completed()
+    h.orchestrator_started().timer_fired(3, h.now).task_scheduled(2, "b").orchestrator_completed()
+    failed_a, failed_b = (i for i, e in enumerate(h.all) if e.HasField("taskFailed"))
+    assert rewind.retried_failures(h.all) == {failed_b}
+    assert rewind.final_failures(h.all) == {failed_a}
 
 
 # ---- malformed requests ----------------------------------------------------------------------------
 
 def failed_history() -> History:
-    h = History().started("etl", "x").task_scheduled(0, "extract", "x").orchestrator_completed()
-    h.orchestrator_started().task_failed(0).orchestrator_completed().execution_completed()
+    h = History().started("etl", "x").task_scheduled(1, "extract", "x").orchestrator_completed()
+    h.orchestrator_started().task_failed(1).orchestrator_completed().execution_completed()
     return h.new()
 
 
@@ -466,7 +468,7 @@ def _without_execution_id(events: Sequence[pb.HistoryEvent]) -> list[pb.HistoryE
 def _child_of_rewound_parent() -> History:
     h = History("kid").started("child", 3, parent="abc123", execution_id="kid-1")
     h.old[1].executionStarted.parentInstance.orchestrationInstance.executionId.value = "p-1"
-    h.task_scheduled(0, "compute", 3).orchestrator_completed().new().orchestrator_started().task_failed(0)
+    h.task_scheduled(1, "compute", 3).orchestrator_completed().new().orchestrator_started().task_failed(1)
     return request_rewind(h, child, parent_execution_id="p-2")
 
 
@@ -489,18 +491,18 @@ def test_same_new_history_as_microsofts_executor(peer_py: Path) -> None:
 @pytest.mark.interop
 def test_where_microsofts_rewrite_would_not_replay_ours_does(peer_py: Path) -> None:
     # Deliberate differences: their rewrite keeps retry timers and calls left in flight.
-    retried = History().started("retrying").task_scheduled(0, "flaky", 1).orchestrator_completed()
-    attempt(retried, 0, 1).task_scheduled(2, "flaky", 1).orchestrator_completed()
-    retried.new().orchestrator_started().task_failed(2)
+    retried = History().started("retrying").task_scheduled(1, "flaky", 1).orchestrator_completed()
+    attempt(retried, 1, 2).task_scheduled(1, "flaky", 1).orchestrator_completed()
+    retried.new().orchestrator_started().task_failed(1)
     retried.new_events[-1].taskFailed.failureDetails.isNonRetriable = True
     request_rewind(retried, retrying)
-    in_flight = History().started("impatient").task_scheduled(0, "slow").task_scheduled(1, "fast")
-    in_flight.orchestrator_completed().new().orchestrator_started().task_failed(1)
+    in_flight = History().started("impatient").task_scheduled(1, "slow").task_scheduled(2, "fast")
+    in_flight.orchestrator_completed().new().orchestrator_started().task_failed(2)
     request_rewind(in_flight, impatient)
     their_retry, their_in_flight = _peer_rewrites(peer_py, [retried, in_flight])
 
     assert "NonDeterminism" in failed_with(run(after_rewind(their_retry, retried), retrying)).errorType
-    assert run(after_rewind(rewritten(retried), retried), retrying).actions == [schedule(2, "flaky", "1")]
-    assert run(after_rewind(their_in_flight, in_flight), impatient).actions == [schedule(1, "fast")]
+    assert run(after_rewind(rewritten(retried), retried), retrying).actions == [schedule(1, "flaky", "1")]
+    assert run(after_rewind(their_in_flight, in_flight), impatient).actions == [schedule(2, "fast")]
     assert run(after_rewind(rewritten(in_flight), in_flight), impatient).actions == [
-        schedule(0, "slow"), schedule(1, "fast")]
+        schedule(1, "slow"), schedule(2, "fast")]

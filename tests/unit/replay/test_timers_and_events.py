@@ -34,8 +34,8 @@ def test_timer_from_an_aware_datetime_is_converted_to_utc() -> None:
 
 def test_fired_timer_resumes_and_the_clock_follows_orchestrator_started() -> None:
     later = T0 + timedelta(minutes=5, seconds=3)
-    history = (History().started("nap", 5).timer_created(0, T0 + timedelta(minutes=5))
-               .new().orchestrator_started(later).timer_fired(0, T0 + timedelta(minutes=5)))
+    history = (History().started("nap", 5).timer_created(1, T0 + timedelta(minutes=5))
+               .new().orchestrator_started(later).timer_fired(1, T0 + timedelta(minutes=5)))
     assert output(run(history, nap)) == later.isoformat()
 
 
@@ -45,13 +45,13 @@ def test_long_timers_are_split_by_the_maximum_interval() -> None:
     first = run(History().new().started("nap", 60 * 60), nap, maximum_timer_interval=day)
     assert fire_times(first.actions) == [T0 + day]
 
-    history = (History().started("nap", 60 * 60).timer_created(0, T0 + day)
-               .orchestrator_started(T0 + day).timer_fired(0, T0 + day).timer_created(1, T0 + 2 * day)
-               .new().orchestrator_started(T0 + 2 * day).timer_fired(1, T0 + 2 * day))
+    history = (History().started("nap", 60 * 60).timer_created(1, T0 + day)
+               .orchestrator_started(T0 + day).timer_fired(1, T0 + day).timer_created(2, T0 + 2 * day)
+               .new().orchestrator_started(T0 + 2 * day).timer_fired(2, T0 + 2 * day))
     second = run(history, nap, maximum_timer_interval=day)
-    assert [a.id for a in second.actions] == [2]
+    assert [a.id for a in second.actions] == [3]
     assert fire_times(second.actions) == [final]
-    history.orchestrator_completed().timer_created(2, final).orchestrator_started(final).timer_fired(2, final)
+    history.orchestrator_completed().timer_created(3, final).orchestrator_started(final).timer_fired(3, final)
     assert output(run(history, nap, maximum_timer_interval=day)) == final.isoformat()
 
 
@@ -77,9 +77,9 @@ def test_events_arriving_before_the_wait_are_buffered() -> None:
         yield ctx.create_timer(timedelta(seconds=1))
         return (yield ctx.wait_for_external_event("go"))
 
-    history = (History().started("late").timer_created(0, T0 + timedelta(seconds=1))
+    history = (History().started("late").timer_created(1, T0 + timedelta(seconds=1))
                .new().orchestrator_started().event_raised("other", 0).event_raised("Go", "now")
-               .timer_fired(0, T0 + timedelta(seconds=1)))
+               .timer_fired(1, T0 + timedelta(seconds=1)))
     assert output(run(history, late)) == "now"
 
 
@@ -97,15 +97,15 @@ def test_wait_with_timeout_creates_a_racing_timer() -> None:
 
 def test_wait_with_timeout_raises_timeout_error_when_the_timer_wins() -> None:
     fire = T0 + timedelta(minutes=10)
-    history = (History().started("timed").timer_created(0, fire)
-               .new().orchestrator_started(fire).timer_fired(0, fire))
+    history = (History().started("timed").timer_created(1, fire)
+               .new().orchestrator_started(fire).timer_fired(1, fire))
     assert output(run(history, timed)) == "timed out"
 
 
 def test_wait_with_timeout_returns_the_event_when_it_wins_and_ignores_the_timer() -> None:
     fire = T0 + timedelta(minutes=10)
-    history = (History().started("timed").timer_created(0, fire)
-               .new().orchestrator_started().event_raised("reply", "yes").timer_fired(0, fire))
+    history = (History().started("timed").timer_created(1, fire)
+               .new().orchestrator_started().event_raised("reply", "yes").timer_fired(1, fire))
     assert output(run(history, timed)) == "yes"
 
 
@@ -139,8 +139,8 @@ def test_cancelling_a_wait_stops_it_from_consuming_events() -> None:
             waiting.cancel()
         return (yield ctx.wait_for_external_event("x"))
 
-    history = (History().started("race").timer_created(0, T0 + timedelta(seconds=5))
-               .new().orchestrator_started().timer_fired(0, T0 + timedelta(seconds=5)).event_raised("x", "kept"))
+    history = (History().started("race").timer_created(1, T0 + timedelta(seconds=5))
+               .new().orchestrator_started().timer_fired(1, T0 + timedelta(seconds=5)).event_raised("x", "kept"))
     assert output(run(history, race)) == "kept"
 
 
