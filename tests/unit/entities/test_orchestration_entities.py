@@ -258,6 +258,8 @@ def test_locks_are_released_when_the_execution_ends_inside_the_section(ending: s
     steps = Steps(hold_then(ending))
     result = steps.next(lambda h, r: h.lock_granted(section_id(r)))
     assert message_kinds(result) == ["entityUnlockSent", "entityUnlockSent"]
+    # The unlocks take their IDs before the ending does (lock request 1, unlocks 2 and 3, ending 4).
+    assert [a.id for a in result.actions] == [2, 3, 4]
     expected = pb.ORCHESTRATION_STATUS_FAILED if ending == "fail" else pb.ORCHESTRATION_STATUS_CONTINUED_AS_NEW
     assert completion(result).orchestrationStatus == expected
 
@@ -266,6 +268,7 @@ def test_locks_are_released_on_termination() -> None:
     steps = Steps(hold_then("wait"))
     result = steps.next(lambda h, r: h.lock_granted(section_id(r)).terminated("stop"))
     assert message_kinds(result) == ["entityUnlockSent", "entityUnlockSent"]
+    assert [a.id for a in result.actions] == [2, 3, 4]
     assert completion(result).orchestrationStatus == pb.ORCHESTRATION_STATUS_TERMINATED
 
 

@@ -1,8 +1,10 @@
 """The same orchestrator source and histories give the same actions here and in Microsoft's executor.
 
-Microsoft's SDK numbers durable calls from 1, so these histories do too and our executor is run with
-``first_sequence_id=1``. Known, deliberate differences are left out: retry attempts (theirs reuse the
-first attempt's ID, ours take new IDs), activity versions, and the wording of non-determinism messages.
+Both SDKs number durable calls from 1, and every action's ID is compared, so a history written by one
+SDK replays under the other: retry attempts (which reuse the first attempt's ID), entity messages, the
+unlocks sent when an execution ends inside a critical section, long-timer pieces, and calls refused after
+taking their ID. Known, deliberate differences are left out: activity versions, and the wording of
+non-determinism messages.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ pytestmark = pytest.mark.interop
 SOURCE = '''
 from datetime import timedelta
 from durabletask import task
+from durabletask.entities import EntityInstanceId
+
+A = EntityInstanceId("account", "a")
+B = EntityInstanceId("account", "b")
+COUNTER = EntityInstanceId("counter", "c1")
+RETRY = task.RetryPolicy(first_retry_interval=timedelta(seconds=5), max_number_of_attempts=3)
 
 def chain(ctx, names):
     out = []
@@ -70,6 +78,40 @@ def uuids(ctx, _):
 
 def fragile(ctx, _):
     return (yield ctx.call_activity("explode"))
+
+def flaky(ctx, _):
+    return (yield ctx.call_activity("flaky", input=1, retry_policy=RETRY))
+
+def flaky_child(ctx, _):
+    return (yield ctx.call_sub_orchestrator("child", input=1, retry_policy=RETRY))
+
+def entity_mix(ctx, _):
+    ctx.signal_entity(COUNTER, "add", 1)
+    ctx.call_activity("a")
+    return (yield ctx.call_entity(COUNTER, "get"))
+
+def hold(ctx, ending):
+    yield ctx.lock_entities([B, A])
+    if ending == "fail":
+        raise ValueError("crashed inside the critical section")
+    if ending == "continue":
+        ctx.continue_as_new(1)
+        return None
+    if ending == "wait":
+        yield ctx.wait_for_external_event("never")
+    return "held"
+
+def section(ctx, _):
+    with (yield ctx.lock_entities([A])):
+        pass
+    return (yield ctx.call_activity("after"))
+
+def refused(ctx, _):
+    try:
+        ctx.call_activity("a", input=object())
+    except Exception:
+        pass
+    return (yield ctx.call_activity("b"))
 '''
 
 _PEER_RUNNER = r'''
@@ -97,6 +139,60 @@ for scenario in job["scenarios"]:
                      "custom_status": result.encoded_custom_status})
 print(json.dumps(results))
 '''
+
+
+def _lock_granted(name: str, input: Any = None) -> History:
+    """A history whose first episode requested a lock, with the grant as the new event."""
+    first = ours([name], History().new().started(name, input))
+    h = History().started(name, input)
+    for action in first.actions:
+        if action.HasField("sendEntityMessage"):
+            h.entity_message(action.id, action.sendEntityMessage)
+    (lock,) = (a.sendEntityMessage.entityLockRequested for a in first.actions
+               if a.sendEntityMessage.HasField("entityLockRequested"))
+    return h.orchestrator_completed().new().orchestrator_started().lock_granted(lock.criticalSectionId)
+
+
+def _retry_scenarios() -> dict[str, tuple[list[str], History]]:
+    def failed_once(history: History) -> History:
+        return history.orchestrator_started().task_failed(1).timer_created(2, history.now + timedelta(seconds=5))
+
+    def retried_once(history: History) -> History:
+        fire = failed_once(history).now + timedelta(seconds=5)
+        return history.orchestrator_started(fire).timer_fired(2, fire).task_scheduled(1, "flaky", 1)
+
+    second_fire = T0 + timedelta(seconds=12)
+    child_failed = (History().started("flaky_child").sub_created(1, "child", "abc123:0001").orchestrator_started()
+                    .sub_failed(1).timer_created(2, T0 + timedelta(seconds=6)))
+    return {
+        "retry timer after a failure": (["flaky"], History().started("flaky").task_scheduled(1, "flaky", 1)
+                                        .new().orchestrator_started().task_failed(1)),
+        "retry attempt reuses the first ID": (["flaky"], failed_once(History().started("flaky")
+                                              .task_scheduled(1, "flaky", 1)).new()
+                                              .orchestrator_started(T0 + timedelta(seconds=6))
+                                              .timer_fired(2, T0 + timedelta(seconds=6))),
+        "second retry timer": (["flaky"], retried_once(History().started("flaky").task_scheduled(1, "flaky", 1))
+                               .new().orchestrator_started().task_failed(1)),
+        "retried call completes": (["flaky"], retried_once(History().started("flaky").task_scheduled(1, "flaky", 1))
+                                   .orchestrator_started().task_failed(1).timer_created(3, second_fire)
+                                   .orchestrator_started(second_fire).timer_fired(3, second_fire)
+                                   .task_scheduled(1, "flaky", 1).new().orchestrator_started()
+                                   .task_completed(1, "ok")),
+        "sub-orchestration retry keeps ID and child": (["flaky_child"], child_failed.new()
+                                                       .orchestrator_started(T0 + timedelta(seconds=6))
+                                                       .timer_fired(2, T0 + timedelta(seconds=6))),
+    }
+
+
+def _entity_scenarios() -> dict[str, tuple[list[str], History]]:
+    return {
+        "entity signal, call and activity": (["entity_mix"], History().new().started("entity_mix")),
+        "locks released before the completion": (["hold"], _lock_granted("hold", "return")),
+        "locks released before the failure": (["hold"], _lock_granted("hold", "fail")),
+        "locks released before continue-as-new": (["hold"], _lock_granted("hold", "continue")),
+        "locks released before the termination": (["hold"], _lock_granted("hold", "wait").terminated("stop")),
+        "critical section left, then a call": (["section"], _lock_granted("section")),
+    }
 
 
 def scenarios() -> dict[str, tuple[list[str], History]]:
@@ -149,6 +245,9 @@ def scenarios() -> dict[str, tuple[list[str], History]]:
         "terminated": (["chain"], History().started("chain", ["a"]).task_scheduled(1, "greet")
                        .new().orchestrator_started().terminated("stop")),
         "not registered": (["chain"], History().new().started("nobody")),
+        "a refused call still takes its ID": (["refused"], History().new().started("refused")),
+        **_retry_scenarios(),
+        **_entity_scenarios(),
     }
 
 
@@ -185,7 +284,7 @@ def ours(names: list[str], history: History) -> ExecutionResult:
     registry = Registry()
     for name in names:
         registry.add_orchestrator(namespace[name])
-    executor = OrchestrationExecutor(registry, first_sequence_id=1)
+    executor = OrchestrationExecutor(registry)
     return executor.execute(history.instance_id, history.old, history.new_events)
 
 
@@ -211,6 +310,8 @@ def test_same_actions_as_microsofts_executor(name: str, theirs: dict[str, dict[s
     result = ours(names, history)
     mine = [normalize(json_format.MessageToDict(a)) for a in result.actions]
     expected = [normalize(a) for a in theirs[name]["actions"]]
+    # IDs first, for a readable failure: they are what another SDK's replay matches history events by.
+    assert [a.get("id", 0) for a in mine] == [a.get("id", 0) for a in expected]
     assert mine == expected
     custom = theirs[name]["custom_status"]
     assert (result.custom_status and json.loads(result.custom_status)) == (custom and json.loads(custom))
