@@ -42,7 +42,7 @@ def test_instance_is_not_stranded_when_its_stream_ends_during_completion(server:
 
     with grpc.insecure_channel(server.address) as channel:
         stub = HubStub(channel, "default")
-        sessions = pb.GetWorkItemsRequest(capabilities=[EXTENDED_SESSIONS_CAPABILITY])
+        sessions = pb.GetWorkItemsRequest(capabilities=[EXTENDED_SESSIONS_CAPABILITY])  # type: ignore[list-item]
         first = WorkStream(stub, sessions)
         stub.StartInstance(pb.CreateInstanceRequest(instanceId="stranded", name="Orch", input=sv("1")))
         item = first.next()
