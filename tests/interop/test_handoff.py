@@ -41,19 +41,9 @@ def _hand_over(peer_py: Path, emulator_port: int, official_first: bool) -> Any:
         return {"first_worker_reached": waiting, **runners.finish(c, instance_id)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="our replay numbers durable calls from 0, the official SDK's history from 1",
-)
 def test_official_worker_starts_our_worker_finishes(peer_py: Path, emulator_port: int) -> None:
     assert _hand_over(peer_py, emulator_port, official_first=True) == {"first_worker_reached": "waiting", **EXPECTED}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="our replay numbers durable calls from 0, the official SDK's history from 1",
-)
 def test_our_worker_starts_official_worker_finishes(peer_py: Path, emulator_port: int) -> None:
     assert _hand_over(peer_py, emulator_port, official_first=False) == {"first_worker_reached": "waiting", **EXPECTED}
