@@ -282,3 +282,22 @@ def test_fault_flag_is_parsed_by_the_cli() -> None:
     parsed = build_parser().parse_args(["--faults", "cut_stream_every=2s,reject_completion_every=4"])
     assert json.loads(json.dumps(parsed.faults.cut_stream_every)) == 2.0
     assert parsed.faults.reject_completion_every == 4
+
+
+def test_public_clients_trust_a_custom_ca_through_grpc_roots_file(secured: EmulatorServer, tls: TlsFiles) -> None:
+    """Without ``channel=``, the public API reaches a TLS emulator when gRPC is pointed at the CA file."""
+    script = (
+        "import sys\n"
+        "from durabletask import client\n"
+        "c = client.TaskHubGrpcClient(host_address=sys.argv[1], secure_channel=True,"
+        " metadata=[('authorization', 'Bearer ' + sys.argv[2])])\n"
+        "print(c.get_orchestration_state('nobody') is None)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, f"localhost:{secured.port}", TOKEN],
+        env={**env(), "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(tls.ca)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.stdout.strip() == "True", result.stderr[-2000:]
