@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 
-from emulator.auth import read_token_file
+from emulator.auth import TOKEN_ENV, read_token_file
 from emulator.faults import FaultProfile
 from emulator.server import EmulatorServer
 
@@ -35,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--health-ping-interval", type=float, default=15.0, help="seconds between idle pings")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     auth = parser.add_mutually_exclusive_group()
-    auth.add_argument("--auth-token", help="require 'authorization: Bearer <token>' on every call")
+    auth.add_argument(
+        "--auth-token", help=f"require 'authorization: Bearer <token>' on every call (or set {TOKEN_ENV})"
+    )
     auth.add_argument("--auth-token-file", help="read the required bearer token from this file")
     parser.add_argument("--tls-cert", help="PEM certificate (chain) file; with --tls-key, serve TLS only")
     parser.add_argument("--tls-key", help="PEM private key file for --tls-cert")
@@ -56,7 +59,8 @@ def _token(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | N
             parser.error(f"--auth-token-file: {error}")
     if args.auth_token is not None and not args.auth_token.strip():
         parser.error("--auth-token must not be empty")
-    return args.auth_token.strip() if args.auth_token else None
+    token = args.auth_token if args.auth_token is not None else os.environ.get(TOKEN_ENV)
+    return token.strip() if token and token.strip() else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,6 +16,8 @@ else:
     ServerInterceptor = grpc.ServerInterceptor
 
 _SCHEME = "bearer "
+#: Environment variable holding the token, so it need not appear on a command line (visible in ``ps``).
+TOKEN_ENV = "DTS_EMULATOR_AUTH_TOKEN"
 
 
 def read_token_file(path: str | Path) -> str:

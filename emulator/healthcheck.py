@@ -12,10 +12,7 @@ import grpc
 from google.protobuf import empty_pb2
 
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
-from emulator.auth import read_token_file
-
-#: Environment variable a container can set instead of passing ``--auth-token``.
-TOKEN_ENV = "DTS_EMULATOR_AUTH_TOKEN"
+from emulator.auth import TOKEN_ENV, read_token_file
 
 
 def probe(

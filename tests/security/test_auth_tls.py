@@ -161,6 +161,22 @@ def test_healthcheck_and_emulator_cli_with_a_token_file(tmp_path: Path) -> None:
         kill(proc, 15)
 
 
+def test_emulator_reads_the_token_from_the_environment(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "--in-memory", "--port", str(port), "--log-level", "WARNING"],
+        env={**env(), "DTS_EMULATOR_AUTH_TOKEN": TOKEN},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and "listening on" in proc.stdout.readline()
+        assert not probe(f"127.0.0.1:{port}")
+        assert probe(f"127.0.0.1:{port}", auth_token=TOKEN)
+    finally:
+        kill(proc, 15)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
