@@ -29,12 +29,18 @@ class SessionTable:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._marks: dict[tuple[str, str], tuple[int, SessionMark]] = {}
+        # Streams still connected; a completion that lands after its stream ended keeps no mark, or
+        # the mark would send every other stream past the instance forever.
+        self._live: set[int] = set()
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._marks)
 
     def view(self, stream_id: int, keeps_sessions: bool) -> StreamSessions:
+        """Registers a connected stream (until :meth:`drop_stream`) and returns its view."""
+        with self._lock:
+            self._live.add(stream_id)
         return StreamSessions(self, stream_id, keeps_sessions)
 
     def held_elsewhere(self, stream_id: int, hub: str, instance_id: str) -> bool:
@@ -52,7 +58,8 @@ class SessionTable:
 
     def keep(self, stream_id: int, hub: str, instance_id: str, mark: SessionMark) -> None:
         with self._lock:
-            self._marks[(hub, instance_id)] = (stream_id, mark)
+            if stream_id in self._live:
+                self._marks[(hub, instance_id)] = (stream_id, mark)
 
     def forget(self, hub: str, instance_id: str) -> None:
         with self._lock:
@@ -60,6 +67,7 @@ class SessionTable:
 
     def drop_stream(self, stream_id: int) -> None:
         with self._lock:
+            self._live.discard(stream_id)
             for key in [k for k, (owner, _) in self._marks.items() if owner == stream_id]:
                 del self._marks[key]
 

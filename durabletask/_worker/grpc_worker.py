@@ -96,6 +96,10 @@ class TaskHubGrpcWorker:
         self._registry = Registry()
         self._host_address = host_address or get_default_host_address()
         self._logger = resolve_logger("durabletask-worker", log_handler, log_formatter, logger)
+        if logger is None and log_handler is None and self._logger.level == logging.NOTSET:
+            # The default handler prints INFO and above; without a level on the logger itself, every
+            # per-work-item debug call would still build a record only for the handler to drop it.
+            self._logger.setLevel(logging.INFO)
         self._metadata = list(metadata) if metadata else None
         self._channel = channel
         self._secure_channel = secure_channel

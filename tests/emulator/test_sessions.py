@@ -164,3 +164,19 @@ def test_workers_that_cannot_stream_get_large_histories_inline(stub: HubStub, se
     full = plain.next().orchestratorRequest
     assert full.instanceId == plain_id and not full.requiresHistoryStreaming
     assert len(full.pastEvents) == 53
+
+
+def test_a_completion_after_its_stream_ended_keeps_no_session(stub: HubStub, server: EmulatorServer) -> None:
+    iid = start(stub, "Chain")
+    holder = WorkStream(stub, SESSIONS)
+    item = holder.next()
+    lease_stream = next(iter(server.dispatcher._leases.values())).stream
+    # The stream goes away while its completion is being applied: no mark may outlive it.
+    server.dispatcher.sessions.drop_stream(lease_stream.id)
+    complete(stub, item, schedule(1, "A"))
+    assert len(server.dispatcher.sessions) == 0
+    holder.cancel()
+    other = WorkStream(stub, SESSIONS)
+    run_activity(stub, other, '"a"')
+    follow_up = other.next().orchestratorRequest
+    assert follow_up.instanceId == iid and not is_continuation(follow_up)

@@ -119,11 +119,11 @@ def test_runner_resumes_a_held_executor_without_rerunning_the_code() -> None:
     assert kinds(runner.run(first, "t1").response) == ["scheduleTask"]
     assert len(cache) == 1
 
-    second = runner.run(continuation(completed(0, "2")), "t2").response
+    second = runner.run(continuation(completed(1, "2")), "t2").response
     assert kinds(second) == ["scheduleTask"]
     assert calls == [1]  # the generator was resumed, not restarted
 
-    last = runner.run(continuation(completed(1, "3")), "t3").response
+    last = runner.run(continuation(completed(2, "3")), "t3").response
     assert last is not None and last.actions[0].completeOrchestration.result.value == "3"
     assert len(cache) == 0  # a finished orchestration is not kept
 
@@ -149,7 +149,7 @@ def test_a_continuation_for_another_execution_asks_for_the_history() -> None:
 
 
 def test_streamed_histories_are_fetched_before_replaying() -> None:
-    scheduled = pb.HistoryEvent(eventId=0, taskScheduled=pb.TaskScheduledEvent(name="step"))
+    scheduled = pb.HistoryEvent(eventId=1, taskScheduled=pb.TaskScheduledEvent(name="step"))
     done = pb.HistoryEvent(eventId=-1, orchestratorCompleted=pb.OrchestratorCompletedEvent())
     fetched: list[str] = []
 
@@ -158,7 +158,7 @@ def test_streamed_histories_are_fetched_before_replaying() -> None:
         return [*started("two_steps"), scheduled, done]
 
     runner = make_runner(None, fetch)
-    request = pb.OrchestratorRequest(instanceId="i", newEvents=completed(0, "5"), requiresHistoryStreaming=True)
+    request = pb.OrchestratorRequest(instanceId="i", newEvents=completed(1, "5"), requiresHistoryStreaming=True)
     response = runner.run(request, "t").response
     assert fetched == ["i"]
     assert response is not None
