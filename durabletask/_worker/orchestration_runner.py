@@ -141,13 +141,15 @@ class OrchestrationRunner:
         if code_outcome is not None:
             return code_outcome
         executor = self._executor_factory()
+        ticket = self._sessions.begin(instance_id) if self._sessions and _is_resumable(executor) else None
         new_events = request.newEvents
         outcome = self._execute(request, completion_token, lambda: executor.execute(instance_id, past, new_events))
-        self._keep(request, executor, outcome)
+        self._keep(request, executor, outcome, ticket)
         return outcome
 
-    def _check_code(self, request: pb.OrchestratorRequest, past: Sequence[pb.HistoryEvent],
-                    completion_token: str) -> OrchestrationOutcome | None:
+    def _check_code(
+        self, request: pb.OrchestratorRequest, past: Sequence[pb.HistoryEvent], completion_token: str
+    ) -> OrchestrationOutcome | None:
         """Apply the code-fingerprint policy; ``None`` means run the orchestration."""
         start = recorded_start(chain(past, request.newEvents))
         fn = self._registry.get_orchestrator(start.name) if start is not None else None
@@ -158,8 +160,9 @@ class OrchestrationRunner:
         if check.policy is CodeMismatchPolicy.ABANDON:
             return OrchestrationOutcome(None, check.message)
         if check.policy is CodeMismatchPolicy.FAIL:
-            details = pb.TaskFailureDetails(errorType="durabletask.worker.CodeMismatchError",
-                                            errorMessage=check.message, isNonRetriable=True)
+            details = pb.TaskFailureDetails(
+                errorType="durabletask.worker.CodeMismatchError", errorMessage=check.message, isNonRetriable=True
+            )
             return OrchestrationOutcome(_failed_response(request.instanceId, completion_token, details))
         return None
 
@@ -167,16 +170,17 @@ class OrchestrationRunner:
         executor = None
         if self._sessions is not None:
             executor = self._sessions.take(request.instanceId, request.executionId.value)
-        if executor is None:
+        if executor is None or self._sessions is None:
             self._logger.debug("%s: not held here any more; asking for the full history", request.instanceId)
             return OrchestrationOutcome(
                 pb.OrchestratorResponse(
                     instanceId=request.instanceId, completionToken=completion_token, requiresHistory=True
                 )
             )
+        ticket = self._sessions.begin(request.instanceId)
         resume = cast("_Resumable", executor).resume
         outcome = self._execute(request, completion_token, lambda: resume(request.newEvents))
-        self._keep(request, executor, outcome)
+        self._keep(request, executor, outcome, ticket)
         return outcome
 
     def _streamed_history(self, request: pb.OrchestratorRequest) -> list[pb.HistoryEvent]:
@@ -184,14 +188,16 @@ class OrchestrationRunner:
             raise RuntimeError("the work item needs its history streamed, but this worker cannot fetch it")
         return self._fetch_history(request)
 
-    def _keep(self, request: pb.OrchestratorRequest, executor: Executor, outcome: OrchestrationOutcome) -> None:
+    def _keep(
+        self, request: pb.OrchestratorRequest, executor: Executor, outcome: OrchestrationOutcome, ticket: int | None
+    ) -> None:
         sessions = self._sessions
         if sessions is None or not _is_resumable(executor):
             return
         if outcome.failed or cast("_Resumable", executor).is_complete:
-            sessions.discard(request.instanceId)
+            sessions.discard(request.instanceId, ticket)
             return
-        sessions.put(request.instanceId, request.executionId.value, executor)
+        sessions.put(request.instanceId, request.executionId.value, executor, ticket)
 
     def _execute(
         self, request: pb.OrchestratorRequest, completion_token: str, step: Callable[[], ExecutionResultLike]

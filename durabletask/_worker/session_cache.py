@@ -75,12 +75,23 @@ class SessionCache(Generic[E]):
         self._idle = options.idle_timeout_seconds
         self._clock = clock
         self._entries: OrderedDict[str, _Entry[E]] = OrderedDict()
+        # The newest work item started per instance. A redelivered work item (after a lease expired)
+        # can finish after its replacement; only the newest may leave its executor behind.
+        self._tickets: dict[str, int] = {}
+        self._issued = 0
         self._lock = threading.Lock()
         self.evictions = 0
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+    def begin(self, instance_id: str) -> int:
+        """Register a work item of the instance starting; pass the ticket to :meth:`put`."""
+        with self._lock:
+            self._issued += 1
+            self._tickets[instance_id] = self._issued
+            return self._issued
 
     def take(self, instance_id: str, execution_id: str) -> E | None:
         """Remove and return the executor of that execution, or ``None`` if it is not held (any more)."""
@@ -92,24 +103,32 @@ class SessionCache(Generic[E]):
             return None
         return entry.executor
 
-    def put(self, instance_id: str, execution_id: str, executor: E) -> None:
-        """Keep ``executor`` (replacing any other execution of the instance), evicting to stay in bounds."""
+    def put(self, instance_id: str, execution_id: str, executor: E, ticket: int | None = None) -> None:
+        """Keep ``executor`` (replacing any other execution of the instance), evicting to stay in bounds.
+
+        With a ``ticket`` from :meth:`begin`, nothing is kept if a newer work item of the instance began.
+        """
         now = self._clock()
         with self._lock:
+            if ticket is not None and self._tickets.get(instance_id, ticket) != ticket:
+                return
             self._entries.pop(instance_id, None)
             self._entries[instance_id] = _Entry(execution_id, executor, now)
             self._expire(now)
             while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
-                self.evictions += 1
+                self._drop_oldest()
 
-    def discard(self, instance_id: str) -> None:
+    def discard(self, instance_id: str, ticket: int | None = None) -> None:
         with self._lock:
+            if ticket is not None and self._tickets.get(instance_id, ticket) != ticket:
+                return
             self._entries.pop(instance_id, None)
+            self._tickets.pop(instance_id, None)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._tickets.clear()
 
     def _expire(self, now: float) -> None:
         entries = self._entries
@@ -117,5 +136,10 @@ class SessionCache(Generic[E]):
             oldest = next(iter(entries.values()))
             if now - oldest.last_used < self._idle:
                 return
-            entries.popitem(last=False)
-            self.evictions += 1
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        instance_id, _ = self._entries.popitem(last=False)
+        # Tickets of instances no longer held go too, so memory follows the cache's bound.
+        self._tickets.pop(instance_id, None)
+        self.evictions += 1

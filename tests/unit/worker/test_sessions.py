@@ -48,6 +48,17 @@ def test_cache_keeps_the_most_recently_used_within_its_size() -> None:
     assert cache.take("a", "x") == "A" and cache.take("c", "x") == "C"
 
 
+def test_only_the_newest_work_item_of_an_instance_leaves_its_executor() -> None:
+    cache: SessionCache[str] = SessionCache(ExtendedSessionOptions())
+    slow = cache.begin("a")  # a work item whose lease expires while it runs
+    redelivered = cache.begin("a")
+    cache.put("a", "x", "newer", redelivered)
+    cache.put("a", "x", "stale", slow)  # finishes last, but must not replace the newer state
+    assert cache.take("a", "x") == "newer"
+    cache.discard("a", slow)
+    assert len(cache) == 0
+
+
 def test_cache_drops_idle_entries_and_other_executions() -> None:
     clock = Clock()
     cache: SessionCache[str] = SessionCache(ExtendedSessionOptions(idle_timeout_seconds=10), clock=clock)
