@@ -10,6 +10,7 @@ import pytest
 
 from durabletask import client, task
 from durabletask._worker.session_cache import ExtendedSessionOptions
+from durabletask.worker import VersionFailureStrategy, VersioningOptions, VersionMatchStrategy
 
 from .conftest import Hub, unique_id
 
@@ -139,6 +140,33 @@ def test_changed_code_on_a_new_worker_is_still_detected_as_non_deterministic(hub
     assert state is not None and state.runtime_status == FAILED
     assert state.failure_details is not None
     assert "NonDeterminism" in (state.failure_details.error_type or "")
+
+
+def test_a_worker_of_another_version_checks_the_version_again(hub: Hub) -> None:
+    first = hub.worker()
+    first.use_versioning(VersioningOptions(version="1", match_strategy=VersionMatchStrategy.STRICT))
+    first.add_orchestrator(step_then_wait)
+    first.add_activity(add_one)
+    first.start()
+    c = hub.client()
+    iid = c.schedule_new_orchestration(step_then_wait, version="1")
+    wait_for_custom_history(c, iid, "taskCompleted")
+    first.stop()
+    second = hub.worker()
+    second.use_versioning(
+        VersioningOptions(
+            version="2",
+            match_strategy=VersionMatchStrategy.STRICT,
+            failure_strategy=VersionFailureStrategy.FAIL,
+        )
+    )
+    second.add_orchestrator(step_then_wait)
+    second.add_activity(add_one)
+    second.start()
+    c.raise_orchestration_event(iid, "more", data=5)
+    state = c.wait_for_orchestration_completion(iid, timeout=60)
+    assert state is not None and state.runtime_status == FAILED
+    assert state.failure_details is not None and state.failure_details.error_type == "VersionMismatch"
 
 
 def test_continue_as_new_gets_a_fresh_session_per_execution(hub: Hub) -> None:
