@@ -54,8 +54,8 @@ def test_start_wait_show_history_list_purge(hub: Hub) -> None:
     assert lines[1].split() == ["ID", "TIME", "EVENT", "NAME", "TASK", "DURATION", "PAYLOAD", "DETAIL"]
     scheduled = next(line.split() for line in lines if " TaskScheduled " in line)
     completed = next(line.split() for line in lines if " TaskCompleted " in line)
-    assert scheduled[3:5] == ["add_one", "0"] and scheduled[5] == "2"  # name, task ID, payload "41" is 2 bytes
-    assert completed[3:5] == ["add_one", "0"] and completed[5].endswith("s") and completed[6] == "2"
+    assert scheduled[3:5] == ["add_one", "1"] and scheduled[5] == "2"  # name, task ID, payload "41" is 2 bytes
+    assert completed[3:5] == ["add_one", "1"] and completed[5].endswith("s") and completed[6] == "2"
     assert "ExecutionCompleted" in out and "status=" in out
 
     code, out, _ = _run(hub, "list", "--status", "completed")

@@ -162,7 +162,7 @@ def test_chain_of_activities(driver: Driver) -> None:
     driver.start_worker()
     state = driver.run("chain", "a")
     assert state.orchestrationStatus == pb.ORCHESTRATION_STATUS_COMPLETED, state.failureDetails
-    assert json.loads(state.output.value) == "a>0>1>2"
+    assert json.loads(state.output.value) == "a>1>2>3"  # each activity sees its sequence ID, numbered from 1
 
 
 def test_fan_out_with_async_activities(driver: Driver) -> None:
