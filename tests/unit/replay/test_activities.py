@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from durabletask import task
-from durabletask._errors import PayloadTooLargeError, ProtocolError
+from durabletask._errors import PayloadTooLargeError, ProtocolError, SerializationError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import OrchestrationExecutor
 
@@ -216,3 +216,13 @@ def test_async_orchestrators_are_rejected_with_a_clear_message() -> None:
     details = failed_with(run(History().new().started("modern"), modern))
     assert details.errorType == "builtins.TypeError"
     assert "coroutine function" in details.errorMessage
+
+
+def test_a_call_refused_after_taking_its_id_leaves_the_next_call_numbered_as_the_official_sdk_does() -> None:
+    def refused(ctx: task.OrchestrationContext, _: Any) -> Any:
+        with pytest.raises(SerializationError):
+            ctx.call_activity("a", input=object())
+        return (yield ctx.call_activity("b"))
+
+    result = run(History().new().started("refused"), refused)
+    assert [(a.id, a.scheduleTask.name) for a in result.actions] == [(2, "b")]
