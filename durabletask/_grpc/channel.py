@@ -88,18 +88,26 @@ class MetadataInterceptor(
     _StreamUnary,
     _StreamStream,
 ):
-    """Adds fixed metadata (e.g. a task hub name or auth header) to every call on a sync channel."""
+    """Adds metadata (e.g. a task hub name or auth header) to every call on a sync channel.
+
+    Subclasses may override :meth:`metadata` to compute headers per call (e.g. a refreshed access token).
+    """
 
     def __init__(self, metadata: Metadata) -> None:
         self._metadata = list(metadata)
 
+    def metadata(self) -> Metadata:
+        """The headers for the next call."""
+        return self._metadata
+
     def _details(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
-        if not self._metadata:
+        extra = self.metadata()
+        if not extra:
             return details
         return _SyncCallDetails(
             details.method,
             details.timeout,
-            _merged(details.metadata, self._metadata),
+            _merged(details.metadata, extra),
             details.credentials,
             getattr(details, "wait_for_ready", None),
             getattr(details, "compression", None),

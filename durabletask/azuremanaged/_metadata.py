@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
-
-import grpc
+from collections.abc import Sequence
 
 from durabletask import DISTRIBUTION_NAME, __version__
-from durabletask._grpc.channel import AsyncClientInterceptor, AsyncMetadataInterceptor, ClientInterceptor
+from durabletask._grpc.channel import (
+    AsyncClientInterceptor,
+    AsyncMetadataInterceptor,
+    ClientInterceptor,
+    MetadataInterceptor,
+)
 from durabletask.azuremanaged._tokens import (
     AsyncTokenCache,
     AsyncTokenCredentialLike,
@@ -81,39 +83,7 @@ def default_channel_options() -> GrpcChannelOptions:
     )
 
 
-def _merge(existing: Iterable[tuple[str, Any]] | None, extra: Sequence[tuple[str, str]]) -> list[tuple[str, Any]]:
-    merged: list[tuple[str, Any]] = [(str(key), value) for key, value in (existing or ())]
-    merged.extend(extra)
-    return merged
-
-
-class _CallDetails(NamedTuple):
-    method: str
-    timeout: float | None
-    metadata: Any
-    credentials: grpc.CallCredentials | None
-    wait_for_ready: bool | None
-    compression: grpc.Compression | None
-
-
-class _SyncCallDetails(_CallDetails, grpc.ClientCallDetails):
-    """A concrete ``grpc.ClientCallDetails`` (gRPC only ships the abstract interface)."""
-
-
-# grpc-stubs declares the interceptor bases generic, but they cannot be subscripted at runtime.
-if TYPE_CHECKING:
-    _UnaryUnary: TypeAlias = grpc.UnaryUnaryClientInterceptor[Any, Any]
-    _UnaryStream: TypeAlias = grpc.UnaryStreamClientInterceptor[Any, Any]
-    _StreamUnary: TypeAlias = grpc.StreamUnaryClientInterceptor[Any, Any]
-    _StreamStream: TypeAlias = grpc.StreamStreamClientInterceptor[Any, Any]
-else:
-    _UnaryUnary = grpc.UnaryUnaryClientInterceptor
-    _UnaryStream = grpc.UnaryStreamClientInterceptor
-    _StreamUnary = grpc.StreamUnaryClientInterceptor
-    _StreamStream = grpc.StreamStreamClientInterceptor
-
-
-class SchedulerInterceptor(_UnaryUnary, _UnaryStream, _StreamUnary, _StreamStream):
+class SchedulerInterceptor(MetadataInterceptor):
     """Adds the scheduler headers, and a bearer token when a credential is configured, to every sync call.
 
     Args:
@@ -123,37 +93,18 @@ class SchedulerInterceptor(_UnaryUnary, _UnaryStream, _StreamUnary, _StreamStrea
     """
 
     def __init__(self, taskhub: str, *, token_cache: TokenCache | None = None, worker_id: str | None = None):
-        self._static = scheduler_headers(taskhub, worker_id)
+        super().__init__(scheduler_headers(taskhub, worker_id))
+        self._static = self._metadata
         self._token_cache = token_cache
+
+    def metadata(self) -> list[tuple[str, str]]:
+        return self.headers()
 
     def headers(self) -> list[tuple[str, str]]:
         """The headers for the next call; may block on a token refresh."""
         if self._token_cache is None:
             return list(self._static)
         return [*self._static, (AUTHORIZATION_HEADER, f"Bearer {self._token_cache.get_token()}")]
-
-    def _forward(self, continuation: Callable[..., Any], details: grpc.ClientCallDetails, arg: Any) -> Any:
-        new_details = _SyncCallDetails(
-            details.method,
-            details.timeout,
-            _merge(details.metadata, self.headers()),
-            details.credentials,
-            getattr(details, "wait_for_ready", None),
-            getattr(details, "compression", None),
-        )
-        return continuation(new_details, arg)
-
-    def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return self._forward(continuation, client_call_details, request)
-
-    def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return self._forward(continuation, client_call_details, request)
-
-    def intercept_stream_unary(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
-        return self._forward(continuation, client_call_details, request_iterator)
-
-    def intercept_stream_stream(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
-        return self._forward(continuation, client_call_details, request_iterator)
 
 
 class AsyncSchedulerInterceptor(AsyncMetadataInterceptor):
