@@ -476,6 +476,7 @@ class Engine:
             record = tx.get_instance(hub, activity.instance_id)
             request = pb.ActivityRequest.FromString(activity.request)
             same_run = record is not None and record.execution_id == request.orchestrationInstance.executionId.value
+            runnable = False
             if record is not None and same_run and not delivery.is_terminal(record):
                 result = pb.ActivityResponse()
                 result.CopyFrom(response)
@@ -483,10 +484,13 @@ class Engine:
                 tx.add_message(
                     hub, record.instance_id, events.task_result(now, result).SerializeToString(), events.to_micros(now)
                 )
-        if self.on_orchestration_work is not None:
-            self.on_orchestration_work(hub)
-        else:
+                # While the instance is out for an orchestrator turn, the result waits for that turn's
+                # completion, which announces itself; a fan-in would otherwise wake streams per result.
+                runnable = record.lock_token is None
+        if self.on_orchestration_work is None:
             self._notify(hub)
+        elif runnable:
+            self.on_orchestration_work(hub)
 
     def release(self, hub: str, kind: str, key: str | int, token: str) -> None:
         """Returns a leased work item to its queue (no-op if the lease has already moved on)."""
