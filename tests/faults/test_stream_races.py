@@ -1,4 +1,8 @@
-"""Races between a stream ending and a completion for work that stream handed out."""
+"""Races between a stream ending and a completion for work that stream handed out.
+
+Regression: a completion applied after its stream ended used to leave an extended-session mark for
+the dead stream, so every other stream skipped the instance forever.
+"""
 
 from __future__ import annotations
 
@@ -22,12 +26,6 @@ def server() -> Iterator[EmulatorServer]:
     srv.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="emulator/dispatcher.py complete_orchestration keeps a session mark for lease.stream even when that "
-    "stream ended while the completion was being applied; the mark outlives the stream, so held_elsewhere() "
-    "makes every other stream skip the instance forever",
-)
 def test_instance_is_not_stranded_when_its_stream_ends_during_completion(server: EmulatorServer) -> None:
     faults = server.faults
     original = server.engine.complete_orchestration

@@ -12,6 +12,7 @@ from durabletask import client, task, worker
 from durabletask._errors import PayloadTooLargeError, SerializationError
 from durabletask._grpc.errors import InvalidArgumentError, NotFoundError
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask.history import TaskScheduledEvent
 from emulator.server import EmulatorServer
 from tests.emulator.conftest import HubStub, sv
 
@@ -130,9 +131,10 @@ def test_unknown_activity_fails_the_calling_orchestration(sdk: client.TaskHubGrp
     assert state is not None and state.runtime_status == client.OrchestrationStatus.FAILED
     details = state.failure_details
     assert details is not None and details.inner_failure is not None
-    assert (
-        details.message
-        == f"{iid}: Activity task #0 failed: Activity function named 'missing_activity' was not registered!"
+    # The task number is the scheduling event's ID, read from the history rather than assumed.
+    task_id = next(e.event_id for e in sdk.get_orchestration_history(iid) if isinstance(e, TaskScheduledEvent))
+    assert details.message == (
+        f"{iid}: Activity task #{task_id} failed: Activity function named 'missing_activity' was not registered!"
     )
     assert details.inner_failure.error_type == "durabletask.worker.ActivityNotRegisteredError"
 

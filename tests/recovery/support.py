@@ -168,7 +168,12 @@ def kill(proc: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
     """Sends ``sig`` (SIGKILL by default: a crash) and reaps the process."""
     if proc.poll() is None:
         proc.send_signal(sig)
-    proc.wait(15)
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # a process that ignores a graceful stop must not outlive the test
+        proc.wait(5)
+        raise AssertionError(f"process {proc.pid} did not exit within 15 s of signal {sig}") from None
     if proc.stdout is not None:
         proc.stdout.close()
 
