@@ -6,7 +6,7 @@ import contextlib
 import itertools
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.server import EmulatorServer
-from tests.emulator.conftest import HubStub, WorkStream, complete, finish, sv
+from tests.emulator.conftest import HubStub, WorkStream, complete, finish, schedule, sv
 
 from .strategies import messages
 
@@ -160,6 +160,53 @@ def test_any_actions_under_a_valid_lease(channel: grpc.Channel, work: WorkStream
     started = [e.WhichOneof("eventType") for chunk in chunks for e in chunk.events].count("executionStarted")
     pending = found.orchestrationState.orchestrationStatus == pb.ORCHESTRATION_STATUS_PENDING
     assert started == (0 if pending else 1)
+
+
+def _next_of(work: WorkStream, kind: str, key: Callable[[Any], bool]) -> pb.WorkItem:
+    while True:
+        item = work.next()
+        if item.HasField(kind) and key(getattr(item, kind)):
+            return item
+
+
+def _settle(call: Callable[[], Any]) -> None:
+    try:
+        call()
+    except grpc.RpcError as error:
+        assert error.code() in EXPECTED, f"{error.code()} {error.details()}"
+        assert error.details()
+
+
+@FUZZ
+@given(response=messages(pb.ActivityResponse.DESCRIPTOR))
+def test_any_activity_result_under_a_valid_lease(channel: grpc.Channel, work: WorkStream, response: Any) -> None:
+    """An arbitrary activity result with a real token: the instance gets exactly one outcome for the task."""
+    iid = f"activity-{next(_serials)}"
+    stub = HubStub(channel, "default")
+    complete(stub, _leased(channel, work, iid), schedule(1, "Step"))
+    item = _next_of(work, "activityRequest", lambda r: r.orchestrationInstance.instanceId == iid)
+    response.completionToken = item.completionToken
+    _settle(lambda: stub.CompleteActivityTask(response))
+    after = _next_of(work, "orchestratorRequest", lambda r: r.instanceId == iid)
+    outcomes = [
+        e for e in after.orchestratorRequest.newEvents if e.HasField("taskCompleted") or e.HasField("taskFailed")
+    ]
+    # Accepted: one outcome for task 1. Refused: the activity is handed out again instead (no outcome).
+    assert len(outcomes) <= 1
+    complete(stub, after, finish(2, '"done"'))
+
+
+@FUZZ
+@given(result=messages(pb.EntityBatchResult.DESCRIPTOR))
+def test_any_entity_batch_result_under_a_valid_lease(channel: grpc.Channel, work: WorkStream, result: Any) -> None:
+    """An arbitrary entity batch result with a real token: stored or refused, and the entity stays readable."""
+    entity = f"@fuzzed@k{next(_serials)}"
+    stub = HubStub(channel, "default")
+    stub.SignalEntity(pb.SignalEntityRequest(instanceId=entity, name="add", input=sv("1"), requestId="r"))
+    item = _next_of(work, "entityRequestV2", lambda r: r.instanceId == entity)
+    result.completionToken = item.completionToken
+    _settle(lambda: stub.CompleteEntityTask(result))
+    stub.GetEntity(pb.GetEntityRequest(instanceId=entity, includeState=True))
 
 
 @pytest.mark.parametrize("method", METHODS, ids=[m.name for m in METHODS])
