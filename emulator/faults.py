@@ -41,7 +41,7 @@ class FaultProfile:
     """A schedule of faults; every field is off at 0.
 
     Args:
-        cut_stream_every: Seconds between cutting every open GetWorkItems stream (UNAVAILABLE-like end).
+        cut_stream_every: Seconds between cutting every open GetWorkItems stream (the worker sees CANCELLED).
         stall_every: Seconds between stalling every open stream (no items, no health pings).
         stall_for: How long a stall lasts.
         goaway_every: Seconds between graceful server restarts on the same port (clients receive GOAWAY).
@@ -150,7 +150,7 @@ class FaultInjector(ServerInterceptor):
             return self._cond.wait_for(lambda: len(self._streams) >= count, timeout)
 
     def cut_streams(self) -> int:
-        """Ends every open GetWorkItems call abruptly; returns how many were cut."""
+        """Ends every open GetWorkItems call abruptly (RST_STREAM, seen as CANCELLED); returns how many."""
         with self._cond:
             victims = [s for s in self._streams if not s.cut]
             for stream in victims:
