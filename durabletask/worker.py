@@ -25,6 +25,7 @@ from durabletask._worker.options import (
     VersioningOptions,
     VersionMatchStrategy,
 )
+from durabletask._worker.session_cache import ExtendedSessionOptions
 
 __all__ = [
     "DEFAULT_MAXIMUM_TIMER_INTERVAL",
@@ -34,6 +35,7 @@ __all__ = [
     "ConcurrencyOptions",
     "EntityNotRegisteredError",
     "EntityWorkItemFilter",
+    "ExtendedSessionOptions",
     "OrchestrationWorkItemFilter",
     "OrchestratorNotRegisteredError",
     "TaskHubGrpcWorker",

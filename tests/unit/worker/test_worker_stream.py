@@ -51,7 +51,9 @@ def test_stream_request_carries_limits_capabilities_and_filters(server: Server, 
     assert request.maxConcurrentActivityWorkItems == 3
     assert request.maxConcurrentOrchestrationWorkItems == 4
     assert request.maxConcurrentEntityWorkItems == 5
-    assert list(request.capabilities) == [pb.WORKER_CAPABILITY_SCHEDULED_TASKS]
+    # What the caller added, plus what the worker itself supports (history streaming, extended sessions).
+    assert pb.WORKER_CAPABILITY_SCHEDULED_TASKS in request.capabilities
+    assert pb.WORKER_CAPABILITY_HISTORY_STREAMING in request.capabilities
     assert [f.name for f in request.workItemFilters.activities] == ["double"]
     assert request.HasField("workItemFilters")
 
