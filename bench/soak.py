@@ -54,7 +54,6 @@ def _ledger(path: Path) -> Iterator[sqlite3.Connection]:
 def run_worker(address: str, ledger: Path, sessions: bool) -> None:
     """The worker process: registers the soak workflow and runs until SIGTERM."""
     from durabletask import task, worker
-    from durabletask._worker.session_cache import ExtendedSessionOptions
     from durabletask.grpc_options import GrpcWorkerResiliencyOptions
 
     local = threading.local()
@@ -81,7 +80,7 @@ def run_worker(address: str, ledger: Path, sessions: bool) -> None:
         reconnect_backoff_base_seconds=0.05,
         reconnect_backoff_cap_seconds=1.0,
     )
-    extended = None if sessions else ExtendedSessionOptions(max_cached_orchestrations=0)
+    extended = None if sessions else worker.ExtendedSessionOptions(max_cached_orchestrations=0)
     w = worker.TaskHubGrpcWorker(host_address=address, resiliency_options=resiliency, extended_sessions=extended)
     w.add_orchestrator(soak_chain)
     w.add_activity(soak_step)
