@@ -7,18 +7,27 @@ import pytest
 from emulator.faults import FaultProfile
 from tests.recovery.support import wait_until
 
-from .conftest import Rig, wait_all
+from .conftest import STEPS, Rig, wait_all
 
 
 def test_cut_streams_reconnect_and_lose_nothing(rig: Rig) -> None:
     rig.slow.set()
     rig.start_worker()
-    assert rig.server.faults.wait_for_streams(1)
-    rig.server.faults.apply(FaultProfile(cut_stream_every=0.25))
-    ids = rig.run(12)
-    rig.server.faults.clear()
-    assert rig.server.faults.stats.cuts >= 2
-    assert rig.server.faults.stats.streams >= 3  # the worker opened a new stream after cuts
+    faults = rig.server.faults
+    assert faults.wait_for_streams(1)
+    ids = rig.schedule(12)
+    # Cut the stream twice while work is in flight (at a third and at two thirds of the effects), whatever the
+    # machine's speed, then let the periodic schedule keep cutting until everything has finished.
+    total = 12 * STEPS
+    for fraction in (1 / 3, 2 / 3):
+        wait_until(lambda f=fraction: len(rig.ledger.effects()) >= total * f, 60, "effects to be applied")
+        assert faults.wait_for_streams(1)
+        assert faults.cut_streams() >= 1
+    faults.apply(FaultProfile(cut_stream_every=0.25))
+    wait_all(rig.client(), ids, 60)
+    faults.clear()
+    assert faults.stats.cuts >= 2
+    assert faults.stats.streams >= 3  # the worker opened a new stream after each cut
     rig.verify(ids, "faults-cut-streams")
 
 
