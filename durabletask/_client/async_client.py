@@ -63,6 +63,7 @@ class AsyncTaskHubGrpcClient:
         payload_store: Any = None,
         data_converter: DataConverter | None = None,
         emit_trace_spans: bool = True,
+        root_certificates: bytes | None = None,
     ) -> None:
         self._settings = ClientSettings(
             log_name="async_client",
@@ -78,6 +79,7 @@ class AsyncTaskHubGrpcClient:
             payload_store=payload_store,
             data_converter=data_converter,
             emit_trace_spans=emit_trace_spans,
+            root_certificates=root_certificates,
         )
         self._logger = self._settings.logger
         self._interceptors = list(interceptors or ())
@@ -101,6 +103,7 @@ class AsyncTaskHubGrpcClient:
             interceptors=self._interceptors,
             options=s.channel_options,
             metadata=s.metadata,
+            root_certificates=s.root_certificates,
         )
 
     def _get_stub(self) -> Any:

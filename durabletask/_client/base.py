@@ -112,6 +112,7 @@ class ClientSettings:
         payload_store: Any,
         data_converter: DataConverter | None,
         emit_trace_spans: bool,
+        root_certificates: bytes | None = None,
     ) -> None:
         if payload_store is not None:
             raise NotImplementedError(
@@ -121,6 +122,7 @@ class ClientSettings:
         self.host_address = host_address or get_default_host_address()
         self.metadata = list(metadata) if metadata else None
         self.secure_channel = secure_channel
+        self.root_certificates = root_certificates
         self.channel_options = channel_options
         self.default_version = default_version
         self.converter: DataConverter = data_converter if data_converter is not None else DEFAULT_CONVERTER

@@ -59,6 +59,8 @@ class TaskHubGrpcClient:
         payload_store: Not supported; must be ``None``.
         data_converter: Serializes inputs and decodes outputs; default compact JSON.
         emit_trace_spans: Kept for compatibility; this client emits no trace spans.
+        root_certificates: PEM CA certificates to trust for TLS (e.g. a private CA); an addition to the
+            compatible API.
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class TaskHubGrpcClient:
         payload_store: Any = None,
         data_converter: DataConverter | None = None,
         emit_trace_spans: bool = True,
+        root_certificates: bytes | None = None,
     ) -> None:
         self._settings = ClientSettings(
             log_name="client",
@@ -93,6 +96,7 @@ class TaskHubGrpcClient:
             payload_store=payload_store,
             data_converter=data_converter,
             emit_trace_spans=emit_trace_spans,
+            root_certificates=root_certificates,
         )
         self._logger = self._settings.logger
         self._interceptors = list(interceptors or ())
@@ -123,6 +127,7 @@ class TaskHubGrpcClient:
             interceptors=self._interceptors,
             options=s.channel_options,
             metadata=s.metadata,
+            root_certificates=s.root_certificates,
         )
 
     def _rebuild_channel(self) -> None:

@@ -70,6 +70,8 @@ class TaskHubGrpcWorker:
             their next step replays only new events (default :class:`ExtendedSessionOptions`;
             ``ExtendedSessionOptions(max_cached_orchestrations=0)`` turns this off). An addition to the
             compatible API; backends that do not support it keep sending full histories.
+        root_certificates: PEM CA certificates to trust for TLS (e.g. a private CA); an addition to the
+            compatible API.
     """
 
     def __init__(
@@ -92,8 +94,10 @@ class TaskHubGrpcWorker:
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
         emit_trace_spans: bool = True,
         extended_sessions: ExtendedSessionOptions | None = None,
+        root_certificates: bytes | None = None,
     ) -> None:
         self._registry = Registry()
+        self._root_certificates = root_certificates
         self._host_address = host_address or get_default_host_address()
         self._logger = resolve_logger("durabletask-worker", log_handler, log_formatter, logger)
         if logger is None and log_handler is None and self._logger.level == logging.NOTSET:
@@ -284,6 +288,7 @@ class TaskHubGrpcWorker:
             interceptors=self._interceptors,
             options=self._channel_options,
             metadata=self._metadata,
+            root_certificates=self._root_certificates,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -317,3 +318,35 @@ def test_public_clients_trust_a_custom_ca_through_grpc_roots_file(secured: Emula
         timeout=60,
     )
     assert result.stdout.strip() == "True", result.stderr[-2000:]
+
+
+def test_public_clients_and_worker_take_root_certificates(secured: EmulatorServer, tls: TlsFiles) -> None:
+    """``root_certificates=`` on the worker and both clients reaches a TLS emulator signed by a private CA."""
+    address = f"https://localhost:{secured.port}"
+    w = worker.TaskHubGrpcWorker(host_address=address, metadata=AUTH, root_certificates=tls.ca_pem)
+    w.add_orchestrator(twice)
+    w.add_activity(double)
+    w.start()
+    c = client.TaskHubGrpcClient(host_address=address, metadata=AUTH, root_certificates=tls.ca_pem)
+    try:
+        iid = c.schedule_new_orchestration(twice, input=5)
+        state = c.wait_for_orchestration_completion(iid, timeout=30)
+
+        async def read() -> object:
+            async with client.AsyncTaskHubGrpcClient(host_address=address, metadata=AUTH,
+                                                     root_certificates=tls.ca_pem) as ac:
+                return await ac.get_orchestration_state(iid)
+
+        async_state = asyncio.run(read())
+    finally:
+        c.close()
+        w.stop()
+    assert state is not None and state.serialized_output == "20"
+    assert getattr(async_state, "serialized_output", None) == "20"
+    # Without the CA the same address is refused.
+    untrusted = client.TaskHubGrpcClient(host_address=address, metadata=AUTH)
+    try:
+        with pytest.raises(client.RpcStatusError):
+            untrusted.get_orchestration_state(iid)
+    finally:
+        untrusted.close()
