@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import events
 from emulator.convert import entity_metadata, orchestration_state
@@ -10,7 +12,7 @@ from emulator.entities import Entities
 from emulator.storage import EntityQueryArgs, InstanceQueryArgs
 
 DEFAULT_PAGE = 100
-_PURGE_PAGE = 500
+PURGE_PAGE = 500
 
 
 def _micros(message: object, name: str) -> int | None:
@@ -55,31 +57,49 @@ def list_instance_ids(engine: Engine, hub: str, request: pb.ListInstanceIdsReque
     return response
 
 
-def purge(engine: Engine, hub: str, request: pb.PurgeInstancesRequest) -> int:
-    """Deletes finished instances by ID, by batch or by filter; running ones are never purged."""
+def purge(engine: Engine, hub: str, request: pb.PurgeInstancesRequest) -> tuple[int, bool]:
+    """Deletes finished instances by ID, by batch or by filter; running ones are never purged.
+
+    Returns the number deleted and whether nothing the request names is left: a filter purge with a
+    ``timeout`` stops once that much real time has passed, between pages.
+    """
     which = request.WhichOneof("request")
     if which == "instanceId":
-        return engine.purge(hub, [request.instanceId], request.recursive)
+        return engine.purge(hub, [request.instanceId], request.recursive), True
     if which == "instanceBatch":
-        return engine.purge(hub, list(request.instanceBatch.instanceIds), request.recursive)
+        return engine.purge(hub, list(request.instanceBatch.instanceIds), request.recursive), True
     if which != "purgeInstanceFilter":
-        return 0
-    flt = request.purgeInstanceFilter
+        return 0, True
+    return _purge_by_filter(engine, hub, request.purgeInstanceFilter, request.recursive)
+
+
+def _purge_by_filter(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, recursive: bool) -> tuple[int, bool]:
+    # The timeout bounds real (monotonic) time on purpose: it protects the caller's RPC deadline, which
+    # the emulator's injectable clock knows nothing about.
+    deadline = None
+    if flt.HasField("timeout"):
+        deadline = time.monotonic() + flt.timeout.ToTimedelta().total_seconds()
     total, after = 0, None
     while True:
-        args = InstanceQueryArgs(
-            statuses=list(flt.runtimeStatus),
-            created_from=_micros(flt, "createdTimeFrom"),
-            created_to=_micros(flt, "createdTimeTo"),
-            after_id=after,
-            limit=_PURGE_PAGE,
-            terminal_only=True,
-        )
-        ids = [r.instance_id for r in engine.query(hub, args)]
+        ids = _purge_page(engine, hub, flt, after, PURGE_PAGE)
         if not ids:
-            return total
-        total += engine.purge(hub, ids, request.recursive)
+            return total, True
+        total += engine.purge(hub, ids, recursive)
         after = ids[-1]
+        if deadline is not None and time.monotonic() >= deadline:
+            return total, not _purge_page(engine, hub, flt, after, 1)
+
+
+def _purge_page(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, after: str | None, limit: int) -> list[str]:
+    args = InstanceQueryArgs(
+        statuses=list(flt.runtimeStatus),
+        created_from=_micros(flt, "createdTimeFrom"),
+        created_to=_micros(flt, "createdTimeTo"),
+        after_id=after,
+        limit=limit,
+        terminal_only=True,
+    )
+    return [r.instance_id for r in engine.query(hub, args)]
 
 
 def query_entities(entities: Entities, hub: str, query: pb.EntityQuery) -> pb.QueryEntitiesResponse:

@@ -191,8 +191,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     def PurgeInstances(
         self, request: pb.PurgeInstancesRequest, context: grpc.ServicerContext
     ) -> pb.PurgeInstancesResponse:
-        count = queries.purge(self.engine, self._hub(context), request)
-        return pb.PurgeInstancesResponse(deletedInstanceCount=count, isComplete=wrappers_pb2.BoolValue(value=True))
+        count, complete = queries.purge(self.engine, self._hub(context), request)
+        return pb.PurgeInstancesResponse(deletedInstanceCount=count, isComplete=wrappers_pb2.BoolValue(value=complete))
 
     @_mapped
     def RestartInstance(

@@ -300,6 +300,38 @@ def test_purge_by_filter(stub: HubStub) -> None:
     assert stub.GetInstance(pb.GetInstanceRequest(instanceId=running)).exists
 
 
+def test_purge_by_filter_stops_at_its_timeout_and_says_what_is_left(
+    stub: HubStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from emulator import queries
+
+    done = [_run_to_completion(stub) for _ in range(5)]
+    monkeypatch.setattr(queries, "PURGE_PAGE", 2)
+    flt = pb.PurgeInstanceFilter(runtimeStatus=[pb.ORCHESTRATION_STATUS_COMPLETED])
+    flt.timeout.FromNanoseconds(1)  # spent before the first page ends: exactly one page goes
+    first = stub.PurgeInstances(pb.PurgeInstancesRequest(purgeInstanceFilter=flt))
+    assert first.deletedInstanceCount == 2 and not first.isComplete.value
+    assert sum(stub.GetInstance(pb.GetInstanceRequest(instanceId=i)).exists for i in done) == 3
+    flt.timeout.FromSeconds(60)
+    rest = stub.PurgeInstances(pb.PurgeInstancesRequest(purgeInstanceFilter=flt))
+    assert rest.deletedInstanceCount == 3 and rest.isComplete.value
+    assert not any(stub.GetInstance(pb.GetInstanceRequest(instanceId=i)).exists for i in done)
+
+
+def test_purge_by_filter_with_a_timeout_that_ends_on_the_last_page_is_complete(
+    stub: HubStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from emulator import queries
+
+    done = [_run_to_completion(stub) for _ in range(2)]
+    monkeypatch.setattr(queries, "PURGE_PAGE", 2)
+    flt = pb.PurgeInstanceFilter(runtimeStatus=[pb.ORCHESTRATION_STATUS_COMPLETED])
+    flt.timeout.FromNanoseconds(1)
+    response = stub.PurgeInstances(pb.PurgeInstancesRequest(purgeInstanceFilter=flt))
+    assert response.deletedInstanceCount == 2 and response.isComplete.value
+    assert not any(stub.GetInstance(pb.GetInstanceRequest(instanceId=i)).exists for i in done)
+
+
 def test_restart_with_same_and_new_id(stub: HubStub) -> None:
     iid = start(stub, "R", input=sv('"seed"'))
     only_r = pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="R")])
