@@ -131,7 +131,7 @@ class Dispatcher:
         self._watchers: dict[tuple[str, str], set[threading.Event]] = {}
         self._watch_lock = threading.Lock()
         engine.on_instance_change = self.instance_changed
-        engine.on_orchestration_work = self.orchestration_work
+        engine.on_work = self.new_work
         engine.clock.subscribe(self.wake)
 
     def wake(self, hub: str | None = None) -> None:
@@ -153,9 +153,9 @@ class Dispatcher:
                 self._due_changes += 1
             self._cond.notify_all()
 
-    def orchestration_work(self, hub: str) -> None:
-        """An activity result arrived: only orchestration work can have appeared, and nothing timed."""
-        self._wake_streams(("orchestration",))
+    def new_work(self, hub: str, kinds: tuple[str, ...]) -> None:
+        """Work of only these kinds can have appeared in ``hub``, and nothing timed (e.g. an activity result)."""
+        self._wake_streams(kinds)
 
     def instance_changed(self, hub: str | None, instance_id: str | None) -> None:
         """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all)."""
@@ -353,9 +353,7 @@ class Dispatcher:
                 self.engine.release(hub, lease.kind, lease.key, lease.token)
             raise
         finally:
-            with self._cond:
-                self._forget(lease.token)
-            self._wake_streams(())
+            self._end_lease(lease)
 
     def complete_activity(self, hub: str, response: pb.ActivityResponse) -> None:
         lease = self._take(hub, response.completionToken, "activity")
@@ -363,9 +361,7 @@ class Dispatcher:
         try:
             self.engine.complete_activity(hub, lease.work.activity_id, lease.token, response)
         finally:
-            with self._cond:
-                self._forget(lease.token)
-            self._wake_streams(())
+            self._end_lease(lease)
 
     def complete_entity(self, hub: str, result: pb.EntityBatchResult) -> None:
         lease = self._take(hub, result.completionToken, "entity")
@@ -373,9 +369,19 @@ class Dispatcher:
         try:
             self.entities.complete(hub, lease.work, lease.token, result)
         finally:
-            with self._cond:
-                self._forget(lease.token)
-            self._wake_streams(())
+            self._end_lease(lease)
+
+    def _end_lease(self, lease: Lease) -> None:
+        """Drops a completed lease; wakes streams only if its stream had no room left for that kind.
+
+        Otherwise the freed slot changes nothing a stream decides on, and whatever the completion made
+        runnable has already announced itself.
+        """
+        with self._cond:
+            full = not lease.stream.has_room(lease.kind)
+            if self._forget(lease.token) is not None and full:
+                self._changes += 1
+                self._cond.notify_all()
 
     def abandon(self, hub: str, token: str, kind: str) -> None:
         lease = self._take(hub, token, kind)

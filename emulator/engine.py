@@ -12,7 +12,7 @@ from google.protobuf import struct_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import delivery, entity_ops, events, outbox
-from emulator.actions.base import ContinueAsNew
+from emulator.actions.base import ContinueAsNew, Transition
 from emulator.clock import Clock
 from emulator.delivery import StartOptions
 from emulator.errors import (
@@ -85,6 +85,24 @@ def _started_first(message: pb.HistoryEvent) -> int:
     return 0 if message.HasField("executionStarted") else 1
 
 
+def _new_work_kinds(transition: Transition) -> tuple[str, ...] | None:
+    """The work kinds a turn that only scheduled activities can have made available; None if any other."""
+    box = transition.outbox
+    if (
+        transition.terminal
+        or transition.continue_as_new is not None
+        or transition.rewound_history is not None
+        or box.timers
+        or box.instances
+        or box.messages
+        or box.terminations
+        or box.entity_messages
+    ):
+        return None
+    # Events that arrived while the instance was out for this turn make it runnable again.
+    return ("orchestration", "activity") if box.activities else ("orchestration",)
+
+
 class Engine:
     """Turns requests into storage transactions and calls ``notify(hub)`` after every change."""
 
@@ -109,9 +127,9 @@ class Engine:
         # Called with (hub, instance_id) when an instance's status may have changed, or (hub, None)
         # when any instance of the hub may have; set by whoever waits on instances.
         self.on_instance_change: Callable[[str, str | None], None] = lambda hub, instance_id: None
-        # When set, called instead of ``notify`` for changes that can only make orchestration work
-        # available (an activity result), so streams need not look for other kinds of work.
-        self.on_orchestration_work: Callable[[str], None] | None = None
+        # When set, called instead of ``notify`` with the work kinds a change can have made available
+        # (an activity result: orchestration work only), so streams need not look for the others.
+        self.on_work: Callable[[str, tuple[str, ...]], None] | None = None
 
     def _changed(self, hub: str, instance_id: str | None = None) -> None:
         self._notify(hub)
@@ -414,6 +432,8 @@ class Engine:
                     f"orchestration '{work.instance_id}' would exceed the history limit of {limit} events"
                 )
             tx.delete_messages(work.message_ids)
+            # Waiters only ever wait for a status; a turn that keeps it (most do) need not wake them.
+            status_changed = record.status != transition.status or transition.continue_as_new is not None
             record.status = transition.status
             record.custom_status = transition.custom_status
             record.updated_at = events.to_micros(now)
@@ -433,8 +453,13 @@ class Engine:
             outbox.apply(tx, hub, record, transition.outbox, now)
             if transition.terminal:
                 entity_ops.release_owner(tx, hub, record.instance_id, now)
-        self._notify(hub)
-        self.on_instance_change(hub, work.instance_id)
+        kinds = _new_work_kinds(transition)
+        if kinds is None or self.on_work is None:
+            self._notify(hub)
+        else:
+            self.on_work(hub, kinds)
+        if status_changed:
+            self.on_instance_change(hub, work.instance_id)
         return SessionMark(record.execution_id, length) if keep else None
 
     @staticmethod
@@ -487,10 +512,10 @@ class Engine:
                 # While the instance is out for an orchestrator turn, the result waits for that turn's
                 # completion, which announces itself; a fan-in would otherwise wake streams per result.
                 runnable = record.lock_token is None
-        if self.on_orchestration_work is None:
+        if self.on_work is None:
             self._notify(hub)
         elif runnable:
-            self.on_orchestration_work(hub)
+            self.on_work(hub, ("orchestration",))
 
     def release(self, hub: str, kind: str, key: str | int, token: str) -> None:
         """Returns a leased work item to its queue (no-op if the lease has already moved on)."""
