@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def peer_python() -> Path | None:
     """The interpreter of the isolated venv holding Microsoft's SDK, or None when it is not installed."""
-    candidates = [os.environ.get("DTS_PEER_PYTHON"), ROOT / ".peer-venv" / "bin" / "python", "/tmp/peer/bin/python"]
+    candidates = [os.environ.get("DTS_PEER_PYTHON"), ROOT / ".peer-venv" / "bin" / "python"]
     for candidate in candidates:
         if candidate and Path(candidate).exists():
             return Path(candidate)

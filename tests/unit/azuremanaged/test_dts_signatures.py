@@ -8,13 +8,22 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import os
 from pathlib import Path
 
 import pytest
 
-PEER_PYTHON = Path(os.environ.get("DTS_PEER_PYTHON", "/tmp/peer/bin/python"))
-PEER_PACKAGE = PEER_PYTHON.parent.parent / "lib" / "python3.11" / "site-packages" / "durabletask" / "azuremanaged"
+from tests.conftest import peer_python
+
+
+def _peer_package() -> Path:
+    python = peer_python()
+    if python is None:
+        return Path("/nonexistent")
+    found = sorted(python.parent.parent.glob("lib/python3*/site-packages/durabletask/azuremanaged"))
+    return found[0] if found else Path("/nonexistent")
+
+
+PEER_PACKAGE = _peer_package()
 
 CLASSES = [
     ("client", "DurableTaskSchedulerClient"),
