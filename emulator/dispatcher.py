@@ -130,9 +130,16 @@ class Dispatcher:
         # Waiters on one instance are woken by changes to that instance only, not by every change.
         self._watchers: dict[tuple[str, str], set[threading.Event]] = {}
         self._watch_lock = threading.Lock()
+        # Completion tokens: unique per lease and never reused by another emulator process (a random
+        # prefix), without a fresh UUID for each of the up to FETCH_BATCH tokens a fetch prepares.
+        self._token_prefix = uuid.uuid4().hex[:16]
+        self._token_serial = itertools.count(1)
         engine.on_instance_change = self.instance_changed
         engine.on_work = self.new_work
         engine.clock.subscribe(self.wake)
+
+    def _new_token(self) -> str:
+        return f"{self._token_prefix}{next(self._token_serial):016x}"
 
     def wake(self, hub: str | None = None) -> None:
         """Something changed in ``hub`` (or anywhere, with ``None``): streams look for work again.
@@ -187,7 +194,10 @@ class Dispatcher:
         finally:
             with self._cond:
                 self._active -= 1
-                self._cond.notify_all()
+                # Only drain() waits for this, and only after close(): waking idle streams on every
+                # returning wait would send each of them to look for work that nothing announced.
+                if self._closed:
+                    self._cond.notify_all()
 
     def drain(self, timeout: float) -> bool:
         """After :meth:`close`, waits until every stream and waiter has returned; False on timeout."""
@@ -283,7 +293,7 @@ class Dispatcher:
             changes = self._kind_changes[kind]
             if not room or state.empty_at.get(kind) == changes:
                 continue
-            tokens = [uuid.uuid4().hex for _ in range(room)]
+            tokens = [self._new_token() for _ in range(room)]
             found = self._fetch(kind, state, tokens)
             if not found:
                 state.empty_at[kind] = changes
