@@ -79,8 +79,8 @@ def _close(proc: subprocess.Popen[str]) -> None:
 
 
 @contextmanager
-def pair(sdk: str, backend: str) -> Iterator[tuple[str, str]]:
-    """Starts a backend process and a worker process; yields (client python, address)."""
+def pair(sdk: str, backend: str) -> Iterator[tuple[str, str, list[subprocess.Popen[str]]]]:
+    """Starts a backend process and a worker process; yields (client python, address, [backend, worker])."""
     port = _free_port()
     tmp = tempfile.TemporaryDirectory()
     backend_py = PEER_PY if backend == "theirs" else OURS_PY
@@ -93,7 +93,7 @@ def pair(sdk: str, backend: str) -> Iterator[tuple[str, str]]:
         address = f"localhost:{port}"
         w = _spawn(sdk_py, ["worker_proc.py", address], for_peer=sdk == "theirs")
         _await_ready(w, f"worker {sdk}")
-        yield sdk_py, address
+        yield sdk_py, address, [b, w]
     finally:
         if w is not None:
             _close(w)
@@ -117,10 +117,32 @@ PAIRS = {"ours": ("ours", "ours-sqlite"), "ours-mem": ("ours", "ours-memory"),
          "theirs": ("theirs", "theirs"), "mixed": ("theirs", "ours-sqlite")}
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds a process has used so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def scenario(name: str, scenario_name: str, size: int) -> dict[str, Any]:
+    """Runs one client scenario; the result also has the CPU seconds the backend and worker spent on it."""
     sdk, backend = PAIRS[name]
-    with pair(sdk, backend) as (python, address):
-        return _json_run(python, ["client_proc.py", address, scenario_name, str(size)], for_peer=sdk == "theirs")
+    with pair(sdk, backend) as (python, address, procs):
+        before = [_cpu_seconds(p.pid) for p in procs]
+        result = _json_run(python, ["client_proc.py", address, scenario_name, str(size)], for_peer=sdk == "theirs")
+        after = [_cpu_seconds(p.pid) for p in procs]
+    # Includes the client's one warm-up orchestration; negligible beside the measured ones.
+    result["cpu"] = [None if b is None or a is None else a - b for b, a in zip(before, after, strict=True)]
+    return result
+
+
+def _cpu_per_item(r: dict[str, Any], items: int) -> str:
+    backend, worker = r["cpu"]
+    if backend is None or worker is None:
+        return ""
+    return f"   CPU/orchestration: backend {backend * 1000 / items:.2f} ms, worker {worker * 1000 / items:.2f} ms"
 
 
 def transport(backend: str, calls: int) -> dict[str, float]:
@@ -160,7 +182,8 @@ def bench_throughput(quick: bool, out: list[str], floors: dict[str, Any] | None)
     res = {name: scenario(name, "throughput", count) for name in names}
     out.append(f"## 2. Throughput: {count} orchestrations of a 3-activity chain, one worker process")
     for name, r in res.items():
-        out.append(f"  {name:9s} {r['per_second']:8.1f} orchestrations/s  ({r['seconds']:.2f} s)")
+        out.append(f"  {name:9s} {r['per_second']:8.1f} orchestrations/s  ({r['seconds']:.2f} s)"
+                   + _cpu_per_item(r, count))
     rate = {name: r["per_second"] for name, r in res.items()}
     if {"ours", "theirs"} <= rate.keys():
         out.append(f"  ours / theirs: {_ratio(rate['ours'], rate['theirs'])} (target ≥ 2.5x)")
