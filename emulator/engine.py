@@ -446,7 +446,9 @@ class Engine:
                 outbox.replace_history(tx, record, transition.rewound_history, now)
                 keep = False
             else:
-                tx.append_history(hub, record.instance_id, [e.SerializeToString() for e in transition.history])
+                # The lease kept everyone else from changing the history since it was read.
+                history = [e.SerializeToString() for e in transition.history]
+                tx.append_history(hub, record.instance_id, history, work.history_length)
             if transition.terminal:
                 self._finish(tx, record, transition.output, transition.failure)
             tx.put_instance(record)

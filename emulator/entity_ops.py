@@ -85,8 +85,10 @@ def grant_locks(tx: Transaction, hub: str, now: datetime) -> None:
 
 def release_owner(tx: Transaction, hub: str, owner: str, now: datetime) -> None:
     """A finished orchestration can no longer unlock its entities, so free them for the next waiter."""
-    tx.release_locks_of(hub, owner)
-    grant_locks(tx, hub, now)
+    # Waiting requests are granted as soon as their entities are free, so only a freed entity can
+    # let one through now.
+    if tx.release_locks_of(hub, owner):
+        grant_locks(tx, hub, now)
 
 
 def eligible(entity: EntityRecord, event: pb.HistoryEvent) -> bool:

@@ -209,8 +209,15 @@ class SqliteTransaction(EntityTables):
         ).fetchone()
         return int(row[0]) + 1
 
-    def append_history(self, hub: str, instance_id: str, events: Sequence[bytes]) -> None:
-        start = self.history_length(hub, instance_id)
+    def append_history(
+        self, hub: str, instance_id: str, events: Sequence[bytes], length: int | None = None
+    ) -> None:
+        """Appends after the stored events; ``length``, when the caller knows it, saves looking it up.
+
+        A wrong ``length`` cannot leave a hole unnoticed in the usual case: a sequence number already
+        taken violates the primary key and the transaction fails.
+        """
+        start = self.history_length(hub, instance_id) if length is None else length
         self._db.executemany(
             "INSERT INTO history (hub, instance_id, seq, event) VALUES (?, ?, ?, ?)",
             [(hub, instance_id, start + i, e) for i, e in enumerate(events)],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,6 +68,38 @@ def test_history_appends_in_order(backend: Backend) -> None:
         assert tx.history("h", "a") == [b"1", b"2", b"3"]
         tx.clear_history("h", "a")
         assert tx.history("h", "a") == []
+
+
+def test_history_appends_after_a_known_length_and_refuses_a_taken_one(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        tx.append_history("h", "a", [b"1", b"2"])
+        tx.append_history("h", "a", [b"3"], 2)
+        assert tx.history("h", "a") == [b"1", b"2", b"3"]
+        assert tx.history_length("h", "a") == 3
+    with pytest.raises(sqlite3.IntegrityError), backend.transaction() as tx:
+        tx.append_history("h", "a", [b"x"], 1)
+    with backend.transaction() as tx:
+        assert tx.history("h", "a") == [b"1", b"2", b"3"]
+
+
+def test_a_row_read_and_written_in_one_transaction_keeps_what_others_wrote(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        tx.put_instance(_instance("a"))
+    with backend.transaction() as tx:
+        record = tx.get_instance("h", "a")
+        assert record is not None
+        tx.lock_instance("h", "a", "tok", 99)
+        record.custom_status = "busy"
+        tx.put_instance(record)  # written in full: the lock change above is not what it read
+        again = tx.get_instance("h", "a")
+        assert again is not None and again.lock_token is None and again.custom_status == "busy"
+        again.status = COMPLETED
+        tx.put_instance(again)  # only the status changed
+        tx.put_instance(again)  # nothing changed
+    with backend.transaction() as tx:
+        stored = tx.get_instance("h", "a")
+        assert stored is not None
+        assert (stored.status, stored.custom_status, stored.lock_token) == (COMPLETED, "busy", None)
 
 
 def test_messages_become_visible_and_make_instances_ready(backend: Backend) -> None:
