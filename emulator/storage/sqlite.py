@@ -214,8 +214,8 @@ class SqliteTransaction(EntityTables):
     ) -> None:
         """Appends after the stored events; ``length``, when the caller knows it, saves looking it up.
 
-        A wrong ``length`` cannot leave a hole unnoticed in the usual case: a sequence number already
-        taken violates the primary key and the transaction fails.
+        Callers pass only a length their lease kept current; one that is too small still cannot
+        overwrite anything, as a taken sequence number violates the primary key and the transaction fails.
         """
         start = self.history_length(hub, instance_id) if length is None else length
         self._db.executemany(
