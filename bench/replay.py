@@ -4,8 +4,8 @@ The history is an orchestrator that calls one activity N times in sequence (4 ev
 40,002 events for N = 10,000). Both executors receive it as the same serialized ``OrchestratorRequest``
 bytes and replay all of it; only the ``execute`` call is timed (best of ``--repeat`` runs, each in the
 executor's own process). Microsoft's SDK runs in its isolated venv (``DTS_PEER_PYTHON``, default
-/tmp/peer/bin/python). Sequence IDs start at 1 in the recorded history, as Microsoft's SDK numbers
-them; our executor is told so with ``first_sequence_id=1``.
+``.peer-venv/bin/python``, which ``python3 dev.py bench`` creates). Sequence IDs start at 1 in the recorded
+history, as both SDKs number them.
 
 Usage: python bench/replay.py [--activities 10000] [--repeat 5] [--quick]
 """
@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PEER = os.environ.get("DTS_PEER_PYTHON", "/tmp/peer/bin/python")
+PEER = os.environ.get("DTS_PEER_PYTHON") or str(Path(__file__).resolve().parent.parent / ".peer-venv/bin/python")
 
 # Runs inside either interpreter: only the imports differ. ``{setup}`` defines ``execute(events)``.
 _RUNNER = r"""
@@ -62,7 +62,7 @@ log = logging.getLogger("bench.ours")
 log.setLevel(logging.WARNING)
 
 def execute(old, new):
-    executor = OrchestrationExecutor(registry, logger=log, first_sequence_id=1)
+    executor = OrchestrationExecutor(registry, logger=log)
     return executor.execute("bench", old, new).actions
 """
 

@@ -7,7 +7,7 @@ Pairs measured in the same run:
   mixed     Microsoft's SDK on our emulator (separates SDK cost from backend cost)
 
 Usage: python3 dev.py bench [--quick] [--only throughput,fan_out,chain,transport,replay]
-   or: DTS_PEER_PYTHON=/tmp/peer/bin/python .venv/bin/python bench/run_all.py [--quick]
+   or: DTS_PEER_PYTHON=<python with durabletask 1.12> .venv/bin/python bench/run_all.py [--quick]
 """
 
 from __future__ import annotations
@@ -29,9 +29,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OURS_PY = sys.executable
-_PEER_CANDIDATES = (ROOT / ".peer-venv" / "bin" / "python", Path("/tmp/peer/bin/python"))
-PEER_PY = os.environ.get("DTS_PEER_PYTHON") or str(next((p for p in _PEER_CANDIDATES if p.exists()),
-                                                        _PEER_CANDIDATES[0]))
+PEER_PY = os.environ.get("DTS_PEER_PYTHON") or str(ROOT / ".peer-venv" / "bin" / "python")
 # The processes' own logs (worker INFO lines, reconnect warnings) go here instead of the report.
 LOG = Path(tempfile.gettempdir()) / "dts-bench.log"
 
