@@ -78,3 +78,36 @@ class Runtime:
             return ["--connection-string", self.connection_string]
         assert self.address is not None
         return ["--address", self.address]
+
+
+def wait_for_custom_status(c: client.TaskHubGrpcClient, instance_id: str, needle: str, timeout: float = 30) -> None:
+    """Poll until the instance's custom status mentions ``needle`` (the sample's way to see where it waits)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = c.get_orchestration_state(instance_id)
+        if state and state.serialized_custom_status and needle in state.serialized_custom_status:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"{instance_id} never reported {needle!r} in its custom status")
+
+
+def spawn_worker_process(script: str, rt: Runtime, *args: str) -> Any:
+    """Start ``script`` as a worker process pointed at ``rt``; returns once it printed its ready line.
+
+    The child runs until its stdin is closed (see :func:`stop_worker_processes`).
+    """
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parent / script), *args,
+                             *rt.endpoint_args()], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    print(proc.stdout.readline().strip())
+    return proc
+
+
+def stop_worker_processes(procs: list[Any]) -> None:
+    for proc in procs:
+        proc.stdin.close()
+        proc.wait(timeout=30)

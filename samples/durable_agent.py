@@ -14,10 +14,9 @@ retried or re-delivered activity never repeats the effect. Two cases run:
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
-from _support import Runtime, parse_args
+from _support import Runtime, parse_args, wait_for_custom_status
 
 from durabletask import client, task
 
@@ -100,16 +99,6 @@ def document_agent(ctx: task.OrchestrationContext, case: dict[str, Any]) -> Any:
             return {"status": "filed", "result": result, "version": ctx.version}
 
 
-def _wait_custom_status(c: client.TaskHubGrpcClient, iid: str, needle: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        state = c.get_orchestration_state(iid)
-        if state and state.serialized_custom_status and needle in state.serialized_custom_status:
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"{iid} never reported {needle}")
-
-
 def main() -> int:
     args = parse_args(__doc__ or "")
     with Runtime.from_args(args) as rt, rt.worker() as w:
@@ -122,12 +111,12 @@ def main() -> int:
         alice = c.schedule_new_orchestration(document_agent, input=case, instance_id="agent-alice", version="1")
         bob = c.schedule_new_orchestration(document_agent, input={**case, "customer": "bob"},
                                            instance_id="agent-bob", version="1")
-        _wait_custom_status(c, alice, "passport")
+        wait_for_custom_status(c, alice, "passport")
         for doc in ("passport", "passport", "payslip"):  # the passport signal arrives twice
             c.raise_orchestration_event(alice, "document", data=doc)
-        _wait_custom_status(c, alice, "approval")
+        wait_for_custom_status(c, alice, "approval")
         c.raise_orchestration_event(alice, "approval", data=True)
-        _wait_custom_status(c, bob, "passport")
+        wait_for_custom_status(c, bob, "passport")
         c.raise_orchestration_event(bob, "cancel", data="customer withdrew")
         ok = True
         for iid in (alice, bob):

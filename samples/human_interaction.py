@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from _support import Runtime, parse_args
+from _support import Runtime, parse_args, wait_for_custom_status
 
 from durabletask import client, task
 
@@ -37,18 +37,6 @@ def purchase_approval(ctx: task.OrchestrationContext, request: dict[str, Any]) -
     return {"approved_by": "director", "decision": decision, "escalated": True}
 
 
-def _wait_for(c: client.TaskHubGrpcClient, instance_id: str, who: str) -> None:
-    import time
-
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        state = c.get_orchestration_state(instance_id)
-        if state and state.serialized_custom_status and who in state.serialized_custom_status:
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"{instance_id} never waited for {who}")
-
-
 def main() -> int:
     args = parse_args(__doc__ or "")
     with Runtime.from_args(args) as rt, rt.worker() as w:
@@ -58,9 +46,9 @@ def main() -> int:
         c = rt.client()
         prompt = c.schedule_new_orchestration(purchase_approval, input={"item": "laptop", "manager": "alice"})
         silent = c.schedule_new_orchestration(purchase_approval, input={"item": "server", "manager": "bob"})
-        _wait_for(c, prompt, "alice")
+        wait_for_custom_status(c, prompt, "alice")
         c.raise_orchestration_event(prompt, "Approval", data="yes")
-        _wait_for(c, silent, "director")
+        wait_for_custom_status(c, silent, "director")
         c.raise_orchestration_event(silent, "Approval", data="yes, go ahead")
         ok = True
         for instance_id in (prompt, silent):

@@ -9,18 +9,15 @@ specialist is down, shipping work waits (the order stays RUNNING); once it start
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from _support import Runtime, parse_args
+from _support import Runtime, parse_args, spawn_worker_process, stop_worker_processes
 
 from durabletask import client, task
 from durabletask.worker import ActivityWorkItemFilter, WorkItemFilters
 
-HERE = Path(__file__).resolve().parent
 
 
 def validate_order(ctx: task.ActivityContext, order_id: str) -> str:
@@ -54,14 +51,6 @@ def run_role(rt: Runtime, role: str) -> None:
         sys.stdin.read()  # run until the parent closes our stdin
 
 
-def _spawn(rt: Runtime, role: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, str(HERE / "specialist_workers.py"), "--role", role,
-                             *rt.endpoint_args()], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    print(proc.stdout.readline().strip())
-    return proc
-
-
 def _pending_activities(c: client.TaskHubGrpcClient, instance_id: str) -> list[str]:
     history = c.get_orchestration_history(instance_id)
     scheduled = {e.event_id: e.name for e in history if type(e).__name__ == "TaskScheduledEvent"}
@@ -77,7 +66,8 @@ def main() -> int:
         run_role(Runtime.from_args(args), args.role)
         return 0
     with Runtime.from_args(args) as rt:
-        procs = [_spawn(rt, "orchestration"), _spawn(rt, "validation")]
+        procs = [spawn_worker_process("specialist_workers.py", rt, "--role", role)
+                 for role in ("orchestration", "validation")]
         try:
             c = rt.client()
             instance_id = c.schedule_new_orchestration(order_routing, input="order-42", version="1")
@@ -89,16 +79,13 @@ def main() -> int:
             assert state is not None
             print(f"shipping specialist down: {state.runtime_status.name}, waiting on "
                   f"{_pending_activities(c, instance_id)}")
-            procs.append(_spawn(rt, "shipping"))
+            procs.append(spawn_worker_process("specialist_workers.py", rt, "--role", "shipping"))
             state = c.wait_for_orchestration_completion(instance_id, timeout=60)
             assert state is not None
             print(f"{instance_id}: {state.runtime_status.name} {state.serialized_output}")
             return 0 if state.runtime_status == client.OrchestrationStatus.COMPLETED else 1
         finally:
-            for proc in procs:
-                assert proc.stdin is not None
-                proc.stdin.close()
-                proc.wait(timeout=30)
+            stop_worker_processes(procs)
 
 
 if __name__ == "__main__":

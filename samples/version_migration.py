@@ -13,12 +13,10 @@ None of them fails, and no instance is ever run by code of the wrong version.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
-from _support import Runtime, parse_args
+from _support import Runtime, parse_args, spawn_worker_process, stop_worker_processes
 
 from durabletask import client, task
 from durabletask.worker import (
@@ -30,7 +28,6 @@ from durabletask.worker import (
     WorkItemFilters,
 )
 
-HERE = Path(__file__).resolve().parent
 RECORDS = {"snapshot-a": 120, "snapshot-b": 250, "snapshot-c": 75}
 
 
@@ -75,21 +72,13 @@ def run_version(rt: Runtime, version: str) -> None:
         sys.stdin.read()
 
 
-def _spawn(rt: Runtime, version: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, str(HERE / "version_migration.py"), "--serve-version", version,
-                             *rt.endpoint_args()], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    print(proc.stdout.readline().strip())
-    return proc
-
-
 def main() -> int:
     args = parse_args(__doc__ or "", lambda p: p.add_argument("--serve-version"))
     if args.serve_version:
         run_version(Runtime.from_args(args), args.serve_version)
         return 0
     with Runtime.from_args(args) as rt:
-        procs = [_spawn(rt, "1"), _spawn(rt, "2")]
+        procs = [spawn_worker_process("version_migration.py", rt, "--serve-version", v) for v in ("1", "2")]
         try:
             c = rt.client()
             c.schedule_new_orchestration("batch_loop", input={"snapshot": "snapshot-a"}, instance_id="batch-a",
@@ -106,10 +95,7 @@ def main() -> int:
                 ok = ok and state.runtime_status == client.OrchestrationStatus.COMPLETED
             return 0 if ok else 1
         finally:
-            for proc in procs:
-                assert proc.stdin is not None
-                proc.stdin.close()
-                proc.wait(timeout=30)
+            stop_worker_processes(procs)
 
 
 if __name__ == "__main__":
