@@ -19,7 +19,6 @@ from durabletask import client, task
 from durabletask.worker import ActivityWorkItemFilter, WorkItemFilters
 
 
-
 def validate_order(ctx: task.ActivityContext, order_id: str) -> str:
     return f"{order_id} valid (checked by pid {os.getpid()})"
 
