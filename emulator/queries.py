@@ -57,6 +57,10 @@ def list_instance_ids(engine: Engine, hub: str, request: pb.ListInstanceIdsReque
     return response
 
 
+# A purge timeout longer than a day is treated as a day: far beyond any RPC deadline anyway.
+_MAX_PURGE_TIMEOUT = 86_400.0
+
+
 def purge(engine: Engine, hub: str, request: pb.PurgeInstancesRequest) -> tuple[int, bool]:
     """Deletes finished instances by ID, by batch or by filter; running ones are never purged.
 
@@ -78,7 +82,9 @@ def _purge_by_filter(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, recu
     # the emulator's injectable clock knows nothing about.
     deadline = None
     if flt.HasField("timeout"):
-        deadline = time.monotonic() + flt.timeout.ToTimedelta().total_seconds()
+        # Read the raw fields: an absurd duration (e.g. 2**63 s) must mean "no practical limit", not an error.
+        seconds = flt.timeout.seconds + flt.timeout.nanos / 1e9
+        deadline = time.monotonic() + min(max(seconds, 0.0), _MAX_PURGE_TIMEOUT)
     total, after = 0, None
     while True:
         ids = _purge_page(engine, hub, flt, after, PURGE_PAGE)

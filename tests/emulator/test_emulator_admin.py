@@ -318,6 +318,18 @@ def test_purge_by_filter_stops_at_its_timeout_and_says_what_is_left(
     assert not any(stub.GetInstance(pb.GetInstanceRequest(instanceId=i)).exists for i in done)
 
 
+def test_purge_by_filter_with_out_of_range_timeouts(stub: HubStub) -> None:
+    # Found by fuzzing: a duration of 2**63-1 seconds overflowed instead of meaning "no practical limit".
+    done = [_run_to_completion(stub) for _ in range(2)]
+    flt = pb.PurgeInstanceFilter(runtimeStatus=[pb.ORCHESTRATION_STATUS_COMPLETED])
+    flt.timeout.seconds = 2**63 - 1
+    response = stub.PurgeInstances(pb.PurgeInstancesRequest(purgeInstanceFilter=flt))
+    assert response.deletedInstanceCount == 2 and response.isComplete.value
+    assert not any(stub.GetInstance(pb.GetInstanceRequest(instanceId=i)).exists for i in done)
+    flt.timeout.seconds = -5  # a negative timeout is spent at once: nothing left to purge, still complete
+    assert stub.PurgeInstances(pb.PurgeInstancesRequest(purgeInstanceFilter=flt)).isComplete.value
+
+
 def test_purge_by_filter_with_a_timeout_that_ends_on_the_last_page_is_complete(
     stub: HubStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -36,7 +36,10 @@ EXPECTED = {
     grpc.StatusCode.RESOURCE_EXHAUSTED,
     grpc.StatusCode.DEADLINE_EXCEEDED,  # waits and streams run into the short deadline the fuzzer sets
 }
+# Deterministic by default, so a test run never fails on a case it has not failed on before; exploratory runs
+# set FUZZ_RANDOM=1 (and more FUZZ_EXAMPLES) to search new inputs.
 FUZZ = settings(
+    derandomize=os.environ.get("FUZZ_RANDOM") != "1",
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -159,7 +162,16 @@ def test_any_actions_under_a_valid_lease(channel: grpc.Channel, work: WorkStream
     chunks = stub.StreamInstanceHistory(pb.StreamInstanceHistoryRequest(instanceId=iid))
     started = [e.WhichOneof("eventType") for chunk in chunks for e in chunk.events].count("executionStarted")
     pending = found.orchestrationState.orchestrationStatus == pb.ORCHESTRATION_STATUS_PENDING
-    assert started == (0 if pending else 1)
+    continued = any(
+        a.completeOrchestration.orchestrationStatus == pb.ORCHESTRATION_STATUS_CONTINUED_AS_NEW
+        for a in response.actions
+        if a.HasField("completeOrchestration")
+    )
+    if continued and not pending:
+        # A new execution's history begins with its first turn; until then it may be empty.
+        assert started in (0, 1)
+    else:
+        assert started == (0 if pending else 1)
 
 
 def _next_of(work: WorkStream, kind: str, key: Callable[[Any], bool]) -> pb.WorkItem:
