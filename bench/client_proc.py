@@ -45,6 +45,12 @@ def main() -> None:
     _run_one(c, chain3, 0, 120)  # warm-up: connections, first work items
     if scenario == "throughput":
         result = throughput(c, size)
+    elif scenario == "one_at_a_time":
+        start = time.perf_counter()
+        for i in range(size):
+            _run_one(c, chain3, i, 120)
+        elapsed = time.perf_counter() - start
+        result = {"count": size, "seconds": elapsed, "per_second": size / elapsed}
     elif scenario == "fan_out":
         result = {"size": size, "seconds": _run_one(c, fan_out, size, 600)}
     elif scenario == "chain":

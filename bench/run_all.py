@@ -6,7 +6,7 @@ Pairs measured in the same run:
   theirs    Microsoft's SDK on its in-memory test backend (isolated venv)
   mixed     Microsoft's SDK on our emulator (separates SDK cost from backend cost)
 
-Usage: python3 dev.py bench [--quick] [--only throughput,fan_out,chain,transport,replay]
+Usage: python3 dev.py bench [--quick] [--only transport,throughput,latency,fan_out,chain,replay]
    or: DTS_PEER_PYTHON=<python with durabletask 1.12> .venv/bin/python bench/run_all.py [--quick]
 """
 
@@ -37,6 +37,9 @@ LOG = Path(tempfile.gettempdir()) / "dts-bench.log"
 # streamed message and one completion call: 4 orchestrator turns and 3 activities.
 CHAIN3_RPCS = 2 + 2 * (4 + 3)
 CHAIN3_UNARY = 2 + 4 + 3
+CHAIN3_STREAMED = CHAIN3_RPCS - CHAIN3_UNARY
+CORES = os.cpu_count() or 1
+TARGET = 2.5  # the speed-up over theirs that issue #7 asks for
 
 
 def _free_port() -> int:
@@ -55,14 +58,21 @@ def _env(for_peer: bool) -> dict[str, str]:
 def _spawn(python: str, args: list[str], *, for_peer: bool) -> subprocess.Popen[str]:
     # cwd=HERE: the scripts import workloads.py; the peer must never see our package on its path.
     with LOG.open("a") as log:
-        return subprocess.Popen([python, *args], cwd=HERE, env=_env(for_peer), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=log, text=True)
+        return subprocess.Popen(
+            [python, *args],
+            cwd=HERE,
+            env=_env(for_peer),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
 
 
-def _await_ready(proc: subprocess.Popen[str], what: str) -> None:
+def _await_ready(proc: subprocess.Popen[str], what: str, word: str = "ready") -> None:
     assert proc.stdout is not None
     line = proc.stdout.readline()
-    if not line.startswith("ready"):
+    if not line.startswith(word):
         raise RuntimeError(f"{what} did not start (exit {proc.poll()})")
 
 
@@ -100,8 +110,7 @@ def pair(sdk: str, backend: str) -> Iterator[tuple[str, str, list[subprocess.Pop
 
 
 def _json_run(python: str, args: list[str], *, for_peer: bool, timeout: float = 900) -> dict[str, Any]:
-    out = subprocess.run([python, *args], cwd=HERE, env=_env(for_peer), capture_output=True, text=True,
-                         timeout=timeout)
+    out = subprocess.run([python, *args], cwd=HERE, env=_env(for_peer), capture_output=True, text=True, timeout=timeout)
     with LOG.open("a") as log:
         log.write(out.stderr)
     if out.returncode != 0:
@@ -111,8 +120,12 @@ def _json_run(python: str, args: list[str], *, for_peer: bool, timeout: float = 
 
 
 SELECTED: set[str] = set()  # pairs chosen with --pairs; the others are skipped
-PAIRS = {"ours": ("ours", "ours-sqlite"), "ours-mem": ("ours", "ours-memory"),
-         "theirs": ("theirs", "theirs"), "mixed": ("theirs", "ours-sqlite")}
+PAIRS = {
+    "ours": ("ours", "ours-sqlite"),
+    "ours-mem": ("ours", "ours-memory"),
+    "theirs": ("theirs", "theirs"),
+    "mixed": ("theirs", "ours-sqlite"),
+}
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -147,30 +160,132 @@ def transport(backend: str, calls: int) -> dict[str, float]:
     port = _free_port()
     with tempfile.TemporaryDirectory() as tmp:
         py = PEER_PY if backend == "theirs" else OURS_PY
-        b = _spawn(py, ["backend_proc.py", backend, "--port", str(port), "--db", f"{tmp}/t.db"],
-                   for_peer=backend == "theirs")
+        b = _spawn(
+            py, ["backend_proc.py", backend, "--port", str(port), "--db", f"{tmp}/t.db"], for_peer=backend == "theirs"
+        )
         try:
             _await_ready(b, backend)
-            seq = _json_run(OURS_PY, ["transport.py", f"localhost:{port}", str(calls), "1"], for_peer=False)
-            par = _json_run(OURS_PY, ["transport.py", f"localhost:{port}", str(calls), "64"], for_peer=False)
+            address = f"localhost:{port}"
+            seq = _json_run(OURS_PY, ["transport.py", "wall", address, str(calls), "1"], for_peer=False)
+            par = _json_run(OURS_PY, ["transport.py", "wall", address, str(calls), "64"], for_peer=False)
         finally:
             _close(b)
     return {"sequential": seq["calls_per_second"], "in_flight_64": par["calls_per_second"]}
+
+
+def _cpu_floor_run(server: subprocess.Popen[str], args: list[str]) -> dict[str, Any]:
+    """One measured loop of transport.py against the bare server; adds the server's CPU over that loop alone."""
+    client = _spawn(OURS_PY, ["transport.py", *args], for_peer=False)
+    assert client.stdin is not None and client.stdout is not None
+    try:
+        _await_ready(client, f"transport.py {args[0]}", word="warm")
+        before = _cpu_seconds(server.pid)
+        client.stdin.write("go\n")
+        client.stdin.flush()
+        result: dict[str, Any] = json.loads(client.stdout.readline())
+        after = _cpu_seconds(server.pid)
+    finally:
+        _close(client)
+    result["server_cpu"] = None if before is None or after is None else after - before
+    return result
+
+
+def cpu_floor(quick: bool) -> dict[str, dict[str, Any]] | None:
+    """CPU per empty unary call and per empty streamed message, client + server, on the bare server."""
+    calls, messages = (1000, 4000) if quick else (5000, 20000)
+    port = _free_port()
+    server = _spawn(OURS_PY, ["bare_server.py", str(port)], for_peer=False)
+    try:
+        _await_ready(server, "bare_server.py")
+        address = f"127.0.0.1:{port}"
+        runs = {
+            "sequential": _cpu_floor_run(server, ["unary-cpu", address, str(calls), "1"]),
+            "threads": _cpu_floor_run(server, ["unary-cpu", address, str(calls), "worker"]),
+            "stream": _cpu_floor_run(server, ["stream-cpu", address, str(messages)]),
+        }
+    finally:
+        _close(server)
+    if any(r["server_cpu"] is None for r in runs.values()):
+        return None
+    for r in runs.values():
+        r["cpu_each"] = (r["client_cpu"] + r["server_cpu"]) / r["count"]
+    # The cheaper unary figure, so the ceiling below is the most generous one these measurements allow.
+    unary = min(runs["sequential"]["cpu_each"], runs["threads"]["cpu_each"])
+    per_orchestration = CHAIN3_UNARY * unary + CHAIN3_STREAMED * runs["stream"]["cpu_each"]
+    runs["model"] = {
+        "unary": unary,
+        "streamed": runs["stream"]["cpu_each"],
+        "per_orchestration": per_orchestration,
+        "ceiling": CORES / per_orchestration,
+    }
+    return runs
+
+
+def _fan_out_minimum(cpu: dict[str, Any], size: int) -> float:
+    # One activity work item streamed and one CompleteActivityTask call each; orchestrator turns not counted.
+    return size * (cpu["unary"] + cpu["streamed"]) / CORES
 
 
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "n/a"
 
 
+def _fan_out_size(quick: bool) -> int:
+    return 200 if quick else 1000
+
+
+def _cpu_floor_lines(runs: dict[str, dict[str, Any]], quick: bool) -> list[str]:
+    labels = {
+        "sequential": "unary Hello, sequential",
+        "threads": f"unary Hello, {runs['threads']['threads']} threads",
+        "stream": "streamed empty WorkItem",
+    }
+    lines = []
+    for key, label in labels.items():
+        r = runs[key]
+        unit = "message" if key == "stream" else "call"
+        lines.append(
+            f"  {label:26s} {r['count']:6d} {unit}s: client {r['client_cpu'] * 1000 / r['count']:.3f} + "
+            f"server {r['server_cpu'] * 1000 / r['count']:.3f} = {r['cpu_each'] * 1000:.3f} ms CPU/{unit}"
+            f"   ({r['count'] / r['seconds']:.0f}/s wall clock)"
+        )
+    m = runs["model"]
+    size = _fan_out_size(quick)
+    lines += [
+        f"  3-activity chain: {CHAIN3_UNARY} unary x {m['unary'] * 1000:.3f} ms (the cheaper unary figure) + "
+        f"{CHAIN3_STREAMED} streamed x {m['streamed'] * 1000:.3f} ms = {m['per_orchestration'] * 1000:.2f} ms "
+        "transport CPU per orchestration",
+        f"  CPU-bound ceiling: {CORES} cores / {m['per_orchestration'] * 1000:.2f} ms = {m['ceiling']:.0f} "
+        "orchestrations/s for any Python client/backend/worker trio here, with no application work at all",
+        f"  fan-out of {size}: at least {size} x ({m['unary'] * 1000:.3f} + {m['streamed'] * 1000:.3f}) ms / "
+        f"{CORES} cores = {_fan_out_minimum(m, size):.3f} s of transport alone (orchestrator turns not counted)",
+    ]
+    return lines
+
+
 def bench_transport(quick: bool, out: list[str]) -> dict[str, Any]:
     calls = 500 if quick else 3000
-    floors = {name: transport(name, calls) for name in ("ours-sqlite", "theirs")}
-    out.append("## 1. Transport floor (empty unary Hello calls/s)")
-    for name, f in floors.items():
+    floors: dict[str, Any] = {name: transport(name, calls) for name in ("ours-sqlite", "theirs")}
+    out.append("## 1. Transport floor")
+    out.append("  1a. Wall clock: empty unary Hello calls/s against each backend")
+    for name in ("ours-sqlite", "theirs"):
+        f = floors[name]
         out.append(f"  {name:12s} sequential {f['sequential']:8.0f}/s   64 in flight {f['in_flight_64']:8.0f}/s")
     floor = floors["ours-sqlite"]["in_flight_64"]
-    out.append(f"  RPCs per 3-activity chain: {CHAIN3_RPCS} messages ({CHAIN3_UNARY} unary calls); "
-               f"ceiling ≈ {floor / CHAIN3_UNARY:.0f} orchestrations/s (64-in-flight floor / unary calls)")
+    out.append(
+        f"  RPCs per 3-activity chain: {CHAIN3_RPCS} messages ({CHAIN3_UNARY} unary calls); wall-clock "
+        f"ceiling ≈ {floor / CHAIN3_UNARY:.0f} orchestrations/s (ours' 64-in-flight floor / unary calls)"
+    )
+    out.append(
+        "  1b. CPU cost: bench/bare_server.py (our stubs, no application work) and a client, separate "
+        "processes; CPU from /proc over the measured loop only"
+    )
+    runs = cpu_floor(quick)
+    if runs is None:
+        out.append("  (no per-process CPU times on this platform: /proc is missing)")
+    else:
+        out.extend(_cpu_floor_lines(runs, quick))
+        floors["cpu"] = runs["model"]
     return floors
 
 
@@ -180,27 +295,73 @@ def bench_throughput(quick: bool, out: list[str], floors: dict[str, Any] | None)
     res = {name: scenario(name, "throughput", count) for name in names}
     out.append(f"## 2. Throughput: {count} orchestrations of a 3-activity chain, one worker process")
     for name, r in res.items():
-        out.append(f"  {name:9s} {r['per_second']:8.1f} orchestrations/s  ({r['seconds']:.2f} s)"
-                   + _cpu_per_item(r, count))
+        out.append(
+            f"  {name:9s} {r['per_second']:8.1f} orchestrations/s  ({r['seconds']:.2f} s)" + _cpu_per_item(r, count)
+        )
     rate = {name: r["per_second"] for name, r in res.items()}
     if {"ours", "theirs"} <= rate.keys():
-        out.append(f"  ours / theirs: {_ratio(rate['ours'], rate['theirs'])} (target ≥ 2.5x)")
+        out.append(f"  ours / theirs: {_ratio(rate['ours'], rate['theirs'])} (target ≥ {TARGET}x)")
     if {"ours", "ours-mem"} <= rate.keys():
         out.append(f"  persistent / in-memory: {rate['ours'] / rate['ours-mem']:.0%} (target ≥ 70 %)")
+    cpu = floors.get("cpu") if floors else None
+    if cpu and "theirs" in rate:
+        need = TARGET * rate["theirs"]
+        out.append(
+            f"  {TARGET}x theirs = {need:.0f}/s = {need / cpu['ceiling']:.0%} of the CPU-bound ceiling "
+            f"(1b: transport alone caps any Python trio here at {cpu['ceiling']:.0f}/s = {CORES} cores / "
+            f"{cpu['per_orchestration'] * 1000:.2f} ms)"
+        )
+        budget = CORES / need
+        spent = [
+            f"{n} {sum(res[n]['cpu']) * 1000 / count:.2f} ms"
+            for n in ("ours", "theirs")
+            if n in res and None not in res[n]["cpu"]
+        ]
+        out.append(
+            f"  CPU budget per orchestration at {need:.0f}/s: {CORES} cores / {need:.0f}/s = {budget * 1000:.2f} ms; "
+            f"the transport floor takes {cpu['per_orchestration'] * 1000:.2f} ms of it, leaving "
+            f"{(budget - cpu['per_orchestration']) * 1000:.2f} ms for all application work"
+            + (f" (backend + worker now spend: {', '.join(spent)}; client not counted)" if spent else "")
+        )
+    if cpu and "ours" in rate:
+        out.append(f"  ours / CPU-bound ceiling (1b): {rate['ours'] / cpu['ceiling']:.0%}")
     if floors and "ours" in rate:
         ceiling = floors["ours-sqlite"]["in_flight_64"] / CHAIN3_UNARY
-        out.append(f"  ours / transport ceiling: {res['ours']['per_second'] / ceiling:.0%} (target ≥ 70 %)")
+        out.append(f"  ours / wall-clock ceiling (1a): {rate['ours'] / ceiling:.0%} (target ≥ 70 %)")
 
 
-def bench_fan_out(quick: bool, out: list[str]) -> None:
-    size = 200 if quick else 1000
+def bench_latency(quick: bool, out: list[str]) -> None:
+    count = 50 if quick else 200
+    res = {name: scenario(name, "one_at_a_time", count) for name in ("ours", "theirs", "mixed") if name in SELECTED}
+    out.append(f"## 2b. One at a time: {count} three-activity chains, each scheduled after the previous completed")
+    for name, r in res.items():
+        out.append(
+            f"  {name:9s} {r['per_second']:8.1f} orchestrations/s  {r['seconds'] * 1000 / count:6.2f} ms per "
+            "orchestration" + _cpu_per_item(r, count)
+        )
+    if {"ours", "theirs"} <= res.keys():
+        out.append(
+            f"  theirs / ours time per orchestration: {_ratio(res['theirs']['seconds'], res['ours']['seconds'])} "
+            "(above 1: ours is faster)"
+        )
+
+
+def bench_fan_out(quick: bool, out: list[str], floors: dict[str, Any] | None) -> None:
+    size = _fan_out_size(quick)
     res = {name: scenario(name, "fan_out", size) for name in ("ours", "theirs", "mixed") if name in SELECTED}
     out.append(f"## 3. Fan-out/fan-in of {size} activities in one orchestration")
     for name, r in res.items():
         out.append(f"  {name:9s} {r['seconds']:8.2f} s")
     if {"ours", "theirs"} <= res.keys():
         speedup = _ratio(res["theirs"]["seconds"], res["ours"]["seconds"])
-        out.append(f"  theirs / ours: {speedup} faster (target ≥ 2.5x)")
+        out.append(f"  theirs / ours: {speedup} faster (target ≥ {TARGET}x)")
+    cpu = floors.get("cpu") if floors else None
+    if cpu and "theirs" in res:
+        need, floor = res["theirs"]["seconds"] / TARGET, _fan_out_minimum(cpu, size)
+        out.append(
+            f"  {TARGET}x faster than theirs = {need:.3f} s; transport alone needs ≥ {floor:.3f} s for {size} "
+            f"activities here ({size} x {(cpu['unary'] + cpu['streamed']) * 1000:.3f} ms / {CORES} cores, 1b)"
+        )
 
 
 def bench_chain(quick: bool, out: list[str]) -> None:
@@ -208,8 +369,10 @@ def bench_chain(quick: bool, out: list[str]) -> None:
     out.append(f"## 4. Long chains of {sizes[0]} and {sizes[1]} sequential activities")
     for name in [n for n in ("ours", "theirs") if n in SELECTED]:
         t = [scenario(name, "chain", n)["seconds"] for n in sizes]
-        out.append(f"  {name:9s} {t[0]:7.2f} s / {t[1]:7.2f} s   time({sizes[1]})/time({sizes[0]}) = "
-                   f"{t[1] / t[0]:.2f} (target ≤ 2.3; {sizes[1]} chain under 10 s)")
+        out.append(
+            f"  {name:9s} {t[0]:7.2f} s / {t[1]:7.2f} s   time({sizes[1]})/time({sizes[0]}) = "
+            f"{t[1] / t[0]:.2f} (target ≤ 2.3; {sizes[1]} chain under 10 s)"
+        )
 
 
 def bench_replay(quick: bool, out: list[str]) -> None:
@@ -226,7 +389,7 @@ def bench_replay(quick: bool, out: list[str]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    parser.add_argument("--only", default="transport,throughput,fan_out,chain,replay")
+    parser.add_argument("--only", default="transport,throughput,latency,fan_out,chain,replay")
     parser.add_argument("--pairs", default=",".join(PAIRS), help="which SDK/backend pairs to run (default: all)")
     args = parser.parse_args()
     if not Path(PEER_PY).exists():
@@ -234,13 +397,19 @@ def main() -> int:
         return 2
     only = set(args.only.split(","))
     SELECTED.update(args.pairs.split(","))
-    out = [f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
-           f"{os.cpu_count()} cores, Python {platform.python_version()}" + (" (quick)" if args.quick else "")]
+    out = [
+        f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}" + (" (quick)" if args.quick else "")
+    ]
     LOG.write_text("")
     floors = bench_transport(args.quick, out) if "transport" in only else None
-    steps = [("throughput", lambda: bench_throughput(args.quick, out, floors)),
-             ("fan_out", lambda: bench_fan_out(args.quick, out)), ("chain", lambda: bench_chain(args.quick, out)),
-             ("replay", lambda: bench_replay(args.quick, out))]
+    steps = [
+        ("throughput", lambda: bench_throughput(args.quick, out, floors)),
+        ("latency", lambda: bench_latency(args.quick, out)),
+        ("fan_out", lambda: bench_fan_out(args.quick, out, floors)),
+        ("chain", lambda: bench_chain(args.quick, out)),
+        ("replay", lambda: bench_replay(args.quick, out)),
+    ]
     print("\n".join(out), flush=True)
     shown = len(out)
     for key, run in steps:
