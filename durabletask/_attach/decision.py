@@ -53,8 +53,10 @@ def plan_attach(instance_id: str, state: Any | None, wanted: Fingerprint, *, rew
         return AttachPlan(AttachAction.STARTED)
     recorded = Fingerprint.from_tags(getattr(state, "tags", None))
     if recorded is None:
-        raise FingerprintMismatchError(instance_id, ["no fingerprint is recorded on the instance "
-                                                     "(it was not started by attach or schedule_new_orchestration)"])
+        raise FingerprintMismatchError(
+            instance_id,
+            ["no fingerprint is recorded on the instance (it was not started by attach or schedule_new_orchestration)"],
+        )
     differences = wanted.differences(recorded)
     if differences:
         raise FingerprintMismatchError(instance_id, differences)

@@ -28,8 +28,7 @@ def input_hash(serialized_input: str | None) -> str:
     if serialized_input is None or serialized_input == "":
         return _sha256("null")
     try:
-        canonical = json.dumps(json.loads(serialized_input), sort_keys=True, separators=(",", ":"),
-                               ensure_ascii=False)
+        canonical = json.dumps(json.loads(serialized_input), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except json.JSONDecodeError:
         canonical = serialized_input
     return _sha256(canonical)
@@ -74,10 +73,12 @@ class Fingerprint:
     code_sha256: str | None = None
 
     @classmethod
-    def compute(cls, orchestrator: str, version: str | None, serialized_input: str | None,
-                fn: Callable[..., Any] | None = None) -> Fingerprint:
-        return cls(orchestrator, version or None, input_hash(serialized_input),
-                   code_hash(fn) if fn is not None else None)
+    def compute(
+        cls, orchestrator: str, version: str | None, serialized_input: str | None, fn: Callable[..., Any] | None = None
+    ) -> Fingerprint:
+        return cls(
+            orchestrator, version or None, input_hash(serialized_input), code_hash(fn) if fn is not None else None
+        )
 
     def to_tags(self) -> dict[str, str]:
         tags = {TAG_NAME: self.orchestrator, TAG_VERSION: self.version or "", TAG_INPUT: self.input_sha256}
@@ -102,9 +103,9 @@ class Fingerprint:
         if (self.version or None) != (recorded.version or None):
             diffs.append(f"version: recorded {recorded.version!r}, given {self.version!r}")
         if self.input_sha256 != recorded.input_sha256:
-            diffs.append(f"input: recorded sha256 {recorded.input_sha256[:12]}…, "
-                         f"given sha256 {self.input_sha256[:12]}…")
+            diffs.append(
+                f"input: recorded sha256 {recorded.input_sha256[:12]}…, given sha256 {self.input_sha256[:12]}…"
+            )
         if self.code_sha256 and recorded.code_sha256 and self.code_sha256 != recorded.code_sha256:
-            diffs.append(f"code: recorded sha256 {recorded.code_sha256[:12]}…, "
-                         f"given sha256 {self.code_sha256[:12]}…")
+            diffs.append(f"code: recorded sha256 {recorded.code_sha256[:12]}…, given sha256 {self.code_sha256[:12]}…")
         return diffs

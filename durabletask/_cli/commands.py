@@ -48,8 +48,11 @@ def cmd_list(c: Client, a: argparse.Namespace, r: Renderer) -> int:
     query = dt_client.OrchestrationQuery(
         created_time_from=parse_time(a.created_from, "--created-from"),
         created_time_to=parse_time(a.created_to, "--created-to"),
-        runtime_status=_statuses(a.status), max_instance_count=a.limit,
-        fetch_inputs_and_outputs=a.payloads, instance_id_prefix=a.prefix)
+        runtime_status=_statuses(a.status),
+        max_instance_count=a.limit,
+        fetch_inputs_and_outputs=a.payloads,
+        instance_id_prefix=a.prefix,
+    )
     states = c.get_all_orchestration_states(query)
     if a.name:
         states = [s for s in states if s.name.lower() == a.name.lower()]
@@ -89,8 +92,13 @@ def cmd_start(c: Client, a: argparse.Namespace, r: Renderer) -> int:
             raise UsageError(f"--tag must be key=value, got {item!r}")
         tags[key] = value
     instance_id = c.schedule_new_orchestration(
-        a.name, input=parse_json(a.input, "--input"), instance_id=a.instance_id, version=a.version,
-        start_at=parse_time(a.start_at, "--start-at"), tags=tags or None)
+        a.name,
+        input=parse_json(a.input, "--input"),
+        instance_id=a.instance_id,
+        version=a.version,
+        start_at=parse_time(a.start_at, "--start-at"),
+        tags=tags or None,
+    )
     _done(r, "scheduled", instance_id)
     return 0
 
@@ -126,8 +134,13 @@ def cmd_rewind(c: Client, a: argparse.Namespace, r: Renderer) -> int:
 
 
 def cmd_attach(c: Client, a: argparse.Namespace, r: Renderer) -> int:
-    handle = c.attach_orchestration(a.name, instance_id=a.instance_id, input=parse_json(a.input, "--input"),
-                                    version=a.version, rewind_if_failed=a.rewind_if_failed)
+    handle = c.attach_orchestration(
+        a.name,
+        instance_id=a.instance_id,
+        input=parse_json(a.input, "--input"),
+        version=a.version,
+        rewind_if_failed=a.rewind_if_failed,
+    )
     if a.wait is None:
         _done(r, handle.action.value, a.instance_id)
         return 0
@@ -171,8 +184,10 @@ def _purge_by_filter(c: Client, a: argparse.Namespace, r: Renderer) -> Any:
         result = c.purge_orchestrations_by(
             created_time_from=parse_time(a.created_from, "--created-from"),
             created_time_to=parse_time(a.created_to, "--created-to"),
-            runtime_status=_statuses(a.status), recursive=not a.no_recursive,
-            timeout=timedelta(seconds=a.timeout) if a.timeout else None)
+            runtime_status=_statuses(a.status),
+            recursive=not a.no_recursive,
+            timeout=timedelta(seconds=a.timeout) if a.timeout else None,
+        )
         total, rounds = total + result.deleted_instance_count, rounds + 1
         if result.is_complete is not False or result.deleted_instance_count == 0:
             result.deleted_instance_count = total
@@ -190,8 +205,19 @@ def _done(r: Renderer, action: str, instance_id: str, **extra: str) -> None:
 
 
 COMMANDS: dict[str, Handler] = {
-    "list": cmd_list, "get": cmd_show, "show": cmd_show, "history": cmd_history, "wait": cmd_wait,
-    "start": cmd_start, "raise-event": cmd_raise, "raise": cmd_raise, "terminate": cmd_terminate,
-    "suspend": cmd_suspend, "resume": cmd_resume,
-    "rewind": cmd_rewind, "restart": cmd_restart, "attach": cmd_attach, "purge": cmd_purge,
+    "list": cmd_list,
+    "get": cmd_show,
+    "show": cmd_show,
+    "history": cmd_history,
+    "wait": cmd_wait,
+    "start": cmd_start,
+    "raise-event": cmd_raise,
+    "raise": cmd_raise,
+    "terminate": cmd_terminate,
+    "suspend": cmd_suspend,
+    "resume": cmd_resume,
+    "rewind": cmd_rewind,
+    "restart": cmd_restart,
+    "attach": cmd_attach,
+    "purge": cmd_purge,
 }

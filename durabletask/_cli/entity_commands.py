@@ -17,8 +17,16 @@ def _entity_id(text: str) -> Any:
 
 
 def _rows(entities: list[Any], with_state: bool) -> list[tuple[Any, ...]]:
-    return [(str(e.id), e.last_modified.isoformat() if e.last_modified else "", e.backlog_queue_size,
-             e.locked_by or "", e.serialized_state if with_state else "") for e in entities]
+    return [
+        (
+            str(e.id),
+            e.last_modified.isoformat() if e.last_modified else "",
+            e.backlog_queue_size,
+            e.locked_by or "",
+            e.serialized_state if with_state else "",
+        )
+        for e in entities
+    ]
 
 
 def cmd_entity(c: dt_client.TaskHubGrpcClient, a: argparse.Namespace, r: Renderer) -> int:
@@ -34,14 +42,15 @@ def cmd_entity(c: dt_client.TaskHubGrpcClient, a: argparse.Namespace, r: Rendere
     elif action == "signal":
         c.signal_entity(_entity_id(a.entity_id), a.operation, input=parse_json(a.input, "--input"))
         r.json({"action": "signaled", "entity": a.entity_id}) if r.as_json else r.line(
-            f"signaled {a.entity_id} {a.operation}")
+            f"signaled {a.entity_id} {a.operation}"
+        )
         return 0
     else:
-        result = c.clean_entity_storage(remove_empty_entities=not a.keep_empty,
-                                        release_orphaned_locks=not a.keep_locks)
+        result = c.clean_entity_storage(remove_empty_entities=not a.keep_empty, release_orphaned_locks=not a.keep_locks)
         r.json(result) if r.as_json else r.line(
             f"removed {result.empty_entities_removed} empty entities, "
-            f"released {result.orphaned_locks_released} orphaned locks")
+            f"released {result.orphaned_locks_released} orphaned locks"
+        )
         return 0
     if r.as_json:
         r.json(entities)

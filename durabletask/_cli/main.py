@@ -18,8 +18,9 @@ from durabletask._errors import DurableTaskError
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def _connect(endpoint: str, taskhub: str, token: str | None,
-             connection_string: str | None = None) -> dt_client.TaskHubGrpcClient:
+def _connect(
+    endpoint: str, taskhub: str, token: str | None, connection_string: str | None = None
+) -> dt_client.TaskHubGrpcClient:
     if connection_string:
         from durabletask.azuremanaged.client import DurableTaskSchedulerClient
 
@@ -40,8 +41,7 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
-         stderr: IO[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
     """Runs the ``durabletask`` command line; returns the process exit code."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)

@@ -39,11 +39,18 @@ def _instance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     p = sub.add_parser("terminate", help="terminate an instance")
     _add_instance(p)
     p.add_argument("--output", help="output to record, as JSON")
-    p.add_argument("--recursive", action=argparse.BooleanOptionalAction, default=True,
-                   help="also terminate its sub-orchestrations (default: yes)")
+    p.add_argument(
+        "--recursive",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also terminate its sub-orchestrations (default: yes)",
+    )
 
-    for name, text in (("suspend", "suspend an instance"), ("resume", "resume a suspended instance"),
-                       ("rewind", "rewind a failed instance so its failed work runs again")):
+    for name, text in (
+        ("suspend", "suspend an instance"),
+        ("resume", "resume a suspended instance"),
+        ("rewind", "rewind a failed instance so its failed work runs again"),
+    ):
         p = sub.add_parser(name, help=text)
         _add_instance(p)
         p.add_argument("--reason", help="reason recorded in the history")
@@ -111,15 +118,27 @@ def build_parser() -> argparse.ArgumentParser:
         prog="durabletask",
         description="Inspect and steer Durable Task orchestrations on an emulator or a Durable Task Scheduler.",
     )
-    parser.add_argument("--endpoint", default=os.environ.get("DURABLETASK_ENDPOINT", "localhost:8080"),
-                        help="host:port or URL (env DURABLETASK_ENDPOINT, default localhost:8080)")
-    parser.add_argument("--taskhub", default=os.environ.get("DURABLETASK_TASKHUB", "default"),
-                        help="task hub name (env DURABLETASK_TASKHUB, default 'default')")
-    parser.add_argument("--connection-string", default=os.environ.get("DURABLETASK_CONNECTION_STRING"),
-                        help="a DTS connection string 'Endpoint=...;Authentication=...;TaskHub=...' "
-                             "(env DURABLETASK_CONNECTION_STRING); overrides --endpoint and --taskhub")
-    parser.add_argument("--token", default=os.environ.get("DURABLETASK_TOKEN"),
-                        help="bearer token sent as 'authorization' (env DURABLETASK_TOKEN)")
+    parser.add_argument(
+        "--endpoint",
+        default=os.environ.get("DURABLETASK_ENDPOINT", "localhost:8080"),
+        help="host:port or URL (env DURABLETASK_ENDPOINT, default localhost:8080)",
+    )
+    parser.add_argument(
+        "--taskhub",
+        default=os.environ.get("DURABLETASK_TASKHUB", "default"),
+        help="task hub name (env DURABLETASK_TASKHUB, default 'default')",
+    )
+    parser.add_argument(
+        "--connection-string",
+        default=os.environ.get("DURABLETASK_CONNECTION_STRING"),
+        help="a DTS connection string 'Endpoint=...;Authentication=...;TaskHub=...' "
+        "(env DURABLETASK_CONNECTION_STRING); overrides --endpoint and --taskhub",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("DURABLETASK_TOKEN"),
+        help="bearer token sent as 'authorization' (env DURABLETASK_TOKEN)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable JSON output")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _listing_commands(sub)

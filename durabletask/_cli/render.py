@@ -18,8 +18,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.name
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if not f.name.startswith("_")}
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value) if not f.name.startswith("_")}
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -63,8 +62,9 @@ class Renderer:
         if self.as_json:
             self.json(list(states))
             return
-        rows = [(s.instance_id, s.name, s.runtime_status.name, _ts(s.created_at), _ts(s.last_updated_at))
-                for s in states]
+        rows = [
+            (s.instance_id, s.name, s.runtime_status.name, _ts(s.created_at), _ts(s.last_updated_at)) for s in states
+        ]
         self.table(("INSTANCE ID", "NAME", "STATUS", "CREATED", "UPDATED"), rows)
 
     def state(self, s: Any) -> None:
@@ -72,21 +72,37 @@ class Renderer:
             self.json(s)
             return
         failure = s.failure_details
-        self.fields([
-            ("instance id", s.instance_id), ("name", s.name), ("status", s.runtime_status.name),
-            ("created", _ts(s.created_at)), ("updated", _ts(s.last_updated_at)),
-            ("input", s.serialized_input), ("output", s.serialized_output),
-            ("custom status", s.serialized_custom_status),
-            ("failure", f"{failure.error_type}: {failure.message}" if failure else None),
-        ])
+        self.fields(
+            [
+                ("instance id", s.instance_id),
+                ("name", s.name),
+                ("status", s.runtime_status.name),
+                ("created", _ts(s.created_at)),
+                ("updated", _ts(s.last_updated_at)),
+                ("input", s.serialized_input),
+                ("output", s.serialized_output),
+                ("custom status", s.serialized_custom_status),
+                ("failure", f"{failure.error_type}: {failure.message}" if failure else None),
+            ]
+        )
 
     def history(self, events: Sequence[Any]) -> None:
         if self.as_json:
             self.json([{"type": type(e).__name__, **_plain(e)} for e in events])
             return
-        rows = [(r.event_id, f"+{r.offset:.3f}s", r.kind, r.name, r.task,
-                 "" if r.duration is None else f"{r.duration:.3f}s", "" if r.size is None else f"{r.size} B", r.detail)
-                for r in timeline(events)]
+        rows = [
+            (
+                r.event_id,
+                f"+{r.offset:.3f}s",
+                r.kind,
+                r.name,
+                r.task,
+                "" if r.duration is None else f"{r.duration:.3f}s",
+                "" if r.size is None else f"{r.size} B",
+                r.detail,
+            )
+            for r in timeline(events)
+        ]
         if events:
             self.line(f"started {_ts(events[0].timestamp)} UTC, {len(events)} events")
         self.table(("ID", "TIME", "EVENT", "NAME", "TASK", "DURATION", "PAYLOAD", "DETAIL"), rows)

@@ -77,6 +77,16 @@ def timeline(events: Sequence[Any]) -> list[Row]:
             if began is not None:
                 duration = (event.timestamp - began[0]).total_seconds()
                 name = name or began[1]
-        rows.append(Row(event.event_id, (event.timestamp - start).total_seconds(), kind.removesuffix("Event"),
-                        name, task, duration, _payload_size(event), _detail(event)))
+        rows.append(
+            Row(
+                event.event_id,
+                (event.timestamp - start).total_seconds(),
+                kind.removesuffix("Event"),
+                name,
+                task,
+                duration,
+                _payload_size(event),
+                _detail(event),
+            )
+        )
     return rows

@@ -344,9 +344,17 @@ class AsyncTaskHubGrpcClient:
 
         Returns a handle whose ``wait()``/``result()`` give the outcome. An addition to the compatible API.
         """
-        action, state = await self._run(attach_ops.attach_orchestration(
-            orchestrator, instance_id=instance_id, input=input, version=version or self.default_version, tags=tags,
-            rewind_if_failed=rewind_if_failed, converter=self._settings.converter))
+        action, state = await self._run(
+            attach_ops.attach_orchestration(
+                orchestrator,
+                instance_id=instance_id,
+                input=input,
+                version=version or self.default_version,
+                tags=tags,
+                rewind_if_failed=rewind_if_failed,
+                converter=self._settings.converter,
+            )
+        )
         return AsyncAttachedOrchestration(instance_id, action, state, self)
 
     async def rewind_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:

@@ -36,16 +36,23 @@ def attach_orchestration(
     """Start the instance, or attach to it when it already runs the same orchestrator with the same input."""
     check.instance_id(instance_id)
     name = check.orchestrator_name(orchestrator)
-    wanted = Fingerprint.compute(name, version, check.payload(converter, input, "input"),
-                                 orchestrator if callable(orchestrator) else None)
+    wanted = Fingerprint.compute(
+        name, version, check.payload(converter, input, "input"), orchestrator if callable(orchestrator) else None
+    )
     # Two rounds: another process may create the instance between our read and our start.
     for _ in range(2):
         state = yield from ops.get_orchestration_state(instance_id, fetch_payloads=True, converter=converter)
         plan = plan_attach(instance_id, state, wanted, rewind_if_failed=rewind_if_failed)
         if plan.action is AttachAction.STARTED:
             request = rq.build_schedule_new_orchestration_request(
-                orchestrator, input=input, instance_id=instance_id, reuse_id_policy=_NEVER_REPLACE, tags=tags,
-                version=version, converter=converter)
+                orchestrator,
+                input=input,
+                instance_id=instance_id,
+                reuse_id_policy=_NEVER_REPLACE,
+                tags=tags,
+                version=version,
+                converter=converter,
+            )
             try:
                 yield request
             except AlreadyExistsError:

@@ -114,8 +114,9 @@ def build_schedule_new_orchestration_request(
     name = check.orchestrator_name(orchestrator)
     serialized_input = check.payload(converter, input, "input")
     checked_version = check.name(version, "version") if version is not None else None
-    fingerprint = Fingerprint.compute(name, checked_version, serialized_input,
-                                      orchestrator if callable(orchestrator) else None)
+    fingerprint = Fingerprint.compute(
+        name, checked_version, serialized_input, orchestrator if callable(orchestrator) else None
+    )
     request = pb.CreateInstanceRequest(
         instanceId=check.instance_id(instance_id) if instance_id is not None else uuid.uuid4().hex,
         name=name,

@@ -362,9 +362,17 @@ class TaskHubGrpcClient:
 
         Returns a handle whose ``wait()``/``result()`` give the outcome. An addition to the compatible API.
         """
-        action, state = self._run(attach_ops.attach_orchestration(
-            orchestrator, instance_id=instance_id, input=input, version=version or self.default_version, tags=tags,
-            rewind_if_failed=rewind_if_failed, converter=self._settings.converter))
+        action, state = self._run(
+            attach_ops.attach_orchestration(
+                orchestrator,
+                instance_id=instance_id,
+                input=input,
+                version=version or self.default_version,
+                tags=tags,
+                rewind_if_failed=rewind_if_failed,
+                converter=self._settings.converter,
+            )
+        )
         return AttachedOrchestration(instance_id, action, state, self)
 
     @blocking

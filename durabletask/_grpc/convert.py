@@ -95,7 +95,8 @@ def orchestration_state_from_pb(
         data_converter if data_converter is not None else DEFAULT_CONVERTER,
         version=optional_string(state, "version"),
         execution_id=optional_string(state, "executionId"),
-        scheduled_start_at=naive_utc(state.scheduledStartTimestamp) if state.HasField("scheduledStartTimestamp")
+        scheduled_start_at=naive_utc(state.scheduledStartTimestamp)
+        if state.HasField("scheduledStartTimestamp")
         else None,
         completed_at=naive_utc(state.completedTimestamp) if state.HasField("completedTimestamp") else None,
         parent_instance_id=optional_string(state, "parentInstanceId"),

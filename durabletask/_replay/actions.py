@@ -37,8 +37,7 @@ class ScheduleTask(PendingAction):
     event_kind = "taskScheduled"
     method = "call_activity"
 
-    def __init__(self, id: int, name: str, input: str | None, tags: dict[str, str] | None,
-                 version: str | None) -> None:
+    def __init__(self, id: int, name: str, input: str | None, tags: dict[str, str] | None, version: str | None) -> None:
         # Assigned inline rather than via super(): one of these is built per activity call on replay.
         self.id = id
         self.name = name
@@ -60,8 +59,9 @@ class CreateSubOrchestration(PendingAction):
     event_kind = "subOrchestrationInstanceCreated"
     method = "call_sub_orchestrator"
 
-    def __init__(self, id: int, name: str, instance_id: str, input: str | None, version: str | None,
-                 tags: dict[str, str] | None) -> None:
+    def __init__(
+        self, id: int, name: str, instance_id: str, input: str | None, version: str | None, tags: dict[str, str] | None
+    ) -> None:
         super().__init__(id, name)
         self.instance_id = instance_id
         self.input = input
@@ -112,13 +112,18 @@ class SendEvent(PendingAction):
         return pb.OrchestratorAction(id=self.id, sendEvent=action)
 
 
-def complete_action(id: int, status: pb.OrchestrationStatus, result: str | None,
-                    failure: pb.TaskFailureDetails | None = None,
-                    carryover: list[pb.HistoryEvent] | None = None,
-                    new_version: str | None = None) -> pb.OrchestratorAction:
+def complete_action(
+    id: int,
+    status: pb.OrchestrationStatus,
+    result: str | None,
+    failure: pb.TaskFailureDetails | None = None,
+    carryover: list[pb.HistoryEvent] | None = None,
+    new_version: str | None = None,
+) -> pb.OrchestratorAction:
     """The action that ends the current execution (completed, failed, terminated or continued-as-new)."""
-    action = pb.CompleteOrchestrationAction(orchestrationStatus=status, failureDetails=failure,
-                                            carryoverEvents=carryover)
+    action = pb.CompleteOrchestrationAction(
+        orchestrationStatus=status, failureDetails=failure, carryoverEvents=carryover
+    )
     if result is not None:
         action.result.value = result
     if new_version:

@@ -53,12 +53,16 @@ class OrchestrationContext(ABC):
         """A durable timer that fires at ``fire_at`` (or after that much orchestration time)."""
 
     @abstractmethod
-    def call_activity(self, activity: Activity[TInput, TOutput] | str, *,
-                      input: TInput | None = None,
-                      retry_policy: RetryPolicy | None = None,
-                      tags: dict[str, str] | None = None,
-                      return_type: type | None = None,
-                      version: str | None = None) -> CompletableTask[Any]:
+    def call_activity(
+        self,
+        activity: Activity[TInput, TOutput] | str,
+        *,
+        input: TInput | None = None,
+        retry_policy: RetryPolicy | None = None,
+        tags: dict[str, str] | None = None,
+        return_type: type | None = None,
+        version: str | None = None,
+    ) -> CompletableTask[Any]:
         """Schedule an activity and return a task for its result.
 
         Args:
@@ -71,13 +75,17 @@ class OrchestrationContext(ABC):
         """
 
     @abstractmethod
-    def call_sub_orchestrator(self, orchestrator: Orchestrator[TInput, TOutput] | str, *,
-                              input: TInput | None = None,
-                              instance_id: str | None = None,
-                              retry_policy: RetryPolicy | None = None,
-                              version: str | None = None,
-                              return_type: type | None = None,
-                              tags: dict[str, str] | None = None) -> CompletableTask[Any]:
+    def call_sub_orchestrator(
+        self,
+        orchestrator: Orchestrator[TInput, TOutput] | str,
+        *,
+        input: TInput | None = None,
+        instance_id: str | None = None,
+        retry_policy: RetryPolicy | None = None,
+        version: str | None = None,
+        return_type: type | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> CompletableTask[Any]:
         """Start a sub-orchestration and return a task for its output.
 
         Args:
@@ -91,8 +99,9 @@ class OrchestrationContext(ABC):
         """
 
     @abstractmethod
-    def wait_for_external_event(self, name: str, *, data_type: type | None = None,
-                                timeout: timedelta | None = None) -> CancellableTask[Any]:
+    def wait_for_external_event(
+        self, name: str, *, data_type: type | None = None, timeout: timedelta | None = None
+    ) -> CancellableTask[Any]:
         """A task completed by the next external event named ``name`` (case-insensitive).
 
         Args:
@@ -106,8 +115,7 @@ class OrchestrationContext(ABC):
         raise NotImplementedError("This OrchestrationContext does not support send_event().")
 
     @abstractmethod
-    def continue_as_new(self, new_input: Any, *, save_events: bool = False,
-                        new_version: str | None = None) -> None:
+    def continue_as_new(self, new_input: Any, *, save_events: bool = False, new_version: str | None = None) -> None:
         """Restart the orchestration with ``new_input`` and a fresh history once this episode ends.
 
         Args:
@@ -121,13 +129,15 @@ class OrchestrationContext(ABC):
         """A UUID that is the same on every replay (name-based, RFC 4122 section 4.3)."""
 
     @abstractmethod
-    def call_entity(self, entity: Any, operation: str, input: Any = None, *,
-                    return_type: type | None = None) -> CompletableTask[Any]:
+    def call_entity(
+        self, entity: Any, operation: str, input: Any = None, *, return_type: type | None = None
+    ) -> CompletableTask[Any]:
         """Call an operation on a durable entity and return a task for its result."""
 
     @abstractmethod
-    def signal_entity(self, entity_id: Any, operation_name: str, input: Any = None,
-                      signal_time: datetime | None = None) -> None:
+    def signal_entity(
+        self, entity_id: Any, operation_name: str, input: Any = None, signal_time: datetime | None = None
+    ) -> None:
         """Signal an operation on a durable entity without waiting for it."""
 
     @abstractmethod

@@ -21,8 +21,10 @@ from durabletask.entities.entity_operation_failed_exception import EntityOperati
 
 _logger = logging.getLogger("durabletask.replay")
 
-_ADVICE = ("The orchestrator code is not deterministic, or it changed after this instance started; "
-           "keep code changes compatible with running instances or version the orchestrator.")
+_ADVICE = (
+    "The orchestrator code is not deterministic, or it changed after this instance started; "
+    "keep code changes compatible with running instances or version the orchestrator."
+)
 
 
 class EntityLockingError(OrchestrationStateError, RuntimeError):
@@ -55,8 +57,9 @@ class OrchestrationEntities:
         return self._section is not None
 
     # ---- calls from the orchestrator ---------------------------------------------------------
-    def call_entity(self, entity: Any, operation: str, input: Any = None, *,
-                    return_type: type | None = None) -> CompletableTask[Any]:
+    def call_entity(
+        self, entity: Any, operation: str, input: Any = None, *, return_type: type | None = None
+    ) -> CompletableTask[Any]:
         rt = self._rt
         # Each request takes its ID before it is checked, as in the official SDK, so a refused request
         # that the orchestrator catches leaves later IDs the same under both SDKs.
@@ -71,8 +74,9 @@ class OrchestrationEntities:
         self.calls[request_id] = (seq, entity_id, operation)
         return task
 
-    def signal_entity(self, entity_id: Any, operation_name: str, input: Any = None,
-                      signal_time: datetime | None = None) -> None:
+    def signal_entity(
+        self, entity_id: Any, operation_name: str, input: Any = None, signal_time: datetime | None = None
+    ) -> None:
         rt = self._rt
         seq = rt.next_sequence_id()
         target = to_entity_id(entity_id)
@@ -81,7 +85,8 @@ class OrchestrationEntities:
         if section is not None and target in section.locks:
             raise EntityLockingError(
                 f"cannot signal {target} from inside a critical section that locks it; "
-                "call it with call_entity, or signal it after leaving the critical section")
+                "call it with call_entity, or signal it after leaving the critical section"
+            )
         if signal_time is not None and not isinstance(signal_time, datetime):
             raise TypeError(f"signal_time must be a datetime, not {type(signal_time).__name__}")
         encoded = rt.codec.encode(input, "input of entity operation '{}'", operation_name)
@@ -92,8 +97,10 @@ class OrchestrationEntities:
         rt = self._rt
         seq = rt.next_sequence_id()
         if self._section is not None:
-            raise EntityLockingError("cannot lock entities from inside a critical section; leave it first "
-                                     "(critical sections cannot be nested)")
+            raise EntityLockingError(
+                "cannot lock entities from inside a critical section; leave it first "
+                "(critical sections cannot be nested)"
+            )
         if isinstance(entities, (str, EntityInstanceId)):
             raise TypeError("lock_entities takes a list of entities")
         locks = sorted(set(to_entity_id(entity) for entity in entities))
@@ -123,10 +130,12 @@ class OrchestrationEntities:
         if entity_id not in section.locks:
             held = ", ".join(str(lock) for lock in section.locks)
             raise EntityLockingError(
-                f"cannot call {entity_id} from a critical section that does not lock it (locked: {held})")
+                f"cannot call {entity_id} from a critical section that does not lock it (locked: {held})"
+            )
         if entity_id not in section.available:
             raise EntityLockingError(
-                f"cannot call {entity_id} again before its previous call in this critical section has completed")
+                f"cannot call {entity_id} again before its previous call in this critical section has completed"
+            )
         section.available.discard(entity_id)
 
     # ---- results -----------------------------------------------------------------------------
@@ -156,6 +165,7 @@ def _support(rt: RuntimeContext) -> OrchestrationEntities:
 
 # ---- history event handlers ---------------------------------------------------------------------
 
+
 def _recorded(event: pb.HistoryEvent, kind: str) -> str:
     message = getattr(event, kind)
     if kind == "entityLockRequested":
@@ -174,7 +184,8 @@ def _on_entity_message_recorded(rt: RuntimeContext, event: pb.HistoryEvent) -> N
     now = f"calls {action.describe()}" if action is not None else "makes no call"
     raise NonDeterminismError(
         f"Non-deterministic orchestration: history records {_recorded(event, kind)} with ID {event.eventId}, "
-        f"but the current code {now} with that ID. {_ADVICE}")
+        f"but the current code {now} with that ID. {_ADVICE}"
+    )
 
 
 def _on_operation_completed(rt: RuntimeContext, event: pb.HistoryEvent) -> None:

@@ -46,8 +46,7 @@ class CallEntity(EntityMessage):
     event_kind = "entityOperationCalled"
     method = "call_entity"
 
-    def __init__(self, id: int, target: str, operation: str, input: str | None, request_id: str,
-                 parent: str) -> None:
+    def __init__(self, id: int, target: str, operation: str, input: str | None, request_id: str, parent: str) -> None:
         super().__init__(id, operation, target)
         self.input = input
         self.request_id = request_id
@@ -67,8 +66,9 @@ class SignalEntity(EntityMessage):
     event_kind = "entityOperationSignaled"
     method = "signal_entity"
 
-    def __init__(self, id: int, target: str, operation: str, input: str | None, request_id: str,
-                 scheduled_time: datetime | None) -> None:
+    def __init__(
+        self, id: int, target: str, operation: str, input: str | None, request_id: str, scheduled_time: datetime | None
+    ) -> None:
         super().__init__(id, operation, target)
         self.input = input
         self.request_id = request_id

@@ -41,10 +41,16 @@ class OrchestrationExecutor:
     just the events that arrived since, without replaying the past again.
     """
 
-    def __init__(self, registry: Registry, *, logger: logging.Logger | None = None,
-                 maximum_timer_interval: timedelta | None = DEFAULT_MAXIMUM_TIMER_INTERVAL,
-                 data_converter: DataConverter | None = None, first_sequence_id: int = 1,
-                 entity_support: Callable[[RuntimeContext], EntitySupport] | None = None) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        logger: logging.Logger | None = None,
+        maximum_timer_interval: timedelta | None = DEFAULT_MAXIMUM_TIMER_INTERVAL,
+        data_converter: DataConverter | None = None,
+        first_sequence_id: int = 1,
+        entity_support: Callable[[RuntimeContext], EntitySupport] | None = None,
+    ) -> None:
         self._registry = registry
         self._logger = logger or logging.getLogger("durabletask.replay")
         self._maximum_timer_interval = maximum_timer_interval
@@ -68,8 +74,9 @@ class OrchestrationExecutor:
         """Whether the live orchestration has ended (nothing more to resume)."""
         return self._runtime is not None and self._runtime.done
 
-    def execute(self, instance_id: str, old_events: Sequence[pb.HistoryEvent],
-                new_events: Sequence[pb.HistoryEvent]) -> ExecutionResult:
+    def execute(
+        self, instance_id: str, old_events: Sequence[pb.HistoryEvent], new_events: Sequence[pb.HistoryEvent]
+    ) -> ExecutionResult:
         """Replay ``old_events``, then apply ``new_events``, and return the resulting actions.
 
         A rewind request (``executionRewound`` arriving after a failed execution) does not run the
@@ -78,10 +85,16 @@ class OrchestrationExecutor:
         if rewind.is_rewind_request(old_events, new_events):
             self._runtime = None
             self._logger.info("%s: rewinding the failed orchestration", instance_id)
-            return ExecutionResult(actions=[rewind.rewind_action(instance_id, old_events, new_events)],
-                                   custom_status=None)
-        rt = RuntimeContext(instance_id, self._codec, maximum_timer_interval=self._maximum_timer_interval,
-                            logger=self._logger, first_sequence_id=self._first_sequence_id)
+            return ExecutionResult(
+                actions=[rewind.rewind_action(instance_id, old_events, new_events)], custom_status=None
+            )
+        rt = RuntimeContext(
+            instance_id,
+            self._codec,
+            maximum_timer_interval=self._maximum_timer_interval,
+            logger=self._logger,
+            first_sequence_id=self._first_sequence_id,
+        )
         versioning = getattr(self._registry, "versioning", None)
         rt.default_sub_version = getattr(versioning, "default_version", None)
         rt.entities = self._entity_support(rt)

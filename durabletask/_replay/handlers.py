@@ -32,8 +32,7 @@ def make_execution_started(lookup: OrchestratorLookup) -> Handler:
             raise ProtocolError(f"history of '{rt.instance_id}' holds more than one executionStarted event")
         if not rt.has_clock and event.HasField("timestamp"):
             rt.set_clock(event.timestamp)
-        parent = (started.parentInstance.orchestrationInstance.instanceId
-                  if started.HasField("parentInstance") else None)
+        parent = started.parentInstance.orchestrationInstance.instanceId if started.HasField("parentInstance") else None
         rt.set_started_info(started.version.value if started.HasField("version") else None, parent or None)
         rt.started = True
         rt.name = started.name
@@ -46,6 +45,7 @@ def make_execution_started(lookup: OrchestratorLookup) -> Handler:
 
 
 # ---- scheduling confirmations: the recorded call must be the one the code makes now ---------------
+
 
 def on_task_scheduled(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     # Hot path of every replay: the common checks are inlined.
@@ -65,6 +65,7 @@ def _confirm(kind: str) -> Handler:
 
 
 # ---- completions ----------------------------------------------------------------------------------
+
 
 def on_task_completed(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     completed = event.taskCompleted
@@ -139,6 +140,7 @@ def on_event_raised(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
 
 # ---- lifecycle ------------------------------------------------------------------------------------
 
+
 def on_execution_suspended(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     rt.suspended = True
 
@@ -180,11 +182,24 @@ class Dispatcher:
             "executionResumed": self._on_execution_resumed,
             "executionTerminated": on_execution_terminated,
         }
-        for kind in ("orchestratorCompleted", "executionCompleted", "genericEvent", "historyState",
-                     "continueAsNew", "executionRewound"):
+        for kind in (
+            "orchestratorCompleted",
+            "executionCompleted",
+            "genericEvent",
+            "historyState",
+            "continueAsNew",
+            "executionRewound",
+        ):
             self.table[kind] = on_ignored
-        for kind in ("entityOperationSignaled", "entityOperationCalled", "entityOperationCompleted",
-                     "entityOperationFailed", "entityLockRequested", "entityLockGranted", "entityUnlockSent"):
+        for kind in (
+            "entityOperationSignaled",
+            "entityOperationCalled",
+            "entityOperationCompleted",
+            "entityOperationFailed",
+            "entityLockRequested",
+            "entityLockGranted",
+            "entityUnlockSent",
+        ):
             self.table[kind] = on_entity_event
 
     def register(self, kind: str, handler: Handler) -> None:

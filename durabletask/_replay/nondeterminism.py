@@ -14,8 +14,10 @@ _RECORDED_METHOD = {
     "eventSent": "send_event",
 }
 
-_ADVICE = ("The orchestrator code is not deterministic, or it changed after this instance started; "
-           "keep code changes compatible with running instances or version the orchestrator.")
+_ADVICE = (
+    "The orchestrator code is not deterministic, or it changed after this instance started; "
+    "keep code changes compatible with running instances or version the orchestrator."
+)
 
 
 def recorded_call(kind: str, event: pb.HistoryEvent) -> str:

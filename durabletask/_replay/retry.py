@@ -24,13 +24,16 @@ class RetryPolicy:
         handle_failure: Optional predicate; a failure is retried only if it returns ``True``.
     """
 
-    def __init__(self, *,
-                 first_retry_interval: timedelta,
-                 max_number_of_attempts: int,
-                 backoff_coefficient: float | None = 1.0,
-                 max_retry_interval: timedelta | None = None,
-                 retry_timeout: timedelta | None = None,
-                 handle_failure: Callable[[FailureDetails], bool] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        first_retry_interval: timedelta,
+        max_number_of_attempts: int,
+        backoff_coefficient: float | None = 1.0,
+        max_retry_interval: timedelta | None = None,
+        retry_timeout: timedelta | None = None,
+        handle_failure: Callable[[FailureDetails], bool] | None = None,
+    ) -> None:
         if first_retry_interval < _ZERO:
             raise ValueError("first_retry_interval must be >= 0")
         if max_number_of_attempts < 1:
@@ -78,8 +81,9 @@ class RetryPolicy:
         """The predicate deciding which failures are retried (``None``: all of them)."""
         return self._handle_failure
 
-    def next_delay(self, attempts: int, started: datetime, now: datetime,
-                   failure: FailureDetails | None = None) -> timedelta | None:
+    def next_delay(
+        self, attempts: int, started: datetime, now: datetime, failure: FailureDetails | None = None
+    ) -> timedelta | None:
         """The delay before attempt ``attempts + 1``, or ``None`` if no further attempt is allowed.
 
         ``started`` and ``now`` are orchestration-clock times (never the wall clock), so replays agree.

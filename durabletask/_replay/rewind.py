@@ -22,12 +22,14 @@ def is_rewind_request(old_events: Sequence[pb.HistoryEvent], new_events: Sequenc
     Once the backend has installed the rewritten history its executionCompleted event is gone, so a later
     work item that still carries executionRewound is an ordinary replay.
     """
-    return (any(e.HasField("executionRewound") for e in new_events)
-            and any(e.HasField("executionCompleted") for e in old_events))
+    return any(e.HasField("executionRewound") for e in new_events) and any(
+        e.HasField("executionCompleted") for e in old_events
+    )
 
 
-def rewind_action(instance_id: str, old_events: Sequence[pb.HistoryEvent],
-                  new_events: Sequence[pb.HistoryEvent]) -> pb.OrchestratorAction:
+def rewind_action(
+    instance_id: str, old_events: Sequence[pb.HistoryEvent], new_events: Sequence[pb.HistoryEvent]
+) -> pb.OrchestratorAction:
     """The single action that answers a rewind request: the history the backend should store instead.
 
     Raises:
@@ -42,8 +44,9 @@ def rewind_action(instance_id: str, old_events: Sequence[pb.HistoryEvent],
     return pb.OrchestratorAction(id=-1, rewindOrchestration=pb.RewindOrchestrationAction(newHistory=history))
 
 
-def _check_request(instance_id: str, old_events: Sequence[pb.HistoryEvent],
-                   new_events: Sequence[pb.HistoryEvent]) -> pb.ExecutionRewoundEvent:
+def _check_request(
+    instance_id: str, old_events: Sequence[pb.HistoryEvent], new_events: Sequence[pb.HistoryEvent]
+) -> pb.ExecutionRewoundEvent:
     shape = [e.WhichOneof("eventType") for e in new_events]
     if shape != ["orchestratorStarted", "executionRewound"]:
         raise ProtocolError(
@@ -56,8 +59,7 @@ def _check_request(instance_id: str, old_events: Sequence[pb.HistoryEvent],
     status = completed[-1].orchestrationStatus
     if status != pb.ORCHESTRATION_STATUS_FAILED:
         raise ProtocolError(
-            f"only failed orchestrations can be rewound; '{instance_id}' ended "
-            f"{pb.OrchestrationStatus.Name(status)}"
+            f"only failed orchestrations can be rewound; '{instance_id}' ended {pb.OrchestrationStatus.Name(status)}"
         )
     return new_events[1].executionRewound
 
@@ -73,8 +75,9 @@ def new_execution_id(instance_id: str, started: pb.ExecutionStartedEvent, rewoun
     return uuid.uuid5(_EXECUTION_ID_NAMESPACE, "\n".join((instance_id, previous, when))).hex
 
 
-def rewrite_history(events: Sequence[pb.HistoryEvent], rewound: pb.ExecutionRewoundEvent,
-                    execution_id: str) -> list[pb.HistoryEvent]:
+def rewrite_history(
+    events: Sequence[pb.HistoryEvent], rewound: pb.ExecutionRewoundEvent, execution_id: str
+) -> list[pb.HistoryEvent]:
     """The history with the failed work taken out, so that a replay schedules exactly that work again.
 
     Removed: the executionCompleted event; every failure that reached the orchestrator (a failure a retry
@@ -94,8 +97,7 @@ def rewrite_history(events: Sequence[pb.HistoryEvent], rewound: pb.ExecutionRewo
     kept: list[pb.HistoryEvent] = []
     for position, e in enumerate(events):
         kind = e.WhichOneof("eventType")
-        if (kind == "executionCompleted" or position in final
-                or (kind in _REISSUABLE and position not in answered)):
+        if kind == "executionCompleted" or position in final or (kind in _REISSUABLE and position not in answered):
             continue
         kept.append(_restarted(e, rewound, execution_id) if kind == "executionStarted" else e)
     return kept
@@ -170,8 +172,11 @@ def retried_failures(events: Sequence[pb.HistoryEvent]) -> set[int]:
     where that timer fires, a new call with the same signature. A hand-written "wait, then call again"
     reads the same way and is treated the same, which is what a rewind of it should do too.
     """
-    failed_call = {position: scheduled_at for position, scheduled_at in _answers(events)
-                   if events[position].WhichOneof("eventType") in _FAILURES}
+    failed_call = {
+        position: scheduled_at
+        for position, scheduled_at in _answers(events)
+        if events[position].WhichOneof("eventType") in _FAILURES
+    }
     calls: dict[int, tuple[str, ...]] = {}  # position of a call -> its signature
     failed_now: list[int] = []  # failures delivered in the current episode
     timer_candidates: dict[int, list[int]] = {}  # timer ID -> failures it may be the retry delay for
@@ -193,8 +198,13 @@ def retried_failures(events: Sequence[pb.HistoryEvent]) -> set[int]:
     return retried
 
 
-def _claim(signature: tuple[str, ...], calls: dict[int, tuple[str, ...]], failed_call: dict[int, int],
-           fired_now: list[list[int]], retried: set[int]) -> None:
+def _claim(
+    signature: tuple[str, ...],
+    calls: dict[int, tuple[str, ...]],
+    failed_call: dict[int, int],
+    fired_now: list[list[int]],
+    retried: set[int],
+) -> None:
     """Pairs a new call with a failure it retries, consuming the retry timer that led to it."""
     for index, candidates in enumerate(fired_now):
         for failure in candidates:

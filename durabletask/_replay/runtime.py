@@ -60,11 +60,13 @@ class EntitySupport(Protocol):
     registers handlers for the entity history events on the executor's :class:`Dispatcher`.
     """
 
-    def call_entity(self, entity: Any, operation: str, input: Any = None, *,
-                    return_type: type | None = None) -> CompletableTask[Any]: ...
+    def call_entity(
+        self, entity: Any, operation: str, input: Any = None, *, return_type: type | None = None
+    ) -> CompletableTask[Any]: ...
 
-    def signal_entity(self, entity_id: Any, operation_name: str, input: Any = None,
-                      signal_time: datetime | None = None) -> None: ...
+    def signal_entity(
+        self, entity_id: Any, operation_name: str, input: Any = None, signal_time: datetime | None = None
+    ) -> None: ...
 
     def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]: ...
 
@@ -74,8 +76,15 @@ class EntitySupport(Protocol):
 class RuntimeContext(OrchestrationContext):
     """One execution's replay state. It outlives a single batch of events so it can be resumed."""
 
-    def __init__(self, instance_id: str, codec: Codec, *, maximum_timer_interval: timedelta | None,
-                 logger: logging.Logger | None = None, first_sequence_id: int = 1) -> None:
+    def __init__(
+        self,
+        instance_id: str,
+        codec: Codec,
+        *,
+        maximum_timer_interval: timedelta | None,
+        logger: logging.Logger | None = None,
+        first_sequence_id: int = 1,
+    ) -> None:
         self._instance_id = instance_id
         self.codec = codec
         self._maximum_timer_interval = maximum_timer_interval
@@ -166,9 +175,16 @@ class RuntimeContext(OrchestrationContext):
         return action
 
     # ---- durable calls -----------------------------------------------------------------------
-    def call_activity(self, activity: Activity[Any, Any] | str, *, input: Any = None,
-                      retry_policy: RetryPolicy | None = None, tags: dict[str, str] | None = None,
-                      return_type: type | None = None, version: str | None = None) -> CompletableTask[Any]:
+    def call_activity(
+        self,
+        activity: Activity[Any, Any] | str,
+        *,
+        input: Any = None,
+        retry_policy: RetryPolicy | None = None,
+        tags: dict[str, str] | None = None,
+        return_type: type | None = None,
+        version: str | None = None,
+    ) -> CompletableTask[Any]:
         # The ID is taken before anything can raise, so a caught error still uses it up (as in the
         # official SDK) and later calls keep the numbers that SDK gives them.
         seq = self._seq
@@ -183,16 +199,24 @@ class RuntimeContext(OrchestrationContext):
         if tags:
             check_tags(tags)
         action = ScheduleTask(seq, name, encoded, tags, version if version is not None else self._version)
-        task: CompletableTask[Any] = (CompletableTask(return_type) if retry_policy is None
-                                      else self._retryable(retry_policy, action, return_type))
+        task: CompletableTask[Any] = (
+            CompletableTask(return_type) if retry_policy is None else self._retryable(retry_policy, action, return_type)
+        )
         self.pending[seq] = action
         self.open[seq] = task
         return task
 
-    def call_sub_orchestrator(self, orchestrator: Orchestrator[Any, Any] | str, *, input: Any = None,
-                              instance_id: str | None = None, retry_policy: RetryPolicy | None = None,
-                              version: str | None = None, return_type: type | None = None,
-                              tags: dict[str, str] | None = None) -> CompletableTask[Any]:
+    def call_sub_orchestrator(
+        self,
+        orchestrator: Orchestrator[Any, Any] | str,
+        *,
+        input: Any = None,
+        instance_id: str | None = None,
+        retry_policy: RetryPolicy | None = None,
+        version: str | None = None,
+        return_type: type | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> CompletableTask[Any]:
         seq = self.next_sequence_id()
         name = orchestrator if isinstance(orchestrator, str) else get_name(orchestrator)
         encoded = self.codec.encode(input, "input of sub-orchestration '{}'", name)
@@ -200,8 +224,9 @@ class RuntimeContext(OrchestrationContext):
             check_tags(tags)
         child_id = instance_id if instance_id is not None else f"{self._instance_id}:{seq:04x}"
         action = CreateSubOrchestration(seq, name, child_id, encoded, version or self.default_sub_version, tags)
-        task: CompletableTask[Any] = (CompletableTask(return_type) if retry_policy is None
-                                      else self._retryable(retry_policy, action, return_type))
+        task: CompletableTask[Any] = (
+            CompletableTask(return_type) if retry_policy is None else self._retryable(retry_policy, action, return_type)
+        )
         self.schedule(action, task)
         return task
 
@@ -237,8 +262,9 @@ class RuntimeContext(OrchestrationContext):
 
         timer.set_cancel_handler(cancel)
 
-    def wait_for_external_event(self, name: str, *, data_type: type | None = None,
-                                timeout: timedelta | None = None) -> CancellableTask[Any]:
+    def wait_for_external_event(
+        self, name: str, *, data_type: type | None = None, timeout: timedelta | None = None
+    ) -> CancellableTask[Any]:
         task: CancellableTask[Any] = CancellableTask(data_type)
         key = name.casefold()
         found, raw = self.inbox.take_buffered(key)
@@ -274,8 +300,7 @@ class RuntimeContext(OrchestrationContext):
     def set_custom_status(self, custom_status: Any) -> None:
         self.custom_status = self.codec.encode(custom_status, "custom status")
 
-    def continue_as_new(self, new_input: Any, *, save_events: bool = False,
-                        new_version: str | None = None) -> None:
+    def continue_as_new(self, new_input: Any, *, save_events: bool = False, new_version: str | None = None) -> None:
         if self.done:
             return
         encoded = self.codec.encode(new_input, "input of the continued-as-new execution")
@@ -294,12 +319,14 @@ class RuntimeContext(OrchestrationContext):
             raise NotImplementedError(_ENTITIES_LATER)
         return self.entities
 
-    def call_entity(self, entity: Any, operation: str, input: Any = None, *,
-                    return_type: type | None = None) -> CompletableTask[Any]:
+    def call_entity(
+        self, entity: Any, operation: str, input: Any = None, *, return_type: type | None = None
+    ) -> CompletableTask[Any]:
         return self._entity_support().call_entity(entity, operation, input, return_type=return_type)
 
-    def signal_entity(self, entity_id: Any, operation_name: str, input: Any = None,
-                      signal_time: datetime | None = None) -> None:
+    def signal_entity(
+        self, entity_id: Any, operation_name: str, input: Any = None, signal_time: datetime | None = None
+    ) -> None:
         self._entity_support().signal_entity(entity_id, operation_name, input, signal_time)
 
     def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]:
@@ -321,8 +348,10 @@ class RuntimeContext(OrchestrationContext):
             self._drive(None, None)
         elif isinstance(result, CoroutineType):
             result.close()  # never started; closing it avoids a "never awaited" warning
-            raise TypeError(f"orchestrator '{name}' is a coroutine function; orchestrators are generator "
-                            "functions that yield durable tasks (or plain functions)")
+            raise TypeError(
+                f"orchestrator '{name}' is a coroutine function; orchestrators are generator "
+                "functions that yield durable tasks (or plain functions)"
+            )
         else:
             self.complete(result)
 
@@ -380,8 +409,9 @@ class RuntimeContext(OrchestrationContext):
         if self.entities is not None and not self.done:
             self.entities.exit_critical_section()
 
-    def _end(self, status: pb.OrchestrationStatus, encoded_output: str | None,
-             failure: pb.TaskFailureDetails | None = None) -> None:
+    def _end(
+        self, status: pb.OrchestrationStatus, encoded_output: str | None, failure: pb.TaskFailureDetails | None = None
+    ) -> None:
         # Locks are released first: their unlock messages take IDs before the completion action does.
         self._release_locks()
         self.done = True
@@ -396,8 +426,11 @@ class RuntimeContext(OrchestrationContext):
         if self._continue is not None:
             encoded, save_events, new_version = self._continue
             carryover = self.inbox.carryover() if save_events else None
-            actions.append(complete_action(self.next_sequence_id(), CONTINUED_AS_NEW, encoded,
-                                           carryover=carryover, new_version=new_version))
+            actions.append(
+                complete_action(
+                    self.next_sequence_id(), CONTINUED_AS_NEW, encoded, carryover=carryover, new_version=new_version
+                )
+            )
         elif self._completion is not None:
             actions.append(self._completion)
         return actions

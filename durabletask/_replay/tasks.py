@@ -137,8 +137,7 @@ class CancellableTask(CompletableTask[T]):
 class TimerTask(CancellableTask[None]):
     """A durable timer. Long timers are split into several history timers transparently."""
 
-    def __init__(self, final_fire_at: datetime | None = None,
-                 maximum_timer_interval: timedelta | None = None) -> None:
+    def __init__(self, final_fire_at: datetime | None = None, maximum_timer_interval: timedelta | None = None) -> None:
         super().__init__()
         self._final_fire_at = final_fire_at
         self._maximum_timer_interval = maximum_timer_interval
@@ -168,8 +167,13 @@ class TimerTask(CancellableTask[None]):
 class RetryableTask(CompletableTask[T]):
     """An activity or sub-orchestration call that is retried with durable timers per a policy."""
 
-    def __init__(self, retry_policy: RetryPolicy, start_time: datetime,
-                 reschedule: Callable[[RetryableTask[Any]], None], expected_type: Any = None) -> None:
+    def __init__(
+        self,
+        retry_policy: RetryPolicy,
+        start_time: datetime,
+        reschedule: Callable[[RetryableTask[Any]], None],
+        expected_type: Any = None,
+    ) -> None:
         super().__init__(expected_type)
         self._retry_policy = retry_policy
         self._start_time = start_time
@@ -183,8 +187,9 @@ class RetryableTask(CompletableTask[T]):
         """How many attempts have been scheduled so far."""
         return self._attempt_count
 
-    def compute_next_delay(self, failure: pb.TaskFailureDetails | None = None,
-                           now: datetime | None = None) -> timedelta | None:
+    def compute_next_delay(
+        self, failure: pb.TaskFailureDetails | None = None, now: datetime | None = None
+    ) -> timedelta | None:
         """The delay before the next attempt, or ``None`` when the policy says stop."""
         details: FailureDetails | None = details_from_proto(failure) if failure is not None else None
         if failure is not None and failure.isNonRetriable:

@@ -43,8 +43,9 @@ def recorded_start(events: Iterable[pb.HistoryEvent]) -> pb.ExecutionStartedEven
     return None
 
 
-def check_code(start: pb.ExecutionStartedEvent | None, fn: Callable[..., Any] | None,
-               policy: CodeMismatchPolicy) -> CodeCheck:
+def check_code(
+    start: pb.ExecutionStartedEvent | None, fn: Callable[..., Any] | None, policy: CodeMismatchPolicy
+) -> CodeCheck:
     """Compare the code hash recorded when the instance started with ``fn``'s; unknown on either side is a match."""
     if policy is CodeMismatchPolicy.IGNORE or start is None or fn is None:
         return _OK
@@ -54,5 +55,9 @@ def check_code(start: pb.ExecutionStartedEvent | None, fn: Callable[..., Any] | 
     current = code_hash(fn)
     if current is None or current == recorded:
         return _OK
-    return CodeCheck(False, f"orchestrator '{start.name}' was started with code sha256 {recorded[:12]}… but this "
-                            f"worker has code sha256 {current[:12]}…", policy)
+    return CodeCheck(
+        False,
+        f"orchestrator '{start.name}' was started with code sha256 {recorded[:12]}… but this "
+        f"worker has code sha256 {current[:12]}…",
+        policy,
+    )

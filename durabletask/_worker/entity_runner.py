@@ -75,25 +75,32 @@ class EntityRunner:
     result and its changes (state and outgoing messages) are discarded; the batch goes on.
     """
 
-    def __init__(self, registry: Registry, *, logger: logging.Logger | None = None,
-                 data_converter: DataConverter | None = None) -> None:
+    def __init__(
+        self, registry: Registry, *, logger: logging.Logger | None = None, data_converter: DataConverter | None = None
+    ) -> None:
         self._registry = registry
         self._logger = logger or logging.getLogger("durabletask-worker")
         self._codec = Codec(data_converter)
 
-    def run(self, batch: pb.EntityBatchRequest, operation_infos: list[pb.OperationInfo],
-            completion_token: str) -> pb.EntityBatchResult:
+    def run(
+        self, batch: pb.EntityBatchRequest, operation_infos: list[pb.OperationInfo], completion_token: str
+    ) -> pb.EntityBatchResult:
         entity_id = EntityInstanceId.parse(batch.instanceId)
         state = EntityState(batch.entityState.value if batch.HasField("entityState") else None, self._codec)
         results = [self._run_one(entity_id, operation, state) for operation in batch.operations]
-        result = pb.EntityBatchResult(results=results, actions=state.actions, completionToken=completion_token,
-                                      operationInfos=operation_infos[: len(results)])
+        result = pb.EntityBatchResult(
+            results=results,
+            actions=state.actions,
+            completionToken=completion_token,
+            operationInfos=operation_infos[: len(results)],
+        )
         if state.encoded is not None:
             result.entityState.value = state.encoded
         return result
 
-    def _run_one(self, entity_id: EntityInstanceId, operation: pb.OperationRequest,
-                 state: EntityState) -> pb.OperationResult:
+    def _run_one(
+        self, entity_id: EntityInstanceId, operation: pb.OperationRequest, state: EntityState
+    ) -> pb.OperationResult:
         started = _now()
         encoded_input = operation.input.value if operation.HasField("input") else None
         try:
@@ -102,16 +109,20 @@ class EntityRunner:
         except Exception as error:
             state.rollback()
             self._logger.info("%s: operation '%s' failed: %s", entity_id, operation.operation, error)
-            return pb.OperationResult(failure=pb.OperationResultFailure(
-                failureDetails=proto_from_exception(error), startTimeUtc=started, endTimeUtc=_now()))
+            return pb.OperationResult(
+                failure=pb.OperationResultFailure(
+                    failureDetails=proto_from_exception(error), startTimeUtc=started, endTimeUtc=_now()
+                )
+            )
         state.commit()
         success = pb.OperationResultSuccess(startTimeUtc=started, endTimeUtc=_now())
         if encoded is not None:
             success.result.value = encoded
         return pb.OperationResult(success=success)
 
-    def _invoke(self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None,
-                state: EntityState) -> Any:
+    def _invoke(
+        self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: EntityState
+    ) -> Any:
         entity = self._registry.get_entity(entity_id.entity)
         if entity is None:
             raise EntityNotRegisteredError(f"Entity function named '{entity_id.entity}' was not registered!")
@@ -121,12 +132,14 @@ class EntityRunner:
         context = EntityContext(entity_id, operation, state, self._codec, encoded_input, value)
         return _settle(entity(context, value))
 
-    def _invoke_method(self, cls: type[Any], entity_id: EntityInstanceId, operation: str,
-                       encoded_input: str | None, state: EntityState) -> Any:
+    def _invoke_method(
+        self, cls: type[Any], entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: EntityState
+    ) -> Any:
         method_name = _operations(cls).get(operation.casefold())
         if method_name is None:
             raise EntityOperationNotFoundError(
-                f"entity '{entity_id.entity}' ({cls.__name__}) has no operation named '{operation}'")
+                f"entity '{entity_id.entity}' ({cls.__name__}) has no operation named '{operation}'"
+            )
         function = getattr(cls, method_name)
         value = self._codec.decode(encoded_input, typehints.input_type(function, 1)) if encoded_input else None
         context = EntityContext(entity_id, operation, state, self._codec, encoded_input, value)

@@ -60,4 +60,4 @@ class EntityState:
 
     def rollback(self) -> None:
         self._text = self._checkpoint_text
-        del self._actions[self._checkpoint_actions:]
+        del self._actions[self._checkpoint_actions :]

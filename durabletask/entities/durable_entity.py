@@ -48,13 +48,19 @@ class DurableEntity:
         """Replace the entity's state."""
         self.entity_context.set_state(state)
 
-    def signal_entity(self, entity_instance_id: EntityInstanceId | str, operation: str, input: Any | None = None,
-                      signal_time: datetime | None = None) -> None:
+    def signal_entity(
+        self,
+        entity_instance_id: EntityInstanceId | str,
+        operation: str,
+        input: Any | None = None,
+        signal_time: datetime | None = None,
+    ) -> None:
         """Send a one-way operation to an entity once this operation succeeds."""
         self.entity_context.signal_entity(entity_instance_id, operation, input, signal_time)
 
-    def schedule_new_orchestration(self, orchestration_name: str, input: Any | None = None,
-                                   instance_id: str | None = None) -> str:
+    def schedule_new_orchestration(
+        self, orchestration_name: str, input: Any | None = None, instance_id: str | None = None
+    ) -> str:
         """Start an orchestration once this operation succeeds; returns its instance ID."""
         return self.entity_context.schedule_new_orchestration(orchestration_name, input, instance_id=instance_id)
 

@@ -32,8 +32,15 @@ class EntityContext:
     an operation that raises leaves the state as it was before it.
     """
 
-    def __init__(self, entity_id: EntityInstanceId, operation: str, state: EntityState, codec: Codec,
-                 encoded_input: str | None = None, input: Any = None) -> None:
+    def __init__(
+        self,
+        entity_id: EntityInstanceId,
+        operation: str,
+        state: EntityState,
+        codec: Codec,
+        encoded_input: str | None = None,
+        input: Any = None,
+    ) -> None:
         self._entity_id = entity_id
         self._operation = operation
         self._state = state
@@ -94,8 +101,13 @@ class EntityContext:
         """Delete the entity's state (an entity without state and without pending work disappears)."""
         self._state.delete()
 
-    def signal_entity(self, entity_instance_id: EntityInstanceId | str, operation: str, input: Any | None = None,
-                      signal_time: datetime | None = None) -> None:
+    def signal_entity(
+        self,
+        entity_instance_id: EntityInstanceId | str,
+        operation: str,
+        input: Any | None = None,
+        signal_time: datetime | None = None,
+    ) -> None:
         """Send a one-way operation to an entity (this one included), optionally not before ``signal_time``."""
         target = to_entity_id(entity_instance_id)
         if not operation:
@@ -108,8 +120,9 @@ class EntityContext:
             signal.scheduledTime.FromDatetime(signal_time)
         self._state.add_action(pb.OperationAction(sendSignal=signal))
 
-    def schedule_new_orchestration(self, orchestration_name: str, input: Any | None = None,
-                                   instance_id: str | None = None) -> str:
+    def schedule_new_orchestration(
+        self, orchestration_name: str, input: Any | None = None, instance_id: str | None = None
+    ) -> str:
         """Start an orchestration once this operation succeeds; returns its instance ID."""
         if not orchestration_name:
             raise ValueError("the orchestration name cannot be empty")

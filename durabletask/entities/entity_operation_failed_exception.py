@@ -18,8 +18,9 @@ class EntityOperationFailedException(DurableTaskError):
         failure_details: The failure as the entity reported it (type, message, stack trace).
     """
 
-    def __init__(self, entity_instance_id: EntityInstanceId, operation_name: str,
-                 failure_details: pb.TaskFailureDetails) -> None:
+    def __init__(
+        self, entity_instance_id: EntityInstanceId, operation_name: str, failure_details: pb.TaskFailureDetails
+    ) -> None:
         super().__init__()
         self.entity_instance_id = entity_instance_id
         self.operation_name = operation_name
@@ -28,5 +29,7 @@ class EntityOperationFailedException(DurableTaskError):
         self._failure_proto = failure_details
 
     def __str__(self) -> str:
-        return (f"Operation '{self.operation_name}' on entity '{self.entity_instance_id}' failed with error: "
-                f"{self.failure_details.errorMessage}")
+        return (
+            f"Operation '{self.operation_name}' on entity '{self.entity_instance_id}' failed with error: "
+            f"{self.failure_details.errorMessage}"
+        )
