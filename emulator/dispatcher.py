@@ -7,10 +7,11 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import overload
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.engine import ActivityWork, Engine, OrchestrationWork
@@ -83,6 +84,29 @@ class Lease:
         return self.work.activity_id
 
 
+class _TokenBlock(Sequence[str]):
+    """A reserved run of completion tokens; each is formatted only when read."""
+
+    def __init__(self, prefix: str, count: int) -> None:
+        if count > 0x10000:
+            raise ValueError("a token block holds at most 65536 tokens")
+        self._prefix, self._count = prefix, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        if not -self._count <= index < self._count:
+            raise IndexError(index)
+        return f"{self._prefix}{index % self._count:04x}"
+
+
 def _work_item(work: Work, token: str) -> pb.WorkItem:
     if isinstance(work, OrchestrationWork):
         return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
@@ -138,8 +162,9 @@ class Dispatcher:
         engine.on_work = self.new_work
         engine.clock.subscribe(self.wake)
 
-    def _new_token(self) -> str:
-        return f"{self._token_prefix}{next(self._token_serial):016x}"
+    def _tokens(self, count: int) -> _TokenBlock:
+        """``count`` fresh tokens, made only when a fetch uses them (most fetches lease one or none)."""
+        return _TokenBlock(f"{self._token_prefix}{next(self._token_serial):012x}", count)
 
     def wake(self, hub: str | None = None) -> None:
         """Something changed in ``hub`` (or anywhere, with ``None``): streams look for work again.
@@ -267,7 +292,7 @@ class Dispatcher:
             state.due = (changes, self.engine.next_due(state.hub))
         return state.due[1]
 
-    def _fetch(self, kind: str, state: StreamState, tokens: list[str]) -> list[Work]:
+    def _fetch(self, kind: str, state: StreamState, tokens: Sequence[str]) -> list[Work]:
         expires = self.engine.clock.now() + timedelta(seconds=self.lease_timeout)
         accept = state.filters[kind]
         if kind == "orchestration":
@@ -293,10 +318,13 @@ class Dispatcher:
             changes = self._kind_changes[kind]
             if not room or state.empty_at.get(kind) == changes:
                 continue
-            tokens = [self._new_token() for _ in range(room)]
+            tokens = self._tokens(room)
             found = self._fetch(kind, state, tokens)
-            if not found:
+            if len(found) < room:
+                # The fetch took everything this stream may take as of ``changes``: asking again before
+                # that kind changes would find nothing (newer work bumps the count first).
                 state.empty_at[kind] = changes
+            if not found:
                 continue
             state.turn += 1
             for token, work in zip(tokens, found, strict=False):

@@ -85,11 +85,16 @@ def _started_first(message: pb.HistoryEvent) -> int:
     return 0 if message.HasField("executionStarted") else 1
 
 
-def _new_work_kinds(transition: Transition) -> tuple[str, ...] | None:
-    """The work kinds a turn that only scheduled activities can have made available; None if any other."""
+def _new_work_kinds(transition: Transition, pending: bool, released: bool) -> tuple[str, ...] | None:
+    """The work kinds a turn can have made available, or None when it may have made any (or timed) work.
+
+    Args:
+        pending: Events for the instance arrived while it was out for this turn, so it is runnable again.
+        released: The turn ended the instance while it held entity locks, which may let others through.
+    """
     box = transition.outbox
     if (
-        transition.terminal
+        released
         or transition.continue_as_new is not None
         or transition.rewound_history is not None
         or box.timers
@@ -99,8 +104,8 @@ def _new_work_kinds(transition: Transition) -> tuple[str, ...] | None:
         or box.entity_messages
     ):
         return None
-    # Events that arrived while the instance was out for this turn make it runnable again.
-    return ("orchestration", "activity") if box.activities else ("orchestration",)
+    kinds = ("orchestration",) if pending and not transition.terminal else ()
+    return (*kinds, "activity") if box.activities else kinds
 
 
 class Engine:
@@ -143,7 +148,12 @@ class Engine:
             if existing is not None:
                 self._replace_or_reject(tx, existing, opts.replaceable, now)
             delivery.insert_instance(tx, hub, opts, now, self.new_id())
-        self._changed(hub, opts.instance_id)
+        if existing is None and self.on_work is not None and opts.scheduled_start is None:
+            # A new instance that can start now is orchestration work and nothing else.
+            self.on_work(hub, ("orchestration",))
+            self.on_instance_change(hub, opts.instance_id)
+        else:
+            self._changed(hub, opts.instance_id)
         return opts.instance_id
 
     @staticmethod
@@ -453,12 +463,14 @@ class Engine:
                 self._finish(tx, record, transition.output, transition.failure)
             tx.put_instance(record)
             outbox.apply(tx, hub, record, transition.outbox, now)
-            if transition.terminal:
-                entity_ops.release_owner(tx, hub, record.instance_id, now)
-        kinds = _new_work_kinds(transition)
+            released = transition.terminal and entity_ops.release_owner(tx, hub, record.instance_id, now)
+            # Events that arrived while the instance was out for this turn make it runnable again (their
+            # arrival announced nothing, as the instance was leased then).
+            pending = not transition.terminal and tx.has_visible_messages(hub, record.instance_id, record.updated_at)
+        kinds = _new_work_kinds(transition, pending, released)
         if kinds is None or self.on_work is None:
             self._notify(hub)
-        else:
+        elif kinds:
             self.on_work(hub, kinds)
         if status_changed:
             self.on_instance_change(hub, work.instance_id)

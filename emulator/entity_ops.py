@@ -83,12 +83,17 @@ def grant_locks(tx: Transaction, hub: str, now: datetime) -> None:
         deliver(tx, hub, SendMessage(request.owner, granted), now)
 
 
-def release_owner(tx: Transaction, hub: str, owner: str, now: datetime) -> None:
-    """A finished orchestration can no longer unlock its entities, so free them for the next waiter."""
+def release_owner(tx: Transaction, hub: str, owner: str, now: datetime) -> bool:
+    """A finished orchestration can no longer unlock its entities, so free them for the next waiter.
+
+    Returns whether it held any (only then can other work have become runnable).
+    """
     # Waiting requests are granted as soon as their entities are free, so only a freed entity can
     # let one through now.
     if tx.release_locks_of(hub, owner):
         grant_locks(tx, hub, now)
+        return True
+    return False
 
 
 def eligible(entity: EntityRecord, event: pb.HistoryEvent) -> bool:

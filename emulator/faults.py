@@ -130,6 +130,7 @@ class FaultInjector(ServerInterceptor):
         self._cond = threading.Condition()
         self._streams: list[_Stream] = []
         self._delay = 0.0
+        self._wrapped: dict[str, tuple[Any, Any]] = {}
         self._reject_next = 0
         self._reject_every = 0
         self._completions = 0
@@ -242,6 +243,15 @@ class FaultInjector(ServerInterceptor):
         method = handler_call_details.method
         if handler is None:
             return None
+        # The wrapped handler depends only on the method and its handler, so it is built once per method.
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = self._wrap(method, handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: str, handler: Any) -> Any:
         if method == _STREAM_RPC and handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
                 self._stream_behavior(handler.unary_stream),
@@ -287,6 +297,9 @@ class FaultInjector(ServerInterceptor):
 
     def _may_send(self, stream: _Stream) -> bool:
         """Holds an item while its stream is stalled; False once the stream was cut or its caller left."""
+        if not stream.cut and stream.stalled_until == 0.0:
+            # No fault touches this stream (the usual case): no lock needed to say so.
+            return bool(stream.context.is_active())
         with self._cond:
             while True:
                 if stream.cut or not stream.context.is_active():
@@ -316,6 +329,8 @@ class FaultInjector(ServerInterceptor):
         return behavior
 
     def _should_reject(self) -> bool:
+        if not self._reject_next and not self._reject_every:
+            return False  # no rejection is armed (the usual case)
         with self._cond:
             self._completions += 1
             reject = self._reject_next > 0 or (self._reject_every > 0 and self._completions % self._reject_every == 0)

@@ -18,6 +18,16 @@ def reconstructable(annotation: Any) -> bool:
 
     Builtins are left alone so plain JSON values reach user code unchanged.
     """
+    if annotation is None:
+        return False
+    try:
+        return _reconstructable(annotation)
+    except TypeError:  # an unhashable annotation: answer without the cache
+        return _reconstructable.__wrapped__(annotation)
+
+
+@lru_cache(maxsize=1024)
+def _reconstructable(annotation: Any) -> bool:
     origin = typing.get_origin(annotation)
     if origin is not None:
         args = [a for a in typing.get_args(annotation) if a is not type(None)]

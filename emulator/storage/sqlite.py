@@ -209,9 +209,7 @@ class SqliteTransaction(EntityTables):
         ).fetchone()
         return int(row[0]) + 1
 
-    def append_history(
-        self, hub: str, instance_id: str, events: Sequence[bytes], length: int | None = None
-    ) -> None:
+    def append_history(self, hub: str, instance_id: str, events: Sequence[bytes], length: int | None = None) -> None:
         """Appends after the stored events; ``length``, when the caller knows it, saves looking it up.
 
         Callers pass only a length their lease kept current; one that is too small still cannot
@@ -241,6 +239,14 @@ class SqliteTransaction(EntityTables):
             (hub, instance_id, now),
         ).fetchall()
         return [Message(r[0], bytes(r[1]), r[2]) for r in rows]
+
+    def has_visible_messages(self, hub: str, instance_id: str, now: Micros) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM messages INDEXED BY ix_messages_instance "
+            "WHERE hub = ? AND instance_id = ? AND visible_at <= ? LIMIT 1",
+            (hub, instance_id, now),
+        ).fetchone()
+        return row is not None
 
     def delete_messages(self, ids: Sequence[int]) -> None:
         self._db.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in ids])
