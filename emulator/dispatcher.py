@@ -152,7 +152,7 @@ class Dispatcher:
         self.sessions = SessionTable()
         self.history_requests = 0  # continuations answered with requiresHistory (observability)
         # Waiters on one instance are woken by changes to that instance only, not by every change.
-        self._watchers: dict[tuple[str, str], set[threading.Event]] = {}
+        self._watchers: dict[tuple[str, str], dict[threading.Event, Callable[[int], bool]]] = {}
         self._watch_lock = threading.Lock()
         # Completion tokens: unique per lease and never reused by another emulator process (a random
         # prefix), without a fresh UUID for each of the up to FETCH_BATCH tokens a fetch prepares.
@@ -189,11 +189,16 @@ class Dispatcher:
         """Work of only these kinds can have appeared in ``hub``, and nothing timed (e.g. an activity result)."""
         self._wake_streams(kinds)
 
-    def instance_changed(self, hub: str | None, instance_id: str | None) -> None:
-        """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all)."""
+    def instance_changed(self, hub: str | None, instance_id: str | None, status: int | None = None) -> None:
+        """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all).
+
+        With ``status`` (the one just committed), only waiters that this status can satisfy wake: a wait
+        for completion sleeps through the instance starting to run.
+        """
         with self._watch_lock:
             if hub is not None and instance_id is not None:
-                events = list(self._watchers.get((hub, instance_id), ()))
+                found = self._watchers.get((hub, instance_id), {})
+                events = [e for e, done in found.items() if status is None or done(status)]
             else:
                 events = [e for (h, _), found in self._watchers.items() if hub in (None, h) for e in found]
         for event in events:
@@ -438,11 +443,11 @@ class Dispatcher:
         self,
         hub: str,
         instance_id: str,
-        done: Callable[[InstanceRecord], bool],
+        done: Callable[[int], bool],
         timeout: float | None,
         is_active: Callable[[], bool],
     ) -> InstanceRecord | None:
-        """Blocks until ``done(record)`` holds; returns None if the instance does not exist.
+        """Blocks until ``done(status)`` holds for the instance's status; returns None if it does not exist.
 
         Raises:
             TimeoutError: if ``timeout`` seconds pass first.
@@ -454,7 +459,7 @@ class Dispatcher:
         self,
         hub: str,
         instance_id: str,
-        done: Callable[[InstanceRecord], bool],
+        done: Callable[[int], bool],
         timeout: float | None,
         is_active: Callable[[], bool],
     ) -> InstanceRecord | None:
@@ -462,12 +467,12 @@ class Dispatcher:
         changed = threading.Event()
         key = (hub, instance_id)
         with self._watch_lock:
-            self._watchers.setdefault(key, set()).add(changed)
+            self._watchers.setdefault(key, {})[changed] = done
         try:
             while True:
                 changed.clear()
                 record = self.engine.get(hub, instance_id)
-                if record is None or done(record):
+                if record is None or done(record.status):
                     return record
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if (remaining is not None and remaining <= 0) or not is_active() or self._closed:
@@ -478,6 +483,6 @@ class Dispatcher:
             with self._watch_lock:
                 found = self._watchers.get(key)
                 if found is not None:
-                    found.discard(changed)
+                    found.pop(changed, None)
                     if not found:
                         del self._watchers[key]

@@ -131,14 +131,14 @@ class Engine:
         self.continued_sessions = 0
         # Called with (hub, instance_id) when an instance's status may have changed, or (hub, None)
         # when any instance of the hub may have; set by whoever waits on instances.
-        self.on_instance_change: Callable[[str, str | None], None] = lambda hub, instance_id: None
+        self.on_instance_change: Callable[[str, str | None, int | None], None] = lambda hub, instance_id, status: None
         # When set, called instead of ``notify`` with the work kinds a change can have made available
         # (an activity result: orchestration work only), so streams need not look for the others.
         self.on_work: Callable[[str, tuple[str, ...]], None] | None = None
 
     def _changed(self, hub: str, instance_id: str | None = None) -> None:
         self._notify(hub)
-        self.on_instance_change(hub, instance_id)
+        self.on_instance_change(hub, instance_id, None)
 
     # Client operations -----------------------------------------------------------------------------
     def create(self, hub: str, opts: StartOptions) -> str:
@@ -151,7 +151,7 @@ class Engine:
         if existing is None and self.on_work is not None and opts.scheduled_start is None:
             # A new instance that can start now is orchestration work and nothing else.
             self.on_work(hub, ("orchestration",))
-            self.on_instance_change(hub, opts.instance_id)
+            self.on_instance_change(hub, opts.instance_id, None)
         else:
             self._changed(hub, opts.instance_id)
         return opts.instance_id
@@ -473,7 +473,7 @@ class Engine:
         elif kinds:
             self.on_work(hub, kinds)
         if status_changed:
-            self.on_instance_change(hub, work.instance_id)
+            self.on_instance_change(hub, work.instance_id, record.status)
         return SessionMark(record.execution_id, length) if keep else None
 
     @staticmethod

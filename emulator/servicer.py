@@ -128,7 +128,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         return self._state(self.engine.get(self._hub(context), request.instanceId), request.getInputsAndOutputs)
 
     def _wait(
-        self, request: pb.GetInstanceRequest, context: grpc.ServicerContext, done: Callable[[InstanceRecord], bool]
+        self, request: pb.GetInstanceRequest, context: grpc.ServicerContext, done: Callable[[int], bool]
     ) -> pb.GetInstanceResponse:
         hub = self._hub(context)
         # A caller that goes away wakes only its own wait, not every waiter.
@@ -141,13 +141,13 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     def WaitForInstanceStart(
         self, request: pb.GetInstanceRequest, context: grpc.ServicerContext
     ) -> pb.GetInstanceResponse:
-        return self._wait(request, context, lambda r: r.status != pb.ORCHESTRATION_STATUS_PENDING)
+        return self._wait(request, context, lambda status: status != pb.ORCHESTRATION_STATUS_PENDING)
 
     @_mapped
     def WaitForInstanceCompletion(
         self, request: pb.GetInstanceRequest, context: grpc.ServicerContext
     ) -> pb.GetInstanceResponse:
-        return self._wait(request, context, lambda r: r.status in events.TERMINAL_STATUSES)
+        return self._wait(request, context, lambda status: status in events.TERMINAL_STATUSES)
 
     @_mapped
     def RaiseEvent(self, request: pb.RaiseEventRequest, context: grpc.ServicerContext) -> pb.RaiseEventResponse:
