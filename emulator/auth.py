@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import grpc
 
-# grpc-stubs declares the interceptor base generic, but it cannot be subscripted at runtime.
+# The server runs on grpc.aio; its interceptors are coroutines. grpc-stubs declares the base generic, but
+# it cannot be subscripted at runtime.
 if TYPE_CHECKING:
-    ServerInterceptor: TypeAlias = grpc.ServerInterceptor[Any, Any]
+    ServerInterceptor: TypeAlias = grpc.aio.ServerInterceptor[Any, Any]
 else:
-    ServerInterceptor = grpc.ServerInterceptor
+    ServerInterceptor = grpc.aio.ServerInterceptor
 
 _SCHEME = "bearer "
 #: Environment variable holding the token, so it need not appear on a command line (visible in ``ps``).
@@ -43,9 +44,9 @@ def bearer_token(metadata: Iterable[tuple[str, str | bytes]]) -> str | None:
     return None
 
 
-def _refusal(message: str) -> Callable[[Any, grpc.ServicerContext], Any]:
-    def refuse(request: Any, context: grpc.ServicerContext) -> Any:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+def _refusal(message: str) -> Callable[[Any, Any], Awaitable[None]]:
+    async def refuse(request: Any, context: Any) -> None:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
     return refuse
 
@@ -67,9 +68,9 @@ class BearerTokenInterceptor(ServerInterceptor):
             return "invalid auth token"
         return None
 
-    def intercept_service(self, continuation: Callable[[Any], Any], handler_call_details: Any) -> Any:
+    async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], handler_call_details: Any) -> Any:
         problem = self._problem(handler_call_details.invocation_metadata or ())
-        handler = continuation(handler_call_details)
+        handler = await continuation(handler_call_details)
         if problem is None or handler is None:
             return handler
         refuse = _refusal(problem)

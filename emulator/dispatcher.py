@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import overload
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator import aio_loop
 from emulator.engine import ActivityWork, Engine, OrchestrationWork
 from emulator.entities import Entities, EntityWork
 from emulator.errors import EmulatorError, FailedPreconditionError, InvalidArgumentError, stale_token
@@ -152,7 +154,9 @@ class Dispatcher:
         self.sessions = SessionTable()
         self.history_requests = 0  # continuations answered with requiresHistory (observability)
         # Waiters on one instance are woken by changes to that instance only, not by every change.
-        self._watchers: dict[tuple[str, str], dict[threading.Event, Callable[[int], bool]]] = {}
+        self._watchers: dict[tuple[str, str], dict[asyncio.Event, Callable[[int], bool]]] = {}
+        # Idle streams wait on this (on the server's loop); every change to what they decide on sets it.
+        self._signal = aio_loop.Signal()
         self._watch_lock = threading.Lock()
         # Completion tokens: unique per lease and never reused by another emulator process (a random
         # prefix), without a fresh UUID for each of the up to FETCH_BATCH tokens a fetch prepares.
@@ -184,6 +188,7 @@ class Dispatcher:
             if kinds is KINDS:
                 self._due_changes += 1
             self._cond.notify_all()
+        self._signal.set()
 
     def new_work(self, hub: str, kinds: tuple[str, ...]) -> None:
         """Work of only these kinds can have appeared in ``hub``, and nothing timed (e.g. an activity result)."""
@@ -202,7 +207,7 @@ class Dispatcher:
             else:
                 events = [e for (h, _), found in self._watchers.items() if hub in (None, h) for e in found]
         for event in events:
-            event.set()
+            aio_loop.call_soon(event.set)
 
     def open(self) -> None:
         with self._cond:
@@ -212,6 +217,7 @@ class Dispatcher:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        self._signal.set()
         self.instance_changed(None, None)
 
     @contextmanager
@@ -241,8 +247,17 @@ class Dispatcher:
         return True
 
     # Streams ---------------------------------------------------------------------------------------
-    def stream(self, hub: str, request: pb.GetWorkItemsRequest, is_active: Callable[[], bool]) -> Iterator[pb.WorkItem]:
-        """Yields work items for one GetWorkItems call until the caller goes away or the server stops."""
+    async def serve(
+        self,
+        hub: str,
+        request: pb.GetWorkItemsRequest,
+        is_active: Callable[[], bool],
+        send: Callable[[pb.WorkItem], Awaitable[None]],
+    ) -> None:
+        """Sends work items for one GetWorkItems call until the caller goes away or the server stops.
+
+        Runs on the server's loop; a cancelled call ends here with ``CancelledError`` and its leases go back.
+        """
         limits = {
             "orchestration": request.maxConcurrentOrchestrationWorkItems,
             "activity": request.maxConcurrentActivityWorkItems,
@@ -254,38 +269,40 @@ class Dispatcher:
         )
         state.sessions = self.sessions.view(state.id, keeps_sessions)
         with self._tracked():
-            yield from self._serve(state, is_active)
+            try:
+                await self._serve(state, is_active, send)
+            finally:
+                self._drop_stream(state)
 
-    def _serve(self, state: StreamState, is_active: Callable[[], bool]) -> Iterator[pb.WorkItem]:
+    async def _serve(
+        self, state: StreamState, is_active: Callable[[], bool], send: Callable[[pb.WorkItem], Awaitable[None]]
+    ) -> None:
         last_sent = time.monotonic()
-        try:
-            while is_active() and not self._closed:
-                seen = self._changes
-                item = self._next(state)
-                if item is None:
-                    if time.monotonic() - last_sent >= self.health_ping_interval:
-                        item = pb.WorkItem(healthPing=pb.HealthPing())
-                    else:
-                        self._idle(state, seen, last_sent)
-                        continue
-                last_sent = time.monotonic()
-                yield item
-        finally:
-            self._drop_stream(state)
+        while is_active() and not self._closed:
+            seen = self._changes
+            changed = self._signal.current()
+            item = self._next(state)
+            if item is None:
+                if time.monotonic() - last_sent >= self.health_ping_interval:
+                    item = pb.WorkItem(healthPing=pb.HealthPing())
+                else:
+                    await self._idle(state, seen, changed, last_sent)
+                    continue
+            last_sent = time.monotonic()
+            await send(item)
 
-    def _idle(self, state: StreamState, seen: int, last_sent: float) -> None:
+    async def _idle(self, state: StreamState, seen: int, changed: asyncio.Event, last_sent: float) -> None:
         timeout = max(0.0, self.health_ping_interval - (time.monotonic() - last_sent))
         due = self._next_due(state)
         if due is not None:
             until = self.engine.clock.seconds_until(due)
             if until is not None:
                 timeout = min(timeout, until + 0.001)
-        with self._cond:
-            if self._changes == seen and not self._closed:
-                self._cond.wait(timeout)
-            if self._changes == seen:
-                # Woken by time, not by a change: a timer or lease may be due, so ask for every kind.
-                state.empty_at.clear()
+        if self._changes == seen and not self._closed:
+            await aio_loop.wait(changed, timeout)
+        if self._changes == seen:
+            # Woken by time, not by a change: a timer or lease may be due, so ask for every kind.
+            state.empty_at.clear()
 
     def _next_due(self, state: StreamState) -> datetime | None:
         changes = self._due_changes
@@ -422,9 +439,12 @@ class Dispatcher:
         """
         with self._cond:
             full = not lease.stream.has_room(lease.kind)
-            if self._forget(lease.token) is not None and full:
+            woke = self._forget(lease.token) is not None and full
+            if woke:
                 self._changes += 1
                 self._cond.notify_all()
+        if woke:
+            self._signal.set()
 
     def abandon(self, hub: str, token: str, kind: str) -> None:
         lease = self._take(hub, token, kind)
@@ -439,7 +459,7 @@ class Dispatcher:
                 self._forget(token)
 
     # Waiters ---------------------------------------------------------------------------------------
-    def wait_for(
+    async def wait_for(
         self,
         hub: str,
         instance_id: str,
@@ -447,15 +467,15 @@ class Dispatcher:
         timeout: float | None,
         is_active: Callable[[], bool],
     ) -> InstanceRecord | None:
-        """Blocks until ``done(status)`` holds for the instance's status; returns None if it does not exist.
+        """Waits until ``done(status)`` holds for the instance's status; returns None if it does not exist.
 
         Raises:
             TimeoutError: if ``timeout`` seconds pass first.
         """
         with self._tracked():
-            return self._wait(hub, instance_id, done, timeout, is_active)
+            return await self._wait(hub, instance_id, done, timeout, is_active)
 
-    def _wait(
+    async def _wait(
         self,
         hub: str,
         instance_id: str,
@@ -464,7 +484,7 @@ class Dispatcher:
         is_active: Callable[[], bool],
     ) -> InstanceRecord | None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        changed = threading.Event()
+        changed = asyncio.Event()
         key = (hub, instance_id)
         with self._watch_lock:
             self._watchers.setdefault(key, {})[changed] = done
@@ -478,7 +498,7 @@ class Dispatcher:
                 if (remaining is not None and remaining <= 0) or not is_active() or self._closed:
                     raise TimeoutError(f"timed out waiting for orchestration instance '{instance_id}'")
                 # Bounded so a vanished caller is noticed even without a change to the instance.
-                changed.wait(min(remaining, 5.0) if remaining is not None else 5.0)
+                await aio_loop.wait(changed, min(remaining, 5.0) if remaining is not None else 5.0)
         finally:
             with self._watch_lock:
                 found = self._watchers.get(key)

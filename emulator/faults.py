@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 import grpc
 
+from emulator import aio_loop
 from emulator.auth import ServerInterceptor
 from emulator.errors import EmulatorError, stale_token
 from emulator.hubs import TaskHubs
@@ -91,10 +93,27 @@ class FaultProfile:
 class _Stream:
     """One open GetWorkItems call as the injector sees it."""
 
-    def __init__(self, context: grpc.ServicerContext) -> None:
+    def __init__(self, context: Any, task: asyncio.Task[Any] | None) -> None:
         self.context = context
+        self.task = task
         self.cut = False
         self.stalled_until = 0.0
+
+
+class _GatedContext:
+    """The call's context as the stream handler sees it: each write first passes the fault gate."""
+
+    def __init__(self, context: Any, gate: Callable[[], Awaitable[bool]]) -> None:
+        self._context = context
+        self._gate = gate
+
+    async def write(self, message: Any) -> None:
+        if not await self._gate():
+            raise asyncio.CancelledError  # cut, or the caller left: the stream ends here
+        await self._context.write(message)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
 
 
 @dataclass
@@ -159,7 +178,10 @@ class FaultInjector(ServerInterceptor):
             self.stats.cuts += len(victims)
             self._cond.notify_all()
         for stream in victims:
-            stream.context.cancel()  # type: ignore[no-untyped-call]
+            task = stream.task
+            if task is not None:
+                # Interrupts the handler wherever it waits; it then ends the call with CANCELLED.
+                aio_loop.call_soon(task.cancel)
         self._wake()
         return len(victims)
 
@@ -238,8 +260,8 @@ class FaultInjector(ServerInterceptor):
                 log.exception("fault %s failed", name)
 
     # Interception ----------------------------------------------------------------------------------
-    def intercept_service(self, continuation: Callable[[Any], Any], handler_call_details: Any) -> Any:
-        handler = continuation(handler_call_details)
+    async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], handler_call_details: Any) -> Any:
+        handler = await continuation(handler_call_details)
         method = handler_call_details.method
         if handler is None:
             return None
@@ -267,64 +289,54 @@ class FaultInjector(ServerInterceptor):
             )
         return handler
 
-    def _stream_behavior(self, inner: Callable[[Any, Any], Iterator[Any]]) -> Callable[[Any, Any], Iterator[Any]]:
-        def behavior(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-            stream = _Stream(context)
+    def _stream_behavior(self, inner: Callable[[Any, Any], Awaitable[None]]) -> Callable[[Any, Any], Awaitable[None]]:
+        async def behavior(request: Any, context: Any) -> None:
+            stream = _Stream(context, asyncio.current_task())
             with self._cond:
                 self._streams.append(stream)
                 self.stats.streams += 1
                 self._cond.notify_all()
-            context.add_callback(self._notify)
-            items = inner(request, context)
             try:
-                for item in items:
-                    if not self._may_send(stream):
-                        return
-                    yield item
+                await inner(request, _GatedContext(context, lambda: self._may_send(stream)))
+            except asyncio.CancelledError:
+                if stream.cut:
+                    await context.abort(grpc.StatusCode.CANCELLED, "work-item stream cut by fault injection")
+                raise
             finally:
-                close = getattr(items, "close", None)
-                if close is not None:
-                    close()  # ends the dispatcher's loop now, which hands its leases back
                 with self._cond:
                     self._streams.remove(stream)
                     self._cond.notify_all()
 
         return behavior
 
-    def _notify(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
-
-    def _may_send(self, stream: _Stream) -> bool:
+    async def _may_send(self, stream: _Stream) -> bool:
         """Holds an item while its stream is stalled; False once the stream was cut or its caller left."""
-        if not stream.cut and stream.stalled_until == 0.0:
-            # No fault touches this stream (the usual case): no lock needed to say so.
-            return bool(stream.context.is_active())
-        with self._cond:
-            while True:
-                if stream.cut or not stream.context.is_active():
-                    return False
-                remaining = stream.stalled_until - time.monotonic()
-                if remaining <= 0:
-                    return True
-                # Bounded: a caller that gives up is noticed through the call's done-callback or by this bound.
-                self._cond.wait(min(remaining, 0.5))
+        while True:
+            if stream.cut or stream.context.done():
+                return False
+            remaining = stream.stalled_until - time.monotonic()
+            if remaining <= 0:
+                return True
+            # Short steps, so a cut or a departed caller ends the stall promptly.
+            await asyncio.sleep(min(remaining, 0.05))
 
-    def _completion_behavior(self, inner: Callable[[Any, Any], Any], kind: str) -> Callable[[Any, Any], Any]:
-        def behavior(request: Any, context: grpc.ServicerContext) -> Any:
+    def _completion_behavior(
+        self, inner: Callable[[Any, Any], Awaitable[Any]], kind: str
+    ) -> Callable[[Any, Any], Awaitable[Any]]:
+        async def behavior(request: Any, context: Any) -> Any:
             delay = self._delay
             if delay > 0:
                 with self._cond:
                     self.stats.delayed += 1
-                threading.Event().wait(delay)  # an injected latency, not a wait for a condition
+                await asyncio.sleep(delay)  # an injected latency
             if self._should_reject():
                 token = request.completionToken
                 hub = TaskHubs.name_in(context.invocation_metadata())
                 # A token that is already gone makes the rejection below simply true.
                 with contextlib.suppress(EmulatorError):
                     self._abandon(hub, token, kind)
-                context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(stale_token(token)))
-            return inner(request, context)
+                await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(stale_token(token)))
+            return await inner(request, context)
 
         return behavior
 

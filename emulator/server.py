@@ -5,18 +5,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from concurrent import futures
 from types import TracebackType
 
 import grpc
 
-from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+from emulator import aio_loop
 from emulator.auth import BearerTokenInterceptor, ServerInterceptor, server_credentials
 from emulator.clock import Clock, SystemClock
 from emulator.dispatcher import Dispatcher
 from emulator.engine import Engine
 from emulator.entities import Entities
 from emulator.faults import FaultInjector, FaultProfile
+from emulator.handlers import service_handler
 from emulator.hubs import DEFAULT_HUB, TaskHubs
 from emulator.servicer import Servicer
 from emulator.storage import SqliteBackend
@@ -24,8 +24,7 @@ from emulator.validation import Limits
 
 log = logging.getLogger("emulator")
 
-# Each GetWorkItems stream and each server-side wait holds a thread for its whole life, so the pool
-# must be large enough that long-lived calls never starve short unary ones.
+#: Kept for callers that pass ``max_workers``: calls are served from one event loop, not a thread pool.
 DEFAULT_MAX_WORKERS = 128
 
 
@@ -43,7 +42,8 @@ class EmulatorServer:
         lease_timeout: Seconds after which an uncompleted work item is offered to another worker.
         health_ping_interval: Seconds of idleness after which a stream receives a HealthPing.
         limits: Payload and instance ID limits.
-        max_workers: gRPC thread-pool size.
+        max_workers: Accepted for compatibility and ignored: every call is served from one event loop
+            thread (streams and waits cost no thread), so engine work never competes for the interpreter.
         auth_token: When set, every call must carry ``authorization: Bearer <token>`` or is refused with
             UNAUTHENTICATED.
         tls_cert: PEM certificate (chain) file; with ``tls_key`` the server speaks TLS only.
@@ -89,9 +89,7 @@ class EmulatorServer:
         self.entities = Entities(self.backend, self.clock, lambda hub: self.dispatcher.wake(hub))
         self.dispatcher = Dispatcher(self.engine, self.entities, lease_timeout, health_ping_interval)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
-        self._max_workers = max_workers
-        self._server: grpc.Server | None = None
-        self._executor: futures.ThreadPoolExecutor | None = None
+        self._server: grpc.aio.Server | None = None
         self._auth = BearerTokenInterceptor(auth_token) if auth_token else None
         self._tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
         self._restart_lock = threading.Lock()
@@ -116,37 +114,35 @@ class EmulatorServer:
     def start(self) -> EmulatorServer:
         """Binds the port and starts serving; returns ``self``."""
         self.dispatcher.open()
-        executor = futures.ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix="dts-emulator")
+        self._server, self._port = aio_loop.run(self._serve(f"{self.host}:{self._requested_port}"))
+        log.info("Durable Task emulator listening on %s%s", self.address, " (TLS)" if self._tls else "")
+        if self._initial_faults is not None:
+            self.faults.apply(self._initial_faults)
+            self._initial_faults = None
+        return self
+
+    async def _serve(self, address: str) -> tuple[grpc.aio.Server, int]:
         # Authentication runs first so that no fault, and no servicer code, sees an unauthenticated call.
         interceptors: list[ServerInterceptor] = [self.faults]
         if self._auth is not None:
             interceptors.insert(0, self._auth)
-        server = grpc.server(
-            executor,
+        server = grpc.aio.server(
             interceptors=interceptors,
             options=[
                 ("grpc.max_receive_message_length", 64 * 1024 * 1024),
                 ("grpc.max_send_message_length", 64 * 1024 * 1024),
             ],
         )
-        pb_grpc.add_TaskHubSidecarServiceServicer_to_server(
-            Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits), server
-        )
-        address = f"{self.host}:{self._requested_port}"
+        servicer = Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits)
+        server.add_generic_rpc_handlers((service_handler(servicer),))
         if self._tls is not None:
             bound = server.add_secure_port(address, server_credentials(*self._tls))
         else:
             bound = server.add_insecure_port(address)
         if bound == 0:
-            executor.shutdown(wait=False)
             raise OSError(f"could not bind {address}")
-        server.start()
-        self._server, self._executor, self._port = server, executor, bound
-        log.info("Durable Task emulator listening on %s%s", self.address, " (TLS)" if self._tls else "")
-        if self._initial_faults is not None:
-            self.faults.apply(self._initial_faults)
-            self._initial_faults = None
-        return self
+        await server.start()
+        return server, bound
 
     @property
     def tls(self) -> bool:
@@ -176,12 +172,8 @@ class EmulatorServer:
     def _stop_serving(self, grace: float | None) -> None:
         self.dispatcher.close()
         if self._server is not None:
-            self._server.stop(grace).wait()
+            aio_loop.run(self._server.stop(grace))
             self._server = None
-        if self._executor is not None:
-            # Each start makes a new pool, so the old one's idle threads must go with its server.
-            self._executor.shutdown(wait=False)
-            self._executor = None
         if not self.dispatcher.drain(timeout=5.0):
             log.warning("some streams were still running when the emulator stopped")
         self.backend.release_all_leases()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias, TypeVar
 
 import grpc
 from google.protobuf import empty_pb2, wrappers_pb2
@@ -23,12 +23,15 @@ from emulator.errors import (
     EmulatorError,
     InvalidArgumentError,
 )
+from emulator.handlers import Undecodable
 from emulator.hubs import TaskHubs
 from emulator.storage import InstanceRecord
 from emulator.validation import Limits
 
 log = logging.getLogger("emulator")
 R = TypeVar("R")
+#: What every handler receives: the call's context on the server's event loop.
+Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 
 
 def _status_code(error: Exception) -> grpc.StatusCode:
@@ -39,29 +42,23 @@ def _status_code(error: Exception) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-def _mapped(method: Callable[..., R]) -> Callable[..., R]:
-    """The one place emulator errors become gRPC status codes (unary methods)."""
+def _mapped(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+    """The one place emulator errors become gRPC status codes."""
 
     @functools.wraps(method)
-    def wrapper(self: Servicer, request: Any, context: grpc.ServicerContext) -> R:
+    async def wrapper(self: Servicer, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> R:
         try:
-            return method(self, request, context)
+            if isinstance(request, Undecodable):
+                raise InvalidArgumentError(f"the request is not a valid {request.type_name} message: {request.problem}")
+            return await method(self, request, context)
+        except grpc.aio.AbortError:
+            raise  # already a status (a refused or cut call)
         except (EmulatorError, TimeoutError) as error:
-            context.abort(_status_code(error), str(error))
+            await context.abort(_status_code(error), str(error))
         except Exception as error:
             log.exception("unexpected error in %s", method.__name__)
-            context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
-
-    return wrapper
-
-
-def _mapped_stream(method: Callable[..., Iterator[R]]) -> Callable[..., Iterator[R]]:
-    @functools.wraps(method)
-    def wrapper(self: Servicer, request: Any, context: grpc.ServicerContext) -> Iterator[R]:
-        try:
-            yield from method(self, request, context)
-        except (EmulatorError, TimeoutError) as error:
-            context.abort(_status_code(error), str(error))
+            await context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+        raise AssertionError("abort returned")  # pragma: no cover - abort always raises
 
     return wrapper
 
@@ -82,8 +79,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self.hubs = hubs
         self.limits = limits
 
-    def _hub(self, context: grpc.ServicerContext) -> str:
-        return self.hubs.resolve(context.invocation_metadata())
+    def _hub(self, context: Context) -> str:
+        return self.hubs.resolve(context.invocation_metadata() or ())
 
     def _state(self, record: InstanceRecord | None, with_payloads: bool) -> pb.GetInstanceResponse:
         if record is None:
@@ -91,14 +88,12 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         return pb.GetInstanceResponse(exists=True, orchestrationState=orchestration_state(record, with_payloads))
 
     @_mapped
-    def Hello(self, request: empty_pb2.Empty, context: grpc.ServicerContext) -> empty_pb2.Empty:
+    async def Hello(self, request: empty_pb2.Empty, context: Context) -> empty_pb2.Empty:
         return empty_pb2.Empty()
 
     # Instance management ---------------------------------------------------------------------------
     @_mapped
-    def StartInstance(
-        self, request: pb.CreateInstanceRequest, context: grpc.ServicerContext
-    ) -> pb.CreateInstanceResponse:
+    async def StartInstance(self, request: pb.CreateInstanceRequest, context: Context) -> pb.CreateInstanceResponse:
         hub = self._hub(context)
         instance_id = request.instanceId or uuid.uuid4().hex
         self.limits.instance_id(instance_id)
@@ -124,33 +119,30 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         return pb.CreateInstanceResponse(instanceId=self.engine.create(hub, opts))
 
     @_mapped
-    def GetInstance(self, request: pb.GetInstanceRequest, context: grpc.ServicerContext) -> pb.GetInstanceResponse:
+    async def GetInstance(self, request: pb.GetInstanceRequest, context: Context) -> pb.GetInstanceResponse:
         return self._state(self.engine.get(self._hub(context), request.instanceId), request.getInputsAndOutputs)
 
-    def _wait(
-        self, request: pb.GetInstanceRequest, context: grpc.ServicerContext, done: Callable[[int], bool]
+    async def _wait(
+        self, request: pb.GetInstanceRequest, context: Context, done: Callable[[int], bool]
     ) -> pb.GetInstanceResponse:
         hub = self._hub(context)
-        # A caller that goes away wakes only its own wait, not every waiter.
-        context.add_callback(lambda: self.dispatcher.instance_changed(hub, request.instanceId))
+        # A caller that goes away cancels this coroutine, which ends the wait at once.
         remaining = context.time_remaining()
-        record = self.dispatcher.wait_for(hub, request.instanceId, done, remaining, context.is_active)
+        record = await self.dispatcher.wait_for(hub, request.instanceId, done, remaining, lambda: not context.done())
         return self._state(record, request.getInputsAndOutputs)
 
     @_mapped
-    def WaitForInstanceStart(
-        self, request: pb.GetInstanceRequest, context: grpc.ServicerContext
-    ) -> pb.GetInstanceResponse:
-        return self._wait(request, context, lambda status: status != pb.ORCHESTRATION_STATUS_PENDING)
+    async def WaitForInstanceStart(self, request: pb.GetInstanceRequest, context: Context) -> pb.GetInstanceResponse:
+        return await self._wait(request, context, lambda status: status != pb.ORCHESTRATION_STATUS_PENDING)
 
     @_mapped
-    def WaitForInstanceCompletion(
-        self, request: pb.GetInstanceRequest, context: grpc.ServicerContext
+    async def WaitForInstanceCompletion(
+        self, request: pb.GetInstanceRequest, context: Context
     ) -> pb.GetInstanceResponse:
-        return self._wait(request, context, lambda status: status in events.TERMINAL_STATUSES)
+        return await self._wait(request, context, lambda status: status in events.TERMINAL_STATUSES)
 
     @_mapped
-    def RaiseEvent(self, request: pb.RaiseEventRequest, context: grpc.ServicerContext) -> pb.RaiseEventResponse:
+    async def RaiseEvent(self, request: pb.RaiseEventRequest, context: Context) -> pb.RaiseEventResponse:
         hub = self._hub(context)
         if not request.name:
             raise InvalidArgumentError("name must not be empty")
@@ -159,66 +151,54 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         return pb.RaiseEventResponse()
 
     @_mapped
-    def TerminateInstance(self, request: pb.TerminateRequest, context: grpc.ServicerContext) -> pb.TerminateResponse:
+    async def TerminateInstance(self, request: pb.TerminateRequest, context: Context) -> pb.TerminateResponse:
         hub = self._hub(context)
         self.limits.payload("output", _opt(request, "output"))
         self.engine.terminate(hub, request.instanceId, _opt(request, "output"), request.recursive)
         return pb.TerminateResponse()
 
     @_mapped
-    def SuspendInstance(self, request: pb.SuspendRequest, context: grpc.ServicerContext) -> pb.SuspendResponse:
+    async def SuspendInstance(self, request: pb.SuspendRequest, context: Context) -> pb.SuspendResponse:
         self.engine.suspend(self._hub(context), request.instanceId, _opt(request, "reason"))
         return pb.SuspendResponse()
 
     @_mapped
-    def ResumeInstance(self, request: pb.ResumeRequest, context: grpc.ServicerContext) -> pb.ResumeResponse:
+    async def ResumeInstance(self, request: pb.ResumeRequest, context: Context) -> pb.ResumeResponse:
         self.engine.suspend(self._hub(context), request.instanceId, _opt(request, "reason"), resume=True)
         return pb.ResumeResponse()
 
     @_mapped
-    def QueryInstances(
-        self, request: pb.QueryInstancesRequest, context: grpc.ServicerContext
-    ) -> pb.QueryInstancesResponse:
+    async def QueryInstances(self, request: pb.QueryInstancesRequest, context: Context) -> pb.QueryInstancesResponse:
         return queries.query_instances(self.engine, self._hub(context), request.query)
 
     @_mapped
-    def ListInstanceIds(
-        self, request: pb.ListInstanceIdsRequest, context: grpc.ServicerContext
-    ) -> pb.ListInstanceIdsResponse:
+    async def ListInstanceIds(self, request: pb.ListInstanceIdsRequest, context: Context) -> pb.ListInstanceIdsResponse:
         return queries.list_instance_ids(self.engine, self._hub(context), request)
 
     @_mapped
-    def PurgeInstances(
-        self, request: pb.PurgeInstancesRequest, context: grpc.ServicerContext
-    ) -> pb.PurgeInstancesResponse:
+    async def PurgeInstances(self, request: pb.PurgeInstancesRequest, context: Context) -> pb.PurgeInstancesResponse:
         count, complete = queries.purge(self.engine, self._hub(context), request)
         return pb.PurgeInstancesResponse(deletedInstanceCount=count, isComplete=wrappers_pb2.BoolValue(value=complete))
 
     @_mapped
-    def RestartInstance(
-        self, request: pb.RestartInstanceRequest, context: grpc.ServicerContext
-    ) -> pb.RestartInstanceResponse:
+    async def RestartInstance(self, request: pb.RestartInstanceRequest, context: Context) -> pb.RestartInstanceResponse:
         hub = self._hub(context)
         new_id = self.engine.restart(hub, request.instanceId, request.restartWithNewInstanceId)
         return pb.RestartInstanceResponse(instanceId=new_id)
 
     @_mapped
-    def RewindInstance(
-        self, request: pb.RewindInstanceRequest, context: grpc.ServicerContext
-    ) -> pb.RewindInstanceResponse:
+    async def RewindInstance(self, request: pb.RewindInstanceRequest, context: Context) -> pb.RewindInstanceResponse:
         self.engine.rewind(self._hub(context), request.instanceId, _opt(request, "reason"))
         return pb.RewindInstanceResponse()
 
-    @_mapped_stream
-    def StreamInstanceHistory(
-        self, request: pb.StreamInstanceHistoryRequest, context: grpc.ServicerContext
-    ) -> Iterator[pb.HistoryChunk]:
+    @_mapped
+    async def StreamInstanceHistory(self, request: pb.StreamInstanceHistoryRequest, context: Context) -> None:
         for chunk in self.engine.history_chunks(self._hub(context), request.instanceId):
-            yield pb.HistoryChunk(events=chunk)
+            await context.write(pb.HistoryChunk(events=chunk))
 
     @_mapped
-    def SkipGracefulOrchestrationTerminations(
-        self, request: pb.SkipGracefulOrchestrationTerminationsRequest, context: grpc.ServicerContext
+    async def SkipGracefulOrchestrationTerminations(
+        self, request: pb.SkipGracefulOrchestrationTerminationsRequest, context: Context
     ) -> pb.SkipGracefulOrchestrationTerminationsResponse:
         hub = self._hub(context)
         ids = list(request.instanceBatch.instanceIds)
@@ -226,24 +206,21 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         return pb.SkipGracefulOrchestrationTerminationsResponse(unterminatedInstanceIds=skipped)
 
     # Work items ------------------------------------------------------------------------------------
-    @_mapped_stream
-    def GetWorkItems(self, request: pb.GetWorkItemsRequest, context: grpc.ServicerContext) -> Iterator[pb.WorkItem]:
+    @_mapped
+    async def GetWorkItems(self, request: pb.GetWorkItemsRequest, context: Context) -> None:
         hub = self._hub(context)
-        context.add_callback(self.dispatcher.wake)
-        yield from self.dispatcher.stream(hub, request, context.is_active)
+        await self.dispatcher.serve(hub, request, lambda: not context.done(), context.write)
 
     @_mapped
-    def CompleteActivityTask(
-        self, request: pb.ActivityResponse, context: grpc.ServicerContext
-    ) -> pb.CompleteTaskResponse:
+    async def CompleteActivityTask(self, request: pb.ActivityResponse, context: Context) -> pb.CompleteTaskResponse:
         hub = self._hub(context)
         self.limits.payload("result", _opt(request, "result"))
         self.dispatcher.complete_activity(hub, request)
         return pb.CompleteTaskResponse()
 
     @_mapped
-    def CompleteOrchestratorTask(
-        self, request: pb.OrchestratorResponse, context: grpc.ServicerContext
+    async def CompleteOrchestratorTask(
+        self, request: pb.OrchestratorResponse, context: Context
     ) -> pb.CompleteTaskResponse:
         hub = self._hub(context)
         self.limits.orchestrator_response(request)
@@ -251,25 +228,23 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         return pb.CompleteTaskResponse()
 
     @_mapped
-    def AbandonTaskActivityWorkItem(
-        self, request: pb.AbandonActivityTaskRequest, context: grpc.ServicerContext
+    async def AbandonTaskActivityWorkItem(
+        self, request: pb.AbandonActivityTaskRequest, context: Context
     ) -> pb.AbandonActivityTaskResponse:
         self.dispatcher.abandon(self._hub(context), request.completionToken, "activity")
         return pb.AbandonActivityTaskResponse()
 
     @_mapped
-    def AbandonTaskOrchestratorWorkItem(
-        self, request: pb.AbandonOrchestrationTaskRequest, context: grpc.ServicerContext
+    async def AbandonTaskOrchestratorWorkItem(
+        self, request: pb.AbandonOrchestrationTaskRequest, context: Context
     ) -> pb.AbandonOrchestrationTaskResponse:
         self.dispatcher.abandon(self._hub(context), request.completionToken, "orchestration")
         return pb.AbandonOrchestrationTaskResponse()
 
     # Task hubs -------------------------------------------------------------------------------------
     @_mapped
-    def CreateTaskHub(
-        self, request: pb.CreateTaskHubRequest, context: grpc.ServicerContext
-    ) -> pb.CreateTaskHubResponse:
-        name = self.hubs.name_in(context.invocation_metadata())
+    async def CreateTaskHub(self, request: pb.CreateTaskHubRequest, context: Context) -> pb.CreateTaskHubResponse:
+        name = self.hubs.name_in(context.invocation_metadata() or ())
         if request.recreateIfExists:
             self.dispatcher.forget_hub(name)
             self.hubs.delete(name)
@@ -277,9 +252,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         return pb.CreateTaskHubResponse()
 
     @_mapped
-    def DeleteTaskHub(
-        self, request: pb.DeleteTaskHubRequest, context: grpc.ServicerContext
-    ) -> pb.DeleteTaskHubResponse:
+    async def DeleteTaskHub(self, request: pb.DeleteTaskHubRequest, context: Context) -> pb.DeleteTaskHubResponse:
         hub = self._hub(context)
         self.dispatcher.forget_hub(hub)
         self.hubs.delete(hub)
@@ -288,7 +261,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
 
     # Entities --------------------------------------------------------------------------------------
     @_mapped
-    def SignalEntity(self, request: pb.SignalEntityRequest, context: grpc.ServicerContext) -> pb.SignalEntityResponse:
+    async def SignalEntity(self, request: pb.SignalEntityRequest, context: Context) -> pb.SignalEntityResponse:
         hub = self._hub(context)
         entity_ops.require_entity_id(request.instanceId)
         self.limits.payload("input", _opt(request, "input"))
@@ -297,38 +270,34 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         return pb.SignalEntityResponse()
 
     @_mapped
-    def GetEntity(self, request: pb.GetEntityRequest, context: grpc.ServicerContext) -> pb.GetEntityResponse:
+    async def GetEntity(self, request: pb.GetEntityRequest, context: Context) -> pb.GetEntityResponse:
         found = self.entities.get(self._hub(context), request.instanceId)
         if found is None:
             return pb.GetEntityResponse(exists=False)
         return pb.GetEntityResponse(exists=True, entity=entity_metadata(found, request.includeState))
 
     @_mapped
-    def QueryEntities(
-        self, request: pb.QueryEntitiesRequest, context: grpc.ServicerContext
-    ) -> pb.QueryEntitiesResponse:
+    async def QueryEntities(self, request: pb.QueryEntitiesRequest, context: Context) -> pb.QueryEntitiesResponse:
         return queries.query_entities(self.entities, self._hub(context), request.query)
 
     @_mapped
-    def CleanEntityStorage(
-        self, request: pb.CleanEntityStorageRequest, context: grpc.ServicerContext
+    async def CleanEntityStorage(
+        self, request: pb.CleanEntityStorageRequest, context: Context
     ) -> pb.CleanEntityStorageResponse:
         hub = self._hub(context)
         removed, released = self.entities.clean(hub, request.removeEmptyEntities, request.releaseOrphanedLocks)
         return pb.CleanEntityStorageResponse(emptyEntitiesRemoved=removed, orphanedLocksReleased=released)
 
     @_mapped
-    def CompleteEntityTask(
-        self, request: pb.EntityBatchResult, context: grpc.ServicerContext
-    ) -> pb.CompleteTaskResponse:
+    async def CompleteEntityTask(self, request: pb.EntityBatchResult, context: Context) -> pb.CompleteTaskResponse:
         hub = self._hub(context)
         self.limits.payload("entityState", _opt(request, "entityState"))
         self.dispatcher.complete_entity(hub, request)
         return pb.CompleteTaskResponse()
 
     @_mapped
-    def AbandonTaskEntityWorkItem(
-        self, request: pb.AbandonEntityTaskRequest, context: grpc.ServicerContext
+    async def AbandonTaskEntityWorkItem(
+        self, request: pb.AbandonEntityTaskRequest, context: Context
     ) -> pb.AbandonEntityTaskResponse:
         self.dispatcher.abandon(self._hub(context), request.completionToken, "entity")
         return pb.AbandonEntityTaskResponse()
