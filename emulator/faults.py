@@ -14,20 +14,11 @@ from typing import Any
 import grpc
 
 from emulator import aio_loop
-from emulator.auth import ServerInterceptor
 from emulator.errors import EmulatorError, stale_token
 from emulator.hubs import TaskHubs
 
 log = logging.getLogger("emulator.faults")
 
-_SERVICE = "/TaskHubSidecarService/"
-_STREAM_RPC = _SERVICE + "GetWorkItems"
-#: Completion RPCs and the work-item kind each one settles.
-_COMPLETIONS = {
-    _SERVICE + "CompleteOrchestratorTask": "orchestration",
-    _SERVICE + "CompleteActivityTask": "activity",
-    _SERVICE + "CompleteEntityTask": "entity",
-}
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
 
 
@@ -100,22 +91,6 @@ class _Stream:
         self.stalled_until = 0.0
 
 
-class _GatedContext:
-    """The call's context as the stream handler sees it: each write first passes the fault gate."""
-
-    def __init__(self, context: Any, gate: Callable[[], Awaitable[bool]]) -> None:
-        self._context = context
-        self._gate = gate
-
-    async def write(self, message: Any) -> None:
-        if not await self._gate():
-            raise asyncio.CancelledError  # cut, or the caller left: the stream ends here
-        await self._context.write(message)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._context, name)
-
-
 @dataclass
 class FaultStats:
     """How many times each fault fired (tests assert a fault really happened)."""
@@ -128,8 +103,8 @@ class FaultStats:
     rejected: int = 0
 
 
-class FaultInjector(ServerInterceptor):
-    """A server interceptor that misbehaves on request; idle (a pass-through) until told otherwise.
+class FaultInjector:
+    """Misbehaves on request, through hooks the servicer calls; idle (a pass-through) until told otherwise.
 
     Args:
         abandon: ``(hub, token, kind)`` hands a leased work item back, as a lost lease would.
@@ -149,7 +124,6 @@ class FaultInjector(ServerInterceptor):
         self._cond = threading.Condition()
         self._streams: list[_Stream] = []
         self._delay = 0.0
-        self._wrapped: dict[str, tuple[Any, Any]] = {}
         self._reject_next = 0
         self._reject_every = 0
         self._completions = 0
@@ -259,55 +233,35 @@ class FaultInjector(ServerInterceptor):
             except Exception:
                 log.exception("fault %s failed", name)
 
-    # Interception ----------------------------------------------------------------------------------
-    async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], handler_call_details: Any) -> Any:
-        handler = await continuation(handler_call_details)
-        method = handler_call_details.method
-        if handler is None:
-            return None
-        # The wrapped handler depends only on the method and its handler, so it is built once per method.
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = self._wrap(method, handler)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+    # Hooks (called by the servicer) ---------------------------------------------------------------
+    async def serve_stream(
+        self, context: Any, serve: Callable[[Callable[[Any], Awaitable[None]]], Awaitable[None]]
+    ) -> None:
+        """Runs one GetWorkItems call, ``serve(send)``, under the faults: each item passes the gate first.
 
-    def _wrap(self, method: str, handler: Any) -> Any:
-        if method == _STREAM_RPC and handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                self._stream_behavior(handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        kind = _COMPLETIONS.get(method)
-        if kind is not None and handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._completion_behavior(handler.unary_unary, kind),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        A cut ends the call with CANCELLED; a stall holds items (and health pings) back.
+        """
+        stream = _Stream(context, asyncio.current_task())
+        with self._cond:
+            self._streams.append(stream)
+            self.stats.streams += 1
+            self._cond.notify_all()
 
-    def _stream_behavior(self, inner: Callable[[Any, Any], Awaitable[None]]) -> Callable[[Any, Any], Awaitable[None]]:
-        async def behavior(request: Any, context: Any) -> None:
-            stream = _Stream(context, asyncio.current_task())
+        async def send(item: Any) -> None:
+            if (stream.cut or stream.stalled_until) and not await self._may_send(stream):
+                raise asyncio.CancelledError  # cut, or the caller left during a stall: the stream ends here
+            await context.write(item)
+
+        try:
+            await serve(send)
+        except asyncio.CancelledError:
+            if stream.cut:
+                await context.abort(grpc.StatusCode.CANCELLED, "work-item stream cut by fault injection")
+            raise
+        finally:
             with self._cond:
-                self._streams.append(stream)
-                self.stats.streams += 1
+                self._streams.remove(stream)
                 self._cond.notify_all()
-            try:
-                await inner(request, _GatedContext(context, lambda: self._may_send(stream)))
-            except asyncio.CancelledError:
-                if stream.cut:
-                    await context.abort(grpc.StatusCode.CANCELLED, "work-item stream cut by fault injection")
-                raise
-            finally:
-                with self._cond:
-                    self._streams.remove(stream)
-                    self._cond.notify_all()
-
-        return behavior
 
     async def _may_send(self, stream: _Stream) -> bool:
         """Holds an item while its stream is stalled; False once the stream was cut or its caller left."""
@@ -320,25 +274,20 @@ class FaultInjector(ServerInterceptor):
             # Short steps, so a cut or a departed caller ends the stall promptly.
             await asyncio.sleep(min(remaining, 0.05))
 
-    def _completion_behavior(
-        self, inner: Callable[[Any, Any], Awaitable[Any]], kind: str
-    ) -> Callable[[Any, Any], Awaitable[Any]]:
-        async def behavior(request: Any, context: Any) -> Any:
-            delay = self._delay
-            if delay > 0:
-                with self._cond:
-                    self.stats.delayed += 1
-                await asyncio.sleep(delay)  # an injected latency
-            if self._should_reject():
-                token = request.completionToken
-                hub = TaskHubs.name_in(context.invocation_metadata())
-                # A token that is already gone makes the rejection below simply true.
-                with contextlib.suppress(EmulatorError):
-                    self._abandon(hub, token, kind)
-                await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(stale_token(token)))
-            return await inner(request, context)
-
-        return behavior
+    async def before_completion(self, request: Any, context: Any, kind: str) -> None:
+        """Delays or refuses a completion call as configured (refusing hands the work item back first)."""
+        delay = self._delay
+        if delay > 0:
+            with self._cond:
+                self.stats.delayed += 1
+            await asyncio.sleep(delay)  # an injected latency
+        if self._should_reject():
+            token = request.completionToken
+            hub = TaskHubs.name_in(context.invocation_metadata() or ())
+            # A token that is already gone makes the rejection below simply true.
+            with contextlib.suppress(EmulatorError):
+                self._abandon(hub, token, kind)
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(stale_token(token)))
 
     def _should_reject(self) -> bool:
         if not self._reject_next and not self._reject_every:

@@ -122,10 +122,8 @@ class EmulatorServer:
         return self
 
     async def _serve(self, address: str) -> tuple[grpc.aio.Server, int]:
-        # Authentication runs first so that no fault, and no servicer code, sees an unauthenticated call.
-        interceptors: list[ServerInterceptor] = [self.faults]
-        if self._auth is not None:
-            interceptors.insert(0, self._auth)
+        # Authentication is the only interceptor, so no fault and no servicer code sees an unauthenticated call.
+        interceptors: list[ServerInterceptor] = [] if self._auth is None else [self._auth]
         server = grpc.aio.server(
             interceptors=interceptors,
             options=[
@@ -133,7 +131,7 @@ class EmulatorServer:
                 ("grpc.max_send_message_length", 64 * 1024 * 1024),
             ],
         )
-        servicer = Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits)
+        servicer = Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits, self.faults)
         server.add_generic_rpc_handlers((service_handler(servicer),))
         if self._tls is not None:
             bound = server.add_secure_port(address, server_credentials(*self._tls))

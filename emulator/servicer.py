@@ -23,6 +23,7 @@ from emulator.errors import (
     EmulatorError,
     InvalidArgumentError,
 )
+from emulator.faults import FaultInjector
 from emulator.handlers import Undecodable
 from emulator.hubs import TaskHubs
 from emulator.storage import InstanceRecord
@@ -71,8 +72,15 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     """Every RPC resolves the task hub, validates, delegates, and converts the result."""
 
     def __init__(
-        self, engine: Engine, entities: Entities, dispatcher: Dispatcher, hubs: TaskHubs, limits: Limits
+        self,
+        engine: Engine,
+        entities: Entities,
+        dispatcher: Dispatcher,
+        hubs: TaskHubs,
+        limits: Limits,
+        faults: FaultInjector | None = None,
     ) -> None:
+        self.faults = faults
         self.engine = engine
         self.entities = entities
         self.dispatcher = dispatcher
@@ -209,10 +217,16 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     @_mapped
     async def GetWorkItems(self, request: pb.GetWorkItemsRequest, context: Context) -> None:
         hub = self._hub(context)
-        await self.dispatcher.serve(hub, request, lambda: not context.done(), context.write)
+        is_active = lambda: not context.done()  # noqa: E731
+        if self.faults is None:
+            await self.dispatcher.serve(hub, request, is_active, context.write)
+        else:
+            await self.faults.serve_stream(context, lambda send: self.dispatcher.serve(hub, request, is_active, send))
 
     @_mapped
     async def CompleteActivityTask(self, request: pb.ActivityResponse, context: Context) -> pb.CompleteTaskResponse:
+        if self.faults is not None:
+            await self.faults.before_completion(request, context, "activity")
         hub = self._hub(context)
         self.limits.payload("result", _opt(request, "result"))
         self.dispatcher.complete_activity(hub, request)
@@ -222,6 +236,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     async def CompleteOrchestratorTask(
         self, request: pb.OrchestratorResponse, context: Context
     ) -> pb.CompleteTaskResponse:
+        if self.faults is not None:
+            await self.faults.before_completion(request, context, "orchestration")
         hub = self._hub(context)
         self.limits.orchestrator_response(request)
         self.dispatcher.complete_orchestration(hub, request)
@@ -290,6 +306,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
 
     @_mapped
     async def CompleteEntityTask(self, request: pb.EntityBatchResult, context: Context) -> pb.CompleteTaskResponse:
+        if self.faults is not None:
+            await self.faults.before_completion(request, context, "entity")
         hub = self._hub(context)
         self.limits.payload("entityState", _opt(request, "entityState"))
         self.dispatcher.complete_entity(hub, request)
