@@ -1,0 +1,99 @@
+"""The emulator serves every call from one event loop: what that must never cost a caller."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import grpc
+import pytest
+from google.protobuf import empty_pb2
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator import aio_loop
+from emulator.server import EmulatorServer
+
+from .conftest import HubStub, WorkStream, start
+
+
+def test_bytes_that_are_not_the_request_message_are_refused_naming_the_type(channel: grpc.Channel) -> None:
+    raw = channel.unary_unary("/TaskHubSidecarService/StartInstance", request_serializer=None)
+    with pytest.raises(grpc.RpcError) as caught:
+        raw(b"\xff\xff\xff", metadata=[("taskhub", "default")], timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "CreateInstanceRequest" in (caught.value.details() or "")
+
+
+def test_open_waits_do_not_hold_up_other_calls(stub: HubStub) -> None:
+    iid = start(stub)
+    answers: list[int] = []
+    waits = [threading.Thread(target=_wait_for_end, args=(stub, iid, answers), daemon=True) for _ in range(20)]
+    for thread in waits:
+        thread.start()
+    time.sleep(0.2)  # the waits are now parked on the server
+    for _ in range(20):
+        stub.Hello(empty_pb2.Empty())
+    # Twenty short calls were answered while twenty waits stayed open: none queued behind a wait.
+    assert all(thread.is_alive() for thread in waits) and not answers
+    stub.TerminateInstance(pb.TerminateRequest(instanceId=iid))
+    for thread in waits:
+        thread.join(10)
+    assert answers == [pb.ORCHESTRATION_STATUS_TERMINATED] * 20
+
+
+def _wait_for_end(stub: HubStub, instance_id: str, answers: list[int]) -> None:
+    reply = stub.WaitForInstanceCompletion(pb.GetInstanceRequest(instanceId=instance_id), timeout=60)
+    answers.append(reply.orchestrationState.orchestrationStatus)
+
+
+def test_a_caller_that_gives_up_leaves_no_waiter_behind(server: EmulatorServer, stub: HubStub) -> None:
+    iid = start(stub)
+    for _ in range(5):
+        with pytest.raises(grpc.RpcError):
+            stub.WaitForInstanceCompletion(pb.GetInstanceRequest(instanceId=iid), timeout=0.2)
+    deadline = time.monotonic() + 5
+    while server.dispatcher._watchers and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not server.dispatcher._watchers
+
+
+def test_a_stream_whose_caller_leaves_hands_its_work_back(server: EmulatorServer, stub: HubStub) -> None:
+    first = WorkStream(stub)
+    iid = start(stub)
+    item = first.next()
+    assert item.orchestratorRequest.instanceId == iid
+    first.cancel()
+    second = WorkStream(stub)
+    again = second.next(timeout=5)
+    second.cancel()
+    assert again.orchestratorRequest.instanceId == iid
+    assert again.completionToken != item.completionToken
+
+
+def test_several_servers_share_the_loop_and_stop_independently() -> None:
+    one = EmulatorServer(port=0, in_memory=True).start()
+    two = EmulatorServer(port=0, in_memory=True).start()
+    try:
+        one.stop()
+        with grpc.insecure_channel(two.address) as channel:
+            HubStub(channel, "default").Hello(empty_pb2.Empty())
+        one.start()
+        with grpc.insecure_channel(one.address) as channel:
+            HubStub(channel, "default").Hello(empty_pb2.Empty())
+    finally:
+        one.close()
+        two.close()
+
+
+def test_the_loop_refuses_to_wait_for_itself() -> None:
+    async def inner() -> None:
+        return None
+
+    async def outer() -> str:
+        try:
+            aio_loop.run(inner())
+        except RuntimeError as error:
+            return str(error)
+        return "no error"
+
+    assert "cannot wait for itself" in aio_loop.run(outer())
