@@ -23,6 +23,7 @@ FAILED = client.OrchestrationStatus.FAILED
 
 # ---- entities ------------------------------------------------------------------------------------
 
+
 def counter(ctx: EntityContext, value: Any) -> Any:
     """A function-based counter."""
     current = ctx.get_state(int, 0)
@@ -63,6 +64,7 @@ class Account(DurableEntity):
 
 # ---- orchestrations ------------------------------------------------------------------------------
 
+
 def add_and_read(ctx: task.OrchestrationContext, key: str) -> Any:
     entity = EntityInstanceId("counter", key)
     ctx.signal_entity(entity, "add", 5)
@@ -81,8 +83,9 @@ def transfer(ctx: task.OrchestrationContext, args: dict[str, Any]) -> Any:
         balances = yield task.when_all([ctx.call_entity(source, "balance"), ctx.call_entity(target, "balance")])
         if balances[0] < amount:
             return False
-        yield task.when_all([ctx.call_entity(source, "set", balances[0] - amount),
-                             ctx.call_entity(target, "set", balances[1] + amount)])
+        yield task.when_all(
+            [ctx.call_entity(source, "set", balances[0] - amount), ctx.call_entity(target, "set", balances[1] + amount)]
+        )
     return True
 
 
@@ -107,6 +110,7 @@ def call_failing(ctx: task.OrchestrationContext, key: str) -> Any:
 
 # ---- helpers -------------------------------------------------------------------------------------
 
+
 def start(hub: Hub, orchestrators: list[Callable[..., Any]], entities: list[Any]) -> TaskHubGrpcWorker:
     w = hub.worker()
     for fn in orchestrators:
@@ -124,8 +128,7 @@ def completed(c: client.TaskHubGrpcClient, instance_id: str) -> Any:
     return state
 
 
-def wait_for_state(c: client.TaskHubGrpcClient, entity: EntityInstanceId, expected: Any,
-                   timeout: float = 30.0) -> Any:
+def wait_for_state(c: client.TaskHubGrpcClient, entity: EntityInstanceId, expected: Any, timeout: float = 30.0) -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -138,6 +141,7 @@ def wait_for_state(c: client.TaskHubGrpcClient, entity: EntityInstanceId, expect
 
 
 # ---- tests ---------------------------------------------------------------------------------------
+
 
 def test_counter_signal_and_call_from_an_orchestration(hub: Hub) -> None:
     start(hub, [add_and_read], [counter])
@@ -170,8 +174,7 @@ def test_transfers_under_locks_lose_no_update(hub: Hub) -> None:
     wait_for_state(c, a, 100)
     wait_for_state(c, b, 100)
     moves = [(a, b, 7)] * 6 + [(b, a, 3)] * 6
-    ids = [c.schedule_new_orchestration(transfer, input={"from": s.key, "to": t.key, "amount": n})
-           for s, t, n in moves]
+    ids = [c.schedule_new_orchestration(transfer, input={"from": s.key, "to": t.key, "amount": n}) for s, t, n in moves]
     assert all(completed(c, iid).serialized_output == "true" for iid in ids)
     expected_a = 100 - 6 * 7 + 6 * 3
     expected_b = 100 + 6 * 7 - 6 * 3
@@ -247,8 +250,9 @@ def test_get_query_and_clean(hub: Hub) -> None:
         time.sleep(0.05)
     result = c.clean_entity_storage()
     assert result.empty_entities_removed >= 1
-    remaining = c.get_all_entities(client.EntityQuery(instance_id_starts_with=f"@counter@{prefix}",
-                                                      include_transient=True))
+    remaining = c.get_all_entities(
+        client.EntityQuery(instance_id_starts_with=f"@counter@{prefix}", include_transient=True)
+    )
     assert sorted(m.id.key for m in remaining) == sorted(e.key for e in ids[1:])
 
 
