@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -10,8 +11,11 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import wrappers_pb2
 
 from durabletask import client, task
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.entities import DurableEntity, EntityContext, EntityInstanceId, EntityLock
 from durabletask.worker import TaskHubGrpcWorker
 
@@ -365,24 +369,41 @@ def call_slowpoke(ctx: task.OrchestrationContext, key: str) -> Any:
 
 
 class _HubChannel(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[type-arg]
-    """Adds the task hub header, and notes when an entity result has been answered."""
+    """Adds the task hub header, and keeps every entity work item the worker is sent."""
 
     def __init__(self, taskhub: str) -> None:
         self.taskhub = taskhub
-        self.entity_results = threading.Event()
+        self.entity_items: list[pb.WorkItem] = []
 
     def _with_hub(self, details: Any) -> _Details:
         return _Details(details, [*(details.metadata or ()), ("taskhub", self.taskhub)])
 
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        try:
-            return continuation(self._with_hub(details), request)
-        finally:
-            if details.method.endswith("/CompleteEntityTask"):
-                self.entity_results.set()
+        return continuation(self._with_hub(details), request)
 
     def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
-        return continuation(self._with_hub(details), request)
+        call = continuation(self._with_hub(details), request)
+        return _KeepEntityItems(call, self.entity_items) if details.method.endswith("/GetWorkItems") else call
+
+
+class _KeepEntityItems:
+    """A work-item stream that notes each entity work item before the worker reads it."""
+
+    def __init__(self, call: Any, kept: list[pb.WorkItem]) -> None:
+        self._call = call
+        self._kept = kept
+
+    def __iter__(self) -> _KeepEntityItems:
+        return self
+
+    def __next__(self) -> pb.WorkItem:
+        item: pb.WorkItem = next(self._call)
+        if item.WhichOneof("request") in ("entityRequest", "entityRequestV2"):
+            self._kept.append(item)
+        return item
+
+    def __getattr__(self, name: str) -> Any:  # cancel(), code(), ... of the real call
+        return getattr(self._call, name)
 
 
 class _Details(grpc.ClientCallDetails):
@@ -395,21 +416,45 @@ class _Details(grpc.ClientCallDetails):
         self.compression = getattr(details, "compression", None)
 
 
+def _operations(item: pb.WorkItem) -> tuple[str, list[str]]:
+    """The entity an entity work item is for, and the operations in its batch (either request shape)."""
+    if item.HasField("entityRequest"):
+        return item.entityRequest.instanceId, [op.operation for op in item.entityRequest.operations]
+    request = item.entityRequestV2
+    # Each operation is a history event (called or signalled), both of which name the operation.
+    events = [getattr(e, e.WhichOneof("eventType") or "", None) for e in request.operationRequests]
+    return request.instanceId, [getattr(event, "operation", "") for event in events]
+
+
+def _late_result(item: pb.WorkItem, value: str) -> pb.EntityBatchResult:
+    """What the worker that was cut off would have sent: every operation succeeded and the state is ``value``."""
+    _, operations = _operations(item)
+    encoded = json.dumps(value)
+    success = pb.OperationResult(success=pb.OperationResultSuccess(result=wrappers_pb2.StringValue(value=encoded)))
+    return pb.EntityBatchResult(
+        results=[success] * len(operations),
+        entityState=wrappers_pb2.StringValue(value=encoded),
+        completionToken=item.completionToken,
+    )
+
+
 def test_a_batch_cut_off_by_a_stopped_worker_is_redelivered_and_the_lock_released(hub: Hub) -> None:
     if hub.server is None:
         pytest.skip("relies on the emulator handing a batch back as soon as its worker disconnects")
     entered, release = threading.Event(), threading.Event()
 
     def stuck(ctx: EntityContext, _: Any) -> str:
+        ctx.set_state("first worker")
         entered.set()
         release.wait(30)
         return "first worker"
 
     def quick(ctx: EntityContext, _: Any) -> str:
+        ctx.set_state("second worker")
         return "second worker"
 
-    # The first worker gets a channel it does not own, so the result it sends after being stopped
-    # reaches the backend (which must reject it) instead of a closed channel.
+    # The first worker gets a channel the test owns, so the test sees the work item that is cut off and can
+    # still talk to the backend on that channel after the worker has stopped.
     headers = _HubChannel(hub.taskhub)
     channel = grpc.intercept_channel(grpc.insecure_channel(hub.address), headers)
     first = TaskHubGrpcWorker(host_address=hub.address, channel=channel)
@@ -418,22 +463,33 @@ def test_a_batch_cut_off_by_a_stopped_worker_is_redelivered_and_the_lock_release
     first.start()
     c = hub.client()
     key = unique_id("kill")
+    entity = EntityInstanceId("slowpoke", key)
     instance_id = c.schedule_new_orchestration(call_slowpoke, input=key)
     try:
         assert entered.wait(30), "the first worker never started the operation"
+        # The batch running the blocked operation, whose token is still outstanding when the worker stops.
+        batches = [(item, *_operations(item)) for item in headers.entity_items]
+        (cut_off,) = [item for item, target, names in batches if target == str(entity) and "work" in names]
         first.stop(grace_period=0.1)  # the operation is still running: its batch goes back with the stream
         second = hub.worker()
         second.add_orchestrator(call_slowpoke)
         second.add_entity(quick, name="slowpoke")
         second.start()
         assert completed(c, instance_id).serialized_output == '"second worker"'
+        # A stopped worker deliberately drops the results of work that outlived its grace period (it sends nothing
+        # once stop() has returned), so the test sends the cut-off batch's late result itself, with its token.
+        stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.CompleteEntityTask(_late_result(cut_off, "first worker"), timeout=30)
+        assert refused.value.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND), refused.value
     finally:
         release.set()
-        headers.entity_results.wait(30)
         channel.close()
-    metadata = c.get_entity(EntityInstanceId("slowpoke", key), include_state=False)
-    assert metadata is None or metadata.get_locked_by() is None
-    assert completed(c, instance_id).serialized_output == '"second worker"'  # the late result changed nothing
+    # The late result changed nothing: the redelivered batch's state and output stand, and the lock is free.
+    metadata = c.get_entity(entity)
+    assert metadata is not None and metadata.get_typed_state() == "second worker"
+    assert metadata.get_locked_by() is None
+    assert completed(c, instance_id).serialized_output == '"second worker"'
 
 
 def signal_later(ctx: task.OrchestrationContext, args: dict[str, Any]) -> Any:
