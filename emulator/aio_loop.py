@@ -84,8 +84,10 @@ async def wait(event: asyncio.Event, timeout: float | None) -> bool:
     """Waits for ``event`` at most ``timeout`` seconds; whether it was set."""
     if event.is_set():
         return True
+    # asyncio.wait, not wait_for: a cancellation that arrives as the event is set is never swallowed.
+    waiter = asyncio.ensure_future(event.wait())
     try:
-        await asyncio.wait_for(event.wait(), timeout)
-    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-        return False
-    return True
+        done, _ = await asyncio.wait((waiter,), timeout=timeout)
+    finally:
+        waiter.cancel()
+    return bool(done)

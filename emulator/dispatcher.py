@@ -7,6 +7,7 @@ import itertools
 import threading
 import time
 import uuid
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,7 +19,13 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import aio_loop
 from emulator.engine import ActivityWork, Engine, OrchestrationWork
 from emulator.entities import Entities, EntityWork
-from emulator.errors import EmulatorError, FailedPreconditionError, InvalidArgumentError, stale_token
+from emulator.errors import (
+    EmulatorError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    UnavailableError,
+    stale_token,
+)
 from emulator.sessions import SessionTable, StreamSessions, advertised
 from emulator.storage import InstanceRecord, NameFilter
 
@@ -117,6 +124,18 @@ def _work_item(work: Work, token: str) -> pb.WorkItem:
     return pb.WorkItem(activityRequest=work.request, completionToken=token)
 
 
+def _weak_wake(dispatcher: Dispatcher) -> Callable[[], None]:
+    """A clock callback that wakes ``dispatcher`` without keeping it (and its server's store) alive."""
+    ref = weakref.ref(dispatcher)
+
+    def wake() -> None:
+        found = ref()
+        if found is not None:
+            found.wake()
+
+    return wake
+
+
 def stream_filters(request: pb.GetWorkItemsRequest) -> dict[str, NameFilter]:
     """Per-kind filters of a GetWorkItems request (no filters = accept everything).
 
@@ -164,7 +183,7 @@ class Dispatcher:
         self._token_serial = itertools.count(1)
         engine.on_instance_change = self.instance_changed
         engine.on_work = self.new_work
-        engine.clock.subscribe(self.wake)
+        engine.clock.subscribe(_weak_wake(self))
 
     def _tokens(self, count: int) -> _TokenBlock:
         """``count`` fresh tokens, made only when a fetch uses them (most fetches lease one or none)."""
@@ -314,19 +333,21 @@ class Dispatcher:
             state.due = (changes, self.engine.next_due(state.hub))
         return state.due[1]
 
-    def _fetch(self, kind: str, state: StreamState, tokens: Sequence[str]) -> list[Work]:
+    def _fetch(self, kind: str, state: StreamState, tokens: Sequence[str]) -> tuple[list[Work], bool]:
+        """Leases work of one kind for the stream; also whether nothing more of that kind is there for it."""
         expires = self.engine.clock.now() + timedelta(seconds=self.lease_timeout)
         accept = state.filters[kind]
         if kind == "orchestration":
-            return list(
-                self.engine.fetch_orchestrations(
-                    state.hub, accept, tokens, expires, state.sessions, state.streams_history
-                )
+            orchestrations, exhausted = self.engine.lease_orchestrations(
+                state.hub, accept, tokens, expires, state.sessions, state.streams_history
             )
+            return list(orchestrations), exhausted
         if kind == "activity":
-            return list(self.engine.fetch_activities(state.hub, accept, tokens, expires))
+            activities, exhausted = self.engine.lease_activities(state.hub, accept, tokens, expires)
+            return list(activities), exhausted
+        # One entity batch per fetch: only an empty fetch says that none is left.
         work = self.entities.fetch(state.hub, accept, tokens[0], expires)
-        return [] if work is None else [work]
+        return ([], True) if work is None else ([work], False)
 
     def _next(self, state: StreamState) -> pb.WorkItem | None:
         if state.ready:
@@ -341,10 +362,10 @@ class Dispatcher:
             if not room or state.empty_at.get(kind) == changes:
                 continue
             tokens = self._tokens(room)
-            found = self._fetch(kind, state, tokens)
-            if len(found) < room:
-                # The fetch took everything this stream may take as of ``changes``: asking again before
-                # that kind changes would find nothing (newer work bumps the count first).
+            found, exhausted = self._fetch(kind, state, tokens)
+            if exhausted or not found:
+                # Nothing more this stream may take was there as of ``changes``: asking again before that
+                # kind changes would find nothing (newer work bumps the count first).
                 state.empty_at[kind] = changes
             if not found:
                 continue
@@ -452,6 +473,14 @@ class Dispatcher:
             self._forget(token)
         self.engine.release(hub, kind, lease.key, token)
 
+    def forget_all(self) -> None:
+        """Drops every lease and session mark (after the store was emptied: none of them names anything)."""
+        self.sessions.drop_all()
+        with self._cond:
+            for token in list(self._leases):
+                self._forget(token)
+        self._wake_streams()
+
     def forget_hub(self, hub: str) -> None:
         self.sessions.drop_hub(hub)
         with self._cond:
@@ -494,8 +523,12 @@ class Dispatcher:
                 record = self.engine.get(hub, instance_id)
                 if record is None or done(record.status):
                     return record
+                if self._closed:
+                    raise UnavailableError(
+                        f"the emulator is stopping; the wait for orchestration instance '{instance_id}' can be retried"
+                    )
                 remaining = None if deadline is None else deadline - time.monotonic()
-                if (remaining is not None and remaining <= 0) or not is_active() or self._closed:
+                if (remaining is not None and remaining <= 0) or not is_active():
                     raise TimeoutError(f"timed out waiting for orchestration instance '{instance_id}'")
                 # Bounded so a vanished caller is noticed even without a change to the instance.
                 await aio_loop.wait(changed, min(remaining, 5.0) if remaining is not None else 5.0)

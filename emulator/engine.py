@@ -332,6 +332,18 @@ class Engine:
                 session is sent with only its new events when the stored history is what it saw.
             streaming: The stream can fetch large histories itself (``requiresHistoryStreaming``).
         """
+        return self.lease_orchestrations(hub, accept, tokens, expires, affinity, streaming)[0]
+
+    def lease_orchestrations(
+        self,
+        hub: str,
+        accept: NameFilter,
+        tokens: Sequence[str],
+        expires: datetime,
+        affinity: Affinity | None = None,
+        streaming: bool = False,
+    ) -> tuple[list[OrchestrationWork], bool]:
+        """:meth:`fetch_orchestrations`, and whether nothing else runnable is left for this stream."""
         now = self.clock.now()
         at = events.to_micros(now)
         found: list[OrchestrationWork] = []
@@ -339,10 +351,10 @@ class Engine:
             # A small page first: in the usual case its first rows are taken. A bigger one only when
             # the small page was full of instances this stream must leave alone.
             for page in (len(tokens) * 2, _CANDIDATES):
-                candidates = tx.ready_instances(hub, at, accept.names(), page)
+                candidates, complete = tx.ready_instances_page(hub, at, accept.names(), page)
                 for instance_id, name, version in candidates:
                     if len(found) == len(tokens):
-                        return found
+                        return found, False
                     if not accept.accepts(name, version):
                         continue
                     if affinity is not None and affinity.held_elsewhere(hub, instance_id):
@@ -352,9 +364,9 @@ class Engine:
                     work = self._lease_instance(tx, hub, instance_id, token, expires, now, mark, streaming)
                     if work is not None:
                         found.append(work)
-                if found or len(candidates) < page:
-                    break
-        return found
+                if found or complete:
+                    return found, complete
+        return found, False
 
     def _lease_instance(
         self,
@@ -404,20 +416,27 @@ class Engine:
         self, hub: str, accept: NameFilter, tokens: Sequence[str], expires: datetime
     ) -> list[ActivityWork]:
         """Leases up to ``len(tokens)`` queued activities in one transaction, oldest first."""
+        return self.lease_activities(hub, accept, tokens, expires)[0]
+
+    def lease_activities(
+        self, hub: str, accept: NameFilter, tokens: Sequence[str], expires: datetime
+    ) -> tuple[list[ActivityWork], bool]:
+        """:meth:`fetch_activities`, and whether nothing else this stream may take is queued."""
         at = events.to_micros(self.clock.now())
         until = events.to_micros(expires)
         # Names are matched in SQL; only a version filter can turn candidates down, so few are read.
         limit = max(_CANDIDATES, len(tokens)) if accept.checks_versions else len(tokens)
         found: list[ActivityWork] = []
         with self.backend.transaction() as tx:
-            for record in tx.ready_activities(hub, at, accept.names(), limit):
+            records = tx.ready_activities(hub, at, accept.names(), limit)
+            for record in records:
                 if len(found) == len(tokens):
-                    break
+                    return found, False
                 if accept.accepts(record.name, record.version):
                     token = tokens[len(found)]
                     tx.lock_activity(record.id, token, until)
                     found.append(ActivityWork(record.id, pb.ActivityRequest.FromString(record.request)))
-        return found
+        return found, len(records) < limit
 
     def complete_orchestration(
         self, hub: str, work: OrchestrationWork, token: str, response: pb.OrchestratorResponse
@@ -474,6 +493,10 @@ class Engine:
             self.on_work(hub, kinds)
         if status_changed:
             self.on_instance_change(hub, work.instance_id, record.status)
+        if transition.outbox.terminations or transition.outbox.instances:
+            # The turn may have ended other instances (a terminated one that never started, a child
+            # replaced by a new one): their waiters re-read them.
+            self.on_instance_change(hub, None, None)
         return SessionMark(record.execution_id, length) if keep else None
 
     @staticmethod

@@ -39,6 +39,12 @@ class UnimplementedError(EmulatorError):
     code_name = "UNIMPLEMENTED"
 
 
+class UnavailableError(EmulatorError):
+    """The emulator is stopping or restarting; the same call can succeed once it serves again."""
+
+    code_name = "UNAVAILABLE"
+
+
 class ResourceExhaustedError(EmulatorError):
     """A configured size limit (e.g. history length) would be exceeded."""
 

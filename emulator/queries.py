@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -61,7 +62,7 @@ def list_instance_ids(engine: Engine, hub: str, request: pb.ListInstanceIdsReque
 _MAX_PURGE_TIMEOUT = 86_400.0
 
 
-def purge(engine: Engine, hub: str, request: pb.PurgeInstancesRequest) -> tuple[int, bool]:
+async def purge(engine: Engine, hub: str, request: pb.PurgeInstancesRequest) -> tuple[int, bool]:
     """Deletes finished instances by ID, by batch or by filter; running ones are never purged.
 
     Returns the number deleted and whether nothing the request names is left: a filter purge with a
@@ -74,10 +75,10 @@ def purge(engine: Engine, hub: str, request: pb.PurgeInstancesRequest) -> tuple[
         return engine.purge(hub, list(request.instanceBatch.instanceIds), request.recursive), True
     if which != "purgeInstanceFilter":
         return 0, True
-    return _purge_by_filter(engine, hub, request.purgeInstanceFilter, request.recursive)
+    return await _purge_by_filter(engine, hub, request.purgeInstanceFilter, request.recursive)
 
 
-def _purge_by_filter(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, recursive: bool) -> tuple[int, bool]:
+async def _purge_by_filter(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, recursive: bool) -> tuple[int, bool]:
     # The timeout bounds real (monotonic) time on purpose: it protects the caller's RPC deadline, which
     # the emulator's injectable clock knows nothing about.
     deadline = None
@@ -92,6 +93,7 @@ def _purge_by_filter(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, recu
             return total, True
         total += engine.purge(hub, ids, recursive)
         after = ids[-1]
+        await asyncio.sleep(0)  # one page at a time: other calls are served between pages
         if deadline is not None and time.monotonic() >= deadline:
             return total, not _purge_page(engine, hub, flt, after, 1)
 

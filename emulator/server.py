@@ -184,6 +184,7 @@ class EmulatorServer:
     def reset(self) -> None:
         """Deletes every instance, history, message and activity in every task hub."""
         self.backend.reset()
+        self.dispatcher.forget_all()
         self.dispatcher.wake()
 
     def __enter__(self) -> EmulatorServer:

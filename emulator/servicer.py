@@ -185,7 +185,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
 
     @_mapped
     async def PurgeInstances(self, request: pb.PurgeInstancesRequest, context: Context) -> pb.PurgeInstancesResponse:
-        count, complete = queries.purge(self.engine, self._hub(context), request)
+        count, complete = await queries.purge(self.engine, self._hub(context), request)
         return pb.PurgeInstancesResponse(deletedInstanceCount=count, isComplete=wrappers_pb2.BoolValue(value=complete))
 
     @_mapped
@@ -265,6 +265,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
             self.dispatcher.forget_hub(name)
             self.hubs.delete(name)
         self.hubs.create(name)
+        if request.recreateIfExists:
+            self.dispatcher.wake()  # waiters on the hub's old instances re-read them
         return pb.CreateTaskHubResponse()
 
     @_mapped

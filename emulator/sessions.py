@@ -65,6 +65,11 @@ class SessionTable:
         with self._lock:
             self._marks.pop((hub, instance_id), None)
 
+    def drop_all(self) -> None:
+        """Forgets every mark (the store they describe was emptied)."""
+        with self._lock:
+            self._marks.clear()
+
     def drop_stream(self, stream_id: int) -> None:
         with self._lock:
             self._live.discard(stream_id)

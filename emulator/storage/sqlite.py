@@ -257,6 +257,11 @@ class SqliteTransaction(EntityTables):
     def ready_instances(
         self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
     ) -> list[tuple[str, str, str | None]]:
+        return self.ready_instances_page(hub, now, names, limit)[0]
+
+    def ready_instances_page(
+        self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
+    ) -> tuple[list[tuple[str, str, str | None]], bool]:
         name_clause = "" if names is None else f"AND i.name IN ({_placeholders(names)})"
         # Walk the visible-time index and stop early: the cost follows the page, not the backlog.
         rows = self._db.execute(
@@ -269,7 +274,8 @@ class SqliteTransaction(EntityTables):
         seen: dict[str, tuple[str, str, str | None]] = {}
         for row in rows:
             seen.setdefault(row[0], (row[0], row[1], row[2]))
-        return list(seen.values())[:limit]
+        # Complete: every runnable instance is in the page (the scan ended before its limit, nothing cut).
+        return list(seen.values())[:limit], len(rows) < limit * 4 and len(seen) <= limit
 
     def next_message_time(self, hub: str, after: Micros) -> Micros | None:
         row = self._db.execute(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -97,3 +98,55 @@ def test_the_loop_refuses_to_wait_for_itself() -> None:
         return "no error"
 
     assert "cannot wait for itself" in aio_loop.run(outer())
+
+
+def test_a_wait_cut_short_by_a_restart_is_unavailable_not_a_deadline(server: EmulatorServer, stub: HubStub) -> None:
+    iid = start(stub)
+    outcome: list[grpc.StatusCode] = []
+
+    def wait() -> None:
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.WaitForInstanceCompletion(pb.GetInstanceRequest(instanceId=iid), timeout=60)
+        outcome.append(caught.value.code())
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while not server.dispatcher._watchers and time.monotonic() < deadline:
+        time.sleep(0.01)
+    server.faults.goaway(grace=1.0)
+    waiter.join(10)
+    # UNAVAILABLE tells the caller to try again (the SDK does); DEADLINE_EXCEEDED would claim its time ran out.
+    assert outcome == [grpc.StatusCode.UNAVAILABLE]
+
+
+def test_a_filter_purge_lets_other_calls_run_between_pages(
+    server: EmulatorServer, stub: HubStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from emulator import queries
+
+    for _ in range(6):
+        iid = start(stub)
+        stub.TerminateInstance(pb.TerminateRequest(instanceId=iid))  # never started: terminated at once
+    monkeypatch.setattr(queries, "PURGE_PAGE", 2)
+
+    async def purge_beside_a_ticker() -> tuple[int, int]:
+        ticks = 0
+        purge = asyncio.ensure_future(
+            queries.purge(
+                server.engine,
+                "default",
+                pb.PurgeInstancesRequest(
+                    purgeInstanceFilter=pb.PurgeInstanceFilter(runtimeStatus=[pb.ORCHESTRATION_STATUS_TERMINATED])
+                ),
+            )
+        )
+        while not purge.done():
+            ticks += 1
+            await asyncio.sleep(0)
+        count, _ = purge.result()
+        return count, ticks
+
+    count, ticks = aio_loop.run(purge_beside_a_ticker())
+    assert count == 6
+    assert ticks >= 3  # the loop ran other work between the purge's pages

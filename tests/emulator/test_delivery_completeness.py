@@ -1,0 +1,91 @@
+"""Every ready work item reaches a stream with room for it, without waiting for an unrelated change.
+
+The servers here ping only every 15 s: a stream that wrongly concluded "nothing left" would sit idle
+until then, far beyond the few seconds these tests wait.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timezone
+
+import grpc
+import pytest
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator.clock import ManualClock
+from emulator.server import EmulatorServer
+
+from .conftest import HubStub, WorkStream, complete, start, ts
+
+
+@pytest.fixture
+def stub() -> Iterator[HubStub]:
+    server = EmulatorServer(port=0, in_memory=True, clock=ManualClock(), health_ping_interval=15.0).start()
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            yield HubStub(channel, "default")
+    finally:
+        server.close()
+
+
+def _take(stream: WorkStream, count: int, pick: str) -> list[str]:
+    got: list[str] = []
+    try:
+        while len(got) < count:
+            item = stream.next(timeout=3.0)
+            got.append(getattr(item, pick).instanceId)
+    except queue.Empty:
+        pass
+    finally:
+        stream.cancel()
+    return got
+
+
+def test_several_ready_entities_are_all_delivered(stub: HubStub) -> None:
+    for i in range(3):
+        stub.SignalEntity(pb.SignalEntityRequest(instanceId=f"@counter@k{i}", name="add"))
+    stream = WorkStream(stub, pb.GetWorkItemsRequest(maxConcurrentEntityWorkItems=10))
+    assert sorted(_take(stream, 3, "entityRequestV2")) == ["@counter@k0", "@counter@k1", "@counter@k2"]
+
+
+def test_an_instance_with_a_deep_queue_does_not_hide_another(stub: HubStub) -> None:
+    busy = start(stub, instance_id="busy")
+    for _ in range(150):  # more queued events than one candidate page reads
+        stub.RaiseEvent(pb.RaiseEventRequest(instanceId=busy, name="e"))
+    other = start(stub, instance_id="other")
+    assert sorted(_take(WorkStream(stub), 2, "orchestratorRequest")) == [busy, other]
+
+
+def test_an_orchestration_behind_many_filtered_out_ones_is_delivered(stub: HubStub) -> None:
+    # Many instances the stream must not take, then one it may: they must not end the search.
+    for i in range(80):
+        start(stub, name="Noise", instance_id=f"noise-{i}")
+    start(stub, name="Wanted", instance_id="wanted")
+    request = pb.GetWorkItemsRequest(
+        workItemFilters=pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="Wanted")])
+    )
+    assert _take(WorkStream(stub, request), 1, "orchestratorRequest") == ["wanted"]
+
+
+def test_a_waiter_hears_of_an_instance_another_turn_terminated(stub: HubStub) -> None:
+    later = start(stub, instance_id="later", scheduledStartTimestamp=ts(datetime(2030, 1, 1, tzinfo=timezone.utc)))
+    answers: list[int] = []
+
+    def wait() -> None:
+        reply = stub.WaitForInstanceCompletion(pb.GetInstanceRequest(instanceId=later), timeout=30)
+        answers.append(reply.orchestrationState.orchestrationStatus)
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    killer = start(stub, instance_id="killer")
+    stream = WorkStream(stub)
+    item = stream.next()
+    assert item.orchestratorRequest.instanceId == killer
+    terminate = pb.OrchestratorAction(id=1, terminateOrchestration=pb.TerminateOrchestrationAction(instanceId=later))
+    complete(stub, item, terminate)
+    waiter.join(3.0)  # well before the waiters' own periodic re-read
+    stream.cancel()
+    assert answers == [pb.ORCHESTRATION_STATUS_TERMINATED]
