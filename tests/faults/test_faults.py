@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
+from durabletask import client
 from emulator.faults import FaultProfile
 from tests.recovery.support import wait_until
 
@@ -128,3 +131,24 @@ def test_profile_parsing(text: str, expected: FaultProfile) -> None:
 def test_profile_errors_name_the_setting(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         FaultProfile.parse(text)
+
+
+def test_a_client_wait_outlasts_a_restart(rig: Rig) -> None:
+    rig.slow.set()
+    rig.start_worker()
+    c = rig.client()
+    [instance_id] = rig.schedule(1)
+    results: list[object] = []
+
+    def wait() -> None:
+        results.append(c.wait_for_orchestration_completion(instance_id, timeout=60))
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    wait_until(lambda: bool(rig.server.dispatcher._watchers), 10, "the client's wait to reach the server")
+    assert waiter.is_alive()  # three 50 ms steps: the run is still going
+    # The open wait is cut by the restart (UNAVAILABLE); the client asks again and still gets the result.
+    rig.server.faults.goaway(grace=0.2)
+    waiter.join(60)
+    [state] = results
+    assert state is not None and state.runtime_status == client.OrchestrationStatus.COMPLETED  # type: ignore[attr-defined]
