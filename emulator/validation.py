@@ -50,6 +50,11 @@ class Limits:
             if kind == "rewindOrchestration":
                 _check_rewound_history(path, body)
                 continue
+            if kind == "completeOrchestration" and body.orchestrationStatus not in _FINAL_STATUSES:
+                status = body.orchestrationStatus
+                name = pb.OrchestrationStatus.Name(status) if status in pb.OrchestrationStatus.values() else status
+                allowed = ", ".join(pb.OrchestrationStatus.Name(s) for s in _FINAL_STATUSES)
+                raise InvalidArgumentError(f"{path}.orchestrationStatus must be one of {allowed}, not {name}")
             if kind == "sendEntityMessage":
                 inner = body.WhichOneof("EntityMessageType")
                 if inner is None:
@@ -61,6 +66,15 @@ class Limits:
         for name in ("input", "result", "data"):
             if name in body.DESCRIPTOR.fields_by_name and body.HasField(name):
                 self.payload(f"{path}.{name}", getattr(body, name).value)
+
+
+#: The statuses an orchestration can end a turn with (continue-as-new starts the next execution).
+_FINAL_STATUSES = (
+    pb.ORCHESTRATION_STATUS_COMPLETED,
+    pb.ORCHESTRATION_STATUS_FAILED,
+    pb.ORCHESTRATION_STATUS_TERMINATED,
+    pb.ORCHESTRATION_STATUS_CONTINUED_AS_NEW,
+)
 
 
 def _check_rewound_history(path: str, action: pb.RewindOrchestrationAction) -> None:

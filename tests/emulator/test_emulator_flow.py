@@ -239,3 +239,22 @@ def test_activities_not_yet_handed_out_are_dropped_when_the_orchestration_ends(s
         )
     )
     assert runner.nothing_for(0.3)
+
+
+@pytest.mark.parametrize("status", [pb.ORCHESTRATION_STATUS_PENDING, pb.ORCHESTRATION_STATUS_RUNNING, 99])
+def test_a_completion_with_a_status_that_ends_nothing_is_refused_and_changes_nothing(
+    stub: HubStub, status: int
+) -> None:
+    iid = start(stub, "Chain")
+    work = WorkStream(stub)
+    item = work.next()
+    ending = pb.OrchestratorAction(
+        id=2, completeOrchestration=pb.CompleteOrchestrationAction(orchestrationStatus=status)  # type: ignore[arg-type]
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        complete(stub, item, schedule(1, "Greet"), ending)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "actions[2].completeOrchestration.orchestrationStatus" in (err.value.details() or "")
+    got = stub.GetInstance(pb.GetInstanceRequest(instanceId=iid)).orchestrationState
+    assert got.orchestrationStatus == pb.ORCHESTRATION_STATUS_PENDING
+    assert not history(stub, iid)
