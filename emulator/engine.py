@@ -303,37 +303,6 @@ class Engine:
         return target
 
     # Work items ------------------------------------------------------------------------------------
-    def fetch_orchestration(
-        self,
-        hub: str,
-        accept: NameFilter,
-        token: str,
-        expires: datetime,
-        affinity: Affinity | None = None,
-        streaming: bool = False,
-    ) -> OrchestrationWork | None:
-        """Leases the next runnable instance the stream may take (see :meth:`fetch_orchestrations`)."""
-        found = self.fetch_orchestrations(hub, accept, [token], expires, affinity, streaming)
-        return found[0] if found else None
-
-    def fetch_orchestrations(
-        self,
-        hub: str,
-        accept: NameFilter,
-        tokens: Sequence[str],
-        expires: datetime,
-        affinity: Affinity | None = None,
-        streaming: bool = False,
-    ) -> list[OrchestrationWork]:
-        """Leases up to ``len(tokens)`` runnable instances in one transaction, one token each.
-
-        Args:
-            affinity: Instances held by another stream's session are skipped; one held by this stream's
-                session is sent with only its new events when the stored history is what it saw.
-            streaming: The stream can fetch large histories itself (``requiresHistoryStreaming``).
-        """
-        return self.lease_orchestrations(hub, accept, tokens, expires, affinity, streaming)[0]
-
     def lease_orchestrations(
         self,
         hub: str,
@@ -343,7 +312,16 @@ class Engine:
         affinity: Affinity | None = None,
         streaming: bool = False,
     ) -> tuple[list[OrchestrationWork], bool]:
-        """:meth:`fetch_orchestrations`, and whether nothing else runnable is left for this stream."""
+        """Leases up to ``len(tokens)`` runnable instances in one transaction, one token each.
+
+        Args:
+            affinity: Instances held by another stream's session are skipped; one held by this stream's
+                session is sent with only its new events when the stored history is what it saw.
+            streaming: The stream can fetch large histories itself (``requiresHistoryStreaming``).
+
+        Returns:
+            The leased work, and whether nothing else runnable was left for this stream.
+        """
         now = self.clock.now()
         at = events.to_micros(now)
         found: list[OrchestrationWork] = []
@@ -408,20 +386,14 @@ class Engine:
         tx.lock_instance(hub, instance_id, token, events.to_micros(expires))
         return OrchestrationWork(instance_id, [m.id for m in messages], request, length, has_past or not length)
 
-    def fetch_activity(self, hub: str, accept: NameFilter, token: str, expires: datetime) -> ActivityWork | None:
-        found = self.fetch_activities(hub, accept, [token], expires)
-        return found[0] if found else None
-
-    def fetch_activities(
-        self, hub: str, accept: NameFilter, tokens: Sequence[str], expires: datetime
-    ) -> list[ActivityWork]:
-        """Leases up to ``len(tokens)`` queued activities in one transaction, oldest first."""
-        return self.lease_activities(hub, accept, tokens, expires)[0]
-
     def lease_activities(
         self, hub: str, accept: NameFilter, tokens: Sequence[str], expires: datetime
     ) -> tuple[list[ActivityWork], bool]:
-        """:meth:`fetch_activities`, and whether nothing else this stream may take is queued."""
+        """Leases up to ``len(tokens)`` queued activities in one transaction, oldest first.
+
+        Returns:
+            The leased work, and whether nothing else this stream may take was queued.
+        """
         at = events.to_micros(self.clock.now())
         until = events.to_micros(expires)
         # Names are matched in SQL; only a version filter can turn candidates down, so few are read.
