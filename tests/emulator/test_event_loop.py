@@ -150,3 +150,47 @@ def test_a_filter_purge_lets_other_calls_run_between_pages(
     count, ticks = aio_loop.run(purge_beside_a_ticker())
     assert count == 6
     assert ticks >= 3  # the loop ran other work between the purge's pages
+
+
+def test_reset_frees_the_room_its_leases_held(server: EmulatorServer, stub: HubStub) -> None:
+    stream = WorkStream(stub, pb.GetWorkItemsRequest(maxConcurrentOrchestrationWorkItems=1))
+    start(stub)
+    stream.next()  # the stream is now full: one orchestration out
+    server.reset()  # the leased instance is gone with everything else
+    after = start(stub)
+    item = stream.next(timeout=3)  # not held back by a lease on something that no longer exists
+    stream.cancel()
+    assert item.orchestratorRequest.instanceId == after
+
+
+def test_a_manual_clock_does_not_keep_a_closed_server_alive() -> None:
+    import gc
+    import weakref
+
+    from emulator.clock import ManualClock
+
+    clock = ManualClock()
+    server = EmulatorServer(port=0, in_memory=True, clock=clock).start()
+    ref = weakref.ref(server.dispatcher)
+    server.close()
+    del server
+    gc.collect()
+    clock.advance(1)  # the old subscription must be harmless
+    assert ref() is None
+
+
+def test_recreating_a_task_hub_answers_its_waiters(channel: grpc.Channel) -> None:
+    stub = HubStub(channel, "alpha")
+    iid = start(stub)
+    answers: list[bool] = []
+
+    def wait() -> None:
+        reply = stub.WaitForInstanceCompletion(pb.GetInstanceRequest(instanceId=iid), timeout=30)
+        answers.append(reply.exists)
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    time.sleep(0.2)  # the wait is now parked on the server
+    stub.CreateTaskHub(pb.CreateTaskHubRequest(recreateIfExists=True))
+    waiter.join(3.0)  # well before the waits' own periodic re-read
+    assert answers == [False]
