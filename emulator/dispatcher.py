@@ -35,6 +35,8 @@ _stream_ids = itertools.count(1)
 KINDS = ("orchestration", "activity", "entity")
 #: Work items of one kind leased for a stream in one transaction (within its concurrency limit).
 FETCH_BATCH = 16
+#: Recent changes per kind remembered with the names of the work they made (older ones: fetch to find out).
+CHANGE_LOG = 512
 #: A busy stream still asks for every kind this often: work can also appear as time passes
 #: (an expired lease), which no change announces.
 PROBE_ALL_SECONDS = 0.05
@@ -165,6 +167,10 @@ class Dispatcher:
         self._cond = threading.Condition()
         self._changes = 0
         self._kind_changes = dict.fromkeys(KINDS, 0)
+        # Per kind: (change number, hub, names of the work it made or None when unknown).
+        self._change_log: dict[str, deque[tuple[int, str | None, frozenset[str] | None]]] = {
+            kind: deque(maxlen=CHANGE_LOG) for kind in KINDS
+        }
         self._due_changes = 0  # changes that may have brought a timer or lease expiry forward
         self._closed = False
         self._active = 0
@@ -198,20 +204,48 @@ class Dispatcher:
         if hub is None:
             self.instance_changed(None, None)
 
-    def _wake_streams(self, kinds: tuple[str, ...] = KINDS) -> None:
-        """Wakes idle streams; ``kinds`` are those for which new work may exist (none: a lease ended)."""
+    def _wake_streams(
+        self,
+        kinds: tuple[str, ...] = KINDS,
+        hub: str | None = None,
+        names: dict[str, frozenset[str]] | None = None,
+    ) -> None:
+        """Wakes idle streams; ``kinds`` are those for which new work may exist (none: a lease ended).
+
+        With ``hub`` and ``names``, the change made only work of those names in that hub.
+        """
         with self._cond:
             self._changes += 1
             for kind in kinds:
                 self._kind_changes[kind] += 1
+                made = None if names is None or hub is None else names.get(kind)
+                self._change_log[kind].append((self._kind_changes[kind], hub, made))
             if kinds is KINDS:
                 self._due_changes += 1
             self._cond.notify_all()
         self._signal.set()
 
-    def new_work(self, hub: str, kinds: tuple[str, ...]) -> None:
-        """Work of only these kinds can have appeared in ``hub``, and nothing timed (e.g. an activity result)."""
-        self._wake_streams(kinds)
+    def new_work(self, hub: str, kinds: tuple[str, ...], names: dict[str, frozenset[str]] | None = None) -> None:
+        """Work of only these kinds (and names) can have appeared in ``hub``, and nothing timed."""
+        self._wake_streams(kinds, hub, names)
+
+    def _nothing_new_for(self, state: StreamState, kind: str, since: int) -> bool:
+        """Whether every change of ``kind`` after change ``since`` made only work this stream cannot take."""
+        wanted = state.filters[kind].versions_by_name
+        if wanted is None:
+            return False  # the stream takes every name
+        with self._cond:
+            log = self._change_log[kind]
+            if not log or log[0][0] > since + 1:
+                return False  # some of those changes are no longer remembered
+            for number, hub, names in reversed(log):
+                if number <= since:
+                    break
+                if hub is not None and hub != state.hub:
+                    continue
+                if names is None or any(name in wanted for name in names):
+                    return False
+        return True
 
     def instance_changed(self, hub: str | None, instance_id: str | None, status: int | None = None) -> None:
         """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all).
@@ -322,6 +356,9 @@ class Dispatcher:
         if self._changes == seen:
             # Woken by time, not by a change: a timer or lease may be due, so ask for every kind.
             state.empty_at.clear()
+        # While idle, time-based work was watched for (the wait ends when the next one is due): the
+        # periodic ask-for-everything is only for streams that stay busy.
+        state.probed_all_at = time.monotonic()
 
     def _next_due(self, state: StreamState) -> datetime | None:
         changes = self._due_changes
@@ -359,7 +396,12 @@ class Dispatcher:
         for kind in state.kinds_in_turn():
             room = state.room(kind, FETCH_BATCH)
             changes = self._kind_changes[kind]
-            if not room or state.empty_at.get(kind) == changes:
+            marked = state.empty_at.get(kind)
+            if not room or marked == changes:
+                continue
+            if marked is not None and self._nothing_new_for(state, kind, marked):
+                # Specialist streams: what changed since they last found nothing is for other names.
+                state.empty_at[kind] = changes
                 continue
             tokens = self._tokens(room)
             found, exhausted = self._fetch(kind, state, tokens)

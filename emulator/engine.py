@@ -134,7 +134,9 @@ class Engine:
         self.on_instance_change: Callable[[str, str | None, int | None], None] = lambda hub, instance_id, status: None
         # When set, called instead of ``notify`` with the work kinds a change can have made available
         # (an activity result: orchestration work only), so streams need not look for the others.
-        self.on_work: Callable[[str, tuple[str, ...]], None] | None = None
+        # ``names`` (by kind): the names of the work the change made runnable, when known, so streams
+        # whose filters take none of them need not look.
+        self.on_work: Callable[[str, tuple[str, ...], dict[str, frozenset[str]] | None], None] | None = None
 
     def _changed(self, hub: str, instance_id: str | None = None) -> None:
         self._notify(hub)
@@ -150,7 +152,7 @@ class Engine:
             delivery.insert_instance(tx, hub, opts, now, self.new_id())
         if existing is None and self.on_work is not None and opts.scheduled_start is None:
             # A new instance that can start now is orchestration work and nothing else.
-            self.on_work(hub, ("orchestration",))
+            self.on_work(hub, ("orchestration",), {"orchestration": frozenset((opts.name,))})
             self.on_instance_change(hub, opts.instance_id, None)
         else:
             self._changed(hub, opts.instance_id)
@@ -462,7 +464,11 @@ class Engine:
         if kinds is None or self.on_work is None:
             self._notify(hub)
         elif kinds:
-            self.on_work(hub, kinds)
+            made = {
+                "orchestration": frozenset((record.name,)),
+                "activity": frozenset(task.request.name for task in transition.outbox.activities),
+            }
+            self.on_work(hub, kinds, made)
         if status_changed:
             self.on_instance_change(hub, work.instance_id, record.status)
         if transition.outbox.terminations or transition.outbox.instances:
@@ -511,6 +517,7 @@ class Engine:
             request = pb.ActivityRequest.FromString(activity.request)
             same_run = record is not None and record.execution_id == request.orchestrationInstance.executionId.value
             runnable = False
+            name = record.name if record is not None else ""
             if record is not None and same_run and not delivery.is_terminal(record):
                 result = pb.ActivityResponse()
                 result.CopyFrom(response)
@@ -524,7 +531,7 @@ class Engine:
         if self.on_work is None:
             self._notify(hub)
         elif runnable:
-            self.on_work(hub, ("orchestration",))
+            self.on_work(hub, ("orchestration",), {"orchestration": frozenset((name,))})
 
     def release(self, hub: str, kind: str, key: str | int, token: str) -> None:
         """Returns a leased work item to its queue (no-op if the lease has already moved on)."""

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from typing import Any
 
 import grpc
 import pytest
@@ -18,7 +20,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.clock import ManualClock
 from emulator.server import EmulatorServer
 
-from .conftest import HubStub, WorkStream, complete, start, ts
+from .conftest import HubStub, WorkStream, complete, schedule, start, ts
 
 
 @pytest.fixture
@@ -89,3 +91,45 @@ def test_a_waiter_hears_of_an_instance_another_turn_terminated(stub: HubStub) ->
     waiter.join(3.0)  # well before the waiters' own periodic re-read
     stream.cancel()
     assert answers == [pb.ORCHESTRATION_STATUS_TERMINATED]
+
+
+def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
+    server = EmulatorServer(port=0, in_memory=True, health_ping_interval=15.0).start()
+    looked: list[str] = []
+    lease = server.engine.lease_activities
+
+    def counting(hub: str, accept: Any, *args: Any) -> Any:
+        looked.append(",".join(accept.names() or ["*"]))
+        return lease(hub, accept, *args)
+
+    server.engine.lease_activities = counting  # type: ignore[method-assign]
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            stub = HubStub(channel, "default")
+            specialists = {
+                name: WorkStream(
+                    stub,
+                    pb.GetWorkItemsRequest(
+                        workItemFilters=pb.WorkItemFilters(activities=[pb.ActivityFilter(name=name)])
+                    ),
+                )
+                for name in ("A", "B", "C", "D", "E")
+            }
+            orchestrators = WorkStream(
+                stub,
+                pb.GetWorkItemsRequest(
+                    workItemFilters=pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="Orch")])
+                ),
+            )
+            time.sleep(0.3)  # every stream has looked once and found nothing
+            looked.clear()
+            for i in range(5):
+                start(stub, instance_id=f"job-{i}")
+                complete(stub, orchestrators.next(), schedule(1, "C"))
+                assert specialists["C"].next().activityRequest.name == "C"
+            for stream in (*specialists.values(), orchestrators):
+                stream.cancel()
+    finally:
+        server.close()
+    # Only the stream that takes "C" looked for the five activities; the other four never queried.
+    assert set(looked) == {"C"}
