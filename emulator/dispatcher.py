@@ -230,10 +230,11 @@ class Dispatcher:
         self._wake_streams(kinds, hub, names)
 
     def _nothing_new_for(self, state: StreamState, kind: str, since: int) -> bool:
-        """Whether every change of ``kind`` after change ``since`` made only work this stream cannot take."""
-        wanted = state.filters[kind].versions_by_name
-        if wanted is None:
-            return False  # the stream takes every name
+        """Whether every change of ``kind`` after change ``since`` made only work this stream cannot take.
+
+        That is: work in other task hubs, or of names its filters leave to other streams.
+        """
+        wanted = state.filters[kind].versions_by_name  # None: the stream takes every name
         with self._cond:
             log = self._change_log[kind]
             if not log or log[0][0] > since + 1:
@@ -243,7 +244,7 @@ class Dispatcher:
                     break
                 if hub is not None and hub != state.hub:
                     continue
-                if names is None or any(name in wanted for name in names):
+                if names is None or (names and wanted is None) or any(name in (wanted or ()) for name in names):
                     return False
         return True
 

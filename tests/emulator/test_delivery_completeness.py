@@ -133,3 +133,29 @@ def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
         server.close()
     # Only the stream that takes "C" looked for the five activities; the other four never queried.
     assert set(looked) == {"C"}
+
+
+def test_streams_do_not_look_for_work_made_in_another_task_hub() -> None:
+    server = EmulatorServer(port=0, in_memory=True, task_hubs=("busy", "quiet"), health_ping_interval=15.0).start()
+    looked: list[str] = []
+    lease = server.engine.lease_orchestrations
+
+    def counting(hub: str, *args: Any) -> Any:
+        looked.append(hub)
+        return lease(hub, *args)
+
+    server.engine.lease_orchestrations = counting  # type: ignore[method-assign]
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            busy, quiet = HubStub(channel, "busy"), HubStub(channel, "quiet")
+            worker, bystander = WorkStream(busy), WorkStream(quiet)
+            time.sleep(0.3)  # both streams have looked once and found nothing
+            looked.clear()
+            for i in range(5):
+                start(busy, instance_id=f"job-{i}")
+                assert worker.next().orchestratorRequest.instanceId == f"job-{i}"
+            worker.cancel()
+            bystander.cancel()
+    finally:
+        server.close()
+    assert "quiet" not in looked
