@@ -263,7 +263,8 @@ def test_lost_lease_completion_is_dropped_and_the_loop_continues(server: Server,
     worker = make_worker()
     worker.add_activity(double)
     worker.start()
-    server.sidecar.reject("CompleteActivityTask", grpc.StatusCode.NOT_FOUND, "unknown completion token")
+    # The two activities may finish in either order: only the stale one's completion is refused.
+    server.sidecar.reject("CompleteActivityTask", grpc.StatusCode.NOT_FOUND, "unknown completion token", token="stale")
     stream = server.sidecar.next_stream()
     stream.send(activity_item("double", "1", token="stale"))
     stream.send(activity_item("double", "3", token="fresh"))

@@ -40,6 +40,7 @@ class Rejection:
     code: grpc.StatusCode
     details: str
     remaining: int = 1
+    token: str | None = None  # only completions carrying this token (None: any)
 
 
 class FakeSidecar(pb_grpc.TaskHubSidecarServiceServicer):
@@ -60,13 +61,17 @@ class FakeSidecar(pb_grpc.TaskHubSidecarServiceServicer):
     def next_completion(self, timeout: float = WAIT) -> tuple[str, Any]:
         return self.completions.get(timeout=timeout)
 
-    def reject(self, rpc: str, code: grpc.StatusCode, details: str, times: int = 1) -> None:
-        self.rejections[rpc] = Rejection(code, details, times)
+    def reject(
+        self, rpc: str, code: grpc.StatusCode, details: str, times: int = 1, token: str | None = None
+    ) -> None:
+        self.rejections[rpc] = Rejection(code, details, times, token)
 
-    def _maybe_reject(self, rpc: str, context: grpc.ServicerContext) -> None:
+    def _maybe_reject(self, rpc: str, context: grpc.ServicerContext, request: Any = None) -> None:
         with self._lock:
             rejection = self.rejections.get(rpc)
             if rejection is None or rejection.remaining <= 0:
+                return
+            if rejection.token is not None and getattr(request, "completionToken", None) != rejection.token:
                 return
             rejection.remaining -= 1
         context.abort(rejection.code, rejection.details)
@@ -93,7 +98,7 @@ class FakeSidecar(pb_grpc.TaskHubSidecarServiceServicer):
             stream.closed.set()
 
     def _record(self, rpc: str, request: Any, context: grpc.ServicerContext, response: Any) -> Any:
-        self._maybe_reject(rpc, context)
+        self._maybe_reject(rpc, context, request)
         self.completions.put((rpc, request))
         return response
 
