@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import overload
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import aio_loop
@@ -95,29 +94,6 @@ class Lease:
         return self.work.activity_id
 
 
-class _TokenBlock(Sequence[str]):
-    """A reserved run of completion tokens; each is formatted only when read."""
-
-    def __init__(self, prefix: str, count: int) -> None:
-        if count > 0x10000:
-            raise ValueError("a token block holds at most 65536 tokens")
-        self._prefix, self._count = prefix, count
-
-    def __len__(self) -> int:
-        return self._count
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[str]: ...
-    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._count))]
-        if not -self._count <= index < self._count:
-            raise IndexError(index)
-        return f"{self._prefix}{index % self._count:04x}"
-
-
 def _work_item(work: Work, token: str) -> pb.WorkItem:
     if isinstance(work, OrchestrationWork):
         return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
@@ -191,9 +167,10 @@ class Dispatcher:
         engine.on_work = self.new_work
         engine.clock.subscribe(_weak_wake(self))
 
-    def _tokens(self, count: int) -> _TokenBlock:
-        """``count`` fresh tokens, made only when a fetch uses them (most fetches lease one or none)."""
-        return _TokenBlock(f"{self._token_prefix}{next(self._token_serial):012x}", count)
+    def _tokens(self, count: int) -> list[str]:
+        """``count`` fresh tokens, all from one serial number (most fetches lease one or none)."""
+        prefix = f"{self._token_prefix}{next(self._token_serial):012x}"
+        return [f"{prefix}{i:04x}" for i in range(count)]
 
     def wake(self, hub: str | None = None) -> None:
         """Something changed in ``hub`` (or anywhere, with ``None``): streams look for work again.
@@ -222,7 +199,6 @@ class Dispatcher:
                 self._change_log[kind].append((self._kind_changes[kind], hub, made))
             if kinds is KINDS:
                 self._due_changes += 1
-            self._cond.notify_all()
         self._signal.set()
 
     def new_work(self, hub: str, kinds: tuple[str, ...], names: dict[str, frozenset[str]] | None = None) -> None:
@@ -244,7 +220,9 @@ class Dispatcher:
                     break
                 if hub is not None and hub != state.hub:
                     continue
-                if names is None or (names and wanted is None) or any(name in (wanted or ()) for name in names):
+                if names is None:
+                    return False  # unknown: it may be anything
+                if names and (wanted is None or not wanted.keys().isdisjoint(names)):
                     return False
         return True
 
@@ -506,7 +484,6 @@ class Dispatcher:
             woke = self._forget(lease.token) is not None and full
             if woke:
                 self._changes += 1
-                self._cond.notify_all()
         if woke:
             self._signal.set()
 

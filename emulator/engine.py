@@ -331,7 +331,7 @@ class Engine:
             # A small page first: in the usual case its first rows are taken. A bigger one only when
             # the small page was full of instances this stream must leave alone.
             for page in (len(tokens) * 2, _CANDIDATES):
-                candidates, complete = tx.ready_instances_page(hub, at, accept.names(), page)
+                candidates, complete = tx.ready_instances(hub, at, accept.names(), page)
                 for instance_id, name, version in candidates:
                     if len(found) == len(tokens):
                         return found, False
@@ -516,8 +516,7 @@ class Engine:
             record = tx.get_instance(hub, activity.instance_id)
             request = pb.ActivityRequest.FromString(activity.request)
             same_run = record is not None and record.execution_id == request.orchestrationInstance.executionId.value
-            runnable = False
-            name = record.name if record is not None else ""
+            runnable: str | None = None  # the instance's name, when the result makes it runnable now
             if record is not None and same_run and not delivery.is_terminal(record):
                 result = pb.ActivityResponse()
                 result.CopyFrom(response)
@@ -527,11 +526,11 @@ class Engine:
                 )
                 # While the instance is out for an orchestrator turn, the result waits for that turn's
                 # completion, which announces itself; a fan-in would otherwise wake streams per result.
-                runnable = record.lock_token is None
+                runnable = record.name if record.lock_token is None else None
         if self.on_work is None:
             self._notify(hub)
-        elif runnable:
-            self.on_work(hub, ("orchestration",), {"orchestration": frozenset((name,))})
+        elif runnable is not None:
+            self.on_work(hub, ("orchestration",), {"orchestration": frozenset((runnable,))})
 
     def release(self, hub: str, kind: str, key: str | int, token: str) -> None:
         """Returns a leased work item to its queue (no-op if the lease has already moved on)."""

@@ -24,9 +24,6 @@ from emulator.validation import Limits
 
 log = logging.getLogger("emulator")
 
-#: Kept for callers that pass ``max_workers``: calls are served from one event loop, not a thread pool.
-DEFAULT_MAX_WORKERS = 128
-
 
 class EmulatorServer:
     """A local Durable Task Scheduler speaking TaskHubSidecarService over gRPC (plaintext unless given TLS files).
@@ -64,7 +61,7 @@ class EmulatorServer:
         lease_timeout: float = 300.0,
         health_ping_interval: float = 15.0,
         limits: Limits | None = None,
-        max_workers: int = DEFAULT_MAX_WORKERS,
+        max_workers: int | None = None,
         auth_token: str | None = None,
         tls_cert: str | None = None,
         tls_key: str | None = None,

@@ -47,7 +47,7 @@ def _mapped(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
     """The one place emulator errors become gRPC status codes."""
 
     @functools.wraps(method)
-    async def wrapper(self: Servicer, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> R:
+    async def wrapper(self: Servicer, request: Any, context: Context) -> R:
         try:
             if isinstance(request, Undecodable):
                 raise InvalidArgumentError(f"the request is not a valid {request.type_name} message: {request.problem}")
@@ -78,7 +78,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         dispatcher: Dispatcher,
         hubs: TaskHubs,
         limits: Limits,
-        faults: FaultInjector | None = None,
+        faults: FaultInjector,
     ) -> None:
         self.faults = faults
         self.engine = engine
@@ -217,16 +217,13 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     @_mapped
     async def GetWorkItems(self, request: pb.GetWorkItemsRequest, context: Context) -> None:
         hub = self._hub(context)
-        is_active = lambda: not context.done()  # noqa: E731
-        if self.faults is None:
-            await self.dispatcher.serve(hub, request, is_active, context.write)
-        else:
-            await self.faults.serve_stream(context, lambda send: self.dispatcher.serve(hub, request, is_active, send))
+        await self.faults.serve_stream(
+            context, lambda send: self.dispatcher.serve(hub, request, lambda: not context.done(), send)
+        )
 
     @_mapped
     async def CompleteActivityTask(self, request: pb.ActivityResponse, context: Context) -> pb.CompleteTaskResponse:
-        if self.faults is not None:
-            await self.faults.before_completion(request, context, "activity")
+        await self.faults.before_completion(request, context, "activity")
         hub = self._hub(context)
         self.limits.payload("result", _opt(request, "result"))
         self.dispatcher.complete_activity(hub, request)
@@ -236,8 +233,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     async def CompleteOrchestratorTask(
         self, request: pb.OrchestratorResponse, context: Context
     ) -> pb.CompleteTaskResponse:
-        if self.faults is not None:
-            await self.faults.before_completion(request, context, "orchestration")
+        await self.faults.before_completion(request, context, "orchestration")
         hub = self._hub(context)
         self.limits.orchestrator_response(request)
         self.dispatcher.complete_orchestration(hub, request)
@@ -308,8 +304,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
 
     @_mapped
     async def CompleteEntityTask(self, request: pb.EntityBatchResult, context: Context) -> pb.CompleteTaskResponse:
-        if self.faults is not None:
-            await self.faults.before_completion(request, context, "entity")
+        await self.faults.before_completion(request, context, "entity")
         hub = self._hub(context)
         self.limits.payload("entityState", _opt(request, "entityState"))
         self.dispatcher.complete_entity(hub, request)

@@ -256,11 +256,6 @@ class SqliteTransaction(EntityTables):
 
     def ready_instances(
         self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
-    ) -> list[tuple[str, str, str | None]]:
-        return self.ready_instances_page(hub, now, names, limit)[0]
-
-    def ready_instances_page(
-        self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
     ) -> tuple[list[tuple[str, str, str | None]], bool]:
         name_clause = "" if names is None else f"AND i.name IN ({_placeholders(names)})"
         # Walk the visible-time index and stop early: the cost follows the page, not the backlog.

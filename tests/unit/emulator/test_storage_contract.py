@@ -109,13 +109,13 @@ def test_messages_become_visible_and_make_instances_ready(backend: Backend) -> N
         first = tx.add_message("h", "a", b"now", 10)
         tx.add_message("h", "b", b"later", 50)
         assert [m.event for m in tx.visible_messages("h", "a", 10)] == [b"now"]
-        assert tx.ready_instances("h", 10, None, 10) == [("a", "Orch", None)]
-        assert tx.ready_instances("h", 10, ["Other"], 10) == []
+        assert tx.ready_instances("h", 10, None, 10)[0] == [("a", "Orch", None)]
+        assert tx.ready_instances("h", 10, ["Other"], 10)[0] == []
         assert tx.next_message_time("h", 10) == 50
         tx.lock_instance("h", "a", "tok", 100)
-        assert tx.ready_instances("h", 60, None, 10) == [("b", "Orch", None)]
+        assert tx.ready_instances("h", 60, None, 10)[0] == [("b", "Orch", None)]
         # An expired lease makes the instance available again.
-        assert [r[0] for r in tx.ready_instances("h", 100, None, 10)] == ["a", "b"]
+        assert [r[0] for r in tx.ready_instances("h", 100, None, 10)[0]] == ["a", "b"]
         assert tx.next_lease_expiry("h") == 100
         # Expired leases are not "due" any more: a waiting stream must not spin on them.
         assert tx.next_lease_expiry("h", 100) is None
