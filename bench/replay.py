@@ -48,7 +48,7 @@ _OURS = """
 import logging
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import OrchestrationExecutor
-from durabletask._worker.registry import Registry
+from durabletask._registry import Registry
 
 def chain(ctx, n):
     value = 0

@@ -6,12 +6,12 @@ backend and completes each one with the result of the registered code.
 
 from __future__ import annotations
 
-from durabletask._worker.code_check import CodeMismatchPolicy
-from durabletask._worker.errors import (
+from durabletask._registry import (
     ActivityNotRegisteredError,
     EntityNotRegisteredError,
     OrchestratorNotRegisteredError,
 )
+from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.filters import (
     ActivityWorkItemFilter,
     EntityWorkItemFilter,

@@ -9,7 +9,7 @@ from typing import Any
 
 from durabletask import _payload
 from durabletask._client.models import DataConverter, OrchestrationStatus
-from durabletask._worker.registry import RegistrationError, function_name
+from durabletask._registry import RegistrationError, function_name
 
 #: Longest instance ID accepted; IDs are stored and indexed by the service, so keep them short.
 MAX_INSTANCE_ID_LENGTH = 1024

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 from durabletask._errors import ProtocolError
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import Registry
 from durabletask._replay import entities, rewind
 from durabletask._replay.codec import Codec
 from durabletask._replay.failures import OrchestrationStateError
 from durabletask._replay.handlers import Dispatcher
 from durabletask._replay.runtime import EntitySupport, RuntimeContext
-from durabletask._worker.registry import Registry
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter

@@ -7,10 +7,10 @@ from typing import Any
 
 from durabletask._errors import ProtocolError
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import OrchestratorNotRegisteredError
 from durabletask._replay import nondeterminism
 from durabletask._replay.runtime import RuntimeContext
 from durabletask._replay.tasks import RetryableTask, TimerTask
-from durabletask._worker.errors import OrchestratorNotRegisteredError
 
 Handler = Callable[[RuntimeContext, pb.HistoryEvent], None]
 OrchestratorLookup = Callable[[str], Callable[..., Any] | None]

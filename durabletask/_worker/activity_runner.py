@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from google.protobuf import wrappers_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import ActivityNotRegisteredError, Registry
 from durabletask._replay.codec import Codec
 from durabletask._replay.contexts import ActivityContext
 from durabletask._replay.failures import proto_from_exception
 from durabletask._replay.typehints import input_type
-from durabletask._worker.errors import ActivityNotRegisteredError
-from durabletask._worker.registry import Registry
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter

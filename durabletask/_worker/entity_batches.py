@@ -8,8 +8,8 @@ from typing import Protocol
 from google.protobuf import timestamp_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import EntityNotRegisteredError
 from durabletask._replay.failures import proto_from_exception
-from durabletask._worker.errors import EntityNotRegisteredError
 from durabletask.entities import EntityInstanceId
 
 

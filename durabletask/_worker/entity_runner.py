@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf import timestamp_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import EntityNotRegisteredError, Registry
 from durabletask._replay import typehints
 from durabletask._replay.codec import Codec
 from durabletask._replay.failures import proto_from_exception
-from durabletask._worker.errors import EntityNotRegisteredError
-from durabletask._worker.registry import Registry
 from durabletask.entities._state import EntityState
 from durabletask.entities.durable_entity import DurableEntity
 from durabletask.entities.entity_context import EntityContext

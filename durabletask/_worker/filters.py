@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._worker.options import VersioningOptions, VersionMatchStrategy
-from durabletask._worker.registry import Registry
+from durabletask._worker.registry import WorkerRegistry
 
 
 @dataclass(frozen=True)
@@ -52,14 +52,14 @@ class WorkItemFilters:
     entities: list[EntityWorkItemFilter] = field(default_factory=list)
 
     @classmethod
-    def _from_registry(cls, registry: Registry, versioning: VersioningOptions | None = None) -> WorkItemFilters:
+    def _from_registry(cls, registry: WorkerRegistry, versioning: VersioningOptions | None = None) -> WorkItemFilters:
         return filters_from_registry(registry, versioning)
 
     def _to_grpc(self) -> pb.WorkItemFilters:
         return filters_to_proto(self)
 
 
-def filters_from_registry(registry: Registry, versioning: VersioningOptions | None = None) -> WorkItemFilters:
+def filters_from_registry(registry: WorkerRegistry, versioning: VersioningOptions | None = None) -> WorkItemFilters:
     """Filters naming everything registered; under strict versioning, only the worker's version."""
     if versioning is None:
         versioning = registry.versioning

@@ -28,7 +28,7 @@ from durabletask._worker.orchestration_runner import (
     OrchestrationRunner,
     default_executor_factory,
 )
-from durabletask._worker.registry import Registry
+from durabletask._worker.registry import WorkerRegistry
 from durabletask._worker.session_cache import EXTENDED_SESSIONS_CAPABILITY, ExtendedSessionOptions, SessionCache
 from durabletask._worker.stream import ChannelProvider, StreamLoop, history_fetcher
 from durabletask._worker.work_items import WorkItemHandler
@@ -96,7 +96,7 @@ class TaskHubGrpcWorker:
         extended_sessions: ExtendedSessionOptions | None = None,
         root_certificates: bytes | None = None,
     ) -> None:
-        self._registry = Registry()
+        self._registry = WorkerRegistry()
         self._root_certificates = root_certificates
         self._host_address = host_address or get_default_host_address()
         self._logger = resolve_logger("durabletask-worker", log_handler, log_formatter, logger)

@@ -15,7 +15,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import OrchestrationExecutor
 from durabletask._replay.failures import proto_from_exception
 from durabletask._worker.code_check import CodeMismatchPolicy, check_code, recorded_start
-from durabletask._worker.registry import Registry
+from durabletask._worker.registry import WorkerRegistry
 from durabletask._worker.session_cache import SessionCache, is_continuation
 from durabletask._worker.versioning import check_orchestration_version, rejects
 
@@ -48,7 +48,7 @@ ExecutorFactory = Callable[[], Executor]
 
 
 def default_executor_factory(
-    registry: Registry,
+    registry: WorkerRegistry,
     logger: logging.Logger,
     maximum_timer_interval: timedelta | None,
     data_converter: DataConverter | None = None,
@@ -106,7 +106,7 @@ class OrchestrationRunner:
 
     def __init__(
         self,
-        registry: Registry,
+        registry: WorkerRegistry,
         executor_factory: ExecutorFactory,
         *,
         logger: logging.Logger,

@@ -1,68 +1,21 @@
-"""Names → user functions for orchestrators, activities and entities, as registered on a worker."""
+"""A worker's registry: the registered functions plus the worker's versioning and code-mismatch policies."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from durabletask._errors import DurableTaskError
+from durabletask._registry import Registry
 from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.options import VersioningOptions
 
 
-class RegistrationError(DurableTaskError, ValueError):
-    """A function could not be registered (missing, unnamed, or a duplicate name)."""
-
-
-def function_name(fn: Callable[..., Any] | type[Any]) -> str:
-    """The name a function or class is registered and scheduled under (its ``__name__``)."""
-    name = getattr(fn, "__durabletask_name__", None) or getattr(fn, "__name__", None)
-    if not isinstance(name, str) or not name:
-        raise RegistrationError(f"cannot derive a name from {fn!r}; pass an explicit name")
-    return name
-
-
-class Registry:
-    """What a worker can run. Entity names are case-insensitive and stored lower-case.
+class WorkerRegistry(Registry):
+    """What a worker can run, and the policies its runners apply before running it.
 
     ``versioning`` is the worker's versioning policy; orchestration code reads its
     ``default_version`` for sub-orchestrations started without an explicit version.
     """
 
     def __init__(self) -> None:
-        self.orchestrators: dict[str, Callable[..., Any]] = {}
-        self.activities: dict[str, Callable[..., Any]] = {}
-        self.entities: dict[str, Any] = {}
+        super().__init__()
         self.versioning: VersioningOptions | None = None
         # What to do with an instance started by other orchestrator code (see code_check.py).
         self.code_mismatch_policy: CodeMismatchPolicy = CodeMismatchPolicy.LOG
-
-    def add_orchestrator(self, fn: Callable[..., Any], name: str | None = None) -> str:
-        return self._add(self.orchestrators, "orchestrator", fn, name)
-
-    def add_activity(self, fn: Callable[..., Any], name: str | None = None) -> str:
-        return self._add(self.activities, "activity", fn, name)
-
-    def add_entity(self, fn: Any, name: str | None = None) -> str:
-        return self._add(self.entities, "entity", fn, (name or function_name(fn)).lower())
-
-    def get_orchestrator(self, name: str) -> Callable[..., Any] | None:
-        return self.orchestrators.get(name)
-
-    def get_activity(self, name: str) -> Callable[..., Any] | None:
-        return self.activities.get(name)
-
-    def get_entity(self, name: str) -> Any | None:
-        return self.entities.get(name.lower())
-
-    @staticmethod
-    def _add(table: dict[str, Any], kind: str, fn: Any, name: str | None) -> str:
-        if fn is None:
-            raise RegistrationError(f"an {kind} function argument is required")
-        resolved = name if name is not None else function_name(fn)
-        if not resolved:
-            raise RegistrationError(f"a non-empty {kind} name is required")
-        if resolved in table:
-            raise RegistrationError(f"an {kind} named '{resolved}' is already registered")
-        table[resolved] = fn
-        return resolved

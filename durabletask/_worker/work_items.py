@@ -6,13 +6,13 @@ import logging
 from typing import Any
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import Registry
 from durabletask._worker.activity_runner import ActivityRunner
 from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import Dispatcher, WorkKind
 from durabletask._worker.entity_batches import EntityBatchRunner, as_batch, entity_name, unregistered_result
 from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.orchestration_runner import OrchestrationRunner
-from durabletask._worker.registry import Registry
 
 Stub = Any  # pb_grpc.TaskHubSidecarServiceStub; its generated methods are untyped.
 

@@ -11,9 +11,9 @@ import pytest
 from google.protobuf import wrappers_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import Registry
 from durabletask._worker.entity_batches import as_batch
 from durabletask._worker.entity_runner import EntityRunner
-from durabletask._worker.registry import Registry
 from durabletask.entities import DurableEntity, EntityContext, EntityInstanceId
 
 

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import Registry
 from durabletask._replay.executor import ExecutionResult, OrchestrationExecutor
-from durabletask._worker.registry import Registry
 
 T0 = datetime(2025, 1, 1, 12, 0, 0)
 INSTANCE = "abc123"

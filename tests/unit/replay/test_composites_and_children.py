@@ -8,8 +8,9 @@ from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import OrchestrationExecutor
 from durabletask._worker.options import VersioningOptions
+from durabletask._worker.registry import WorkerRegistry
 
-from .history import History, failed_with, failure, kinds, output, registry, run
+from .history import History, failed_with, failure, kinds, output, run
 
 
 def fan_out(ctx: task.OrchestrationContext, n: int) -> Any:
@@ -147,7 +148,8 @@ def test_completed_actions_come_before_the_completion_in_id_order() -> None:
 
 
 def test_sub_orchestrations_default_to_the_worker_default_version() -> None:
-    reg = registry(parent)
+    reg = WorkerRegistry()  # the executor reads the worker's versioning policy when the registry has one
+    reg.add_orchestrator(parent)
     reg.versioning = VersioningOptions(version="5", default_version="4")
     actions = OrchestrationExecutor(reg).execute("p", [], History("p").new().started("parent").new_events).actions
     assert [a.createSubOrchestration.version.value for a in actions] == ["3", "4"]

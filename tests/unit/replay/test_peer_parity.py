@@ -21,8 +21,8 @@ import pytest
 from google.protobuf import json_format
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import Registry
 from durabletask._replay.executor import ExecutionResult, OrchestrationExecutor
-from durabletask._worker.registry import Registry
 
 from .history import T0, History, failure
 

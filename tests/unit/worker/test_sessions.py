@@ -13,7 +13,7 @@ from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import OrchestrationExecutor
 from durabletask._worker.orchestration_runner import Executor, OrchestrationRunner
-from durabletask._worker.registry import Registry
+from durabletask._worker.registry import WorkerRegistry
 from durabletask._worker.session_cache import ExtendedSessionOptions, SessionCache, is_continuation
 
 LOG = logging.getLogger("durabletask-session-tests")
@@ -104,7 +104,7 @@ def two_steps(ctx: task.OrchestrationContext, _: Any) -> Any:
 
 
 def make_runner(cache: SessionCache[Executor] | None, fetch: Any = None) -> OrchestrationRunner:
-    registry = Registry()
+    registry = WorkerRegistry()
     registry.add_orchestrator(two_steps)
     return OrchestrationRunner(
         registry, lambda: OrchestrationExecutor(registry, logger=LOG), logger=LOG, sessions=cache, fetch_history=fetch

@@ -14,8 +14,8 @@ import pytest
 from worker_fakes import activity_item
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import Registry
 from durabletask._worker.activity_runner import ActivityRunner, is_async_callable
-from durabletask._worker.registry import Registry
 from durabletask.serialization import JsonDataConverter
 from durabletask.task import ActivityContext
 

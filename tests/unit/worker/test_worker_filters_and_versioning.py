@@ -9,7 +9,7 @@ from google.protobuf import wrappers_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._worker.filters import filters_from_registry, filters_to_proto
-from durabletask._worker.registry import Registry
+from durabletask._worker.registry import WorkerRegistry
 from durabletask._worker.versioning import (
     check_orchestration_version,
     compare_versions,
@@ -37,8 +37,8 @@ def act(ctx: object, value: object) -> None: ...
 class Counter: ...
 
 
-def registry(versioning: VersioningOptions | None = None) -> Registry:
-    reg = Registry()
+def registry(versioning: VersioningOptions | None = None) -> WorkerRegistry:
+    reg = WorkerRegistry()
     reg.add_orchestrator(orch)
     reg.add_activity(act)
     reg.add_entity(Counter)

@@ -11,8 +11,8 @@ import pytest
 from worker_fakes import activity_item
 
 from durabletask import worker as worker_module
+from durabletask._registry import Registry
 from durabletask._worker.activity_runner import ActivityRunner
-from durabletask._worker.registry import Registry
 from durabletask.worker import ConcurrencyOptions, TaskHubGrpcWorker, VersioningOptions
 
 
