@@ -11,7 +11,7 @@ from typing import Any
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.entity_actions import CallEntity, EntityMessage, LockEntities, SignalEntity, UnlockEntity
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError
-from durabletask._replay.handlers import Dispatcher, Handler
+from durabletask._replay.handlers import Handler, HandlerTable
 from durabletask._replay.runtime import RuntimeContext, naive_utc
 from durabletask._replay.tasks import CompletableTask
 from durabletask.entities.entity_context import to_entity_id
@@ -246,7 +246,7 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
-def install(dispatcher: Dispatcher, kinds: Iterable[str] = HANDLERS) -> None:
-    """Register the entity event handlers on an executor's dispatcher."""
+def install(table: HandlerTable, kinds: Iterable[str] = HANDLERS) -> None:
+    """Register the entity event handlers in an executor's handler table."""
     for kind in kinds:
-        dispatcher.register(kind, HANDLERS[kind])
+        table.register(kind, HANDLERS[kind])

@@ -14,7 +14,7 @@ from durabletask._registry import Registry
 from durabletask._replay import entities, rewind
 from durabletask._replay.codec import Codec
 from durabletask._replay.failures import OrchestrationStateError
-from durabletask._replay.handlers import Dispatcher
+from durabletask._replay.handlers import HandlerTable
 from durabletask._replay.runtime import EntitySupport, RuntimeContext
 
 if TYPE_CHECKING:
@@ -56,18 +56,18 @@ class OrchestrationExecutor:
         self._maximum_timer_interval = maximum_timer_interval
         self._codec = Codec(data_converter)
         self._first_sequence_id = first_sequence_id
-        self._dispatcher = Dispatcher(registry.get_orchestrator)
+        self._handlers = HandlerTable(registry.get_orchestrator)
         if entity_support is None:
             # Built-in entity support unless a caller plugs in its own (with its own event handlers).
-            entities.install(self._dispatcher)
+            entities.install(self._handlers)
             entity_support = entities.OrchestrationEntities
         self._entity_support = entity_support
         self._runtime: RuntimeContext | None = None
 
     @property
-    def dispatcher(self) -> Dispatcher:
+    def handlers(self) -> HandlerTable:
         """The event-kind → handler table, open for extension."""
-        return self._dispatcher
+        return self._handlers
 
     @property
     def is_complete(self) -> bool:
@@ -118,7 +118,7 @@ class OrchestrationExecutor:
     def _run(self, rt: RuntimeContext, events: Sequence[pb.HistoryEvent], *, replaying: bool) -> bool:
         rt.is_replaying_flag = replaying
         try:
-            self._dispatcher.apply(rt, events)
+            self._handlers.apply(rt, events)
         except ProtocolError:
             raise
         except Exception as error:

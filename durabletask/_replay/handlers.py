@@ -1,4 +1,4 @@
-"""One small handler per history event kind, the dispatch table keyed by the event's oneof name, and the loop."""
+"""One small handler per history event kind, the handler table keyed by the event's oneof name, and the loop."""
 
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ def on_entity_event(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     )
 
 
-class Dispatcher:
+class HandlerTable:
     """Applies history events to a runtime through a table of per-kind handlers."""
 
     def __init__(self, lookup: OrchestratorLookup) -> None:

@@ -57,7 +57,7 @@ class EntitySupport(Protocol):
 
     An implementation schedules its own :class:`PendingAction` subclasses with
     :meth:`RuntimeContext.schedule` (taking IDs from :meth:`RuntimeContext.next_sequence_id`) and
-    registers handlers for the entity history events on the executor's :class:`Dispatcher`.
+    registers handlers for the entity history events in the executor's :class:`HandlerTable`.
     """
 
     def call_entity(

@@ -60,7 +60,7 @@ class Slots:
             self._cond.notify_all()
 
 
-class Dispatcher:
+class WorkItemPools:
     """Runs work items with per-kind limits; reading the stream waits for a free slot (backpressure).
 
     Synchronous jobs run on a thread pool; ``async`` jobs run on one event loop in its own thread, so
@@ -91,7 +91,7 @@ class Dispatcher:
         self._pool = ThreadPoolExecutor(max_workers=self._max_threads, thread_name_prefix="durabletask-worker")
 
     def acquire(self, kind: WorkKind) -> bool:
-        """Reserve a slot for one work item of ``kind``; ``False`` once the dispatcher is stopping."""
+        """Reserve a slot for one work item of ``kind``; ``False`` once the pools are stopping."""
         return self._slots[kind].acquire(self._stopping)
 
     def submit(self, kind: WorkKind, job: Callable[[], None]) -> None:
@@ -149,7 +149,7 @@ class Dispatcher:
 
     def _require_pool(self) -> ThreadPoolExecutor:
         if self._pool is None:
-            raise RuntimeError("the dispatcher is not running")
+            raise RuntimeError("the work-item pools are not running")
         return self._pool
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:

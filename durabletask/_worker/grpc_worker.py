@@ -16,7 +16,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._worker.activity_runner import ActivityRunner, ExceptionPropertiesProvider
 from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.completions import CompletionSender
-from durabletask._worker.dispatch import Dispatcher, WorkKind
+from durabletask._worker.dispatch import WorkItemPools, WorkKind
 from durabletask._worker.entity_batches import EntityBatchRunner
 from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
@@ -302,14 +302,14 @@ def _limits(options: ConcurrencyOptions) -> dict[WorkKind, int]:
 
 
 class _Run:
-    """Everything one start()..stop() cycle owns: channel, dispatcher, stream loop and its thread."""
+    """Everything one start()..stop() cycle owns: channel, work-item pools, stream loop and its thread."""
 
     def __init__(self, worker: TaskHubGrpcWorker) -> None:
         logger = worker._logger
         options = worker._concurrency_options
         self._logger = logger
         self._closed = threading.Event()
-        self.dispatcher = Dispatcher(
+        self.pools = WorkItemPools(
             _limits(options), max_threads=options.maximum_thread_pool_workers or 1, logger=logger
         )
         executor_factory = worker._executor_factory or default_executor_factory(
@@ -328,7 +328,7 @@ class _Run:
         )
         self.sender = CompletionSender(logger, stopping=self._closed)
         handler = WorkItemHandler(
-            self.dispatcher,
+            self.pools,
             runner,
             ActivityRunner(
                 worker._registry,
@@ -351,23 +351,23 @@ class _Run:
             logger=logger,
             address=worker._host_address,
         )
-        self.dispatcher.start()
+        self.pools.start()
         self._thread = threading.Thread(target=self.loop.run, name="durabletask-work-items", daemon=True)
         self._thread.start()
 
     def stop(self, grace_period: float) -> None:
         self.loop.stop()
-        self.dispatcher.stop_accepting()
+        self.pools.stop_accepting()
         self._thread.join()
-        idle = self.dispatcher.wait_idle(grace_period)
+        idle = self.pools.wait_idle(grace_period)
         if not idle:
             self._logger.warning(
                 "%d work item(s) still running after %.1fs; stopping without waiting for them",
-                self.dispatcher.in_flight,
+                self.pools.in_flight,
                 grace_period,
             )
         self._closed.set()
-        self.dispatcher.close(wait=idle)
+        self.pools.close(wait=idle)
         # Completions already on the wire finish (bounded by their RPC timeout) before the channel closes.
         self.sender.close(timeout=self.sender.timeout or 30.0)
         self.channels.close()

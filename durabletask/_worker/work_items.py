@@ -9,7 +9,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import Registry
 from durabletask._worker.activity_runner import ActivityRunner
 from durabletask._worker.completions import CompletionSender
-from durabletask._worker.dispatch import Dispatcher, WorkKind
+from durabletask._worker.dispatch import WorkItemPools, WorkKind
 from durabletask._worker.entity_batches import EntityBatchRunner, as_batch, entity_name, unregistered_result
 from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.orchestration_runner import OrchestrationRunner
@@ -26,7 +26,7 @@ class WorkItemHandler:
 
     def __init__(
         self,
-        dispatcher: Dispatcher,
+        pools: WorkItemPools,
         orchestrations: OrchestrationRunner,
         activities: ActivityRunner,
         sender: CompletionSender,
@@ -37,7 +37,7 @@ class WorkItemHandler:
     ) -> None:
         self._registry = registry
         self._entities: EntityBatchRunner = entities if entities is not None else EntityRunner(registry, logger=logger)
-        self._dispatcher = dispatcher
+        self._pools = pools
         self._orchestrations = orchestrations
         self._activities = activities
         self._sender = sender
@@ -61,7 +61,7 @@ class WorkItemHandler:
             self._logger.exception("could not dispatch a %s work item", kind)
 
     def _orchestration(self, request: pb.OrchestratorRequest, token: str, stub: Stub) -> None:
-        if not self._dispatcher.acquire(WorkKind.ORCHESTRATION):
+        if not self._pools.acquire(WorkKind.ORCHESTRATION):
             self._abandon_orchestration(request.instanceId, token, stub, "the worker is stopping")
             return
 
@@ -75,7 +75,7 @@ class WorkItemHandler:
                 lambda: stub.CompleteOrchestratorTask(outcome.response, timeout=self._sender.timeout),
             )
 
-        self._dispatcher.submit(WorkKind.ORCHESTRATION, job)
+        self._pools.submit(WorkKind.ORCHESTRATION, job)
 
     def _abandon_orchestration(self, instance_id: str, token: str, stub: Stub, reason: str) -> None:
         self._logger.info("handing back the orchestration work item for '%s': %s", instance_id, reason)
@@ -89,7 +89,7 @@ class WorkItemHandler:
     def _activity(self, request: pb.ActivityRequest, token: str, stub: Stub) -> None:
         instance_id = request.orchestrationInstance.instanceId
         what = f"the result of activity '{request.name}#{request.taskId}' for '{instance_id}'"
-        if not self._dispatcher.acquire(WorkKind.ACTIVITY):
+        if not self._pools.acquire(WorkKind.ACTIVITY):
             self._sender.send(
                 f"the abandonment of {what}",
                 lambda: stub.AbandonTaskActivityWorkItem(
@@ -105,17 +105,17 @@ class WorkItemHandler:
 
             async def async_job() -> None:
                 response = await self._activities.run_async(request, token)
-                await self._dispatcher.run_blocking(lambda: complete(response))
+                await self._pools.run_blocking(lambda: complete(response))
 
-            self._dispatcher.submit_async(WorkKind.ACTIVITY, async_job)
+            self._pools.submit_async(WorkKind.ACTIVITY, async_job)
         else:
-            self._dispatcher.submit(WorkKind.ACTIVITY, lambda: complete(self._activities.run(request, token)))
+            self._pools.submit(WorkKind.ACTIVITY, lambda: complete(self._activities.run(request, token)))
 
     def _entity(self, item: pb.WorkItem, stub: Stub) -> None:
         batch, infos = as_batch(item)
         name = entity_name(batch.instanceId)
         registered = name is not None and self._registry.get_entity(name) is not None
-        if not self._dispatcher.acquire(WorkKind.ENTITY):
+        if not self._pools.acquire(WorkKind.ENTITY):
             self._abandon_entity(batch.instanceId, item.completionToken, stub)
             return
 
@@ -133,7 +133,7 @@ class WorkItemHandler:
                 lambda: stub.CompleteEntityTask(result, timeout=self._sender.timeout),
             )
 
-        self._dispatcher.submit(WorkKind.ENTITY, job)
+        self._pools.submit(WorkKind.ENTITY, job)
 
     def _abandon_entity(self, instance_id: str, token: str, stub: Stub) -> None:
         self._sender.send(

@@ -122,7 +122,7 @@ def test_entity_support_plugs_into_sequencing_and_dispatch() -> None:
         return (yield ctx.call_entity("counter@x", "get"))
 
     executor = OrchestrationExecutor(registry(counter), entity_support=FakeEntities)
-    executor.dispatcher.register("entityOperationCompleted", on_completed)
+    executor.handlers.register("entityOperationCompleted", on_completed)
     (sent,) = executor.execute("i", [], History("i").new().started("counter").new_events).actions
     assert sent.sendEntityMessage.entityOperationCalled.operation == "get"
 

@@ -1,4 +1,4 @@
-"""Per-kind concurrency slots, the dispatcher's thread pool and event loop, and completion delivery."""
+"""Per-kind concurrency slots, the work-item pools' thread pool and event loop, and completion delivery."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from worker_fakes import WAIT
 
 from durabletask._worker.completions import CompletionSender
-from durabletask._worker.dispatch import Dispatcher, Slots, WorkKind
+from durabletask._worker.dispatch import Slots, WorkItemPools, WorkKind
 from durabletask._worker.failures import is_lease_lost
 from durabletask._worker.stream import ChannelProvider, backoff_delay
 
@@ -60,40 +60,40 @@ def test_slots_refuse_over_release_and_bad_limits() -> None:
 
 
 @pytest.fixture
-def dispatcher() -> Any:
-    d = Dispatcher({WorkKind.ACTIVITY: 2, WorkKind.ORCHESTRATION: 1, WorkKind.ENTITY: 1}, max_threads=8, logger=LOG)
+def pools() -> Any:
+    d = WorkItemPools({WorkKind.ACTIVITY: 2, WorkKind.ORCHESTRATION: 1, WorkKind.ENTITY: 1}, max_threads=8, logger=LOG)
     d.start()
     yield d
     d.close(wait=True)
 
 
-def test_limit_is_per_kind(dispatcher: Dispatcher) -> None:
+def test_limit_is_per_kind(pools: WorkItemPools) -> None:
     gate = threading.Event()
     for _ in range(2):
-        assert dispatcher.acquire(WorkKind.ACTIVITY)
-        dispatcher.submit(WorkKind.ACTIVITY, lambda: gate.wait(WAIT) and None)
-    assert dispatcher.slots(WorkKind.ACTIVITY).used == 2
+        assert pools.acquire(WorkKind.ACTIVITY)
+        pools.submit(WorkKind.ACTIVITY, lambda: gate.wait(WAIT) and None)
+    assert pools.slots(WorkKind.ACTIVITY).used == 2
     # Activities being full does not hold back orchestrations.
     done = threading.Event()
-    assert dispatcher.acquire(WorkKind.ORCHESTRATION)
-    dispatcher.submit(WorkKind.ORCHESTRATION, done.set)
+    assert pools.acquire(WorkKind.ORCHESTRATION)
+    pools.submit(WorkKind.ORCHESTRATION, done.set)
     assert done.wait(WAIT)
     gate.set()
-    assert dispatcher.wait_idle(WAIT)
-    assert dispatcher.slots(WorkKind.ACTIVITY).used == 0
+    assert pools.wait_idle(WAIT)
+    assert pools.slots(WorkKind.ACTIVITY).used == 0
 
 
-def test_a_failing_job_releases_its_slot(dispatcher: Dispatcher) -> None:
+def test_a_failing_job_releases_its_slot(pools: WorkItemPools) -> None:
     def boom() -> None:
         raise RuntimeError("job failed")
 
-    assert dispatcher.acquire(WorkKind.ORCHESTRATION)
-    dispatcher.submit(WorkKind.ORCHESTRATION, boom)
-    assert dispatcher.wait_idle(WAIT)
-    assert dispatcher.slots(WorkKind.ORCHESTRATION).used == 0
+    assert pools.acquire(WorkKind.ORCHESTRATION)
+    pools.submit(WorkKind.ORCHESTRATION, boom)
+    assert pools.wait_idle(WAIT)
+    assert pools.slots(WorkKind.ORCHESTRATION).used == 0
 
 
-def test_async_jobs_share_one_loop_and_run_together(dispatcher: Dispatcher) -> None:
+def test_async_jobs_share_one_loop_and_run_together(pools: WorkItemPools) -> None:
     both_running = threading.Barrier(3, timeout=WAIT)
     loops: set[int] = set()
 
@@ -101,30 +101,30 @@ def test_async_jobs_share_one_loop_and_run_together(dispatcher: Dispatcher) -> N
         loops.add(id(asyncio.get_running_loop()))
         # The barrier is only passed if both coroutines are in flight at once; waiting on the pool
         # keeps the loop free for the other coroutine.
-        await dispatcher.run_blocking(both_running.wait)
+        await pools.run_blocking(both_running.wait)
 
     for _ in range(2):
-        assert dispatcher.acquire(WorkKind.ACTIVITY)
-        dispatcher.submit_async(WorkKind.ACTIVITY, job)
+        assert pools.acquire(WorkKind.ACTIVITY)
+        pools.submit_async(WorkKind.ACTIVITY, job)
     both_running.wait()
-    assert dispatcher.wait_idle(WAIT)
+    assert pools.wait_idle(WAIT)
     assert len(loops) == 1
-    assert dispatcher.slots(WorkKind.ACTIVITY).used == 0
+    assert pools.slots(WorkKind.ACTIVITY).used == 0
 
 
-def test_wait_idle_times_out_while_work_runs(dispatcher: Dispatcher) -> None:
+def test_wait_idle_times_out_while_work_runs(pools: WorkItemPools) -> None:
     gate = threading.Event()
-    assert dispatcher.acquire(WorkKind.ENTITY)
-    dispatcher.submit(WorkKind.ENTITY, lambda: gate.wait(WAIT) and None)
-    assert not dispatcher.wait_idle(0.05)
-    assert dispatcher.in_flight == 1
+    assert pools.acquire(WorkKind.ENTITY)
+    pools.submit(WorkKind.ENTITY, lambda: gate.wait(WAIT) and None)
+    assert not pools.wait_idle(0.05)
+    assert pools.in_flight == 1
     gate.set()
-    assert dispatcher.wait_idle(WAIT)
+    assert pools.wait_idle(WAIT)
 
 
-def test_acquire_fails_once_stopping(dispatcher: Dispatcher) -> None:
-    dispatcher.stop_accepting()
-    assert not dispatcher.acquire(WorkKind.ACTIVITY)
+def test_acquire_fails_once_stopping(pools: WorkItemPools) -> None:
+    pools.stop_accepting()
+    assert not pools.acquire(WorkKind.ACTIVITY)
 
 
 # --- completion delivery ------------------------------------------------------------------------
