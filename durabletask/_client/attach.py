@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from durabletask._attach.decision import AttachAction, plan_attach
 from durabletask._attach.fingerprint import Fingerprint
@@ -15,9 +15,19 @@ from durabletask._client.models import DataConverter, OrchestrationState
 from durabletask._errors import DurableTaskError
 from durabletask._grpc.errors import AlreadyExistsError
 
-if TYPE_CHECKING:
-    from durabletask._client.async_client import AsyncTaskHubGrpcClient
-    from durabletask._client.sync_client import TaskHubGrpcClient
+
+# The handles need only a way to wait; typing them by these protocols keeps this module below the clients.
+class _CompletionWaiter(Protocol):
+    def wait_for_orchestration_completion(
+        self, instance_id: str, *, fetch_payloads: bool = True, timeout: float = 60
+    ) -> OrchestrationState | None: ...
+
+
+class _AsyncCompletionWaiter(Protocol):
+    async def wait_for_orchestration_completion(
+        self, instance_id: str, *, fetch_payloads: bool = True, timeout: float = 60
+    ) -> OrchestrationState | None: ...
+
 
 # A start that must never replace anything: an existing instance of any status makes it fail.
 _NEVER_REPLACE: list[Any] = []
@@ -78,7 +88,7 @@ class AttachedOrchestration:
     instance_id: str
     action: AttachAction
     state: OrchestrationState | None
-    _client: TaskHubGrpcClient = field(repr=False, compare=False)
+    _client: _CompletionWaiter = field(repr=False, compare=False)
 
     def wait(self, timeout: float = 60) -> OrchestrationState:
         """Wait for the instance to finish; a completed instance returns at once. Raises ``TimeoutError``."""
@@ -103,7 +113,7 @@ class AsyncAttachedOrchestration:
     instance_id: str
     action: AttachAction
     state: OrchestrationState | None
-    _client: AsyncTaskHubGrpcClient = field(repr=False, compare=False)
+    _client: _AsyncCompletionWaiter = field(repr=False, compare=False)
 
     async def wait(self, timeout: float = 60) -> OrchestrationState:
         """Wait for the instance to finish; a completed instance returns at once. Raises ``TimeoutError``."""
