@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from durabletask._proto import orchestrator_service_pb2 as pb
     from durabletask.task import FailureDetails
 
 __all__ = [
@@ -348,10 +347,3 @@ class ExecutionRewoundEvent(HistoryEvent):
 def to_dict(event: HistoryEvent) -> dict[str, Any]:
     """``event.to_dict()``: the event as JSON-compatible data."""
     return event.to_dict()
-
-
-def _from_protobuf(event: pb.HistoryEvent) -> HistoryEvent:
-    """The public event for a wire ``HistoryEvent`` (kept under the name older code imports)."""
-    from durabletask._grpc.convert import history_event_from_pb
-
-    return history_event_from_pb(event)

@@ -5,8 +5,6 @@ Compatible with the ``durabletask.task`` module of Microsoft's ``durabletask`` p
 
 from __future__ import annotations
 
-from typing import Any
-
 from durabletask._errors import DurableTaskError, PayloadTooLargeError, SerializationError
 from durabletask._replay.contexts import (
     Activity,
@@ -43,6 +41,12 @@ from durabletask._replay.tasks import (
     when_any,
 )
 
+# The compatible API also exported the entity types from this module; their home is ``durabletask.entities``.
+from durabletask.entities import DurableEntity as DurableEntity
+from durabletask.entities import EntityContext as EntityContext
+from durabletask.entities import EntityInstanceId as EntityInstanceId
+from durabletask.entities import EntityLock as EntityLock
+
 __all__ = [
     "Activity",
     "ActivityContext",
@@ -76,15 +80,3 @@ __all__ = [
     "when_all",
     "when_any",
 ]
-
-# The entity types were importable from this module in the compatible API; they live in
-# ``durabletask.entities`` and are resolved on first use so this module does not import entity code.
-_ENTITY_NAMES = frozenset({"DurableEntity", "EntityContext", "EntityInstanceId", "EntityLock"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ENTITY_NAMES:
-        import durabletask.entities as entities
-
-        return getattr(entities, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

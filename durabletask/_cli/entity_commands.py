@@ -8,11 +8,10 @@ from typing import Any
 from durabletask import client as dt_client
 from durabletask._cli.commands import parse_json
 from durabletask._cli.render import Renderer
+from durabletask.entities import EntityInstanceId
 
 
 def _entity_id(text: str) -> Any:
-    from durabletask.entities import EntityInstanceId
-
     return EntityInstanceId.parse(text)
 
 

@@ -363,7 +363,7 @@ def parse_get_entity_response(
     """The entity's metadata, or ``None`` if it does not exist."""
     if not response.exists:
         return None
-    return convert.entity_metadata_from_pb(response.entity, include_state, converter)
+    return EntityMetadata.from_entity_metadata(response.entity, include_state, converter)
 
 
 def build_query_entities_request(query: EntityQuery, continuation_token: str | None = None) -> RpcRequest:
@@ -387,7 +387,7 @@ def parse_query_entities_response(
     response: pb.QueryEntitiesResponse, include_state: bool, converter: DataConverter, previous_token: str | None
 ) -> tuple[list[EntityMetadata], str | None]:
     """One page of entities and the token for the next page (``None`` when done)."""
-    entities = [convert.entity_metadata_from_pb(e, include_state, converter) for e in response.entities]
+    entities = [EntityMetadata.from_entity_metadata(e, include_state, converter) for e in response.entities]
     token = response.continuationToken if response.HasField("continuationToken") else None
     return entities, next_token(token, previous_token)
 

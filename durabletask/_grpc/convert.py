@@ -1,4 +1,4 @@
-"""Proto ⇄ model conversions: timestamps, wrapper values, failure details, states, entities, history."""
+"""Proto ⇄ model conversions: timestamps, wrapper values, failure details, instance states and history events."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ from durabletask._client.models import DEFAULT_CONVERTER, DataConverter, Orchest
 from durabletask._errors import ProtocolError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.failures import FailureDetails, details_from_proto
-from durabletask.entities.entity_instance_id import EntityInstanceId
-from durabletask.entities.entity_metadata import EntityMetadata
 
 # ---------------------------------------------------------------------------------------------- scalars
 
@@ -101,25 +99,6 @@ def orchestration_state_from_pb(
         completed_at=naive_utc(state.completedTimestamp) if state.HasField("completedTimestamp") else None,
         parent_instance_id=optional_string(state, "parentInstanceId"),
         tags=dict(state.tags) or None,
-    )
-
-
-def entity_metadata_from_pb(
-    entity: pb.EntityMetadata, includes_state: bool, data_converter: DataConverter | None = None
-) -> EntityMetadata:
-    """The public snapshot of an entity."""
-    try:
-        entity_id = EntityInstanceId.parse(entity.instanceId)
-    except ValueError as exc:
-        raise ProtocolError(f"the service returned an invalid entity ID: {exc}") from exc
-    return EntityMetadata(
-        id=entity_id,
-        last_modified=from_timestamp(entity.lastModifiedTime),
-        backlog_queue_size=entity.backlogQueueSize,
-        locked_by=entity.lockedBy.value,
-        includes_state=includes_state,
-        state=optional_string(entity, "serializedState") if includes_state else None,
-        data_converter=data_converter,
     )
 
 

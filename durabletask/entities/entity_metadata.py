@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from datetime import datetime, timezone
+from typing import Any, TypeVar, overload
 
+from durabletask._errors import ProtocolError
+from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId
-
-if TYPE_CHECKING:
-    from durabletask._client.models import DataConverter
-    from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask.serialization import DEFAULT_DATA_CONVERTER, DataConverter
 
 __all__ = ["EntityMetadata"]
 
@@ -62,10 +61,25 @@ class EntityMetadata:
     def from_entity_metadata(
         entity: pb.EntityMetadata, includes_state: bool, data_converter: DataConverter | None = None
     ) -> EntityMetadata:
-        """Build from the wire message."""
-        from durabletask._grpc.convert import entity_metadata_from_pb
+        """Build from the wire message.
 
-        return entity_metadata_from_pb(entity, includes_state, data_converter)
+        The compatible API puts this constructor on the model, so the model reads its own wire form here
+        (protobuf types only); every other proto-to-model conversion lives in ``durabletask._grpc.convert``.
+        """
+        try:
+            entity_id = EntityInstanceId.parse(entity.instanceId)
+        except ValueError as exc:
+            raise ProtocolError(f"the service returned an invalid entity ID: {exc}") from exc
+        state = entity.serializedState.value if includes_state and entity.HasField("serializedState") else None
+        return EntityMetadata(
+            id=entity_id,
+            last_modified=entity.lastModifiedTime.ToDatetime(tzinfo=timezone.utc),
+            backlog_queue_size=entity.backlogQueueSize,
+            locked_by=entity.lockedBy.value,
+            includes_state=includes_state,
+            state=state,
+            data_converter=data_converter,
+        )
 
     @overload
     def get_state(self, intended_type: type[TState]) -> TState | None: ...
@@ -96,11 +110,8 @@ class EntityMetadata:
         """The decoded state (``None`` if absent), rebuilt as ``intended_type`` when given."""
         if self._state is None:
             return None
-        if self._data_converter is None:
-            from durabletask._client.models import DEFAULT_CONVERTER
-
-            return DEFAULT_CONVERTER.deserialize(self._state, intended_type)
-        return self._data_converter.deserialize(self._state, intended_type)
+        converter = self._data_converter if self._data_converter is not None else DEFAULT_DATA_CONVERTER
+        return converter.deserialize(self._state, intended_type)
 
     def get_locked_by(self) -> EntityInstanceId | None:
         """Who holds the entity's lock, or ``None`` if it is unlocked.

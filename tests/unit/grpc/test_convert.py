@@ -173,7 +173,7 @@ def test_entity_metadata_accessors() -> None:
     with pytest.raises(TypeError, match="dict"):
         meta.get_state(dict)
     with pytest.raises(ProtocolError, match="entity ID"):
-        convert.entity_metadata_from_pb(pb.EntityMetadata(instanceId="plain"), False)
+        EntityMetadata.from_entity_metadata(pb.EntityMetadata(instanceId="plain"), False)
 
 
 # ----------------------------------------------------------------------------------------------- history
@@ -218,12 +218,6 @@ def test_history_event_details() -> None:
     assert isinstance(task_failed, history.TaskFailedEvent)
     assert task_failed.failure_details is not None and task_failed.failure_details.error_type == "builtins.ValueError"
     assert task_failed.to_dict()["failure_details"]["message"] == "boom"
-
-
-def test_history_module_keeps_the_private_converter_name() -> None:
-    event = pb.HistoryEvent(eventId=9, timerFired=pb.TimerFiredEvent(timerId=3, fireAt=ts()))
-    fired = history._from_protobuf(event)
-    assert isinstance(fired, history.TimerFiredEvent) and (fired.timer_id, fired.fire_at) == (3, T0)
 
 
 def test_history_event_without_kind_is_a_protocol_error() -> None:
