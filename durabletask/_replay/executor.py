@@ -92,12 +92,12 @@ class OrchestrationExecutor:
             instance_id,
             self._codec,
             maximum_timer_interval=self._maximum_timer_interval,
+            entity_support=self._entity_support,
             logger=self._logger,
             first_sequence_id=self._first_sequence_id,
         )
         versioning = getattr(self._registry, "versioning", None)
         rt.default_sub_version = getattr(versioning, "default_version", None)
-        rt.entities = self._entity_support(rt)
         self._runtime = rt
         if self._run(rt, old_events, replaying=True):
             self._run(rt, new_events, replaying=False)

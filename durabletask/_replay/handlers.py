@@ -154,13 +154,6 @@ def on_ignored(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     """Bookkeeping events with no effect on the orchestrator's state."""
 
 
-def on_entity_event(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
-    raise NotImplementedError(
-        f"history event '{event.WhichOneof('eventType')}' needs durable entity support, which this "
-        "orchestration runtime does not have yet"
-    )
-
-
 class HandlerTable:
     """Applies history events to a runtime through a table of per-kind handlers."""
 
@@ -191,16 +184,6 @@ class HandlerTable:
             "executionRewound",
         ):
             self.table[kind] = on_ignored
-        for kind in (
-            "entityOperationSignaled",
-            "entityOperationCalled",
-            "entityOperationCompleted",
-            "entityOperationFailed",
-            "entityLockRequested",
-            "entityLockGranted",
-            "entityUnlockSent",
-        ):
-            self.table[kind] = on_entity_event
 
     def register(self, kind: str, handler: Handler) -> None:
         """Install or replace the handler for one event kind (how entity support plugs in)."""

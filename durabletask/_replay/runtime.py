@@ -30,7 +30,6 @@ from durabletask._replay.tasks import CancellableTask, CompletableTask, Retryabl
 
 _UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_OID, "9e952958-5e33-4daf-827f-2fa12937b875")
 _EPOCH = datetime(1970, 1, 1)
-_ENTITIES_LATER = "durable entities are not supported by this orchestration runtime yet"
 
 COMPLETED = pb.ORCHESTRATION_STATUS_COMPLETED
 FAILED = pb.ORCHESTRATION_STATUS_FAILED
@@ -82,6 +81,7 @@ class RuntimeContext(OrchestrationContext):
         codec: Codec,
         *,
         maximum_timer_interval: timedelta | None,
+        entity_support: Callable[[RuntimeContext], EntitySupport],
         logger: logging.Logger | None = None,
         first_sequence_id: int = 1,
     ) -> None:
@@ -117,8 +117,8 @@ class RuntimeContext(OrchestrationContext):
         self.custom_status: str | None = None
         #: The version given to sub-orchestrations started without one (the worker's versioning policy).
         self.default_sub_version: str | None = None
-        #: Entity support, installed by the executor when configured.
-        self.entities: EntitySupport | None = None
+        # Last: entity support is built around the finished context.
+        self.entities: EntitySupport = entity_support(self)
 
     # ---- properties -------------------------------------------------------------------------
     @property
@@ -314,27 +314,21 @@ class RuntimeContext(OrchestrationContext):
         self._uuid_counter += 1
         return str(uuid.uuid5(_UUID_NAMESPACE, name))
 
-    def _entity_support(self) -> EntitySupport:
-        if self.entities is None:
-            raise NotImplementedError(_ENTITIES_LATER)
-        return self.entities
-
     def call_entity(
         self, entity: Any, operation: str, input: Any = None, *, return_type: type | None = None
     ) -> CompletableTask[Any]:
-        return self._entity_support().call_entity(entity, operation, input, return_type=return_type)
+        return self.entities.call_entity(entity, operation, input, return_type=return_type)
 
     def signal_entity(
         self, entity_id: Any, operation_name: str, input: Any = None, signal_time: datetime | None = None
     ) -> None:
-        self._entity_support().signal_entity(entity_id, operation_name, input, signal_time)
+        self.entities.signal_entity(entity_id, operation_name, input, signal_time)
 
     def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]:
-        return self._entity_support().lock_entities(entities)
+        return self.entities.lock_entities(entities)
 
     def _exit_critical_section(self) -> None:
-        if self.entities is not None:
-            self.entities.exit_critical_section()
+        self.entities.exit_critical_section()
 
     # ---- running the orchestrator -------------------------------------------------------------
     def start(self, name: str, fn: Callable[..., Any], encoded_input: str | None) -> None:
@@ -406,7 +400,7 @@ class RuntimeContext(OrchestrationContext):
 
     def _release_locks(self) -> None:
         # Entity locks still held when the execution ends must be released by this episode's actions.
-        if self.entities is not None and not self.done:
+        if not self.done:
             self.entities.exit_critical_section()
 
     def _end(
