@@ -123,7 +123,7 @@ class TaskHubGrpcWorker:
             self._capabilities.add(EXTENDED_SESSIONS_CAPABILITY)
         self._work_item_filters: WorkItemFilters | None = None
         self._auto_generate_work_item_filters = False
-        # Seams for the runners: the replay executor, and entity execution once it is available.
+        # Seams for the runners: a replacement replay executor or entity runner (None: the built-in ones).
         self._executor_factory: ExecutorFactory | None = None
         self._entity_runner: EntityBatchRunner | None = None
         self._is_running = False
