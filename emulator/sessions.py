@@ -5,11 +5,8 @@ from __future__ import annotations
 import threading
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
 from emulator.engine import SessionMark
-
-#: Workers that keep orchestrations live between work items advertise this (not a published
-#: ``WorkerCapability`` value; other workers never send it and keep receiving full histories).
-EXTENDED_SESSIONS_CAPABILITY = 1001
 
 
 def advertised(request: pb.GetWorkItemsRequest) -> tuple[bool, bool]:

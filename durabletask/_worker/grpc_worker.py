@@ -13,6 +13,7 @@ import grpc
 
 from durabletask._grpc.channel import ClientInterceptor, create_channel, get_default_host_address
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
 from durabletask._worker.activity_runner import ActivityRunner, ExceptionPropertiesProvider
 from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.completions import CompletionSender
@@ -29,7 +30,7 @@ from durabletask._worker.orchestration_runner import (
     default_executor_factory,
 )
 from durabletask._worker.registry import WorkerRegistry
-from durabletask._worker.session_cache import EXTENDED_SESSIONS_CAPABILITY, ExtendedSessionOptions, SessionCache
+from durabletask._worker.session_cache import ExtendedSessionOptions, SessionCache
 from durabletask._worker.stream import ChannelProvider, StreamLoop, history_fetcher
 from durabletask._worker.work_items import WorkItemHandler
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions

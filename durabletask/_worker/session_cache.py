@@ -10,16 +10,10 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._protocol_extensions import INCLUDE_PAST_EVENTS
 
 E = TypeVar("E")
 
-#: Advertised in ``GetWorkItemsRequest.capabilities`` by workers that keep extended sessions. The public
-#: ``WorkerCapability`` enum has no value for it; backends that do not know it ignore it, so such
-#: workers keep receiving full histories.
-EXTENDED_SESSIONS_CAPABILITY = 1001
-#: The ``OrchestratorRequest.properties`` key a backend sets to ``false`` when it leaves out the past
-#: events because the worker holds the orchestration from an earlier work item.
-INCLUDE_PAST_EVENTS = "IncludePastEvents"
 
 
 @dataclass(frozen=True)

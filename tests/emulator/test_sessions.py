@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
 from emulator.server import EmulatorServer
-from emulator.sessions import EXTENDED_SESSIONS_CAPABILITY
 
 from .conftest import HubStub, WorkStream, complete, finish, history, kinds, schedule, start, status_of, sv
 

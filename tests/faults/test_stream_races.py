@@ -13,8 +13,8 @@ import grpc
 import pytest
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
 from emulator.server import EmulatorServer
-from emulator.sessions import EXTENDED_SESSIONS_CAPABILITY
 from tests.emulator.conftest import HubStub, WorkStream, complete, schedule, sv
 
 

@@ -1,0 +1,20 @@
+"""Our private extensions to the public DTS protocol: values Microsoft's published protocol does not define.
+
+Each one is optional on both sides. A backend that does not know an extension ignores it (proto3 enums are
+open, so an unknown capability reaches it as a plain number), and a worker that does not send it gets the
+published behaviour. Both SDK and emulator import these values from here, so each is defined once.
+"""
+
+from __future__ import annotations
+
+#: Extended sessions. A worker that keeps orchestrations live between work items adds this to
+#: ``GetWorkItemsRequest.capabilities``. It is not a value of the published ``WorkerCapability`` enum (which
+#: stops at a handful of small numbers), so it is far from them to stay clear of future values. A backend that
+#: knows it sends an instance's next work item to the same stream with only the new events; one that does not
+#: ignores it and keeps sending full histories, which the worker handles as it always does.
+EXTENDED_SESSIONS_CAPABILITY = 1001
+
+#: The ``OrchestratorRequest.properties`` key a backend sets to ``false`` when it leaves out the past events
+#: because the worker holds the orchestration from an earlier work item (of an extended session). The worker
+#: answers ``requiresHistory`` when it no longer holds it.
+INCLUDE_PAST_EVENTS = "IncludePastEvents"
