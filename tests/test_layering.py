@@ -1,0 +1,283 @@
+"""The layering of the SDK and the emulator, read from their import graph (docs/architecture.md draws it).
+
+Every import counts: module level, inside functions (a deferred import is still a dependency) and under
+``TYPE_CHECKING``. A failure names the importing file and line and the edge that breaks the rule.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("durabletask", "emulator")
+
+# The layers of docs/architecture.md, bottom first: a module imports only from its own layer or lower ones.
+# A module belongs to the layer of its longest matching prefix (a bare package name means its __init__).
+SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "SDK foundations",
+        (
+            "durabletask._proto",
+            "durabletask.internal",
+            "durabletask._errors",
+            "durabletask._payload",
+            "durabletask._registry",
+            "durabletask._protocol_extensions",
+            "durabletask._attach",
+        ),
+    ),
+    (
+        "replay core and models",
+        (
+            "durabletask._replay",
+            "durabletask.task",
+            "durabletask.entities",
+            "durabletask.history",
+            "durabletask.serialization",
+            "durabletask.grpc_options",
+            "durabletask._client.models",
+        ),
+    ),
+    ("gRPC", ("durabletask._grpc",)),
+    ("client and worker", ("durabletask._client", "durabletask._worker")),
+    (
+        "SDK entry points",
+        (
+            "durabletask",
+            "durabletask.client",
+            "durabletask.worker",
+            "durabletask.azuremanaged",
+            "durabletask.cli",
+            "durabletask._cli",
+        ),
+    ),
+]
+EMULATOR_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "emulator foundations",
+        (
+            "emulator.clock",
+            "emulator.errors",
+            "emulator.events",
+            "emulator.validation",
+            "emulator.aio_loop",
+            "emulator.auth",
+        ),
+    ),
+    ("storage", ("emulator.storage",)),
+    ("state machine", ("emulator.state_machine", "emulator.actions")),
+    (
+        "engine",
+        (
+            "emulator.engine",
+            "emulator.entities",
+            "emulator.entity_ops",
+            "emulator.delivery",
+            "emulator.outbox",
+            "emulator.queries",
+            "emulator.convert",
+        ),
+    ),
+    ("WorkDispatcher", ("emulator.dispatcher", "emulator.sessions")),
+    ("servicer", ("emulator.servicer", "emulator.handlers", "emulator.hubs", "emulator.faults")),
+    ("emulator server", ("emulator", "emulator.server", "emulator.__main__", "emulator.healthcheck")),
+]
+# The emulator stands on the SDK's foundations only; the in-memory test backend in turn starts the emulator.
+LAYERS = [*SDK_LAYERS, *EMULATOR_LAYERS, ("in-memory test backend", ("durabletask.testing",))]
+
+# Public data models: what the protocol converter converts, so they must not need it.
+MODELS = ("durabletask.task", "durabletask.history", "durabletask.entities", "durabletask._client.models")
+UPPER = ("durabletask._worker", "durabletask._client", "durabletask._grpc")
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    where: str  # path:line of the import statement
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.source} -> {self.target}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@functools.cache
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+def within(name: str, prefixes: Iterable[str]) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+def _imported(source: str, path: Path, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
+    known = modules()
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    base = node.module or ""
+    if node.level:  # relative: resolve against the importing module's package
+        package = source.split(".") if path.name == "__init__.py" else source.split(".")[:-1]
+        package = package[: len(package) - (node.level - 1)]
+        base = ".".join([*package, base] if base else package)
+    for alias in node.names:
+        # ``from package import module`` imports the module; ``from module import name`` the module itself.
+        candidate = f"{base}.{alias.name}"
+        yield candidate if candidate in known else base
+
+
+@functools.cache
+def edges() -> tuple[Edge, ...]:
+    found: list[Edge] = []
+    for source, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                found.extend(Edge(source, target, where) for target in _imported(source, path, node))
+    return tuple(found)
+
+
+def internal_edges() -> list[Edge]:
+    known = modules()
+    return [e for e in edges() if e.target in known and e.target != e.source]
+
+
+def broken(sources: Iterable[str], forbidden: Iterable[str]) -> list[str]:
+    sources, forbidden = tuple(sources), tuple(forbidden)
+    return [str(e) for e in edges() if within(e.source, sources) and within(e.target, forbidden)]
+
+
+def no_edges(found: list[str], rule: str) -> None:
+    if found:
+        pytest.fail(f"{rule}; these imports break it:\n  " + "\n  ".join(found))
+
+
+def layer_of(name: str) -> int:
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for level, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            # A top-level package name stands for its __init__ only, so every other module must be placed.
+            matches = name == prefix if prefix in PACKAGES else within(name, [prefix])
+            if matches and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), level)
+    if best is None:
+        raise AssertionError(f"{name} is in no layer; add it to LAYERS and to docs/architecture.md")
+    return best[1]
+
+
+def test_the_graph_is_read() -> None:
+    # Guards the checks below against passing on an empty or misread graph.
+    targets = {e.target for e in edges() if e.source == "durabletask._replay.executor"}
+    assert {"durabletask._registry", "durabletask._replay.handlers"} <= targets
+    assert "emulator.storage" in {e.target for e in edges() if e.source == "emulator.engine"}
+
+
+def test_every_import_points_to_the_same_or_a_lower_layer() -> None:
+    upward = [
+        f"{e} ({LAYERS[layer_of(e.source)][0]} -> {LAYERS[layer_of(e.target)][0]})"
+        for e in internal_edges()
+        if layer_of(e.target) > layer_of(e.source)
+    ]
+    no_edges(upward, "imports point down the layers of docs/architecture.md")
+
+
+def test_the_replay_core_imports_no_worker_client_or_grpc() -> None:
+    no_edges(broken(["durabletask._replay"], [*UPPER, "grpc"]), "the replay core imports no worker, client or gRPC")
+
+
+def test_models_do_not_import_the_grpc_layer() -> None:
+    no_edges(broken(MODELS, ["durabletask._grpc", "grpc"]), "models do not import the gRPC layer")
+
+
+def test_the_emulator_uses_only_the_sdk_foundations() -> None:
+    foundations = SDK_LAYERS[0][1]
+    found = [
+        str(e)
+        for e in edges()
+        if within(e.source, ["emulator"]) and within(e.target, ["durabletask"]) and not within(e.target, foundations)
+    ]
+    no_edges(found, "the emulator imports the SDK's foundations only")
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in modules()}
+    for e in internal_edges():
+        graph[e.source].add(e.target)
+        # Importing a.b.c runs a and a.b first: a package's __init__ imports are dependencies too.
+        parts = e.target.split(".")
+        for i in range(1, len(parts)):
+            parent = ".".join(parts[:i])
+            if parent in graph and not within(e.source, [parent]):
+                graph[e.source].add(parent)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle as a path (first node repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            cycle = visit(start)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_find_cycle_reports_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycles() -> None:
+    cycle = find_cycle(_graph())
+    if cycle is None:
+        return
+    where = {(e.source, e.target): e.where for e in internal_edges()}
+    steps = [f"{a} -> {b} ({where.get((a, b), 'via its package __init__')})" for a, b in itertools.pairwise(cycle)]
+    pytest.fail("import cycle:\n  " + "\n  ".join(steps))
+
+
+def test_the_private_protocol_extension_is_defined_once() -> None:
+    home = ROOT / "durabletask" / "_protocol_extensions.py"
+    definitions = []
+    for top in (*PACKAGES, "tests"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            if path == home:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                targets = getattr(node, "targets", [getattr(node, "target", None)])
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+                assigned = isinstance(node, ast.Assign | ast.AnnAssign) and "EXTENDED_SESSIONS_CAPABILITY" in names
+                literal = top != "tests" and isinstance(node, ast.Constant) and node.value == 1001
+                if assigned or literal:
+                    definitions.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    no_edges(definitions, "the extension's value is defined in durabletask/_protocol_extensions.py only")
