@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from durabletask import task
+from durabletask import entities, task
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import ExecutionResult
 from durabletask.entities import EntityInstanceId, EntityLock
@@ -447,3 +447,9 @@ def test_a_recorded_unlock_the_code_no_longer_sends_is_non_deterministic() -> No
 
     now.__name__ = "transfer"
     assert "the release of the lock on '@account@a'" in failed_with(run(steps.history, now)).errorMessage
+
+
+def test_the_task_module_still_exports_the_entity_types() -> None:
+    # The compatible API's durabletask.task exported these; they are durabletask.entities' classes.
+    for name in ("DurableEntity", "EntityContext", "EntityInstanceId", "EntityLock"):
+        assert getattr(task, name) is getattr(entities, name)
