@@ -1,6 +1,7 @@
 """Names → user functions: how functions are named, registered and looked up, and the errors for each.
 
-It sits below the replay core, the worker and the client, which all import it and nothing of each other.
+It sits below the replay core (which looks orchestrators up), the worker (which registers and runs functions)
+and the client (which schedules by the same names), so none of them needs another for it.
 """
 
 from __future__ import annotations

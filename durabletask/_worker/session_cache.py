@@ -15,7 +15,6 @@ from durabletask._protocol_extensions import INCLUDE_PAST_EVENTS
 E = TypeVar("E")
 
 
-
 @dataclass(frozen=True)
 class ExtendedSessionOptions:
     """How many live orchestrations a worker keeps between work items, and for how long.
