@@ -20,6 +20,7 @@ from durabletask._client.models import (
 )
 from durabletask._client.requests import parse_get_orchestration_state_response, parse_purge_response
 from durabletask._client.sync_client import TaskHubGrpcClient
+from durabletask._errors import SyncCallInEventLoopError
 from durabletask._grpc.convert import orchestration_state_from_pb
 from durabletask._grpc.errors import (
     AlreadyExistsError,
@@ -64,6 +65,7 @@ __all__ = [
     "Page",
     "PurgeInstancesResult",
     "RpcStatusError",
+    "SyncCallInEventLoopError",
     "TaskHubGrpcClient",
     "UnavailableError",
     "new_orchestration_state",

@@ -56,21 +56,24 @@ def _loop_running() -> bool:
 
 
 def blocking(method: F) -> F:
-    """Mark a sync client method that blocks; calling it inside a running event loop fails fast.
+    """Mark a sync client method that blocks the calling thread until the RPC is done.
 
-    A blocking call there would stall every other task on the loop for as long as the RPC takes.
-    Threads without a running loop (including worker threads and ``asyncio.to_thread``) are fine.
+    Like Microsoft's client it simply blocks, also inside a running event loop (a FastAPI or aiohttp handler,
+    Jupyter, a pytest-asyncio test). A client built with ``fail_in_event_loop=True`` raises
+    :class:`SyncCallInEventLoopError` there instead, because such a call stalls every other task on the loop
+    for as long as the RPC takes. Threads without a running loop (including ``asyncio.to_thread``) never fail.
     """
 
     @functools.wraps(method)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        if _loop_running():
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._fail_in_event_loop and _loop_running():
             raise SyncCallInEventLoopError(
-                f"TaskHubGrpcClient.{method.__name__}() blocks and was called from a running asyncio event loop; "
-                f"use AsyncTaskHubGrpcClient and 'await client.{method.__name__}(...)' instead, "
-                "or move the call to a thread with asyncio.to_thread()"
+                f"TaskHubGrpcClient.{method.__name__}() blocks and was called from a running asyncio event loop "
+                "(the client was built with fail_in_event_loop=True); use AsyncTaskHubGrpcClient and "
+                f"'await client.{method.__name__}(...)' instead, or move the call to a thread with "
+                "asyncio.to_thread()"
             )
-        return method(*args, **kwargs)
+        return method(self, *args, **kwargs)
 
     return guarded  # type: ignore[return-value]
 

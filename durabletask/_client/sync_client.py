@@ -40,8 +40,9 @@ T = TypeVar("T")
 class TaskHubGrpcClient:
     """Schedules and manages orchestrations and entities over gRPC, blocking the calling thread.
 
-    Safe to share between threads. Calling it from inside a running asyncio event loop raises
-    :class:`~durabletask._errors.SyncCallInEventLoopError`; use :class:`AsyncTaskHubGrpcClient` there.
+    Safe to share between threads. Like Microsoft's client, every call blocks the calling thread, also inside a
+    running asyncio event loop (where it stalls the loop's other tasks until the RPC is done; prefer
+    :class:`AsyncTaskHubGrpcClient` there). ``fail_in_event_loop=True`` turns such calls into errors.
 
     Args:
         host_address: ``host:port`` (an ``http(s)://`` or ``grpc(s)://`` prefix selects TLS); default
@@ -61,6 +62,9 @@ class TaskHubGrpcClient:
         emit_trace_spans: Kept for compatibility; this client emits no trace spans.
         root_certificates: PEM CA certificates to trust for TLS (e.g. a private CA); an addition to the
             compatible API.
+        fail_in_event_loop: Raise :class:`~durabletask._errors.SyncCallInEventLoopError` instead of blocking
+            when a method is called from a thread running an asyncio event loop (default ``False``: block, as
+            Microsoft's client does). An addition to the compatible API, for code that wants the mistake caught.
     """
 
     def __init__(
@@ -81,7 +85,9 @@ class TaskHubGrpcClient:
         data_converter: DataConverter | None = None,
         emit_trace_spans: bool = True,
         root_certificates: bytes | None = None,
+        fail_in_event_loop: bool = False,
     ) -> None:
+        self._fail_in_event_loop = fail_in_event_loop
         self._settings = ClientSettings(
             log_name="client",
             host_address=host_address,

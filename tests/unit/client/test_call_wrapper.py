@@ -10,7 +10,6 @@ import grpc
 import pytest
 
 from durabletask import client
-from durabletask._errors import SyncCallInEventLoopError
 from durabletask._grpc.errors import (
     AlreadyExistsError,
     DeadlineExceededError,
@@ -153,14 +152,27 @@ def test_history_stream_is_collected_in_order(sidecar: SidecarServer) -> None:
 # ------------------------------------------------------------------------------------------ event-loop guard
 
 
-def test_sync_calls_inside_an_event_loop_fail_fast_and_point_at_the_async_client(sidecar: SidecarServer) -> None:
-    c = sync_client(sidecar)
+def test_sync_calls_inside_an_event_loop_block_and_succeed_by_default(sidecar: SidecarServer) -> None:
+    # Microsoft's client blocks there (FastAPI/aiohttp handlers, Jupyter, pytest-asyncio tests rely on it).
+    with sync_client(sidecar) as c:
+
+        async def inside_the_loop() -> Any:
+            return c.get_orchestration_state("a")
+
+        assert asyncio.run(inside_the_loop()) is None
+    assert len(sidecar.fake.calls("GetInstance")) == 1
+
+
+def test_sync_calls_inside_an_event_loop_fail_fast_when_asked_and_point_at_the_async_client(
+    sidecar: SidecarServer,
+) -> None:
+    c = sync_client(sidecar, fail_in_event_loop=True)
 
     async def misuse() -> None:
         c.wait_for_orchestration_completion("a", timeout=1)
 
     try:
-        with pytest.raises(SyncCallInEventLoopError, match="AsyncTaskHubGrpcClient") as info:
+        with pytest.raises(client.SyncCallInEventLoopError, match="AsyncTaskHubGrpcClient") as info:
             asyncio.run(misuse())
         assert "wait_for_orchestration_completion" in str(info.value) and isinstance(info.value, RuntimeError)
         assert sidecar.fake.received == []
@@ -169,7 +181,7 @@ def test_sync_calls_inside_an_event_loop_fail_fast_and_point_at_the_async_client
 
 
 def test_sync_calls_from_a_thread_started_by_a_loop_are_allowed(sidecar: SidecarServer) -> None:
-    with sync_client(sidecar) as c:
+    with sync_client(sidecar, fail_in_event_loop=True) as c:
 
         async def offload() -> Any:
             return await asyncio.to_thread(c.get_orchestration_state, "a")
