@@ -51,7 +51,7 @@ def plan_attach(instance_id: str, state: Any | None, wanted: Fingerprint, *, rew
     """Chooses the attach action for ``state`` (an ``OrchestrationState`` or ``None``); raises when it can't attach."""
     if state is None:
         return AttachPlan(AttachAction.STARTED)
-    recorded = Fingerprint.from_tags(getattr(state, "tags", None))
+    recorded = Fingerprint.from_tags(getattr(state, "_fingerprint_tags", None))
     if recorded is None:
         raise FingerprintMismatchError(
             instance_id,

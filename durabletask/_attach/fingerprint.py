@@ -18,6 +18,24 @@ TAG_INPUT = TAG_PREFIX + "input-sha256"
 TAG_CODE = TAG_PREFIX + "code-sha256"
 
 
+def is_reserved_tag(key: str) -> bool:
+    """Whether ``key`` belongs to the fingerprint: callers may not set it, and it is never shown as a tag."""
+    return key.startswith(TAG_PREFIX)
+
+
+def split_tags(tags: Mapping[str, str] | None) -> tuple[dict[str, str] | None, dict[str, str]]:
+    """The caller's tags (``None`` when there are none) and the fingerprint's, from an instance's stored tags.
+
+    The fingerprint travels in the instance's tags because that map is the only free-form field the service
+    stores with an instance and returns with its state; the client takes it out again before showing them.
+    """
+    if not tags:
+        return None, {}
+    reserved = {key: value for key, value in tags.items() if is_reserved_tag(key)}
+    callers = {key: value for key, value in tags.items() if not is_reserved_tag(key)}
+    return callers or None, reserved
+
+
 def _sha256(data: str | bytes) -> str:
     raw = data.encode("utf-8") if isinstance(data, str) else data
     return hashlib.sha256(raw).hexdigest()

@@ -7,6 +7,7 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
+from durabletask._attach.fingerprint import split_tags
 from durabletask._errors import DurableTaskError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.serialization import DEFAULT_DATA_CONVERTER
@@ -92,6 +93,12 @@ class OrchestrationState:
     completed_at: datetime | None = field(default=None, kw_only=True)
     parent_instance_id: str | None = field(default=None, kw_only=True)
     tags: dict[str, str] | None = field(default=None, kw_only=True)
+    # The attach fingerprint recorded in the stored tags; kept apart so ``tags`` shows only the caller's own.
+    _fingerprint_tags: dict[str, str] = field(default_factory=dict, kw_only=True, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.tags, reserved = split_tags(self.tags)
+        self._fingerprint_tags = {**self._fingerprint_tags, **reserved}
 
     @overload
     def get_input(self, expected_type: type[T]) -> T | None: ...

@@ -124,8 +124,8 @@ def build_schedule_new_orchestration_request(
         scheduledStartTimestamp=_ts(check.optional_datetime(start_at, "start_at")),
         version=convert.string_value(checked_version),
         orchestrationIdReusePolicy=_reuse_policy(reuse_id_policy),
-        # Tags the caller sets win over the recorded fingerprint.
-        tags={**fingerprint.to_tags(), **(check.tags(tags) or {})},
+        # The caller's tags cannot collide with the fingerprint's keys (check.tags refuses them).
+        tags={**(check.tags(tags) or {}), **fingerprint.to_tags()},
         requestTime=convert.to_timestamp(datetime.now(timezone.utc)),
     )
     return RpcRequest("StartInstance", request)

@@ -8,7 +8,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from durabletask import _payload
+from durabletask._attach.fingerprint import TAG_PREFIX, is_reserved_tag
 from durabletask._client.models import DataConverter, OrchestrationStatus
+from durabletask._grpc.errors import InvalidArgumentError
 from durabletask._registry import RegistrationError, function_name
 
 #: Longest instance ID accepted; IDs are stored and indexed by the service, so keep them short.
@@ -108,8 +110,8 @@ def statuses(
     return out
 
 
-def tags(value: Mapping[str, str] | None) -> dict[str, str] | None:
-    """String-to-string tags."""
+def tags(value: Mapping[str, str] | None, method: str = "StartInstance") -> dict[str, str] | None:
+    """String-to-string tags, none of them a key the attach fingerprint reserves."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -117,6 +119,13 @@ def tags(value: Mapping[str, str] | None) -> dict[str, str] | None:
     for key, item in value.items():
         if not isinstance(key, str) or not isinstance(item, str):
             raise TypeError(f"tags must map str to str; got {key!r}: {item!r}")
+        if is_reserved_tag(key):
+            # A caller's value there would overwrite or forge the fingerprint that attach relies on.
+            raise InvalidArgumentError(
+                f"tags: the key {key!r} is reserved (keys starting with {TAG_PREFIX!r} hold the instance's "
+                "attach fingerprint); choose another key",
+                method=method,
+            )
     return dict(value)
 
 

@@ -10,6 +10,7 @@ from google.protobuf import json_format, timestamp_pb2, wrappers_pb2
 from google.protobuf.message import Message
 
 from durabletask import history as h
+from durabletask._attach.fingerprint import split_tags
 from durabletask._client.models import DEFAULT_CONVERTER, DataConverter, OrchestrationState, OrchestrationStatus
 from durabletask._errors import ProtocolError
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -135,6 +136,11 @@ def _tags(msg: Any) -> dict[str, str] | None:
     return dict(msg.tags) or None
 
 
+def _instance_tags(msg: Any) -> dict[str, str] | None:
+    # An instance's stored tags also carry the attach fingerprint, which callers never see as tags.
+    return split_tags(msg.tags)[0]
+
+
 def _execution_started(e: pb.ExecutionStartedEvent, base: dict[str, Any]) -> h.HistoryEvent:
     return h.ExecutionStartedEvent(
         **base,
@@ -146,7 +152,7 @@ def _execution_started(e: pb.ExecutionStartedEvent, base: dict[str, Any]) -> h.H
         scheduled_start_timestamp=optional_timestamp(e, "scheduledStartTimestamp"),
         parent_trace_context=_trace(e, "parentTraceContext"),
         orchestration_span_id=optional_string(e, "orchestrationSpanID"),
-        tags=_tags(e),
+        tags=_instance_tags(e),
     )
 
 
@@ -161,7 +167,7 @@ def _execution_rewound(e: pb.ExecutionRewoundEvent, base: dict[str, Any]) -> h.H
         version=optional_string(e, "version"),
         input=optional_string(e, "input"),
         parent_instance=_parent(e, "parentInstance"),
-        tags=_tags(e),
+        tags=_instance_tags(e),
     )
 
 

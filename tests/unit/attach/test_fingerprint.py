@@ -79,7 +79,8 @@ class Failure:
 @dataclass
 class State:
     runtime_status: Status
-    tags: dict[str, str] = field(default_factory=dict)
+    # Where OrchestrationState keeps the fingerprint it takes out of the stored tags.
+    _fingerprint_tags: dict[str, str] = field(default_factory=dict)
     failure_details: Failure | None = None
 
 

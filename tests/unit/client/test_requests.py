@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import grpc
 import pytest
 from google.protobuf import timestamp_pb2, wrappers_pb2
 
@@ -15,7 +17,7 @@ from durabletask._client import operations as ops
 from durabletask._client import requests as rq
 from durabletask._client.models import EntityQuery, OrchestrationQuery, OrchestrationStatus
 from durabletask._errors import PayloadTooLargeError
-from durabletask._grpc.errors import DeadlineExceededError, NotFoundError
+from durabletask._grpc.errors import DeadlineExceededError, InvalidArgumentError, NotFoundError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities import EntityInstanceId
 from durabletask.serialization import DEFAULT_DATA_CONVERTER
@@ -67,6 +69,17 @@ def test_schedule_request_carries_every_argument() -> None:
     user_tags = {k: v for k, v in msg.tags.items() if not k.startswith("durabletask.fingerprint.")}
     assert user_tags == {"team": "a"} and msg.version.value == "2.0"
     assert msg.tags["durabletask.fingerprint.orchestrator"] == msg.name
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["durabletask.fingerprint.orchestrator", "durabletask.fingerprint.input-sha256", "durabletask.fingerprint.x"],
+)
+def test_a_tag_with_a_reserved_key_is_refused_naming_the_key(key: str) -> None:
+    # Otherwise a caller could overwrite the fingerprint, or forge one on an instance attach should refuse.
+    with pytest.raises(InvalidArgumentError, match=re.escape(repr(key))) as info:
+        rq.build_schedule_new_orchestration_request("flow", tags={"team": "a", key: "forged"}, converter=CONV)
+    assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT and "reserved" in str(info.value)
 
 
 def test_schedule_defaults_generate_an_id_and_leave_optional_fields_unset() -> None:

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from durabletask import history
+from durabletask._attach.fingerprint import Fingerprint
 from durabletask._errors import ProtocolError
 from durabletask._grpc import convert
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -99,6 +100,19 @@ def test_orchestration_state_carries_every_field() -> None:
     assert details is not None and details.message == "boom" and details.stack_trace == "tb"
     assert details.inner_failure is not None and details.inner_failure.message == "root"
     assert details.properties == {"code": 7}
+
+
+def test_state_tags_are_the_callers_only_and_none_without_any() -> None:
+    fingerprint = Fingerprint.compute("flow", None, "1").to_tags()
+    msg = full_state()
+    msg.tags.update(fingerprint)
+    state = parse_orchestration_state(msg)
+    assert state.tags == {"k": "v"} and "durabletask.fingerprint" not in repr(state)
+    assert Fingerprint.from_tags(state._fingerprint_tags) == Fingerprint.compute("flow", None, "1")
+    del msg.tags["k"]
+    bare = parse_orchestration_state(msg)
+    assert bare.tags is None and bare == dataclasses.replace(bare)
+    assert Fingerprint.from_tags(dataclasses.replace(bare)._fingerprint_tags) is not None
 
 
 def test_raise_if_failed() -> None:
@@ -210,6 +224,10 @@ def test_history_event_details() -> None:
     assert event.orchestration_instance == history.OrchestrationInstance("i", "e")
     assert event.parent_instance is not None and event.parent_instance.name == "parent"
     assert event.tags == {"t": "1"} and event.version is None
+    started.executionStarted.tags.update(Fingerprint.compute("flow", None, "1").to_tags())
+    assert convert.history_event_from_pb(started).tags == {"t": "1"}  # the fingerprint is not a caller's tag
+    del started.executionStarted.tags["t"]
+    assert convert.history_event_from_pb(started).tags is None
     as_dict = history.to_dict(event)
     assert as_dict["timestamp"] == T0.isoformat() and as_dict["orchestration_instance"]["execution_id"] == "e"
 
