@@ -114,3 +114,29 @@ def test_attach_and_connection_string(hub: Hub) -> None:
     assert json.loads(out)["serialized_output"] == "2"
     code, _, err = _run(hub, "list", connection_string="Endpoint=http://x;Bogus=1")
     assert code == 2 and "Bogus" in err
+
+
+def _run_options_last(hub: Hub, *argv: str) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DURABLETASK_")}
+    where = ["--endpoint", hub.address, "--taskhub", hub.taskhub]
+    proc = subprocess.run([sys.executable, "-m", "durabletask.cli", *argv, *where], capture_output=True, text=True,
+                          timeout=60, env=env)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_global_options_may_follow_the_command(hub: Hub) -> None:
+    # As with az, kubectl and gh: 'durabletask list --json --endpoint ... --taskhub ...'.
+    hub.start_worker([plus_one], [add_one])
+    code, out, err = _run_options_last(hub, "start", "plus_one", "--input", "1", "--id", "cli-after")
+    assert (code, out.strip()) == (0, "scheduled cli-after"), err
+    code, out, err = _run_options_last(hub, "wait", "cli-after", "--json", "--timeout", "30")
+    assert code == 0, err
+    assert json.loads(out)["serialized_output"] == "2"
+    code, out, err = _run_options_last(hub, "list", "--json")
+    assert code == 0, err
+    assert [row["instance_id"] for row in json.loads(out)] == ["cli-after"]
+    code, out, err = _run(hub, "entities", "list", "--json")
+    assert (code, json.loads(out)) == (0, []), err
+    # An option given after the command wins over the same option given before it.
+    code, _, err = _run(hub, "--taskhub", "elsewhere", "show", "cli-after", "--taskhub", hub.taskhub)
+    assert code == 0, err
