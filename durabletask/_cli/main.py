@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -21,15 +22,17 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def _connect(
     endpoint: str, taskhub: str, token: str | None, connection_string: str | None = None
 ) -> dt_client.TaskHubGrpcClient:
+    # The clients' default logger prints a line per call to stderr; a command prints only its result or error.
+    quiet = logging.getLogger("durabletask.cli")
     if connection_string:
         from durabletask.azuremanaged.client import DurableTaskSchedulerClient
 
-        return DurableTaskSchedulerClient.from_connection_string(connection_string)
+        return DurableTaskSchedulerClient.from_connection_string(connection_string, logger=quiet)
     metadata = [("taskhub", taskhub)]
     if token:
         metadata.append(("authorization", f"Bearer {token}"))
     secure = endpoint.startswith(("https://", "grpcs://"))
-    return dt_client.TaskHubGrpcClient(host_address=endpoint, metadata=metadata, secure_channel=secure)
+    return dt_client.TaskHubGrpcClient(host_address=endpoint, metadata=metadata, secure_channel=secure, logger=quiet)
 
 
 def _describe(exc: BaseException) -> str:

@@ -16,7 +16,7 @@ from durabletask._client import attach as attach_ops
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
 from durabletask._client.attach import AsyncAttachedOrchestration
-from durabletask._client.base import ClientSettings, deadline_for, time_left
+from durabletask._client.base import ClientSettings, deadline_for, describe, time_left
 from durabletask._client.models import (
     CleanEntityStorageResult,
     DataConverter,
@@ -156,6 +156,8 @@ class AsyncTaskHubGrpcClient:
         while True:
             attempt += 1
             remaining = time_left(deadline)
+            if attempt == 1:
+                self._logger.info("%s", describe(request))
             self._logger.debug("calling %s (attempt %d, timeout %s)", request.method, attempt, remaining)
             try:
                 result = await self._invoke(request, remaining)

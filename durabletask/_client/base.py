@@ -17,6 +17,7 @@ from durabletask._client.resilience import ChannelHealth, RetryPlan
 from durabletask._errors import SyncCallInEventLoopError
 from durabletask._grpc.channel import get_default_host_address
 from durabletask._grpc.errors import RpcStatusError, map_rpc_error
+from durabletask._worker.logs import resolve_logger
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions, GrpcRetryPolicyOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -28,23 +29,13 @@ def make_logger(
     log_formatter: logging.Formatter | None,
     logger: logging.Logger | None,
 ) -> logging.Logger:
-    """The logger a client writes to.
+    """The logger a client writes to, set up as Microsoft's clients set theirs up.
 
-    By default this is the ``durabletask.<suffix>`` logger, configured like any other library logger. An
-    explicit handler or formatter gets a private logger so that two clients never share handlers.
+    A given ``logger`` is used as is. Otherwise the client gets a private ``durabletask-<suffix>`` logger
+    (outside the :mod:`logging` hierarchy) that prints INFO and above to stderr, or to the deprecated
+    ``log_handler``/``log_formatter``, which warn like the worker's.
     """
-    if logger is not None:
-        if log_handler is not None or log_formatter is not None:
-            raise ValueError("'logger' cannot be combined with 'log_handler' or 'log_formatter'")
-        return logger
-    if log_handler is None and log_formatter is None:
-        return logging.getLogger(f"durabletask.{suffix}")
-    private = logging.Logger(f"durabletask-{suffix}")
-    handler = log_handler if log_handler is not None else logging.StreamHandler()
-    if log_formatter is not None:
-        handler.setFormatter(log_formatter)
-    private.addHandler(handler)
-    return private
+    return resolve_logger(f"durabletask-{suffix}", log_handler, log_formatter, logger)
 
 
 def _loop_running() -> bool:
@@ -76,6 +67,13 @@ def blocking(method: F) -> F:
         return method(self, *args, **kwargs)
 
     return guarded  # type: ignore[return-value]
+
+
+def describe(request: RpcRequest) -> str:
+    """One line naming an operation and the instance or entity it is for, for the client's INFO log."""
+    # Messages without an instanceId field raise AttributeError, which getattr turns into "".
+    target = getattr(request.request, "instanceId", "")
+    return f"{request.method} for '{target}'" if target else request.method
 
 
 class Attempt(NamedTuple):

@@ -16,7 +16,7 @@ from durabletask._client import attach as attach_ops
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
 from durabletask._client.attach import AttachedOrchestration
-from durabletask._client.base import ClientSettings, blocking, deadline_for, time_left
+from durabletask._client.base import ClientSettings, blocking, deadline_for, describe, time_left
 from durabletask._client.models import (
     CleanEntityStorageResult,
     DataConverter,
@@ -50,7 +50,8 @@ class TaskHubGrpcClient:
         metadata: Headers sent with every call (e.g. ``[("taskhub", "my-hub")]``).
         log_handler: Deprecated; pass ``logger`` instead.
         log_formatter: Deprecated; pass ``logger`` instead.
-        logger: Where to log; default the ``durabletask.client`` logger.
+        logger: Where to log. By default, as with Microsoft's client, a private ``durabletask-client`` logger
+            prints one INFO line per call (and warnings) to stderr; pass a logger to route or silence it.
         channel: A channel to use instead of creating one (it is not closed by :meth:`close`).
         secure_channel: Use TLS when the address has no scheme.
         interceptors: Extra client interceptors.
@@ -171,6 +172,8 @@ class TaskHubGrpcClient:
         while True:
             attempt += 1
             remaining = time_left(deadline)
+            if attempt == 1:
+                self._logger.info("%s", describe(request))
             self._logger.debug("calling %s (attempt %d, timeout %s)", request.method, attempt, remaining)
             try:
                 method: Callable[..., Any] = getattr(self._stub, request.method)

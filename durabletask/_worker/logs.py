@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import warnings
 
 _DEFAULT_FORMAT = "%(asctime)s.%(msecs)03d %(name)s %(levelname)s: %(message)s"
 _DEFAULT_DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside this package.
+
+    Constructors reach this through subclasses (the scheduler classes) and shared settings, so a fixed
+    level would blame a line of ours instead of the application's.
+    """
+    level = 1
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "durabletask":
+        level += 1
+        frame = frame.f_back
+    return level
 
 
 def resolve_logger(
@@ -31,7 +47,7 @@ def resolve_logger(
             "'log_handler' and 'log_formatter' are deprecated; configure a logging.Logger and pass it "
             "as 'logger' instead.",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=_caller_stacklevel(),
         )
     private = logging.Logger(name)
     handler = log_handler

@@ -140,3 +140,9 @@ def test_global_options_may_follow_the_command(hub: Hub) -> None:
     # An option given after the command wins over the same option given before it.
     code, _, err = _run(hub, "--taskhub", "elsewhere", "show", "cli-after", "--taskhub", hub.taskhub)
     assert code == 0, err
+
+
+def test_a_command_prints_nothing_but_its_result(hub: Hub) -> None:
+    # The clients log a line per call to stderr by default (as Microsoft's do); the command line does not.
+    code, out, err = _run(hub, "list")
+    assert (code, err) == (0, "")
