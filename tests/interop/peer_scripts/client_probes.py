@@ -1,0 +1,160 @@
+"""Small probes of client and worker behaviour, run unchanged under either SDK; each prints one JSON line.
+
+Usage: ``python client_probes.py PROBE [ADDRESS TASKHUB [OPTION]]``. Only the public API both packages share is
+used, except where a probe says it reads a private attribute both SDKs have (``_logger``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from durabletask import client, task, worker
+
+INVOCATIONS = Path(os.environ.get("PROBE_COUNTER", "/nonexistent"))
+
+
+def probe_echo(ctx: task.OrchestrationContext, value: Any) -> Any:
+    return value
+
+
+def probe_step(ctx: task.ActivityContext, value: int) -> int:
+    return value + 1
+
+
+def probe_chain(ctx: task.OrchestrationContext, _: Any) -> Any:
+    # Appends one line per call of this function: how often the SDK invokes the orchestrator.
+    with INVOCATIONS.open("a") as out:
+        out.write("x\n")
+    total = 0
+    for _ in range(3):
+        total = yield ctx.call_activity(probe_step, input=total)
+    return total
+
+
+def _client(address: str, taskhub: str, **kwargs: Any) -> Any:
+    return client.TaskHubGrpcClient(host_address=address, metadata=[("taskhub", taskhub)], **kwargs)
+
+
+@contextmanager
+def _worker(make: Callable[[], Any], *orchestrators: Any, activities: tuple[Any, ...] = ()) -> Iterator[Any]:
+    w = make()
+    for fn in orchestrators:
+        w.add_orchestrator(fn)
+    for fn in activities:
+        w.add_activity(fn)
+    w.start()
+    try:
+        yield w
+    finally:
+        w.stop()
+
+
+def _plain_worker(address: str, taskhub: str, **kwargs: Any) -> Callable[[], Any]:
+    return lambda: worker.TaskHubGrpcWorker(host_address=address, metadata=[("taskhub", taskhub)], **kwargs)
+
+
+def loop(address: str, taskhub: str) -> Any:
+    """A sync client used from inside a running event loop, as in a FastAPI handler."""
+
+    async def handler() -> Any:
+        c = _client(address, taskhub)
+        try:
+            iid = c.schedule_new_orchestration("probe_nobody_runs", instance_id=f"loop-{time.time_ns()}")
+            state = c.get_orchestration_state(iid)
+            return {"status": state.runtime_status.name if state else None}
+        except Exception as exc:  # the result to compare is whether it raised
+            return {"raised": type(exc).__name__}
+        finally:
+            c.close()
+
+    return asyncio.run(handler())
+
+
+def tags(address: str, taskhub: str) -> Any:
+    """What a caller sees of the tags it passed (and of none), in the state and in the history."""
+    c = _client(address, taskhub)
+    out: dict[str, Any] = {}
+    with _worker(_plain_worker(address, taskhub), probe_echo):
+        for label, given in (("tagged", {"team": "ops", "tier": "1"}), ("untagged", None)):
+            iid = c.schedule_new_orchestration(probe_echo, input=1, instance_id=f"{label}-{time.time_ns()}", tags=given)
+            state = c.wait_for_orchestration_completion(iid, timeout=30)
+            history = c.get_orchestration_history(iid)
+            out[label] = {
+                "state_tags": getattr(state, "tags", "<no such attribute>"),
+                "history_tags": [e.tags for e in history if type(e).__name__ == "ExecutionStartedEvent"],
+            }
+    c.close()
+    return out
+
+
+def _describe_logger(log: logging.Logger) -> dict[str, Any]:
+    return {
+        "name": log.name,
+        "level": log.level,
+        "in_hierarchy": log.name in logging.Logger.manager.loggerDict,
+        "propagate": log.propagate,
+        "handlers": [
+            [type(h).__name__, h.level, h.formatter._fmt if h.formatter else None, getattr(h.formatter, "datefmt", None)]
+            for h in log.handlers
+        ],
+    }
+
+
+def _constructors() -> dict[str, Callable[..., Any]]:
+    from durabletask.azuremanaged.client import AsyncDurableTaskSchedulerClient, DurableTaskSchedulerClient
+    from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
+
+    dts = {"host_address": "localhost:1", "taskhub": "hub", "token_credential": None}
+    return {
+        "client": lambda **kw: client.TaskHubGrpcClient(**kw),
+        "async_client": lambda **kw: client.AsyncTaskHubGrpcClient(**kw),
+        "worker": lambda **kw: worker.TaskHubGrpcWorker(**kw),
+        "dts_client": lambda **kw: DurableTaskSchedulerClient(**dts, **kw),
+        "dts_async_client": lambda **kw: AsyncDurableTaskSchedulerClient(**dts, **kw),
+        "dts_worker": lambda **kw: DurableTaskSchedulerWorker(**dts, **kw),
+    }
+
+
+def logs() -> Any:
+    """Each class's default logger (both SDKs keep it in ``_logger``) and the warnings of the deprecated keywords."""
+
+    async def build() -> Any:
+        out: dict[str, Any] = {}
+        for name, make in _constructors().items():
+            default = make()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                make(log_handler=logging.NullHandler())
+                make(log_formatter=logging.Formatter("%(message)s"))
+                make(logger=logging.getLogger("probe"))
+            out[name] = {
+                "default": _describe_logger(default._logger),
+                "warnings": [
+                    [w.category.__name__, Path(w.filename).name, "log_handler" in str(w.message)] for w in caught
+                ],
+            }
+        return out
+
+    return asyncio.run(build())
+
+
+def main(argv: list[str]) -> int:
+    probe, *args = argv
+    probes: dict[str, Callable[..., Any]] = {"loop": loop, "tags": tags, "logs": logs}
+    logging.disable(logging.CRITICAL)  # the SDKs' INFO lines go to stderr; keep the output to the one JSON line
+    print(json.dumps(probes[probe](*args)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,72 @@
+"""Client and worker behaviour beyond the scenarios, probed under both SDKs (``peer_scripts/client_probes.py``).
+
+Each probe runs in a fresh process: Microsoft's SDK from the peer venv, ours from the repository, both against our
+emulator where a server is needed. docs/conformance.md records what each shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import ROOT, our_env, peer_env
+
+pytestmark = pytest.mark.interop
+
+PROBES = Path(__file__).resolve().parent / "peer_scripts" / "client_probes.py"
+
+
+def probe(python: Path | str, env: dict[str, str], cwd: str, *args: str) -> Any:
+    proc = subprocess.run(
+        [str(python), str(PROBES), *args], capture_output=True, text=True, timeout=90, env=env, cwd=cwd
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def side_by_side(peer_py: Path, *args: str, extra_env: dict[str, str] | None = None) -> tuple[Any, Any]:
+    """(Microsoft's result, ours) for one probe."""
+    theirs = probe(peer_py, {**peer_env(), **(extra_env or {})}, "/", *args)
+    ours = probe(sys.executable, {**our_env(), **(extra_env or {})}, str(ROOT), *args)
+    return theirs, ours
+
+
+def hub() -> str:
+    return f"probe{uuid.uuid4().hex[:10]}"
+
+
+def test_a_sync_client_inside_a_running_event_loop_blocks_and_works(peer_py: Path, emulator_port: int) -> None:
+    theirs, ours = side_by_side(peer_py, "loop", f"localhost:{emulator_port}", hub())
+    assert theirs == ours == {"status": "PENDING"}
+
+
+def test_tags_show_what_the_caller_passed(peer_py: Path, emulator_port: int) -> None:
+    theirs, ours = side_by_side(peer_py, "tags", f"localhost:{emulator_port}", hub())
+    # Microsoft's OrchestrationState has no tags; its history shows the start event's tags, None without any.
+    assert theirs == {
+        "tagged": {"state_tags": "<no such attribute>", "history_tags": [{"team": "ops", "tier": "1"}]},
+        "untagged": {"state_tags": "<no such attribute>", "history_tags": [None]},
+    }
+    for label in ("tagged", "untagged"):
+        assert ours[label]["history_tags"] == theirs[label]["history_tags"]
+        assert [ours[label]["state_tags"]] == theirs[label]["history_tags"]
+
+
+def test_default_loggers_and_deprecated_logging_keywords(peer_py: Path) -> None:
+    theirs, ours = side_by_side(peer_py, "logs")
+    assert set(ours) == set(theirs)
+    for name in theirs:
+        # Both warn once for each deprecated keyword, at the caller's line, and never for 'logger'.
+        assert ours[name]["warnings"] == theirs[name]["warnings"] == [["DeprecationWarning", PROBES.name, True]] * 2
+        mine, peer = ours[name]["default"], theirs[name]["default"]
+        if name.endswith("worker"):
+            # Our worker also sets INFO on its logger so that debug records are not built only to be dropped.
+            assert (mine.pop("level"), peer.pop("level")) == (20, 0)
+        assert mine == peer, name
