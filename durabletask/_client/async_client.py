@@ -42,8 +42,12 @@ class AsyncTaskHubGrpcClient:
 
     The channel is created on first use, on the event loop that uses it; use one client per loop.
     Arguments are those of :class:`TaskHubGrpcClient`, except that ``channel`` is a ``grpc.aio.Channel``
-    and ``interceptors`` are ``grpc.aio`` interceptors. A channel passed in is used as is: ``metadata`` and
-    ``interceptors`` only apply to channels the client creates, since ``grpc.aio`` cannot wrap one.
+    and ``interceptors`` are ``grpc.aio`` interceptors. A ``grpc.aio`` channel takes interceptors only when it
+    is created, so ``channel`` cannot be combined with ``metadata`` or ``interceptors`` (Microsoft's client
+    drops them silently); create the channel with them instead.
+
+    Raises:
+        ValueError: ``channel`` was given together with ``metadata`` or ``interceptors``.
     """
 
     def __init__(
@@ -83,6 +87,12 @@ class AsyncTaskHubGrpcClient:
         )
         self._logger = self._settings.logger
         self._interceptors = list(interceptors or ())
+        if channel is not None and (self._settings.metadata or self._interceptors):
+            raise ValueError(
+                "'channel' cannot be combined with 'metadata' or 'interceptors' (for the scheduler client: with "
+                "'taskhub' and 'token_credential', which it sends through interceptors): a grpc.aio channel takes "
+                "interceptors only when it is created. Create the channel with them, or pass host_address instead"
+            )
         self._owns_channel = channel is None
         self._closed = False
         self._retired: list[grpc.aio.Channel] = []

@@ -27,7 +27,7 @@ from durabletask._client.models import (
     Page,
     PurgeInstancesResult,
 )
-from durabletask._grpc.channel import ClientInterceptor, MetadataInterceptor, create_channel
+from durabletask._grpc.channel import ClientInterceptor, create_channel, intercept_given_channel
 from durabletask._grpc.errors import RpcStatusError
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.entities.entity_instance_id import EntityInstanceId
@@ -112,11 +112,8 @@ class TaskHubGrpcClient:
         self._retired: list[grpc.Channel] = []
         if channel is None:
             channel = self._new_channel()
-        elif self._settings.metadata or self._interceptors:
-            extra: list[ClientInterceptor] = []
-            if self._settings.metadata:
-                extra.append(MetadataInterceptor(self._settings.metadata))
-            channel = grpc.intercept_channel(channel, *extra, *self._interceptors)
+        else:
+            channel = intercept_given_channel(channel, self._settings.metadata, self._interceptors)
         self._channel = channel
         self._stub = pb_grpc.TaskHubSidecarServiceStub(channel)
         self.default_version = default_version

@@ -258,6 +258,21 @@ def create_channel(
     return grpc.intercept_channel(channel, *chain) if chain else channel
 
 
+def intercept_given_channel(
+    channel: grpc.Channel, metadata: Metadata | None, interceptors: Sequence[ClientInterceptor] | None
+) -> grpc.Channel:
+    """A caller's channel with the headers and interceptors a client or worker was also given.
+
+    Microsoft's SDK drops them silently when ``channel=`` is given, so a scheduler worker would serve the
+    ``default`` task hub; here they apply exactly as on a channel the SDK opens itself.
+    """
+    chain: list[ClientInterceptor] = []
+    if metadata:
+        chain.append(MetadataInterceptor(metadata))
+    chain.extend(interceptors or ())
+    return grpc.intercept_channel(channel, *chain) if chain else channel
+
+
 def create_aio_channel(
     host_address: str | None,
     *,

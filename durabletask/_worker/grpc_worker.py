@@ -11,7 +11,12 @@ from typing import Any, cast, overload
 
 import grpc
 
-from durabletask._grpc.channel import ClientInterceptor, create_channel, get_default_host_address
+from durabletask._grpc.channel import (
+    ClientInterceptor,
+    create_channel,
+    get_default_host_address,
+    intercept_given_channel,
+)
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
 from durabletask._worker.activity_runner import ActivityRunner, ExceptionPropertiesProvider
@@ -56,7 +61,9 @@ class TaskHubGrpcWorker:
         log_handler: Deprecated; a handler for the worker's private logger.
         log_formatter: Deprecated; a formatter for that handler.
         logger: The logger to write to (cannot be combined with the two above).
-        channel: A ready channel to use instead of opening one (never closed by the worker).
+        channel: A ready channel to use instead of opening one (never closed by the worker). ``metadata`` and
+            ``interceptors`` still apply to it (Microsoft's worker drops them); ``host_address``,
+            ``secure_channel`` and ``channel_options`` only shape a channel the worker opens.
         secure_channel: Use TLS when ``host_address`` has no scheme.
         interceptors: Extra gRPC client interceptors.
         channel_options: Channel settings (message sizes, keepalive, retries).
@@ -106,9 +113,13 @@ class TaskHubGrpcWorker:
             # per-work-item debug call would still build a record only for the handler to drop it.
             self._logger.setLevel(logging.INFO)
         self._metadata = list(metadata) if metadata else None
-        self._channel = channel
         self._secure_channel = secure_channel
         self._interceptors = list(interceptors) if interceptors is not None else None
+        # A channel passed in gets the metadata and interceptors too (the scheduler worker's task hub and token
+        # headers among them), as with the client; otherwise it would silently serve the 'default' hub.
+        self._channel = (
+            intercept_given_channel(channel, self._metadata, self._interceptors) if channel is not None else None
+        )
         self._channel_options = channel_options
         self._resiliency_options = resiliency_options or GrpcWorkerResiliencyOptions()
         self._concurrency_options = concurrency_options or ConcurrencyOptions()

@@ -113,11 +113,11 @@ class AsyncDurableTaskSchedulerClient(AsyncTaskHubGrpcClient):
     Arguments and headers are as for :class:`DurableTaskSchedulerClient`, except that
     ``token_credential`` may also be an ``AsyncTokenCredential`` (``azure.identity.aio``); a blocking
     ``TokenCredential`` works too, its token requests then run in a worker thread. An asyncio channel
-    cannot be wrapped after creation, so a ``channel`` passed in is used as given and must carry the
-    scheduler headers itself (e.g. via ``DTSAsyncDefaultClientInterceptorImpl``).
+    cannot be wrapped after creation, so it cannot get the scheduler headers: ``channel`` is refused.
 
     Raises:
-        ValueError: ``taskhub`` is empty, or ``resource_id`` is empty once normalised.
+        ValueError: ``taskhub`` is empty, ``resource_id`` is empty once normalised, or ``channel`` is given
+            (Microsoft's client would silently send it to the ``default`` task hub without a token).
     """
 
     def __init__(

@@ -70,3 +70,21 @@ def test_default_loggers_and_deprecated_logging_keywords(peer_py: Path) -> None:
             # Our worker also sets INFO on its logger so that debug records are not built only to be dropped.
             assert (mine.pop("level"), peer.pop("level")) == (20, 0)
         assert mine == peer, name
+
+
+def test_channel_given_with_a_task_hub_metadata_or_interceptors(peer_py: Path, emulator_port: int) -> None:
+    theirs, ours = side_by_side(peer_py, "channel", f"localhost:{emulator_port}", hub())
+    # Microsoft's SDK drops the task hub (and token), metadata and interceptors when given a channel.
+    assert theirs == {
+        "dts_worker": "still PENDING after 5 s",
+        "plain_worker_with_metadata": "still PENDING after 5 s",
+        "dts_client_start_is_in_the_named_hub": False,
+        "dts_async_client": "started in another hub",
+    }
+    # Ours applies them where gRPC can wrap the channel, and refuses the asyncio channel it cannot wrap.
+    assert ours == {
+        "dts_worker": "COMPLETED",
+        "plain_worker_with_metadata": "COMPLETED",
+        "dts_client_start_is_in_the_named_hub": True,
+        "dts_async_client": "refused with ValueError",
+    }

@@ -148,9 +148,52 @@ def logs() -> Any:
     return asyncio.run(build())
 
 
+def _outcome(c: Any, iid: str) -> str:
+    try:
+        state = c.wait_for_orchestration_completion(iid, timeout=5)
+    except TimeoutError:
+        return "still PENDING after 5 s"
+    return str(state.runtime_status.name) if state else "missing"
+
+
+def channel(address: str, taskhub: str) -> Any:
+    """Workers and clients given ``channel=`` together with a task hub, metadata or interceptors."""
+    import grpc
+
+    from durabletask.azuremanaged.client import AsyncDurableTaskSchedulerClient, DurableTaskSchedulerClient
+    from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
+
+    dts = {"host_address": f"http://{address}", "taskhub": taskhub, "token_credential": None, "secure_channel": False}
+    reader = DurableTaskSchedulerClient(**dts)
+    out: dict[str, Any] = {}
+    workers: dict[str, Callable[[], Any]] = {
+        "dts_worker": lambda: DurableTaskSchedulerWorker(**dts, channel=grpc.insecure_channel(address)),
+        "plain_worker_with_metadata": _plain_worker(address, taskhub, channel=grpc.insecure_channel(address)),
+    }
+    for label, make in workers.items():
+        with _worker(make, probe_echo):
+            iid = reader.schedule_new_orchestration(probe_echo, input=1, instance_id=f"{label}-{time.time_ns()}")
+            out[label] = _outcome(reader, iid)
+    sender = DurableTaskSchedulerClient(**dts, channel=grpc.insecure_channel(address))
+    iid = sender.schedule_new_orchestration("probe_nobody_runs", instance_id=f"sync-client-{time.time_ns()}")
+    out["dts_client_start_is_in_the_named_hub"] = reader.get_orchestration_state(iid) is not None
+
+    async def async_client() -> Any:
+        try:
+            made = AsyncDurableTaskSchedulerClient(**dts, channel=grpc.aio.insecure_channel(address))
+        except ValueError:
+            return "refused with ValueError"
+        iid = await made.schedule_new_orchestration("probe_nobody_runs", instance_id=f"async-{time.time_ns()}")
+        return "started in the named hub" if reader.get_orchestration_state(iid) else "started in another hub"
+
+    out["dts_async_client"] = asyncio.run(async_client())
+    reader.close()
+    return out
+
+
 def main(argv: list[str]) -> int:
     probe, *args = argv
-    probes: dict[str, Callable[..., Any]] = {"loop": loop, "tags": tags, "logs": logs}
+    probes: dict[str, Callable[..., Any]] = {"loop": loop, "tags": tags, "logs": logs, "channel": channel}
     logging.disable(logging.CRITICAL)  # the SDKs' INFO lines go to stderr; keep the output to the one JSON line
     print(json.dumps(probes[probe](*args)), flush=True)
     return 0

@@ -49,6 +49,42 @@ def test_worker_calls_carry_every_scheduler_header(server: RecordingServer) -> N
     assert {h["workerid"] for _, h in server.calls} == {worker.worker_id}
 
 
+def test_a_channel_passed_in_still_gets_the_task_hub_and_token(server: RecordingServer) -> None:
+    # Microsoft's worker drops its interceptors when given a channel, and so serves the 'default' hub.
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    credential = FakeCredential(time.time)
+    worker = DurableTaskSchedulerWorker(
+        host_address="ignored:1", taskhub="orders", token_credential=credential, channel=channel
+    )
+    try:
+        headers = _first_stream_headers(worker, server)
+    finally:
+        channel.close()
+    assert (headers["taskhub"], headers["authorization"]) == ("orders", "Bearer token-1")
+    assert {(h["taskhub"], h["workerid"]) for _, h in server.calls} == {("orders", worker.worker_id)}
+
+
+def test_a_plain_worker_applies_metadata_and_interceptors_to_a_channel_passed_in(server: RecordingServer) -> None:
+    from durabletask.worker import TaskHubGrpcWorker
+
+    class Tagging(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+        def _add(self, continuation: Any, details: Any, request: Any) -> Any:
+            extra = [*(details.metadata or ()), ("x-probe", "yes")]
+            return continuation(details._replace(metadata=extra), request)
+
+        intercept_unary_unary = intercept_unary_stream = _add
+
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    worker = TaskHubGrpcWorker(channel=channel, metadata=[("taskhub", "named")], interceptors=[Tagging()])
+    worker.start()
+    try:
+        headers = server.wait_for("GetWorkItems")
+    finally:
+        worker.stop()
+        channel.close()
+    assert (headers["taskhub"], headers["x-probe"]) == ("named", "yes")
+
+
 def test_worker_ids_differ_between_workers() -> None:
     first = DurableTaskSchedulerWorker(host_address="h", taskhub="t", token_credential=None)
     second = DurableTaskSchedulerWorker(host_address="h", taskhub="t", token_credential=None)
@@ -187,3 +223,21 @@ def test_default_channel_options_apply_unless_overridden(
     _first_stream_headers(worker, server)
     assert opened[-1][2]["grpc.max_receive_message_length"] == 1234
     assert "grpc.keepalive_time_ms" not in opened[-1][2]
+
+
+async def test_async_clients_refuse_a_channel_they_cannot_add_headers_to() -> None:
+    # A grpc.aio channel cannot be wrapped; Microsoft's async clients drop the headers silently instead.
+    from durabletask.azuremanaged.client import AsyncDurableTaskSchedulerClient
+    from durabletask.client import AsyncTaskHubGrpcClient
+
+    channel = grpc.aio.insecure_channel("127.0.0.1:1")
+    try:
+        with pytest.raises(ValueError, match="'channel' cannot be combined with 'metadata' or 'interceptors'"):
+            AsyncTaskHubGrpcClient(channel=channel, metadata=[("taskhub", "named")])
+        with pytest.raises(ValueError, match="'taskhub' and 'token_credential'"):
+            AsyncDurableTaskSchedulerClient(
+                host_address="ignored:1", taskhub="orders", token_credential=None, channel=channel
+            )
+        AsyncTaskHubGrpcClient(channel=channel)  # a channel alone is used as it is
+    finally:
+        await channel.close()
