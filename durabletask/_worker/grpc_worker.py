@@ -75,9 +75,13 @@ class TaskHubGrpcWorker:
         exception_properties_provider: Adds custom properties to the failures of activities.
         emit_trace_spans: Accepted for compatibility; spans are not emitted yet.
         extended_sessions: How many unfinished orchestrations stay live between work items so that
-            their next step replays only new events (default :class:`ExtendedSessionOptions`;
-            ``ExtendedSessionOptions(max_cached_orchestrations=0)`` turns this off). An addition to the
-            compatible API; backends that do not support it keep sending full histories.
+            their next step replays only new events (default :class:`ExtendedSessionOptions`, on). An
+            addition to the compatible API; backends that do not support it keep sending full histories.
+            While on, an orchestrator function is called fewer times than with Microsoft's SDK: a held
+            orchestration resumes where it left off instead of being called again and replayed from the
+            start on every work item, so code outside ``yield`` points (logging, counters) runs once per
+            run rather than once per turn. ``ExtendedSessionOptions(max_cached_orchestrations=0)`` turns
+            sessions off and gives exactly Microsoft's behaviour: one call per work item.
         root_certificates: PEM CA certificates to trust for TLS (e.g. a private CA); an addition to the
             compatible API.
     """

@@ -22,6 +22,9 @@ class ExtendedSessionOptions:
     A kept orchestration resumes with only the events that arrived since its last step instead of
     replaying its whole history, which makes each step cost the same however long the history is.
     Only backends that know the protocol extension use it; others keep sending full histories.
+    A kept orchestration's function is not called again for its next step, so it is called fewer times
+    than with Microsoft's SDK (which calls it once per work item); ``max_cached_orchestrations=0`` restores
+    one call per work item.
 
     Args:
         max_cached_orchestrations: Live orchestrations kept at once; the least recently used one is

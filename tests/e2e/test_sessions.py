@@ -91,6 +91,30 @@ def test_sessions_can_be_turned_off(hub: Hub) -> None:
     assert hub.server is not None and hub.server.engine.continued_sessions == continued
 
 
+CALLS: list[str] = []
+
+
+def counted(ctx: task.OrchestrationContext, steps: int) -> Any:
+    CALLS.append(ctx.instance_id)  # once per call of the function, replays included
+    value = 0
+    for _ in range(steps):
+        value = yield ctx.call_activity(add_one, input=value)
+    return value
+
+
+@pytest.mark.parametrize(("options", "calls"), [(ExtendedSessionOptions(max_cached_orchestrations=0), 4), (None, 1)])
+def test_orchestrator_calls_per_turn(hub: Hub, options: ExtendedSessionOptions | None, calls: int) -> None:
+    # Off: one call per turn (the start and each of three results), replaying from the start as Microsoft's SDK
+    # does. On (the default): the live orchestration resumes, so the function is called once for the whole run.
+    hub.start_worker([counted], [add_one], **({"extended_sessions": options} if options else {}))
+    c = hub.client()
+    iid = c.schedule_new_orchestration(counted, input=3, instance_id=unique_id("calls"))
+    state = c.wait_for_orchestration_completion(iid, timeout=60)
+    assert state is not None and state.serialized_output == "3"
+    turns = [type(e).__name__ for e in c.get_orchestration_history(iid)].count("OrchestratorStartedEvent")
+    assert (turns, CALLS.count(iid)) == (4, calls)
+
+
 def test_many_more_instances_than_the_cache_holds(hub: Hub) -> None:
     _, misses = counters(hub)
     worker = hub.start_worker(

@@ -88,3 +88,22 @@ def test_channel_given_with_a_task_hub_metadata_or_interceptors(peer_py: Path, e
         "dts_client_start_is_in_the_named_hub": True,
         "dts_async_client": "refused with ValueError",
     }
+
+
+def test_invocations_per_turn_with_extended_sessions_off_and_on(
+    peer_py: Path, emulator_port: int, tmp_path: Path
+) -> None:
+    address = f"localhost:{emulator_port}"
+
+    def run(python: Path | str, env: dict[str, str], cwd: str, label: str, *option: str) -> Any:
+        counter = {"PROBE_COUNTER": str(tmp_path / label)}
+        return probe(python, {**env, **counter}, cwd, "invocations", address, hub(), *option)
+
+    theirs = run(peer_py, peer_env(), "/", "theirs")
+    ours_off = run(sys.executable, our_env(), str(ROOT), "ours-off", "off")
+    ours_default = run(sys.executable, our_env(), str(ROOT), "ours-default")
+    # Four turns (start, then each of three activity results): Microsoft's SDK calls the function once per turn,
+    # replaying from the start; ours does the same with extended sessions off.
+    assert theirs == ours_off == {"output": 3, "turns": 4, "calls": 4}
+    # With extended sessions (our default) the live orchestration resumes: one call for the whole run.
+    assert ours_default == {"output": 3, "turns": 4, "calls": 1}

@@ -191,9 +191,24 @@ def channel(address: str, taskhub: str) -> Any:
     return out
 
 
+def invocations(address: str, taskhub: str, sessions: str = "default") -> Any:
+    """How many times the worker calls an orchestrator function that runs three activities one after another."""
+    options: dict[str, Any] = {}
+    if sessions == "off":  # our SDK only: extended sessions turned off
+        options["extended_sessions"] = worker.ExtendedSessionOptions(max_cached_orchestrations=0)  # type: ignore[attr-defined]
+    c = _client(address, taskhub)
+    with _worker(_plain_worker(address, taskhub, **options), probe_chain, activities=(probe_step,)):
+        iid = c.schedule_new_orchestration(probe_chain, instance_id=f"chain-{time.time_ns()}")
+        state = c.wait_for_orchestration_completion(iid, timeout=30)
+    turns = [type(e).__name__ for e in c.get_orchestration_history(iid)].count("OrchestratorStartedEvent")
+    c.close()
+    return {"output": state.get_output() if state else None, "turns": turns, "calls": len(INVOCATIONS.read_text().split())}
+
+
 def main(argv: list[str]) -> int:
     probe, *args = argv
-    probes: dict[str, Callable[..., Any]] = {"loop": loop, "tags": tags, "logs": logs, "channel": channel}
+    probes: dict[str, Callable[..., Any]] = {"loop": loop, "tags": tags, "logs": logs, "channel": channel,
+                                           "invocations": invocations}
     logging.disable(logging.CRITICAL)  # the SDKs' INFO lines go to stderr; keep the output to the one JSON line
     print(json.dumps(probes[probe](*args)), flush=True)
     return 0
