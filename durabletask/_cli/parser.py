@@ -141,9 +141,7 @@ def _add_global_options(parser: argparse.ArgumentParser, *, with_defaults: bool)
         default=default(os.environ.get("DURABLETASK_TOKEN")),
         help="bearer token sent as 'authorization' (env DURABLETASK_TOKEN)",
     )
-    parser.add_argument(
-        "--json", action="store_true", default=default(False), help="machine-readable JSON output"
-    )
+    parser.add_argument("--json", action="store_true", default=default(False), help="machine-readable JSON output")
 
 
 def _command_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

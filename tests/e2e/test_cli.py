@@ -144,5 +144,5 @@ def test_global_options_may_follow_the_command(hub: Hub) -> None:
 
 def test_a_command_prints_nothing_but_its_result(hub: Hub) -> None:
     # The clients log a line per call to stderr by default (as Microsoft's do); the command line does not.
-    code, out, err = _run(hub, "list")
+    code, _, err = _run(hub, "list")
     assert (code, err) == (0, "")

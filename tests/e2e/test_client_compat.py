@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -54,7 +55,7 @@ def test_a_reserved_tag_is_refused_and_attach_still_uses_the_hidden_fingerprint(
     hub.start_worker([echo])
     c = hub.client()
     iid = unique_id("tags")
-    with pytest.raises(client.InvalidArgumentError, match="'durabletask.fingerprint.input-sha256'"):
+    with pytest.raises(client.InvalidArgumentError, match=re.escape("'durabletask.fingerprint.input-sha256'")):
         c.schedule_new_orchestration(echo, input=1, instance_id=iid, tags={"durabletask.fingerprint.input-sha256": "0"})
     assert c.get_orchestration_state(iid) is None  # nothing was sent
 

@@ -7,7 +7,6 @@ emulator where a server is needed. docs/conformance.md records what each shows.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid

@@ -104,7 +104,7 @@ def _describe_logger(log: logging.Logger) -> dict[str, Any]:
         "in_hierarchy": log.name in logging.Logger.manager.loggerDict,
         "propagate": log.propagate,
         "handlers": [
-            [type(h).__name__, h.level, h.formatter._fmt if h.formatter else None, getattr(h.formatter, "datefmt", None)]
+            [type(h).__name__, h.level, getattr(h.formatter, "_fmt", None), getattr(h.formatter, "datefmt", None)]
             for h in log.handlers
         ],
     }
@@ -202,13 +202,19 @@ def invocations(address: str, taskhub: str, sessions: str = "default") -> Any:
         state = c.wait_for_orchestration_completion(iid, timeout=30)
     turns = [type(e).__name__ for e in c.get_orchestration_history(iid)].count("OrchestratorStartedEvent")
     c.close()
-    return {"output": state.get_output() if state else None, "turns": turns, "calls": len(INVOCATIONS.read_text().split())}
+    calls = len(INVOCATIONS.read_text().split())
+    return {"output": state.get_output() if state else None, "turns": turns, "calls": calls}
 
 
 def main(argv: list[str]) -> int:
     probe, *args = argv
-    probes: dict[str, Callable[..., Any]] = {"loop": loop, "tags": tags, "logs": logs, "channel": channel,
-                                           "invocations": invocations}
+    probes: dict[str, Callable[..., Any]] = {
+        "loop": loop,
+        "tags": tags,
+        "logs": logs,
+        "channel": channel,
+        "invocations": invocations,
+    }
     logging.disable(logging.CRITICAL)  # the SDKs' INFO lines go to stderr; keep the output to the one JSON line
     print(json.dumps(probes[probe](*args)), flush=True)
     return 0
