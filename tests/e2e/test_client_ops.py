@@ -125,13 +125,3 @@ def test_async_client_full_flow(hub: Hub) -> None:
             assert result.deleted_instance_count == 1
 
     asyncio.run(run())
-
-
-def test_sync_client_refuses_to_block_an_event_loop(hub: Hub) -> None:
-    c = hub.client()
-
-    async def misuse() -> None:
-        c.get_orchestration_state("anything")
-
-    with pytest.raises(RuntimeError, match="AsyncTaskHubGrpcClient"):
-        asyncio.run(misuse())
