@@ -63,7 +63,7 @@ class TaskHubGrpcClient:
         emit_trace_spans: Kept for compatibility; this client emits no trace spans.
         root_certificates: PEM CA certificates to trust for TLS (e.g. a private CA); an addition to the
             compatible API.
-        fail_in_event_loop: Raise :class:`~durabletask._errors.SyncCallInEventLoopError` instead of blocking
+        fail_in_event_loop: Raise :class:`~durabletask.client.SyncCallInEventLoopError` instead of blocking
             when a method is called from a thread running an asyncio event loop (default ``False``: block, as
             Microsoft's client does). An addition to the compatible API, for code that wants the mistake caught.
     """

@@ -110,7 +110,7 @@ def statuses(
     return out
 
 
-def tags(value: Mapping[str, str] | None, method: str = "StartInstance") -> dict[str, str] | None:
+def tags(value: Mapping[str, str] | None) -> dict[str, str] | None:
     """String-to-string tags, none of them a key the attach fingerprint reserves."""
     if value is None:
         return None
@@ -124,7 +124,7 @@ def tags(value: Mapping[str, str] | None, method: str = "StartInstance") -> dict
             raise InvalidArgumentError(
                 f"tags: the key {key!r} is reserved (keys starting with {TAG_PREFIX!r} hold the instance's "
                 "attach fingerprint); choose another key",
-                method=method,
+                method="StartInstance",
             )
     return dict(value)
 

@@ -1,4 +1,4 @@
-"""The worker's logger: a caller's logger, or a private one built from a handler and formatter."""
+"""The logger of a worker or client: a caller's logger, or a private one built from a handler and formatter."""
 
 from __future__ import annotations
 
