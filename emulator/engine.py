@@ -162,7 +162,8 @@ class Engine:
     def _replace_or_reject(
         tx: Transaction, existing: InstanceRecord, replaceable: Sequence[int] | None, now: datetime
     ) -> None:
-        allowed = set(replaceable) if replaceable else set(events.TERMINAL_STATUSES)
+        # A policy with an empty list replaces nothing; only a missing policy means "any finished instance".
+        allowed = set(events.TERMINAL_STATUSES) if replaceable is None else set(replaceable)
         if existing.status not in allowed:
             status = pb.OrchestrationStatus.Name(existing.status)
             raise AlreadyExistsError(
