@@ -13,7 +13,15 @@ from emulator.entities import Entities
 from emulator.storage import EntityQueryArgs, InstanceQueryArgs
 
 DEFAULT_PAGE = 100
+#: The largest page any query answers, whatever it asks for: Microsoft's SDK asks for 2**31-1 by default, and one
+#: read of a whole task hub would hold the store (and the event loop) for as long as it takes.
+MAX_PAGE = 1000
 PURGE_PAGE = 500
+
+
+def page_size(requested: int) -> int:
+    """The page a query gets: its own size when given, capped at :data:`MAX_PAGE`."""
+    return min(requested if requested > 0 else DEFAULT_PAGE, MAX_PAGE)
 
 
 def _micros(message: object, name: str) -> int | None:
@@ -23,38 +31,40 @@ def _micros(message: object, name: str) -> int | None:
 
 
 def query_instances(engine: Engine, hub: str, query: pb.InstanceQuery) -> pb.QueryInstancesResponse:
-    limit = query.maxInstanceCount if query.maxInstanceCount > 0 else DEFAULT_PAGE
+    limit = page_size(query.maxInstanceCount)
     args = InstanceQueryArgs(
         statuses=list(query.runtimeStatus),
         created_from=_micros(query, "createdTimeFrom"),
         created_to=_micros(query, "createdTimeTo"),
         id_prefix=query.instanceIdPrefix.value if query.HasField("instanceIdPrefix") else None,
         after_id=query.continuationToken.value if query.HasField("continuationToken") else None,
-        limit=limit,
+        limit=limit + 1,
     )
+    # One row more than the page says whether another page follows: the last page carries no token, so a
+    # client never makes a round trip that can only come back empty.
     records = engine.query(hub, args)
     response = pb.QueryInstancesResponse(
-        orchestrationState=[orchestration_state(r, query.fetchInputsAndOutputs) for r in records]
+        orchestrationState=[orchestration_state(r, query.fetchInputsAndOutputs) for r in records[:limit]]
     )
-    if len(records) == limit:
-        response.continuationToken.value = records[-1].instance_id
+    if len(records) > limit:
+        response.continuationToken.value = records[limit - 1].instance_id
     return response
 
 
 def list_instance_ids(engine: Engine, hub: str, request: pb.ListInstanceIdsRequest) -> pb.ListInstanceIdsResponse:
-    limit = request.pageSize if request.pageSize > 0 else DEFAULT_PAGE
+    limit = page_size(request.pageSize)
     args = InstanceQueryArgs(
         statuses=list(request.runtimeStatus),
         completed_from=_micros(request, "completedTimeFrom"),
         completed_to=_micros(request, "completedTimeTo"),
         after_id=request.lastInstanceKey.value if request.HasField("lastInstanceKey") else None,
-        limit=limit,
+        limit=limit + 1,
         terminal_only=True,
     )
     records = engine.query(hub, args)
-    response = pb.ListInstanceIdsResponse(instanceIds=[r.instance_id for r in records])
-    if len(records) == limit:
-        response.lastInstanceKey.value = records[-1].instance_id
+    response = pb.ListInstanceIdsResponse(instanceIds=[r.instance_id for r in records[:limit]])
+    if len(records) > limit:
+        response.lastInstanceKey.value = records[limit - 1].instance_id
     return response
 
 
@@ -111,17 +121,17 @@ def _purge_page(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, after: st
 
 
 def query_entities(entities: Entities, hub: str, query: pb.EntityQuery) -> pb.QueryEntitiesResponse:
-    limit = query.pageSize.value if query.HasField("pageSize") and query.pageSize.value > 0 else DEFAULT_PAGE
+    limit = page_size(query.pageSize.value if query.HasField("pageSize") else 0)
     args = EntityQueryArgs(
         id_prefix=query.instanceIdStartsWith.value if query.HasField("instanceIdStartsWith") else None,
         modified_from=_micros(query, "lastModifiedFrom"),
         modified_to=_micros(query, "lastModifiedTo"),
         include_transient=query.includeTransient,
         after_id=query.continuationToken.value if query.HasField("continuationToken") else None,
-        limit=limit,
+        limit=limit + 1,
     )
     found = entities.query(hub, args)
-    response = pb.QueryEntitiesResponse(entities=[entity_metadata(v, query.includeState) for v in found])
-    if len(found) == limit:
-        response.continuationToken.value = found[-1].record.instance_id
+    response = pb.QueryEntitiesResponse(entities=[entity_metadata(v, query.includeState) for v in found[:limit]])
+    if len(found) > limit:
+        response.continuationToken.value = found[limit - 1].record.instance_id
     return response
