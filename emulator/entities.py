@@ -67,13 +67,19 @@ class Entities:
         with self.backend.transaction() as tx:
             return [EntityView(r, tx.backlog(hub, r.instance_id)) for r in tx.query_entities(hub, args)]
 
-    def clean(self, hub: str, remove_empty: bool, release_orphaned: bool) -> tuple[int, int]:
-        """Deletes stateless idle entities and frees locks whose owner has finished or vanished."""
+    def clean(
+        self, hub: str, remove_empty: bool, release_orphaned: bool, after: str | None, limit: int
+    ) -> tuple[int, int, str | None]:
+        """Deletes stateless idle entities and frees locks whose owner has finished or vanished.
+
+        Works through at most ``limit`` entities after ``after`` in one transaction; returns the counts and the
+        entity to continue after (``None`` when none are left).
+        """
         removed = released = 0
         now = self.clock.now()
         with self.backend.transaction() as tx:
-            everything = EntityQueryArgs(include_transient=True, limit=1 << 30)
-            for record in tx.query_entities(hub, everything):
+            page = tx.query_entities(hub, EntityQueryArgs(include_transient=True, after_id=after, limit=limit + 1))
+            for record in page[:limit]:
                 if release_orphaned and record.lock_owner is not None:
                     owner = tx.get_instance(hub, record.lock_owner)
                     if owner is None or owner.status in events.TERMINAL_STATUSES:
@@ -87,7 +93,7 @@ class Entities:
             if released:
                 entity_ops.grant_locks(tx, hub, now)
         self._notify(hub)
-        return removed, released
+        return removed, released, page[limit - 1].instance_id if len(page) > limit else None
 
     def fetch(self, hub: str, accept: NameFilter, token: str, expires: datetime) -> EntityWork | None:
         at = events.to_micros(self.clock.now())
@@ -127,5 +133,6 @@ class Entities:
             entity.modified_at = events.to_micros(now)
             entity.lock_token = entity.lock_expires = None
             tx.put_entity(entity)
+            tx.drop_entity_if_empty(hub, work.entity_id)  # its state was deleted and nothing else waits for it
             entity_ops.run_actions(tx, hub, list(result.actions), now)
         self._notify(hub)

@@ -62,6 +62,7 @@ def from_orchestration(
         if entity is not None and entity.locked_by == unlock.criticalSectionId:
             entity.locked_by = entity.lock_owner = None
             tx.put_entity(entity)
+            tx.drop_entity_if_empty(hub, entity.instance_id)
         grant_locks(tx, hub, now)
 
 

@@ -17,6 +17,8 @@ DEFAULT_PAGE = 100
 #: read of a whole task hub would hold the store (and the event loop) for as long as it takes.
 MAX_PAGE = 1000
 PURGE_PAGE = 500
+#: Entities one CleanEntityStorage call works through; the answer's continuation token asks for the rest.
+CLEAN_PAGE = 500
 
 
 def page_size(requested: int) -> int:
@@ -134,4 +136,17 @@ def query_entities(entities: Entities, hub: str, query: pb.EntityQuery) -> pb.Qu
     response = pb.QueryEntitiesResponse(entities=[entity_metadata(v, query.includeState) for v in found[:limit]])
     if len(found) > limit:
         response.continuationToken.value = found[limit - 1].record.instance_id
+    return response
+
+
+def clean_entity_storage(
+    entities: Entities, hub: str, request: pb.CleanEntityStorageRequest
+) -> pb.CleanEntityStorageResponse:
+    after = request.continuationToken.value if request.HasField("continuationToken") else None
+    removed, released, next_after = entities.clean(
+        hub, request.removeEmptyEntities, request.releaseOrphanedLocks, after or None, CLEAN_PAGE
+    )
+    response = pb.CleanEntityStorageResponse(emptyEntitiesRemoved=removed, orphanedLocksReleased=released)
+    if next_after is not None:
+        response.continuationToken.value = next_after
     return response

@@ -298,9 +298,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     async def CleanEntityStorage(
         self, request: pb.CleanEntityStorageRequest, context: Context
     ) -> pb.CleanEntityStorageResponse:
-        hub = self._hub(context)
-        removed, released = self.entities.clean(hub, request.removeEmptyEntities, request.releaseOrphanedLocks)
-        return pb.CleanEntityStorageResponse(emptyEntitiesRemoved=removed, orphanedLocksReleased=released)
+        return queries.clean_entity_storage(self.entities, self._hub(context), request)
 
     @_mapped
     async def CompleteEntityTask(self, request: pb.EntityBatchResult, context: Context) -> pb.CompleteTaskResponse:

@@ -25,6 +25,11 @@ CREATE TABLE IF NOT EXISTS lock_requests (
 CREATE INDEX IF NOT EXISTS ix_lock_requests_hub ON lock_requests (hub, id);
 """
 _COLUMNS = "hub, instance_id, state, modified_at, locked_by, lock_owner, lock_token, lock_expires"
+# An entity row with nothing in it: the entity does not exist, as in DTS, which removes such an entity itself.
+_EMPTY = (
+    "state IS NULL AND locked_by IS NULL AND lock_token IS NULL AND NOT EXISTS "
+    "(SELECT 1 FROM messages m WHERE m.hub = entities.hub AND m.instance_id = entities.instance_id)"
+)
 
 
 def glob_literal(text: str) -> str:
@@ -62,6 +67,11 @@ class EntityTables:
 
     def delete_entity(self, hub: str, entity_id: str) -> None:
         self._db.execute("DELETE FROM entities WHERE hub = ? AND instance_id = ?", (hub, entity_id))
+
+    def drop_entity_if_empty(self, hub: str, entity_id: str) -> bool:
+        """Deletes the entity when nothing is left of it: no state, no lock, no lease and no queued operation."""
+        cur = self._db.execute(f"DELETE FROM entities WHERE hub = ? AND instance_id = ? AND {_EMPTY}", (hub, entity_id))
+        return cur.rowcount > 0
 
     def lock_entity(self, hub: str, entity_id: str, token: str | None, expires: Micros | None) -> None:
         self._db.execute(
@@ -133,8 +143,17 @@ class EntityTables:
 
     def release_locks_of(self, hub: str, owner: str) -> int:
         """Frees every entity locked by ``owner`` and drops its waiting lock requests."""
-        cur = self._db.execute(
+        freed = [
+            r[0]
+            for r in self._db.execute(
+                "SELECT instance_id FROM entities INDEXED BY ix_entities_owner WHERE hub = ? AND lock_owner = ?",
+                (hub, owner),
+            ).fetchall()
+        ]
+        self._db.execute(
             "UPDATE entities SET locked_by = NULL, lock_owner = NULL WHERE hub = ? AND lock_owner = ?", (hub, owner)
         )
         self._db.execute("DELETE FROM lock_requests WHERE hub = ? AND owner = ?", (hub, owner))
-        return cur.rowcount
+        for entity_id in freed:
+            self.drop_entity_if_empty(hub, entity_id)
+        return len(freed)

@@ -252,8 +252,10 @@ def test_get_query_and_clean(hub: Hub) -> None:
     while (reset := c.get_entity(ids[0])) is not None and reset.get_typed_state() is not None:
         assert time.monotonic() < deadline, "the reset entity still has state"
         time.sleep(0.05)
+    # DTS (and our emulator) removes an entity whose state was deleted on its own, so clean_entity_storage may
+    # find nothing left to remove; some backends remove it only here. Either way it is gone afterwards.
     result = c.clean_entity_storage()
-    assert result.empty_entities_removed >= 1
+    assert result.orphaned_locks_released == 0
     remaining = c.get_all_entities(
         client.EntityQuery(instance_id_starts_with=f"@counter@{prefix}", include_transient=True)
     )
