@@ -259,7 +259,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         name = self.hubs.name_in(context.invocation_metadata() or ())
         if request.recreateIfExists:
             self.dispatcher.forget_hub(name)
-            self.hubs.delete(name)
+            await self.hubs.delete(name)
         self.hubs.create(name)
         if request.recreateIfExists:
             self.dispatcher.wake()  # waiters on the hub's old instances re-read them
@@ -269,7 +269,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     async def DeleteTaskHub(self, request: pb.DeleteTaskHubRequest, context: Context) -> pb.DeleteTaskHubResponse:
         hub = self._hub(context)
         self.dispatcher.forget_hub(hub)
-        self.hubs.delete(hub)
+        await self.hubs.delete(hub)
         self.dispatcher.wake()
         return pb.DeleteTaskHubResponse()
 

@@ -111,11 +111,32 @@ class SqliteTransaction(EntityTables):
     def hub_exists(self, hub: str) -> bool:
         return self._db.execute("SELECT 1 FROM task_hubs WHERE name = ?", (hub,)).fetchone() is not None
 
+    def hub_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM task_hubs").fetchone()[0])
+
     def delete_hub(self, hub: str) -> None:
         self._read.clear()
         for table in _HUB_TABLES:
             self._db.execute(f"DELETE FROM {table} WHERE hub = ?", (hub,))
         self._db.execute("DELETE FROM task_hubs WHERE name = ?", (hub,))
+
+    def delete_hub_rows(self, hub: str, limit: int) -> int:
+        """Deletes up to about ``limit`` rows of the hub's data (whole histories); returns how many went."""
+        self._read.clear()
+        removed = 0
+        for table in _HUB_TABLES:
+            if table == "history":  # no rowid: take whole histories, a few instances at a time
+                sql = (
+                    "DELETE FROM history WHERE hub = ? AND instance_id IN "
+                    "(SELECT DISTINCT instance_id FROM history WHERE hub = ? LIMIT ?)"
+                )
+                removed += self._db.execute(sql, (hub, hub, max(1, (limit - removed) // 50))).rowcount
+            else:
+                sql = f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE hub = ? LIMIT ?)"
+                removed += self._db.execute(sql, (hub, limit - removed)).rowcount
+            if removed >= limit:
+                break
+        return removed
 
     # Instances -------------------------------------------------------------------------------------
     def get_instance(self, hub: str, instance_id: str) -> InstanceRecord | None:

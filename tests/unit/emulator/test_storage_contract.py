@@ -217,9 +217,11 @@ def test_entities_locks_and_lock_requests(backend: Backend) -> None:
         tx.add_lock_request("h", "cs2", "other", ["@c@2", "@c@3"])
         (request,) = tx.lock_requests("h")
         assert (request.critical_section_id, request.owner, request.lock_set) == ("cs2", "other", ["@c@2", "@c@3"])
-        assert tx.release_locks_of("h", "orch") == 1
-        released = tx.get_entity("h", "@c@2")
+        tx.put_entity(EntityRecord("h", "@c@4", "7", 20, locked_by="cs", lock_owner="orch"))
+        assert tx.release_locks_of("h", "orch") == 2
+        released = tx.get_entity("h", "@c@4")
         assert released is not None and released.locked_by is None
+        assert tx.get_entity("h", "@c@2") is None  # no state, no lock, nothing queued: it does not exist
         tx.delete_lock_request(request.id)
         assert tx.lock_requests("h") == []
         tx.delete_entity("h", "@c@1")
@@ -236,3 +238,47 @@ def test_ready_entities_filter_by_name_case_insensitively(backend: Backend) -> N
         assert [e.instance_id for e in tx.ready_entities("h", 0, 10, ["counter"])] == ["@Counter@1"]
         assert tx.ready_entities("h", 0, 10, []) == []
         assert len(tx.ready_entities("h", 0, 10)) == 3
+
+
+def test_only_entities_with_nothing_left_are_dropped(backend: Backend) -> None:
+    from emulator.storage import EntityRecord
+
+    with backend.transaction() as tx:
+        tx.put_entity(EntityRecord("h", "@c@empty", None, 1))
+        tx.put_entity(EntityRecord("h", "@c@state", "1", 1))
+        tx.put_entity(EntityRecord("h", "@c@locked", None, 1, locked_by="cs", lock_owner="o"))
+        tx.put_entity(EntityRecord("h", "@c@leased", None, 1, lock_token="t", lock_expires=5))
+        tx.put_entity(EntityRecord("h", "@c@queued", None, 1))
+        tx.add_message("h", "@c@queued", b"op", 0)
+        dropped = {e: tx.drop_entity_if_empty("h", e) for e in ("@c@empty", "@c@state", "@c@locked", "@c@leased")}
+        dropped["@c@queued"] = tx.drop_entity_if_empty("h", "@c@queued")
+        assert dropped == {
+            "@c@empty": True,
+            "@c@state": False,
+            "@c@locked": False,
+            "@c@leased": False,
+            "@c@queued": False,
+        }
+        assert tx.get_entity("h", "@c@empty") is None
+
+
+def test_hub_rows_are_deleted_in_chunks(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        tx.ensure_hub("h")
+        tx.ensure_hub("other")
+        for i in range(30):
+            tx.put_instance(_instance(f"i{i}"))
+            tx.append_history("h", f"i{i}", [b"a", b"b"])
+            tx.add_message("h", f"i{i}", b"m", 0)
+        tx.put_instance(_instance("kept", hub="other"))
+        assert tx.hub_count() == 2
+    chunks = []
+    while True:
+        with backend.transaction() as tx:
+            chunks.append(tx.delete_hub_rows("h", 8))
+        if chunks[-1] == 0:
+            break
+    assert len(chunks) > 5 and max(chunks) <= 8 and sum(chunks) == 30 + 60 + 30
+    with backend.transaction() as tx:
+        assert tx.hub_exists("h") and tx.history("h", "i0") == [] and tx.get_instance("h", "i1") is None
+        assert tx.get_instance("other", "kept") is not None
