@@ -22,6 +22,12 @@ WORKDIR /data
 VOLUME ["/data"]
 EXPOSE 8080
 
+# Configure TLS and the token through the environment, so the health check (which reads the same variables)
+# probes with the settings the emulator serves with:
+#   DTS_EMULATOR_TLS_CERT, DTS_EMULATOR_TLS_KEY    PEM files (mounted, e.g. under /run/secrets)
+#   DTS_EMULATOR_AUTH_TOKEN_FILE                    file holding the bearer token (or DTS_EMULATOR_AUTH_TOKEN)
+#   DTS_EMULATOR_TLS_CA                              roots the probe trusts when the certificate is not self-signed
+#   DTS_EMULATOR_TLS_SERVER_NAME                     name the probe checks when the certificate does not cover 127.0.0.1
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
     CMD ["python", "-m", "emulator.healthcheck", "127.0.0.1:8080"]
 

@@ -10,7 +10,8 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from emulator.auth import TOKEN_ENV, read_token_file
+from emulator.auth import TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_ENV, TOKEN_FILE_ENV, read_token_file
+from emulator.errors import DatabaseInUseError
 from emulator.faults import FaultProfile
 from emulator.server import EmulatorServer
 
@@ -39,9 +40,26 @@ def build_parser() -> argparse.ArgumentParser:
     auth.add_argument(
         "--auth-token", help=f"require 'authorization: Bearer <token>' on every call (or set {TOKEN_ENV})"
     )
-    auth.add_argument("--auth-token-file", help="read the required bearer token from this file")
-    parser.add_argument("--tls-cert", help="PEM certificate (chain) file; with --tls-key, serve TLS only")
-    parser.add_argument("--tls-key", help="PEM private key file for --tls-cert")
+    auth.add_argument(
+        "--auth-token-file",
+        default=os.environ.get(TOKEN_FILE_ENV) or None,
+        help=f"read the required bearer token from this file (or set {TOKEN_FILE_ENV})",
+    )
+    parser.add_argument(
+        "--tls-cert",
+        default=os.environ.get(TLS_CERT_ENV) or None,
+        help=f"PEM certificate (chain) file; with --tls-key, serve TLS only (or set {TLS_CERT_ENV})",
+    )
+    parser.add_argument(
+        "--tls-key", default=os.environ.get(TLS_KEY_ENV) or None, help=f"PEM private key file (or set {TLS_KEY_ENV})"
+    )
+    parser.add_argument(
+        "--durability",
+        choices=("normal", "full"),
+        default="normal",
+        help="normal: a commit survives a process kill, a power loss may lose the last commits; "
+        "full: every commit is synced to disk (survives power loss, slower)",
+    )
     parser.add_argument(
         "--faults",
         type=_fault_profile,
@@ -52,13 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _token(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | None:
-    if args.auth_token_file:
+    if args.auth_token is not None and not args.auth_token.strip():
+        parser.error("--auth-token must not be empty")
+    if args.auth_token is None and args.auth_token_file:  # an explicit --auth-token beats the file's variable
         try:
             return read_token_file(args.auth_token_file)
         except (OSError, ValueError) as error:
             parser.error(f"--auth-token-file: {error}")
-    if args.auth_token is not None and not args.auth_token.strip():
-        parser.error("--auth-token must not be empty")
     token = args.auth_token if args.auth_token is not None else os.environ.get(TOKEN_ENV)
     return token.strip() if token and token.strip() else None
 
@@ -71,7 +89,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     token = _token(args, parser)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     hubs = tuple(h.strip() for h in args.task_hubs.split(",") if h.strip())
-    server = EmulatorServer(
+    try:
+        server = _server(args, hubs, token)
+    except DatabaseInUseError as error:
+        print(f"durabletask-emulator: {error}", file=sys.stderr, flush=True)
+        return 1
+    stopped = threading.Event()
+    # Handlers go in before the address is printed, so a supervisor that reacts to it can stop us cleanly.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopped.set())
+    server.start()
+    print(f"Durable Task emulator listening on {server.address}", flush=True)
+    stopped.wait()
+    server.stop(grace=2.0)
+    return 0
+
+
+def _server(args: argparse.Namespace, hubs: tuple[str, ...], token: str | None) -> EmulatorServer:
+    return EmulatorServer(
         host=args.host,
         port=args.port,
         db_path=None if args.in_memory else args.db,
@@ -84,16 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         faults=args.faults,
+        durability=args.durability,
     )
-    stopped = threading.Event()
-    # Handlers go in before the address is printed, so a supervisor that reacts to it can stop us cleanly.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopped.set())
-    server.start()
-    print(f"Durable Task emulator listening on {server.address}", flush=True)
-    stopped.wait()
-    server.stop(grace=2.0)
-    return 0
 
 
 if __name__ == "__main__":

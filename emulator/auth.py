@@ -19,6 +19,11 @@ else:
 _SCHEME = "bearer "
 #: Environment variable holding the token, so it need not appear on a command line (visible in ``ps``).
 TOKEN_ENV = "DTS_EMULATOR_AUTH_TOKEN"
+#: Environment variables the emulator's command line and its health probe both read, so a container configured
+#: through its environment is probed with the same token and TLS settings it serves with.
+TOKEN_FILE_ENV = "DTS_EMULATOR_AUTH_TOKEN_FILE"
+TLS_CERT_ENV = "DTS_EMULATOR_TLS_CERT"
+TLS_KEY_ENV = "DTS_EMULATOR_TLS_KEY"
 
 
 def read_token_file(path: str | Path) -> str:

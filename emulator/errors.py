@@ -56,3 +56,18 @@ def stale_token(token: str) -> FailedPreconditionError:
     return FailedPreconditionError(
         f"completion token '{token}' is no longer valid (unknown, already used, abandoned or redelivered)"
     )
+
+
+class StorageError(EmulatorError):
+    """The database refused a write (disk full, I/O error); the change was rolled back and the call may be retried.
+
+    The message carries an error ID; the database's own message is in the server log under that ID.
+    """
+
+    code_name = "UNAVAILABLE"
+
+
+class DatabaseInUseError(EmulatorError):
+    """Another emulator process already serves this database file."""
+
+    code_name = "FAILED_PRECONDITION"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import threading
 from collections.abc import Sequence
@@ -47,6 +48,11 @@ class EmulatorServer:
         tls_key: PEM private key file for ``tls_cert``.
         faults: Faults to inject from the start (see :class:`~emulator.faults.FaultProfile`); tests can
             also drive :attr:`faults` directly.
+        durability: ``"normal"`` (default: a commit survives a process kill, a power loss may lose the last
+            commits) or ``"full"`` (every commit is synced to disk and survives power loss, slower).
+
+    Raises:
+        DatabaseInUseError: another emulator already serves ``db_path``.
     """
 
     def __init__(
@@ -66,6 +72,7 @@ class EmulatorServer:
         tls_cert: str | None = None,
         tls_key: str | None = None,
         faults: FaultProfile | None = None,
+        durability: str = "normal",
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
@@ -73,7 +80,7 @@ class EmulatorServer:
         self._requested_port = port
         self._port: int | None = None
         self.clock = clock or SystemClock()
-        self.backend = SqliteBackend(None if in_memory else db_path)
+        self.backend = SqliteBackend(None if in_memory else db_path, durability)
         self.backend.release_all_leases()
         self.dispatcher: Dispatcher
         self.limits = limits or Limits()
@@ -113,6 +120,12 @@ class EmulatorServer:
         self.dispatcher.open()
         self._server, self._port = aio_loop.run(self._serve(f"{self.host}:{self._requested_port}"))
         log.info("Durable Task emulator listening on %s%s", self.address, " (TLS)" if self._tls else "")
+        if self._auth is not None and self._tls is None and not _is_loopback(self.host):
+            log.warning(
+                "an auth token is required but TLS is off on %s, which is reachable from other machines: the "
+                "token travels in clear text; give --tls-cert and --tls-key, or bind 127.0.0.1",
+                self.host,
+            )
         if self._initial_faults is not None:
             self.faults.apply(self._initial_faults)
             self._initial_faults = None
@@ -191,3 +204,12 @@ class EmulatorServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: assume other machines can reach it

@@ -56,9 +56,15 @@ def _mapped(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
             raise  # already a status (a refused or cut call)
         except (EmulatorError, TimeoutError) as error:
             await context.abort(_status_code(error), str(error))
-        except Exception as error:
-            log.exception("unexpected error in %s", method.__name__)
-            await context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+        except Exception:
+            # The caller learns only an ID: the exception's text can hold SQL, file paths or data from other
+            # callers. The server log has the whole story under the same ID.
+            error_id = uuid.uuid4().hex[:12]
+            log.exception("error %s: unexpected error in %s", error_id, method.__name__)
+            await context.abort(
+                grpc.StatusCode.INTERNAL,
+                f"internal error in the emulator (error {error_id}; the server log has the details)",
+            )
         raise AssertionError("abort returned")  # pragma: no cover - abort always raises
 
     return wrapper

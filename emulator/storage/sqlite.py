@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from emulator.errors import StorageError
 from emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros
+from emulator.storage.lockfile import DatabaseLock
 from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, glob_literal
 
 _SCHEMA = """
@@ -69,6 +73,9 @@ _HUB_TABLES = ("instances", *_PER_INSTANCE_TABLES, "entities", "lock_requests")
 
 
 _INSTANCE_FIELDS = [c.strip() for c in _INSTANCE_COLUMNS.split(",")]
+#: ``durability`` choices: what a commit has done to the disk before COMMIT returns.
+SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
+log = logging.getLogger("emulator")
 
 
 @functools.cache
@@ -345,19 +352,29 @@ class SqliteTransaction(EntityTables):
 
 
 class SqliteBackend:
-    """A SQLite store: a file path for persistence, or ``None`` for a private in-memory database."""
+    """A SQLite store: a file path for persistence, or ``None`` for a private in-memory database.
 
-    def __init__(self, path: str | None = None) -> None:
+    A file database is locked for this process (``<path>.lock``); a second backend on the same file raises
+    :class:`~emulator.errors.DatabaseInUseError`. ``durability`` is ``"normal"`` (a commit survives a process
+    kill; a power loss may lose the last commits) or ``"full"`` (every commit is synced to disk: it survives
+    power loss too, at the cost of an fsync per commit).
+    """
+
+    def __init__(self, path: str | None = None, durability: str = "normal") -> None:
+        if durability not in SYNCHRONOUS:
+            raise ValueError(f"durability must be one of {sorted(SYNCHRONOUS)}, not {durability!r}")
         self.path = path
         self._lock = threading.RLock()
+        self._file_lock = DatabaseLock(path) if path else None
         # A larger statement cache keeps every query of the hot paths prepared.
         self._conn = sqlite3.connect(
             path or ":memory:", check_same_thread=False, isolation_level=None, cached_statements=512
         )
         if path:
-            # WAL + NORMAL survives a process kill: a commit is in the log before COMMIT returns.
+            # WAL + NORMAL survives a process kill: a commit is in the log before COMMIT returns. The log is
+            # synced at checkpoints only, so a power loss can take the last commits; FULL syncs every commit.
             self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(f"PRAGMA synchronous={SYNCHRONOUS[durability]}")
             # Checkpoints copy the log back in bigger, rarer steps.
             self._conn.execute("PRAGMA wal_autocheckpoint=4000")
         self._conn.execute("PRAGMA temp_store=MEMORY")
@@ -375,9 +392,27 @@ class SqliteBackend:
             try:
                 yield self._tx
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._roll_back()  # never hides the error that got us here
                 raise
-            self._conn.execute("COMMIT")
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as error:
+                # A COMMIT that fails (disk full, I/O error, busy) may leave the transaction open; close it so
+                # the next call starts clean, and report the failure without the database's own words.
+                self._roll_back()
+                error_id = uuid.uuid4().hex[:12]
+                log.error("error %s: commit failed: %s", error_id, error)
+                raise StorageError(
+                    f"the emulator could not save the change (error {error_id}; the server log has the details)"
+                ) from error
+
+    def _roll_back(self) -> None:
+        if not self._conn.in_transaction:
+            return  # SQLite already rolled back (it does after some I/O errors)
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            log.exception("rollback failed; the database connection may be unusable")
 
     def release_all_leases(self) -> None:
         with self.transaction():
@@ -393,3 +428,5 @@ class SqliteBackend:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            if self._file_lock is not None:
+                self._file_lock.release()

@@ -333,8 +333,9 @@ def test_public_clients_and_worker_take_root_certificates(secured: EmulatorServe
         state = c.wait_for_orchestration_completion(iid, timeout=30)
 
         async def read() -> object:
-            async with client.AsyncTaskHubGrpcClient(host_address=address, metadata=AUTH,
-                                                     root_certificates=tls.ca_pem) as ac:
+            async with client.AsyncTaskHubGrpcClient(
+                host_address=address, metadata=AUTH, root_certificates=tls.ca_pem
+            ) as ac:
                 return await ac.get_orchestration_state(iid)
 
         async_state = asyncio.run(read())
@@ -350,3 +351,46 @@ def test_public_clients_and_worker_take_root_certificates(secured: EmulatorServe
             untrusted.get_orchestration_state(iid)
     finally:
         untrusted.close()
+
+
+def _dockerfile_healthcheck() -> list[str]:
+    text = (Path(__file__).parents[2] / "Dockerfile").read_text()
+    command = text.split("HEALTHCHECK", 1)[1].split("CMD", 1)[1].split("\n\n", 1)[0]
+    return json.loads(command.strip())  # type: ignore[no-any-return]
+
+
+def test_the_docker_healthcheck_follows_tls_and_token_from_the_environment(
+    secured: EmulatorServer, tls: TlsFiles, tmp_path: Path
+) -> None:
+    # The image's health check command, as Docker runs it inside the container, against a TLS + token emulator
+    # configured through the environment variables the image documents.
+    command = [sys.executable if part == "python" else part for part in _dockerfile_healthcheck()]
+    command = [f"127.0.0.1:{secured.port}" if part == "127.0.0.1:8080" else part for part in command]
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    container = {
+        **env(),
+        "DTS_EMULATOR_TLS_CERT": str(tls.cert),
+        "DTS_EMULATOR_TLS_KEY": str(tls.key),
+        "DTS_EMULATOR_TLS_CA": str(tls.ca),
+        "DTS_EMULATOR_AUTH_TOKEN_FILE": str(token_file),
+    }
+    assert subprocess.run(command, env=container, timeout=30).returncode == 0
+    assert subprocess.run(command, env={**container, "DTS_EMULATOR_AUTH_TOKEN_FILE": ""}, timeout=30).returncode == 1
+    plaintext = {k: v for k, v in container.items() if not k.startswith("DTS_EMULATOR_TLS")}
+    assert subprocess.run(command, env=plaintext, timeout=30).returncode == 1
+
+
+def test_the_emulator_reads_tls_and_the_token_file_from_the_environment(tls: TlsFiles, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    variables = {
+        "DTS_EMULATOR_TLS_CERT": str(tls.cert),
+        "DTS_EMULATOR_TLS_KEY": str(tls.key),
+        "DTS_EMULATOR_AUTH_TOKEN_FILE": str(token_file),
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in variables.items():
+            patch.setenv(key, value)
+        args = build_parser().parse_args([])
+    assert (args.tls_cert, args.tls_key, args.auth_token_file) == (str(tls.cert), str(tls.key), str(token_file))
