@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Iterable
 
+from emulator import queries
 from emulator.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError
 from emulator.storage import Backend
 
@@ -73,6 +75,10 @@ class TaskHubs:
         with self._lock:
             self._known.add(name)
 
+    def _delete_chunk(self, name: str) -> int:
+        with self._backend.transaction() as tx:
+            return tx.delete_hub_rows(name, DELETE_CHUNK)
+
     def _add(self, name: str) -> None:
         with self._backend.transaction() as tx:
             tx.ensure_hub(name)
@@ -91,8 +97,7 @@ class TaskHubs:
             self._deleting.add(name)
         try:
             while True:
-                with self._backend.transaction() as tx:
-                    removed = tx.delete_hub_rows(name, DELETE_CHUNK)
+                removed = await queries.storage_step(functools.partial(self._delete_chunk, name))
                 if not removed:
                     break
                 await between_chunks()

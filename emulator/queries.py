@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import events
@@ -12,13 +16,34 @@ from emulator.engine import Engine
 from emulator.entities import Entities
 from emulator.storage import EntityQueryArgs, InstanceQueryArgs
 
+T = TypeVar("T")
 DEFAULT_PAGE = 100
 #: The largest page any query answers, whatever it asks for: Microsoft's SDK asks for 2**31-1 by default, and one
 #: read of a whole task hub would hold the store (and the event loop) for as long as it takes.
 MAX_PAGE = 1000
-PURGE_PAGE = 500
+PURGE_PAGE = 100
 #: Entities one CleanEntityStorage call works through; the answer's continuation token asks for the rest.
 CLEAN_PAGE = 500
+
+
+# One thread for every long request's storage steps: concurrent listings and purges queue here instead of
+# taking more threads, and the event loop stays free for the short calls meanwhile.
+_STEPS = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="emulator-admin")
+
+
+async def storage_step(work: Callable[[], T]) -> T:
+    """Runs one bounded step of a long request (a page, a purge chunk) on the admin thread.
+
+    Measured (bench/admin_load.py, bench/RESULTS.md): run on the event loop, each step kept the loop from
+    reading new calls for its whole length, and a start issued during a purge waited for several steps; on a
+    thread, the loop keeps serving and a short call waits at most for the store lock of one step.
+    """
+    return await asyncio.get_running_loop().run_in_executor(_STEPS, work)
+
+
+async def between_steps() -> None:
+    """Lets the event loop serve other calls between two steps of a long request."""
+    await asyncio.sleep(0)
 
 
 def page_size(requested: int) -> int:
@@ -100,12 +125,13 @@ async def _purge_by_filter(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter
         deadline = time.monotonic() + min(max(seconds, 0.0), _MAX_PURGE_TIMEOUT)
     total, after = 0, None
     while True:
-        ids = _purge_page(engine, hub, flt, after, PURGE_PAGE)
+        # Read a page, delete it, serve other calls, repeat: each step is one short transaction.
+        ids = await storage_step(functools.partial(_purge_page, engine, hub, flt, after, PURGE_PAGE))
         if not ids:
             return total, True
-        total += engine.purge(hub, ids, recursive)
+        total += await storage_step(functools.partial(engine.purge, hub, ids, recursive))
         after = ids[-1]
-        await asyncio.sleep(0)  # one page at a time: other calls are served between pages
+        await between_steps()
         if deadline is not None and time.monotonic() >= deadline:
             return total, not _purge_page(engine, hub, flt, after, 1)
 

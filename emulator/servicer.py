@@ -183,11 +183,13 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
 
     @_mapped
     async def QueryInstances(self, request: pb.QueryInstancesRequest, context: Context) -> pb.QueryInstancesResponse:
-        return queries.query_instances(self.engine, self._hub(context), request.query)
+        hub = self._hub(context)
+        return await queries.storage_step(lambda: queries.query_instances(self.engine, hub, request.query))
 
     @_mapped
     async def ListInstanceIds(self, request: pb.ListInstanceIdsRequest, context: Context) -> pb.ListInstanceIdsResponse:
-        return queries.list_instance_ids(self.engine, self._hub(context), request)
+        hub = self._hub(context)
+        return await queries.storage_step(lambda: queries.list_instance_ids(self.engine, hub, request))
 
     @_mapped
     async def PurgeInstances(self, request: pb.PurgeInstancesRequest, context: Context) -> pb.PurgeInstancesResponse:
@@ -298,13 +300,15 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
 
     @_mapped
     async def QueryEntities(self, request: pb.QueryEntitiesRequest, context: Context) -> pb.QueryEntitiesResponse:
-        return queries.query_entities(self.entities, self._hub(context), request.query)
+        hub = self._hub(context)
+        return await queries.storage_step(lambda: queries.query_entities(self.entities, hub, request.query))
 
     @_mapped
     async def CleanEntityStorage(
         self, request: pb.CleanEntityStorageRequest, context: Context
     ) -> pb.CleanEntityStorageResponse:
-        return queries.clean_entity_storage(self.entities, self._hub(context), request)
+        hub = self._hub(context)
+        return await queries.storage_step(lambda: queries.clean_entity_storage(self.entities, hub, request))
 
     @_mapped
     async def CompleteEntityTask(self, request: pb.EntityBatchResult, context: Context) -> pb.CompleteTaskResponse:
