@@ -24,9 +24,11 @@ from .conftest import HubStub, start, uid
 
 def test_a_second_server_on_the_same_database_is_refused(tmp_path: Path) -> None:
     db = str(tmp_path / "emu.db")
-    with EmulatorServer(port=0, db_path=db):
-        with pytest.raises(DatabaseInUseError, match="already served by another emulator"):
-            EmulatorServer(port=0, db_path=db)
+    with (
+        EmulatorServer(port=0, db_path=db),
+        pytest.raises(DatabaseInUseError, match="already served by another emulator"),
+    ):
+        EmulatorServer(port=0, db_path=db)
     with EmulatorServer(port=0, db_path=db):  # the lock goes with the first server
         pass
 
@@ -100,9 +102,12 @@ def test_a_failing_rollback_does_not_hide_the_original_error(tmp_path: Path, cap
     backend = SqliteBackend(str(tmp_path / "emu.db"))
     real = backend._conn
     backend._conn = _FailingConnection(real, {"ROLLBACK"})  # type: ignore[assignment]
-    with pytest.raises(ValueError, match="the original problem"), caplog.at_level(logging.ERROR, "emulator"):
-        with backend.transaction():
-            raise ValueError("the original problem")
+    with (
+        pytest.raises(ValueError, match="the original problem"),
+        caplog.at_level(logging.ERROR, "emulator"),
+        backend.transaction(),
+    ):
+        raise ValueError("the original problem")
     assert any("rollback failed" in r.getMessage() for r in caplog.records)
     real.execute("ROLLBACK")  # what the failed rollback left open
     _put(backend, "after")
