@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import threading
 from collections.abc import Iterable
@@ -100,7 +99,7 @@ class TaskHubs:
                 removed = await queries.storage_step(functools.partial(self._delete_chunk, name))
                 if not removed:
                     break
-                await between_chunks()
+                await queries.between_steps()
             with self._backend.transaction() as tx:
                 tx.delete_hub(name)
             with self._lock:
@@ -108,11 +107,6 @@ class TaskHubs:
         finally:
             with self._lock:
                 self._deleting.discard(name)
-
-
-async def between_chunks() -> None:
-    """Lets the event loop serve other calls between two chunks of a long deletion."""
-    await asyncio.sleep(0)
 
 
 def check_name(name: str) -> None:

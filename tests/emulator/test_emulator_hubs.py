@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import hubs
+from emulator import hubs, queries
 from emulator.server import EmulatorServer
 from emulator.storage import InstanceQueryArgs, InstanceRecord, SqliteBackend
 
@@ -81,7 +81,7 @@ def test_deleting_a_hub_works_in_chunks_and_serves_calls_between_them(monkeypatc
             )
             served.append((await asyncio.wait_for(started, timeout=10)).instanceId)
 
-        monkeypatch.setattr(hubs, "between_chunks", serve_one_call_between_chunks)
+        monkeypatch.setattr(queries, "between_steps", serve_one_call_between_chunks)
         HubStub(channel, "doomed").DeleteTaskHub(pb.DeleteTaskHubRequest())
         assert len(served) == 1 and other.GetInstance(pb.GetInstanceRequest(instanceId=served[0])).exists
         assert len(chunks) > 5 and max(chunks) <= 10 and chunks[-1] == 0
