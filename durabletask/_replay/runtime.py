@@ -23,6 +23,7 @@ from durabletask._replay.actions import (
 )
 from durabletask._replay.codec import Codec
 from durabletask._replay.contexts import Activity, OrchestrationContext, Orchestrator, get_name
+from durabletask._replay.coroutines import AsyncOrchestration
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError, proto_from_exception
 from durabletask._replay.inbox import EventInbox, EventTimeout
 from durabletask._replay.retry import RetryPolicy
@@ -109,7 +110,7 @@ class RuntimeContext(OrchestrationContext):
         self._version: str | None = None
         self._parent_instance_id: str | None = None
         self.name = ""
-        self._gen: Generator[Any, Any, Any] | None = None
+        self._gen: Generator[Any, Any, Any] | AsyncOrchestration | None = None
         self._current: Task[Any] | None = None
         self.done = False
         self._completion: pb.OrchestratorAction | None = None
@@ -332,7 +333,7 @@ class RuntimeContext(OrchestrationContext):
 
     # ---- running the orchestrator -------------------------------------------------------------
     def start(self, name: str, fn: Callable[..., Any], encoded_input: str | None) -> None:
-        """Call the orchestrator function; a generator is then driven as its tasks complete."""
+        """Call the orchestrator function; a generator or coroutine is then driven as its tasks complete."""
         self.started = True
         self.name = name
         value = self.codec.decode(encoded_input, typehints.input_type(fn)) if encoded_input else None
@@ -341,19 +342,21 @@ class RuntimeContext(OrchestrationContext):
             self._gen = result
             self._drive(None, None)
         elif isinstance(result, CoroutineType):
-            result.close()  # never started; closing it avoids a "never awaited" warning
-            raise TypeError(
-                f"orchestrator '{name}' is a coroutine function; orchestrators are generator "
-                "functions that yield durable tasks (or plain functions)"
-            )
+            self._gen = AsyncOrchestration(name, result)
+            self._drive(None, None)
         else:
             self.complete(result)
 
     def resume(self) -> None:
-        """Continue the generator if the task it is waiting on has completed."""
+        """Continue the generator (or coroutine) if the task it is waiting on has completed."""
         current = self._current
         if current is not None and current._is_complete and not self.done:
             self._drive(current._result, current._exception)
+
+    def end_batch(self) -> None:
+        """A batch of events has been applied: an ``async def`` orchestrator hands back the thread's event loop."""
+        if isinstance(self._gen, AsyncOrchestration):
+            self._gen.leave()
 
     def _drive(self, value: Any, error: BaseException | None) -> None:
         gen = self._gen

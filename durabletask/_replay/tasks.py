@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
+from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -12,6 +14,7 @@ from durabletask._replay.failures import FailureDetails, TaskCancelledError, Tas
 from durabletask._replay.retry import RetryPolicy
 
 T = TypeVar("T")
+TLock = TypeVar("TLock", bound=AbstractContextManager[Any])
 
 
 class _Observer(Protocol):
@@ -19,7 +22,7 @@ class _Observer(Protocol):
 
 
 class Task(ABC, Generic[T]):
-    """Something an orchestrator can ``yield`` and later receive a result (or an exception) from."""
+    """Something an orchestrator can ``yield`` (or ``await``) and later receive a result (or an exception) from."""
 
     def __init__(self) -> None:
         self._is_complete = False
@@ -56,6 +59,11 @@ class Task(ABC, Generic[T]):
         if self._exception is None:
             raise ValueError("The task has not failed.")
         return cast(TaskFailedError, self._exception)
+
+    def __await__(self) -> Generator[Task[T], Any, T]:
+        # An ``async def`` orchestrator's await hands the task itself to the replay driver, exactly as a
+        # generator's ``yield`` does; the driver sends the result back (or throws the failure in).
+        return (yield self)  # type: ignore[no-any-return]
 
     def _observe(self, observer: _Observer) -> None:
         if self._observers is None:
@@ -104,6 +112,24 @@ class CompletableTask(Task[T]):
     def _fail_with(self, error: BaseException) -> None:
         if not self._is_complete:
             self._finish(None, error)
+
+
+class LockTask(CompletableTask[TLock]):
+    """A task whose result is a lock to hold as a context manager (``lock_entities``).
+
+    In an ``async def`` orchestrator, ``async with task as lock:`` waits for the lock and holds it for the
+    block, as ``with (yield task) as lock:`` does in a generator orchestrator.
+    """
+
+    async def __aenter__(self) -> TLock:
+        lock = await self
+        lock.__enter__()
+        return lock
+
+    async def __aexit__(
+        self, error_type: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        cast(TLock, self._result).__exit__(error_type, error, traceback)
 
 
 class CancellableTask(CompletableTask[T]):
