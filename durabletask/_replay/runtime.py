@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Generator
 from datetime import datetime, timedelta, timezone
 from types import CoroutineType, GeneratorType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from google.protobuf import timestamp_pb2
 
@@ -27,7 +27,10 @@ from durabletask._replay.coroutines import AsyncOrchestration
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError, proto_from_exception
 from durabletask._replay.inbox import EventInbox, EventTimeout
 from durabletask._replay.retry import RetryPolicy
-from durabletask._replay.tasks import CancellableTask, CompletableTask, RetryableTask, Task, TimerTask
+from durabletask._replay.tasks import CancellableTask, CompletableTask, LockTask, RetryableTask, Task, TimerTask
+
+if TYPE_CHECKING:
+    from durabletask.entities.entity_lock import EntityLock
 
 _UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_OID, "9e952958-5e33-4daf-827f-2fa12937b875")
 _EPOCH = datetime(1970, 1, 1)
@@ -68,7 +71,7 @@ class EntitySupport(Protocol):
         self, entity_id: Any, operation_name: str, input: Any = None, signal_time: datetime | None = None
     ) -> None: ...
 
-    def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]: ...
+    def lock_entities(self, entities: list[Any]) -> LockTask[EntityLock]: ...
 
     def exit_critical_section(self) -> None: ...
 
@@ -325,7 +328,7 @@ class RuntimeContext(OrchestrationContext):
     ) -> None:
         self.entities.signal_entity(entity_id, operation_name, input, signal_time)
 
-    def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]:
+    def lock_entities(self, entities: list[Any]) -> LockTask[EntityLock]:
         return self.entities.lock_entities(entities)
 
     def _exit_critical_section(self) -> None:
