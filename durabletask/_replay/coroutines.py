@@ -8,10 +8,13 @@ import inspect
 import os
 import sys
 from types import CoroutineType, FrameType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from durabletask._replay.failures import NonDeterminismError
 from durabletask._replay.tasks import Task
+
+if TYPE_CHECKING:
+    from durabletask._replay.runtime import RuntimeContext
 
 # The running-loop slot is what asyncio itself reads to find "the" loop; the low-level helpers are the
 # documented way for loop implementations to fill it.
@@ -25,6 +28,8 @@ _ADVICE = (
     "ctx.call_activity(...) instead; for a delay, await ctx.create_timer(...)."
 )
 _MAX_CHAIN = 8
+# Whether objects of a class are durable tasks, by class: cheaper per await than an ABC isinstance check.
+_DURABLE: dict[type, bool] = {}
 
 
 class _EventLoopUsed(BaseException):
@@ -52,10 +57,11 @@ class _NoEventLoop:
 
 
 class AsyncOrchestration:
-    """An ``async def`` orchestrator's coroutine, stepped by the replay runtime as it steps a generator.
+    """An ``async def`` orchestrator's coroutine, driven by the replay runtime as it drives a generator.
 
-    :meth:`send` and :meth:`throw` return the durable task the coroutine awaits next, or raise
-    ``StopIteration`` carrying its result. Awaiting anything other than a durable task raises
+    :meth:`drive` sends the coroutine a result (or throws a failure in) and keeps going while the tasks it
+    awaits are already complete, then leaves the runtime waiting on the pending one, or completes it with
+    the coroutine's return value. Awaiting anything other than a durable task raises
     :class:`NonDeterminismError` naming what was awaited; the coroutine is then closed.
 
     The first step of a batch of events puts the stand-in loop in the thread's running-loop slot and
@@ -63,9 +69,10 @@ class AsyncOrchestration:
     step would cost more than the rest of an await.
     """
 
-    __slots__ = ("_coro", "_entered", "_loop", "_misuse", "_name", "_saved")
+    __slots__ = ("_coro", "_entered", "_loop", "_misuse", "_name", "_rt", "_saved")
 
-    def __init__(self, name: str, coro: CoroutineType[Any, Any, Any]) -> None:
+    def __init__(self, rt: RuntimeContext, name: str, coro: CoroutineType[Any, Any, Any]) -> None:
+        self._rt = rt
         self._name = name
         self._coro = coro
         # Typed as a loop: it takes the loop's place, and refuses to be one.
@@ -74,33 +81,34 @@ class AsyncOrchestration:
         self._entered = False
         self._saved: Any = None
 
-    def send(self, value: Any) -> Task[Any]:
+    def drive(self, value: Any, error: BaseException | None) -> None:
+        """Resume the coroutine with ``value`` (or ``error``) and run it until it waits or ends."""
         if not self._entered:
             self._enter()
-        try:
-            awaited = self._coro.send(value)
-        except _EventLoopUsed:
-            awaited = None  # the misuse is already recorded, with where it happened
-        except BaseException:
-            self._ended()
-            raise
-        if self._misuse is None and isinstance(awaited, Task):
-            return awaited
-        raise self._refuse(awaited)
-
-    def throw(self, error: BaseException) -> Task[Any]:
-        if not self._entered:
-            self._enter()
-        try:
-            awaited = self._coro.throw(error)
-        except _EventLoopUsed:
-            awaited = None
-        except BaseException:
-            self._ended()
-            raise
-        if self._misuse is None and isinstance(awaited, Task):
-            return awaited
-        raise self._refuse(awaited)
+        coro, rt = self._coro, self._rt
+        while True:
+            try:
+                awaited = coro.send(value) if error is None else coro.throw(error)
+            except StopIteration as stop:
+                self._ended()
+                rt._current = None
+                rt.complete(stop.value)
+                return
+            except _EventLoopUsed:
+                awaited = None  # the misuse is already recorded, with where it happened
+            except BaseException:
+                self._ended()
+                raise
+            # The runtime's own task classes are known; anything else is checked (and remembered) once.
+            durable = _DURABLE.get(awaited.__class__)
+            if durable is None:
+                durable = _DURABLE[awaited.__class__] = isinstance(awaited, Task)
+            if not durable or self._misuse is not None:
+                raise self._refuse(awaited)
+            rt._current = awaited
+            if rt.done or not awaited._is_complete:
+                return
+            value, error = awaited._result, awaited._exception
 
     def leave(self) -> None:
         """Give the thread its own running loop (usually none) back; the next step takes it again."""

@@ -113,7 +113,10 @@ class RuntimeContext(OrchestrationContext):
         self._version: str | None = None
         self._parent_instance_id: str | None = None
         self.name = ""
-        self._gen: Generator[Any, Any, Any] | AsyncOrchestration | None = None
+        self._gen: Generator[Any, Any, Any] | None = None
+        self._async: AsyncOrchestration | None = None
+        # How the orchestrator is resumed: the generator loop below, or an async orchestration's driver.
+        self._step: Callable[[Any, BaseException | None], None] = self._drive
         self._current: Task[Any] | None = None
         self.done = False
         self._completion: pb.OrchestratorAction | None = None
@@ -345,8 +348,9 @@ class RuntimeContext(OrchestrationContext):
             self._gen = result
             self._drive(None, None)
         elif isinstance(result, CoroutineType):
-            self._gen = AsyncOrchestration(name, result)
-            self._drive(None, None)
+            self._async = AsyncOrchestration(self, name, result)
+            self._step = self._async.drive
+            self._step(None, None)
         else:
             self.complete(result)
 
@@ -354,12 +358,12 @@ class RuntimeContext(OrchestrationContext):
         """Continue the generator (or coroutine) if the task it is waiting on has completed."""
         current = self._current
         if current is not None and current._is_complete and not self.done:
-            self._drive(current._result, current._exception)
+            self._step(current._result, current._exception)
 
     def end_batch(self) -> None:
         """A batch of events has been applied: an ``async def`` orchestrator hands back the thread's event loop."""
-        if isinstance(self._gen, AsyncOrchestration):
-            self._gen.leave()
+        if self._async is not None:
+            self._async.leave()
 
     def _drive(self, value: Any, error: BaseException | None) -> None:
         gen = self._gen
