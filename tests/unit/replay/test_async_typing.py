@@ -70,6 +70,7 @@ async def workflow(ctx: task.OrchestrationContext, order: Order) -> Receipt:
     assert_type(await timer, None)
     assert_type(await ctx.wait_for_external_event("approve", data_type=bool), bool)
     assert_type(await ctx.call_entity(EntityInstanceId("counter", "c"), "get", return_type=int), int)
+    assert_type(ctx.lock_entities([EntityInstanceId("counter", "c")]), task.LockTask[EntityLock])
     async with ctx.lock_entities([EntityInstanceId("counter", "c")]) as lock:
         assert_type(lock, EntityLock)
     return receipt
