@@ -145,6 +145,15 @@ def test_starting_asyncio_tasks_or_callbacks_from_orchestrator_code_is_refused()
     assert "but orchestrators have no event loop" in message
 
 
+def test_asyncio_gather_of_durable_tasks_is_refused_in_favour_of_when_all() -> None:
+    async def gathering(ctx: task.OrchestrationContext, _: Any) -> Any:
+        return await asyncio.gather(ctx.call_activity("a"), ctx.call_activity("b"))
+
+    message = refused(gathering)
+    assert "orchestrator 'gathering' called asyncio.tasks.gather() at " in message
+    assert "task.when_all" in message
+
+
 def test_a_durable_task_awaited_after_a_foreign_awaitable_is_never_scheduled() -> None:
     async def mixed(ctx: task.OrchestrationContext, _: Any) -> Any:
         await asyncio.sleep(0)

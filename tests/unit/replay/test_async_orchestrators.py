@@ -295,6 +295,19 @@ def test_async_with_holds_the_entity_lock_for_the_block_even_when_it_raises() ->
     assert actions[0].sendEntityMessage.HasField("entityUnlockSent")
 
 
+def test_an_event_wait_that_times_out_raises_timeout_error_at_the_await() -> None:
+    async def timed(ctx: task.OrchestrationContext, _: Any) -> Any:
+        try:
+            return await ctx.wait_for_external_event("reply", timeout=timedelta(minutes=10))
+        except TimeoutError:
+            return "timed out"
+
+    h = History().started("timed")
+    fire = h.now + timedelta(minutes=10)
+    h.timer_created(1, fire).new().orchestrator_started(fire).timer_fired(1, fire)
+    assert output(run(h, timed)) == "timed out"
+
+
 def test_losers_of_when_any_need_no_cancellation_and_their_late_results_are_ignored() -> None:
     async def race(ctx: task.OrchestrationContext, _: Any) -> Any:
         slow, timeout = ctx.call_activity("slow"), ctx.create_timer(timedelta(minutes=5))
