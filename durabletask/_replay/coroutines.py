@@ -8,13 +8,10 @@ import inspect
 import os
 import sys
 from types import CoroutineType, FrameType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from durabletask._replay.failures import NonDeterminismError
 from durabletask._replay.tasks import Task
-
-if TYPE_CHECKING:
-    from durabletask._replay.runtime import RuntimeContext
 
 # The running-loop slot is what asyncio itself reads to find "the" loop; the low-level helpers are the
 # documented way for loop implementations to fill it.
@@ -30,6 +27,15 @@ _ADVICE = (
 _MAX_CHAIN = 8
 # Whether objects of a class are durable tasks, by class: cheaper per await than an ABC isinstance check.
 _DURABLE: dict[type, bool] = {}
+
+
+class _Runtime(Protocol):
+    """What the driver needs of the runtime context that owns it (kept structural: the runtime imports us)."""
+
+    done: bool
+    _current: Task[Any] | None
+
+    def complete(self, result: Any) -> None: ...
 
 
 class _EventLoopUsed(BaseException):
@@ -71,7 +77,7 @@ class AsyncOrchestration:
 
     __slots__ = ("_coro", "_entered", "_loop", "_misuse", "_name", "_rt", "_saved")
 
-    def __init__(self, rt: RuntimeContext, name: str, coro: CoroutineType[Any, Any, Any]) -> None:
+    def __init__(self, rt: _Runtime, name: str, coro: CoroutineType[Any, Any, Any]) -> None:
         self._rt = rt
         self._name = name
         self._coro = coro

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._registry import Registry
 from durabletask._replay.executor import OrchestrationExecutor
-from durabletask._worker.registry import Registry
 from durabletask.entities import EntityInstanceId
 
 from . import test_rewind as rewinding
