@@ -1,8 +1,8 @@
 """``async def`` orchestrators end to end: registered and scheduled like generator ones, on the real worker.
 
 Every kind of durable task awaited in one workflow; an instance started by a generator orchestrator and
-finished by its ``async def`` rewrite; extended sessions, continue-as-new with a new version, rewind, work
-item filters, and an orchestrator that awaits ``asyncio.sleep`` failing at once.
+finished by its ``async def`` rewrite; extended sessions, continue-as-new with a new version, worker
+versioning, rewind, work item filters, and an orchestrator that awaits ``asyncio.sleep`` failing at once.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from durabletask import client, task
 from durabletask.entities import DurableEntity, EntityInstanceId
+from durabletask.worker import VersionFailureStrategy, VersioningOptions, VersionMatchStrategy
 
 from .conftest import Hub, unique_id
 from .test_sessions import counters, wait_for_custom_history
@@ -179,6 +180,38 @@ def test_continue_as_new_with_a_new_version(hub: Hub) -> None:
     assert state is not None and state.runtime_status == COMPLETED, state and state.failure_details
     assert state.get_output() == ["v1:tick-ok", "v2:tick-ok", "v3:tick-ok"]
     assert state.version == "v3"
+
+
+async def versioned_child(ctx: task.OrchestrationContext, _: Any) -> str | None:
+    return ctx.version
+
+
+async def versioned_parent(ctx: task.OrchestrationContext, _: Any) -> list[str | None]:
+    return [ctx.version, await ctx.call_sub_orchestrator(versioned_child)]
+
+
+def test_worker_versioning_applies_to_async_orchestrators(hub: Hub) -> None:
+    w = hub.worker()
+    w.use_versioning(
+        VersioningOptions(
+            version="2.0",
+            default_version="2.0",
+            match_strategy=VersionMatchStrategy.CURRENT_OR_OLDER,
+            failure_strategy=VersionFailureStrategy.FAIL,
+        )
+    )
+    w.add_orchestrator(versioned_parent)
+    w.add_orchestrator(versioned_child)
+    w.start()
+    c = hub.client()
+    ok = c.schedule_new_orchestration(versioned_parent, version="1.5")
+    too_new = c.schedule_new_orchestration(versioned_parent, version="3.0")
+    state = c.wait_for_orchestration_completion(ok, timeout=60)
+    assert state is not None and state.runtime_status == COMPLETED, state and state.failure_details
+    assert state.get_output() == ["1.5", "2.0"]  # the child got the worker's default version
+    state = c.wait_for_orchestration_completion(too_new, timeout=60)
+    assert state is not None and state.runtime_status == FAILED
+    assert state.failure_details is not None and state.failure_details.error_type == "VersionMismatch"
 
 
 async def etl(ctx: task.OrchestrationContext, tag: str) -> list[str]:
