@@ -7,6 +7,9 @@ executor's own process). Microsoft's SDK runs in its isolated venv (``DTS_PEER_P
 ``.peer-venv/bin/python``, which ``python3 dev.py bench`` creates). Sequence IDs start at 1 in the recorded
 history, as both SDKs number them.
 
+Our executor replays the same history twice: under the generator orchestrator (``yield``) and under its
+``async def`` rewrite (``await``), printed side by side with their ratio (target: async within 10 %).
+
 Usage: python bench/replay.py [--activities 10000] [--repeat 5] [--quick]
 """
 
@@ -24,26 +27,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PEER = os.environ.get("DTS_PEER_PYTHON") or str(Path(__file__).resolve().parent.parent / ".peer-venv/bin/python")
 
-# Runs inside either interpreter: only the imports differ. ``{setup}`` defines ``execute(events)``.
+# Runs inside either interpreter: only the imports differ. ``{setup}`` defines ``EXECUTORS``, label ->
+# ``execute(old, new) -> actions``; several executors are timed in turns so that load on the machine
+# weighs on each alike.
 _RUNNER = r"""
 import gc, json, sys, time
 {setup}
 request = pb.OrchestratorRequest()
 request.ParseFromString(sys.stdin.buffer.read())
 old, new = list(request.pastEvents), list(request.newEvents)
-best = float("inf")
+best = {{label: float("inf") for label in EXECUTORS}}
+actions = {{}}
 for _ in range({repeat}):
-    gc.collect()
-    start = time.perf_counter()
-    actions = execute(old, new)
-    best = min(best, time.perf_counter() - start)
-kinds = [a.WhichOneof("orchestratorActionType") for a in actions]
-status = actions[-1].completeOrchestration.orchestrationStatus if actions else None
-result = actions[-1].completeOrchestration.result.value if actions else None
-print(json.dumps({{"seconds": best, "events": len(old) + len(new), "kinds": kinds, "status": status,
-                  "result": result}}))
+    for label, execute in EXECUTORS.items():
+        gc.collect()
+        start = time.perf_counter()
+        actions[label] = execute(old, new)
+        best[label] = min(best[label], time.perf_counter() - start)
+out = {{}}
+for label, done in actions.items():
+    last = done[-1].completeOrchestration if done else None
+    out[label] = {{"seconds": best[label], "events": len(old) + len(new),
+                  "kinds": [a.WhichOneof("orchestratorActionType") for a in done],
+                  "status": last.orchestrationStatus if last else None,
+                  "result": last.result.value if last else None}}
+print(json.dumps(out))
 """
 
+# The same chain as a generator (``yield``) and as ``async def`` (``await``), each registered as "chain".
 _OURS = """
 import logging
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -56,14 +67,26 @@ def chain(ctx, n):
         value = yield ctx.call_activity("step", input=value)
     return value
 
-registry = Registry()
-registry.add_orchestrator(chain)
+async def async_chain(ctx, n):
+    value = 0
+    for _ in range(n):
+        value = await ctx.call_activity("step", input=value)
+    return value
+
 log = logging.getLogger("bench.ours")
 log.setLevel(logging.WARNING)
 
-def execute(old, new):
-    executor = OrchestrationExecutor(registry, logger=log)
-    return executor.execute("bench", old, new).actions
+def executor_for(orchestrator):
+    registry = Registry()
+    registry.add_orchestrator(orchestrator, name="chain")
+
+    def execute(old, new):
+        executor = OrchestrationExecutor(registry, logger=log)
+        return executor.execute("bench", old, new).actions
+
+    return execute
+
+EXECUTORS = {"ours": executor_for(chain), "ours async": executor_for(async_chain)}
 """
 
 _THEIRS = """
@@ -86,6 +109,8 @@ log.setLevel(logging.WARNING)
 def execute(old, new):
     executor = worker._OrchestrationExecutor(registry, log, DEFAULT_DATA_CONVERTER)
     return executor.execute("bench", old, new).actions
+
+EXECUTORS = {"microsoft": execute}
 """
 
 
@@ -120,7 +145,7 @@ def build_history(activities: int) -> bytes:
     return request.SerializeToString()
 
 
-def measure(python: str, setup: str, history: bytes, repeat: int, *, ours: bool) -> dict[str, object]:
+def measure(python: str, setup: str, history: bytes, repeat: int, *, ours: bool) -> dict[str, dict[str, object]]:
     code = _RUNNER.format(setup=setup, repeat=repeat)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
@@ -132,7 +157,7 @@ def measure(python: str, setup: str, history: bytes, repeat: int, *, ours: bool)
                           cwd=cwd)
     if done.returncode != 0:
         raise SystemExit(f"{python} failed:\n{done.stderr.decode(errors='replace')}")
-    figures: dict[str, object] = json.loads(done.stdout)
+    figures: dict[str, dict[str, object]] = json.loads(done.stdout)
     return figures
 
 
@@ -146,12 +171,12 @@ def main() -> None:
         args.activities, args.repeat = 1_000, 2
 
     history = build_history(args.activities)
-    ours = measure(sys.executable, _OURS, history, args.repeat, ours=True)
-    rows = [("ours", ours)]
+    rows = list(measure(sys.executable, _OURS, history, args.repeat, ours=True).items())
     if Path(PEER).exists():
-        rows.append(("microsoft", measure(PEER, _THEIRS, history, args.repeat, ours=False)))
+        rows.extend(measure(PEER, _THEIRS, history, args.repeat, ours=False).items())
     else:
         print(f"(Microsoft's SDK not found at {PEER}; set DTS_PEER_PYTHON to compare)")
+    ours = rows[0][1]
 
     print(f"replaying a {args.activities}-activity chain ({ours['events']} events), best of {args.repeat}:")
     per_event: dict[str, float] = {}
@@ -160,6 +185,8 @@ def main() -> None:
         per_event[label] = seconds / int(figures["events"])  # type: ignore[call-overload]
         print(f"  {label:<10} {seconds * 1e3:9.1f} ms total  {per_event[label] * 1e6:7.2f} µs/event  "
               f"-> {figures['kinds']} result={figures['result']}")
+    ratio_async = per_event["ours async"] / per_event["ours"]
+    print(f"  ratio ours async/ours (await vs yield, timed in turns): {ratio_async:.3f} (target <= 1.10)")
     if "microsoft" in per_event:
         ratio = per_event["ours"] / per_event["microsoft"]
         print(f"  ratio ours/microsoft: {ratio:.3f} (target <= 0.333)")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
 from durabletask._replay.retry import RetryPolicy
-from durabletask._replay.tasks import CancellableTask, CompletableTask, Task, TimerTask
+from durabletask._replay.tasks import CancellableTask, CompletableTask, LockTask, Task, TimerTask
+
+if TYPE_CHECKING:
+    from durabletask.entities.entity_lock import EntityLock
 
 T = TypeVar("T")
 TInput = TypeVar("TInput")
@@ -52,6 +55,56 @@ class OrchestrationContext(ABC):
     def create_timer(self, fire_at: datetime | timedelta) -> TimerTask:
         """A durable timer that fires at ``fire_at`` (or after that much orchestration time)."""
 
+    # The overloads type an awaited (or yielded-into-a-variable) call by the activity's return annotation,
+    # or by ``return_type``; a coroutine activity's result is what it returns, not the coroutine.
+    @overload
+    def call_activity(
+        self,
+        activity: Activity[TInput, Any] | str,
+        *,
+        input: TInput | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        tags: dict[str, str] | None = ...,
+        return_type: type[T],
+        version: str | None = ...,
+    ) -> CompletableTask[T]: ...
+
+    @overload
+    def call_activity(
+        self,
+        activity: Callable[[ActivityContext, TInput], Awaitable[TOutput]],
+        *,
+        input: TInput | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        tags: dict[str, str] | None = ...,
+        return_type: None = ...,
+        version: str | None = ...,
+    ) -> CompletableTask[TOutput]: ...
+
+    @overload
+    def call_activity(
+        self,
+        activity: Activity[TInput, TOutput],
+        *,
+        input: TInput | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        tags: dict[str, str] | None = ...,
+        return_type: None = ...,
+        version: str | None = ...,
+    ) -> CompletableTask[TOutput]: ...
+
+    @overload
+    def call_activity(
+        self,
+        activity: str,
+        *,
+        input: Any = ...,
+        retry_policy: RetryPolicy | None = ...,
+        tags: dict[str, str] | None = ...,
+        return_type: None = ...,
+        version: str | None = ...,
+    ) -> CompletableTask[Any]: ...
+
     @abstractmethod
     def call_activity(
         self,
@@ -74,12 +127,77 @@ class OrchestrationContext(ABC):
             version: Activity version; defaults to the orchestration's version.
         """
 
+    @overload
+    def call_sub_orchestrator(
+        self,
+        orchestrator: Orchestrator[TInput, Any] | str,
+        *,
+        input: TInput | None = ...,
+        instance_id: str | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        version: str | None = ...,
+        return_type: type[T],
+        tags: dict[str, str] | None = ...,
+    ) -> CompletableTask[T]: ...
+
+    @overload
+    def call_sub_orchestrator(
+        self,
+        orchestrator: Callable[[OrchestrationContext, TInput], Coroutine[Any, Any, TOutput]],
+        *,
+        input: TInput | None = ...,
+        instance_id: str | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        version: str | None = ...,
+        return_type: None = ...,
+        tags: dict[str, str] | None = ...,
+    ) -> CompletableTask[TOutput]: ...
+
+    @overload
+    def call_sub_orchestrator(
+        self,
+        orchestrator: Callable[[OrchestrationContext, TInput], Generator[Any, Any, TOutput]],
+        *,
+        input: TInput | None = ...,
+        instance_id: str | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        version: str | None = ...,
+        return_type: None = ...,
+        tags: dict[str, str] | None = ...,
+    ) -> CompletableTask[TOutput]: ...
+
+    @overload
+    def call_sub_orchestrator(
+        self,
+        orchestrator: Callable[[OrchestrationContext, TInput], TOutput],
+        *,
+        input: TInput | None = ...,
+        instance_id: str | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        version: str | None = ...,
+        return_type: None = ...,
+        tags: dict[str, str] | None = ...,
+    ) -> CompletableTask[TOutput]: ...
+
+    @overload
+    def call_sub_orchestrator(
+        self,
+        orchestrator: str,
+        *,
+        input: Any = ...,
+        instance_id: str | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        version: str | None = ...,
+        return_type: None = ...,
+        tags: dict[str, str] | None = ...,
+    ) -> CompletableTask[Any]: ...
+
     @abstractmethod
     def call_sub_orchestrator(
         self,
-        orchestrator: Orchestrator[TInput, TOutput] | str,
+        orchestrator: Orchestrator[Any, Any] | str,
         *,
-        input: TInput | None = None,
+        input: Any = None,
         instance_id: str | None = None,
         retry_policy: RetryPolicy | None = None,
         version: str | None = None,
@@ -97,6 +215,16 @@ class OrchestrationContext(ABC):
             return_type: Type to rebuild the output as.
             tags: Tags for the child orchestration.
         """
+
+    @overload
+    def wait_for_external_event(
+        self, name: str, *, data_type: type[T], timeout: timedelta | None = ...
+    ) -> CancellableTask[T]: ...
+
+    @overload
+    def wait_for_external_event(
+        self, name: str, *, data_type: None = ..., timeout: timedelta | None = ...
+    ) -> CancellableTask[Any]: ...
 
     @abstractmethod
     def wait_for_external_event(
@@ -128,6 +256,16 @@ class OrchestrationContext(ABC):
     def new_uuid(self) -> str:
         """A UUID that is the same on every replay (name-based, RFC 4122 section 4.3)."""
 
+    @overload
+    def call_entity(
+        self, entity: Any, operation: str, input: Any = ..., *, return_type: type[T]
+    ) -> CompletableTask[T]: ...
+
+    @overload
+    def call_entity(
+        self, entity: Any, operation: str, input: Any = ..., *, return_type: None = ...
+    ) -> CompletableTask[Any]: ...
+
     @abstractmethod
     def call_entity(
         self, entity: Any, operation: str, input: Any = None, *, return_type: type | None = None
@@ -141,8 +279,12 @@ class OrchestrationContext(ABC):
         """Signal an operation on a durable entity without waiting for it."""
 
     @abstractmethod
-    def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]:
-        """A task that completes with a lock context manager once all ``entities`` are locked."""
+    def lock_entities(self, entities: list[Any]) -> LockTask[EntityLock]:
+        """A task that completes with a lock context manager once all ``entities`` are locked.
+
+        Hold the lock with ``with (yield task):`` in a generator orchestrator, or ``async with task:`` in an
+        ``async def`` one.
+        """
 
     @abstractmethod
     def _exit_critical_section(self) -> None:
@@ -189,8 +331,12 @@ class ActivityContext:
         return self._task_id
 
 
-#: An orchestrator: ``(context, input)`` → a generator of tasks returning the output, or the output directly.
-Orchestrator: TypeAlias = Callable[[OrchestrationContext, TInput], Generator[Task[Any], Any, TOutput] | TOutput]
+#: An orchestrator: ``(context, input)`` → a generator of tasks returning the output, a coroutine awaiting
+#: tasks and returning it (``async def``), or the output directly.
+Orchestrator: TypeAlias = Callable[
+    [OrchestrationContext, TInput],
+    Generator[Task[Any], Any, TOutput] | Coroutine[Any, Any, TOutput] | TOutput,
+]
 #: An activity: ``(context, input)`` → output.
 Activity: TypeAlias = Callable[[ActivityContext, TInput], TOutput]
 #: An entity: a function ``(entity_context, input)`` or an entity class.

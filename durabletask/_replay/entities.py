@@ -13,7 +13,7 @@ from durabletask._replay.entity_actions import CallEntity, EntityMessage, LockEn
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError
 from durabletask._replay.handlers import Handler, HandlerTable
 from durabletask._replay.runtime import RuntimeContext, naive_utc
-from durabletask._replay.tasks import CompletableTask
+from durabletask._replay.tasks import CompletableTask, LockTask
 from durabletask.entities.entity_context import to_entity_id
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_lock import EntityLock
@@ -93,7 +93,7 @@ class OrchestrationEntities:
         at = naive_utc(signal_time) if signal_time is not None else None
         rt.schedule(SignalEntity(seq, str(target), operation_name, encoded, rt.new_uuid(), at), None)
 
-    def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]:
+    def lock_entities(self, entities: list[Any]) -> LockTask[EntityLock]:
         rt = self._rt
         seq = rt.next_sequence_id()
         if self._section is not None:
@@ -107,7 +107,7 @@ class OrchestrationEntities:
         if not locks:
             raise ValueError("lock_entities needs at least one entity to lock")
         section_id = rt.new_uuid()
-        task: CompletableTask[Any] = CompletableTask()
+        task: LockTask[EntityLock] = LockTask()
         rt.schedule(LockEntities(seq, section_id, [str(lock) for lock in locks], rt.instance_id), task)
         self.lock_requests[section_id] = seq
         self._section = _Section(section_id, locks)

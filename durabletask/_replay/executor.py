@@ -126,6 +126,8 @@ class OrchestrationExecutor:
                 self._logger.info("%s: orchestration '%s' failed: %s", rt.instance_id, rt.name, error)
             rt.fail(error)
             return False
+        finally:
+            rt.end_batch()
         return True
 
     def _result(self, rt: RuntimeContext) -> ExecutionResult:

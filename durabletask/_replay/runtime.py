@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Generator
 from datetime import datetime, timedelta, timezone
 from types import CoroutineType, GeneratorType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from google.protobuf import timestamp_pb2
 
@@ -23,10 +23,14 @@ from durabletask._replay.actions import (
 )
 from durabletask._replay.codec import Codec
 from durabletask._replay.contexts import Activity, OrchestrationContext, Orchestrator, get_name
+from durabletask._replay.coroutines import AsyncOrchestration
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError, proto_from_exception
 from durabletask._replay.inbox import EventInbox, EventTimeout
 from durabletask._replay.retry import RetryPolicy
-from durabletask._replay.tasks import CancellableTask, CompletableTask, RetryableTask, Task, TimerTask
+from durabletask._replay.tasks import CancellableTask, CompletableTask, LockTask, RetryableTask, Task, TimerTask
+
+if TYPE_CHECKING:
+    from durabletask.entities.entity_lock import EntityLock
 
 _UUID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_OID, "9e952958-5e33-4daf-827f-2fa12937b875")
 _EPOCH = datetime(1970, 1, 1)
@@ -67,7 +71,7 @@ class EntitySupport(Protocol):
         self, entity_id: Any, operation_name: str, input: Any = None, signal_time: datetime | None = None
     ) -> None: ...
 
-    def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]: ...
+    def lock_entities(self, entities: list[Any]) -> LockTask[EntityLock]: ...
 
     def exit_critical_section(self) -> None: ...
 
@@ -110,6 +114,9 @@ class RuntimeContext(OrchestrationContext):
         self._parent_instance_id: str | None = None
         self.name = ""
         self._gen: Generator[Any, Any, Any] | None = None
+        self._async: AsyncOrchestration | None = None
+        # How the orchestrator is resumed: the generator loop below, or an async orchestration's driver.
+        self._step: Callable[[Any, BaseException | None], None] = self._drive
         self._current: Task[Any] | None = None
         self.done = False
         self._completion: pb.OrchestratorAction | None = None
@@ -324,7 +331,7 @@ class RuntimeContext(OrchestrationContext):
     ) -> None:
         self.entities.signal_entity(entity_id, operation_name, input, signal_time)
 
-    def lock_entities(self, entities: list[Any]) -> CompletableTask[Any]:
+    def lock_entities(self, entities: list[Any]) -> LockTask[EntityLock]:
         return self.entities.lock_entities(entities)
 
     def _exit_critical_section(self) -> None:
@@ -332,7 +339,7 @@ class RuntimeContext(OrchestrationContext):
 
     # ---- running the orchestrator -------------------------------------------------------------
     def start(self, name: str, fn: Callable[..., Any], encoded_input: str | None) -> None:
-        """Call the orchestrator function; a generator is then driven as its tasks complete."""
+        """Call the orchestrator function; a generator or coroutine is then driven as its tasks complete."""
         self.started = True
         self.name = name
         value = self.codec.decode(encoded_input, typehints.input_type(fn)) if encoded_input else None
@@ -341,19 +348,22 @@ class RuntimeContext(OrchestrationContext):
             self._gen = result
             self._drive(None, None)
         elif isinstance(result, CoroutineType):
-            result.close()  # never started; closing it avoids a "never awaited" warning
-            raise TypeError(
-                f"orchestrator '{name}' is a coroutine function; orchestrators are generator "
-                "functions that yield durable tasks (or plain functions)"
-            )
+            self._async = AsyncOrchestration(self, name, result)
+            self._step = self._async.drive
+            self._step(None, None)
         else:
             self.complete(result)
 
     def resume(self) -> None:
-        """Continue the generator if the task it is waiting on has completed."""
+        """Continue the generator (or coroutine) if the task it is waiting on has completed."""
         current = self._current
         if current is not None and current._is_complete and not self.done:
-            self._drive(current._result, current._exception)
+            self._step(current._result, current._exception)
+
+    def end_batch(self) -> None:
+        """A batch of events has been applied: an ``async def`` orchestrator hands back the thread's event loop."""
+        if self._async is not None:
+            self._async.leave()
 
     def _drive(self, value: Any, error: BaseException | None) -> None:
         gen = self._gen

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
+from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -12,14 +14,18 @@ from durabletask._replay.failures import FailureDetails, TaskCancelledError, Tas
 from durabletask._replay.retry import RetryPolicy
 
 T = TypeVar("T")
+# A task only ever hands its result out, so a Task[bool] is a Task[object]: tasks with different result types
+# can then go into one when_all/when_any list (typed by their common type).
+T_co = TypeVar("T_co", covariant=True)
+TLock = TypeVar("TLock", bound=AbstractContextManager[Any])
 
 
 class _Observer(Protocol):
     def on_child_completed(self, task: Task[Any]) -> None: ...
 
 
-class Task(ABC, Generic[T]):
-    """Something an orchestrator can ``yield`` and later receive a result (or an exception) from."""
+class Task(ABC, Generic[T_co]):
+    """Something an orchestrator can ``yield`` (or ``await``) and later receive a result (or an exception) from."""
 
     def __init__(self) -> None:
         self._is_complete = False
@@ -39,23 +45,28 @@ class Task(ABC, Generic[T]):
         return self._exception is not None
 
     @property
-    def result(self) -> T:
+    def result(self) -> T_co:
         """The task's result (same as :meth:`get_result`)."""
         return self.get_result()
 
-    def get_result(self) -> T:
+    def get_result(self) -> T_co:
         """The task's result; raises its exception if it failed, ``ValueError`` if still pending."""
         if not self._is_complete:
             raise ValueError("The task has not completed.")
         if self._exception is not None:
             raise self._exception
-        return cast(T, self._result)
+        return cast(T_co, self._result)
 
     def get_exception(self) -> TaskFailedError:
         """The exception the task failed with; ``ValueError`` if it did not fail."""
         if self._exception is None:
             raise ValueError("The task has not failed.")
         return cast(TaskFailedError, self._exception)
+
+    def __await__(self) -> Generator[Task[T_co], Any, T_co]:
+        # An ``async def`` orchestrator's await hands the task itself to the replay driver, exactly as a
+        # generator's ``yield`` does; the driver sends the result back (or throws the failure in).
+        return (yield self)  # type: ignore[no-any-return]
 
     def _observe(self, observer: _Observer) -> None:
         if self._observers is None:
@@ -78,7 +89,7 @@ class Task(ABC, Generic[T]):
                 observer.on_child_completed(self)
 
 
-class CompletableTask(Task[T]):
+class CompletableTask(Task[T_co]):
     """A task completed by the runtime when its history event arrives."""
 
     def __init__(self, expected_type: Any = None) -> None:
@@ -89,7 +100,7 @@ class CompletableTask(Task[T]):
         self._observers: list[_Observer] | None = None
         self._expected_type = expected_type
 
-    def complete(self, result: T) -> None:
+    def complete(self, result: T_co) -> None:  # type: ignore[misc]  # the runtime's call, not user code's
         """Complete the task with ``result``."""
         if self._is_complete:
             raise ValueError("The task has already completed.")
@@ -106,7 +117,25 @@ class CompletableTask(Task[T]):
             self._finish(None, error)
 
 
-class CancellableTask(CompletableTask[T]):
+class LockTask(CompletableTask[TLock]):
+    """A task whose result is a lock to hold as a context manager (``lock_entities``).
+
+    In an ``async def`` orchestrator, ``async with task as lock:`` waits for the lock and holds it for the
+    block, as ``with (yield task) as lock:`` does in a generator orchestrator.
+    """
+
+    async def __aenter__(self) -> TLock:
+        lock = await self
+        lock.__enter__()
+        return lock
+
+    async def __aexit__(
+        self, error_type: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        cast(TLock, self._result).__exit__(error_type, error, traceback)
+
+
+class CancellableTask(CompletableTask[T_co]):
     """A completable task that the orchestrator may cancel before it finishes."""
 
     def __init__(self, expected_type: Any = None) -> None:
@@ -164,7 +193,7 @@ class TimerTask(CancellableTask[None]):
         return final
 
 
-class RetryableTask(CompletableTask[T]):
+class RetryableTask(CompletableTask[T_co]):
     """An activity or sub-orchestration call that is retried with durable timers per a policy."""
 
     def __init__(

@@ -21,7 +21,15 @@ pytestmark = pytest.mark.interop
 EXPECTED = {"status": "COMPLETED", "output": ["Hello first!", "Hello second!"]}
 
 
-def _hand_over(peer_py: Path, emulator_port: int, official_first: bool) -> Any:
+async def handoff_rewritten(ctx: Any, _: Any) -> Any:
+    """``scenarios.handoff`` rewritten with ``async def``: the same calls, awaited instead of yielded."""
+    first = await ctx.call_activity(sc.hello, input="first")
+    ctx.set_custom_status("waiting")
+    second = await ctx.wait_for_external_event("go")
+    return [first, await ctx.call_activity(sc.hello, input=second)]
+
+
+def _hand_over(peer_py: Path, emulator_port: int, official_first: bool, rewrite: Any = None) -> Any:
     address = f"http://localhost:{emulator_port}"
     with harness.open_harness("dts", address, f"handoff{uuid.uuid4().hex[:10]}", our_env(), str(ROOT)) as h:
         c = h.client()
@@ -33,7 +41,9 @@ def _hand_over(peer_py: Path, emulator_port: int, official_first: bool) -> Any:
         instance_id = c.schedule_new_orchestration(sc.handoff, instance_id=h.new_id("handoff"))
         waiting = runners.wait_until(runners.custom_status(c, instance_id), "waiting")
         stop_first()
-        if official_first:
+        if official_first and rewrite is not None:
+            h.worker(activities=(sc.hello,), configure=lambda w: w.add_orchestrator(rewrite, name="handoff"))
+        elif official_first:
             h.worker(orchestrators=(sc.handoff,), activities=(sc.hello,))
         else:
             h.spawn("handoff", python=str(peer_py), env=peer_env(), cwd="/")
@@ -47,3 +57,8 @@ def test_official_worker_starts_our_worker_finishes(peer_py: Path, emulator_port
 
 def test_our_worker_starts_official_worker_finishes(peer_py: Path, emulator_port: int) -> None:
     assert _hand_over(peer_py, emulator_port, official_first=False) == {"first_worker_reached": "waiting", **EXPECTED}
+
+
+def test_official_generator_worker_starts_our_async_rewrite_finishes(peer_py: Path, emulator_port: int) -> None:
+    result = _hand_over(peer_py, emulator_port, official_first=True, rewrite=handoff_rewritten)
+    assert result == {"first_worker_reached": "waiting", **EXPECTED}

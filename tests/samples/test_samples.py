@@ -13,6 +13,8 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 # What each sample must print, beyond exiting 0: evidence that it showed what it is about.
 EXPECTED = {
     "demo.py": ["status: COMPLETED", "history:"],
+    "async_order.py": ['"shipments":["shipped book","shipped lamp"],"gift_wrap":true', '"gift_wrap":false',
+                       "impatient_order: FAILED: orchestrator 'impatient_order' awaited asyncio.tasks.sleep()"],
     "function_chaining.py": ['COMPLETED ["Hello, Tokyo!","Hello, Seattle!","Hello, London!"]'],
     "fan_out_fan_in.py": ['COMPLETED {"documents":25,"words":325}'],
     "human_interaction.py": ['"approved_by":"alice"', '"approved_by":"director"', '"escalated":true'],

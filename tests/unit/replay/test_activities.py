@@ -209,15 +209,6 @@ def test_an_action_the_wire_cannot_carry_fails_the_orchestration_instead_of_rais
     assert details.errorType == "builtins.TypeError"
 
 
-def test_async_orchestrators_are_rejected_with_a_clear_message() -> None:
-    async def modern(ctx: task.OrchestrationContext, _: Any) -> Any:
-        return 1
-
-    details = failed_with(run(History().new().started("modern"), modern))
-    assert details.errorType == "builtins.TypeError"
-    assert "coroutine function" in details.errorMessage
-
-
 def test_a_call_refused_after_taking_its_id_leaves_the_next_call_numbered_as_the_official_sdk_does() -> None:
     def refused(ctx: task.OrchestrationContext, _: Any) -> Any:
         with pytest.raises(SerializationError):
