@@ -121,7 +121,11 @@ def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
                     workItemFilters=pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="Orch")])
                 ),
             )
-            time.sleep(0.3)  # every stream has looked once and found nothing
+            # Wait until every stream has looked once and found nothing (a fixed sleep is too short under load).
+            deadline = time.monotonic() + 10.0
+            while set(looked) != {"A", "B", "C", "D", "E", "*"} and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.1)
             looked.clear()
             for i in range(5):
                 start(stub, instance_id=f"job-{i}")
