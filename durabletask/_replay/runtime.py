@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from google.protobuf import timestamp_pb2
 
+from durabletask._attach.fingerprint import TAG_PREFIX, is_reserved_tag
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import typehints
 from durabletask._replay.actions import (
@@ -53,6 +54,16 @@ def check_tags(tags: dict[str, str]) -> None:
     for key, value in tags.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(f"tags must map strings to strings, got {key!r}: {value!r}")
+
+
+def check_not_reserved(tags: dict[str, str]) -> None:
+    """A child's tags may not forge or overwrite the attach fingerprint, as a client's may not."""
+    for key in tags:
+        if is_reserved_tag(key):
+            raise ValueError(
+                f"tags: the key {key!r} is reserved (keys starting with {TAG_PREFIX!r} hold an instance's attach "
+                "fingerprint); choose another key"
+            )
 
 
 class EntitySupport(Protocol):
@@ -229,6 +240,7 @@ class RuntimeContext(OrchestrationContext):
         encoded = self.codec.encode(input, "input of sub-orchestration '{}'", name)
         if tags:
             check_tags(tags)
+            check_not_reserved(tags)
         child_id = instance_id if instance_id is not None else f"{self._instance_id}:{seq:04x}"
         action = CreateSubOrchestration(seq, name, child_id, encoded, version or self.default_sub_version, tags)
         task: CompletableTask[Any] = (

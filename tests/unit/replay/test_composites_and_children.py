@@ -165,3 +165,12 @@ def test_send_event_validates_its_target() -> None:
 
     assert "empty" in output(run(History().new().started("bad", " "), bad))
     assert "entities" in output(run(History().new().started("bad", "@counter@x"), bad))
+
+
+def forger(ctx: task.OrchestrationContext, _: Any) -> Any:
+    return (yield ctx.call_sub_orchestrator("child", tags={"durabletask.fingerprint.code": "forged"}))
+
+
+def test_a_child_tag_with_the_reserved_fingerprint_prefix_fails_at_the_call() -> None:
+    message = failed_with(run(History().new().started("forger"), forger)).errorMessage
+    assert "durabletask.fingerprint.code" in message and "reserved" in message
