@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# --backend / --connection-string: the scenario suites against an external DTS endpoint.
+pytest_plugins = ("tests.external.plugin",)
 
 
 def peer_python() -> Path | None:

@@ -1,7 +1,9 @@
 """End-to-end harness: real workers and clients over gRPC against the emulator started in-process on port 0.
 
-Each test gets its own task hub, so tests are isolated without restarting the server. ``--endpoint`` and
-``--taskhub`` point the same suite at another server (the public DTS emulator, or managed DTS without auth).
+Each test gets its own task hub, so tests are isolated without restarting the server. ``--backend`` (or
+``--endpoint``), ``--taskhub`` and ``--connection-string`` point the same suite at another DTS endpoint through
+the ``durabletask.azuremanaged`` classes (see tests/external/plugin.py): each test then gets a fresh task hub
+where the backend creates them, else the shared one, from which it purges what it made.
 """
 
 from __future__ import annotations
@@ -14,15 +16,20 @@ from typing import Any
 import pytest
 
 from durabletask import client, worker
+from tests.external.backend import Backend, Made
+from tests.external.plugin import external_backend, taskhubs
 
 
 class Hub:
     """Where one test talks: an address and a task hub, with factories for clients and workers."""
 
-    def __init__(self, address: str, taskhub: str, stack: ExitStack, server: Any | None) -> None:
+    def __init__(self, address: str, taskhub: str, stack: ExitStack, server: Any | None,
+                 backend: Backend | None = None) -> None:
         self.address = address
         self.taskhub = taskhub
         self.server = server
+        self.backend = backend
+        self.made = Made()
         self._stack = stack
 
     @property
@@ -30,17 +37,40 @@ class Hub:
         return [("taskhub", self.taskhub)]
 
     def client(self) -> client.TaskHubGrpcClient:
-        c = client.TaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
+        if self.backend is not None:
+            c: client.TaskHubGrpcClient = self.backend.client(self.taskhub, [self.made.interceptor()])
+        else:
+            c = client.TaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
         self._stack.callback(c.close)
         return c
 
     def async_client(self) -> client.AsyncTaskHubGrpcClient:
+        if self.backend is not None:
+            return self.backend.async_client(self.taskhub, [self.made.async_interceptor()])
         return client.AsyncTaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
 
     def worker(self, **kwargs: Any) -> worker.TaskHubGrpcWorker:
-        w = worker.TaskHubGrpcWorker(host_address=self.address, metadata=self.metadata, **kwargs)
+        if self.backend is not None:
+            w: worker.TaskHubGrpcWorker = self.backend.worker(self.taskhub, [self.made.interceptor()], **kwargs)
+        else:
+            w = worker.TaskHubGrpcWorker(host_address=self.address, metadata=self.metadata, **kwargs)
         self._stack.callback(w.stop)
         return w
+
+    def cli_args(self) -> list[str]:
+        """Where the ``durabletask`` command line connects to reach this hub."""
+        if self.backend is not None:
+            return self.backend.cli_args(self.taskhub)
+        return ["--endpoint", self.address, "--taskhub", self.taskhub]
+
+    def connection_string(self) -> str:
+        if self.backend is not None:
+            return self.backend.connection_string(self.taskhub)
+        return f"Endpoint=http://{self.address};Authentication=None;TaskHub={self.taskhub}"
+
+    def child_env(self, base: dict[str, str]) -> dict[str, str]:
+        """``base`` for a child process that connects with :meth:`connection_string`."""
+        return self.backend.child_env(base) if self.backend is not None else base
 
     def start_worker(self, orchestrators: Sequence[Callable[..., Any]] = (),
                      activities: Sequence[Callable[..., Any]] = (), **kwargs: Any) -> worker.TaskHubGrpcWorker:
@@ -55,7 +85,7 @@ class Hub:
 
 @pytest.fixture(scope="session")
 def emulator_server(request: pytest.FixtureRequest) -> Iterator[Any | None]:
-    if request.config.getoption("--endpoint"):
+    if external_backend(request.config) is not None:
         yield None
         return
     from emulator.server import EmulatorServer
@@ -68,13 +98,19 @@ def emulator_server(request: pytest.FixtureRequest) -> Iterator[Any | None]:
 
 @pytest.fixture
 def hub(request: pytest.FixtureRequest, emulator_server: Any | None) -> Iterator[Hub]:
-    endpoint = request.config.getoption("--endpoint")
-    with ExitStack() as stack:
-        if endpoint:
-            yield Hub(endpoint, request.config.getoption("--taskhub") or "default", stack, None)
-        else:
-            taskhub = f"t{uuid.uuid4().hex[:12]}"
-            yield Hub(f"localhost:{emulator_server.port}", taskhub, stack, emulator_server)
+    backend, hubs = external_backend(request.config), taskhubs(request.config)
+    if backend is None or hubs is None:
+        with ExitStack() as stack:
+            yield Hub(f"localhost:{emulator_server.port}", f"t{uuid.uuid4().hex[:12]}", stack, emulator_server)
+        return
+    name = hubs.open()
+    try:
+        with ExitStack() as stack:
+            found = Hub(backend.endpoint, name, stack, None, backend)
+            yield found
+            hubs.clean(name, found.made)  # while the workers still run, so terminations are carried out
+    finally:
+        hubs.release(name)
 
 
 def unique_id(prefix: str = "i") -> str:

@@ -8,15 +8,16 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from durabletask import client, task
 
-from .conftest import Hub
+from .conftest import Hub, unique_id
 
 
 def _run(hub: Hub, *argv: str, connection_string: str | None = None) -> tuple[int, str, str]:
-    where = ["--connection-string", connection_string] if connection_string else [
-        "--endpoint", hub.address, "--taskhub", hub.taskhub]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DURABLETASK_")}
+    where = ["--connection-string", connection_string] if connection_string else hub.cli_args()
+    env = hub.child_env({k: v for k, v in os.environ.items() if not k.startswith("DURABLETASK_")})
     proc = subprocess.run([sys.executable, "-m", "durabletask.cli", *where, *argv], capture_output=True, text=True,
                           timeout=60, env=env)
     return proc.returncode, proc.stdout, proc.stderr
@@ -36,18 +37,21 @@ def gate(ctx: task.OrchestrationContext, _: Any) -> Any:
     return value
 
 
+@pytest.mark.whole_taskhub("lists every completed instance of the hub")
 def test_start_wait_show_history_list_purge(hub: Hub) -> None:
     hub.start_worker([plus_one, gate], [add_one])
-    code, out, err = _run(hub, "start", "plus_one", "--input", "41", "--id", "cli-1", "--tag", "team=ops")
+    iid = unique_id("cli")
+    hub.made.add(iid)  # started by the command line, whose calls the hub does not see
+    code, out, err = _run(hub, "start", "plus_one", "--input", "41", "--id", iid, "--tag", "team=ops")
     assert code == 0, err
-    assert out.strip() == "scheduled cli-1"
+    assert out.strip() == f"scheduled {iid}"
 
-    code, out, _ = _run(hub, "--json", "wait", "cli-1", "--timeout", "30")
+    code, out, _ = _run(hub, "--json", "wait", iid, "--timeout", "30")
     assert code == 0
     shown = json.loads(out)
     assert shown["runtime_status"] == "COMPLETED" and shown["serialized_output"] == "42"
 
-    code, out, _ = _run(hub, "history", "cli-1")
+    code, out, _ = _run(hub, "history", iid)
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith("started ") and lines[0].endswith(" events")
@@ -60,29 +64,29 @@ def test_start_wait_show_history_list_purge(hub: Hub) -> None:
 
     code, out, _ = _run(hub, "list", "--status", "completed")
     assert code == 0
-    assert "cli-1" in out and "COMPLETED" in out
+    assert iid in out and "COMPLETED" in out
 
-    code, out, _ = _run(hub, "purge", "cli-1")
+    code, out, _ = _run(hub, "purge", iid)
     assert (code, out.strip()) == (0, "purged 1 instance(s)")
-    code, _, err = _run(hub, "show", "cli-1")
-    assert code == 1 and "no instance with ID 'cli-1'" in err
+    code, _, err = _run(hub, "show", iid)
+    assert code == 1 and f"no instance with ID '{iid}'" in err
 
 
 def test_raise_suspend_resume_terminate(hub: Hub) -> None:
     hub.start_worker([plus_one, gate], [add_one])
     c = hub.client()
-    c.schedule_new_orchestration(gate, instance_id="cli-gate")
-    c.wait_for_orchestration_start("cli-gate", timeout=30)
-    assert _run(hub, "raise", "cli-gate", "open", "--data", '{"ok": true}')[0] == 0
-    state = c.wait_for_orchestration_completion("cli-gate", timeout=30)
+    gated = c.schedule_new_orchestration(gate, instance_id=unique_id("cli-gate"))
+    c.wait_for_orchestration_start(gated, timeout=30)
+    assert _run(hub, "raise", gated, "open", "--data", '{"ok": true}')[0] == 0
+    state = c.wait_for_orchestration_completion(gated, timeout=30)
     assert state is not None and state.serialized_output == '{"ok":true}'
 
-    c.schedule_new_orchestration(gate, instance_id="cli-term")
-    c.wait_for_orchestration_start("cli-term", timeout=30)
-    assert _run(hub, "suspend", "cli-term", "--reason", "look")[0] == 0
-    assert _run(hub, "resume", "cli-term")[0] == 0
-    assert _run(hub, "terminate", "cli-term", "--output", '"bye"')[0] == 0
-    state = c.wait_for_orchestration_completion("cli-term", timeout=30)
+    ended = c.schedule_new_orchestration(gate, instance_id=unique_id("cli-term"))
+    c.wait_for_orchestration_start(ended, timeout=30)
+    assert _run(hub, "suspend", ended, "--reason", "look")[0] == 0
+    assert _run(hub, "resume", ended)[0] == 0
+    assert _run(hub, "terminate", ended, "--output", '"bye"')[0] == 0
+    state = c.wait_for_orchestration_completion(ended, timeout=30)
     assert state is not None and state.runtime_status == client.OrchestrationStatus.TERMINATED
 
 
@@ -99,17 +103,18 @@ def test_bad_input_gets_clear_errors(hub: Hub) -> None:
 
 def test_attach_and_connection_string(hub: Hub) -> None:
     hub.start_worker([plus_one, gate], [add_one])
-    code, out, err = _run(hub, "attach", "plus_one", "--id", "cli-att", "--input", "1", "--wait", "30")
+    att = unique_id("cli-att")
+    hub.made.add(att)  # started by the command line, whose calls the hub does not see
+    code, out, err = _run(hub, "attach", "plus_one", "--id", att, "--input", "1", "--wait", "30")
     assert code == 0, err
-    assert out.splitlines()[0] == "started cli-att" and "COMPLETED" in out
-    code, out, _ = _run(hub, "attach", "plus_one", "--id", "cli-att", "--input", "1")
-    assert (code, out.strip()) == (0, "already_completed cli-att")
-    code, _, err = _run(hub, "attach", "plus_one", "--id", "cli-att", "--input", "2")
-    assert code == 1 and err.startswith("durabletask attach: instance 'cli-att' does not match this run: input:")
+    assert out.splitlines()[0] == f"started {att}" and "COMPLETED" in out
+    code, out, _ = _run(hub, "attach", "plus_one", "--id", att, "--input", "1")
+    assert (code, out.strip()) == (0, f"already_completed {att}")
+    code, _, err = _run(hub, "attach", "plus_one", "--id", att, "--input", "2")
+    assert code == 1 and err.startswith(f"durabletask attach: instance '{att}' does not match this run: input:")
     assert len(err.splitlines()) == 1
 
-    conn = f"Endpoint=http://{hub.address};Authentication=None;TaskHub={hub.taskhub}"
-    code, out, err = _run(hub, "--json", "get", "cli-att", connection_string=conn)
+    code, out, err = _run(hub, "--json", "get", att, connection_string=hub.connection_string())
     assert code == 0, err
     assert json.loads(out)["serialized_output"] == "2"
     code, _, err = _run(hub, "list", connection_string="Endpoint=http://x;Bogus=1")

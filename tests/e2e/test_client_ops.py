@@ -24,11 +24,13 @@ def waits(ctx: task.OrchestrationContext, _: Any) -> Any:
     return value
 
 
+@pytest.mark.whole_taskhub("expects the hub to hold only its own instances")
 def test_query_filters_and_paging(hub: Hub) -> None:
     hub.start_worker([echo, waits])
     c = hub.client()
-    done = [c.schedule_new_orchestration(echo, input=i, instance_id=f"q-done-{i}") for i in range(5)]
-    pending = c.schedule_new_orchestration(waits, instance_id="q-wait-0")
+    prefix = unique_id("q")
+    done = [c.schedule_new_orchestration(echo, input=i, instance_id=f"{prefix}-done-{i}") for i in range(5)]
+    pending = c.schedule_new_orchestration(waits, instance_id=f"{prefix}-wait-0")
     for iid in done:
         c.wait_for_orchestration_completion(iid, timeout=30)
     c.wait_for_orchestration_start(pending, timeout=30)
@@ -38,7 +40,7 @@ def test_query_filters_and_paging(hub: Hub) -> None:
     assert sorted(s.instance_id for s in completed) == sorted(done)
     assert {s.serialized_output for s in completed} == {str(i) for i in range(5)}
 
-    prefixed = c.get_all_orchestration_states(client.OrchestrationQuery(instance_id_prefix="q-wait"))
+    prefixed = c.get_all_orchestration_states(client.OrchestrationQuery(instance_id_prefix=f"{prefix}-wait"))
     assert [s.instance_id for s in prefixed] == [pending]
 
     paged = c.get_all_orchestration_states(client.OrchestrationQuery(max_instance_count=2))
@@ -53,6 +55,7 @@ def test_query_filters_and_paging(hub: Hub) -> None:
     assert sorted(seen) == sorted(done)
 
 
+@pytest.mark.whole_taskhub("purges every completed instance of the last minutes")
 def test_purge_by_id_and_by_filter(hub: Hub) -> None:
     hub.start_worker([echo, waits])
     c = hub.client()

@@ -231,6 +231,7 @@ def test_lock_is_released_when_the_holder_fails(hub: Hub) -> None:
     assert metadata is not None and metadata.get_locked_by() is None
 
 
+@pytest.mark.whole_taskhub("cleans the storage of every entity in the hub")
 def test_get_query_and_clean(hub: Hub) -> None:
     start(hub, [], [counter])
     c = hub.client()
@@ -440,6 +441,7 @@ def _late_result(item: pb.WorkItem, value: str) -> pb.EntityBatchResult:
     )
 
 
+@pytest.mark.emulator_internals("relies on the emulator handing a batch back as soon as its worker disconnects")
 def test_a_batch_cut_off_by_a_stopped_worker_is_redelivered_and_the_lock_released(hub: Hub) -> None:
     if hub.server is None:
         pytest.skip("relies on the emulator handing a batch back as soon as its worker disconnects")

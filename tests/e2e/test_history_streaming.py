@@ -27,6 +27,7 @@ def many_timers(ctx: task.OrchestrationContext, count: int) -> Any:
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.emulator_internals("lowers the emulator's streaming threshold and counts streamed histories")
 def test_a_20000_event_history_is_streamed_and_replays(hub: Hub) -> None:
     if hub.server is None:
         pytest.skip("needs the in-process emulator to lower its streaming threshold and count streamed work items")

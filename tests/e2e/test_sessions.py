@@ -69,6 +69,7 @@ def counters(hub: Hub) -> tuple[int, int]:
     return hub.server.engine.continued_sessions, hub.server.dispatcher.history_requests
 
 
+@pytest.mark.emulator_internals("reads the emulator's session counters")
 def test_each_step_after_the_first_is_a_continuation(hub: Hub) -> None:
     continued, _ = counters(hub)
     hub.start_worker([counting], [add_one])
@@ -81,6 +82,7 @@ def test_each_step_after_the_first_is_a_continuation(hub: Hub) -> None:
     assert hub.server.engine.continued_sessions - continued >= 12
 
 
+@pytest.mark.emulator_internals("reads the emulator's session counters")
 def test_sessions_can_be_turned_off(hub: Hub) -> None:
     continued, _ = counters(hub)
     hub.start_worker([counting], [add_one], extended_sessions=ExtendedSessionOptions(max_cached_orchestrations=0))
@@ -102,6 +104,7 @@ def counted(ctx: task.OrchestrationContext, steps: int) -> Any:
     return value
 
 
+@pytest.mark.emulator_internals("relies on the emulator's extended sessions, our protocol extension")
 @pytest.mark.parametrize(("options", "calls"), [(ExtendedSessionOptions(max_cached_orchestrations=0), 4), (None, 1)])
 def test_orchestrator_calls_per_turn(hub: Hub, options: ExtendedSessionOptions | None, calls: int) -> None:
     # Off: one call per turn (the start and each of three results), replaying from the start as Microsoft's SDK
@@ -115,6 +118,7 @@ def test_orchestrator_calls_per_turn(hub: Hub, options: ExtendedSessionOptions |
     assert (turns, CALLS.count(iid)) == (4, calls)
 
 
+@pytest.mark.emulator_internals("reads the emulator's session counters")
 def test_many_more_instances_than_the_cache_holds(hub: Hub) -> None:
     _, misses = counters(hub)
     worker = hub.start_worker(

@@ -1,0 +1,79 @@
+"""The external-backend switch, tested end to end: every scenario that can, against a separately started emulator.
+
+The emulator runs as its own process (``durabletask-emulator``) with a bearer token and TLS from a private CA, as
+a managed scheduler would require them, and a nested pytest run reaches it only through ``--backend``. That run
+must pass, and its summary must show that the large selection ran there rather than on an in-process emulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.external.backend import ROOT
+from tests.recovery.support import free_port, kill
+from tests.security.certs import make_tls
+
+TOKEN = "separate-emulator-token"
+# The suites the switch covers; the nested run must run at least this many of their tests against the endpoint.
+SUITES = ["tests/e2e", "tests/interop", "tests/samples", "tests/recovery"]
+MINIMUM_RAN = 120
+
+
+@dataclass(frozen=True)
+class Separate:
+    url: str
+    ca: Path
+
+
+@pytest.fixture(scope="module")
+def separate_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Separate]:
+    folder = tmp_path_factory.mktemp("separate")
+    tls = make_tls(folder / "tls")
+    token_file = folder / "token"
+    token_file.write_text(TOKEN)
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("durabletask-emulator")), "--port", str(port), "--in-memory",
+         "--auth-token-file", str(token_file), "--tls-cert", str(tls.cert), "--tls-key", str(tls.key),
+         "--log-level", "WARNING"],
+        stdout=subprocess.PIPE, text=True, cwd=folder,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert "listening on" in line, f"the separate emulator did not start: {line!r}"
+    try:
+        yield Separate(f"https://localhost:{port}", tls.ca)
+    finally:
+        kill(proc, 15)
+
+
+@pytest.mark.emulator_internals("starts an emulator of its own and runs the suites against it")
+@pytest.mark.timeout(1200)
+def test_the_scenario_suites_pass_against_a_separate_emulator_with_token_and_tls(
+    separate_emulator: Separate, tmp_path: Path
+) -> None:
+    summary_file = tmp_path / "summary.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DTS_TEST_")}
+    env["DTS_TEST_TOKEN"] = TOKEN
+    # gRPC's own variable: the private CA becomes the trusted roots of every process, ours and the peer's.
+    env["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] = str(separate_emulator.ca)
+    args = [sys.executable, "-m", "pytest", *SUITES, "--backend", separate_emulator.url, "-q", "-p",
+            "no:cacheprovider", "--external-summary", str(summary_file)]
+    proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1150)
+    tail = proc.stdout[-6000:]
+    print(tail)
+    assert proc.returncode == 0, f"the run against the separate emulator failed:\n{tail}\n{proc.stderr[-3000:]}"
+    summary = json.loads(summary_file.read_text())
+    assert summary["endpoint"] == separate_emulator.url
+    assert summary["totals"].get("failed", 0) == summary["totals"].get("error", 0) == 0
+    assert summary["ran"] >= MINIMUM_RAN, summary
+    assert set(summary["suites"]) == {"e2e", "interop", "samples", "recovery"}, summary
+    assert f"external backend: {summary['ran']} ran" in proc.stdout
