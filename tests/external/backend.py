@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,10 @@ from durabletask.azuremanaged._metadata import sync_interceptors
 from durabletask.azuremanaged.client import AsyncDurableTaskSchedulerClient, DurableTaskSchedulerClient
 from durabletask.azuremanaged.connection_string import DurableTaskSchedulerConnectionString
 from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
-from durabletask.entities import EntityInstanceId
-from tests.interop.endpoint import AUTHENTICATION_ENV, TOKEN_ENV, StaticToken
+from tests.interop.endpoint import AUTHENTICATION_ENV, BACKEND_ENV, TOKEN_ENV, Made, StaticToken
 
 ROOT = Path(__file__).resolve().parents[2]
-BACKEND_ENV = "DTS_TEST_BACKEND"
+
 TASKHUB_ENV = "DTS_TEST_TASKHUB"
 CONNECTION_STRING_ENV = "DTS_TEST_CONNECTION_STRING"
 TASKHUB_MODE_ENV = "DTS_TEST_TASKHUB_MODE"
@@ -43,11 +42,6 @@ TOKEN_SITE = Path(__file__).resolve().parent / "token_site"
 # shared: others may use the task hub too, so scenarios that act on the whole hub are skipped;
 # auto: fresh when the backend creates task hubs, else shared.
 TASKHUB_MODES = ("auto", "fresh", "exclusive", "shared")
-_FINAL = {
-    client.OrchestrationStatus.COMPLETED,
-    client.OrchestrationStatus.FAILED,
-    client.OrchestrationStatus.TERMINATED,
-}
 # Answers to CreateTaskHub meaning "not here", as opposed to a backend that is down or refuses us.
 _NO_HUB_CREATION = {
     grpc.StatusCode.UNIMPLEMENTED,
@@ -87,13 +81,19 @@ class Backend:
         token = environ.get(TOKEN_ENV) or None
         if connection_string:
             parsed = DurableTaskSchedulerConnectionString.parse(connection_string)
-            return cls(_with_scheme(parsed.endpoint, secure=True), taskhub or parsed.task_hub,
-                       parsed.authentication, token, mode)
+            return cls(
+                _with_scheme(parsed.endpoint, secure=True),
+                taskhub or parsed.task_hub,
+                parsed.authentication,
+                token,
+                mode,
+            )
         if not backend:
             return None
         # A bare host:port is plaintext, as the suite's --endpoint always was; https:// turns TLS on.
-        return cls(_with_scheme(backend, secure=False), taskhub or environ.get(TASKHUB_ENV) or "default",
-                   "None", token, mode)
+        return cls(
+            _with_scheme(backend, secure=False), taskhub or environ.get(TASKHUB_ENV) or "default", "None", token, mode
+        )
 
     def credential(self) -> Any:
         if self.token:
@@ -105,20 +105,27 @@ class Backend:
 
     def client(self, taskhub: str, interceptors: Sequence[Any] = ()) -> DurableTaskSchedulerClient:
         return DurableTaskSchedulerClient(
-            host_address=self.endpoint, taskhub=taskhub, token_credential=self.credential(),
+            host_address=self.endpoint,
+            taskhub=taskhub,
+            token_credential=self.credential(),
             interceptors=list(interceptors),
         )
 
     def async_client(self, taskhub: str, interceptors: Sequence[Any] = ()) -> AsyncDurableTaskSchedulerClient:
         return AsyncDurableTaskSchedulerClient(
-            host_address=self.endpoint, taskhub=taskhub, token_credential=self.credential(),
+            host_address=self.endpoint,
+            taskhub=taskhub,
+            token_credential=self.credential(),
             interceptors=list(interceptors),
         )
 
     def worker(self, taskhub: str, interceptors: Sequence[Any] = (), **kwargs: Any) -> DurableTaskSchedulerWorker:
         return DurableTaskSchedulerWorker(
-            host_address=self.endpoint, taskhub=taskhub, token_credential=self.credential(),
-            interceptors=list(interceptors), **kwargs
+            host_address=self.endpoint,
+            taskhub=taskhub,
+            token_credential=self.credential(),
+            interceptors=list(interceptors),
+            **kwargs,
         )
 
     def connection_string(self, taskhub: str) -> str:
@@ -216,9 +223,11 @@ class TaskHubs:
         return self.fresh or self.backend.taskhub_mode == "exclusive"
 
     def open(self) -> str:
-        if not self.fresh:
-            return self.backend.taskhub
-        name = new_taskhub_name()
+        """A task hub for one scenario: a new one, or the shared one."""
+        return self.open_named(new_taskhub_name()) if self.fresh else self.backend.taskhub
+
+    def open_named(self, name: str) -> str:
+        """Create the fresh hub ``name`` (only when :attr:`fresh`)."""
         if self.backend.create_taskhub(name) is not None:
             raise RuntimeError(f"the backend stopped creating task hubs (asked for {name})")
         return name
@@ -229,123 +238,30 @@ class TaskHubs:
             with self.backend.client(name) as c:
                 self.left_behind.extend(made.remove(c))
 
+    @contextlib.contextmanager
+    def emptied_afterwards(self, name: str) -> Iterator[None]:
+        """On a hub used exclusively (not fresh), remove every instance made meanwhile; nobody else's exist."""
+        since = datetime.now(timezone.utc) - timedelta(seconds=1)
+        try:
+            yield
+        finally:
+            if not self.fresh:
+                with self.backend.client(name) as c:
+                    self.left_behind.extend(_empty(c, since))
+
     def release(self, name: str) -> None:
         """Delete a fresh hub once the scenario's workers have stopped."""
         if self.fresh:
             self.backend.delete_taskhub(name)
 
 
+def _empty(c: client.TaskHubGrpcClient, since: datetime) -> list[str]:
+    """Terminate and purge every instance created since ``since``; returns what stays."""
+    made = Made()
+    for state in c.get_all_orchestration_states(client.OrchestrationQuery(created_time_from=since)):
+        made.add(state.instance_id)
+    return made.remove(c)
+
+
 def new_taskhub_name() -> str:
     return f"dtstest{uuid.uuid4().hex[:12]}"
-
-
-@dataclass
-class Made:
-    """What a scenario created, recorded from its clients' and workers' calls, so it can be removed afterwards.
-
-    Clients start instances and signal entities; workers' completions start sub-orchestrations and reach
-    entities, and entities' results start orchestrations and signal other entities.
-    """
-
-    instances: list[str] = field(default_factory=list)
-    entities: list[str] = field(default_factory=list)
-
-    def add(self, instance_id: str) -> None:
-        """Record an instance made by a process whose calls are not seen (e.g. the command line)."""
-        _append_new(self.instances, instance_id)
-
-    def record(self, method: str | bytes, request: Any, response: Any) -> None:
-        name = (method.decode() if isinstance(method, bytes) else method).rsplit("/", 1)[-1]
-        if name in ("StartInstance", "RestartInstance"):
-            self.add(response.instanceId)
-        elif name == "SignalEntity":
-            _append_new(self.entities, request.instanceId)
-        elif name == "CompleteOrchestratorTask":
-            for action in request.actions:
-                self._orchestrator_action(action)
-        elif name == "CompleteEntityTask":
-            for operation in request.actions:
-                if operation.HasField("startNewOrchestration"):
-                    self.add(operation.startNewOrchestration.instanceId)
-                elif operation.HasField("sendSignal"):
-                    _append_new(self.entities, operation.sendSignal.instanceId)
-
-    def _orchestrator_action(self, action: pb.OrchestratorAction) -> None:
-        if action.HasField("createSubOrchestration"):
-            self.add(action.createSubOrchestration.instanceId)
-        if not action.HasField("sendEntityMessage"):
-            return
-        message = action.sendEntityMessage
-        kind = message.WhichOneof("EntityMessageType")
-        if kind == "entityOperationSignaled":
-            _append_new(self.entities, message.entityOperationSignaled.targetInstanceId.value)
-        elif kind == "entityOperationCalled":
-            _append_new(self.entities, message.entityOperationCalled.targetInstanceId.value)
-        elif kind == "entityLockRequested":
-            for entity in message.entityLockRequested.lockSet:
-                _append_new(self.entities, entity)
-
-    def interceptor(self) -> Any:
-        return _Recorder(self)
-
-    def async_interceptor(self) -> Any:
-        return _AsyncRecorder(self)
-
-    def remove(self, c: client.TaskHubGrpcClient, wait: float = 15.0) -> list[str]:
-        """Terminate what still runs, purge everything (entities too, where the backend purges them by ID).
-
-        Returns the IDs still there afterwards.
-        """
-        ids = [*self.instances, *self.entities]
-        for instance_id in ids:
-            _quietly(lambda i=instance_id: _terminate_if_running(c, i))
-        deadline = time.monotonic() + wait
-        for instance_id in ids:
-            left = max(deadline - time.monotonic(), 0.1)
-            _quietly(lambda i=instance_id, t=left: c.wait_for_orchestration_completion(i, timeout=t))
-            _quietly(lambda i=instance_id: c.purge_orchestration(i, recursive=True))
-        return [i for i in ids if _still_there(c, i)]
-
-
-def _append_new(found: list[str], instance_id: str) -> None:
-    if instance_id and instance_id not in found:
-        found.append(instance_id)
-
-
-def _terminate_if_running(c: client.TaskHubGrpcClient, instance_id: str) -> None:
-    state = c.get_orchestration_state(instance_id)
-    if state is not None and state.runtime_status not in _FINAL:
-        c.terminate_orchestration(instance_id)
-
-
-def _still_there(c: client.TaskHubGrpcClient, instance_id: str) -> bool:
-    if instance_id.startswith("@"):
-        return c.get_entity(EntityInstanceId.parse(instance_id)) is not None
-    return c.get_orchestration_state(instance_id) is not None
-
-
-def _quietly(call: Any) -> None:
-    # Cleanup goes on past one instance the backend refuses; what stays is reported, not raised.
-    with contextlib.suppress(grpc.RpcError, TimeoutError):
-        call()
-
-
-class _Recorder(grpc.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
-    def __init__(self, made: Made) -> None:
-        self._made = made
-
-    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        outcome = continuation(details, request)
-        if outcome.exception() is None:
-            self._made.record(details.method, request, outcome.result())
-        return outcome
-
-
-class _AsyncRecorder(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
-    def __init__(self, made: Made) -> None:
-        self._made = made
-
-    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        call = await continuation(details, request)
-        self._made.record(details.method, request, await call)
-        return call

@@ -1,10 +1,11 @@
 """The switch that points the scenario suites at an external DTS endpoint, and the summary of such a run.
 
 Without ``--backend``/``--connection-string`` (or their ``DTS_TEST_*`` variables) nothing changes: every suite
-runs on our emulator. With one, the e2e, interop, sample and recovery scenarios talk to that endpoint; tests
-marked ``emulator_internals`` (they steer our emulator: faults, clock, crashes, storage, counters) are skipped,
-and tests marked ``whole_taskhub`` (they list, purge or clean a whole task hub) run only where no one else
-uses the hub. The terminal summary says what ran against the endpoint.
+runs on our emulator. With one, the e2e, interop, sample and recovery scenarios talk to that endpoint. Skipped
+there: tests marked ``emulator_internals`` (they steer our emulator: faults, clock, crashes, storage,
+counters) or ``local_only`` (they use no backend, or only ones the suite starts), and, where others may use
+the task hub, tests marked ``whole_taskhub`` (they list, purge or clean a whole hub). The terminal summary says
+what ran against the endpoint.
 """
 
 from __future__ import annotations
@@ -23,27 +24,47 @@ from tests.external.backend import TASKHUB_MODES, Backend, TaskHubs
 SUITES = ("e2e", "interop", "recovery", "samples")
 INTERNALS = "emulator_internals"
 WHOLE_TASKHUB = "whole_taskhub"
+LOCAL_ONLY = "local_only"
 _backend_key = pytest.StashKey["Backend | None"]()
 _hubs_key = pytest.StashKey["TaskHubs | None"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("external backend")
-    group.addoption("--backend", default=None, help="run the scenario suites against this DTS endpoint "
-                    "(http://host:port, https://..., a bare host:port is plaintext; env DTS_TEST_BACKEND); "
-                    "--endpoint is the same")
-    group.addoption("--connection-string", default=None, help="a DTS connection string instead of --backend "
-                    "(env DTS_TEST_CONNECTION_STRING)")
-    group.addoption("--taskhub-mode", default=None, choices=TASKHUB_MODES, help="fresh task hub per scenario, "
-                    "the one hub exclusively, or shared with others (env DTS_TEST_TASKHUB_MODE; default auto)")
+    group.addoption(
+        "--backend",
+        default=None,
+        help="run the scenario suites against this DTS endpoint "
+        "(http://host:port, https://..., a bare host:port is plaintext; env DTS_TEST_BACKEND); "
+        "--endpoint is the same",
+    )
+    group.addoption(
+        "--connection-string",
+        default=None,
+        help="a DTS connection string instead of --backend (env DTS_TEST_CONNECTION_STRING)",
+    )
+    group.addoption(
+        "--taskhub-mode",
+        default=None,
+        choices=TASKHUB_MODES,
+        help="fresh task hub per scenario, "
+        "the one hub exclusively, or shared with others (env DTS_TEST_TASKHUB_MODE; default auto)",
+    )
     group.addoption("--external-summary", default=None, help="also write the external run's summary as JSON here")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{INTERNALS}(why): needs control of our emulator's internals; skipped "
-                            "against an external backend")
-    config.addinivalue_line("markers", f"{WHOLE_TASKHUB}(why): lists, purges or cleans a whole task hub; runs "
-                            "against an external backend only on a hub nobody else uses")
+    config.addinivalue_line(
+        "markers", f"{INTERNALS}(why): needs control of our emulator's internals; skipped against an external backend"
+    )
+    config.addinivalue_line(
+        "markers", f"{LOCAL_ONLY}(why): uses no backend, or only ones the suite starts; skipped against an external one"
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{WHOLE_TASKHUB}(why): lists, purges or cleans a whole task hub; runs "
+        "against an external backend only on a hub nobody else uses",
+    )
     backend = Backend.resolve(
         os.environ,
         backend=config.getoption("--backend") or config.getoption("--endpoint", None),
@@ -79,6 +100,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if internals is not None:
             why = internals.args[0] if internals.args else "steers our emulator"
             item.add_marker(pytest.mark.skip(reason=f"needs our emulator's internals: {why}"))
+            continue
+        local = item.get_closest_marker(LOCAL_ONLY)
+        if local is not None:
+            why = local.args[0] if local.args else "uses no backend"
+            item.add_marker(pytest.mark.skip(reason=f"not a scenario for an external backend: {why}"))
             continue
         whole = item.get_closest_marker(WHOLE_TASKHUB)
         if whole is not None and suite_of(item.nodeid) is not None and not hubs.whole_hub_allowed:
@@ -123,11 +149,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         write(f"  skipped {n}: {why}")
     if summary["left_behind"]:
         left = summary["left_behind"]
-        write(f"  left behind on the shared task hub ({len(left)}, the backend purges none of them by ID): "
-              + ", ".join(left[:10]) + (", ..." if len(left) > 10 else ""))
+        write(
+            f"  left behind on the shared task hub ({len(left)}, the backend purges none of them by ID): "
+            + ", ".join(left[:10])
+            + (", ..." if len(left) > 10 else "")
+        )
     totals = summary["totals"]
-    write(f"external backend: {summary['ran']} ran ({totals.get('passed', 0)} passed, "
-          f"{totals.get('failed', 0) + totals.get('error', 0)} failed), {totals.get('skipped', 0)} skipped")
+    write(
+        f"external backend: {summary['ran']} ran ({totals.get('passed', 0)} passed, "
+        f"{totals.get('failed', 0) + totals.get('error', 0)} failed), {totals.get('skipped', 0)} skipped"
+    )
     path = config.getoption("--external-summary")
     if path:
         Path(path).write_text(json.dumps(summary, indent=2))

@@ -41,10 +41,23 @@ def separate_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sepa
     token_file.write_text(TOKEN)
     port = free_port()
     proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("durabletask-emulator")), "--port", str(port), "--in-memory",
-         "--auth-token-file", str(token_file), "--tls-cert", str(tls.cert), "--tls-key", str(tls.key),
-         "--log-level", "WARNING"],
-        stdout=subprocess.PIPE, text=True, cwd=folder,
+        [
+            str(Path(sys.executable).with_name("durabletask-emulator")),
+            "--port",
+            str(port),
+            "--in-memory",
+            "--auth-token-file",
+            str(token_file),
+            "--tls-cert",
+            str(tls.cert),
+            "--tls-key",
+            str(tls.key),
+            "--log-level",
+            "WARNING",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=folder,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -65,8 +78,19 @@ def test_the_scenario_suites_pass_against_a_separate_emulator_with_token_and_tls
     env["DTS_TEST_TOKEN"] = TOKEN
     # gRPC's own variable: the private CA becomes the trusted roots of every process, ours and the peer's.
     env["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] = str(separate_emulator.ca)
-    args = [sys.executable, "-m", "pytest", *SUITES, "--backend", separate_emulator.url, "-q", "-p",
-            "no:cacheprovider", "--external-summary", str(summary_file)]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *SUITES,
+        "--backend",
+        separate_emulator.url,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--external-summary",
+        str(summary_file),
+    ]
     proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1150)
     tail = proc.stdout[-6000:]
     print(tail)

@@ -1,6 +1,7 @@
 """Interop fixtures: our emulator in-process, Microsoft's in-memory backend in a subprocess, and scenario launchers.
 
 One backend per direction per session; scenarios isolate themselves with unique task hubs and instance IDs.
+With ``--backend`` the dts-mode scenarios run against that endpoint instead (``scheduler``, test_external.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+
+from tests.external.plugin import taskhubs
 
 from . import harness, runners
 
@@ -44,6 +47,21 @@ def emulator_port() -> Iterator[int]:
     server.start()
     yield server.port
     server.stop()
+
+
+@pytest.fixture
+def scheduler(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """Address and task hub for one dts-mode test: our emulator with a new hub, or the external backend's hub."""
+    hubs = taskhubs(request.config)
+    if hubs is None:
+        port = request.getfixturevalue("emulator_port")
+        yield f"http://localhost:{port}", f"interop{uuid.uuid4().hex[:10]}"
+        return
+    name = hubs.open()
+    try:
+        yield hubs.backend.endpoint, name  # the harness removes what it made from a shared hub
+    finally:
+        hubs.release(name)
 
 
 def _free_port() -> int:
@@ -108,8 +126,11 @@ def official_backend_port(peer_py: Path) -> Iterator[int]:
         yield port
 
 
-def _driver_args(python: Path | str, mode: str, address: str, scenarios: list[str]) -> list[str]:
-    taskhub = f"interop{uuid.uuid4().hex[:10]}"
+def _driver_args(
+    python: Path | str, mode: str, address: str, scenarios: list[str], taskhub: str | None = None
+) -> list[str]:
+    """The driver's command line; each scenario gets a task hub of its own unless ``taskhub`` names one."""
+    taskhub = taskhub or f"interop{uuid.uuid4().hex[:10]}{{scenario}}"
     return [str(python), str(harness.DRIVER), mode, address, taskhub, "run", *scenarios]
 
 
@@ -134,30 +155,43 @@ def run_in_peer(peer_py: Path, mode: str, address: str, scenario: str) -> Any:
 class Batch:
     """Results of scenarios run one after another by the driver in one background subprocess."""
 
-    def __init__(self, proc: subprocess.Popen[str], out: IO[str], err: IO[str]) -> None:
+    def __init__(self, proc: subprocess.Popen[str], out: IO[str], err: IO[str], timeout: float) -> None:
         self._proc, self._out, self._err = proc, out, err
+        self._timeout = timeout
         self._outcomes: dict[str, dict[str, Any]] | None = None
 
-    def result(self, scenario: str) -> Any:
+    def finish(self) -> None:
+        """Wait until every scenario of the batch has run."""
         if self._outcomes is None:
-            self._proc.wait(timeout=BATCH_TIMEOUT)
+            self._proc.wait(timeout=self._timeout)
             self._out.seek(0)
             self._outcomes = _results(self._out.read())
+
+    def result(self, scenario: str) -> Any:
+        self.finish()
+        assert self._outcomes is not None
         self._err.seek(0)
         return _result(self._outcomes.get(scenario), self._err.read())
 
 
 @contextmanager
 def background_batch(
-    python: Path | str, env: dict[str, str], cwd: str, mode: str, address: str, scenarios: list[str]
+    python: Path | str,
+    env: dict[str, str],
+    cwd: str,
+    mode: str,
+    address: str,
+    scenarios: list[str],
+    taskhub: str | None = None,
+    timeout: float = BATCH_TIMEOUT,
 ) -> Iterator[Batch]:
     """Start the batch now and let other tests run meanwhile; results are collected when first asked for."""
     # Files, not pipes: nobody reads until the first result is wanted, and a full pipe would stall the driver.
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        args = _driver_args(python, mode, address, scenarios)
+        args = _driver_args(python, mode, address, scenarios, taskhub)
         proc = subprocess.Popen(args, stdout=out, stderr=err, text=True, env=env, cwd=cwd)
         try:
-            yield Batch(proc, out, err)
+            yield Batch(proc, out, err, timeout)
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -20,8 +20,10 @@ from typing import Any
 from durabletask import client, worker
 
 if __package__:
+    from . import endpoint
     from . import scenarios as sc
 else:  # the peer imports this folder's modules as top-level ones, never through the repository root
+    import endpoint  # type: ignore[no-redef,import-not-found]
     import scenarios as sc  # type: ignore[no-redef,import-not-found]
 
 DRIVER = Path(__file__).resolve().parent / "peer_scripts" / "driver.py"
@@ -31,7 +33,9 @@ WAIT = 20.0  # generous for a loaded machine, short enough that a broken backend
 class Harness:
     """Where a scenario talks, and how it gets clients, workers and separate worker processes.
 
-    ``mode`` is ``dts`` (the task-hub-aware DurableTaskScheduler classes) or ``grpc`` (the plain ones).
+    ``mode`` is ``dts`` (the task-hub-aware DurableTaskScheduler classes, with the credential and TLS the test
+    run asks for) or ``grpc`` (the plain ones). On an external backend the clients and workers record what they
+    make, and :func:`open_harness` removes it at the end.
     """
 
     def __init__(
@@ -42,6 +46,10 @@ class Harness:
         self.stack = stack
         self.prefix = f"io-{uuid.uuid4().hex[:10]}"
         self.workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="interop-"))
+        self.made = endpoint.Made() if os.environ.get(endpoint.BACKEND_ENV) else None
+
+    def _recording(self) -> list[Any]:
+        return [self.made.interceptor()] if self.made is not None else []
 
     def new_id(self, label: str) -> str:
         return f"{self.prefix}-{label}"
@@ -51,7 +59,11 @@ class Harness:
             from durabletask.azuremanaged.client import DurableTaskSchedulerClient
 
             made: Any = DurableTaskSchedulerClient(
-                host_address=self.address, taskhub=self.taskhub, token_credential=None, secure_channel=False
+                host_address=self.address,
+                taskhub=self.taskhub,
+                token_credential=endpoint.credential(),
+                secure_channel=False,
+                interceptors=self._recording(),
             )
         else:
             made = client.TaskHubGrpcClient(host_address=self.address)
@@ -71,7 +83,11 @@ class Harness:
             from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
 
             made: Any = DurableTaskSchedulerWorker(
-                host_address=self.address, taskhub=self.taskhub, token_credential=None, secure_channel=False
+                host_address=self.address,
+                taskhub=self.taskhub,
+                token_credential=endpoint.credential(),
+                secure_channel=False,
+                interceptors=self._recording(),
             )
         else:
             made = worker.TaskHubGrpcWorker(host_address=self.address)
@@ -170,4 +186,9 @@ def serve(harness: Harness, role: str) -> None:
 @contextmanager
 def open_harness(mode: str, address: str, taskhub: str, child_env: dict[str, str], child_cwd: str) -> Iterator[Harness]:
     with ExitStack() as stack:
-        yield Harness(mode, address, taskhub, child_env, child_cwd, stack)
+        h = Harness(mode, address, taskhub, child_env, child_cwd, stack)
+        try:
+            yield h
+        finally:
+            if h.made is not None:  # while the workers still run, so terminations are carried out
+                h.made.remove(h.client())

@@ -18,7 +18,10 @@ import pytest
 
 from .conftest import ROOT, Batch, background_batch, official_backend, our_env, peer_env, run_here, run_in_peer
 
-pytestmark = pytest.mark.interop
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.local_only("compares our emulator with Microsoft's in-memory backend (see test_external.py)"),
+]
 
 SPECIALISTS = [f"{kind}{i}@specialist-{kind}" for i in range(3) for kind in ("a", "b")]
 

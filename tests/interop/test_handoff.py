@@ -1,12 +1,12 @@
 """One in-flight instance, two SDKs: a worker of one SDK starts it, a worker of the other replays and finishes it.
 
 This is what a rolling upgrade between the SDKs does, so the second SDK must accept the history the first wrote.
-Runs against our emulator; the official SDK's worker lives in a subprocess, ours in this process.
+Runs against our emulator, or the external backend when one is given; the official SDK's worker lives in a
+subprocess, ours in this process.
 """
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,9 @@ async def handoff_rewritten(ctx: Any, _: Any) -> Any:
     return [first, await ctx.call_activity(sc.hello, input=second)]
 
 
-def _hand_over(peer_py: Path, emulator_port: int, official_first: bool, rewrite: Any = None) -> Any:
-    address = f"http://localhost:{emulator_port}"
-    with harness.open_harness("dts", address, f"handoff{uuid.uuid4().hex[:10]}", our_env(), str(ROOT)) as h:
+def _hand_over(peer_py: Path, scheduler: tuple[str, str], official_first: bool, rewrite: Any = None) -> Any:
+    address, taskhub = scheduler
+    with harness.open_harness("dts", address, taskhub, our_env(), str(ROOT)) as h:
         c = h.client()
         if official_first:
             first = h.spawn("handoff", python=str(peer_py), env=peer_env(), cwd="/")
@@ -51,14 +51,14 @@ def _hand_over(peer_py: Path, emulator_port: int, official_first: bool, rewrite:
         return {"first_worker_reached": waiting, **runners.finish(c, instance_id)}
 
 
-def test_official_worker_starts_our_worker_finishes(peer_py: Path, emulator_port: int) -> None:
-    assert _hand_over(peer_py, emulator_port, official_first=True) == {"first_worker_reached": "waiting", **EXPECTED}
+def test_official_worker_starts_our_worker_finishes(peer_py: Path, scheduler: tuple[str, str]) -> None:
+    assert _hand_over(peer_py, scheduler, official_first=True) == {"first_worker_reached": "waiting", **EXPECTED}
 
 
-def test_our_worker_starts_official_worker_finishes(peer_py: Path, emulator_port: int) -> None:
-    assert _hand_over(peer_py, emulator_port, official_first=False) == {"first_worker_reached": "waiting", **EXPECTED}
+def test_our_worker_starts_official_worker_finishes(peer_py: Path, scheduler: tuple[str, str]) -> None:
+    assert _hand_over(peer_py, scheduler, official_first=False) == {"first_worker_reached": "waiting", **EXPECTED}
 
 
-def test_official_generator_worker_starts_our_async_rewrite_finishes(peer_py: Path, emulator_port: int) -> None:
-    result = _hand_over(peer_py, emulator_port, official_first=True, rewrite=handoff_rewritten)
+def test_official_generator_worker_starts_our_async_rewrite_finishes(peer_py: Path, scheduler: tuple[str, str]) -> None:
+    result = _hand_over(peer_py, scheduler, official_first=True, rewrite=handoff_rewritten)
     assert result == {"first_worker_reached": "waiting", **EXPECTED}

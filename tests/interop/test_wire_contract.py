@@ -9,6 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.local_only("compares compiled descriptors; talks to no backend")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Dumps every message, field (name, number, type, label, type name, oneof, proto3 optional), enum value, RPC and

@@ -1,4 +1,8 @@
-"""Every sample runs with one command on the embedded emulator and reports success."""
+"""Every sample runs with one command on the embedded emulator and reports success.
+
+With ``--backend`` each sample runs against that endpoint instead, given ``--connection-string`` as a user would,
+on a task hub of its own (samples use fixed instance IDs), which is removed or emptied afterwards.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.external.plugin import taskhubs
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 # What each sample must print, beyond exiting 0: evidence that it showed what it is about.
@@ -33,15 +39,28 @@ def _samples() -> list[str]:
     return sorted(p.name for p in SAMPLES.glob("*.py") if not p.name.startswith("_"))
 
 
+@pytest.mark.local_only("reads the samples folder")
 def test_every_sample_is_covered() -> None:
     assert set(_samples()) <= set(EXPECTED), "add the new sample's expected output to EXPECTED"
 
 
+@pytest.mark.whole_taskhub("samples use fixed instance IDs and do not purge what they made")
 @pytest.mark.parametrize("name", _samples())
-def test_sample_runs(name: str) -> None:
+def test_sample_runs(name: str, request: pytest.FixtureRequest) -> None:
     env = {k: v for k, v in os.environ.items() if k != "DURABLETASK_CONNECTION_STRING"}
-    proc = subprocess.run([sys.executable, str(SAMPLES / name)], cwd=SAMPLES, capture_output=True, text=True,
-                          timeout=150, env=env)
+    hubs = taskhubs(request.config)
+    if hubs is None:
+        proc = subprocess.run([sys.executable, str(SAMPLES / name)], cwd=SAMPLES, capture_output=True, text=True,
+                              timeout=150, env=env)
+    else:
+        taskhub = hubs.open()
+        try:
+            with hubs.emptied_afterwards(taskhub):
+                args = ["--connection-string", hubs.backend.connection_string(taskhub)]
+                proc = subprocess.run([sys.executable, str(SAMPLES / name), *args], cwd=SAMPLES,
+                                      capture_output=True, text=True, timeout=150, env=hubs.backend.child_env(env))
+        finally:
+            hubs.release(taskhub)
     assert proc.returncode == 0, f"{name} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
     for needle in EXPECTED[name]:
         assert needle in proc.stdout, f"{name} did not print {needle!r}:\n{proc.stdout}"

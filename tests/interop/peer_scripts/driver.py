@@ -5,6 +5,7 @@ Usage:
     python driver.py MODE ADDRESS TASKHUB serve ROLE                   -> runs a worker until stdin closes
 
 MODE is ``dts`` (DurableTaskScheduler client and worker with a task hub) or ``grpc`` (plain client and worker).
+``{scenario}`` in TASKHUB is replaced by each scenario's name, so scenarios can have task hubs of their own.
 Only the interop folder is put on ``sys.path``: the SDK comes from the interpreter's own environment.
 """
 
@@ -29,7 +30,7 @@ def main(argv: list[str]) -> int:
             harness.serve(h, names[0])
         return 0
     for name in names:
-        print(json.dumps(run(mode, address, f"{taskhub}{name}", name)), flush=True)
+        print(json.dumps(run(mode, address, taskhub.replace("{scenario}", name), name)), flush=True)
     return 0
 
 
