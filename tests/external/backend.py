@@ -175,6 +175,13 @@ class Backend:
                 raise
         return None
 
+    def history(self, taskhub: str, instance_id: str) -> list[pb.HistoryEvent]:
+        """The instance's history as protocol events (what the recovery checks read)."""
+        channel, stub = self._stub(taskhub)
+        with channel:
+            chunks = stub.StreamInstanceHistory(pb.StreamInstanceHistoryRequest(instanceId=instance_id), timeout=30)
+            return [event for chunk in chunks for event in chunk.events]
+
     def delete_taskhub(self, name: str) -> None:
         channel, stub = self._stub(name)
         with channel:

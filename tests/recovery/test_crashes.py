@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from durabletask import client
 from tests.recovery.support import assert_exactly_once, fetch_history, save_history, wait_done, wait_until
 
@@ -14,13 +16,13 @@ COMPLETED = client.OrchestrationStatus.COMPLETED
 
 def test_worker_killed_after_three_steps_resumes_without_repeating_them(cluster: Cluster) -> None:
     worker = cluster.start_worker()
-    iid = cluster.client.schedule_new_orchestration("steps", input=6, instance_id="kill-worker-after-three")
+    iid = cluster.client.schedule_new_orchestration("steps", input=6, instance_id=cluster.id("kill-worker-after-three"))
     wait_until(lambda: cluster.history_kinds(iid).count("taskCompleted") >= 3, 60, "three completed steps")
     cluster.kill_worker(worker)
     # Each step returns its effect key, so the history names the steps that were done at the crash.
     completed_before = {
         json.loads(e.taskCompleted.result.value)
-        for e in fetch_history(cluster.address, iid)
+        for e in cluster.history(iid)
         if e.HasField("taskCompleted")
     }
     cluster.start_worker()
@@ -28,7 +30,7 @@ def test_worker_killed_after_three_steps_resumes_without_repeating_them(cluster:
 
     assert state.runtime_status == COMPLETED, state.failure_details
     assert json.loads(state.serialized_output or "null") == [f"{iid}/step/{i}" for i in range(6)]
-    events = fetch_history(cluster.address, iid)
+    events = cluster.history(iid)
     save_history("recovery-1-kill-worker-after-three-steps", events)
     assert_exactly_once(events)
     attempts = cluster.ledger.attempts()
@@ -39,6 +41,7 @@ def test_worker_killed_after_three_steps_resumes_without_repeating_them(cluster:
     assert len(completed_before) >= 3
 
 
+@pytest.mark.emulator_internals("kills and restarts the emulator")
 def test_approval_wait_survives_worker_and_emulator_crash(cluster: Cluster) -> None:
     worker = cluster.start_worker()
     iid = cluster.client.schedule_new_orchestration("approval", instance_id="approval-crash")
@@ -58,6 +61,7 @@ def test_approval_wait_survives_worker_and_emulator_crash(cluster: Cluster) -> N
     assert cluster.ledger.attempts() == {f"{iid}/prepare": 1, f"{iid}/apply": 1}
 
 
+@pytest.mark.emulator_internals("kills and restarts the emulator")
 def test_emulator_kill_9_with_hundreds_in_flight_loses_none(cluster: Cluster) -> None:
     count = 200
     for _ in range(2):

@@ -6,6 +6,7 @@ the tests can tell a step that ran twice from one that ran once, whatever happen
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -19,6 +20,8 @@ if __package__ in (None, ""):
 from durabletask import task, worker
 from durabletask.grpc_options import GrpcWorkerResiliencyOptions
 from durabletask.worker import VersionFailureStrategy, VersioningOptions, VersionMatchStrategy
+from tests.interop import endpoint
+from tests.interop.endpoint import BACKEND_ENV
 from tests.recovery.support import Ledger
 
 RESILIENCY = GrpcWorkerResiliencyOptions(
@@ -131,8 +134,22 @@ class Activities:
         return "rows"
 
 
+def _worker(address: str) -> worker.TaskHubGrpcWorker:
+    """The plain worker on our emulator; the DurableTaskScheduler one when the tests target an external backend."""
+    if not os.environ.get(BACKEND_ENV):
+        return worker.TaskHubGrpcWorker(host_address=address, resiliency_options=RESILIENCY)
+    from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
+
+    return DurableTaskSchedulerWorker(
+        host_address=address,
+        taskhub=os.environ["DTS_TEST_TASKHUB"],
+        token_credential=endpoint.credential(),
+        resiliency_options=RESILIENCY,
+    )
+
+
 def build(address: str, ledger: Ledger, version: str | None) -> worker.TaskHubGrpcWorker:
-    w = worker.TaskHubGrpcWorker(host_address=address, resiliency_options=RESILIENCY)
+    w = _worker(address)
     acts = Activities(ledger)
     for fn in (acts.step, acts.slow_step, acts.write, acts.lookup, acts.extract):
         w.add_activity(fn, name=fn.__name__)
