@@ -6,6 +6,14 @@ Usage:
     python3 dev.py test [ARGS...]  # every test (extra ARGS go to pytest)
     python3 dev.py bench           # the benchmarks in bench/
     python3 dev.py run CMD...      # any command inside the project's environment
+
+Against another DTS endpoint (the public emulator container, managed DTS, or a separate emulator of ours):
+    python3 dev.py test --backend http://localhost:8080 [--taskhub default] [--taskhub-mode auto|fresh|exclusive|shared]
+    python3 dev.py test --connection-string "Endpoint=https://...;Authentication=DefaultAzure;TaskHub=..."
+    python3 dev.py bench --backend URL [--taskhub NAME]
+The same through DTS_TEST_BACKEND, DTS_TEST_TASKHUB, DTS_TEST_CONNECTION_STRING, DTS_TEST_TASKHUB_MODE (and
+DTS_TEST_TOKEN for an emulator started with --auth-token; GRPC_DEFAULT_SSL_ROOTS_FILE_PATH trusts a private CA).
+Without test paths, such a run takes the suites that can use an external backend: e2e, interop, samples, recovery.
 """
 
 from __future__ import annotations
@@ -26,6 +34,10 @@ STAMP = VENV / ".installed"
 PEER_VENV = ROOT / ".peer-venv"
 PEER_PY = PEER_VENV / ("Scripts" if os.name == "nt" else "bin") / "python"
 PEER_PACKAGES = ("durabletask==1.12.0", "durabletask-azuremanaged==1.12.0")
+# The suites whose scenarios run against an external endpoint (tests/external/plugin.py skips the rest there).
+EXTERNAL_SUITES = ("tests/e2e", "tests/interop", "tests/samples", "tests/recovery")
+EXTERNAL_OPTIONS = ("--backend", "--endpoint", "--connection-string")
+EXTERNAL_ENV = ("DTS_TEST_BACKEND", "DTS_TEST_CONNECTION_STRING")
 
 
 def _requirements_digest() -> str:
@@ -59,6 +71,13 @@ def ensure_peer_venv() -> None:
     stamp.write_text(wanted)
 
 
+def pytest_args(args: list[str], env: dict[str, str]) -> list[str]:
+    """``args`` for pytest; an external-backend run without test paths gets the suites that can use one."""
+    external = any(a.split("=", 1)[0] in EXTERNAL_OPTIONS for a in args) or any(env.get(v) for v in EXTERNAL_ENV)
+    has_paths = any((ROOT / a.split("::", 1)[0]).exists() for a in args if not a.startswith("-"))
+    return [*args, *EXTERNAL_SUITES] if external and not has_paths else args
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in {"-h", "--help"}:
         print(__doc__)
@@ -72,7 +91,7 @@ def main(argv: list[str]) -> int:
     if cmd == "demo":
         return subprocess.call([str(PY), str(ROOT / "samples" / "demo.py"), *rest], cwd=ROOT, env=env)
     if cmd == "test":
-        return subprocess.call([str(PY), "-m", "pytest", *rest], cwd=ROOT, env=env)
+        return subprocess.call([str(PY), "-m", "pytest", *pytest_args(rest, env)], cwd=ROOT, env=env)
     if cmd == "bench":
         return subprocess.call([str(PY), str(ROOT / "bench" / "run_all.py"), *rest], cwd=ROOT, env=env)
     if cmd == "run":
