@@ -6,7 +6,14 @@ Pairs measured in the same run:
   theirs    Microsoft's SDK on its in-memory test backend (isolated venv)
   mixed     Microsoft's SDK on our emulator (separates SDK cost from backend cost)
 
-Usage: python3 dev.py bench [--quick] [--only transport,throughput,latency,fan_out,chain,replay,admin]
+With --backend URL [--taskhub NAME] both SDKs run against that DTS endpoint instead (the public emulator
+container, managed DTS, a separate emulator of ours), through their DurableTaskScheduler classes:
+  ours      our SDK on the endpoint
+  theirs    Microsoft's SDK on the endpoint
+(throughput, latency, fan-out and chains; the credential comes from DTS_TEST_TOKEN or DTS_TEST_AUTHENTICATION,
+see tests/interop/endpoint.py).
+
+Usage: python3 dev.py bench [--quick] [--only transport,throughput,latency,fan_out,chain,replay,admin] [--backend URL]
    or: DTS_PEER_PYTHON=<python with durabletask 1.12> .venv/bin/python bench/run_all.py [--quick]
 """
 
@@ -86,9 +93,30 @@ def _close(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
+# Set by --backend: the endpoint and task hub every pair then uses instead of a backend process of its own.
+EXTERNAL: dict[str, str] = {}
+
+
+@contextmanager
+def external_pair(sdk: str) -> Iterator[tuple[str, str, list[subprocess.Popen[str]]]]:
+    """A worker process of ``sdk`` on the external endpoint; yields (client python, address, [worker])."""
+    sdk_py = PEER_PY if sdk == "theirs" else OURS_PY
+    address, taskhub = EXTERNAL["address"], EXTERNAL["taskhub"]
+    w = _spawn(sdk_py, ["external_proc.py", "worker", address, taskhub], for_peer=sdk == "theirs")
+    try:
+        _await_ready(w, f"worker {sdk}")
+        yield sdk_py, address, [w]
+    finally:
+        _close(w)
+
+
 @contextmanager
 def pair(sdk: str, backend: str) -> Iterator[tuple[str, str, list[subprocess.Popen[str]]]]:
     """Starts a backend process and a worker process; yields (client python, address, [backend, worker])."""
+    if EXTERNAL:
+        with external_pair(sdk) as found:
+            yield found
+        return
     port = _free_port()
     tmp = tempfile.TemporaryDirectory()
     backend_py = PEER_PY if backend == "theirs" else OURS_PY
@@ -142,8 +170,14 @@ def scenario(name: str, scenario_name: str, size: int) -> dict[str, Any]:
     sdk, backend = PAIRS[name]
     with pair(sdk, backend) as (python, address, procs):
         before = [_cpu_seconds(p.pid) for p in procs]
-        result = _json_run(python, ["client_proc.py", address, scenario_name, str(size)], for_peer=sdk == "theirs")
+        args = ["client_proc.py", address, scenario_name, str(size)]
+        if EXTERNAL:
+            args = ["external_proc.py", "client", address, EXTERNAL["taskhub"], scenario_name, str(size)]
+        result = _json_run(python, args, for_peer=sdk == "theirs")
         after = [_cpu_seconds(p.pid) for p in procs]
+    if EXTERNAL:  # the backend is elsewhere: only the worker's CPU is known
+        result["cpu"] = [None, None]
+        return result
     # Includes the client's one warm-up orchestration; negligible beside the measured ones.
     result["cpu"] = [None if b is None or a is None else a - b for b, a in zip(before, after, strict=True)]
     return result
@@ -401,15 +435,27 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--only", default="transport,throughput,latency,fan_out,chain,replay,admin")
     parser.add_argument("--pairs", default=",".join(PAIRS), help="which SDK/backend pairs to run (default: all)")
+    parser.add_argument("--backend", default=os.environ.get("DTS_TEST_BACKEND"),
+                        help="measure both SDKs against this DTS endpoint (env DTS_TEST_BACKEND)")
+    parser.add_argument("--taskhub", default=os.environ.get("DTS_TEST_TASKHUB", "default"),
+                        help="task hub on --backend (env DTS_TEST_TASKHUB, default 'default')")
     args = parser.parse_args()
     if not Path(PEER_PY).exists():
         print(f"the official SDK peer is missing at {PEER_PY}; run via: python3 dev.py bench", file=sys.stderr)
         return 2
     only = set(args.only.split(","))
     SELECTED.update(args.pairs.split(","))
+    where = ""
+    if args.backend:
+        address = args.backend if "://" in args.backend else f"http://{args.backend}"
+        EXTERNAL.update(address=address, taskhub=args.taskhub)
+        # Both SDKs on the one endpoint: the pairs that start a backend of their own do not apply.
+        SELECTED.intersection_update({"ours", "theirs"})
+        only -= {"transport", "replay", "admin"}  # these start servers of their own
+        where = f", against {address} (task hub {args.taskhub!r}): ours = our SDK, theirs = Microsoft's SDK"
     out = [
         f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}" + (" (quick)" if args.quick else "")
+        f"{os.cpu_count()} cores, Python {platform.python_version()}" + (" (quick)" if args.quick else "") + where
     ]
     LOG.write_text("")
     floors = bench_transport(args.quick, out) if "transport" in only else None
