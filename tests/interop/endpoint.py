@@ -71,11 +71,10 @@ class Made:
         """Record an instance made by a process whose calls are not seen (e.g. the command line)."""
         _append_new(self.instances, instance_id)
 
-    def record(self, method: str | bytes, request: Any, response: Any) -> None:
-        name = (method.decode() if isinstance(method, bytes) else method).rsplit("/", 1)[-1]
-        if name in ("StartInstance", "RestartInstance"):
-            self.add(response.instanceId)
-        elif name == "SignalEntity":
+    def record_request(self, method: str | bytes, request: Any) -> None:
+        """Before the call: what a completion or signal will make, so it is known before it can exist."""
+        name = _rpc_name(method)
+        if name == "SignalEntity":
             _append_new(self.entities, request.instanceId)
         elif name == "CompleteOrchestratorTask":
             for action in request.actions:
@@ -86,6 +85,11 @@ class Made:
                     self.add(operation.startNewOrchestration.instanceId)
                 elif operation.HasField("sendSignal"):
                     _append_new(self.entities, operation.sendSignal.instanceId)
+
+    def record_response(self, method: str | bytes, response: Any) -> None:
+        """After a start or restart: the instance the backend made (a restart may choose a new ID)."""
+        if _rpc_name(method) in ("StartInstance", "RestartInstance"):
+            self.add(response.instanceId)
 
     def _orchestrator_action(self, action: Any) -> None:
         if action.HasField("createSubOrchestration"):
@@ -124,6 +128,10 @@ class Made:
         return [i for i in ids if _still_there(c, i)]
 
 
+def _rpc_name(method: str | bytes) -> str:
+    return (method.decode() if isinstance(method, bytes) else method).rsplit("/", 1)[-1]
+
+
 def _append_new(found: list[str], instance_id: str) -> None:
     if instance_id and instance_id not in found:
         found.append(instance_id)
@@ -152,9 +160,10 @@ class _Recorder(grpc.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
         self._made = made
 
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        self._made.record_request(details.method, request)
         outcome = continuation(details, request)
         if outcome.exception() is None:
-            self._made.record(details.method, request, outcome.result())
+            self._made.record_response(details.method, outcome.result())
         return outcome
 
 
@@ -163,6 +172,7 @@ class _AsyncRecorder(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type
         self._made = made
 
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        self._made.record_request(details.method, request)
         call = await continuation(details, request)
-        self._made.record(details.method, request, await call)
+        self._made.record_response(details.method, await call)
         return call
