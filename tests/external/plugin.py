@@ -27,6 +27,7 @@ WHOLE_TASKHUB = "whole_taskhub"
 LOCAL_ONLY = "local_only"
 _backend_key = pytest.StashKey["Backend | None"]()
 _hubs_key = pytest.StashKey["TaskHubs | None"]()
+_nested_key = pytest.StashKey[list[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -135,7 +136,17 @@ def _summary(terminalreporter: Any, backend: Backend, hubs: TaskHubs) -> dict[st
     }
 
 
+def report_nested_run(config: pytest.Config, lines: list[str]) -> None:
+    """Lines of a nested external run's summary, to print at the end of this run."""
+    config.stash.setdefault(_nested_key, []).extend(lines)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    nested = config.stash.get(_nested_key, [])
+    if nested:
+        terminalreporter.section("external backend: the separate emulator run")
+        for line in nested:
+            terminalreporter.write_line(line)
     backend, hubs = external_backend(config), taskhubs(config)
     if backend is None or hubs is None:
         return

@@ -18,13 +18,16 @@ from pathlib import Path
 import pytest
 
 from tests.external.backend import ROOT
+from tests.external.plugin import report_nested_run
 from tests.recovery.support import free_port, kill
 from tests.security.certs import make_tls
 
 TOKEN = "separate-emulator-token"
-# The suites the switch covers; the nested run must run at least this many of their tests against the endpoint.
-SUITES = ["tests/e2e", "tests/interop", "tests/samples", "tests/recovery"]
-MINIMUM_RAN = 120
+# The suites the switch covers, and how many of each suite's tests at least ran against the endpoint when this was
+# written (a fresh task hub per scenario, so every test that does not steer our emulator): fewer means tests were
+# lost to the switch.
+MINIMUM_RAN = {"e2e": 50, "interop": 40, "samples": 10, "recovery": 6}
+SUITES = [f"tests/{suite}" for suite in MINIMUM_RAN]
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def separate_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sepa
 @pytest.mark.emulator_internals("starts an emulator of its own and runs the suites against it")
 @pytest.mark.timeout(1200)
 def test_the_scenario_suites_pass_against_a_separate_emulator_with_token_and_tls(
-    separate_emulator: Separate, tmp_path: Path
+    separate_emulator: Separate, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     summary_file = tmp_path / "summary.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DTS_TEST_")}
@@ -93,11 +96,12 @@ def test_the_scenario_suites_pass_against_a_separate_emulator_with_token_and_tls
     ]
     proc = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1150)
     tail = proc.stdout[-6000:]
-    print(tail)
+    section = tail[tail.find("= external backend ="):]
+    report_nested_run(request.config, [line for line in section.splitlines()[1:] if not line.startswith("=")])
     assert proc.returncode == 0, f"the run against the separate emulator failed:\n{tail}\n{proc.stderr[-3000:]}"
     summary = json.loads(summary_file.read_text())
     assert summary["endpoint"] == separate_emulator.url
     assert summary["totals"].get("failed", 0) == summary["totals"].get("error", 0) == 0
-    assert summary["ran"] >= MINIMUM_RAN, summary
-    assert set(summary["suites"]) == {"e2e", "interop", "samples", "recovery"}, summary
+    for suite, minimum in MINIMUM_RAN.items():
+        assert summary["suites"][suite].get("passed", 0) >= minimum, summary
     assert f"external backend: {summary['ran']} ran" in proc.stdout
