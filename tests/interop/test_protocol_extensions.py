@@ -22,7 +22,10 @@ from emulator.server import EmulatorServer
 from .conftest import run_in_peer
 from .test_conformance import EXPECTED
 
-pytestmark = pytest.mark.interop
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.local_only("records the streams of an emulator of its own and uses Microsoft's in-memory backend"),
+]
 
 
 class Recorder:
