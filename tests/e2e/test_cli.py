@@ -15,8 +15,12 @@ from durabletask import client, task
 from .conftest import Hub, unique_id
 
 
-def _run(hub: Hub, *argv: str, connection_string: str | None = None) -> tuple[int, str, str]:
+def _run(
+    hub: Hub, *argv: str, connection_string: str | None = None, endpoint: str | None = None
+) -> tuple[int, str, str]:
     where = ["--connection-string", connection_string] if connection_string else hub.cli_args()
+    if endpoint is not None:
+        where = ["--endpoint", endpoint]
     env = hub.child_env({k: v for k, v in os.environ.items() if not k.startswith("DURABLETASK_")})
     proc = subprocess.run([sys.executable, "-m", "durabletask.cli", *where, *argv], capture_output=True, text=True,
                           timeout=60, env=env)
@@ -97,7 +101,7 @@ def test_bad_input_gets_clear_errors(hub: Hub) -> None:
     assert code == 2 and "needs an instance ID or at least one filter" in err
     code, _, err = _run(hub, "rewind", "does-not-exist")
     assert code == 1 and "NOT_FOUND" in err and len(err.splitlines()) == 1
-    code, _, err = _run(hub, "--endpoint", "localhost:1", "get", "x")
+    code, _, err = _run(hub, "get", "x", endpoint="localhost:1")
     assert code == 1 and "UNAVAILABLE" in err and len(err.splitlines()) == 1
 
 
