@@ -161,7 +161,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if summary["left_behind"]:
         left = summary["left_behind"]
         write(
-            f"  left behind on the shared task hub ({len(left)}, the backend purges none of them by ID): "
+            f"  left behind on the shared task hub ({len(left)}, the backend would not purge them by ID): "
             + ", ".join(left[:10])
             + (", ..." if len(left) > 10 else "")
         )
