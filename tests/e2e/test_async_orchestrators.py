@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from durabletask import client, task
 from durabletask.entities import DurableEntity, EntityInstanceId
 from durabletask.worker import VersionFailureStrategy, VersioningOptions, VersionMatchStrategy
@@ -153,6 +155,7 @@ async def counting(ctx: task.OrchestrationContext, steps: int) -> int:
     return value
 
 
+@pytest.mark.emulator_internals("reads the emulator's session counters")
 def test_an_extended_session_resumes_the_live_coroutine(hub: Hub) -> None:
     continued, _ = counters(hub)
     hub.start_worker([counting], [step])

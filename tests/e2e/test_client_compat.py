@@ -27,6 +27,7 @@ async def test_sync_client_blocks_and_works_inside_a_running_event_loop(hub: Hub
     assert asyncio.get_running_loop().is_running()
 
 
+@pytest.mark.local_only("builds a plain TaskHubGrpcClient, without the credential of the scheduler client")
 async def test_the_event_loop_guard_is_an_opt_in(hub: Hub) -> None:
     c = client.TaskHubGrpcClient(host_address=hub.address, metadata=hub.metadata, fail_in_event_loop=True)
     try:

@@ -17,7 +17,10 @@ import pytest
 
 from .conftest import ROOT, our_env, peer_env
 
-pytestmark = pytest.mark.interop
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.local_only("compares both SDKs' plain clients on an emulator of its own"),
+]
 
 PROBES = Path(__file__).resolve().parent / "peer_scripts" / "client_probes.py"
 
