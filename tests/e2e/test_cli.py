@@ -126,28 +126,30 @@ def test_attach_and_connection_string(hub: Hub) -> None:
 
 
 def _run_options_last(hub: Hub, *argv: str) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DURABLETASK_")}
-    where = ["--endpoint", hub.address, "--taskhub", hub.taskhub]
-    proc = subprocess.run([sys.executable, "-m", "durabletask.cli", *argv, *where], capture_output=True, text=True,
-                          timeout=60, env=env)
+    env = hub.child_env({k: v for k, v in os.environ.items() if not k.startswith("DURABLETASK_")})
+    proc = subprocess.run([sys.executable, "-m", "durabletask.cli", *argv, *hub.cli_args()], capture_output=True,
+                          text=True, timeout=60, env=env)
     return proc.returncode, proc.stdout, proc.stderr
 
 
+@pytest.mark.whole_taskhub("lists every instance and entity of the hub")
 def test_global_options_may_follow_the_command(hub: Hub) -> None:
     # As with az, kubectl and gh: 'durabletask list --json --endpoint ... --taskhub ...'.
     hub.start_worker([plus_one], [add_one])
-    code, out, err = _run_options_last(hub, "start", "plus_one", "--input", "1", "--id", "cli-after")
-    assert (code, out.strip()) == (0, "scheduled cli-after"), err
-    code, out, err = _run_options_last(hub, "wait", "cli-after", "--json", "--timeout", "30")
+    iid = unique_id("cli-after")
+    hub.made.add(iid)  # started by the command line, whose calls the hub does not see
+    code, out, err = _run_options_last(hub, "start", "plus_one", "--input", "1", "--id", iid)
+    assert (code, out.strip()) == (0, f"scheduled {iid}"), err
+    code, out, err = _run_options_last(hub, "wait", iid, "--json", "--timeout", "30")
     assert code == 0, err
     assert json.loads(out)["serialized_output"] == "2"
     code, out, err = _run_options_last(hub, "list", "--json")
     assert code == 0, err
-    assert [row["instance_id"] for row in json.loads(out)] == ["cli-after"]
+    assert [row["instance_id"] for row in json.loads(out)] == [iid]
     code, out, err = _run(hub, "entities", "list", "--json")
     assert (code, json.loads(out)) == (0, []), err
     # An option given after the command wins over the same option given before it.
-    code, _, err = _run(hub, "--taskhub", "elsewhere", "show", "cli-after", "--taskhub", hub.taskhub)
+    code, _, err = _run(hub, "--taskhub", "elsewhere", "show", iid, "--taskhub", hub.taskhub)
     assert code == 0, err
 
 
