@@ -43,8 +43,10 @@ class DataConverter(ABC):
 
 
 class JsonDataConverter(DataConverter):
-    """The default converter: compact JSON; pydantic models and dataclasses round-trip.
+    """The default converter: the JSON text Microsoft's converter writes (``json.dumps`` defaults).
 
+    Enums are written as their value; dataclasses, ``SimpleNamespace`` and pydantic models as objects;
+    classes may write themselves with ``to_json`` and be rebuilt with a ``from_json`` classmethod.
     Reconstruction is best-effort: when a payload does not fit ``target_type`` the plain JSON value is
     returned (and logged at debug level) instead of raising.
     """
@@ -57,14 +59,19 @@ class JsonDataConverter(DataConverter):
     def deserialize(self, data: str | None, target_type: type | None = None) -> Any:
         if data is None or data == "":
             return None
-        raw = _payload.from_json(data)
-        return self.coerce(raw, target_type)
+        if target_type is None:
+            return _payload.from_json(data)
+        try:
+            return _payload.from_json(data, target_type, self)
+        except SerializationError as error:
+            _logger.debug("returning the raw payload: %s", error)
+            return _payload.from_json(data)
 
     def coerce(self, value: Any, target_type: type | None = None) -> Any:
         if target_type is None or value is None:
             return value
         try:
-            return _payload.coerce(value, target_type)
+            return _payload.coerce(value, target_type, self)
         except SerializationError as error:
             _logger.debug("returning the raw payload: %s", error)
             return value

@@ -155,7 +155,7 @@ def shop(ctx: task.OrchestrationContext, order: Order) -> Any:
 def test_inputs_and_results_are_rebuilt_from_annotations_and_return_type() -> None:
     history = History().new().started("shop", {"sku": "x", "qty": 2})
     (first,) = run(history, shop).actions
-    assert first.scheduleTask.input.value == '{"sku":"x","qty":2}'
+    assert first.scheduleTask.input.value == '{"sku": "x", "qty": 2}'
 
     history = (History().started("shop", {"sku": "x", "qty": 2}).task_scheduled(1, "price")
                .orchestrator_started().task_completed(1, {"total": 5.0, "lines": ["x"]}).task_scheduled(2, "price")
