@@ -250,9 +250,8 @@ class RuntimeContext(OrchestrationContext):
         return task
 
     def _retryable(self, policy: RetryPolicy, action: PendingAction, return_type: Any) -> RetryableTask[Any]:
-        task: RetryableTask[Any] = RetryableTask(policy, self.current_utc_datetime, self._retry, return_type)
-        task._action = action
-        return task
+        sub = isinstance(action, CreateSubOrchestration)
+        return RetryableTask(policy, action, self.current_utc_datetime, sub, return_type, reschedule=self._retry)
 
     def _retry(self, task: RetryableTask[Any]) -> None:
         # Every attempt reuses the first attempt's ID, as the official SDK does, so an instance can change

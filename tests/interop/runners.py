@@ -147,6 +147,16 @@ def retries(h: Harness) -> Any:
     return outcomes
 
 
+def retry_timeout(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.retrying_with_timeout,), activities=(sc.flaky,))
+    c = h.client()
+    args = {"dir": h.workdir, "name": "timeout", "failures": 99}
+    instance_id = c.schedule_new_orchestration(sc.retrying_with_timeout, input=args, instance_id=h.new_id("timeout"))
+    outcome = finish(c, instance_id)
+    outcome["executions"] = sc.executions(h.workdir, "timeout")
+    return outcome
+
+
 def continue_as_new(h: Harness) -> Any:
     return _run_one(h, sc.counter, 0, "can", activities=(sc.double,))
 
@@ -428,6 +438,7 @@ SCENARIOS: dict[str, Callable[[Harness], Any]] = {
     "external_event_timeout": external_event_timeout,
     "sub_orchestrations": sub_orchestrations,
     "retries": retries,
+    "retry_timeout": retry_timeout,
     "continue_as_new": continue_as_new,
     "suspend_resume": suspend_resume,
     "terminate": terminate,

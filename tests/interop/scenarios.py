@@ -127,6 +127,18 @@ def retrying(ctx: task.OrchestrationContext, args: dict[str, Any]) -> Orchestrat
     return (yield ctx.call_activity(flaky, input=args, retry_policy=policy))
 
 
+def retrying_with_timeout(ctx: task.OrchestrationContext, args: dict[str, Any]) -> Orchestration:
+    # Retries would start at +0.5, +1.5, +3.5 and +7.5 s; the 7 s timeout leaves out the last one.
+    policy = task.RetryPolicy(
+        first_retry_interval=timedelta(seconds=0.5),
+        max_number_of_attempts=5,
+        backoff_coefficient=2.0,
+        max_retry_interval=timedelta(seconds=5),
+        retry_timeout=timedelta(seconds=7),
+    )
+    return (yield ctx.call_activity(flaky, input=args, retry_policy=policy))
+
+
 def counter(ctx: task.OrchestrationContext, n: int) -> Orchestration:
     if n < 3:
         yield ctx.call_activity(double, input=n)

@@ -40,6 +40,7 @@ EXPECTED: dict[str, Any] = {
         "enough": {"status": "COMPLETED", "output": "ok after 3", "executions": 3},
         "too_few": {"status": "FAILED", "error": "<id>: Activity task #1 failed: attempt 2 failed", "executions": 2},
     },
+    "retry_timeout": {"status": "FAILED", "error": "<id>: Activity task #1 failed: attempt 1 failed", "executions": 4},
     "continue_as_new": {"status": "COMPLETED", "output": 3},
     "suspend_resume": {
         "suspended": "SUSPENDED",
