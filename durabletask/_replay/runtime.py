@@ -104,6 +104,8 @@ class RuntimeContext(OrchestrationContext):
         self.codec = codec
         self._maximum_timer_interval = maximum_timer_interval
         self._logger = logger
+        # Reads an ExceptionPropertiesProvider's properties for the failure of the orchestrator.
+        self.properties_of: Callable[[BaseException], Any] | None = None
         # Durable calls are numbered from 1, as the official SDK numbers them, so that an instance
         # started by one SDK replays under the other (rolling upgrades between them).
         self._seq = first_sequence_id
@@ -411,7 +413,7 @@ class RuntimeContext(OrchestrationContext):
         if self.done and not force and not isinstance(error, NonDeterminismError):
             return
         self._continue = None
-        self._end(FAILED, None, proto_from_exception(error))
+        self._end(FAILED, None, proto_from_exception(error, properties_of=self.properties_of))
 
     def terminate(self, encoded_output: str | None) -> None:
         """End the execution because a client terminated it."""

@@ -65,16 +65,22 @@ class Harness:
         activities: tuple[Callable[..., Any], ...] = (),
         entities: tuple[Callable[..., Any], ...] = (),
         configure: Callable[[Any], None] | None = None,
+        **options: Any,
     ) -> Any:
-        """A started worker with the given functions; ``configure`` runs before start."""
+        """A started worker with the given functions; ``options`` go to its constructor, ``configure`` runs
+        before start."""
         if self.mode == "dts":
             from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
 
             made: Any = DurableTaskSchedulerWorker(
-                host_address=self.address, taskhub=self.taskhub, token_credential=None, secure_channel=False
+                host_address=self.address,
+                taskhub=self.taskhub,
+                token_credential=None,
+                secure_channel=False,
+                **options,
             )
         else:
-            made = worker.TaskHubGrpcWorker(host_address=self.address)
+            made = worker.TaskHubGrpcWorker(host_address=self.address, **options)
         for fn in orchestrators:
             made.add_orchestrator(fn)
         for fn in activities:

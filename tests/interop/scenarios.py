@@ -207,6 +207,45 @@ def versioned(ctx: task.OrchestrationContext, _: Any) -> dict[str, Any]:
     return {"version": ctx.version, "pid": os.getpid()}
 
 
+# Failure properties -----------------------------------------------------------------------------------------------
+
+
+class CodedError(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class CodeProvider:
+    """An ``ExceptionPropertiesProvider``: a coded error's code and tags; nothing for other exceptions."""
+
+    def get_exception_properties(self, exception: Exception) -> dict[str, Any] | None:
+        if isinstance(exception, CodedError):
+            return {"code": exception.code, "tags": ["coded", None, True], "nested": {"depth": 2}}
+        if isinstance(exception, KeyError):
+            return {"missing": str(exception)}
+        return None
+
+
+def coded_activity(ctx: task.ActivityContext, code: int) -> None:
+    try:
+        raise KeyError("inner")
+    except KeyError as error:
+        raise CodedError("activity failed", code) from error
+
+
+def coded_entity(ctx: Any, _: Any) -> None:
+    raise CodedError("entity failed", 5)
+
+
+def coded_failures(ctx: task.OrchestrationContext, kind: str) -> Orchestration:
+    if kind == "activity":
+        yield ctx.call_activity(coded_activity, input=42)
+    elif kind == "entity":
+        yield ctx.call_entity(EntityInstanceId("coded_entity", "e1"), "boom")
+    raise CodedError("orchestrator failed", 7)
+
+
 # Entities --------------------------------------------------------------------------------------------------------
 
 
