@@ -16,6 +16,7 @@ from durabletask._replay.typehints import reconstructable
 __all__ = ["DEFAULT_DATA_CONVERTER", "DataConverter", "JsonDataConverter"]
 
 _logger = logging.getLogger("durabletask")
+logger = _logger  # the name Microsoft's module gives it
 
 
 class DataConverter(ABC):

@@ -137,7 +137,9 @@ class EntityRunner:
         if isinstance(entity, type):
             return self._invoke_method(entity, entity_id, operation, encoded_input, state)
         value = self._codec.decode(encoded_input, typehints.input_type(entity, 1)) if encoded_input else None
-        context = EntityContext(entity_id, operation, state, self._codec, encoded_input, value)
+        context = EntityContext(
+            str(entity_id), operation, state, entity_id, codec=self._codec, encoded_input=encoded_input, input=value
+        )
         return _settle(entity(context, value))
 
     def _invoke_method(
@@ -150,7 +152,9 @@ class EntityRunner:
             )
         function = getattr(cls, method_name)
         value = self._codec.decode(encoded_input, typehints.input_type(function, 1)) if encoded_input else None
-        context = EntityContext(entity_id, operation, state, self._codec, encoded_input, value)
+        context = EntityContext(
+            str(entity_id), operation, state, entity_id, codec=self._codec, encoded_input=encoded_input, input=value
+        )
         instance = cls()
         if isinstance(instance, DurableEntity):
             instance._initialize_entity_context(context)
