@@ -103,10 +103,8 @@ def _call_from_json(hook: Any, value: Any, converter: Any) -> Any:
         takes_converter = False
     if not takes_converter:
         return hook(value)
-    if converter is None:
-        from durabletask.serialization import DEFAULT_DATA_CONVERTER  # serialization imports this module
-
-        converter = DEFAULT_DATA_CONVERTER
+    if converter is None:  # callers pass the active converter; only direct use of this module lacks one
+        raise SerializationError(f"{hook.__qualname__} asks for a converter and none was given")
     return hook(value, converter)
 
 

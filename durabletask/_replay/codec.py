@@ -8,6 +8,7 @@ from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING, Any
 
 from durabletask import _payload
+from durabletask.serialization import DEFAULT_DATA_CONVERTER
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter
@@ -72,4 +73,5 @@ class Codec:
             else:
                 if end == len(text):
                     return value
-        return _payload.from_json(text, target_type)
+        # The default converter is what a ``from_json(cls, value, converter)`` hook is given.
+        return _payload.from_json(text, target_type, DEFAULT_DATA_CONVERTER)
