@@ -75,7 +75,7 @@ def test_raise_suspend_resume_terminate(hub: Hub) -> None:
     c.wait_for_orchestration_start("cli-gate", timeout=30)
     assert _run(hub, "raise", "cli-gate", "open", "--data", '{"ok": true}')[0] == 0
     state = c.wait_for_orchestration_completion("cli-gate", timeout=30)
-    assert state is not None and state.serialized_output == '{"ok":true}'
+    assert state is not None and state.serialized_output == '{"ok": true}'
 
     c.schedule_new_orchestration(gate, instance_id="cli-term")
     c.wait_for_orchestration_start("cli-term", timeout=30)
