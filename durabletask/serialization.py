@@ -10,7 +10,6 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from durabletask import _payload
-from durabletask._errors import SerializationError
 from durabletask._replay.typehints import reconstructable
 
 __all__ = ["DEFAULT_DATA_CONVERTER", "DataConverter", "JsonDataConverter"]
@@ -64,7 +63,7 @@ class JsonDataConverter(DataConverter):
             return _payload.from_json(data)
         try:
             return _payload.from_json(data, target_type, self)
-        except SerializationError as error:
+        except Exception as error:  # best-effort, as Microsoft's: a from_json hook may raise anything
             _logger.debug("returning the raw payload: %s", error)
             return _payload.from_json(data)
 
@@ -73,7 +72,7 @@ class JsonDataConverter(DataConverter):
             return value
         try:
             return _payload.coerce(value, target_type, self)
-        except SerializationError as error:
+        except Exception as error:
             _logger.debug("returning the raw payload: %s", error)
             return value
 
