@@ -5,6 +5,8 @@ Compatible with the ``durabletask.client`` module of Microsoft's ``durabletask``
 
 from __future__ import annotations
 
+from durabletask import history as history  # reachable from here, as from Microsoft's module
+from durabletask import task as task
 from durabletask._attach.decision import AttachAction, AttachedInstanceFailedError, FingerprintMismatchError
 from durabletask._client.async_client import AsyncTaskHubGrpcClient
 from durabletask._client.attach import AsyncAttachedOrchestration, AttachedOrchestration

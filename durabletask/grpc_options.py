@@ -1,4 +1,8 @@
-"""Transport options for gRPC channels, client calls and worker streams."""
+"""Transport options for gRPC channels, client calls and worker streams.
+
+The classes are mutable dataclasses, as Microsoft's: validation runs when one is built, and the SDK reads the
+fields when it uses them (a channel is configured when it is made).
+"""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ def _duration(seconds: float) -> str:
     return f"{text}s"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class GrpcRetryPolicyOptions:
     """Transport-level retries performed by gRPC itself (via the channel's service config).
 
@@ -72,7 +76,7 @@ class GrpcRetryPolicyOptions:
         return {"methodConfig": [{"name": [{}], "retryPolicy": policy}]}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class GrpcChannelOptions:
     """Channel-level settings: message size limits, keepalive, retries and raw gRPC options.
 
@@ -112,7 +116,7 @@ class GrpcChannelOptions:
         return options
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class GrpcWorkerResiliencyOptions:
     """How a worker detects a dead work-item stream and reconnects.
 
@@ -142,7 +146,7 @@ class GrpcWorkerResiliencyOptions:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class GrpcClientResiliencyOptions:
     """How a client reacts to repeated transport failures.
 

@@ -10,12 +10,12 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from durabletask import _payload
-from durabletask._errors import SerializationError
 from durabletask._replay.typehints import reconstructable
 
 __all__ = ["DEFAULT_DATA_CONVERTER", "DataConverter", "JsonDataConverter"]
 
 _logger = logging.getLogger("durabletask")
+logger = _logger  # the name Microsoft's module gives it
 
 
 class DataConverter(ABC):
@@ -43,8 +43,10 @@ class DataConverter(ABC):
 
 
 class JsonDataConverter(DataConverter):
-    """The default converter: compact JSON; pydantic models and dataclasses round-trip.
+    """The default converter: the JSON text Microsoft's converter writes (``json.dumps`` defaults).
 
+    Enums are written as their value; dataclasses, ``SimpleNamespace`` and pydantic models as objects;
+    classes may write themselves with ``to_json`` and be rebuilt with a ``from_json`` classmethod.
     Reconstruction is best-effort: when a payload does not fit ``target_type`` the plain JSON value is
     returned (and logged at debug level) instead of raising.
     """
@@ -57,15 +59,20 @@ class JsonDataConverter(DataConverter):
     def deserialize(self, data: str | None, target_type: type | None = None) -> Any:
         if data is None or data == "":
             return None
-        raw = _payload.from_json(data)
-        return self.coerce(raw, target_type)
+        if target_type is None:
+            return _payload.from_json(data)
+        try:
+            return _payload.from_json(data, target_type, self)
+        except Exception as error:  # best-effort, as Microsoft's: a from_json hook may raise anything
+            _logger.debug("returning the raw payload: %s", error)
+            return _payload.from_json(data)
 
     def coerce(self, value: Any, target_type: type | None = None) -> Any:
         if target_type is None or value is None:
             return value
         try:
-            return _payload.coerce(value, target_type)
-        except SerializationError as error:
+            return _payload.coerce(value, target_type, self)
+        except Exception as error:
             _logger.debug("returning the raw payload: %s", error)
             return value
 

@@ -6,6 +6,7 @@ backend and completes each one with the result of the registered code.
 
 from __future__ import annotations
 
+from durabletask import task
 from durabletask._registry import (
     ActivityNotRegisteredError,
     EntityNotRegisteredError,
@@ -26,16 +27,40 @@ from durabletask._worker.options import (
     VersionMatchStrategy,
 )
 from durabletask._worker.session_cache import ExtendedSessionOptions
+from durabletask.entities import (
+    DurableEntity,
+    EntityContext,
+    EntityInstanceId,
+    EntityLock,
+    EntityOperationFailedException,
+)
+from durabletask.exception_properties import ExceptionPropertiesProvider
+from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
+from durabletask.serialization import DataConverter, JsonDataConverter
+
+#: The timestamp format Microsoft's worker module exports (ISO 8601 with microseconds, UTC).
+DATETIME_STRING_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 __all__ = [
+    "DATETIME_STRING_FORMAT",
     "DEFAULT_MAXIMUM_TIMER_INTERVAL",
     "ActivityNotRegisteredError",
     "ActivityWorkItemFilter",
     "CodeMismatchPolicy",
     "ConcurrencyOptions",
+    "DataConverter",
+    "DurableEntity",
+    "EntityContext",
+    "EntityInstanceId",
+    "EntityLock",
     "EntityNotRegisteredError",
+    "EntityOperationFailedException",
     "EntityWorkItemFilter",
+    "ExceptionPropertiesProvider",
     "ExtendedSessionOptions",
+    "GrpcChannelOptions",
+    "GrpcWorkerResiliencyOptions",
+    "JsonDataConverter",
     "OrchestrationWorkItemFilter",
     "OrchestratorNotRegisteredError",
     "TaskHubGrpcWorker",
@@ -43,4 +68,5 @@ __all__ = [
     "VersionMatchStrategy",
     "VersioningOptions",
     "WorkItemFilters",
+    "task",
 ]

@@ -20,7 +20,7 @@ T = TypeVar("T")
 TItem = TypeVar("TItem")
 
 
-#: The converter used when a client is given none (compact JSON, pydantic models and dataclasses rebuilt).
+#: The converter used when a client is given none (the JSON text Microsoft's converter writes).
 DEFAULT_CONVERTER: DataConverter = DEFAULT_DATA_CONVERTER
 
 

@@ -59,7 +59,7 @@ class TaskHubGrpcClient:
         resiliency_options: When to rebuild the channel after repeated transport failures.
         default_version: Version given to new orchestrations that do not name one.
         payload_store: Not supported; must be ``None``.
-        data_converter: Serializes inputs and decodes outputs; default compact JSON.
+        data_converter: Serializes inputs and decodes outputs; default: the JSON text Microsoft's converter writes.
         emit_trace_spans: Kept for compatibility; this client emits no trace spans.
         root_certificates: PEM CA certificates to trust for TLS (e.g. a private CA); an addition to the
             compatible API.

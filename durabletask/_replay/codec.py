@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from json.decoder import JSONDecoder
-from json.encoder import encode_basestring
+from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING, Any
 
 from durabletask import _payload
+from durabletask.serialization import DEFAULT_DATA_CONVERTER
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter
@@ -23,7 +24,7 @@ _int_repr = int.__repr__
 def _fast_text(value: Any) -> str | None:
     kind = type(value)
     if kind is str:
-        return encode_basestring(value)
+        return encode_basestring_ascii(value)
     if kind is int:
         return _int_repr(value)
     if kind is bool:
@@ -64,7 +65,7 @@ class Codec:
             return None
         if self._converter is not None:
             return self._converter.deserialize(text, target_type)
-        if target_type is None:
+        if target_type is None and _payload.AUTO_OBJECT_MARKER not in text:
             try:
                 value, end = _scan_once(text, 0)
             except (StopIteration, ValueError):
@@ -72,4 +73,5 @@ class Codec:
             else:
                 if end == len(text):
                     return value
-        return _payload.from_json(text, target_type)
+        # The default converter is what a ``from_json(cls, value, converter)`` hook is given.
+        return _payload.from_json(text, target_type, DEFAULT_DATA_CONVERTER)

@@ -16,6 +16,7 @@ from durabletask._replay.codec import Codec
 from durabletask._replay.failures import OrchestrationStateError
 from durabletask._replay.handlers import HandlerTable
 from durabletask._replay.runtime import EntitySupport, RuntimeContext
+from durabletask.exception_properties import ExceptionPropertiesProvider, properties_reader
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter
@@ -50,6 +51,7 @@ class OrchestrationExecutor:
         data_converter: DataConverter | None = None,
         first_sequence_id: int = 1,
         entity_support: Callable[[RuntimeContext], EntitySupport] | None = None,
+        exception_properties_provider: ExceptionPropertiesProvider | None = None,
     ) -> None:
         self._registry = registry
         self._logger = logger or logging.getLogger("durabletask.replay")
@@ -63,6 +65,7 @@ class OrchestrationExecutor:
             entity_support = entities.OrchestrationEntities
         self._entity_support = entity_support
         self._runtime: RuntimeContext | None = None
+        self._properties_of = properties_reader(exception_properties_provider, self._logger)
 
     @property
     def handlers(self) -> HandlerTable:
@@ -98,6 +101,7 @@ class OrchestrationExecutor:
         )
         versioning = getattr(self._registry, "versioning", None)
         rt.default_sub_version = getattr(versioning, "default_version", None)
+        rt.properties_of = self._properties_of
         self._runtime = rt
         if self._run(rt, old_events, replaying=True):
             self._run(rt, new_events, replaying=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,13 +102,25 @@ def details_from_proto(proto: pb.TaskFailureDetails) -> FailureDetails:
     )
 
 
-def proto_from_exception(error: BaseException, properties: Mapping[str, Any] | None = None) -> pb.TaskFailureDetails:
-    """Failure details for ``error``, following its cause chain (bounded, cycle-safe)."""
-    return _proto_from_exception(error, properties, set())
+def proto_from_exception(
+    error: BaseException,
+    properties: Mapping[str, Any] | None = None,
+    *,
+    properties_of: Callable[[BaseException], Mapping[str, Any] | None] | None = None,
+) -> pb.TaskFailureDetails:
+    """Failure details for ``error``, following its cause chain (bounded, cycle-safe).
+
+    ``properties`` are recorded for ``error`` itself; ``properties_of`` is asked for every exception in the
+    chain (values may be JSON values or ready ``struct_pb2.Value`` messages).
+    """
+    return _proto_from_exception(error, properties, properties_of, set())
 
 
 def _proto_from_exception(
-    error: BaseException, properties: Mapping[str, Any] | None, seen: set[int]
+    error: BaseException,
+    properties: Mapping[str, Any] | None,
+    properties_of: Callable[[BaseException], Mapping[str, Any] | None] | None,
+    seen: set[int],
 ) -> pb.TaskFailureDetails:
     seen.add(id(error))
     details = pb.TaskFailureDetails(errorType=qualified_name(type(error)), errorMessage=str(error))
@@ -120,9 +132,15 @@ def _proto_from_exception(
     else:
         cause = error.__cause__ or error.__context__
         if isinstance(cause, Exception) and id(cause) not in seen and len(seen) < _MAX_CAUSE_DEPTH:
-            details.innerFailure.CopyFrom(_proto_from_exception(cause, None, seen))
+            details.innerFailure.CopyFrom(_proto_from_exception(cause, None, properties_of, seen))
+    if properties is None and properties_of is not None:
+        properties = properties_of(error)
     for key, value in (properties or {}).items():
-        details.properties[str(key)].CopyFrom(json_format.ParseDict(value, struct_pb2.Value()))
+        target = details.properties[str(key)]
+        if isinstance(value, struct_pb2.Value):
+            target.CopyFrom(value)
+        else:
+            target.CopyFrom(json_format.ParseDict(value, struct_pb2.Value()))
     return details
 
 
@@ -137,7 +155,13 @@ class TaskFailedError(DurableTaskError):
     def __init__(self, message: str, details: pb.TaskFailureDetails | BaseException) -> None:
         super().__init__(message)
         if isinstance(details, BaseException):
+            nested = getattr(details, "failure_details", None)
             details = proto_from_exception(details)
+            if isinstance(nested, pb.TaskFailureDetails):
+                # As Microsoft's SDK does: an entity's failure properties also describe the exception
+                # that reports it to the orchestration.
+                for key, value in nested.properties.items():
+                    details.properties[key].CopyFrom(value)
         self._failure_proto = details
         self._details = details_from_proto(details)
 

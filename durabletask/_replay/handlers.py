@@ -95,6 +95,7 @@ def _fail_task(rt: RuntimeContext, task_id: int, details: pb.TaskFailureDetails,
             retry_timer = rt.create_timer(delay)
             retry_timer.set_retryable_parent(task)
             return
+        details = task.failure_to_report(details)
     task.fail(f"{what} #{task_id} failed: {details.errorMessage}", details)
     rt.resume()
 

@@ -20,7 +20,8 @@ class RetryPolicy:
         max_number_of_attempts: Total attempts including the first one (at least 1).
         backoff_coefficient: Multiplier applied to the delay after each retry (at least 1).
         max_retry_interval: Upper bound for any single delay.
-        retry_timeout: Stop retrying once this much orchestration time has passed since the first attempt.
+        retry_timeout: No retry is made whose timer would fire at or after the first attempt's time plus this
+            (the first attempt's time is the orchestration time at which the call was made).
         handle_failure: Optional predicate; a failure is retried only if it returns ``True``.
     """
 
@@ -73,7 +74,7 @@ class RetryPolicy:
 
     @property
     def retry_timeout(self) -> timedelta | None:
-        """Total orchestration time allowed for retrying."""
+        """How long after the first attempt a retry may still start."""
         return self._retry_timeout
 
     @property
@@ -81,21 +82,34 @@ class RetryPolicy:
         """The predicate deciding which failures are retried (``None``: all of them)."""
         return self._handle_failure
 
+    def _delay(self, attempts: int) -> timedelta:
+        coefficient = self._backoff_coefficient if self._backoff_coefficient is not None else 1.0
+        seconds = self._first_retry_interval.total_seconds() * coefficient ** (attempts - 1)
+        if self._max_retry_interval is not None:
+            seconds = min(seconds, self._max_retry_interval.total_seconds())
+        return timedelta(seconds=seconds)
+
+    def retry_expired(self, attempts: int, started: datetime, now: datetime) -> bool:
+        """Whether the retry after attempt ``attempts``, failed at ``now``, would start too late."""
+        if self._retry_timeout is None or attempts >= self._max_number_of_attempts:
+            return False
+        return now + self._delay(attempts) >= started + self._retry_timeout
+
     def next_delay(
         self, attempts: int, started: datetime, now: datetime, failure: FailureDetails | None = None
     ) -> timedelta | None:
         """The delay before attempt ``attempts + 1``, or ``None`` if no further attempt is allowed.
 
         ``started`` and ``now`` are orchestration-clock times (never the wall clock), so replays agree.
+        With ``retry_timeout``, a retry is made only if its timer fires before ``started + retry_timeout``:
+        Microsoft's SDK checks the wall clock against that instant each time it replays, so a retry whose
+        timer fires later is given up when the timer fires; here it is known when the attempt fails.
         """
         if attempts >= self._max_number_of_attempts:
             return None
-        if self._retry_timeout is not None and now >= started + self._retry_timeout:
+        delay = self._delay(attempts)
+        if self.retry_expired(attempts, started, now):
             return None
         if failure is not None and self._handle_failure is not None and not self._handle_failure(failure):
             return None
-        coefficient = self._backoff_coefficient if self._backoff_coefficient is not None else 1.0
-        seconds = self._first_retry_interval.total_seconds() * coefficient ** (attempts - 1)
-        if self._max_retry_interval is not None:
-            seconds = min(seconds, self._max_retry_interval.total_seconds())
-        return timedelta(seconds=seconds)
+        return delay

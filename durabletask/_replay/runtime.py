@@ -104,6 +104,8 @@ class RuntimeContext(OrchestrationContext):
         self.codec = codec
         self._maximum_timer_interval = maximum_timer_interval
         self._logger = logger
+        # Reads an ExceptionPropertiesProvider's properties for the failure of the orchestrator.
+        self.properties_of: Callable[[BaseException], Any] | None = None
         # Durable calls are numbered from 1, as the official SDK numbers them, so that an instance
         # started by one SDK replays under the other (rolling upgrades between them).
         self._seq = first_sequence_id
@@ -250,9 +252,8 @@ class RuntimeContext(OrchestrationContext):
         return task
 
     def _retryable(self, policy: RetryPolicy, action: PendingAction, return_type: Any) -> RetryableTask[Any]:
-        task: RetryableTask[Any] = RetryableTask(policy, self.current_utc_datetime, self._retry, return_type)
-        task._action = action
-        return task
+        sub = isinstance(action, CreateSubOrchestration)
+        return RetryableTask(policy, action, self.current_utc_datetime, sub, return_type, reschedule=self._retry)
 
     def _retry(self, task: RetryableTask[Any]) -> None:
         # Every attempt reuses the first attempt's ID, as the official SDK does, so an instance can change
@@ -412,7 +413,7 @@ class RuntimeContext(OrchestrationContext):
         if self.done and not force and not isinstance(error, NonDeterminismError):
             return
         self._continue = None
-        self._end(FAILED, None, proto_from_exception(error))
+        self._end(FAILED, None, proto_from_exception(error, properties_of=self.properties_of))
 
     def terminate(self, encoded_output: str | None) -> None:
         """End the execution because a client terminated it."""

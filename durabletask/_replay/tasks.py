@@ -199,17 +199,24 @@ class RetryableTask(CompletableTask[T_co]):
     def __init__(
         self,
         retry_policy: RetryPolicy,
-        start_time: datetime,
-        reschedule: Callable[[RetryableTask[Any]], None],
+        action: Any = None,
+        start_time: datetime | None = None,
+        is_sub_orch: bool = False,
         expected_type: Any = None,
+        *,
+        reschedule: Callable[[RetryableTask[Any]], None] | None = None,
     ) -> None:
+        # The positional parameters are Microsoft's; ``reschedule`` is how our runtime schedules an attempt.
         super().__init__(expected_type)
         self._retry_policy = retry_policy
-        self._start_time = start_time
+        self._start_time = start_time if start_time is not None else datetime(1, 1, 1)
+        self._is_sub_orch = is_sub_orch
         self._attempt_count = 1
         self._reschedule = reschedule
-        # The call being retried (a runtime action record), scheduled again for each new attempt.
-        self._action: Any = None
+        # The call being retried, scheduled again for each new attempt.
+        self._action: Any = action
+        self._first_failure: pb.TaskFailureDetails | None = None
+        self._timed_out = False
 
     @property
     def attempt_count(self) -> int:
@@ -220,12 +227,26 @@ class RetryableTask(CompletableTask[T_co]):
         self, failure: pb.TaskFailureDetails | None = None, now: datetime | None = None
     ) -> timedelta | None:
         """The delay before the next attempt, or ``None`` when the policy says stop."""
+        if failure is not None and self._first_failure is None:
+            self._first_failure = failure
         details: FailureDetails | None = details_from_proto(failure) if failure is not None else None
+        self._timed_out = False
         if failure is not None and failure.isNonRetriable:
             return None
-        return self._retry_policy.next_delay(
-            self._attempt_count, self._start_time, now if now is not None else self._start_time, details
-        )
+        now = now if now is not None else self._start_time
+        policy = self._retry_policy
+        self._timed_out = policy.retry_expired(self._attempt_count, self._start_time, now)
+        return policy.next_delay(self._attempt_count, self._start_time, now, details)
+
+    def failure_to_report(self, failure: pb.TaskFailureDetails) -> pb.TaskFailureDetails:
+        """The failure the call ends with once no retry is made.
+
+        When the retry timeout ends the retries, it is the first attempt's, as with Microsoft's SDK (which
+        notices the timeout while replaying and so gives up at the first failure in the history).
+        """
+        if self._timed_out and self._first_failure is not None:
+            return self._first_failure
+        return failure
 
     def increment_attempt_count(self) -> None:
         """Record that another attempt is being scheduled."""
@@ -233,7 +254,7 @@ class RetryableTask(CompletableTask[T_co]):
 
     def on_child_completed(self, task: Task[Any]) -> None:
         # The retry timer fired (or was cancelled with the orchestration): schedule the next attempt.
-        if not self._is_complete and not task.is_failed:
+        if not self._is_complete and not task.is_failed and self._reschedule is not None:
             self.increment_attempt_count()
             self._reschedule(self)
 

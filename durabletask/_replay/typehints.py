@@ -14,7 +14,8 @@ import pydantic
 
 
 def reconstructable(annotation: Any) -> bool:
-    """Whether a payload should be rebuilt as ``annotation``: models, dataclasses and containers of them.
+    """Whether a payload should be rebuilt as ``annotation``: models, dataclasses, classes with a
+    ``from_json`` hook, and containers of them.
 
     Builtins are left alone so plain JSON values reach user code unchanged.
     """
@@ -38,7 +39,9 @@ def _reconstructable(annotation: Any) -> bool:
         return False
     if not isinstance(annotation, type):
         return False
-    return issubclass(annotation, pydantic.BaseModel) or dataclasses.is_dataclass(annotation)
+    if issubclass(annotation, pydantic.BaseModel) or dataclasses.is_dataclass(annotation):
+        return True
+    return callable(getattr(annotation, "from_json", None))
 
 
 @lru_cache(maxsize=2048)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import wrappers_pb2
 
@@ -16,6 +16,7 @@ from durabletask._replay.codec import Codec
 from durabletask._replay.contexts import ActivityContext
 from durabletask._replay.failures import proto_from_exception
 from durabletask._replay.typehints import input_type
+from durabletask.exception_properties import ExceptionPropertiesProvider, properties_reader
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter
@@ -23,12 +24,6 @@ if TYPE_CHECKING:
 _RESULT_FIELD = "activity result"
 
 ContextFactory = Callable[[str, int], Any]
-
-
-class ExceptionPropertiesProvider(Protocol):
-    """Extracts extra, JSON-compatible properties to record with a failure."""
-
-    def get_exception_properties(self, exception: BaseException) -> Mapping[str, Any] | None: ...
 
 
 def is_async_callable(fn: Any) -> bool:
@@ -64,7 +59,7 @@ class ActivityRunner:
         self._logger = logger
         self._codec = Codec(data_converter)
         self._new_context = context_factory
-        self._properties_provider = exception_properties_provider
+        self._properties_of = properties_reader(exception_properties_provider, logger)
 
     def is_async(self, request: pb.ActivityRequest) -> bool:
         """Whether the request's activity is ``async`` and so belongs on an event loop."""
@@ -132,14 +127,7 @@ class ActivityRunner:
         return response
 
     def _failure_details(self, exc: Exception) -> pb.TaskFailureDetails:
-        if self._properties_provider is not None:
-            try:
-                properties = self._properties_provider.get_exception_properties(exc)
-                return proto_from_exception(exc, properties)
-            except Exception:
-                # A faulty provider must not hide the activity's own failure.
-                self._logger.warning("the exception properties provider failed; recording no properties", exc_info=True)
-        return proto_from_exception(exc)
+        return proto_from_exception(exc, properties_of=self._properties_of)
 
     @staticmethod
     def _response(request: pb.ActivityRequest, token: str) -> pb.ActivityResponse:

@@ -21,6 +21,7 @@ from durabletask.entities._state import EntityState
 from durabletask.entities.durable_entity import DurableEntity
 from durabletask.entities.entity_context import EntityContext
 from durabletask.entities.entity_instance_id import EntityInstanceId
+from durabletask.exception_properties import ExceptionPropertiesProvider, properties_reader
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter
@@ -75,11 +76,17 @@ class EntityRunner:
     """
 
     def __init__(
-        self, registry: Registry, *, logger: logging.Logger | None = None, data_converter: DataConverter | None = None
+        self,
+        registry: Registry,
+        *,
+        logger: logging.Logger | None = None,
+        data_converter: DataConverter | None = None,
+        exception_properties_provider: ExceptionPropertiesProvider | None = None,
     ) -> None:
         self._registry = registry
         self._logger = logger or logging.getLogger("durabletask-worker")
         self._codec = Codec(data_converter)
+        self._properties_of = properties_reader(exception_properties_provider, self._logger)
 
     def run(
         self, batch: pb.EntityBatchRequest, operation_infos: list[pb.OperationInfo], completion_token: str
@@ -110,7 +117,9 @@ class EntityRunner:
             self._logger.info("%s: operation '%s' failed: %s", entity_id, operation.operation, error)
             return pb.OperationResult(
                 failure=pb.OperationResultFailure(
-                    failureDetails=proto_from_exception(error), startTimeUtc=started, endTimeUtc=_now()
+                    failureDetails=proto_from_exception(error, properties_of=self._properties_of),
+                    startTimeUtc=started,
+                    endTimeUtc=_now(),
                 )
             )
         state.commit()
@@ -128,7 +137,9 @@ class EntityRunner:
         if isinstance(entity, type):
             return self._invoke_method(entity, entity_id, operation, encoded_input, state)
         value = self._codec.decode(encoded_input, typehints.input_type(entity, 1)) if encoded_input else None
-        context = EntityContext(entity_id, operation, state, self._codec, encoded_input, value)
+        context = EntityContext(
+            str(entity_id), operation, state, entity_id, codec=self._codec, encoded_input=encoded_input, input=value
+        )
         return _settle(entity(context, value))
 
     def _invoke_method(
@@ -141,7 +152,9 @@ class EntityRunner:
             )
         function = getattr(cls, method_name)
         value = self._codec.decode(encoded_input, typehints.input_type(function, 1)) if encoded_input else None
-        context = EntityContext(entity_id, operation, state, self._codec, encoded_input, value)
+        context = EntityContext(
+            str(entity_id), operation, state, entity_id, codec=self._codec, encoded_input=encoded_input, input=value
+        )
         instance = cls()
         if isinstance(instance, DurableEntity):
             instance._initialize_entity_context(context)

@@ -19,7 +19,7 @@ from durabletask._grpc.channel import (
 )
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
-from durabletask._worker.activity_runner import ActivityRunner, ExceptionPropertiesProvider
+from durabletask._worker.activity_runner import ActivityRunner
 from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import WorkItemPools, WorkKind
@@ -38,6 +38,7 @@ from durabletask._worker.registry import WorkerRegistry
 from durabletask._worker.session_cache import ExtendedSessionOptions, SessionCache
 from durabletask._worker.stream import ChannelProvider, StreamLoop, history_fetcher
 from durabletask._worker.work_items import WorkItemHandler
+from durabletask.exception_properties import ExceptionPropertiesProvider
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
 from durabletask.serialization import DataConverter
 
@@ -72,7 +73,8 @@ class TaskHubGrpcWorker:
         maximum_timer_interval: Longest single durable timer; longer ones are chained.
         payload_store: Accepted for compatibility; large-payload externalization is not supported.
         data_converter: Converts payloads for orchestrations and activities (default: JSON).
-        exception_properties_provider: Adds custom properties to the failures of activities.
+        exception_properties_provider: Adds custom properties to recorded failures (activities,
+            orchestrators and entity operations, each exception of the cause chain).
         emit_trace_spans: Accepted for compatibility; spans are not emitted yet.
         extended_sessions: How many unfinished orchestrations stay live between work items so that
             their next step replays only new events (default :class:`ExtendedSessionOptions`, on). An
@@ -329,7 +331,11 @@ class _Run:
             _limits(options), max_threads=options.maximum_thread_pool_workers or 1, logger=logger
         )
         executor_factory = worker._executor_factory or default_executor_factory(
-            worker._registry, logger, worker._maximum_timer_interval, worker._data_converter
+            worker._registry,
+            logger,
+            worker._maximum_timer_interval,
+            worker._data_converter,
+            worker._exception_properties_provider,
         )
         self.channels = ChannelProvider(worker._channel, worker._open_channel)
         # A fresh cache per run: a new stream means the backend resends full histories anyway.
@@ -341,6 +347,7 @@ class _Run:
             logger=logger,
             sessions=self.sessions,
             fetch_history=history_fetcher(self.channels),
+            exception_properties_provider=worker._exception_properties_provider,
         )
         self.sender = CompletionSender(logger, stopping=self._closed)
         handler = WorkItemHandler(
@@ -356,7 +363,12 @@ class _Run:
             registry=worker._registry,
             logger=logger,
             entities=worker._entity_runner
-            or EntityRunner(worker._registry, logger=logger, data_converter=worker._data_converter),
+            or EntityRunner(
+                worker._registry,
+                logger=logger,
+                data_converter=worker._data_converter,
+                exception_properties_provider=worker._exception_properties_provider,
+            ),
         )
         request = worker._work_items_request()
         self.loop = StreamLoop(

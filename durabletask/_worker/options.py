@@ -14,9 +14,21 @@ def _processor_count() -> int:
     return os.cpu_count() or 1
 
 
-@dataclass(frozen=True)
+def _concurrency_default(name: str) -> int | None:
+    cpus = _processor_count()
+    if name == "maximum_thread_pool_workers":
+        return cpus + 4  # the default ThreadPoolExecutor picks for I/O-bound work
+    if name.startswith("maximum_concurrent_"):
+        return _ITEMS_PER_PROCESSOR * cpus
+    return None
+
+
+@dataclass
 class ConcurrencyOptions:
     """Limits on how much work a worker runs at the same time.
+
+    Mutable, as Microsoft's: a limit may be changed before the worker starts. ``None`` (given or assigned)
+    means the default; anything but a positive integer is refused, also when assigned.
 
     Args:
         maximum_concurrent_activity_work_items: Activities running at once (default 100 per CPU).
@@ -30,21 +42,15 @@ class ConcurrencyOptions:
     maximum_concurrent_entity_work_items: int | None = None
     maximum_thread_pool_workers: int | None = None
 
-    def __post_init__(self) -> None:
-        cpus = _processor_count()
-        defaults = {
-            "maximum_concurrent_activity_work_items": _ITEMS_PER_PROCESSOR * cpus,
-            "maximum_concurrent_orchestration_work_items": _ITEMS_PER_PROCESSOR * cpus,
-            "maximum_concurrent_entity_work_items": _ITEMS_PER_PROCESSOR * cpus,
-            # The same default ThreadPoolExecutor picks for I/O-bound work.
-            "maximum_thread_pool_workers": cpus + 4,
-        }
-        for name, default in defaults.items():
-            value = getattr(self, name)
+    def __setattr__(self, name: str, value: object) -> None:
+        default = _concurrency_default(name)
+        if default is not None:
             if value is None:
-                object.__setattr__(self, name, default)
+                value = default
             elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                # Microsoft's class stores such a value; its worker then fails on it or never runs work.
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        object.__setattr__(self, name, value)
 
 
 class VersionMatchStrategy(Enum):
@@ -67,9 +73,9 @@ class VersionFailureStrategy(Enum):
     """Complete the orchestration as failed with a ``VersionMismatch`` error."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class VersioningOptions:
-    """Orchestration versioning for a worker.
+    """Orchestration versioning for a worker (mutable, as Microsoft's).
 
     Args:
         version: The orchestration version this worker runs.

@@ -18,6 +18,7 @@ from durabletask._worker.code_check import CodeMismatchPolicy, check_code, recor
 from durabletask._worker.registry import WorkerRegistry
 from durabletask._worker.session_cache import SessionCache, is_continuation
 from durabletask._worker.versioning import check_orchestration_version, rejects
+from durabletask.exception_properties import ExceptionPropertiesProvider, properties_reader
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter
@@ -52,6 +53,7 @@ def default_executor_factory(
     logger: logging.Logger,
     maximum_timer_interval: timedelta | None,
     data_converter: DataConverter | None = None,
+    exception_properties_provider: ExceptionPropertiesProvider | None = None,
 ) -> ExecutorFactory:
     """A factory for the SDK's replay executor, bound to one worker's registry and settings.
 
@@ -64,6 +66,7 @@ def default_executor_factory(
             logger=logger,
             maximum_timer_interval=maximum_timer_interval,
             data_converter=data_converter,
+            exception_properties_provider=exception_properties_provider,
         )
 
     return create
@@ -112,8 +115,10 @@ class OrchestrationRunner:
         logger: logging.Logger,
         sessions: SessionCache[Executor] | None = None,
         fetch_history: HistoryFetcher | None = None,
+        exception_properties_provider: ExceptionPropertiesProvider | None = None,
     ) -> None:
         self._registry = registry
+        self._properties_of = properties_reader(exception_properties_provider, logger)
         self._executor_factory = executor_factory
         self._logger = logger
         self._sessions = sessions
@@ -209,7 +214,8 @@ class OrchestrationRunner:
             # The executor turns user errors into a failed completion itself; reaching here is a bug
             # in the SDK or a corrupt history, which must still end the episode visibly.
             self._logger.exception("%s: the orchestration could not be executed", instance_id)
-            failed = _failed_response(instance_id, completion_token, proto_from_exception(exc))
+            details = proto_from_exception(exc, properties_of=self._properties_of)
+            failed = _failed_response(instance_id, completion_token, details)
             return OrchestrationOutcome(failed, failed=True)
         response = pb.OrchestratorResponse(
             instanceId=instance_id, actions=list(result.actions), completionToken=completion_token

@@ -15,6 +15,7 @@ from durabletask.azuremanaged._tokens import AsyncTokenCredentialLike, TokenCred
 from durabletask.azuremanaged.connection_string import parse_connection_string
 from durabletask.client import AsyncTaskHubGrpcClient, TaskHubGrpcClient
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions
+from durabletask.serialization import DataConverter
 
 __all__ = ["AsyncDurableTaskSchedulerClient", "DurableTaskSchedulerClient"]
 
@@ -68,7 +69,7 @@ class DurableTaskSchedulerClient(TaskHubGrpcClient):
         resiliency_options: GrpcClientResiliencyOptions | None = None,
         default_version: str | None = None,
         payload_store: Any | None = None,
-        data_converter: Any | None = None,
+        data_converter: DataConverter | None = None,
         log_handler: logging.Handler | None = None,
         log_formatter: logging.Formatter | None = None,
         logger: logging.Logger | None = None,
@@ -134,7 +135,7 @@ class AsyncDurableTaskSchedulerClient(AsyncTaskHubGrpcClient):
         resiliency_options: GrpcClientResiliencyOptions | None = None,
         default_version: str | None = None,
         payload_store: Any | None = None,
-        data_converter: Any | None = None,
+        data_converter: DataConverter | None = None,
         log_handler: logging.Handler | None = None,
         log_formatter: logging.Formatter | None = None,
         logger: logging.Logger | None = None,

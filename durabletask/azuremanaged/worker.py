@@ -12,7 +12,9 @@ from durabletask._grpc.channel import ClientInterceptor
 from durabletask.azuremanaged._metadata import default_channel_options, new_worker_id, sync_interceptors
 from durabletask.azuremanaged._tokens import TokenCredentialLike
 from durabletask.azuremanaged.connection_string import parse_connection_string
+from durabletask.exception_properties import ExceptionPropertiesProvider
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
+from durabletask.serialization import DataConverter
 from durabletask.worker import ConcurrencyOptions, TaskHubGrpcWorker
 
 __all__ = ["DurableTaskSchedulerWorker"]
@@ -65,11 +67,11 @@ class DurableTaskSchedulerWorker(TaskHubGrpcWorker):
         resiliency_options: GrpcWorkerResiliencyOptions | None = None,
         concurrency_options: ConcurrencyOptions | None = None,
         payload_store: Any | None = None,
-        data_converter: Any | None = None,
+        data_converter: DataConverter | None = None,
         log_handler: logging.Handler | None = None,
         log_formatter: logging.Formatter | None = None,
         logger: logging.Logger | None = None,
-        exception_properties_provider: Any | None = None,
+        exception_properties_provider: ExceptionPropertiesProvider | None = None,
     ) -> None:
         self._worker_id = new_worker_id()
         chain = sync_interceptors(

@@ -7,6 +7,8 @@ from durabletask.entities.entity_lock import EntityLock
 from durabletask.entities.entity_metadata import EntityMetadata
 from durabletask.entities.entity_operation_failed_exception import EntityOperationFailedException
 
+PACKAGE_NAME = "durabletask.entities"
+
 __all__ = [
     "DurableEntity",
     "EntityContext",

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.codec import Codec
 from durabletask.entities._state import EntityState
 from durabletask.entities.entity_instance_id import EntityInstanceId
+
+if TYPE_CHECKING:
+    from durabletask.serialization import DataConverter
 
 __all__ = ["EntityContext"]
 
@@ -34,17 +37,22 @@ class EntityContext:
 
     def __init__(
         self,
-        entity_id: EntityInstanceId,
+        orchestration_id: str,
         operation: str,
         state: EntityState,
-        codec: Codec,
+        entity_id: EntityInstanceId,
+        data_converter: DataConverter | None = None,
+        *,
+        codec: Codec | None = None,
         encoded_input: str | None = None,
         input: Any = None,
     ) -> None:
+        # The positional parameters are Microsoft's; the worker passes its codec and the operation's input.
+        self._orchestration_id = orchestration_id
         self._entity_id = entity_id
         self._operation = operation
         self._state = state
-        self._codec = codec
+        self._codec = codec if codec is not None else Codec(data_converter)
         self._encoded_input = encoded_input
         self._input = input
 
@@ -55,8 +63,9 @@ class EntityContext:
 
     @property
     def orchestration_id(self) -> str:
-        """The entity's instance ID in ``@name@key`` form (the name is kept from the compatible API)."""
-        return str(self._entity_id)
+        """The instance ID of the batch running this operation: the entity's, in ``@name@key`` form (the name
+        is kept from the compatible API)."""
+        return self._orchestration_id
 
     @property
     def operation(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from durabletask.entities.entity_instance_id import EntityInstanceId as EntityInstanceId  # as in Microsoft's module
 from emulator.clock import Clock
 from emulator.server import EmulatorServer
 from emulator.validation import Limits

@@ -83,7 +83,7 @@ def test_raise_suspend_resume_terminate(hub: Hub) -> None:
     c.wait_for_orchestration_start(gated, timeout=30)
     assert _run(hub, "raise", gated, "open", "--data", '{"ok": true}')[0] == 0
     state = c.wait_for_orchestration_completion(gated, timeout=30)
-    assert state is not None and state.serialized_output == '{"ok":true}'
+    assert state is not None and state.serialized_output == '{"ok": true}'
 
     ended = c.schedule_new_orchestration(gate, instance_id=unique_id("cli-term"))
     c.wait_for_orchestration_start(ended, timeout=30)

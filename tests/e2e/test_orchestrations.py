@@ -98,7 +98,7 @@ def test_external_event_and_custom_status(hub: Hub) -> None:
     c.raise_orchestration_event(iid, "approval", data={"by": "ops"})  # names are case-insensitive
     state = c.wait_for_orchestration_completion(iid, timeout=30)
     assert state is not None and state.runtime_status == COMPLETED
-    assert state.serialized_output == '{"by":"ops"}'
+    assert state.serialized_output == '{"by": "ops"}'
     assert state.serialized_custom_status == '"approved"'
 
 
@@ -119,7 +119,7 @@ def test_sub_orchestration_and_terminate(hub: Hub) -> None:
     iid = c.schedule_new_orchestration(parent, input=10)
     state = c.wait_for_orchestration_completion(iid, timeout=30)
     assert state is not None and state.runtime_status == COMPLETED, state and state.failure_details
-    assert state.serialized_output == "[21,23,25]"
+    assert state.serialized_output == "[21, 23, 25]"
 
     stuck = c.schedule_new_orchestration(waits_forever)
     c.wait_for_orchestration_start(stuck, timeout=30)
@@ -203,7 +203,7 @@ def test_typed_payloads_round_trip(hub: Hub) -> None:
     iid = c.schedule_new_orchestration(plan, input=Route(name="a", points=[Point(1, 2)]))
     state = c.wait_for_orchestration_completion(iid, timeout=30)
     assert state is not None and state.runtime_status == COMPLETED, state and state.failure_details
-    assert state.serialized_output == '{"name":"A","points":[{"x":2,"y":4}]}'
+    assert state.serialized_output == '{"name": "A", "points": [{"x": 2, "y": 4}]}'
 
 
 def test_wait_timeout_raises_timeout_error(hub: Hub) -> None:

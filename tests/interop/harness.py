@@ -77,8 +77,10 @@ class Harness:
         activities: tuple[Callable[..., Any], ...] = (),
         entities: tuple[Callable[..., Any], ...] = (),
         configure: Callable[[Any], None] | None = None,
+        **options: Any,
     ) -> Any:
-        """A started worker with the given functions; ``configure`` runs before start."""
+        """A started worker with the given functions; ``options`` go to its constructor, ``configure`` runs
+        before start."""
         if self.mode == "dts":
             from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
 
@@ -88,9 +90,10 @@ class Harness:
                 token_credential=endpoint.credential(),
                 secure_channel=False,
                 interceptors=self._recording(),
+                **options,
             )
         else:
-            made = worker.TaskHubGrpcWorker(host_address=self.address)
+            made = worker.TaskHubGrpcWorker(host_address=self.address, **options)
         for fn in orchestrators:
             made.add_orchestrator(fn)
         for fn in activities:

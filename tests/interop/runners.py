@@ -147,6 +147,40 @@ def retries(h: Harness) -> Any:
     return outcomes
 
 
+def retry_timeout(h: Harness) -> Any:
+    h.worker(orchestrators=(sc.retrying_with_timeout,), activities=(sc.flaky,))
+    c = h.client()
+    args = {"dir": h.workdir, "name": "timeout", "failures": 99}
+    instance_id = c.schedule_new_orchestration(sc.retrying_with_timeout, input=args, instance_id=h.new_id("timeout"))
+    outcome = finish(c, instance_id)
+    outcome["executions"] = sc.executions(h.workdir, "timeout")
+    return outcome
+
+
+def _failure_chain(details: Any) -> list[Any]:
+    chain = []
+    while details is not None:
+        chain.append([details.error_type.rsplit(".", 1)[-1], details.properties])
+        details = details.inner_failure
+    return chain
+
+
+def exception_properties(h: Harness) -> Any:
+    h.worker(
+        orchestrators=(sc.coded_failures,),
+        activities=(sc.coded_activity,),
+        entities=(sc.coded_entity,),
+        exception_properties_provider=sc.CodeProvider(),
+    )
+    c = h.client()
+    chains = {}
+    for kind in ("orchestrator", "activity", "entity"):
+        instance_id = c.schedule_new_orchestration(sc.coded_failures, input=kind, instance_id=h.new_id(kind))
+        state = c.wait_for_orchestration_completion(instance_id, timeout=WAIT)
+        chains[kind] = _failure_chain(state.failure_details)
+    return chains
+
+
 def continue_as_new(h: Harness) -> Any:
     return _run_one(h, sc.counter, 0, "can", activities=(sc.double,))
 
@@ -428,6 +462,8 @@ SCENARIOS: dict[str, Callable[[Harness], Any]] = {
     "external_event_timeout": external_event_timeout,
     "sub_orchestrations": sub_orchestrations,
     "retries": retries,
+    "retry_timeout": retry_timeout,
+    "exception_properties": exception_properties,
     "continue_as_new": continue_as_new,
     "suspend_resume": suspend_resume,
     "terminate": terminate,

@@ -127,6 +127,18 @@ def retrying(ctx: task.OrchestrationContext, args: dict[str, Any]) -> Orchestrat
     return (yield ctx.call_activity(flaky, input=args, retry_policy=policy))
 
 
+def retrying_with_timeout(ctx: task.OrchestrationContext, args: dict[str, Any]) -> Orchestration:
+    # Retries would start at +0.5, +1.5, +3.5 and +7.5 s; the 7 s timeout leaves out the last one.
+    policy = task.RetryPolicy(
+        first_retry_interval=timedelta(seconds=0.5),
+        max_number_of_attempts=5,
+        backoff_coefficient=2.0,
+        max_retry_interval=timedelta(seconds=5),
+        retry_timeout=timedelta(seconds=7),
+    )
+    return (yield ctx.call_activity(flaky, input=args, retry_policy=policy))
+
+
 def counter(ctx: task.OrchestrationContext, n: int) -> Orchestration:
     if n < 3:
         yield ctx.call_activity(double, input=n)
@@ -193,6 +205,45 @@ def eventful(ctx: task.OrchestrationContext, name: str) -> Orchestration:
 def versioned(ctx: task.OrchestrationContext, _: Any) -> dict[str, Any]:
     # The process ID tells the test which worker ran the orchestration; it never changes within one worker.
     return {"version": ctx.version, "pid": os.getpid()}
+
+
+# Failure properties -----------------------------------------------------------------------------------------------
+
+
+class CodedError(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class CodeProvider:
+    """An ``ExceptionPropertiesProvider``: a coded error's code and tags; nothing for other exceptions."""
+
+    def get_exception_properties(self, exception: Exception) -> dict[str, Any] | None:
+        if isinstance(exception, CodedError):
+            return {"code": exception.code, "tags": ["coded", None, True], "nested": {"depth": 2}}
+        if isinstance(exception, KeyError):
+            return {"missing": str(exception)}
+        return None
+
+
+def coded_activity(ctx: task.ActivityContext, code: int) -> None:
+    try:
+        raise KeyError("inner")
+    except KeyError as error:
+        raise CodedError("activity failed", code) from error
+
+
+def coded_entity(ctx: Any, _: Any) -> None:
+    raise CodedError("entity failed", 5)
+
+
+def coded_failures(ctx: task.OrchestrationContext, kind: str) -> Orchestration:
+    if kind == "activity":
+        yield ctx.call_activity(coded_activity, input=42)
+    elif kind == "entity":
+        yield ctx.call_entity(EntityInstanceId("coded_entity", "e1"), "boom")
+    raise CodedError("orchestrator failed", 7)
 
 
 # Entities --------------------------------------------------------------------------------------------------------

@@ -25,6 +25,9 @@ pytestmark = [
 
 SPECIALISTS = [f"{kind}{i}@specialist-{kind}" for i in range(3) for kind in ("a", "b")]
 
+# What the scenario's ExceptionPropertiesProvider records for a CodedError (numbers come back as floats).
+CODED = {"tags": ["coded", None, True], "nested": {"depth": 2.0}}
+
 EXPECTED: dict[str, Any] = {
     "chaining": {"status": "COMPLETED", "output": ["Hello Tokyo!", "Hello Seattle!", "Hello London!"]},
     "fan_out_fan_in": {"status": "COMPLETED", "output": 90},
@@ -42,6 +45,20 @@ EXPECTED: dict[str, Any] = {
     "retries": {
         "enough": {"status": "COMPLETED", "output": "ok after 3", "executions": 3},
         "too_few": {"status": "FAILED", "error": "<id>: Activity task #1 failed: attempt 2 failed", "executions": 2},
+    },
+    "retry_timeout": {"status": "FAILED", "error": "<id>: Activity task #1 failed: attempt 1 failed", "executions": 4},
+    "exception_properties": {
+        "orchestrator": [["CodedError", CODED | {"code": 7.0}]],
+        "activity": [
+            ["TaskFailedError", None],
+            ["CodedError", CODED | {"code": 42.0}],
+            ["KeyError", {"missing": "'inner'"}],
+        ],
+        "entity": [
+            ["TaskFailedError", None],
+            ["EntityOperationFailedException", CODED | {"code": 5.0}],
+            ["CodedError", CODED | {"code": 5.0}],
+        ],
     },
     "continue_as_new": {"status": "COMPLETED", "output": 3},
     "suspend_resume": {

@@ -19,15 +19,19 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 # What each sample must print, beyond exiting 0: evidence that it showed what it is about.
 EXPECTED = {
     "demo.py": ["status: COMPLETED", "history:"],
-    "async_order.py": ['"shipments":["shipped book","shipped lamp"],"gift_wrap":true', '"gift_wrap":false',
+    "async_order.py": ['"shipments": ["shipped book", "shipped lamp"], "gift_wrap": true', '"gift_wrap": false',
                        "impatient_order: FAILED: orchestrator 'impatient_order' awaited asyncio.tasks.sleep()"],
-    "function_chaining.py": ['COMPLETED ["Hello, Tokyo!","Hello, Seattle!","Hello, London!"]'],
-    "fan_out_fan_in.py": ['COMPLETED {"documents":25,"words":325}'],
-    "human_interaction.py": ['"approved_by":"alice"', '"approved_by":"director"', '"escalated":true'],
+    "function_chaining.py": ['COMPLETED ["Hello, Tokyo!", "Hello, Seattle!", "Hello, London!"]'],
+    "fan_out_fan_in.py": ['COMPLETED {"documents": 25, "words": 325}'],
+    "human_interaction.py": ['"approved_by": "alice"', '"approved_by": "director"', '"escalated": true'],
     "specialist_workers.py": ["shipping specialist down: RUNNING, waiting on ['ship_order']", "COMPLETED"],
-    "version_migration.py": ['batch-a: COMPLETED {"count":120,"served_by":"v1', 'batch-b: COMPLETED {"count":250,'
-                             '"served_by":"v2', '"migrated":true', 'batch-c: COMPLETED {"count":75,"served_by":"v2'],
-    "durable_agent.py": ['agent-alice: COMPLETED {"status":"filed"', 'agent-bob: COMPLETED {"status":"cancelled"',
+    "version_migration.py": [
+        'batch-a: COMPLETED {"count": 120, "served_by": "v1',
+        'batch-b: COMPLETED {"count": 250, "served_by": "v2',
+        '"migrated": true',
+        'batch-c: COMPLETED {"count": 75, "served_by": "v2',
+    ],
+    "durable_agent.py": ['agent-alice: COMPLETED {"status": "filed"', 'agent-bob: COMPLETED {"status": "cancelled"',
                          "agent-bob:withdraw:payslip"],
     "rewind_etl.py": ["first run: FAILED", "after rewind: COMPLETED", "'extract': 1, 'load': 2, 'transform': 1"],
     "carrier_attach.py": ["[run-2]", "attached instance review-run", "each review ran to completion exactly once"],

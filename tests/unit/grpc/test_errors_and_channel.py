@@ -157,12 +157,14 @@ def test_invalid_options_are_refused(factory: Any, message: str) -> None:
         factory()
 
 
-def test_options_are_immutable_with_1_12_defaults() -> None:
+def test_options_are_mutable_with_1_12_defaults() -> None:
     worker = GrpcWorkerResiliencyOptions()
     assert (worker.hello_timeout_seconds, worker.silent_disconnect_timeout_seconds) == (30.0, 120.0)
     assert GrpcClientResiliencyOptions().channel_recreate_failure_threshold == 5
-    with pytest.raises(AttributeError):
-        worker.hello_timeout_seconds = 1  # type: ignore[misc]
+    worker.hello_timeout_seconds = 1
+    assert worker.hello_timeout_seconds == 1
+    with pytest.raises(AttributeError):  # slots, as Microsoft's: a misspelt option is not silently kept
+        worker.hello_timout_seconds = 1  # type: ignore[attr-defined]
 
 
 # ----------------------------------------------------------------------------------------- interceptors

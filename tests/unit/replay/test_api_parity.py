@@ -24,9 +24,10 @@ MODULES = {
         "Orchestrator", "Activity", "Entity", "RetryPolicy", "get_entity_name", "get_name",
     ],
     "durabletask.serialization": ["DataConverter", "JsonDataConverter", "DEFAULT_DATA_CONVERTER"],
+    "durabletask.entities": ["EntityContext", "DurableEntity", "EntityInstanceId", "EntityLock"],
 }
-# Constructors the runtime owns; user code never builds these.
-INTERNAL_SIGNATURES = {"durabletask.task.RetryableTask.__init__"}
+# Constructors the runtime owns; user code never builds these (none at present: RetryableTask takes Microsoft's).
+INTERNAL_SIGNATURES: set[str] = set()
 
 _DESCRIBE = r'''
 import importlib, inspect, json, sys

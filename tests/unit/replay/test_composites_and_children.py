@@ -123,7 +123,7 @@ def test_send_event_emits_an_action_without_a_task() -> None:
     sent = result.actions[0]
     assert sent.id == 1
     assert (sent.sendEvent.instance.instanceId, sent.sendEvent.name, sent.sendEvent.data.value) == (
-        "other", "Ping", '{"n":1}')
+        "other", "Ping", '{"n": 1}')
 
 
 def test_send_event_is_confirmed_by_event_sent_on_replay() -> None:

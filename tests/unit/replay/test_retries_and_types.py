@@ -12,7 +12,7 @@ import pytest
 from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
 
-from .history import History, failed_with, failure, output, run
+from .history import T0, History, failed_with, failure, output, run
 
 
 def policy(**overrides: Any) -> task.RetryPolicy:
@@ -58,13 +58,17 @@ def test_a_failed_attempt_waits_on_a_durable_timer_then_reschedules_under_the_sa
     assert output(run(history, orch)) == "finally"
 
 
-def fail_n_times(history: History, orch: Any, n: int) -> tuple[list[timedelta], pb.TaskFailureDetails | None]:
-    """Fail up to ``n`` attempts one by one; return the retry delays seen and the final failure, if any."""
+def fail_n_times(
+    history: History, orch: Any, n: int, numbered: bool = False
+) -> tuple[list[timedelta], pb.TaskFailureDetails | None]:
+    """Fail up to ``n`` attempts one by one; return the retry delays seen and the final failure, if any.
+
+    ``numbered``: attempt k fails with the message ``attempt k`` (else all with ``boom``)."""
     delays: list[timedelta] = []
     history.task_scheduled(1, "flaky")
     next_id = 2
-    for _ in range(n):
-        history.orchestrator_started().task_failed(1)
+    for attempt in range(1, n + 1):
+        history.orchestrator_started().task_failed(1, failure(f"attempt {attempt}") if numbered else None)
         result = run(history, orch)
         last = result.actions[-1]
         if last.HasField("completeOrchestration"):
@@ -93,10 +97,48 @@ def test_attempts_are_bounded_and_the_last_failure_is_raised() -> None:
 
 def test_retry_timeout_is_measured_on_the_orchestration_clock() -> None:
     orch = retrying(policy(max_number_of_attempts=10, retry_timeout=timedelta(seconds=15)))
-    # Failures at +1 s and +12 s are inside the 15 s window; the one at +23 s is not.
+    # The first failure (+1 s) retries at +11 s, inside the 15 s window; the second (+12 s) would retry at +22 s.
     delays, final = fail_n_times(History().started("orch"), orch, 5)
-    assert delays == [timedelta(seconds=10), timedelta(seconds=10)]
+    assert delays == [timedelta(seconds=10)]
     assert final is not None
+
+
+def test_no_retry_whose_timer_fires_after_the_retry_timeout() -> None:
+    # 1 s, doubling, at most 10 s, 5 attempts, 14 s: failures at +1, +3, +6 and +11 s (each episode here
+    # starts 1 s after the last); the fourth would retry at +19 s, past T0 + 14 s, so there are 4 attempts.
+    orch = retrying(policy(first_retry_interval=timedelta(seconds=1), backoff_coefficient=2.0, max_number_of_attempts=5,
+                           max_retry_interval=timedelta(seconds=10), retry_timeout=timedelta(seconds=14)))
+    delays, final = fail_n_times(History().started("orch"), orch, 5, numbered=True)
+    assert delays == [timedelta(seconds=s) for s in (1, 2, 4)]
+    # Microsoft's SDK notices the timeout while replaying from the start, so it reports the first failure.
+    assert final is not None and final.errorMessage.endswith("failed: attempt 1")
+
+
+def test_retries_ended_by_the_attempt_count_report_the_last_failure() -> None:
+    orch = retrying(policy(max_number_of_attempts=3, retry_timeout=timedelta(hours=1)))
+    delays, final = fail_n_times(History().started("orch"), orch, 5, numbered=True)
+    assert len(delays) == 2
+    assert final is not None and final.errorMessage.endswith("failed: attempt 3")
+
+
+def test_the_retry_timeout_counts_from_the_orchestration_time_of_the_call() -> None:
+    retry = policy(first_retry_interval=timedelta(seconds=5), max_number_of_attempts=5,
+                   retry_timeout=timedelta(seconds=12))
+
+    def orch(ctx: task.OrchestrationContext, _: Any) -> Any:
+        yield ctx.create_timer(timedelta(seconds=100))
+        return (yield ctx.call_activity("flaky", retry_policy=retry))
+
+    wake = T0 + timedelta(seconds=100)
+    history = History().started("orch").timer_created(1, wake).orchestrator_started(wake).timer_fired(1, wake)
+    history.task_scheduled(2, "flaky").orchestrator_started(wake + timedelta(seconds=1)).task_failed(2)
+    # The window runs from +100 s (the call), not from the instance's start: the retry at +106 s is made.
+    assert timer_at(run(history, orch).actions) == wake + timedelta(seconds=6)
+    fire = wake + timedelta(seconds=6)
+    history.timer_created(3, fire).orchestrator_started(fire).timer_fired(3, fire).task_scheduled(2, "flaky")
+    # Failing at +107 s, the next retry would fire at +112 s, the window's end: it is not made.
+    history.orchestrator_started(wake + timedelta(seconds=7)).task_failed(2)
+    assert failed_with(run(history, orch)) is not None
 
 
 def test_predicate_and_non_retriable_failures_stop_retries() -> None:
@@ -155,7 +197,7 @@ def shop(ctx: task.OrchestrationContext, order: Order) -> Any:
 def test_inputs_and_results_are_rebuilt_from_annotations_and_return_type() -> None:
     history = History().new().started("shop", {"sku": "x", "qty": 2})
     (first,) = run(history, shop).actions
-    assert first.scheduleTask.input.value == '{"sku":"x","qty":2}'
+    assert first.scheduleTask.input.value == '{"sku": "x", "qty": 2}'
 
     history = (History().started("shop", {"sku": "x", "qty": 2}).task_scheduled(1, "price")
                .orchestrator_started().task_completed(1, {"total": 5.0, "lines": ["x"]}).task_scheduled(2, "price")

@@ -79,3 +79,14 @@ def test_executor_uses_a_configured_converter_and_still_enforces_the_size_limit(
     result = run(History().new().started("orch", "bob"), orch, data_converter=Shouting())
     assert result.actions[0].scheduleTask.input.value == '"BOB"'
     assert output(result) == "HI BOB"
+
+
+def test_the_default_converter_returns_the_raw_value_when_a_from_json_hook_fails() -> None:
+    class Strict:
+        @classmethod
+        def from_json(cls, value: Any) -> Strict:
+            raise KeyError("required")
+
+    # Best-effort, as Microsoft's JsonDataConverter: the plain JSON value instead of the hook's error.
+    assert JsonDataConverter().deserialize('{"a": 1}', Strict) == {"a": 1}
+    assert JsonDataConverter().coerce({"a": 1}, Strict) == {"a": 1}

@@ -32,6 +32,22 @@ def test_concurrency_limits_must_be_positive_integers(bad: Any) -> None:
         ConcurrencyOptions(maximum_concurrent_orchestration_work_items=bad)
 
 
+def test_concurrency_options_are_mutable_and_checked_when_assigned() -> None:
+    options = ConcurrencyOptions(maximum_thread_pool_workers=2)
+    options.maximum_thread_pool_workers = 9
+    assert options.maximum_thread_pool_workers == 9
+    options.maximum_thread_pool_workers = None
+    assert options.maximum_thread_pool_workers == (os.cpu_count() or 1) + 4
+    with pytest.raises(ValueError, match="maximum_concurrent_entity_work_items"):
+        options.maximum_concurrent_entity_work_items = 0
+
+
+def test_versioning_options_are_mutable() -> None:
+    options = VersioningOptions("1.0")
+    options.version = "2.0"
+    assert options.version == "2.0"
+
+
 def test_versioning_options_keep_their_values() -> None:
     options = VersioningOptions("2.0", "1.0")
     assert (options.version, options.default_version, options.match_strategy, options.failure_strategy) == (
