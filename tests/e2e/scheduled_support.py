@@ -62,11 +62,11 @@ def schedule_hub(server: EmulatorServer, clock: ManualClock) -> Iterator[Schedul
 
 
 def wait_for(probe: Callable[[], T | None], what: str, timeout: float = 30) -> T:
-    """Polls ``probe`` until it returns something; fails naming ``what`` (a hang guard, not a timing check)."""
+    """Polls ``probe`` until it returns something true; fails naming ``what`` (a hang guard, not a timing check)."""
     deadline = time.monotonic() + timeout
     while True:
         found = probe()
-        if found is not None and found is not False:
+        if found:
             return found
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what}")
