@@ -66,7 +66,7 @@ def check_outcome(schedule_id: str, operation: str, state: OrchestrationState | 
     if refused is None:
         raise RuntimeError(message)
     source, target = _status(refused["src"]), _status(refused["dst"])
-    error: ScheduleInvalidTransitionError
+    error: ScheduleNotFoundError | ScheduleInvalidTransitionError
     if source == ScheduleStatus.UNINITIALIZED:
         error = ScheduleOperationNotFoundError(schedule_id)
     else:

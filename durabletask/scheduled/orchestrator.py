@@ -24,6 +24,13 @@ _OPTION_TYPES: dict[str, type[Any]] = {
 }
 
 
+def _plain(value: Any) -> Any:
+    # Options go out as their JSON object whatever the converter does with dataclasses.
+    if isinstance(value, (ScheduleCreationOptions, ScheduleUpdateOptions)):
+        return value.to_json()
+    return value
+
+
 @dataclass
 class ScheduleOperationRequest:
     """One operation for one schedule entity: the orchestration's input.
@@ -37,8 +44,7 @@ class ScheduleOperationRequest:
     input: Any | None = None
 
     def to_json(self) -> dict[str, Any]:
-        payload = self.input.to_json() if hasattr(self.input, "to_json") else self.input
-        return {"entity_id": self.entity_id, "operation_name": self.operation_name, "input": payload}
+        return {"entity_id": self.entity_id, "operation_name": self.operation_name, "input": _plain(self.input)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleOperationRequest:
@@ -58,6 +64,6 @@ def execute_schedule_operation_orchestrator(
         request = ScheduleOperationRequest.from_json(request)
     if not isinstance(request, ScheduleOperationRequest):
         raise ValueError("the input must be a schedule operation request (entity_id, operation_name, input)")
-    payload = request.input.to_json() if hasattr(request.input, "to_json") else request.input
-    result = yield ctx.call_entity(EntityInstanceId.parse(request.entity_id), request.operation_name, payload)
+    entity = EntityInstanceId.parse(request.entity_id)
+    result = yield ctx.call_entity(entity, request.operation_name, _plain(request.input))
     return result

@@ -173,7 +173,9 @@ class Schedule(DurableEntity):
         due = self._next_run(state, config, now)
         if due <= now:
             instance_id = run_instance_id(config, due)
-            logger.info("Schedule '%s' starts '%s' as '%s'.", config.schedule_id, config.orchestration_name, instance_id)
+            logger.info(
+                "Schedule '%s' starts '%s' as '%s'.", config.schedule_id, config.orchestration_name, instance_id
+            )
             self.schedule_new_orchestration(config.orchestration_name, config.orchestration_input, instance_id)
             state.last_run_at = due
             state.next_run_at = None

@@ -50,7 +50,11 @@ def ours(server: EmulatorServer) -> Iterator[client.TaskHubGrpcClient]:
 def peer_client(peer_py: Path, server: EmulatorServer, op: str, schedule_id: str, **args: Any) -> dict[str, Any]:
     proc = subprocess.run(
         [str(peer_py), str(SCRIPT), "client", server.address, op, schedule_id, json.dumps(args)],
-        capture_output=True, text=True, timeout=90, env=peer_env(), cwd=SCRIPT.parent,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=peer_env(),
+        cwd=SCRIPT.parent,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
@@ -61,8 +65,12 @@ class PeerWorker:
     def __init__(self, peer_py: Path, server: EmulatorServer) -> None:
         self.proc = subprocess.Popen(
             [str(peer_py), str(SCRIPT), "worker", server.address],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            env=peer_env(), cwd=SCRIPT.parent,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=peer_env(),
+            cwd=SCRIPT.parent,
         )
         assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "ready"
 

@@ -29,8 +29,11 @@ ALLOWED = {
 
 @pytest.mark.parametrize(
     ("operation", "source", "target"),
-    list(itertools.product([tr.CREATE_SCHEDULE, tr.UPDATE_SCHEDULE, tr.PAUSE_SCHEDULE, tr.RESUME_SCHEDULE, "x"],
-                           [U, A, P], [U, A, P])),
+    list(
+        itertools.product(
+            [tr.CREATE_SCHEDULE, tr.UPDATE_SCHEDULE, tr.PAUSE_SCHEDULE, tr.RESUME_SCHEDULE, "x"], [U, A, P], [U, A, P]
+        )
+    ),
 )
 def test_the_transition_table(operation: str, source: ScheduleStatus, target: ScheduleStatus) -> None:
     assert tr.is_valid_transition(operation, source, target) == ((operation, source, target) in ALLOWED)
@@ -58,7 +61,7 @@ def test_intervals_are_dotnet_timespans(interval: timedelta, text: str) -> None:
 
 
 def test_a_malformed_timespan_names_the_field() -> None:
-    with pytest.raises(ValueError, match="interval '5 minutes' is not a .NET TimeSpan"):
+    with pytest.raises(ValueError, match=r"interval '5 minutes' is not a \.NET TimeSpan"):
         parse_timespan("5 minutes")
 
 

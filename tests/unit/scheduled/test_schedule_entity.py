@@ -161,8 +161,12 @@ def test_a_wake_up_after_delete_leaves_no_state() -> None:
         # 02:30 in Paris is 01:30 UTC in winter.
         ("30 2 * * *", "Europe/Paris", T0, datetime(2030, 1, 2, 1, 30, tzinfo=timezone.utc)),
         # ... and 00:30 UTC in summer.
-        ("30 2 * * *", "Europe/Paris", datetime(2030, 7, 1, tzinfo=timezone.utc),
-         datetime(2030, 7, 1, 0, 30, tzinfo=timezone.utc)),
+        (
+            "30 2 * * *",
+            "Europe/Paris",
+            datetime(2030, 7, 1, tzinfo=timezone.utc),
+            datetime(2030, 7, 1, 0, 30, tzinfo=timezone.utc),
+        ),
         ("0 9 * * 1", "America/New_York", T0, datetime(2030, 1, 7, 14, 0, tzinfo=timezone.utc)),
     ],
 )
