@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from durabletask._errors import DurableTaskError
+
 __all__ = [
     "ScheduleClientValidationError",
     "ScheduleError",
@@ -10,8 +12,8 @@ __all__ = [
 ]
 
 
-class ScheduleError(Exception):
-    """Base class of every scheduled-task error."""
+class ScheduleError(DurableTaskError):
+    """Base class of every scheduled-task error (under the SDK's root ``DurableTaskError``)."""
 
 
 class ScheduleNotFoundError(ScheduleError):
