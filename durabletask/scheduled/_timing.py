@@ -82,3 +82,20 @@ def next_interval_time(start: datetime, interval: timedelta, now: datetime) -> d
     """The first time ``start + k * interval`` (k >= 1) after ``now``, for a ``now`` at or after ``start``."""
     elapsed = (now - start) // interval
     return start + interval * (elapsed + 1)
+
+
+# A fixed reference, so the period stored for a cron schedule is the same whenever and wherever it is written.
+_PERIOD_REFERENCE = datetime(2000, 1, 3, tzinfo=timezone.utc)  # a Monday
+
+
+def cron_period(expression: str, time_zone: str | None) -> timedelta | None:
+    """The gap between the expression's first two times after a fixed date, or ``None`` without croniter.
+
+    Stored as the ``Interval`` of a cron schedule so that SDKs without cron support (Microsoft's) read the
+    schedule as an interval schedule of about the same period instead of failing to read it.
+    """
+    try:
+        first = next_cron_time(expression, time_zone, _PERIOD_REFERENCE)
+    except ImportError:
+        return None
+    return next_cron_time(expression, time_zone, first) - first

@@ -330,10 +330,13 @@ class ScheduleConfiguration:
             raise ValueError(f"start_at cannot be later than end_at (start_at {start}, end_at {end}).")
 
     def to_json(self) -> dict[str, Any]:
+        interval = self.interval
+        if self.cron is not None:
+            interval = _timing.cron_period(self.cron, self.time_zone)
         data: dict[str, Any] = {
             "ScheduleId": self.schedule_id,
             "OrchestrationName": self.orchestration_name,
-            "Interval": timespan_text(self.interval),
+            "Interval": timespan_text(interval),
             "OrchestrationInput": _encode_input(self.orchestration_input),
             "OrchestrationInstanceId": self.orchestration_instance_id,
             "StartAt": to_iso(self.start_at),
@@ -347,11 +350,13 @@ class ScheduleConfiguration:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleConfiguration:
+        cron = first_key(data, "CronExpression", "cron")
         config = cls(
             first_key(data, "ScheduleId", "schedule_id"),
             first_key(data, "OrchestrationName", "orchestration_name"),
-            _interval_of(data),
-            cron=first_key(data, "CronExpression", "cron"),
+            # A cron schedule's stored interval is only its period, for readers without cron support.
+            None if cron is not None else _interval_of(data),
+            cron=cron,
             time_zone=first_key(data, "TimeZone", "time_zone"),
         )
         if "OrchestrationInput" in data:

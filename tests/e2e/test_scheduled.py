@@ -250,3 +250,16 @@ async def test_the_async_client(hub: ScheduleHub) -> None:
             await handle.describe()
     finally:
         await async_client.close()
+
+
+def test_creating_a_paused_schedule_again_makes_it_active(hub: ScheduleHub) -> None:
+    # The transition table allows Paused -> Active for create; the schedule runs again from the new configuration.
+    schedules, c = hub.schedules(), hub.client()
+    handle = schedules.create_schedule(ScheduleCreationOptions("re", "report", MINUTE))
+    handle.pause()
+    now = hub.clock.now()
+    schedules.create_schedule(ScheduleCreationOptions("re", "report", MINUTE * 2, start_immediately_if_late=True))
+    again = next_run_changes(schedules, "re", None)
+    assert again.status == ScheduleStatus.ACTIVE and again.interval == MINUTE * 2
+    hub.clock.advance(MINUTE * 2)
+    started(c, run_id("re", again.next_run_at or now))

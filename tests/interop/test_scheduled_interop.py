@@ -188,3 +188,20 @@ def test_a_schedule_moves_from_microsofts_worker_to_ours(
         assert len(dues) == len(set(dues))
     finally:
         w.stop()
+
+
+def test_microsofts_client_reads_a_cron_schedule_as_an_interval_schedule(
+    peer_py: Path, server: EmulatorServer, ours: client.TaskHubGrpcClient
+) -> None:
+    sid = f"cron-{uuid.uuid4().hex[:8]}"
+    w = our_worker(server)
+    try:
+        ScheduledTaskClient(ours, operation_timeout=30).create_schedule(
+            ScheduleCreationOptions(sid, "report", cron="0 2 * * *", time_zone="Europe/Paris")
+        )
+        seen = peer_client(peer_py, server, "describe", sid)
+        assert seen["ok"], seen
+        assert seen["result"]["interval"] == 86400.0 and seen["result"]["status"] == "Active"
+        assert peer_client(peer_py, server, "list", sid)["result"] == [sid]
+    finally:
+        w.stop()

@@ -172,3 +172,16 @@ def test_query_bounds_become_utc_and_page_size_must_be_positive() -> None:
     assert ScheduleQuery.DEFAULT_PAGE_SIZE == 100
     with pytest.raises(ValueError, match="page_size must be positive"):
         ScheduleQuery(page_size=-1)
+
+
+@pytest.mark.parametrize(
+    ("cron", "period"),
+    [("0 2 * * *", "1.00:00:00"), ("0 9 * * 1", "7.00:00:00"), ("*/15 * * * *", "00:15:00")],
+)
+def test_a_cron_schedule_stores_its_period_as_the_interval_for_readers_without_cron(cron: str, period: str) -> None:
+    options = ScheduleCreationOptions("s", "o", cron=cron, time_zone="Europe/Paris")
+    stored = ScheduleConfiguration.from_create_options(options).to_json()
+    assert stored["Interval"] == period
+    assert (stored["CronExpression"], stored["TimeZone"]) == (cron, "Europe/Paris")
+    again = ScheduleConfiguration.from_json(stored)
+    assert (again.cron, again.time_zone, again.interval) == (cron, "Europe/Paris", None)
