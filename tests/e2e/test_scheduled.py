@@ -86,6 +86,24 @@ def test_runs_missed_by_a_jump_in_time_start_once_for_the_oldest_due_time(hub: S
     assert runs_of(c, "jump") == [run_id("jump", created + MINUTE)]
 
 
+def test_after_a_stretch_without_workers_the_oldest_due_run_starts_once(
+    server: EmulatorServer, clock: ManualClock
+) -> None:
+    with schedule_hub(server, clock) as hub:
+        first_worker = hub.start_worker()
+        schedules, c = hub.schedules(), hub.client()
+        created = hub.clock.now()
+        schedules.create_schedule(ScheduleCreationOptions("idle", "report", MINUTE))
+        next_run_changes(schedules, "idle", None)
+        first_worker.stop()
+        hub.clock.advance(MINUTE * 5.5)  # five due times pass with no worker connected
+        hub.start_worker()
+        started(c, run_id("idle", created + MINUTE))
+        after = next_run_changes(schedules, "idle", created + MINUTE)
+        assert after.next_run_at == created + 6 * MINUTE
+        assert runs_of(c, "idle") == [run_id("idle", created + MINUTE)]
+
+
 def test_pause_skips_the_runs_due_meanwhile_and_resume_goes_on_from_the_next_due_time(hub: ScheduleHub) -> None:
     schedules, c = hub.schedules(), hub.client()
     created = hub.clock.now()
