@@ -50,6 +50,10 @@ def run_instance_id(config: ScheduleConfiguration, due: datetime) -> str:
     return config.orchestration_instance_id or f"{config.schedule_id}-{due.isoformat()}"
 
 
+def _schedule_id(state: ScheduleState) -> str:
+    return state.schedule_configuration.schedule_id if state.schedule_configuration is not None else ""
+
+
 def _options(value: Any, kind: type[Any]) -> Any:
     # Inputs arrive as the JSON objects either SDK's client sends; a converter may already have rebuilt them.
     if isinstance(value, kind):
@@ -84,10 +88,7 @@ class Schedule(DurableEntity):
 
     def _refuse(self, state: ScheduleState, operation: str, target: ScheduleStatus, schedule_id: str = "") -> None:
         if not transitions.is_valid_transition(operation, state.status, target):
-            config = state.schedule_configuration
-            raise ScheduleInvalidTransitionError(
-                schedule_id or (config.schedule_id if config else ""), state.status, target, operation
-            )
+            raise ScheduleInvalidTransitionError(schedule_id or _schedule_id(state), state.status, target, operation)
 
     def create_schedule(self, options: Any) -> None:
         """Create the schedule, or replace the configuration of an existing one (which becomes active)."""
@@ -135,7 +136,7 @@ class Schedule(DurableEntity):
         state.status = ScheduleStatus.PAUSED
         state.next_run_at = None
         state.refresh_execution_token()
-        logger.info("Paused schedule '%s'.", state.schedule_configuration.schedule_id)  # type: ignore[union-attr]
+        logger.info("Paused schedule '%s'.", _schedule_id(state))
         self._save(state)
 
     def resume_schedule(self, _: Any = None) -> None:
@@ -144,7 +145,7 @@ class Schedule(DurableEntity):
         self._refuse(state, transitions.RESUME_SCHEDULE, ScheduleStatus.ACTIVE)
         state.status = ScheduleStatus.ACTIVE
         state.next_run_at = None
-        logger.info("Resumed schedule '%s'.", state.schedule_configuration.schedule_id)  # type: ignore[union-attr]
+        logger.info("Resumed schedule '%s'.", _schedule_id(state))
         self._save(state)
         self._wake(state)
 
@@ -185,18 +186,20 @@ class Schedule(DurableEntity):
         self._wake(state, due)
 
     def _next_run(self, state: ScheduleState, config: ScheduleConfiguration, now: datetime) -> datetime:
-        if state.next_run_at is not None:
-            return aware(state.next_run_at)  # type: ignore[return-value]
+        stored = aware(state.next_run_at)
+        if stored is not None:
+            return stored
         start = aware(config.start_at) or aware(state.schedule_created_at) or now
-        if now < start:
+        # Counting from the last run when it is later than now keeps a worker whose clock is behind the one that
+        # started that run from arming its due time again.
+        last = aware(state.last_run_at)
+        after = max(now, last) if last is not None else now
+        if after < start:
             if config.cron is not None:
                 return _timing.next_cron_time(config.cron, config.time_zone, start, inclusive=True)
             return start
-        if state.last_run_at is None and config.start_immediately_if_late:
+        if last is None and config.start_immediately_if_late:
             return now
-        # A worker whose clock is behind the one that started the last run must not start that run again.
-        last = aware(state.last_run_at)
-        after = max(now, last) if last is not None else now
         if config.cron is not None:
             return _timing.next_cron_time(config.cron, config.time_zone, after)
         assert config.interval is not None

@@ -204,3 +204,17 @@ def test_a_missing_croniter_gets_a_clear_error(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(ImportError, match=r"cron schedules need the 'croniter' package.*dtscale\[cron\]"):
         ScheduleCreationOptions("s", "report", cron="* * * * *")
     ScheduleCreationOptions("s", "report", timedelta(minutes=1))  # interval schedules do not need it
+
+
+def test_a_worker_clock_behind_a_run_at_the_start_time_does_not_start_it_again() -> None:
+    entity = Entity()
+    start = T0 + MINUTE * 10
+    create(entity, start_at=start)
+    entity.wake()
+    entity.now = start
+    assert starts(entity.wake()) == [f"s-{start.isoformat()}"]
+    entity.run("pause_schedule")
+    entity.run("resume_schedule")
+    entity.now = start - timedelta(seconds=30)  # another worker, its clock behind the start time
+    rearmed = entity.wake()
+    assert starts(rearmed) == [] and wake_ups(rearmed)[0][1] == start + MINUTE
