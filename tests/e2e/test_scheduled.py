@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from durabletask import client
+from durabletask.history import ExecutionStartedEvent
 from durabletask.scheduled import (
     AsyncScheduledTaskClient,
     ScheduleCreationOptions,
@@ -102,6 +103,24 @@ def test_after_a_stretch_without_workers_the_oldest_due_run_starts_once(
         after = next_run_changes(schedules, "idle", created + MINUTE)
         assert after.next_run_at == created + 6 * MINUTE
         assert runs_of(c, "idle") == [run_id("idle", created + MINUTE)]
+
+
+def test_two_workers_with_scheduled_tasks_start_each_due_run_once(server: EmulatorServer, clock: ManualClock) -> None:
+    with schedule_hub(server, clock) as hub:
+        hub.start_worker()
+        hub.start_worker()
+        schedules, c = hub.schedules(), hub.client()
+        created = hub.clock.now()
+        schedules.create_schedule(ScheduleCreationOptions("pair", "report", MINUTE))
+        seen = next_run_changes(schedules, "pair", None)
+        for k in range(1, 5):
+            hub.clock.advance(MINUTE)
+            started(c, run_id("pair", created + k * MINUTE))
+            seen = next_run_changes(schedules, "pair", seen.next_run_at)
+        assert runs_of(c, "pair") == [run_id("pair", created + k * MINUTE) for k in range(1, 5)]
+        for k in range(1, 5):
+            history = c.get_orchestration_history(run_id("pair", created + k * MINUTE))
+            assert sum(isinstance(e, ExecutionStartedEvent) for e in history) == 1
 
 
 def test_pause_skips_the_runs_due_meanwhile_and_resume_goes_on_from_the_next_due_time(hub: ScheduleHub) -> None:
