@@ -46,6 +46,19 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask._client.models",
         ),
     ),
+    (
+        "scheduled-task entity and models",
+        (
+            "durabletask.scheduled._timing",
+            "durabletask.scheduled._wire",
+            "durabletask.scheduled.exceptions",
+            "durabletask.scheduled.models",
+            "durabletask.scheduled.orchestrator",
+            "durabletask.scheduled.schedule_entity",
+            "durabletask.scheduled.schedule_status",
+            "durabletask.scheduled.transitions",
+        ),
+    ),
     ("gRPC", ("durabletask._grpc",)),
     ("client and worker", ("durabletask._client", "durabletask._worker")),
     (
@@ -57,6 +70,9 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask.azuremanaged",
             "durabletask.cli",
             "durabletask._cli",
+            "durabletask.scheduled",
+            "durabletask.scheduled._ops",
+            "durabletask.scheduled.client",
         ),
     ),
 ]

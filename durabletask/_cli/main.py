@@ -10,10 +10,12 @@ from typing import IO
 import grpc
 
 from durabletask import client as dt_client
-from durabletask._cli.commands import COMMANDS, UsageError
+from durabletask._cli.commands import COMMANDS, Handler, UsageError
 from durabletask._cli.entity_commands import cmd_entity
 from durabletask._cli.parser import build_parser
 from durabletask._cli.render import Renderer
+from durabletask._cli.schedule_commands import COMMAND_NAMES as SCHEDULE_COMMANDS
+from durabletask._cli.schedule_commands import cmd_schedules
 from durabletask._errors import DurableTaskError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -49,7 +51,11 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     out, err = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
     renderer = Renderer(out, as_json=args.json)
-    handler = cmd_entity if args.command in ("entities", "entity") else COMMANDS[args.command]
+    handler: Handler
+    if args.command in SCHEDULE_COMMANDS:
+        handler = cmd_schedules
+    else:
+        handler = cmd_entity if args.command in ("entities", "entity") else COMMANDS[args.command]
     try:
         c = _connect(args.endpoint, args.taskhub, args.token, args.connection_string)
     except ValueError as exc:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from durabletask._cli.schedule_commands import add_schedule_commands
+
 STATUS_NAMES = ("RUNNING", "COMPLETED", "FAILED", "TERMINATED", "CONTINUED_AS_NEW", "PENDING", "SUSPENDED")
 
 
@@ -166,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     _listing_commands(sub)
     _instance_commands(sub)
     _entity_commands(sub)
+    add_schedule_commands(sub)
     # As with az, kubectl and gh, the global options may also follow the command: 'list --json --endpoint ...'.
     for command in _command_parsers(parser):
         _add_global_options(command, with_defaults=False)

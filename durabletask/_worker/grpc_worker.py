@@ -6,7 +6,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast, overload
 
 import grpc
@@ -213,6 +213,26 @@ class TaskHubGrpcWorker:
         """Advertise a worker capability (a ``WorkerCapability`` value) to the backend."""
         self._require_stopped("Capabilities")
         self._capabilities.add(int(capability))
+
+    def configure_scheduled_tasks(self, *, clock: Callable[[], datetime] | None = None) -> None:
+        """Run schedules (``durabletask.scheduled``) on this worker: registers the ``schedule`` entity and its
+        operation orchestrator and advertises the scheduled-tasks capability. Call before :meth:`start`.
+
+        Args:
+            clock: Where schedules read the current time (default: the system clock, as Microsoft's SDK).
+                An addition to the compatible API, for a backend whose clock is not the system's, such
+                as a test server with a controllable clock.
+        """
+        self._require_stopped("Scheduled tasks")
+        from durabletask.scheduled.orchestrator import execute_schedule_operation_orchestrator
+        from durabletask.scheduled.schedule_entity import ENTITY_NAME, Schedule
+
+        entity: type[Schedule] = Schedule
+        if clock is not None:
+            entity = type("Schedule", (Schedule,), {"clock": staticmethod(clock)})
+        self.add_entity(entity, ENTITY_NAME)
+        self.add_orchestrator(execute_schedule_operation_orchestrator)
+        self.add_capability(pb.WORKER_CAPABILITY_SCHEDULED_TASKS)
 
     def use_code_mismatch_policy(self, policy: CodeMismatchPolicy) -> None:
         """Choose what happens to an instance whose recorded code hash differs from the registered orchestrator's.

@@ -36,6 +36,10 @@ EXPECTED = {
     "rewind_etl.py": ["first run: FAILED", "after rewind: COMPLETED", "'extract': 1, 'load': 2, 'transform': 1"],
     "carrier_attach.py": ["[run-2]", "attached instance review-run", "each review ran to completion exactly once"],
     "entities_bank.py": ['"declined"', "balance 80", "balance 70"],
+    "nightly_report.py": ["night 1: nightly-sales-report-2030-03-02T02:00:00+00:00 COMPLETED",
+                          "operator: paused nightly-sales-report", "next run 2030-03-05T02:00:00+00:00",
+                          "night 4: nightly-sales-report-2030-03-05T02:00:00+00:00 COMPLETED",
+                          "reports started: 3 (none during the maintenance night)"],
 }
 
 
