@@ -9,13 +9,14 @@ import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import aio_loop
+from emulator.changes import KINDS
 from emulator.engine import ActivityWork, Engine, OrchestrationWork
 from emulator.entities import Entities, EntityWork
 from emulator.errors import (
@@ -31,7 +32,6 @@ from emulator.storage import InstanceRecord, NameFilter
 _stream_ids = itertools.count(1)
 
 
-KINDS = ("orchestration", "activity", "entity")
 #: Work items of one kind leased for a stream in one transaction (within its concurrency limit).
 FETCH_BATCH = 16
 #: Recent changes per kind remembered with the names of the work they made (older ones: fetch to find out).
@@ -102,7 +102,7 @@ def _work_item(work: Work, token: str) -> pb.WorkItem:
     return pb.WorkItem(activityRequest=work.request, completionToken=token)
 
 
-def _weak_wake(dispatcher: Dispatcher) -> Callable[[], None]:
+def _weak_wake(dispatcher: WorkDispatcher) -> Callable[[], None]:
     """A clock callback that wakes ``dispatcher`` without keeping it (and its server's store) alive."""
     ref = weakref.ref(dispatcher)
 
@@ -132,8 +132,11 @@ def stream_filters(request: pb.GetWorkItemsRequest) -> dict[str, NameFilter]:
     return found
 
 
-class Dispatcher:
-    """Hands work to streams, tracks who holds what, and wakes waiters when anything changes."""
+class WorkDispatcher:
+    """Hands work to streams, tracks who holds what, and wakes waiters when anything changes.
+
+    It is the engine's :class:`~emulator.changes.ChangeSubscriber`: subscribe it to the engine's changes.
+    """
 
     def __init__(self, engine: Engine, entities: Entities, lease_timeout: float, health_ping_interval: float) -> None:
         self.engine = engine
@@ -163,8 +166,6 @@ class Dispatcher:
         # prefix), without a fresh UUID for each of the up to FETCH_BATCH tokens a fetch prepares.
         self._token_prefix = uuid.uuid4().hex[:16]
         self._token_serial = itertools.count(1)
-        engine.on_instance_change = self.instance_changed
-        engine.on_work = self.new_work
         engine.clock.subscribe(_weak_wake(self))
 
     def _tokens(self, count: int) -> list[str]:
@@ -183,26 +184,31 @@ class Dispatcher:
 
     def _wake_streams(
         self,
-        kinds: tuple[str, ...] = KINDS,
+        kinds: tuple[str, ...] | None = None,
         hub: str | None = None,
-        names: dict[str, frozenset[str]] | None = None,
+        names: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
-        """Wakes idle streams; ``kinds`` are those for which new work may exist (none: a lease ended).
+        """Wakes idle streams; ``kinds`` are those for which new work may exist (``None``: any, or timed work).
 
         With ``hub`` and ``names``, the change made only work of those names in that hub.
         """
         with self._cond:
             self._changes += 1
-            for kind in kinds:
+            for kind in KINDS if kinds is None else kinds:
                 self._kind_changes[kind] += 1
                 made = None if names is None or hub is None else names.get(kind)
                 self._change_log[kind].append((self._kind_changes[kind], hub, made))
-            if kinds is KINDS:
+            if kinds is None:
                 self._due_changes += 1
         self._signal.set()
 
-    def new_work(self, hub: str, kinds: tuple[str, ...], names: dict[str, frozenset[str]] | None = None) -> None:
-        """Work of only these kinds (and names) can have appeared in ``hub``, and nothing timed."""
+    def work_changed(
+        self,
+        hub: str,
+        kinds: tuple[str, ...] | None = None,
+        names: Mapping[str, frozenset[str]] | None = None,
+    ) -> None:
+        """Work of only these kinds (and names) can have appeared in ``hub`` (``None``: any, timed too)."""
         self._wake_streams(kinds, hub, names)
 
     def _nothing_new_for(self, state: StreamState, kind: str, since: int) -> bool:

@@ -13,6 +13,7 @@ from google.protobuf import struct_pb2
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import delivery, entity_ops, events, outbox
 from emulator.actions.base import ContinueAsNew, Transition
+from emulator.changes import ChangeFeed, ChangeSubscriber
 from emulator.clock import Clock
 from emulator.delivery import StartOptions
 from emulator.errors import (
@@ -109,38 +110,30 @@ def _new_work_kinds(transition: Transition, pending: bool, released: bool) -> tu
 
 
 class Engine:
-    """Turns requests into storage transactions and calls ``notify(hub)`` after every change."""
+    """Turns requests into storage transactions and reports every committed change to ``changes``."""
 
     def __init__(
         self,
         backend: Backend,
         clock: Clock,
-        notify: Callable[[str], None],
+        changes: ChangeSubscriber | None = None,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         max_history_events: int | None = None,
     ) -> None:
         self.max_history_events = max_history_events
         self.backend = backend
         self.clock = clock
-        self._notify = notify
+        self.changes: ChangeSubscriber = changes if changes is not None else ChangeFeed()
         self.new_id = new_id
         self.history_streaming_threshold = DEFAULT_HISTORY_STREAMING_THRESHOLD
         # Observability for tests and benchmarks: work items sent without their history, because it
         # was large (the worker streams it) or because the worker holds the orchestration live.
         self.streamed_histories = 0
         self.continued_sessions = 0
-        # Called with (hub, instance_id) when an instance's status may have changed, or (hub, None)
-        # when any instance of the hub may have; set by whoever waits on instances.
-        self.on_instance_change: Callable[[str, str | None, int | None], None] = lambda hub, instance_id, status: None
-        # When set, called instead of ``notify`` with the work kinds a change can have made available
-        # (an activity result: orchestration work only), so streams need not look for the others.
-        # ``names`` (by kind): the names of the work the change made runnable, when known, so streams
-        # whose filters take none of them need not look.
-        self.on_work: Callable[[str, tuple[str, ...], dict[str, frozenset[str]] | None], None] | None = None
 
     def _changed(self, hub: str, instance_id: str | None = None) -> None:
-        self._notify(hub)
-        self.on_instance_change(hub, instance_id, None)
+        self.changes.work_changed(hub)
+        self.changes.instance_changed(hub, instance_id)
 
     # Client operations -----------------------------------------------------------------------------
     def create(self, hub: str, opts: StartOptions) -> str:
@@ -150,10 +143,10 @@ class Engine:
             if existing is not None:
                 self._replace_or_reject(tx, existing, opts.replaceable, now)
             delivery.insert_instance(tx, hub, opts, now, self.new_id())
-        if existing is None and self.on_work is not None and opts.scheduled_start is None:
+        if existing is None and opts.scheduled_start is None:
             # A new instance that can start now is orchestration work and nothing else.
-            self.on_work(hub, ("orchestration",), {"orchestration": frozenset((opts.name,))})
-            self.on_instance_change(hub, opts.instance_id, None)
+            self.changes.work_changed(hub, ("orchestration",), {"orchestration": frozenset((opts.name,))})
+            self.changes.instance_changed(hub, opts.instance_id)
         else:
             self._changed(hub, opts.instance_id)
         return opts.instance_id
@@ -191,7 +184,7 @@ class Engine:
             if not delivery.is_terminal(record):
                 raised = events.event_raised(now, name, data)
                 tx.add_message(hub, instance_id, raised.SerializeToString(), delivery.message_time(record, now))
-        self._notify(hub)
+        self.changes.work_changed(hub)
 
     def terminate(self, hub: str, instance_id: str, reason: str | None, recursive: bool) -> None:
         with self.backend.transaction() as tx:
@@ -462,20 +455,20 @@ class Engine:
             # arrival announced nothing, as the instance was leased then).
             pending = not transition.terminal and tx.has_visible_messages(hub, record.instance_id, record.updated_at)
         kinds = _new_work_kinds(transition, pending, released)
-        if kinds is None or self.on_work is None:
-            self._notify(hub)
+        if kinds is None:
+            self.changes.work_changed(hub)
         elif kinds:
             made = {
                 "orchestration": frozenset((record.name,)),
                 "activity": frozenset(task.request.name for task in transition.outbox.activities),
             }
-            self.on_work(hub, kinds, made)
+            self.changes.work_changed(hub, kinds, made)
         if status_changed:
-            self.on_instance_change(hub, work.instance_id, record.status)
+            self.changes.instance_changed(hub, work.instance_id, record.status)
         if transition.outbox.terminations or transition.outbox.instances:
             # The turn may have ended other instances (a terminated one that never started, a child
             # replaced by a new one): their waiters re-read them.
-            self.on_instance_change(hub, None, None)
+            self.changes.instance_changed(hub, None)
         return SessionMark(record.execution_id, length) if keep else None
 
     @staticmethod
@@ -528,10 +521,8 @@ class Engine:
                 # While the instance is out for an orchestrator turn, the result waits for that turn's
                 # completion, which announces itself; a fan-in would otherwise wake streams per result.
                 runnable = record.name if record.lock_token is None else None
-        if self.on_work is None:
-            self._notify(hub)
-        elif runnable is not None:
-            self.on_work(hub, ("orchestration",), {"orchestration": frozenset((runnable,))})
+        if runnable is not None:
+            self.changes.work_changed(hub, ("orchestration",), {"orchestration": frozenset((runnable,))})
 
     def release(self, hub: str, kind: str, key: str | int, token: str) -> None:
         """Returns a leased work item to its queue (no-op if the lease has already moved on)."""
@@ -548,7 +539,7 @@ class Engine:
                 activity = tx.get_activity(int(key))
                 if activity is not None and activity.lock_token == token:
                     tx.lock_activity(int(key), None, None)
-        self._notify(hub)
+        self.changes.work_changed(hub)
 
     def next_due(self, hub: str) -> datetime | None:
         """The earliest future time at which a timer or lease expiry makes new work available."""

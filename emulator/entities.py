@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import entity_ops, events
+from emulator.changes import ChangeFeed, ChangeSubscriber
 from emulator.clock import Clock
 from emulator.errors import stale_token
 from emulator.storage import Backend, EntityQueryArgs, EntityRecord, NameFilter
@@ -32,12 +32,12 @@ class EntityView:
 
 
 class Entities:
-    """Entity state and queues; calls ``notify(hub)`` after every change."""
+    """Entity state and queues; reports every committed change to ``changes``."""
 
-    def __init__(self, backend: Backend, clock: Clock, notify: Callable[[str], None]) -> None:
+    def __init__(self, backend: Backend, clock: Clock, changes: ChangeSubscriber | None = None) -> None:
         self.backend = backend
         self.clock = clock
-        self._notify = notify
+        self.changes: ChangeSubscriber = changes if changes is not None else ChangeFeed()
 
     def signal(
         self, hub: str, entity_id: str, operation: str, data: str | None, request_id: str, at: datetime | None
@@ -54,7 +54,7 @@ class Entities:
         visible = max(events.to_micros(now), events.to_micros(at) if at else 0)
         with self.backend.transaction() as tx:
             entity_ops.queue_operation(tx, hub, entity_id, events.event(now, entityOperationSignaled=signaled), visible)
-        self._notify(hub)
+        self.changes.work_changed(hub)
 
     def get(self, hub: str, entity_id: str) -> EntityView | None:
         with self.backend.transaction() as tx:
@@ -92,7 +92,7 @@ class Entities:
                     removed += 1
             if released:
                 entity_ops.grant_locks(tx, hub, now)
-        self._notify(hub)
+        self.changes.work_changed(hub)
         return removed, released, page[limit - 1].instance_id if len(page) > limit else None
 
     def fetch(self, hub: str, accept: NameFilter, token: str, expires: datetime) -> EntityWork | None:
@@ -135,4 +135,4 @@ class Entities:
             tx.put_entity(entity)
             tx.drop_entity_if_empty(hub, work.entity_id)  # its state was deleted and nothing else waits for it
             entity_ops.run_actions(tx, hub, list(result.actions), now)
-        self._notify(hub)
+        self.changes.work_changed(hub)

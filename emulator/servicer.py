@@ -16,7 +16,7 @@ from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from emulator import entity_ops, events, queries
 from emulator.convert import entity_metadata, orchestration_state
 from emulator.delivery import StartOptions
-from emulator.dispatcher import Dispatcher
+from emulator.dispatcher import WorkDispatcher
 from emulator.engine import Engine
 from emulator.entities import Entities
 from emulator.errors import (
@@ -81,7 +81,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self,
         engine: Engine,
         entities: Entities,
-        dispatcher: Dispatcher,
+        dispatcher: WorkDispatcher,
         hubs: TaskHubs,
         limits: Limits,
         faults: FaultInjector,
