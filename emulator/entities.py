@@ -13,7 +13,8 @@ from emulator.clock import Clock
 from emulator.errors import stale_token
 from emulator.storage import Backend, EntityQueryArgs, EntityRecord, NameFilter
 
-_CANDIDATES = 64
+#: The ready query only returns entities with an operation they may run now, so the first usually serves.
+_CANDIDATES = 8
 _MAX_BATCH = 100
 
 
@@ -101,19 +102,19 @@ class Entities:
             for entity in tx.ready_entities(hub, at, _CANDIDATES, accept.names()):
                 if not accept.accepts(entity_ops.entity_name(entity.instance_id) or "", None):
                     continue
-                pending = [
-                    (m.id, pb.HistoryEvent.FromString(m.event))
-                    for m in tx.visible_messages(hub, entity.instance_id, at)
-                ]
-                batch = [(i, e) for i, e in pending if entity_ops.eligible(entity, e)][:_MAX_BATCH]
+                if entity.locked_by is not None and entity.lock_owner is None:
+                    continue  # locked for nobody in particular: nothing may run until the unlock
+                # While locked, the entity only runs operations called by the orchestration holding the lock.
+                owner = entity.lock_owner if entity.locked_by is not None else None
+                batch = tx.entity_operations(hub, entity.instance_id, at, _MAX_BATCH, owner)
                 if not batch:
                     continue
                 tx.lock_entity(hub, entity.instance_id, token, events.to_micros(expires))
-                operations = [e for _, e in batch]
+                operations = [pb.HistoryEvent.FromString(m.event) for m in batch]
                 request = pb.EntityRequest(
                     instanceId=entity.instance_id, entityState=events.sv(entity.state), operationRequests=operations
                 )
-                return EntityWork(entity.instance_id, [i for i, _ in batch], operations, request)
+                return EntityWork(entity.instance_id, [m.id for m in batch], operations, request)
         return None
 
     def complete(self, hub: str, work: EntityWork, token: str, result: pb.EntityBatchResult) -> None:

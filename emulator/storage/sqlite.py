@@ -15,7 +15,7 @@ from typing import Any
 from emulator.errors import StorageError
 from emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros
 from emulator.storage.lockfile import DatabaseLock
-from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, glob_literal
+from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, add_caller_column, glob_literal
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_hubs (name TEXT PRIMARY KEY);
@@ -382,6 +382,7 @@ class SqliteBackend:
         # which keeps the emulator's own memory flat over long runs. In memory the cache is the store itself.
         self._conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
         self._conn.executescript(_SCHEMA + ENTITY_SCHEMA)
+        add_caller_column(self._conn)
         self._tx = SqliteTransaction(self._conn)
 
     @contextmanager

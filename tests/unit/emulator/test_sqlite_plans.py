@@ -50,6 +50,8 @@ def test_hot_path_queries_use_indexes(store: SqliteBackend) -> None:
         tx.next_message_time("h", 10)
         tx.next_lease_expiry("h", 10)
         tx.visible_messages("h", "i1", 100)
+        tx.entity_operations("h", "@c@1", 100, 8)
+        tx.entity_operations("h", "@c@1", 100, 8, "orch")
         tx.history("h", "i1")
         tx.get_instance("h", "i1")
         tx.child_ids("h", "i1")

@@ -282,3 +282,51 @@ def test_hub_rows_are_deleted_in_chunks(backend: Backend) -> None:
     with backend.transaction() as tx:
         assert tx.hub_exists("h") and tx.history("h", "i0") == [] and tx.get_instance("h", "i1") is None
         assert tx.get_instance("other", "kept") is not None
+
+
+def test_a_locked_entity_is_ready_only_for_its_owners_calls(backend: Backend) -> None:
+    from emulator.storage import EntityRecord
+
+    with backend.transaction() as tx:
+        tx.put_entity(EntityRecord("h", "@c@locked", None, 0, locked_by="cs", lock_owner="orch"))
+        tx.put_entity(EntityRecord("h", "@c@free", None, 0))
+        signals = [tx.add_entity_operation("h", "@c@locked", f"s{n}".encode(), 0, None) for n in range(300)]
+        tx.add_entity_operation("h", "@c@free", b"f", 1, None)
+        # The locked entity's signals wait for the unlock and do not hide the free entity behind them.
+        assert [e.instance_id for e in tx.ready_entities("h", 5, 1)] == ["@c@free"]
+        call = tx.add_entity_operation("h", "@c@locked", b"call", 2, "orch")
+        tx.add_entity_operation("h", "@c@locked", b"other", 2, "someone-else")
+        assert [e.instance_id for e in tx.ready_entities("h", 5, 2)] == ["@c@free", "@c@locked"]
+        assert [m.id for m in tx.entity_operations("h", "@c@locked", 5, 10, "orch")] == [call]
+        # Unlocked, an entity runs its operations oldest first, at most a batch at a time.
+        assert [m.id for m in tx.entity_operations("h", "@c@locked", 5, 3)] == signals[:3]
+        assert tx.entity_operations("h", "@c@free", 0, 10) == []  # not visible yet
+
+
+def test_a_database_from_before_entity_callers_is_upgraded(tmp_path: Path) -> None:
+    from durabletask._proto import orchestrator_service_pb2 as pb
+    from emulator.storage import EntityRecord
+
+    path = str(tmp_path / "old.db")
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, "
+        "instance_id TEXT NOT NULL, event BLOB NOT NULL, visible_at INTEGER NOT NULL)"
+    )
+    called = pb.HistoryEvent(entityOperationCalled=pb.EntityOperationCalledEvent(requestId="r", operation="op"))
+    called.entityOperationCalled.parentInstanceId.value = "orch"
+    signaled = pb.HistoryEvent(entityOperationSignaled=pb.EntityOperationSignaledEvent(requestId="s"))
+    for event in (signaled, called):
+        old.execute(
+            "INSERT INTO messages (hub, instance_id, event, visible_at) VALUES ('h', '@c@1', ?, 0)",
+            (event.SerializeToString(),),
+        )
+    old.commit()
+    old.close()
+    store = SqliteBackend(path)
+    with store.transaction() as tx:
+        tx.put_entity(EntityRecord("h", "@c@1", None, 0, locked_by="cs", lock_owner="orch"))
+        (ready,) = tx.entity_operations("h", "@c@1", 0, 10, "orch")
+        assert pb.HistoryEvent.FromString(ready.event).entityOperationCalled.requestId == "r"
+        assert [e.instance_id for e in tx.ready_entities("h", 0, 10)] == ["@c@1"]
+    store.close()
