@@ -23,11 +23,11 @@ from emulator.errors import (
     EmulatorError,
     FailedPreconditionError,
     InvalidArgumentError,
-    UnavailableError,
     stale_token,
 )
 from emulator.sessions import SessionTable, StreamSessions, advertised
 from emulator.storage import InstanceRecord, NameFilter
+from emulator.waiters import InstanceWaiters
 
 _stream_ids = itertools.count(1)
 
@@ -157,11 +157,9 @@ class WorkDispatcher:
         self._by_key: dict[tuple[str, str, str | int], str] = {}
         self.sessions = SessionTable()
         self.history_requests = 0  # continuations answered with requiresHistory (observability)
-        # Waiters on one instance are woken by changes to that instance only, not by every change.
-        self._watchers: dict[tuple[str, str], dict[asyncio.Event, Callable[[int], bool]]] = {}
+        self.waiters = InstanceWaiters(engine.get, lambda: self._closed)
         # Idle streams wait on this (on the server's loop); every change to what they decide on sets it.
         self._signal = aio_loop.Signal()
-        self._watch_lock = threading.Lock()
         # Completion tokens: unique per lease and never reused by another emulator process (a random
         # prefix), without a fresh UUID for each of the up to FETCH_BATCH tokens a fetch prepares.
         self._token_prefix = uuid.uuid4().hex[:16]
@@ -233,19 +231,8 @@ class WorkDispatcher:
         return True
 
     def instance_changed(self, hub: str | None, instance_id: str | None, status: int | None = None) -> None:
-        """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all).
-
-        With ``status`` (the one just committed), only waiters that this status can satisfy wake: a wait
-        for completion sleeps through the instance starting to run.
-        """
-        with self._watch_lock:
-            if hub is not None and instance_id is not None:
-                found = self._watchers.get((hub, instance_id), {})
-                events = [e for e, done in found.items() if status is None or done(status)]
-            else:
-                events = [e for (h, _), found in self._watchers.items() if hub in (None, h) for e in found]
-        for event in events:
-            aio_loop.call_soon(event.set)
+        """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all)."""
+        self.waiters.instance_changed(hub, instance_id, status)
 
     def open(self) -> None:
         with self._cond:
@@ -528,40 +515,4 @@ class WorkDispatcher:
             TimeoutError: if ``timeout`` seconds pass first.
         """
         with self._tracked():
-            return await self._wait(hub, instance_id, done, timeout, is_active)
-
-    async def _wait(
-        self,
-        hub: str,
-        instance_id: str,
-        done: Callable[[int], bool],
-        timeout: float | None,
-        is_active: Callable[[], bool],
-    ) -> InstanceRecord | None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        changed = asyncio.Event()
-        key = (hub, instance_id)
-        with self._watch_lock:
-            self._watchers.setdefault(key, {})[changed] = done
-        try:
-            while True:
-                changed.clear()
-                record = self.engine.get(hub, instance_id)
-                if record is None or done(record.status):
-                    return record
-                if self._closed:
-                    raise UnavailableError(
-                        f"the emulator is stopping; the wait for orchestration instance '{instance_id}' can be retried"
-                    )
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if (remaining is not None and remaining <= 0) or not is_active():
-                    raise TimeoutError(f"timed out waiting for orchestration instance '{instance_id}'")
-                # Bounded so a vanished caller is noticed even without a change to the instance.
-                await aio_loop.wait(changed, min(remaining, 5.0) if remaining is not None else 5.0)
-        finally:
-            with self._watch_lock:
-                found = self._watchers.get(key)
-                if found is not None:
-                    found.pop(changed, None)
-                    if not found:
-                        del self._watchers[key]
+            return await self.waiters.wait(hub, instance_id, done, timeout, is_active)
