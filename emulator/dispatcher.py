@@ -1,4 +1,4 @@
-"""Work-item delivery: per-stream filters and concurrency, leases with completion tokens, and waiters."""
+"""Work-item delivery: per-stream filters and concurrency, leases with completion tokens, completions."""
 
 from __future__ import annotations
 
@@ -15,18 +15,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import aio_loop
+from emulator import aio_loop, refusals
 from emulator.changes import KINDS
-from emulator.engine import ActivityWork, Engine, OrchestrationWork
+from emulator.engine import ActivityWork, Engine, OrchestrationWork, SessionMark
 from emulator.entities import Entities, EntityWork
 from emulator.errors import (
     EmulatorError,
     FailedPreconditionError,
     InvalidArgumentError,
+    ResourceExhaustedError,
     stale_token,
 )
 from emulator.sessions import SessionTable, StreamSessions, advertised
 from emulator.storage import InstanceRecord, NameFilter
+from emulator.validation import Limits, PayloadTooLargeError
 from emulator.waiters import InstanceWaiters
 
 _stream_ids = itertools.count(1)
@@ -138,8 +140,16 @@ class WorkDispatcher:
     It is the engine's :class:`~emulator.changes.ChangeSubscriber`: subscribe it to the engine's changes.
     """
 
-    def __init__(self, engine: Engine, entities: Entities, lease_timeout: float, health_ping_interval: float) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        entities: Entities,
+        lease_timeout: float,
+        health_ping_interval: float,
+        limits: Limits | None = None,
+    ) -> None:
         self.engine = engine
+        self.limits = limits or Limits()
         self.entities = entities
         self.lease_timeout = lease_timeout
         self.health_ping_interval = health_ping_interval
@@ -439,30 +449,71 @@ class WorkDispatcher:
             self.abandon(hub, lease.token, "orchestration")
             return
         try:
-            mark = self.engine.complete_orchestration(hub, work, lease.token, response)
+            self.limits.orchestrator_response(response)
+            refused = None
+        except PayloadTooLargeError as error:
+            refused = error  # (a malformed response is refused above and keeps its lease)
+        try:
+            mark = self._apply_turn(hub, work, lease.token, response, refused)
             if mark is not None and lease.stream.keeps_sessions:
                 self.sessions.keep(lease.stream.id, hub, work.instance_id, mark)
         except EmulatorError as error:
-            if not isinstance(error, FailedPreconditionError):
+            if not isinstance(error, FailedPreconditionError | PayloadTooLargeError | ResourceExhaustedError):
                 # The response was refused, so the work item goes back to the queue for another try.
                 self.engine.release(hub, lease.kind, lease.key, lease.token)
             raise
         finally:
             self._end_lease(lease)
 
+    def _apply_turn(
+        self,
+        hub: str,
+        work: OrchestrationWork,
+        token: str,
+        response: pb.OrchestratorResponse,
+        refused: EmulatorError | None,
+    ) -> SessionMark | None:
+        """Applies a turn; one over a size limit fails the orchestration and then raises why.
+
+        Redelivered, the same turn would be refused the same way, forever.
+        """
+        if refused is None:
+            try:
+                return self.engine.complete_orchestration(hub, work, token, response)
+            except ResourceExhaustedError as error:
+                refused = error
+        failed = refusals.failed_turn(work.instance_id, response, refused)
+        self.engine.complete_orchestration(hub, work, token, failed, limited=False)
+        raise refused
+
     def complete_activity(self, hub: str, response: pb.ActivityResponse) -> None:
         lease = self._take(hub, response.completionToken, "activity")
-        assert isinstance(lease.work, ActivityWork)
+        work = lease.work
+        assert isinstance(work, ActivityWork)
         try:
-            self.engine.complete_activity(hub, lease.work.activity_id, lease.token, response)
+            try:
+                self.limits.payload("result", response.result.value if response.HasField("result") else None)
+            except PayloadTooLargeError as error:
+                # Redelivered, the activity would return the same result: it fails instead.
+                failed = refusals.failed_activity(work.request, response, error)
+                self.engine.complete_activity(hub, work.activity_id, lease.token, failed)
+                raise
+            self.engine.complete_activity(hub, work.activity_id, lease.token, response)
         finally:
             self._end_lease(lease)
 
     def complete_entity(self, hub: str, result: pb.EntityBatchResult) -> None:
         lease = self._take(hub, result.completionToken, "entity")
-        assert isinstance(lease.work, EntityWork)
+        work = lease.work
+        assert isinstance(work, EntityWork)
         try:
-            self.entities.complete(hub, lease.work, lease.token, result)
+            try:
+                self.limits.payload("entityState", result.entityState.value if result.HasField("entityState") else None)
+            except PayloadTooLargeError as error:
+                # Redelivered, the batch would end in the same state: its operations fail instead.
+                self.entities.complete(hub, work, lease.token, refusals.failed_batch(work.request, result, error))
+                raise
+            self.entities.complete(hub, work, lease.token, result)
         finally:
             self._end_lease(lease)
 

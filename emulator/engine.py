@@ -407,9 +407,18 @@ class Engine:
         return found, len(records) < limit
 
     def complete_orchestration(
-        self, hub: str, work: OrchestrationWork, token: str, response: pb.OrchestratorResponse
+        self,
+        hub: str,
+        work: OrchestrationWork,
+        token: str,
+        response: pb.OrchestratorResponse,
+        limited: bool = True,
     ) -> SessionMark | None:
         """Applies an orchestrator's response; everything it causes commits in one transaction.
+
+        Args:
+            limited: Refuse a turn that would take the history over ``max_history_events``; ``False``
+                for the turn that fails an orchestration for exactly that.
 
         Returns what a worker keeping the orchestration live has now seen, or ``None`` when there is
         nothing to keep (the execution ended or was replaced).
@@ -424,7 +433,7 @@ class Engine:
             transition = advance(delivery.view(record), past, new_events, response, now, self.new_id)
             limit = self.max_history_events
             length = work.history_length + len(transition.history)
-            if limit is not None and length > limit:
+            if limited and limit is not None and length > limit:
                 raise ResourceExhaustedError(
                     f"orchestration '{work.instance_id}' would exceed the history limit of {limit} events"
                 )

@@ -87,7 +87,7 @@ class EmulatorServer:
         changes = ChangeFeed()
         self.engine = Engine(self.backend, self.clock, changes, max_history_events=self.limits.max_history_events)
         self.entities = Entities(self.backend, self.clock, changes)
-        self.dispatcher = WorkDispatcher(self.engine, self.entities, lease_timeout, health_ping_interval)
+        self.dispatcher = WorkDispatcher(self.engine, self.entities, lease_timeout, health_ping_interval, self.limits)
         changes.subscribe(self.dispatcher)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
         self._server: grpc.aio.Server | None = None

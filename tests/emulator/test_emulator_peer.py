@@ -33,21 +33,32 @@ SCENARIOS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def results(peer_py: Path) -> Iterator[dict[str, dict[str, object]]]:
+def _run(peer_py: Path, scenarios: list[str], timeout: float) -> dict[str, dict[str, object]]:
     with EmulatorServer(port=0, in_memory=True) as server:
         proc = subprocess.run(
-            [str(peer_py), str(SCRIPT), server.address, *SCENARIOS],
+            [str(peer_py), str(SCRIPT), server.address, *scenarios],
             capture_output=True,
             text=True,
-            timeout=100,
+            timeout=timeout,
             env=peer_env(),
             cwd=SCRIPT.parent,
         )
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     found = {line.pop("scenario"): line for line in lines}
     assert proc.returncode == 0, proc.stderr[-3000:]
-    yield found
+    return found
+
+
+@pytest.fixture(scope="module")
+def results(peer_py: Path) -> Iterator[dict[str, dict[str, object]]]:
+    yield _run(peer_py, SCENARIOS, timeout=100)
+
+
+def test_an_activity_returning_2_mib_fails_the_orchestration(peer_py: Path) -> None:
+    """The emulator fails the activity at once instead of redelivering it after each lease timeout."""
+    got = _run(peer_py, ["oversized_result"], timeout=90)["oversized_result"]
+    assert got["status"] == "FAILED"
+    assert "result is 2097154 bytes; the limit is 1048576 bytes" in str(got["message"]), got
 
 
 def test_chaining(results: dict[str, dict[str, object]]) -> None:

@@ -110,6 +110,14 @@ def failing(ctx: task.OrchestrationContext, _: object):
     return "unreachable"
 
 
+def huge(ctx: task.ActivityContext, size: int) -> str:
+    return "x" * size
+
+
+def calls_huge(ctx: task.OrchestrationContext, size: int):
+    return (yield ctx.call_activity(huge, input=size))
+
+
 def forever(ctx: task.OrchestrationContext, _: object):
     yield ctx.wait_for_external_event("never")
     return "done"
@@ -160,6 +168,13 @@ class Scenarios:
     def failure(self) -> dict[str, object]:
         self.start(failing)
         s = self.c.wait_for_orchestration_completion(self.iid, timeout=30)
+        assert s is not None and s.failure_details is not None
+        return {"status": s.runtime_status.name, "message": s.failure_details.message}
+
+    def oversized_result(self) -> dict[str, object]:
+        self.start(calls_huge, 2 * 1024 * 1024)
+        # Well within the emulator's five-minute lease timeout, after which the activity would run again.
+        s = self.c.wait_for_orchestration_completion(self.iid, timeout=60)
         assert s is not None and s.failure_details is not None
         return {"status": s.runtime_status.name, "message": s.failure_details.message}
 
@@ -248,9 +263,10 @@ def main() -> None:
         rewindable,
         entity_caller,
         entity_locker,
+        calls_huge,
     ):
         w.add_orchestrator(fn)
-    for fn in (hello, double, fail, flaky):
+    for fn in (hello, double, fail, flaky, huge):
         w.add_activity(fn)
     w.add_entity(tally)
     w.start()
