@@ -38,6 +38,8 @@ _stream_ids = itertools.count(1)
 FETCH_BATCH = 16
 #: Recent changes per kind remembered with the names of the work they made (older ones: fetch to find out).
 CHANGE_LOG = 512
+#: Leases of vanished streams remembered so their late completions still count (the oldest are forgotten).
+MAX_ORPHANS = 10_000
 #: A busy stream still asks for every kind this often: work can also appear as time passes
 #: (an expired lease), which no change announces.
 PROBE_ALL_SECONDS = 0.05
@@ -165,6 +167,8 @@ class WorkDispatcher:
         self._active = 0
         self._leases: dict[str, Lease] = {}
         self._by_key: dict[tuple[str, str, str | int], str] = {}
+        # Leases of vanished streams, oldest first: their completions count until the work is leased again.
+        self._orphans: dict[str, Lease] = {}
         self.sessions = SessionTable()
         self.history_requests = 0  # continuations answered with requiresHistory (observability)
         self.waiters = InstanceWaiters(engine.get, lambda: self._closed)
@@ -411,26 +415,45 @@ class WorkDispatcher:
             lease.stream.in_flight[lease.kind] += 1
 
     def _forget(self, token: str) -> Lease | None:
-        """Drops a lease from the books (caller holds the condition)."""
+        """Drops a lease (live or orphaned) from the books (caller holds the condition)."""
         lease = self._leases.pop(token, None)
         if lease is not None:
-            self._by_key.pop((lease.hub, lease.kind, lease.key), None)
             lease.stream.in_flight[lease.kind] -= 1
+        else:
+            lease = self._orphans.pop(token, None)
+        if lease is not None and self._by_key.get((lease.hub, lease.kind, lease.key)) == token:
+            del self._by_key[(lease.hub, lease.kind, lease.key)]
+        return lease
+
+    def _orphan(self, token: str) -> Lease | None:
+        """Moves a dropped stream's lease to the orphans (caller holds the condition)."""
+        lease = self._leases.pop(token, None)
+        if lease is None:
+            return None
+        lease.stream.in_flight[lease.kind] -= 1
+        self._orphans[token] = lease
+        if len(self._orphans) > MAX_ORPHANS:
+            self._forget(next(iter(self._orphans)))
         return lease
 
     def _drop_stream(self, state: StreamState) -> None:
+        """Offers a vanished stream's work again at once.
+
+        Its leases only expire: a worker that lost its stream in a network blip may still complete
+        what it holds, and that completion counts as long as nothing else has taken the work.
+        """
         with self._cond:
             held = [t for t, lease in self._leases.items() if lease.stream is state]
-            leases = [lease for t in held if (lease := self._forget(t)) is not None]
+            leases = [lease for t in held if (lease := self._orphan(t)) is not None]
         self.sessions.drop_stream(state.id)
         for lease in leases:
-            self.engine.release(lease.hub, lease.kind, lease.key, lease.token)
+            self.engine.release(lease.hub, lease.kind, lease.key, lease.token, keep_token=True)
         self._wake_streams()
 
     # Completions -----------------------------------------------------------------------------------
     def _take(self, hub: str, token: str, kind: str) -> Lease:
         with self._cond:
-            lease = self._leases.get(token)
+            lease = self._leases.get(token) or self._orphans.get(token)
             if lease is None or lease.kind != kind or lease.hub != hub:
                 raise stale_token(token)
             return lease
@@ -541,14 +564,15 @@ class WorkDispatcher:
         """Drops every lease and session mark (after the store was emptied: none of them names anything)."""
         self.sessions.drop_all()
         with self._cond:
-            for token in list(self._leases):
+            for token in [*self._leases, *self._orphans]:
                 self._forget(token)
         self._wake_streams()
 
     def forget_hub(self, hub: str) -> None:
         self.sessions.drop_hub(hub)
         with self._cond:
-            for token in [t for t, lease in self._leases.items() if lease.hub == hub]:
+            held = [*self._leases.items(), *self._orphans.items()]
+            for token in [t for t, lease in held if lease.hub == hub]:
                 self._forget(token)
 
     # Waiters ---------------------------------------------------------------------------------------

@@ -49,7 +49,13 @@ class Affinity(Protocol):
 
     def held_elsewhere(self, hub: str, instance_id: str) -> bool: ...
 
-    def take(self, hub: str, instance_id: str) -> SessionMark | None: ...
+    def mark(self, hub: str, instance_id: str) -> SessionMark | None:
+        """What this stream's session of the instance has seen (``None``: it holds none), left in place."""
+        ...
+
+    def take(self, hub: str, instance_id: str) -> None:
+        """Spends this stream's mark of the instance: its next work item has been leased."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -319,28 +325,47 @@ class Engine:
             The leased work, and whether nothing else runnable was left for this stream.
         """
         now = self.clock.now()
-        at = events.to_micros(now)
         found: list[OrchestrationWork] = []
         with self.backend.transaction() as tx:
-            # A small page first: in the usual case its first rows are taken. A bigger one only when
-            # the small page was full of instances this stream must leave alone.
-            for page in (len(tokens) * 2, _CANDIDATES):
-                candidates, complete = tx.ready_instances(hub, at, accept.names(), page)
-                for instance_id, name, version in candidates:
-                    if len(found) == len(tokens):
-                        return found, False
-                    if not accept.accepts(name, version):
-                        continue
-                    if affinity is not None and affinity.held_elsewhere(hub, instance_id):
-                        continue
-                    mark = affinity.take(hub, instance_id) if affinity is not None else None
-                    token = tokens[len(found)]
-                    work = self._lease_instance(tx, hub, instance_id, token, expires, now, mark, streaming)
-                    if work is not None:
-                        found.append(work)
-                if found or complete:
-                    return found, complete
-        return found, False
+            complete = self._lease_ready(tx, hub, accept, tokens, expires, now, affinity, streaming, found)
+        if affinity is not None:
+            # Only now that the leases are stored are the session marks they used spent: had the
+            # transaction failed, the stream would still hold the instances it saw.
+            for work in found:
+                affinity.take(hub, work.instance_id)
+        return found, complete
+
+    def _lease_ready(
+        self,
+        tx: Transaction,
+        hub: str,
+        accept: NameFilter,
+        tokens: Sequence[str],
+        expires: datetime,
+        now: datetime,
+        affinity: Affinity | None,
+        streaming: bool,
+        found: list[OrchestrationWork],
+    ) -> bool:
+        """Leases into ``found``; returns whether nothing else runnable was left for this stream."""
+        at = events.to_micros(now)
+        # A small page first: in the usual case its first rows are taken. A bigger one only when the
+        # small page was full of instances other streams' sessions hold.
+        for page in (len(tokens) * 2, _CANDIDATES):
+            candidates, complete = tx.ready_instances(hub, at, accept, page)
+            for instance_id, _, _ in candidates:
+                if len(found) == len(tokens):
+                    return False
+                if affinity is not None and affinity.held_elsewhere(hub, instance_id):
+                    continue
+                mark = affinity.mark(hub, instance_id) if affinity is not None else None
+                token = tokens[len(found)]
+                work = self._lease_instance(tx, hub, instance_id, token, expires, now, mark, streaming)
+                if work is not None:
+                    found.append(work)
+            if found or complete:
+                return complete
+        return False
 
     def _lease_instance(
         self,
@@ -392,19 +417,13 @@ class Engine:
         """
         at = events.to_micros(self.clock.now())
         until = events.to_micros(expires)
-        # Names are matched in SQL; only a version filter can turn candidates down, so few are read.
-        limit = max(_CANDIDATES, len(tokens)) if accept.checks_versions else len(tokens)
-        found: list[ActivityWork] = []
         with self.backend.transaction() as tx:
-            records = tx.ready_activities(hub, at, accept.names(), limit)
-            for record in records:
-                if len(found) == len(tokens):
-                    return found, False
-                if accept.accepts(record.name, record.version):
-                    token = tokens[len(found)]
-                    tx.lock_activity(record.id, token, until)
-                    found.append(ActivityWork(record.id, pb.ActivityRequest.FromString(record.request)))
-        return found, len(records) < limit
+            # Names and versions are matched in SQL, so every record read is leased.
+            records = tx.ready_activities(hub, at, accept, len(tokens))
+            for token, record in zip(tokens, records, strict=False):
+                tx.lock_activity(record.id, token, until)
+        found = [ActivityWork(r.id, pb.ActivityRequest.FromString(r.request)) for r in records]
+        return found, len(records) < len(tokens)
 
     def complete_orchestration(
         self,
@@ -529,25 +548,33 @@ class Engine:
                 )
                 # While the instance is out for an orchestrator turn, the result waits for that turn's
                 # completion, which announces itself; a fan-in would otherwise wake streams per result.
-                runnable = record.name if record.lock_token is None else None
+                out = record.lock_token is not None and (record.lock_expires or 0) > events.to_micros(now)
+                runnable = None if out else record.name
         if runnable is not None:
             self.changes.work_changed(hub, ("orchestration",), {"orchestration": frozenset((runnable,))})
 
-    def release(self, hub: str, kind: str, key: str | int, token: str) -> None:
-        """Returns a leased work item to its queue (no-op if the lease has already moved on)."""
+    def release(self, hub: str, kind: str, key: str | int, token: str, keep_token: bool = False) -> None:
+        """Returns a leased work item to its queue (no-op if the lease has already moved on).
+
+        Args:
+            keep_token: Only end the lease now: the item is offered again at once, but a completion
+                with ``token`` still counts until another lease replaces it.
+        """
+        holder = token if keep_token else None
+        expires = events.to_micros(self.clock.now()) if keep_token else None
         with self.backend.transaction() as tx:
             if kind == "orchestration":
                 record = tx.get_instance(hub, str(key))
                 if record is not None and record.lock_token == token:
-                    tx.lock_instance(hub, str(key), None, None)
+                    tx.lock_instance(hub, str(key), holder, expires)
             elif kind == "entity":
                 entity = tx.get_entity(hub, str(key))
                 if entity is not None and entity.lock_token == token:
-                    tx.lock_entity(hub, str(key), None, None)
+                    tx.lock_entity(hub, str(key), holder, expires)
             else:
                 activity = tx.get_activity(int(key))
                 if activity is not None and activity.lock_token == token:
-                    tx.lock_activity(int(key), None, None)
+                    tx.lock_activity(int(key), holder, expires)
         self.changes.work_changed(hub)
 
     def next_due(self, hub: str) -> datetime | None:

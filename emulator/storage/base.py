@@ -109,11 +109,6 @@ class NameFilter:
             return False
         return not versions or (version or "") in versions
 
-    @property
-    def checks_versions(self) -> bool:
-        """Whether :meth:`accepts` can reject an item whose name :meth:`names` lets through."""
-        return self.versions_by_name is not None and any(self.versions_by_name.values())
-
     def names(self) -> Sequence[str] | None:
         return None if self.versions_by_name is None else sorted(self.versions_by_name)
 
@@ -163,9 +158,9 @@ class Transaction(Protocol):
     def delete_messages(self, ids: Sequence[int]) -> None: ...
     def delete_instance_messages(self, hub: str, instance_id: str) -> None: ...
     def ready_instances(
-        self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
+        self, hub: str, now: Micros, accept: NameFilter, limit: int
     ) -> tuple[list[tuple[str, str, str | None]], bool]:
-        """Up to ``limit`` runnable instances, and whether that page holds every runnable one there is."""
+        """Up to ``limit`` runnable instances ``accept`` takes, and whether that page holds every one there is."""
         ...
 
     def next_message_time(self, hub: str, after: Micros) -> Micros | None: ...
@@ -176,9 +171,10 @@ class Transaction(Protocol):
         self, hub: str, instance_id: str, task_id: int, name: str, version: str | None, request: bytes
     ) -> int: ...
     def get_activity(self, activity_id: int) -> ActivityRecord | None: ...
-    def ready_activities(
-        self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
-    ) -> list[ActivityRecord]: ...
+    def ready_activities(self, hub: str, now: Micros, accept: NameFilter, limit: int) -> list[ActivityRecord]:
+        """The oldest ``limit`` unleased activities ``accept`` takes."""
+        ...
+
     def lock_activity(self, activity_id: int, token: str | None, expires: Micros | None) -> None: ...
     def delete_activity(self, activity_id: int) -> None: ...
     def delete_instance_activities(self, hub: str, instance_id: str, only_idle: bool = False) -> None: ...

@@ -1,7 +1,8 @@
-"""The engine reports each committed change to the subscriber it was given, with no dispatcher involved."""
+"""The engine without a dispatcher: the changes it reports to its subscriber, and session marks it spends."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
 
@@ -12,8 +13,9 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.changes import ChangeFeed
 from emulator.clock import ManualClock
 from emulator.delivery import StartOptions
-from emulator.engine import Engine
+from emulator.engine import INCLUDE_PAST_EVENTS, Engine
 from emulator.entities import Entities
+from emulator.sessions import SessionTable
 from emulator.storage import NameFilter, SqliteBackend
 
 RUNNING = pb.ORCHESTRATION_STATUS_RUNNING
@@ -93,3 +95,29 @@ def test_an_engine_without_a_subscriber_still_works(store: SqliteBackend) -> Non
     engine = Engine(store, ManualClock())
     engine.create("h", StartOptions("i1", "Orch"))
     assert engine.get("h", "i1") is not None
+
+
+def test_a_session_mark_survives_a_lease_that_fails(store: SqliteBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = ManualClock()
+    engine = Engine(store, clock)
+    engine.create("h", StartOptions("i1", "Orch"))
+    expires = clock.now() + timedelta(seconds=30)
+    table = SessionTable()
+    stream = table.view(1, keeps_sessions=True)
+    (first,), _ = engine.lease_orchestrations("h", NameFilter(), ["t1"], expires, stream)
+    mark = engine.complete_orchestration("h", first, "t1", pb.OrchestratorResponse())
+    assert mark is not None
+    table.keep(1, "h", "i1", mark)
+    engine.raise_event("h", "i1", "Go", None)
+
+    def broken(*args: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type(store._tx), "lock_instance", broken)
+        with pytest.raises(sqlite3.OperationalError):
+            engine.lease_orchestrations("h", NameFilter(), ["t2"], expires, stream)
+    assert len(table) == 1  # the lease was never stored, so the stream still holds what it saw
+    (again,), _ = engine.lease_orchestrations("h", NameFilter(), ["t3"], expires, stream)
+    assert not again.request.pastEvents and again.request.properties[INCLUDE_PAST_EVENTS].bool_value is False
+    assert len(table) == 0  # spent by the lease that was stored

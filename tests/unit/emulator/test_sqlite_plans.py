@@ -40,11 +40,14 @@ def test_hot_path_queries_use_indexes(store: SqliteBackend) -> None:
     statements: list[str] = []
     store._conn.set_trace_callback(statements.append)
     accept = NameFilter({"O": frozenset()})
+    versioned = NameFilter({"O": frozenset({"2"}), "A": frozenset({"1", "2"}), "B": frozenset()})
     with store.transaction() as tx:
-        tx.ready_instances("h", 100, None, 8)
-        tx.ready_instances("h", 100, accept.names(), 8)
-        tx.ready_activities("h", 100, None, 8)
-        tx.ready_activities("h", 100, ["A"], 8)
+        tx.ready_instances("h", 100, NameFilter(), 8)
+        tx.ready_instances("h", 100, accept, 8)
+        tx.ready_instances("h", 100, versioned, 8)
+        tx.ready_activities("h", 100, NameFilter(), 8)
+        tx.ready_activities("h", 100, NameFilter({"A": frozenset()}), 8)
+        tx.ready_activities("h", 100, versioned, 8)
         tx.ready_entities("h", 100, 8)
         tx.ready_entities("h", 100, 8, ["c"])
         tx.next_message_time("h", 10)
