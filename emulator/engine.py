@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 from google.protobuf import struct_pb2
 
@@ -25,6 +23,7 @@ from emulator.errors import (
 )
 from emulator.state_machine import advance
 from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, Transaction
+from emulator.work import ActivityWork, Affinity, OrchestrationWork, SessionMark
 
 _CANDIDATES = 64
 #: Past events larger than this (serialized) are left out of a work item for a worker that can stream
@@ -34,44 +33,6 @@ DEFAULT_HISTORY_STREAMING_THRESHOLD = 1024 * 1024
 INCLUDE_PAST_EVENTS = "IncludePastEvents"
 _HISTORY_CHUNK_BYTES = 1024 * 1024
 _HISTORY_CHUNK_EVENTS = 200
-
-
-@dataclass(frozen=True)
-class SessionMark:
-    """What a worker's live session of an instance has seen: valid only while the stored history matches."""
-
-    execution_id: str
-    history_length: int
-
-
-class Affinity(Protocol):
-    """The session view of the stream fetching work: which instances it must leave, which it holds."""
-
-    def held_elsewhere(self, hub: str, instance_id: str) -> bool: ...
-
-    def mark(self, hub: str, instance_id: str) -> SessionMark | None:
-        """What this stream's session of the instance has seen (``None``: it holds none), left in place."""
-        ...
-
-    def take(self, hub: str, instance_id: str) -> None:
-        """Spends this stream's mark of the instance: its next work item has been leased."""
-        ...
-
-
-@dataclass(frozen=True)
-class OrchestrationWork:
-    instance_id: str
-    message_ids: list[int]
-    request: pb.OrchestratorRequest
-    history_length: int = 0
-    # False when the request left the past events out (continuation or streamed history).
-    has_past: bool = True
-
-
-@dataclass(frozen=True)
-class ActivityWork:
-    activity_id: int
-    request: pb.ActivityRequest
 
 
 def _parse(raw: Sequence[bytes]) -> list[pb.HistoryEvent]:

@@ -6,7 +6,7 @@ import threading
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
-from emulator.engine import SessionMark
+from emulator.work import SessionMark
 
 
 def advertised(request: pb.GetWorkItemsRequest) -> tuple[bool, bool]:
