@@ -390,11 +390,12 @@ class WorkDispatcher:
             self.history_requests += 1
             self.abandon(hub, lease.token, "orchestration")
             return
+        refused: EmulatorError | None = None
         try:
+            # A malformed response is refused here and keeps its lease; an oversized payload fails the turn.
             self.limits.orchestrator_response(response)
-            refused = None
         except PayloadTooLargeError as error:
-            refused = error  # (a malformed response is refused above and keeps its lease)
+            refused = error
         try:
             mark = self._apply_turn(hub, work, lease.token, response, refused)
             if mark is not None and lease.stream.keeps_sessions:
