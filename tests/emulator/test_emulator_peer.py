@@ -54,11 +54,15 @@ def results(peer_py: Path) -> Iterator[dict[str, dict[str, object]]]:
     yield _run(peer_py, SCENARIOS, timeout=100)
 
 
-def test_an_activity_returning_2_mib_fails_the_orchestration(peer_py: Path) -> None:
-    """The emulator fails the activity at once instead of redelivering it after each lease timeout."""
-    got = _run(peer_py, ["oversized_result"], timeout=90)["oversized_result"]
-    assert got["status"] == "FAILED"
-    assert "result is 2097154 bytes; the limit is 1048576 bytes" in str(got["message"]), got
+def test_payloads_of_2_mib_fail_the_orchestration(peer_py: Path) -> None:
+    """The emulator fails the work at once instead of redelivering it after each lease timeout."""
+    got = _run(peer_py, ["oversized_result", "oversized_output"], timeout=150)
+    activity, output = got["oversized_result"], got["oversized_output"]
+    assert activity["status"] == "FAILED" and str(activity["type"]).endswith("TaskFailedError"), activity
+    assert "result is 2097154 bytes; the limit is 1048576 bytes" in str(activity["message"]), activity
+    assert output["status"] == "FAILED" and output["type"] == "PayloadTooLarge", output
+    assert "result is 2097154 bytes; the limit is 1048576 bytes" in str(output["message"]), output
+    print(f"failed after {float(activity['elapsed']):.2f} s and {float(output['elapsed']):.2f} s")  # type: ignore[arg-type]
 
 
 def test_chaining(results: dict[str, dict[str, object]]) -> None:

@@ -118,6 +118,10 @@ def calls_huge(ctx: task.OrchestrationContext, size: int):
     return (yield ctx.call_activity(huge, input=size))
 
 
+def returns_huge(ctx: task.OrchestrationContext, size: int) -> str:
+    return "x" * size
+
+
 def forever(ctx: task.OrchestrationContext, _: object):
     yield ctx.wait_for_external_event("never")
     return "done"
@@ -171,12 +175,24 @@ class Scenarios:
         assert s is not None and s.failure_details is not None
         return {"status": s.runtime_status.name, "message": s.failure_details.message}
 
-    def oversized_result(self) -> dict[str, object]:
-        self.start(calls_huge, 2 * 1024 * 1024)
-        # Well within the emulator's five-minute lease timeout, after which the activity would run again.
+    def _failed(self, fn, inp) -> dict[str, object]:  # type: ignore[no-untyped-def]
+        t0 = time.time()
+        self.start(fn, inp)
+        # Well within the emulator's five-minute lease timeout, after which the same work would run again.
         s = self.c.wait_for_orchestration_completion(self.iid, timeout=60)
         assert s is not None and s.failure_details is not None
-        return {"status": s.runtime_status.name, "message": s.failure_details.message}
+        return {
+            "status": s.runtime_status.name,
+            "type": s.failure_details.error_type,
+            "message": s.failure_details.message,
+            "elapsed": time.time() - t0,
+        }
+
+    def oversized_result(self) -> dict[str, object]:
+        return self._failed(calls_huge, 2 * 1024 * 1024)
+
+    def oversized_output(self) -> dict[str, object]:
+        return self._failed(returns_huge, 2 * 1024 * 1024)
 
     def terminate(self) -> dict[str, object]:
         self.start(forever)
@@ -264,6 +280,7 @@ def main() -> None:
         entity_caller,
         entity_locker,
         calls_huge,
+        returns_huge,
     ):
         w.add_orchestrator(fn)
     for fn in (hello, double, fail, flaky, huge):
