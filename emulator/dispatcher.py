@@ -1,4 +1,4 @@
-"""Work-item delivery: per-stream filters and concurrency, leases with completion tokens, and waiters."""
+"""Work-item delivery: per-stream filters and concurrency, leases with completion tokens, completions."""
 
 from __future__ import annotations
 
@@ -9,100 +9,41 @@ import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import aio_loop
-from emulator.engine import ActivityWork, Engine, OrchestrationWork
+from emulator import aio_loop, refusals
+from emulator.changes import KINDS
+from emulator.engine import Engine
 from emulator.entities import Entities, EntityWork
 from emulator.errors import (
     EmulatorError,
     FailedPreconditionError,
     InvalidArgumentError,
-    UnavailableError,
+    ResourceExhaustedError,
     stale_token,
 )
-from emulator.sessions import SessionTable, StreamSessions, advertised
-from emulator.storage import InstanceRecord, NameFilter
+from emulator.sessions import SessionTable, advertised
+from emulator.storage import InstanceRecord
+from emulator.streams import Lease, StreamState, Work, stream_filters, work_item
+from emulator.validation import Limits, PayloadTooLargeError
+from emulator.waiters import InstanceWaiters
+from emulator.work import ActivityWork, OrchestrationWork, SessionMark
 
-_stream_ids = itertools.count(1)
-
-
-KINDS = ("orchestration", "activity", "entity")
 #: Work items of one kind leased for a stream in one transaction (within its concurrency limit).
 FETCH_BATCH = 16
 #: Recent changes per kind remembered with the names of the work they made (older ones: fetch to find out).
 CHANGE_LOG = 512
+#: Leases of vanished streams remembered so their late completions still count (the oldest are forgotten).
+MAX_ORPHANS = 10_000
 #: A busy stream still asks for every kind this often: work can also appear as time passes
 #: (an expired lease), which no change announces.
 PROBE_ALL_SECONDS = 0.05
-Work = OrchestrationWork | ActivityWork | EntityWork
 
 
-@dataclass
-class StreamState:
-    """One connected GetWorkItems stream: what it accepts, how much it may hold, and what it holds."""
-
-    hub: str
-    filters: dict[str, NameFilter]
-    limits: dict[str, int]
-    id: int = field(default_factory=lambda: next(_stream_ids))
-    in_flight: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
-    turn: int = 0
-    # Leased in one batch and not yet sent; their leases are tracked, so a dropped stream frees them.
-    ready: deque[pb.WorkItem] = field(default_factory=deque)
-    # Per kind, the change count at which a fetch found nothing: until that kind changes again,
-    # asking once more would find nothing too.
-    empty_at: dict[str, int] = field(default_factory=dict)
-    probed_all_at: float = 0.0
-    due: tuple[int, datetime | None] | None = None  # (change count, next due time) of the last check
-    keeps_sessions: bool = False  # the worker keeps orchestrations live between work items
-    streams_history: bool = False  # the worker fetches large histories with StreamInstanceHistory
-    sessions: StreamSessions | None = None
-
-    def kinds_in_turn(self) -> list[str]:
-        """Work kinds, starting with a different one each time so no kind starves the others."""
-        start = self.turn % len(KINDS)
-        return [*KINDS[start:], *KINDS[:start]]
-
-    def has_room(self, kind: str) -> bool:
-        limit = self.limits[kind]
-        return limit <= 0 or self.in_flight[kind] < limit
-
-    def room(self, kind: str, most: int) -> int:
-        limit = self.limits[kind]
-        return most if limit <= 0 else max(0, min(most, limit - self.in_flight[kind]))
-
-
-@dataclass
-class Lease:
-    token: str
-    kind: str
-    hub: str
-    stream: StreamState
-    work: Work
-
-    @property
-    def key(self) -> str | int:
-        if isinstance(self.work, OrchestrationWork):
-            return self.work.instance_id
-        if isinstance(self.work, EntityWork):
-            return self.work.entity_id
-        return self.work.activity_id
-
-
-def _work_item(work: Work, token: str) -> pb.WorkItem:
-    if isinstance(work, OrchestrationWork):
-        return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
-    if isinstance(work, EntityWork):
-        return pb.WorkItem(entityRequestV2=work.request, completionToken=token)
-    return pb.WorkItem(activityRequest=work.request, completionToken=token)
-
-
-def _weak_wake(dispatcher: Dispatcher) -> Callable[[], None]:
+def _weak_wake(dispatcher: WorkDispatcher) -> Callable[[], None]:
     """A clock callback that wakes ``dispatcher`` without keeping it (and its server's store) alive."""
     ref = weakref.ref(dispatcher)
 
@@ -114,29 +55,22 @@ def _weak_wake(dispatcher: Dispatcher) -> Callable[[], None]:
     return wake
 
 
-def stream_filters(request: pb.GetWorkItemsRequest) -> dict[str, NameFilter]:
-    """Per-kind filters of a GetWorkItems request (no filters = accept everything).
+class WorkDispatcher:
+    """Hands work to streams, tracks who holds what, and wakes waiters when anything changes.
 
-    Entity names compare case-insensitively, as entity IDs carry the name in lower case.
+    It is the engine's :class:`~emulator.changes.ChangeSubscriber`: subscribe it to the engine's changes.
     """
-    if not request.HasField("workItemFilters"):
-        return dict.fromkeys(KINDS, NameFilter())
-    wanted = request.workItemFilters
-    found: dict[str, NameFilter] = {}
-    for kind, entries in (("orchestration", wanted.orchestrations), ("activity", wanted.activities)):
-        by_name: dict[str, frozenset[str]] = {}
-        for entry in entries:
-            by_name[entry.name] = by_name.get(entry.name, frozenset()) | frozenset(entry.versions)
-        found[kind] = NameFilter(by_name)
-    found["entity"] = NameFilter({entry.name.lower(): frozenset() for entry in wanted.entities})
-    return found
 
-
-class Dispatcher:
-    """Hands work to streams, tracks who holds what, and wakes waiters when anything changes."""
-
-    def __init__(self, engine: Engine, entities: Entities, lease_timeout: float, health_ping_interval: float) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        entities: Entities,
+        lease_timeout: float,
+        health_ping_interval: float,
+        limits: Limits | None = None,
+    ) -> None:
         self.engine = engine
+        self.limits = limits or Limits()
         self.entities = entities
         self.lease_timeout = lease_timeout
         self.health_ping_interval = health_ping_interval
@@ -152,19 +86,17 @@ class Dispatcher:
         self._active = 0
         self._leases: dict[str, Lease] = {}
         self._by_key: dict[tuple[str, str, str | int], str] = {}
+        # Leases of vanished streams, oldest first: their completions count until the work is leased again.
+        self._orphans: dict[str, Lease] = {}
         self.sessions = SessionTable()
         self.history_requests = 0  # continuations answered with requiresHistory (observability)
-        # Waiters on one instance are woken by changes to that instance only, not by every change.
-        self._watchers: dict[tuple[str, str], dict[asyncio.Event, Callable[[int], bool]]] = {}
+        self.waiters = InstanceWaiters(engine.get, lambda: self._closed)
         # Idle streams wait on this (on the server's loop); every change to what they decide on sets it.
         self._signal = aio_loop.Signal()
-        self._watch_lock = threading.Lock()
         # Completion tokens: unique per lease and never reused by another emulator process (a random
         # prefix), without a fresh UUID for each of the up to FETCH_BATCH tokens a fetch prepares.
         self._token_prefix = uuid.uuid4().hex[:16]
         self._token_serial = itertools.count(1)
-        engine.on_instance_change = self.instance_changed
-        engine.on_work = self.new_work
         engine.clock.subscribe(_weak_wake(self))
 
     def _tokens(self, count: int) -> list[str]:
@@ -183,26 +115,31 @@ class Dispatcher:
 
     def _wake_streams(
         self,
-        kinds: tuple[str, ...] = KINDS,
+        kinds: tuple[str, ...] | None = None,
         hub: str | None = None,
-        names: dict[str, frozenset[str]] | None = None,
+        names: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
-        """Wakes idle streams; ``kinds`` are those for which new work may exist (none: a lease ended).
+        """Wakes idle streams; ``kinds`` are those for which new work may exist (``None``: any, or timed work).
 
         With ``hub`` and ``names``, the change made only work of those names in that hub.
         """
         with self._cond:
             self._changes += 1
-            for kind in kinds:
+            for kind in KINDS if kinds is None else kinds:
                 self._kind_changes[kind] += 1
                 made = None if names is None or hub is None else names.get(kind)
                 self._change_log[kind].append((self._kind_changes[kind], hub, made))
-            if kinds is KINDS:
+            if kinds is None:
                 self._due_changes += 1
         self._signal.set()
 
-    def new_work(self, hub: str, kinds: tuple[str, ...], names: dict[str, frozenset[str]] | None = None) -> None:
-        """Work of only these kinds (and names) can have appeared in ``hub``, and nothing timed."""
+    def work_changed(
+        self,
+        hub: str,
+        kinds: tuple[str, ...] | None = None,
+        names: Mapping[str, frozenset[str]] | None = None,
+    ) -> None:
+        """Work of only these kinds (and names) can have appeared in ``hub`` (``None``: any, timed too)."""
         self._wake_streams(kinds, hub, names)
 
     def _nothing_new_for(self, state: StreamState, kind: str, since: int) -> bool:
@@ -227,19 +164,8 @@ class Dispatcher:
         return True
 
     def instance_changed(self, hub: str | None, instance_id: str | None, status: int | None = None) -> None:
-        """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all).
-
-        With ``status`` (the one just committed), only waiters that this status can satisfy wake: a wait
-        for completion sleeps through the instance starting to run.
-        """
-        with self._watch_lock:
-            if hub is not None and instance_id is not None:
-                found = self._watchers.get((hub, instance_id), {})
-                events = [e for e, done in found.items() if status is None or done(status)]
-            else:
-                events = [e for (h, _), found in self._watchers.items() if hub in (None, h) for e in found]
-        for event in events:
-            aio_loop.call_soon(event.set)
+        """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all)."""
+        self.waiters.instance_changed(hub, instance_id, status)
 
     def open(self) -> None:
         with self._cond:
@@ -393,7 +319,7 @@ class Dispatcher:
             state.turn += 1
             for token, work in zip(tokens, found, strict=False):
                 self._track(Lease(token, kind, state.hub, state, work))
-                state.ready.append(_work_item(work, token))
+                state.ready.append(work_item(work, token))
             return state.ready.popleft()
         return None
 
@@ -408,26 +334,45 @@ class Dispatcher:
             lease.stream.in_flight[lease.kind] += 1
 
     def _forget(self, token: str) -> Lease | None:
-        """Drops a lease from the books (caller holds the condition)."""
+        """Drops a lease (live or orphaned) from the books (caller holds the condition)."""
         lease = self._leases.pop(token, None)
         if lease is not None:
-            self._by_key.pop((lease.hub, lease.kind, lease.key), None)
             lease.stream.in_flight[lease.kind] -= 1
+        else:
+            lease = self._orphans.pop(token, None)
+        if lease is not None and self._by_key.get((lease.hub, lease.kind, lease.key)) == token:
+            del self._by_key[(lease.hub, lease.kind, lease.key)]
+        return lease
+
+    def _orphan(self, token: str) -> Lease | None:
+        """Moves a dropped stream's lease to the orphans (caller holds the condition)."""
+        lease = self._leases.pop(token, None)
+        if lease is None:
+            return None
+        lease.stream.in_flight[lease.kind] -= 1
+        self._orphans[token] = lease
+        if len(self._orphans) > MAX_ORPHANS:
+            self._forget(next(iter(self._orphans)))
         return lease
 
     def _drop_stream(self, state: StreamState) -> None:
+        """Offers a vanished stream's work again at once.
+
+        Its leases only expire: a worker that lost its stream in a network blip may still complete
+        what it holds, and that completion counts as long as nothing else has taken the work.
+        """
         with self._cond:
             held = [t for t, lease in self._leases.items() if lease.stream is state]
-            leases = [lease for t in held if (lease := self._forget(t)) is not None]
+            leases = [lease for t in held if (lease := self._orphan(t)) is not None]
         self.sessions.drop_stream(state.id)
         for lease in leases:
-            self.engine.release(lease.hub, lease.kind, lease.key, lease.token)
+            self.engine.release(lease.hub, lease.kind, lease.key, lease.token, keep_token=True)
         self._wake_streams()
 
     # Completions -----------------------------------------------------------------------------------
     def _take(self, hub: str, token: str, kind: str) -> Lease:
         with self._cond:
-            lease = self._leases.get(token)
+            lease = self._leases.get(token) or self._orphans.get(token)
             if lease is None or lease.kind != kind or lease.hub != hub:
                 raise stale_token(token)
             return lease
@@ -445,31 +390,73 @@ class Dispatcher:
             self.history_requests += 1
             self.abandon(hub, lease.token, "orchestration")
             return
+        refused: EmulatorError | None = None
         try:
-            mark = self.engine.complete_orchestration(hub, work, lease.token, response)
+            # A malformed response is refused here and keeps its lease; an oversized payload fails the turn.
+            self.limits.orchestrator_response(response)
+        except PayloadTooLargeError as error:
+            refused = error
+        try:
+            mark = self._apply_turn(hub, work, lease.token, response, refused)
             if mark is not None and lease.stream.keeps_sessions:
                 self.sessions.keep(lease.stream.id, hub, work.instance_id, mark)
         except EmulatorError as error:
-            if not isinstance(error, FailedPreconditionError):
+            if not isinstance(error, FailedPreconditionError | PayloadTooLargeError | ResourceExhaustedError):
                 # The response was refused, so the work item goes back to the queue for another try.
                 self.engine.release(hub, lease.kind, lease.key, lease.token)
             raise
         finally:
             self._end_lease(lease)
 
+    def _apply_turn(
+        self,
+        hub: str,
+        work: OrchestrationWork,
+        token: str,
+        response: pb.OrchestratorResponse,
+        refused: EmulatorError | None,
+    ) -> SessionMark | None:
+        """Applies a turn; one over a size limit fails the orchestration and then raises why.
+
+        Redelivered, the same turn would be refused the same way, forever.
+        """
+        if refused is None:
+            try:
+                return self.engine.complete_orchestration(hub, work, token, response)
+            except ResourceExhaustedError as error:
+                refused = error
+        failed = refusals.failed_turn(work.instance_id, response, refused)
+        self.engine.complete_orchestration(hub, work, token, failed, limited=False)
+        raise refused
+
     def complete_activity(self, hub: str, response: pb.ActivityResponse) -> None:
         lease = self._take(hub, response.completionToken, "activity")
-        assert isinstance(lease.work, ActivityWork)
+        work = lease.work
+        assert isinstance(work, ActivityWork)
         try:
-            self.engine.complete_activity(hub, lease.work.activity_id, lease.token, response)
+            try:
+                self.limits.payload("result", response.result.value if response.HasField("result") else None)
+            except PayloadTooLargeError as error:
+                # Redelivered, the activity would return the same result: it fails instead.
+                failed = refusals.failed_activity(work.request, response, error)
+                self.engine.complete_activity(hub, work.activity_id, lease.token, failed)
+                raise
+            self.engine.complete_activity(hub, work.activity_id, lease.token, response)
         finally:
             self._end_lease(lease)
 
     def complete_entity(self, hub: str, result: pb.EntityBatchResult) -> None:
         lease = self._take(hub, result.completionToken, "entity")
-        assert isinstance(lease.work, EntityWork)
+        work = lease.work
+        assert isinstance(work, EntityWork)
         try:
-            self.entities.complete(hub, lease.work, lease.token, result)
+            try:
+                self.limits.payload("entityState", result.entityState.value if result.HasField("entityState") else None)
+            except PayloadTooLargeError as error:
+                # Redelivered, the batch would end in the same state: its operations fail instead.
+                self.entities.complete(hub, work, lease.token, refusals.failed_batch(work.request, result, error))
+                raise
+            self.entities.complete(hub, work, lease.token, result)
         finally:
             self._end_lease(lease)
 
@@ -497,14 +484,15 @@ class Dispatcher:
         """Drops every lease and session mark (after the store was emptied: none of them names anything)."""
         self.sessions.drop_all()
         with self._cond:
-            for token in list(self._leases):
+            for token in [*self._leases, *self._orphans]:
                 self._forget(token)
         self._wake_streams()
 
     def forget_hub(self, hub: str) -> None:
         self.sessions.drop_hub(hub)
         with self._cond:
-            for token in [t for t, lease in self._leases.items() if lease.hub == hub]:
+            held = [*self._leases.items(), *self._orphans.items()]
+            for token in [t for t, lease in held if lease.hub == hub]:
                 self._forget(token)
 
     # Waiters ---------------------------------------------------------------------------------------
@@ -522,40 +510,4 @@ class Dispatcher:
             TimeoutError: if ``timeout`` seconds pass first.
         """
         with self._tracked():
-            return await self._wait(hub, instance_id, done, timeout, is_active)
-
-    async def _wait(
-        self,
-        hub: str,
-        instance_id: str,
-        done: Callable[[int], bool],
-        timeout: float | None,
-        is_active: Callable[[], bool],
-    ) -> InstanceRecord | None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        changed = asyncio.Event()
-        key = (hub, instance_id)
-        with self._watch_lock:
-            self._watchers.setdefault(key, {})[changed] = done
-        try:
-            while True:
-                changed.clear()
-                record = self.engine.get(hub, instance_id)
-                if record is None or done(record.status):
-                    return record
-                if self._closed:
-                    raise UnavailableError(
-                        f"the emulator is stopping; the wait for orchestration instance '{instance_id}' can be retried"
-                    )
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if (remaining is not None and remaining <= 0) or not is_active():
-                    raise TimeoutError(f"timed out waiting for orchestration instance '{instance_id}'")
-                # Bounded so a vanished caller is noticed even without a change to the instance.
-                await aio_loop.wait(changed, min(remaining, 5.0) if remaining is not None else 5.0)
-        finally:
-            with self._watch_lock:
-                found = self._watchers.get(key)
-                if found is not None:
-                    found.pop(changed, None)
-                    if not found:
-                        del self._watchers[key]
+            return await self.waiters.wait(hub, instance_id, done, timeout, is_active)

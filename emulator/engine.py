@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 from google.protobuf import struct_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import delivery, entity_ops, events, outbox
 from emulator.actions.base import ContinueAsNew, Transition
+from emulator.changes import ChangeFeed, ChangeSubscriber
 from emulator.clock import Clock
 from emulator.delivery import StartOptions
 from emulator.errors import (
@@ -24,6 +23,7 @@ from emulator.errors import (
 )
 from emulator.state_machine import advance
 from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, Transaction
+from emulator.work import ActivityWork, Affinity, OrchestrationWork, SessionMark
 
 _CANDIDATES = 64
 #: Past events larger than this (serialized) are left out of a work item for a worker that can stream
@@ -33,38 +33,6 @@ DEFAULT_HISTORY_STREAMING_THRESHOLD = 1024 * 1024
 INCLUDE_PAST_EVENTS = "IncludePastEvents"
 _HISTORY_CHUNK_BYTES = 1024 * 1024
 _HISTORY_CHUNK_EVENTS = 200
-
-
-@dataclass(frozen=True)
-class SessionMark:
-    """What a worker's live session of an instance has seen: valid only while the stored history matches."""
-
-    execution_id: str
-    history_length: int
-
-
-class Affinity(Protocol):
-    """The session view of the stream fetching work: which instances it must leave, which it holds."""
-
-    def held_elsewhere(self, hub: str, instance_id: str) -> bool: ...
-
-    def take(self, hub: str, instance_id: str) -> SessionMark | None: ...
-
-
-@dataclass(frozen=True)
-class OrchestrationWork:
-    instance_id: str
-    message_ids: list[int]
-    request: pb.OrchestratorRequest
-    history_length: int = 0
-    # False when the request left the past events out (continuation or streamed history).
-    has_past: bool = True
-
-
-@dataclass(frozen=True)
-class ActivityWork:
-    activity_id: int
-    request: pb.ActivityRequest
 
 
 def _parse(raw: Sequence[bytes]) -> list[pb.HistoryEvent]:
@@ -109,38 +77,30 @@ def _new_work_kinds(transition: Transition, pending: bool, released: bool) -> tu
 
 
 class Engine:
-    """Turns requests into storage transactions and calls ``notify(hub)`` after every change."""
+    """Turns requests into storage transactions and reports every committed change to ``changes``."""
 
     def __init__(
         self,
         backend: Backend,
         clock: Clock,
-        notify: Callable[[str], None],
+        changes: ChangeSubscriber | None = None,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         max_history_events: int | None = None,
     ) -> None:
         self.max_history_events = max_history_events
         self.backend = backend
         self.clock = clock
-        self._notify = notify
+        self.changes: ChangeSubscriber = changes if changes is not None else ChangeFeed()
         self.new_id = new_id
         self.history_streaming_threshold = DEFAULT_HISTORY_STREAMING_THRESHOLD
         # Observability for tests and benchmarks: work items sent without their history, because it
         # was large (the worker streams it) or because the worker holds the orchestration live.
         self.streamed_histories = 0
         self.continued_sessions = 0
-        # Called with (hub, instance_id) when an instance's status may have changed, or (hub, None)
-        # when any instance of the hub may have; set by whoever waits on instances.
-        self.on_instance_change: Callable[[str, str | None, int | None], None] = lambda hub, instance_id, status: None
-        # When set, called instead of ``notify`` with the work kinds a change can have made available
-        # (an activity result: orchestration work only), so streams need not look for the others.
-        # ``names`` (by kind): the names of the work the change made runnable, when known, so streams
-        # whose filters take none of them need not look.
-        self.on_work: Callable[[str, tuple[str, ...], dict[str, frozenset[str]] | None], None] | None = None
 
     def _changed(self, hub: str, instance_id: str | None = None) -> None:
-        self._notify(hub)
-        self.on_instance_change(hub, instance_id, None)
+        self.changes.work_changed(hub)
+        self.changes.instance_changed(hub, instance_id)
 
     # Client operations -----------------------------------------------------------------------------
     def create(self, hub: str, opts: StartOptions) -> str:
@@ -150,10 +110,10 @@ class Engine:
             if existing is not None:
                 self._replace_or_reject(tx, existing, opts.replaceable, now)
             delivery.insert_instance(tx, hub, opts, now, self.new_id())
-        if existing is None and self.on_work is not None and opts.scheduled_start is None:
+        if existing is None and opts.scheduled_start is None:
             # A new instance that can start now is orchestration work and nothing else.
-            self.on_work(hub, ("orchestration",), {"orchestration": frozenset((opts.name,))})
-            self.on_instance_change(hub, opts.instance_id, None)
+            self.changes.work_changed(hub, ("orchestration",), {"orchestration": frozenset((opts.name,))})
+            self.changes.instance_changed(hub, opts.instance_id)
         else:
             self._changed(hub, opts.instance_id)
         return opts.instance_id
@@ -191,7 +151,7 @@ class Engine:
             if not delivery.is_terminal(record):
                 raised = events.event_raised(now, name, data)
                 tx.add_message(hub, instance_id, raised.SerializeToString(), delivery.message_time(record, now))
-        self._notify(hub)
+        self.changes.work_changed(hub)
 
     def terminate(self, hub: str, instance_id: str, reason: str | None, recursive: bool) -> None:
         with self.backend.transaction() as tx:
@@ -326,28 +286,47 @@ class Engine:
             The leased work, and whether nothing else runnable was left for this stream.
         """
         now = self.clock.now()
-        at = events.to_micros(now)
         found: list[OrchestrationWork] = []
         with self.backend.transaction() as tx:
-            # A small page first: in the usual case its first rows are taken. A bigger one only when
-            # the small page was full of instances this stream must leave alone.
-            for page in (len(tokens) * 2, _CANDIDATES):
-                candidates, complete = tx.ready_instances(hub, at, accept.names(), page)
-                for instance_id, name, version in candidates:
-                    if len(found) == len(tokens):
-                        return found, False
-                    if not accept.accepts(name, version):
-                        continue
-                    if affinity is not None and affinity.held_elsewhere(hub, instance_id):
-                        continue
-                    mark = affinity.take(hub, instance_id) if affinity is not None else None
-                    token = tokens[len(found)]
-                    work = self._lease_instance(tx, hub, instance_id, token, expires, now, mark, streaming)
-                    if work is not None:
-                        found.append(work)
-                if found or complete:
-                    return found, complete
-        return found, False
+            complete = self._lease_ready(tx, hub, accept, tokens, expires, now, affinity, streaming, found)
+        if affinity is not None:
+            # Only now that the leases are stored are the session marks they used spent: had the
+            # transaction failed, the stream would still hold the instances it saw.
+            for work in found:
+                affinity.take(hub, work.instance_id)
+        return found, complete
+
+    def _lease_ready(
+        self,
+        tx: Transaction,
+        hub: str,
+        accept: NameFilter,
+        tokens: Sequence[str],
+        expires: datetime,
+        now: datetime,
+        affinity: Affinity | None,
+        streaming: bool,
+        found: list[OrchestrationWork],
+    ) -> bool:
+        """Leases into ``found``; returns whether nothing else runnable was left for this stream."""
+        at = events.to_micros(now)
+        # A small page first: in the usual case its first rows are taken. A bigger one only when the
+        # small page was full of instances other streams' sessions hold.
+        for page in (len(tokens) * 2, _CANDIDATES):
+            candidates, complete = tx.ready_instances(hub, at, accept, page)
+            for instance_id, _, _ in candidates:
+                if len(found) == len(tokens):
+                    return False
+                if affinity is not None and affinity.held_elsewhere(hub, instance_id):
+                    continue
+                mark = affinity.mark(hub, instance_id) if affinity is not None else None
+                token = tokens[len(found)]
+                work = self._lease_instance(tx, hub, instance_id, token, expires, now, mark, streaming)
+                if work is not None:
+                    found.append(work)
+            if found or complete:
+                return complete
+        return False
 
     def _lease_instance(
         self,
@@ -399,24 +378,27 @@ class Engine:
         """
         at = events.to_micros(self.clock.now())
         until = events.to_micros(expires)
-        # Names are matched in SQL; only a version filter can turn candidates down, so few are read.
-        limit = max(_CANDIDATES, len(tokens)) if accept.checks_versions else len(tokens)
-        found: list[ActivityWork] = []
         with self.backend.transaction() as tx:
-            records = tx.ready_activities(hub, at, accept.names(), limit)
-            for record in records:
-                if len(found) == len(tokens):
-                    return found, False
-                if accept.accepts(record.name, record.version):
-                    token = tokens[len(found)]
-                    tx.lock_activity(record.id, token, until)
-                    found.append(ActivityWork(record.id, pb.ActivityRequest.FromString(record.request)))
-        return found, len(records) < limit
+            # Names and versions are matched in SQL, so every record read is leased.
+            records = tx.ready_activities(hub, at, accept, len(tokens))
+            for token, record in zip(tokens, records, strict=False):
+                tx.lock_activity(record.id, token, until)
+        found = [ActivityWork(r.id, pb.ActivityRequest.FromString(r.request)) for r in records]
+        return found, len(records) < len(tokens)
 
     def complete_orchestration(
-        self, hub: str, work: OrchestrationWork, token: str, response: pb.OrchestratorResponse
+        self,
+        hub: str,
+        work: OrchestrationWork,
+        token: str,
+        response: pb.OrchestratorResponse,
+        limited: bool = True,
     ) -> SessionMark | None:
         """Applies an orchestrator's response; everything it causes commits in one transaction.
+
+        Args:
+            limited: Refuse a turn that would take the history over ``max_history_events``; ``False``
+                for the turn that fails an orchestration for exactly that.
 
         Returns what a worker keeping the orchestration live has now seen, or ``None`` when there is
         nothing to keep (the execution ended or was replaced).
@@ -431,7 +413,7 @@ class Engine:
             transition = advance(delivery.view(record), past, new_events, response, now, self.new_id)
             limit = self.max_history_events
             length = work.history_length + len(transition.history)
-            if limit is not None and length > limit:
+            if limited and limit is not None and length > limit:
                 raise ResourceExhaustedError(
                     f"orchestration '{work.instance_id}' would exceed the history limit of {limit} events"
                 )
@@ -462,20 +444,20 @@ class Engine:
             # arrival announced nothing, as the instance was leased then).
             pending = not transition.terminal and tx.has_visible_messages(hub, record.instance_id, record.updated_at)
         kinds = _new_work_kinds(transition, pending, released)
-        if kinds is None or self.on_work is None:
-            self._notify(hub)
+        if kinds is None:
+            self.changes.work_changed(hub)
         elif kinds:
             made = {
                 "orchestration": frozenset((record.name,)),
                 "activity": frozenset(task.request.name for task in transition.outbox.activities),
             }
-            self.on_work(hub, kinds, made)
+            self.changes.work_changed(hub, kinds, made)
         if status_changed:
-            self.on_instance_change(hub, work.instance_id, record.status)
+            self.changes.instance_changed(hub, work.instance_id, record.status)
         if transition.outbox.terminations or transition.outbox.instances:
             # The turn may have ended other instances (a terminated one that never started, a child
             # replaced by a new one): their waiters re-read them.
-            self.on_instance_change(hub, None, None)
+            self.changes.instance_changed(hub, None)
         return SessionMark(record.execution_id, length) if keep else None
 
     @staticmethod
@@ -527,28 +509,34 @@ class Engine:
                 )
                 # While the instance is out for an orchestrator turn, the result waits for that turn's
                 # completion, which announces itself; a fan-in would otherwise wake streams per result.
-                runnable = record.name if record.lock_token is None else None
-        if self.on_work is None:
-            self._notify(hub)
-        elif runnable is not None:
-            self.on_work(hub, ("orchestration",), {"orchestration": frozenset((runnable,))})
+                out = record.lock_token is not None and (record.lock_expires or 0) > events.to_micros(now)
+                runnable = None if out else record.name
+        if runnable is not None:
+            self.changes.work_changed(hub, ("orchestration",), {"orchestration": frozenset((runnable,))})
 
-    def release(self, hub: str, kind: str, key: str | int, token: str) -> None:
-        """Returns a leased work item to its queue (no-op if the lease has already moved on)."""
+    def release(self, hub: str, kind: str, key: str | int, token: str, keep_token: bool = False) -> None:
+        """Returns a leased work item to its queue (no-op if the lease has already moved on).
+
+        Args:
+            keep_token: Only end the lease now: the item is offered again at once, but a completion
+                with ``token`` still counts until another lease replaces it.
+        """
+        holder = token if keep_token else None
+        expires = events.to_micros(self.clock.now()) if keep_token else None
         with self.backend.transaction() as tx:
             if kind == "orchestration":
                 record = tx.get_instance(hub, str(key))
                 if record is not None and record.lock_token == token:
-                    tx.lock_instance(hub, str(key), None, None)
+                    tx.lock_instance(hub, str(key), holder, expires)
             elif kind == "entity":
                 entity = tx.get_entity(hub, str(key))
                 if entity is not None and entity.lock_token == token:
-                    tx.lock_entity(hub, str(key), None, None)
+                    tx.lock_entity(hub, str(key), holder, expires)
             else:
                 activity = tx.get_activity(int(key))
                 if activity is not None and activity.lock_token == token:
-                    tx.lock_activity(int(key), None, None)
-        self._notify(hub)
+                    tx.lock_activity(int(key), holder, expires)
+        self.changes.work_changed(hub)
 
     def next_due(self, hub: str) -> datetime | None:
         """The earliest future time at which a timer or lease expiry makes new work available."""

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import entity_ops, events
+from emulator.changes import ChangeFeed, ChangeSubscriber
 from emulator.clock import Clock
 from emulator.errors import stale_token
 from emulator.storage import Backend, EntityQueryArgs, EntityRecord, NameFilter
 
-_CANDIDATES = 64
+#: The ready query only returns entities with an operation they may run now, so the first usually serves.
+_CANDIDATES = 8
 _MAX_BATCH = 100
 
 
@@ -32,12 +33,12 @@ class EntityView:
 
 
 class Entities:
-    """Entity state and queues; calls ``notify(hub)`` after every change."""
+    """Entity state and queues; reports every committed change to ``changes``."""
 
-    def __init__(self, backend: Backend, clock: Clock, notify: Callable[[str], None]) -> None:
+    def __init__(self, backend: Backend, clock: Clock, changes: ChangeSubscriber | None = None) -> None:
         self.backend = backend
         self.clock = clock
-        self._notify = notify
+        self.changes: ChangeSubscriber = changes if changes is not None else ChangeFeed()
 
     def signal(
         self, hub: str, entity_id: str, operation: str, data: str | None, request_id: str, at: datetime | None
@@ -54,7 +55,7 @@ class Entities:
         visible = max(events.to_micros(now), events.to_micros(at) if at else 0)
         with self.backend.transaction() as tx:
             entity_ops.queue_operation(tx, hub, entity_id, events.event(now, entityOperationSignaled=signaled), visible)
-        self._notify(hub)
+        self.changes.work_changed(hub)
 
     def get(self, hub: str, entity_id: str) -> EntityView | None:
         with self.backend.transaction() as tx:
@@ -92,7 +93,7 @@ class Entities:
                     removed += 1
             if released:
                 entity_ops.grant_locks(tx, hub, now)
-        self._notify(hub)
+        self.changes.work_changed(hub)
         return removed, released, page[limit - 1].instance_id if len(page) > limit else None
 
     def fetch(self, hub: str, accept: NameFilter, token: str, expires: datetime) -> EntityWork | None:
@@ -101,19 +102,19 @@ class Entities:
             for entity in tx.ready_entities(hub, at, _CANDIDATES, accept.names()):
                 if not accept.accepts(entity_ops.entity_name(entity.instance_id) or "", None):
                     continue
-                pending = [
-                    (m.id, pb.HistoryEvent.FromString(m.event))
-                    for m in tx.visible_messages(hub, entity.instance_id, at)
-                ]
-                batch = [(i, e) for i, e in pending if entity_ops.eligible(entity, e)][:_MAX_BATCH]
+                if entity.locked_by is not None and entity.lock_owner is None:
+                    continue  # locked for nobody in particular: nothing may run until the unlock
+                # While locked, the entity only runs operations called by the orchestration holding the lock.
+                owner = entity.lock_owner if entity.locked_by is not None else None
+                batch = tx.entity_operations(hub, entity.instance_id, at, _MAX_BATCH, owner)
                 if not batch:
                     continue
                 tx.lock_entity(hub, entity.instance_id, token, events.to_micros(expires))
-                operations = [e for _, e in batch]
+                operations = [pb.HistoryEvent.FromString(m.event) for m in batch]
                 request = pb.EntityRequest(
                     instanceId=entity.instance_id, entityState=events.sv(entity.state), operationRequests=operations
                 )
-                return EntityWork(entity.instance_id, [i for i, _ in batch], operations, request)
+                return EntityWork(entity.instance_id, [m.id for m in batch], operations, request)
         return None
 
     def complete(self, hub: str, work: EntityWork, token: str, result: pb.EntityBatchResult) -> None:
@@ -135,4 +136,4 @@ class Entities:
             tx.put_entity(entity)
             tx.drop_entity_if_empty(hub, work.entity_id)  # its state was deleted and nothing else waits for it
             entity_ops.run_actions(tx, hub, list(result.actions), now)
-        self._notify(hub)
+        self.changes.work_changed(hub)

@@ -30,7 +30,9 @@ def queue_operation(tx: Transaction, hub: str, entity_id: str, event: pb.History
     """Adds an operation to an entity's queue, creating the entity (without state) on first use."""
     if tx.get_entity(hub, entity_id) is None:
         tx.put_entity(EntityRecord(hub, entity_id, None, event.timestamp.ToMicroseconds()))
-    tx.add_message(hub, entity_id, event.SerializeToString(), visible_at)
+    # While the entity is locked, only operations the lock's owner called may run: store who called.
+    called = event.entityOperationCalled.parentInstanceId.value if event.HasField("entityOperationCalled") else None
+    tx.add_entity_operation(hub, entity_id, event.SerializeToString(), visible_at, called)
 
 
 def _visible_at(message: pb.EntityOperationSignaledEvent | pb.EntityOperationCalledEvent, now: datetime) -> int:
@@ -95,16 +97,6 @@ def release_owner(tx: Transaction, hub: str, owner: str, now: datetime) -> bool:
         grant_locks(tx, hub, now)
         return True
     return False
-
-
-def eligible(entity: EntityRecord, event: pb.HistoryEvent) -> bool:
-    """While locked, an entity only runs operations called by the orchestration holding the lock."""
-    if entity.locked_by is None:
-        return event.HasField("entityOperationSignaled") or event.HasField("entityOperationCalled")
-    return (
-        event.HasField("entityOperationCalled")
-        and event.entityOperationCalled.parentInstanceId.value == entity.lock_owner
-    )
 
 
 def respond(tx: Transaction, hub: str, operation: pb.HistoryEvent, result: pb.OperationResult, now: datetime) -> None:

@@ -12,8 +12,9 @@ import grpc
 
 from emulator import aio_loop
 from emulator.auth import BearerTokenInterceptor, ServerInterceptor, server_credentials
+from emulator.changes import ChangeFeed
 from emulator.clock import Clock, SystemClock
-from emulator.dispatcher import Dispatcher
+from emulator.dispatcher import WorkDispatcher
 from emulator.engine import Engine
 from emulator.entities import Entities
 from emulator.faults import FaultInjector, FaultProfile
@@ -82,16 +83,12 @@ class EmulatorServer:
         self.clock = clock or SystemClock()
         self.backend = SqliteBackend(None if in_memory else db_path, durability)
         self.backend.release_all_leases()
-        self.dispatcher: Dispatcher
         self.limits = limits or Limits()
-        self.engine = Engine(
-            self.backend,
-            self.clock,
-            lambda hub: self.dispatcher.wake(hub),
-            max_history_events=self.limits.max_history_events,
-        )
-        self.entities = Entities(self.backend, self.clock, lambda hub: self.dispatcher.wake(hub))
-        self.dispatcher = Dispatcher(self.engine, self.entities, lease_timeout, health_ping_interval)
+        changes = ChangeFeed()
+        self.engine = Engine(self.backend, self.clock, changes, max_history_events=self.limits.max_history_events)
+        self.entities = Entities(self.backend, self.clock, changes)
+        self.dispatcher = WorkDispatcher(self.engine, self.entities, lease_timeout, health_ping_interval, self.limits)
+        changes.subscribe(self.dispatcher)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
         self._server: grpc.aio.Server | None = None
         self._auth = BearerTokenInterceptor(auth_token) if auth_token else None

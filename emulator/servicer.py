@@ -16,7 +16,7 @@ from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from emulator import entity_ops, events, queries
 from emulator.convert import entity_metadata, orchestration_state
 from emulator.delivery import StartOptions
-from emulator.dispatcher import Dispatcher
+from emulator.dispatcher import WorkDispatcher
 from emulator.engine import Engine
 from emulator.entities import Entities
 from emulator.errors import (
@@ -81,7 +81,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self,
         engine: Engine,
         entities: Entities,
-        dispatcher: Dispatcher,
+        dispatcher: WorkDispatcher,
         hubs: TaskHubs,
         limits: Limits,
         faults: FaultInjector,
@@ -232,9 +232,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     @_mapped
     async def CompleteActivityTask(self, request: pb.ActivityResponse, context: Context) -> pb.CompleteTaskResponse:
         await self.faults.before_completion(request, context, "activity")
-        hub = self._hub(context)
-        self.limits.payload("result", _opt(request, "result"))
-        self.dispatcher.complete_activity(hub, request)
+        self.dispatcher.complete_activity(self._hub(context), request)
         return pb.CompleteTaskResponse()
 
     @_mapped
@@ -242,9 +240,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self, request: pb.OrchestratorResponse, context: Context
     ) -> pb.CompleteTaskResponse:
         await self.faults.before_completion(request, context, "orchestration")
-        hub = self._hub(context)
-        self.limits.orchestrator_response(request)
-        self.dispatcher.complete_orchestration(hub, request)
+        self.dispatcher.complete_orchestration(self._hub(context), request)
         return pb.CompleteTaskResponse()
 
     @_mapped
@@ -313,9 +309,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     @_mapped
     async def CompleteEntityTask(self, request: pb.EntityBatchResult, context: Context) -> pb.CompleteTaskResponse:
         await self.faults.before_completion(request, context, "entity")
-        hub = self._hub(context)
-        self.limits.payload("entityState", _opt(request, "entityState"))
-        self.dispatcher.complete_entity(hub, request)
+        self.dispatcher.complete_entity(self._hub(context), request)
         return pb.CompleteTaskResponse()
 
     @_mapped

@@ -6,7 +6,7 @@ import threading
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
-from emulator.engine import SessionMark
+from emulator.work import SessionMark
 
 
 def advertised(request: pb.GetWorkItemsRequest) -> tuple[bool, bool]:
@@ -18,8 +18,9 @@ def advertised(request: pb.GetWorkItemsRequest) -> tuple[bool, bool]:
 class SessionTable:
     """Marks by (hub, instance): the stream that holds the instance live and the history it has seen.
 
-    A mark is taken out when its stream is given the instance's next work item and put back only
-    when that work item completes successfully, so anything else (an abandoned or expired lease, a
+    A mark is taken out when its stream's lease of the instance's next work item is stored (not
+    before: a lease that fails leaves it in place) and put back only when that work item completes
+    successfully, so anything else (an abandoned or expired lease, a
     refused completion, a vanished stream) leaves the next work item to carry the full history.
     """
 
@@ -45,13 +46,16 @@ class SessionTable:
             held = self._marks.get((hub, instance_id))
         return held is not None and held[0] != stream_id
 
-    def take(self, stream_id: int, hub: str, instance_id: str) -> SessionMark | None:
+    def peek(self, stream_id: int, hub: str, instance_id: str) -> SessionMark | None:
         with self._lock:
             held = self._marks.get((hub, instance_id))
-            if held is None or held[0] != stream_id:
-                return None
-            del self._marks[(hub, instance_id)]
-        return held[1]
+        return held[1] if held is not None and held[0] == stream_id else None
+
+    def take(self, stream_id: int, hub: str, instance_id: str) -> None:
+        with self._lock:
+            held = self._marks.get((hub, instance_id))
+            if held is not None and held[0] == stream_id:
+                del self._marks[(hub, instance_id)]
 
     def keep(self, stream_id: int, hub: str, instance_id: str, mark: SessionMark) -> None:
         with self._lock:
@@ -90,5 +94,9 @@ class StreamSessions:
     def held_elsewhere(self, hub: str, instance_id: str) -> bool:
         return self._table.held_elsewhere(self._stream_id, hub, instance_id)
 
-    def take(self, hub: str, instance_id: str) -> SessionMark | None:
-        return self._table.take(self._stream_id, hub, instance_id) if self._keeps else None
+    def mark(self, hub: str, instance_id: str) -> SessionMark | None:
+        return self._table.peek(self._stream_id, hub, instance_id) if self._keeps else None
+
+    def take(self, hub: str, instance_id: str) -> None:
+        if self._keeps:
+            self._table.take(self._stream_id, hub, instance_id)

@@ -11,6 +11,10 @@ from emulator.errors import InvalidArgumentError
 MIB = 1024 * 1024
 
 
+class PayloadTooLargeError(InvalidArgumentError):
+    """A payload is over the size limit (a completion refused this way fails its work instead of coming back)."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """Configurable limits; the defaults match the managed service's documented limits."""
@@ -35,7 +39,7 @@ class Limits:
             return
         size = len(value.encode("utf-8"))
         if size > self.max_payload_bytes:
-            raise InvalidArgumentError(f"{field} is {size} bytes; the limit is {self.max_payload_bytes} bytes")
+            raise PayloadTooLargeError(f"{field} is {size} bytes; the limit is {self.max_payload_bytes} bytes")
 
     def orchestrator_response(self, response: pb.OrchestratorResponse) -> None:
         """Checks every payload an orchestrator's actions carry before anything is applied."""

@@ -100,9 +100,14 @@ EMULATOR_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "emulator.outbox",
             "emulator.queries",
             "emulator.convert",
+            "emulator.changes",
+            "emulator.work",
         ),
     ),
-    ("WorkDispatcher", ("emulator.dispatcher", "emulator.sessions")),
+    (
+        "WorkDispatcher",
+        ("emulator.dispatcher", "emulator.streams", "emulator.sessions", "emulator.waiters", "emulator.refusals"),
+    ),
     ("servicer", ("emulator.servicer", "emulator.handlers", "emulator.hubs", "emulator.faults")),
     ("emulator server", ("emulator", "emulator.server", "emulator.__main__", "emulator.healthcheck")),
 ]

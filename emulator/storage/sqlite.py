@@ -8,14 +8,14 @@ import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from emulator.errors import StorageError
-from emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros
+from emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros, NameFilter
 from emulator.storage.lockfile import DatabaseLock
-from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, glob_literal
+from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, add_caller_column, glob_literal
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_hubs (name TEXT PRIMARY KEY);
@@ -95,8 +95,29 @@ def _activity(row: Sequence[Any]) -> ActivityRecord:
     return ActivityRecord(*row)
 
 
-def _placeholders(values: Sequence[object]) -> str:
+def _placeholders(values: Collection[object]) -> str:
     return ",".join("?" for _ in values)
+
+
+def _accepted(accept: NameFilter, name: str, version: str) -> tuple[str, list[object]]:
+    """An ``AND (...)`` clause, and its parameters, keeping the rows whose name and version ``accept`` takes.
+
+    Versions are matched in SQL too: filtered after a LIMIT, older versions could fill every page.
+    """
+    wanted = accept.versions_by_name
+    if wanted is None:
+        return "", []
+    parts: list[str] = []
+    params: list[object] = []
+    any_version = sorted(n for n, versions in wanted.items() if not versions)
+    if any_version:
+        parts.append(f"{name} IN ({_placeholders(any_version)})")
+        params.extend(any_version)
+    for n, versions in sorted(wanted.items()):
+        if versions:
+            parts.append(f"({name} = ? AND COALESCE({version}, '') IN ({_placeholders(versions)}))")
+            params.extend((n, *sorted(versions)))
+    return f"AND ({' OR '.join(parts) or '0'})", params
 
 
 class SqliteTransaction(EntityTables):
@@ -283,16 +304,16 @@ class SqliteTransaction(EntityTables):
         self._db.execute("DELETE FROM messages WHERE hub = ? AND instance_id = ?", (hub, instance_id))
 
     def ready_instances(
-        self, hub: str, now: Micros, names: Sequence[str] | None, limit: int
+        self, hub: str, now: Micros, accept: NameFilter, limit: int
     ) -> tuple[list[tuple[str, str, str | None]], bool]:
-        name_clause = "" if names is None else f"AND i.name IN ({_placeholders(names)})"
+        accept_clause, accept_params = _accepted(accept, "i.name", "i.version")
         # Walk the visible-time index and stop early: the cost follows the page, not the backlog.
         rows = self._db.execute(
             "SELECT i.instance_id, i.name, i.version FROM messages m "
             "JOIN instances i ON i.hub = m.hub AND i.instance_id = m.instance_id "
             f"WHERE m.hub = ? AND m.visible_at <= ? AND (i.lock_token IS NULL OR i.lock_expires <= ?) "
-            f"{name_clause} ORDER BY m.visible_at, m.id LIMIT ?",
-            (hub, now, now, *(names or ()), limit * 4),
+            f"{accept_clause} ORDER BY m.visible_at, m.id LIMIT ?",
+            (hub, now, now, *accept_params, limit * 4),
         ).fetchall()
         seen: dict[str, tuple[str, str, str | None]] = {}
         for row in rows:
@@ -320,12 +341,12 @@ class SqliteTransaction(EntityTables):
         row = self._db.execute(f"SELECT {_ACTIVITY_COLUMNS} FROM activities WHERE id = ?", (activity_id,)).fetchone()
         return None if row is None else _activity(row)
 
-    def ready_activities(self, hub: str, now: Micros, names: Sequence[str] | None, limit: int) -> list[ActivityRecord]:
-        name_clause = "" if names is None else f"AND name IN ({_placeholders(names)})"
+    def ready_activities(self, hub: str, now: Micros, accept: NameFilter, limit: int) -> list[ActivityRecord]:
+        accept_clause, accept_params = _accepted(accept, "name", "version")
         rows = self._db.execute(
             f"SELECT {_ACTIVITY_COLUMNS} FROM activities WHERE hub = ? "
-            f"AND (lock_token IS NULL OR lock_expires <= ?) {name_clause} ORDER BY id LIMIT ?",
-            (hub, now, *(names or ()), limit),
+            f"AND (lock_token IS NULL OR lock_expires <= ?) {accept_clause} ORDER BY id LIMIT ?",
+            (hub, now, *accept_params, limit),
         ).fetchall()
         return [_activity(r) for r in rows]
 
@@ -382,6 +403,7 @@ class SqliteBackend:
         # which keeps the emulator's own memory flat over long runs. In memory the cache is the store itself.
         self._conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
         self._conn.executescript(_SCHEMA + ENTITY_SCHEMA)
+        add_caller_column(self._conn)
         self._tx = SqliteTransaction(self._conn)
 
     @contextmanager

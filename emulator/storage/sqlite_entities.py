@@ -7,7 +7,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from emulator.storage.base import EntityQueryArgs, EntityRecord, LockRequest, Micros
+from durabletask._proto import orchestrator_service_pb2 as pb
+from emulator.storage.base import EntityQueryArgs, EntityRecord, LockRequest, Message, Micros
 
 ENTITY_SCHEMA = """
 CREATE TABLE IF NOT EXISTS entities (
@@ -30,6 +31,30 @@ _EMPTY = (
     "state IS NULL AND locked_by IS NULL AND lock_token IS NULL AND NOT EXISTS "
     "(SELECT 1 FROM messages m WHERE m.hub = entities.hub AND m.instance_id = entities.instance_id)"
 )
+#: An entity's queued operation runs while the entity is locked only if the lock's owner called it; the
+#: messages table keeps that caller (NULL for signals) so queries can tell without parsing events.
+_CALLER_COLUMN = "caller"
+
+
+def add_caller_column(db: sqlite3.Connection) -> None:
+    """Adds ``messages.caller`` to a database made before it existed, filling it in for queued calls."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(messages)")}
+    if _CALLER_COLUMN in columns:
+        return
+    # One transaction: a column added but left unfilled would make queued calls wait forever on their lock.
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute(f"ALTER TABLE messages ADD COLUMN {_CALLER_COLUMN} TEXT")
+        rows = db.execute("SELECT id, event FROM messages WHERE instance_id GLOB '@*'").fetchall()
+        for message_id, raw in rows:
+            event = pb.HistoryEvent.FromString(raw)
+            if event.HasField("entityOperationCalled"):
+                caller = event.entityOperationCalled.parentInstanceId.value
+                db.execute("UPDATE messages SET caller = ? WHERE id = ?", (caller, message_id))
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def glob_literal(text: str) -> str:
@@ -79,10 +104,38 @@ class EntityTables:
             (token, expires, hub, entity_id),
         )
 
+    def add_entity_operation(
+        self, hub: str, entity_id: str, event: bytes, visible_at: Micros, caller: str | None
+    ) -> int:
+        cur = self._db.execute(
+            "INSERT INTO messages (hub, instance_id, event, visible_at, caller) VALUES (?, ?, ?, ?, ?)",
+            (hub, entity_id, event, visible_at, caller),
+        )
+        return int(cur.lastrowid or 0)
+
+    def entity_operations(
+        self, hub: str, entity_id: str, now: Micros, limit: int, caller: str | None = None
+    ) -> list[Message]:
+        """The oldest ``limit`` visible operations queued for an entity (only those ``caller`` called, if given).
+
+        Reads no further than the batch, however long the queue.
+        """
+        caller_clause = "" if caller is None else "AND caller = ? "
+        rows = self._db.execute(
+            "SELECT id, event, visible_at FROM messages INDEXED BY ix_messages_instance "
+            f"WHERE hub = ? AND instance_id = ? AND visible_at <= ? {caller_clause}ORDER BY id LIMIT ?",
+            (hub, entity_id, now, *(() if caller is None else (caller,)), limit),
+        ).fetchall()
+        return [Message(r[0], bytes(r[1]), r[2]) for r in rows]
+
     def ready_entities(
         self, hub: str, now: Micros, limit: int, names: Sequence[str] | None = None
     ) -> list[EntityRecord]:
-        """Unleased entities with visible operations; ``names`` (lower case) restricts the entity names."""
+        """Unleased entities with visible operations they may run now; ``names`` (lower case) restricts the names.
+
+        A locked entity counts only for operations its lock's owner called: the others wait for the
+        unlock, and must not fill the page while other entities have work.
+        """
         name_clause = ""
         if names is not None:
             patterns = [f"@{glob_literal(n)}@*" for n in names]
@@ -93,6 +146,7 @@ class EntityTables:
             f"SELECT {', '.join('e.' + c.strip() for c in _COLUMNS.split(','))} "
             "FROM messages m JOIN entities e ON e.hub = m.hub AND e.instance_id = m.instance_id "
             "WHERE m.hub = ? AND m.visible_at <= ? AND (e.lock_token IS NULL OR e.lock_expires <= ?) "
+            "AND (e.locked_by IS NULL OR m.caller = e.lock_owner) "
             f"{name_clause} ORDER BY m.visible_at, m.id LIMIT ?",
             (hub, now, now, *patterns, limit * 4),
         ).fetchall()

@@ -8,7 +8,7 @@ from google.protobuf import wrappers_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 
-from .conftest import HubStub, WorkStream, complete, kinds, start, sv, uid
+from .conftest import HubStub, WorkStream, complete, finish, kinds, start, status_of, sv, uid
 
 
 def _entity_stream(stub: HubStub, *names: str) -> WorkStream:
@@ -201,3 +201,50 @@ def test_terminating_the_lock_holder_frees_its_entities(stub: HubStub) -> None:
     complete(stub, orchestrations.next())
     outsider = entity_work.next()
     assert outsider.entityRequestV2.operationRequests[0].entityOperationSignaled.operation == "outsider"
+
+
+def _drain(work: WorkStream, stub: HubStub, entity: str, count: int) -> list[str]:
+    """Runs the batches offered for ``entity`` until ``count`` operations ran; returns their names."""
+    done: list[str] = []
+    while len(done) < count:
+        item = work.next()
+        assert item.entityRequestV2.instanceId == entity
+        operations = item.entityRequestV2.operationRequests
+        done += [op.entityOperationSignaled.operation for op in operations]
+        _finish_batch(stub, item, str(len(done)), *[_ok() for _ in operations])
+    return done
+
+
+def test_a_locked_entity_with_a_long_queue_starves_no_other_entity(stub: HubStub) -> None:
+    """The lock holder waits for entity B while 1,000 signals queue up for the entity it locked."""
+    holder, locked, other = start(stub, "Holder"), f"@counter@{uid()}", f"@counter@{uid()}"
+    orchestrations = WorkStream(
+        stub,
+        pb.GetWorkItemsRequest(
+            workItemFilters=pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="Holder")])
+        ),
+    )
+    lock = pb.EntityLockRequestedEvent(criticalSectionId="cs", lockSet=[locked], parentInstanceId=sv(holder))
+    complete(stub, orchestrations.next(), _entity_action(1, entityLockRequested=lock))
+    granted = orchestrations.next()
+    for n in range(1000):
+        stub.SignalEntity(pb.SignalEntityRequest(instanceId=locked, name=f"op{n}", requestId=f"r{n}"))
+    called = pb.EntityOperationCalledEvent(
+        requestId="call-b", operation="get", parentInstanceId=sv(holder), targetInstanceId=sv(other)
+    )
+    complete(stub, granted, _entity_action(2, entityOperationCalled=called))
+
+    entity_work = _entity_stream(stub, "counter")
+    answer = entity_work.next()
+    assert answer.entityRequestV2.instanceId == other
+    _finish_batch(stub, answer, "7", _ok("7"))
+    resumed = orchestrations.next()
+    assert resumed.orchestratorRequest.newEvents[1].entityOperationCompleted.output.value == "7"
+    unlock = pb.EntityUnlockSentEvent(criticalSectionId="cs", parentInstanceId=sv(holder), targetInstanceId=sv(locked))
+    complete(stub, resumed, _entity_action(3, entityUnlockSent=unlock), finish(4, "done"))
+    assert status_of(stub, holder) == pb.ORCHESTRATION_STATUS_COMPLETED
+
+    assert _drain(entity_work, stub, locked, 1000) == [f"op{n}" for n in range(1000)]
+    state = stub.GetEntity(pb.GetEntityRequest(instanceId=locked, includeState=True)).entity.serializedState
+    assert state.value == "1000"
+    assert stub.GetEntity(pb.GetEntityRequest(instanceId=locked)).entity.backlogQueueSize == 0

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import grpc
 import pytest
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator.clock import ManualClock
+from emulator.delivery import StartOptions, insert_instance
+from emulator.server import EmulatorServer
 
 from .conftest import HubStub, WorkStream, complete, finish, schedule, start, status_of, sv
 
@@ -155,3 +159,72 @@ def test_a_backlog_of_one_kind_does_not_starve_another(stub: HubStub) -> None:
         start(stub)
     kinds_seen = [work.next().WhichOneof("request") for _ in range(3)]
     assert "activityRequest" in kinds_seen, kinds_seen
+
+
+def test_a_version_filtered_stream_gets_its_work_behind_10000_older_versions(
+    stub: HubStub, server: EmulatorServer, clock: ManualClock
+) -> None:
+    request = pb.ActivityRequest(name="Act", version=sv("1")).SerializeToString()
+    with server.backend.transaction() as tx:
+        for n in range(10_000):
+            insert_instance(tx, "default", StartOptions(f"v1-{n}", "V", version="1"), clock.now(), f"e{n}")
+            tx.add_activity("default", f"v1-{n}", 1, "Act", "1", request)
+    iid = start(stub, "V", version=sv("2"))
+    newer = WorkStream(stub, _filters({"V": ["2"]}))
+    turn = newer.next()
+    assert turn.orchestratorRequest.instanceId == iid
+    versioned = pb.OrchestratorAction(id=1, scheduleTask=pb.ScheduleTaskAction(name="Act", version=sv("2")))
+    complete(stub, turn, versioned)
+    activities = WorkStream(
+        stub,
+        pb.GetWorkItemsRequest(
+            workItemFilters=pb.WorkItemFilters(activities=[pb.ActivityFilter(name="Act", versions=["2"])])
+        ),
+    )
+    got = activities.next().activityRequest
+    assert got.orchestrationInstance.instanceId == iid and got.version.value == "2"
+
+
+def _wait_released(server: EmulatorServer, token: str) -> None:
+    """Waits until the emulator has noticed a cancelled stream and given back what it held."""
+    deadline = time.monotonic() + 10
+    while token in server.dispatcher._leases and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert token not in server.dispatcher._leases
+
+
+def test_a_late_completion_from_a_dropped_stream_counts_until_the_work_is_redelivered(
+    stub: HubStub, server: EmulatorServer
+) -> None:
+    iid = start(stub)
+    orchestrations = WorkStream(stub, _filters({"Orch": []}))
+    complete(stub, orchestrations.next(), schedule(1, "Act"), schedule(2, "Act"))
+    blipped = WorkStream(stub, _filters(activities=["Act"]))
+    first, second = blipped.next(), blipped.next()
+    blipped.cancel()  # a network blip: the worker still runs both activities
+    _wait_released(server, first.completionToken)
+    # Nothing has taken the first activity since: its result is accepted, and it does not run again.
+    stub.CompleteActivityTask(
+        pb.ActivityResponse(instanceId=iid, taskId=1, result=sv('"one"'), completionToken=first.completionToken)
+    )
+    # The second was offered again meanwhile, so the first worker's token for it no longer counts.
+    retry = WorkStream(stub, _filters(activities=["Act"]))
+    again = retry.next()
+    assert again.activityRequest.taskId == 2
+    with pytest.raises(grpc.RpcError) as err:
+        stub.CompleteActivityTask(
+            pb.ActivityResponse(instanceId=iid, taskId=2, result=sv('"late"'), completionToken=second.completionToken)
+        )
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert retry.nothing_for(0.3)
+    stub.CompleteActivityTask(
+        pb.ActivityResponse(instanceId=iid, taskId=2, result=sv('"two"'), completionToken=again.completionToken)
+    )
+    completed: dict[int, str] = {}
+    while len(completed) < 2:
+        turn = orchestrations.next()
+        for event in turn.orchestratorRequest.newEvents:
+            if event.HasField("taskCompleted"):
+                completed[event.taskCompleted.taskScheduledId] = event.taskCompleted.result.value
+        complete(stub, turn)
+    assert completed == {1: '"one"', 2: '"two"'}

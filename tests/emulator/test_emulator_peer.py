@@ -33,21 +33,36 @@ SCENARIOS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def results(peer_py: Path) -> Iterator[dict[str, dict[str, object]]]:
+def _run(peer_py: Path, scenarios: list[str], timeout: float) -> dict[str, dict[str, object]]:
     with EmulatorServer(port=0, in_memory=True) as server:
         proc = subprocess.run(
-            [str(peer_py), str(SCRIPT), server.address, *SCENARIOS],
+            [str(peer_py), str(SCRIPT), server.address, *scenarios],
             capture_output=True,
             text=True,
-            timeout=100,
+            timeout=timeout,
             env=peer_env(),
             cwd=SCRIPT.parent,
         )
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     found = {line.pop("scenario"): line for line in lines}
     assert proc.returncode == 0, proc.stderr[-3000:]
-    yield found
+    return found
+
+
+@pytest.fixture(scope="module")
+def results(peer_py: Path) -> Iterator[dict[str, dict[str, object]]]:
+    yield _run(peer_py, SCENARIOS, timeout=100)
+
+
+def test_payloads_of_2_mib_fail_the_orchestration(peer_py: Path) -> None:
+    """The emulator fails the work at once instead of redelivering it after each lease timeout."""
+    got = _run(peer_py, ["oversized_result", "oversized_output"], timeout=150)
+    activity, output = got["oversized_result"], got["oversized_output"]
+    assert activity["status"] == "FAILED" and str(activity["type"]).endswith("TaskFailedError"), activity
+    assert "result is 2097154 bytes; the limit is 1048576 bytes" in str(activity["message"]), activity
+    assert output["status"] == "FAILED" and output["type"] == "PayloadTooLarge", output
+    assert "result is 2097154 bytes; the limit is 1048576 bytes" in str(output["message"]), output
+    print(f"failed after {float(activity['elapsed']):.2f} s and {float(output['elapsed']):.2f} s")  # type: ignore[arg-type]
 
 
 def test_chaining(results: dict[str, dict[str, object]]) -> None:

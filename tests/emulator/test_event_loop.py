@@ -53,9 +53,9 @@ def test_a_caller_that_gives_up_leaves_no_waiter_behind(server: EmulatorServer, 
         with pytest.raises(grpc.RpcError):
             stub.WaitForInstanceCompletion(pb.GetInstanceRequest(instanceId=iid), timeout=0.2)
     deadline = time.monotonic() + 5
-    while server.dispatcher._watchers and time.monotonic() < deadline:
+    while server.dispatcher.waiters and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not server.dispatcher._watchers
+    assert not server.dispatcher.waiters
 
 
 def test_a_stream_whose_caller_leaves_hands_its_work_back(server: EmulatorServer, stub: HubStub) -> None:
@@ -112,7 +112,7 @@ def test_a_wait_cut_short_by_a_restart_is_unavailable_not_a_deadline(server: Emu
     waiter = threading.Thread(target=wait, daemon=True)
     waiter.start()
     deadline = time.monotonic() + 10
-    while not server.dispatcher._watchers and time.monotonic() < deadline:
+    while not server.dispatcher.waiters and time.monotonic() < deadline:
         time.sleep(0.01)
     server.faults.goaway(grace=1.0)
     waiter.join(10)

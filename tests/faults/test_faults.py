@@ -145,7 +145,7 @@ def test_a_client_wait_outlasts_a_restart(rig: Rig) -> None:
 
     waiter = threading.Thread(target=wait, daemon=True)
     waiter.start()
-    wait_until(lambda: bool(rig.server.dispatcher._watchers), 10, "the client's wait to reach the server")
+    wait_until(lambda: bool(rig.server.dispatcher.waiters), 10, "the client's wait to reach the server")
     assert waiter.is_alive()  # three 50 ms steps: the run is still going
     # The open wait is cut by the restart (UNAVAILABLE); the client asks again and still gets the result.
     rig.server.faults.goaway(grace=0.2)

@@ -110,6 +110,18 @@ def failing(ctx: task.OrchestrationContext, _: object):
     return "unreachable"
 
 
+def huge(ctx: task.ActivityContext, size: int) -> str:
+    return "x" * size
+
+
+def calls_huge(ctx: task.OrchestrationContext, size: int):
+    return (yield ctx.call_activity(huge, input=size))
+
+
+def returns_huge(ctx: task.OrchestrationContext, size: int) -> str:
+    return "x" * size
+
+
 def forever(ctx: task.OrchestrationContext, _: object):
     yield ctx.wait_for_external_event("never")
     return "done"
@@ -162,6 +174,25 @@ class Scenarios:
         s = self.c.wait_for_orchestration_completion(self.iid, timeout=30)
         assert s is not None and s.failure_details is not None
         return {"status": s.runtime_status.name, "message": s.failure_details.message}
+
+    def _failed(self, fn, inp) -> dict[str, object]:  # type: ignore[no-untyped-def]
+        t0 = time.time()
+        self.start(fn, inp)
+        # Well within the emulator's five-minute lease timeout, after which the same work would run again.
+        s = self.c.wait_for_orchestration_completion(self.iid, timeout=60)
+        assert s is not None and s.failure_details is not None
+        return {
+            "status": s.runtime_status.name,
+            "type": s.failure_details.error_type,
+            "message": s.failure_details.message,
+            "elapsed": time.time() - t0,
+        }
+
+    def oversized_result(self) -> dict[str, object]:
+        return self._failed(calls_huge, 2 * 1024 * 1024)
+
+    def oversized_output(self) -> dict[str, object]:
+        return self._failed(returns_huge, 2 * 1024 * 1024)
 
     def terminate(self) -> dict[str, object]:
         self.start(forever)
@@ -248,9 +279,11 @@ def main() -> None:
         rewindable,
         entity_caller,
         entity_locker,
+        calls_huge,
+        returns_huge,
     ):
         w.add_orchestrator(fn)
-    for fn in (hello, double, fail, flaky):
+    for fn in (hello, double, fail, flaky, huge):
         w.add_activity(fn)
     w.add_entity(tally)
     w.start()

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, SqliteBackend
+from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, SqliteBackend
 
 PENDING, RUNNING, COMPLETED = 6, 0, 1
+ANY = NameFilter()
 
 
 @pytest.fixture(params=["file", "memory"])
@@ -109,13 +110,13 @@ def test_messages_become_visible_and_make_instances_ready(backend: Backend) -> N
         first = tx.add_message("h", "a", b"now", 10)
         tx.add_message("h", "b", b"later", 50)
         assert [m.event for m in tx.visible_messages("h", "a", 10)] == [b"now"]
-        assert tx.ready_instances("h", 10, None, 10)[0] == [("a", "Orch", None)]
-        assert tx.ready_instances("h", 10, ["Other"], 10)[0] == []
+        assert tx.ready_instances("h", 10, ANY, 10)[0] == [("a", "Orch", None)]
+        assert tx.ready_instances("h", 10, NameFilter({"Other": frozenset()}), 10)[0] == []
         assert tx.next_message_time("h", 10) == 50
         tx.lock_instance("h", "a", "tok", 100)
-        assert tx.ready_instances("h", 60, None, 10)[0] == [("b", "Orch", None)]
+        assert tx.ready_instances("h", 60, ANY, 10)[0] == [("b", "Orch", None)]
         # An expired lease makes the instance available again.
-        assert [r[0] for r in tx.ready_instances("h", 100, None, 10)[0]] == ["a", "b"]
+        assert [r[0] for r in tx.ready_instances("h", 100, ANY, 10)[0]] == ["a", "b"]
         assert tx.next_lease_expiry("h") == 100
         # Expired leases are not "due" any more: a waiting stream must not spin on them.
         assert tx.next_lease_expiry("h", 100) is None
@@ -127,10 +128,10 @@ def test_activity_queue_leases(backend: Backend) -> None:
     with backend.transaction() as tx:
         one = tx.add_activity("h", "a", 1, "Act", None, b"req1")
         two = tx.add_activity("h", "a", 2, "Other", "v", b"req2")
-        assert [r.id for r in tx.ready_activities("h", 0, None, 10)] == [one, two]
-        assert [r.id for r in tx.ready_activities("h", 0, ["Other"], 10)] == [two]
+        assert [r.id for r in tx.ready_activities("h", 0, ANY, 10)] == [one, two]
+        assert [r.id for r in tx.ready_activities("h", 0, NameFilter({"Other": frozenset()}), 10)] == [two]
         tx.lock_activity(one, "tok", 5)
-        assert [r.id for r in tx.ready_activities("h", 0, None, 10)] == [two]
+        assert [r.id for r in tx.ready_activities("h", 0, ANY, 10)] == [two]
         got = tx.get_activity(one)
         assert got is not None and got.lock_token == "tok" and got.request == b"req1"
         tx.delete_activity(one)
@@ -282,3 +283,70 @@ def test_hub_rows_are_deleted_in_chunks(backend: Backend) -> None:
     with backend.transaction() as tx:
         assert tx.hub_exists("h") and tx.history("h", "i0") == [] and tx.get_instance("h", "i1") is None
         assert tx.get_instance("other", "kept") is not None
+
+
+def test_a_locked_entity_is_ready_only_for_its_owners_calls(backend: Backend) -> None:
+    from emulator.storage import EntityRecord
+
+    with backend.transaction() as tx:
+        tx.put_entity(EntityRecord("h", "@c@locked", None, 0, locked_by="cs", lock_owner="orch"))
+        tx.put_entity(EntityRecord("h", "@c@free", None, 0))
+        signals = [tx.add_entity_operation("h", "@c@locked", f"s{n}".encode(), 0, None) for n in range(300)]
+        tx.add_entity_operation("h", "@c@free", b"f", 1, None)
+        # The locked entity's signals wait for the unlock and do not hide the free entity behind them.
+        assert [e.instance_id for e in tx.ready_entities("h", 5, 1)] == ["@c@free"]
+        call = tx.add_entity_operation("h", "@c@locked", b"call", 2, "orch")
+        tx.add_entity_operation("h", "@c@locked", b"other", 2, "someone-else")
+        assert [e.instance_id for e in tx.ready_entities("h", 5, 2)] == ["@c@free", "@c@locked"]
+        assert [m.id for m in tx.entity_operations("h", "@c@locked", 5, 10, "orch")] == [call]
+        # Unlocked, an entity runs its operations oldest first, at most a batch at a time.
+        assert [m.id for m in tx.entity_operations("h", "@c@locked", 5, 3)] == signals[:3]
+        assert tx.entity_operations("h", "@c@free", 0, 10) == []  # not visible yet
+
+
+def test_a_database_from_before_entity_callers_is_upgraded(tmp_path: Path) -> None:
+    from durabletask._proto import orchestrator_service_pb2 as pb
+    from emulator.storage import EntityRecord
+
+    path = str(tmp_path / "old.db")
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, "
+        "instance_id TEXT NOT NULL, event BLOB NOT NULL, visible_at INTEGER NOT NULL)"
+    )
+    called = pb.HistoryEvent(entityOperationCalled=pb.EntityOperationCalledEvent(requestId="r", operation="op"))
+    called.entityOperationCalled.parentInstanceId.value = "orch"
+    signaled = pb.HistoryEvent(entityOperationSignaled=pb.EntityOperationSignaledEvent(requestId="s"))
+    for event in (signaled, called):
+        old.execute(
+            "INSERT INTO messages (hub, instance_id, event, visible_at) VALUES ('h', '@c@1', ?, 0)",
+            (event.SerializeToString(),),
+        )
+    old.commit()
+    old.close()
+    store = SqliteBackend(path)
+    with store.transaction() as tx:
+        tx.put_entity(EntityRecord("h", "@c@1", None, 0, locked_by="cs", lock_owner="orch"))
+        (ready,) = tx.entity_operations("h", "@c@1", 0, 10, "orch")
+        assert pb.HistoryEvent.FromString(ready.event).entityOperationCalled.requestId == "r"
+        assert [e.instance_id for e in tx.ready_entities("h", 0, 10)] == ["@c@1"]
+    store.close()
+
+
+def test_versions_are_matched_before_the_page_is_cut(backend: Backend) -> None:
+    with backend.transaction() as tx:
+        for n in range(50):
+            tx.put_instance(_instance(f"old{n}", version="1"))
+            tx.add_message("h", f"old{n}", b"m", n)
+            tx.add_activity("h", f"old{n}", 1, "Act", "1", b"r")
+        tx.put_instance(_instance("new", version="2"))
+        tx.add_message("h", "new", b"m", 100)
+        newest = tx.add_activity("h", "new", 1, "Act", "2", b"r")
+        unversioned = tx.add_activity("h", "new", 2, "Act", None, b"r")
+        v2 = NameFilter({"Orch": frozenset({"2"}), "Act": frozenset({"2"})})
+        assert tx.ready_instances("h", 100, v2, 1) == ([("new", "Orch", "2")], True)
+        assert [r.id for r in tx.ready_activities("h", 100, v2, 1)] == [newest]
+        # An empty version matches a filter listing "" (as NameFilter.accepts does).
+        blank = NameFilter({"Act": frozenset({""})})
+        assert [r.id for r in tx.ready_activities("h", 100, blank, 5)] == [unversioned]
+        assert tx.ready_activities("h", 100, NameFilter({}), 5) == []
