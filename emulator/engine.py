@@ -9,6 +9,7 @@ from datetime import datetime
 from google.protobuf import struct_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._protocol_extensions import INCLUDE_PAST_EVENTS
 from emulator import delivery, entity_ops, events, outbox
 from emulator.actions.base import ContinueAsNew, Transition
 from emulator.changes import ChangeFeed, ChangeSubscriber
@@ -29,8 +30,6 @@ _CANDIDATES = 64
 #: Past events larger than this (serialized) are left out of a work item for a worker that can stream
 #: them; well below gRPC's default 4 MiB message limit, leaving room for the new events.
 DEFAULT_HISTORY_STREAMING_THRESHOLD = 1024 * 1024
-#: The request property that tells the worker the past events were left out because it holds them.
-INCLUDE_PAST_EVENTS = "IncludePastEvents"
 _HISTORY_CHUNK_BYTES = 1024 * 1024
 _HISTORY_CHUNK_EVENTS = 200
 

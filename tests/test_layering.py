@@ -298,8 +298,11 @@ def test_the_private_protocol_extension_is_defined_once() -> None:
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 targets = getattr(node, "targets", [getattr(node, "target", None)])
                 names = [t.id for t in targets if isinstance(t, ast.Name)]
-                assigned = isinstance(node, ast.Assign | ast.AnnAssign) and "EXTENDED_SESSIONS_CAPABILITY" in names
-                literal = top != "tests" and isinstance(node, ast.Constant) and node.value == 1001
+                assigned = isinstance(node, ast.Assign | ast.AnnAssign) and bool(
+                    {"EXTENDED_SESSIONS_CAPABILITY", "INCLUDE_PAST_EVENTS"} & set(names)
+                )
+                extension_values = (1001, "IncludePastEvents")
+                literal = top != "tests" and isinstance(node, ast.Constant) and node.value in extension_values
                 if assigned or literal:
                     definitions.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     no_edges(definitions, "the extension's value is defined in durabletask/_protocol_extensions.py only")

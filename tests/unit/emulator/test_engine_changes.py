@@ -10,10 +10,11 @@ import pytest
 from google.protobuf import wrappers_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._protocol_extensions import INCLUDE_PAST_EVENTS
 from emulator.changes import ChangeFeed
 from emulator.clock import ManualClock
 from emulator.delivery import StartOptions
-from emulator.engine import INCLUDE_PAST_EVENTS, Engine
+from emulator.engine import Engine
 from emulator.entities import Entities
 from emulator.sessions import SessionTable
 from emulator.storage import NameFilter, SqliteBackend
