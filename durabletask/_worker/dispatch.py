@@ -6,7 +6,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Collection, Coroutine, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from enum import Enum
 from typing import Any, TypeVar
@@ -20,6 +20,19 @@ class WorkKind(Enum):
     ORCHESTRATION = "orchestration"
     ACTIVITY = "activity"
     ENTITY = "entity"
+
+
+def startable_limits(
+    limits: Mapping[WorkKind, int], *, threads: int, async_kinds: Collection[WorkKind] = ()
+) -> dict[WorkKind, int]:
+    """Per kind, how many work items can start as soon as they arrive: what a stream may lease.
+
+    Synchronous code of each kind runs on that kind's pool of ``threads`` threads, so a kind's limit
+    is capped there: a work item leased beyond it would wait in a queue while its lease runs out,
+    and the backend would hand it out again (it would run twice). Kinds in ``async_kinds`` run on
+    the event loop and keep their configured limit.
+    """
+    return {kind: limit if kind in async_kinds else min(limit, threads) for kind, limit in limits.items()}
 
 
 class Slots:
@@ -63,8 +76,10 @@ class Slots:
 class WorkItemPools:
     """Runs work items with per-kind limits; reading the stream waits for a free slot (backpressure).
 
-    Synchronous jobs run on a thread pool; ``async`` jobs run on one event loop in its own thread, so
-    an async activity does not hold a pool thread while it awaits.
+    Synchronous jobs run on a thread pool per kind (at most ``max_threads`` threads, started as
+    needed), so a slot taken means a thread is free and long activities never hold up orchestrations.
+    ``async`` jobs run on one event loop in its own thread, so an async activity does not hold a pool
+    thread while it awaits.
     """
 
     def __init__(self, limits: Mapping[WorkKind, int], *, max_threads: int, logger: logging.Logger) -> None:
@@ -74,7 +89,7 @@ class WorkItemPools:
         self._stopping = threading.Event()
         self._idle = threading.Condition()
         self._in_flight = 0
-        self._pool: ThreadPoolExecutor | None = None
+        self._pools: dict[WorkKind, ThreadPoolExecutor] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
 
@@ -88,7 +103,12 @@ class WorkItemPools:
 
     def start(self) -> None:
         self._stopping.clear()
-        self._pool = ThreadPoolExecutor(max_workers=self._max_threads, thread_name_prefix="durabletask-worker")
+        self._pools = {
+            kind: ThreadPoolExecutor(
+                max_workers=min(slots.limit, self._max_threads), thread_name_prefix=f"durabletask-{kind.value}"
+            )
+            for kind, slots in self._slots.items()
+        }
 
     def acquire(self, kind: WorkKind) -> bool:
         """Reserve a slot for one work item of ``kind``; ``False`` once the pools are stopping."""
@@ -96,7 +116,7 @@ class WorkItemPools:
 
     def submit(self, kind: WorkKind, job: Callable[[], None]) -> None:
         """Run ``job`` on the thread pool in a slot already taken with :meth:`acquire`."""
-        pool = self._require_pool()
+        pool = self._require_pool(kind)
         self._begin()
         try:
             pool.submit(self._guarded, kind, job)
@@ -115,8 +135,12 @@ class WorkItemPools:
             raise
 
     async def run_blocking(self, fn: Callable[[], T]) -> T:
-        """From an async job, run a blocking call (such as sending a completion) on the thread pool."""
-        return await asyncio.get_running_loop().run_in_executor(self._require_pool(), fn)
+        """From an async job, run a blocking call (such as sending a completion) off the event loop.
+
+        It runs on the loop's own executor, not on a kind's pool, where it could wait behind long
+        synchronous activities.
+        """
+        return await asyncio.get_running_loop().run_in_executor(None, fn)
 
     def stop_accepting(self) -> None:
         """Make waiting and future :meth:`acquire` calls return ``False``; running work continues."""
@@ -143,18 +167,22 @@ class WorkItemPools:
             loop.call_soon_threadsafe(loop.stop)
             if wait and self._loop_thread is not None:
                 self._loop_thread.join()
-        pool, self._pool = self._pool, None
-        if pool is not None:
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
             pool.shutdown(wait=wait, cancel_futures=not wait)
 
-    def _require_pool(self) -> ThreadPoolExecutor:
-        if self._pool is None:
+    def _require_pool(self, kind: WorkKind) -> ThreadPoolExecutor:
+        pool = self._pools.get(kind)
+        if pool is None:
             raise RuntimeError("the work-item pools are not running")
-        return self._pool
+        return pool
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             loop = asyncio.new_event_loop()
+            loop.set_default_executor(
+                ThreadPoolExecutor(max_workers=self._max_threads, thread_name_prefix="durabletask-async-blocking")
+            )
             ready: Future[None] = Future()
 
             def run() -> None:

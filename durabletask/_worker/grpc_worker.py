@@ -19,10 +19,10 @@ from durabletask._grpc.channel import (
 )
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
-from durabletask._worker.activity_runner import ActivityRunner
+from durabletask._worker.activity_runner import ActivityRunner, is_async_callable
 from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.completions import CompletionSender
-from durabletask._worker.dispatch import WorkItemPools, WorkKind
+from durabletask._worker.dispatch import WorkItemPools, WorkKind, startable_limits
 from durabletask._worker.entity_batches import EntityBatchRunner
 from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
@@ -307,12 +307,24 @@ class TaskHubGrpcWorker:
                 self._is_running = False
             self._logger.info("the gRPC worker has stopped")
 
+    def _startable_limits(self) -> dict[WorkKind, int]:
+        activities = self._registry.activities.values()
+        # Only when every activity is async do activities not need a thread each.
+        async_kinds = [WorkKind.ACTIVITY] if activities and all(map(is_async_callable, activities)) else []
+        return startable_limits(
+            _limits(self._concurrency_options),
+            threads=self._concurrency_options.maximum_thread_pool_workers or 1,
+            async_kinds=async_kinds,
+        )
+
     def _work_items_request(self) -> pb.GetWorkItemsRequest:
-        options = self._concurrency_options
+        # The backend leases at most this many of each kind to the stream at once: no more than can
+        # start right away, so none waits in the worker while its lease runs out.
+        limits = self._startable_limits()
         request = pb.GetWorkItemsRequest(
-            maxConcurrentOrchestrationWorkItems=options.maximum_concurrent_orchestration_work_items,
-            maxConcurrentActivityWorkItems=options.maximum_concurrent_activity_work_items,
-            maxConcurrentEntityWorkItems=options.maximum_concurrent_entity_work_items,
+            maxConcurrentOrchestrationWorkItems=limits[WorkKind.ORCHESTRATION],
+            maxConcurrentActivityWorkItems=limits[WorkKind.ACTIVITY],
+            maxConcurrentEntityWorkItems=limits[WorkKind.ENTITY],
             capabilities=cast(Any, sorted(self._capabilities)),  # unknown values pass through as ints
         )
         if self._work_item_filters is not None:
@@ -348,7 +360,7 @@ class _Run:
         self._logger = logger
         self._closed = threading.Event()
         self.pools = WorkItemPools(
-            _limits(options), max_threads=options.maximum_thread_pool_workers or 1, logger=logger
+            worker._startable_limits(), max_threads=options.maximum_thread_pool_workers or 1, logger=logger
         )
         executor_factory = worker._executor_factory or default_executor_factory(
             worker._registry,

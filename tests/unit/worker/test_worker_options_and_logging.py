@@ -138,3 +138,34 @@ def test_exception_properties_are_recorded_on_activity_failures() -> None:
     fallback = ActivityRunner(registry, logger=log, exception_properties_provider=BrokenProvider()).run(request, "t")
     assert fallback.failureDetails.errorMessage == "disk full"
     assert not fallback.failureDetails.properties
+
+
+def _advertised(worker: TaskHubGrpcWorker) -> tuple[int, int, int]:
+    request = worker._work_items_request()
+    return (
+        request.maxConcurrentOrchestrationWorkItems,
+        request.maxConcurrentActivityWorkItems,
+        request.maxConcurrentEntityWorkItems,
+    )
+
+
+def test_a_stream_asks_for_no_more_work_than_its_threads_can_start() -> None:
+    # The defaults allow 100 items per CPU, but synchronous code runs on 8 threads per kind: a backend
+    # leasing more would leave items queued in the worker while their leases run out.
+    w = TaskHubGrpcWorker(concurrency_options=ConcurrencyOptions(maximum_thread_pool_workers=8))
+    w.add_activity(lambda ctx, x: x, name="sync_activity")
+    assert _advertised(w) == (8, 8, 8)
+    small = TaskHubGrpcWorker(concurrency_options=ConcurrencyOptions(3, 2, 5, maximum_thread_pool_workers=4))
+    assert _advertised(small) == (2, 3, 4)
+
+
+def test_async_activities_are_not_capped_by_the_thread_pool() -> None:
+    async def fetch(ctx: Any, x: int) -> int:
+        return x
+
+    options = ConcurrencyOptions(maximum_concurrent_activity_work_items=50, maximum_thread_pool_workers=2)
+    w = TaskHubGrpcWorker(concurrency_options=options)
+    w.add_activity(fetch)
+    assert _advertised(w)[1] == 50
+    w.add_activity(lambda ctx, x: x, name="blocking")  # one synchronous activity needs a thread per item
+    assert _advertised(w)[1] == 2
