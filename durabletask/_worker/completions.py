@@ -10,8 +10,9 @@ import grpc
 
 from durabletask._worker.failures import describe, is_lease_lost, status_code
 
-# Transient transport errors worth another try; anything else will not improve by retrying.
-_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
+# Transient transport errors worth another try; anything else will not improve by retrying. In
+# particular RESOURCE_EXHAUSTED: a result over a size limit is refused the same way every time.
+_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE})
 
 
 class CompletionSender:
@@ -71,8 +72,16 @@ class CompletionSender:
                 if is_lease_lost(error):
                     self._logger.warning("dropping %s: the work item is no longer leased (%s)", what, describe(error))
                     return False
-                retry = status_code(error) in _RETRYABLE and attempt < self._attempts
-                if not retry:
+                code = status_code(error)
+                if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    self._logger.error(
+                        "the backend refused %s as over one of its limits (%s); not retrying it, the backend decides"
+                        " what becomes of the work item",
+                        what,
+                        describe(error),
+                    )
+                    return False
+                if code not in _RETRYABLE or attempt == self._attempts:
                     self._logger.error("could not deliver %s: %s", what, describe(error))
                     return False
                 self._logger.info("retrying %s after %s", what, describe(error))

@@ -542,3 +542,19 @@ def test_repeated_connection_failures_rebuild_the_channel(logger: logging.Logger
         runner.join(WAIT)
         channels.close()
     assert not runner.is_alive()
+
+
+def test_a_completion_refused_as_too_large_is_sent_once(server: Server, make_worker: WorkerFactory) -> None:
+    worker = make_worker()
+    worker.add_activity(double)
+    worker.start()
+    server.sidecar.reject(
+        "CompleteActivityTask", grpc.StatusCode.RESOURCE_EXHAUSTED, "result exceeds 1 MiB", times=2, token="big"
+    )
+    stream = server.sidecar.next_stream()
+    stream.send(activity_item("double", "1", token="big"))
+    stream.send(activity_item("double", "2", token="after"))
+    _, response = server.sidecar.next_completion()
+    assert response.completionToken == "after"
+    worker.stop()
+    assert server.sidecar.rejections["CompleteActivityTask"].remaining == 1  # refused once, never sent again
