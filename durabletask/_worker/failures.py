@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import grpc
 
-# Status codes a backend uses when the work item's lease is gone (expired, or taken by another worker).
+# Status codes a backend uses when the work item's lease is gone (expired, or taken by another worker):
+# the token no longer names a work item (NOT_FOUND) or no longer allows completing it (FAILED_PRECONDITION).
 _LEASE_LOST_CODES = frozenset({grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION})
-# A message naming the token is only a lease problem when it is not about credentials.
-_AUTH_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
 
 
 def status_code(error: grpc.RpcError) -> grpc.StatusCode | None:
@@ -23,11 +22,12 @@ def _details(error: grpc.RpcError) -> str:
 
 
 def is_lease_lost(error: grpc.RpcError) -> bool:
-    """Whether a rejected completion means the work item is no longer ours (so it is safe to drop)."""
-    code = status_code(error)
-    if code in _LEASE_LOST_CODES:
-        return True
-    return code not in _AUTH_CODES and "token" in _details(error).lower()
+    """Whether a rejected completion means the work item is no longer ours (so it is safe to drop).
+
+    Decided by the status code alone: other codes (a malformed request, credentials, a server fault) are
+    reported as failures even when their message mentions the completion token.
+    """
+    return status_code(error) in _LEASE_LOST_CODES
 
 
 def describe(error: grpc.RpcError) -> str:

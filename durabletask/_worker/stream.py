@@ -19,7 +19,9 @@ from durabletask._worker.failures import describe, status_code
 from durabletask.grpc_options import GrpcWorkerResiliencyOptions
 
 Stub = Any  # the generated stub's methods are untyped
-WorkItemCallback = Callable[[pb.WorkItem, Stub], None]
+# Called with a work item, the stub to answer on, and a function to call once the stub is no longer
+# needed (the item's channel stays open until then).
+WorkItemCallback = Callable[[pb.WorkItem, Stub, Callable[[], None]], None]
 
 # Errors that say nothing about the channel's health (the server answered) do not count towards
 # rebuilding it.
@@ -41,19 +43,31 @@ class SessionEnd(Enum):
     FAILED = "failed"  # the handshake or the stream failed
 
 
+def _nothing() -> None:
+    return None
+
+
 class ChannelProvider:
     """The channel the worker talks over: the caller's (never closed here) or one it opens and may rebuild.
 
-    A rebuilt channel is closed only at the next rebuild (or :meth:`close`), so work items received
-    on it can still deliver their results meanwhile.
+    Whoever sends on a channel holds it (:meth:`hold`) until done: a rebuilt channel is closed once
+    its last holder lets go, so completions of work received on it still reach the backend, and
+    retired channels do not pile up however often the channel is rebuilt.
     """
 
     def __init__(self, channel: grpc.Channel | None, factory: Callable[[], grpc.Channel]) -> None:
         self._given = channel
         self._factory = factory
         self._owned: grpc.Channel | None = None
-        self._retired: grpc.Channel | None = None
+        self._holders: dict[grpc.Channel, int] = {}
+        self._retired: list[grpc.Channel] = []  # rebuilt away, waiting for their holders
         self._lock = threading.Lock()
+
+    @property
+    def retired(self) -> int:
+        """Rebuilt-away channels still open because work received on them has not finished."""
+        with self._lock:
+            return len(self._retired)
 
     def get(self) -> grpc.Channel:
         if self._given is not None:
@@ -63,22 +77,61 @@ class ChannelProvider:
                 self._owned = self._factory()
             return self._owned
 
+    def hold(self, channel: grpc.Channel | None = None) -> tuple[grpc.Channel, Callable[[], None]]:
+        """Keep ``channel`` (default: the current one) open until the returned function is called."""
+        if self._given is not None:
+            return self._given, _nothing
+        with self._lock:
+            if channel is None:
+                if self._owned is None:
+                    self._owned = self._factory()
+                channel = self._owned
+            self._holders[channel] = self._holders.get(channel, 0) + 1
+        held = channel
+        released = threading.Event()
+
+        def release() -> None:
+            if released.is_set():
+                return
+            released.set()
+            self._release(held)
+
+        return held, release
+
+    def _release(self, channel: grpc.Channel) -> None:
+        with self._lock:
+            count = self._holders.get(channel)
+            if count is None:  # already closed by close()
+                return
+            if count > 1:
+                self._holders[channel] = count - 1
+                return
+            del self._holders[channel]
+            if channel not in self._retired:
+                return
+            self._retired.remove(channel)
+        channel.close()
+
     def rebuild(self) -> bool:
         """Make the next :meth:`get` open a fresh channel; ``False`` for a caller's channel."""
         if self._given is not None:
             return False
         with self._lock:
-            previous, self._retired, self._owned = self._retired, self._owned, None
-        if previous is not None:
+            previous, self._owned = self._owned, None
+            unused = previous is not None and previous not in self._holders
+            if previous is not None and not unused:
+                self._retired.append(previous)
+        if unused and previous is not None:
             previous.close()
         return True
 
     def close(self) -> None:
         with self._lock:
-            channels, self._owned, self._retired = (self._owned, self._retired), None, None
+            channels = [c for c in (self._owned, *self._retired) if c is not None]
+            self._owned, self._retired = None, []
+            self._holders.clear()
         for channel in channels:
-            if channel is not None:
-                channel.close()
+            channel.close()
 
 
 class Watchdog:
@@ -194,8 +247,8 @@ class StreamLoop:
         if self._stopping.is_set():
             call.cancel()
 
-    def _connect(self) -> tuple[Stub, Any]:
-        stub = pb_grpc.TaskHubSidecarServiceStub(self._channels.get())
+    def _connect(self, channel: grpc.Channel) -> tuple[Stub, Any]:
+        stub = pb_grpc.TaskHubSidecarServiceStub(channel)
         # As a future, the handshake can be cancelled by stop() instead of holding it for its deadline.
         hello = stub.Hello.future(empty_pb2.Empty(), timeout=self._resiliency.hello_timeout_seconds)
         self._track(hello)
@@ -205,8 +258,15 @@ class StreamLoop:
         return stub, call
 
     def _session(self) -> tuple[SessionEnd, bool]:
+        channel, release = self._channels.hold()
         try:
-            stub, call = self._connect()
+            return self._connected_session(channel)
+        finally:
+            release()
+
+    def _connected_session(self, channel: grpc.Channel) -> tuple[SessionEnd, bool]:
+        try:
+            stub, call = self._connect(channel)
         except grpc.FutureCancelledError:
             return SessionEnd.STOPPED, False
         except grpc.RpcError as error:
@@ -218,7 +278,7 @@ class StreamLoop:
         self._logger.info("connected to %s; waiting for work items", self._address)
         watchdog = Watchdog(self._resiliency.silent_disconnect_timeout_seconds, call.cancel)
         try:
-            return self._read(call, stub, watchdog)
+            return self._read(call, channel, stub, watchdog)
         finally:
             watchdog.close()
             with self._lock:
@@ -226,7 +286,7 @@ class StreamLoop:
             # Ends the call if reading stopped for any other reason than the stream ending (no-op then).
             call.cancel()
 
-    def _read(self, call: Any, stub: Stub, watchdog: Watchdog) -> tuple[SessionEnd, bool]:
+    def _read(self, call: Any, channel: grpc.Channel, stub: Stub, watchdog: Watchdog) -> tuple[SessionEnd, bool]:
         saw_message = False
         try:
             while True:
@@ -241,7 +301,8 @@ class StreamLoop:
                 if not saw_message:
                     saw_message = True
                     self._failures = 0
-                self._on_work_item(item, stub)
+                _, done = self._channels.hold(channel)
+                self._on_work_item(item, stub, done)
         except grpc.RpcError as error:
             if self._stopping.is_set():
                 return SessionEnd.STOPPED, saw_message
@@ -273,13 +334,17 @@ def history_fetcher(
     """Fetches a work item's past events with ``StreamInstanceHistory`` (for ``requiresHistoryStreaming``)."""
 
     def fetch(request: pb.OrchestratorRequest) -> list[pb.HistoryEvent]:
-        stub = pb_grpc.TaskHubSidecarServiceStub(channels.get())
-        query = pb.StreamInstanceHistoryRequest(instanceId=request.instanceId, forWorkItemProcessing=True)
-        if request.HasField("executionId"):
-            query.executionId.CopyFrom(request.executionId)
-        events: list[pb.HistoryEvent] = []
-        for chunk in stub.StreamInstanceHistory(query, timeout=timeout):
-            events.extend(chunk.events)
-        return events
+        channel, release = channels.hold()
+        try:
+            stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+            query = pb.StreamInstanceHistoryRequest(instanceId=request.instanceId, forWorkItemProcessing=True)
+            if request.HasField("executionId"):
+                query.executionId.CopyFrom(request.executionId)
+            events: list[pb.HistoryEvent] = []
+            for chunk in stub.StreamInstanceHistory(query, timeout=timeout):
+                events.extend(chunk.events)
+            return events
+        finally:
+            release()
 
     return fetch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -15,6 +16,32 @@ from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.orchestration_runner import OrchestrationRunner
 
 Stub = Any  # pb_grpc.TaskHubSidecarServiceStub; its generated methods are untyped.
+
+
+def _nothing() -> None:
+    return None
+
+
+def _then(job: Callable[[], None], done: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            job()
+        finally:
+            done()
+
+    return run
+
+
+def _then_async(
+    job: Callable[[], Coroutine[Any, Any, None]], done: Callable[[], None]
+) -> Callable[[], Coroutine[Any, Any, None]]:
+    async def run() -> None:
+        try:
+            await job()
+        finally:
+            done()
+
+    return run
 
 
 class WorkItemHandler:
@@ -43,27 +70,32 @@ class WorkItemHandler:
         self._sender = sender
         self._logger = logger
 
-    def __call__(self, item: pb.WorkItem, stub: Stub) -> None:
+    def __call__(self, item: pb.WorkItem, stub: Stub, done: Callable[[], None] = _nothing) -> None:
+        """Dispatch ``item``; ``done`` is called once nothing will use ``stub`` for it any more."""
         kind = item.WhichOneof("request")
+        handed_off = False  # True once a job owns calling done()
         try:
             if kind == "healthPing":
                 return
             if kind == "orchestratorRequest":
-                self._orchestration(item.orchestratorRequest, item.completionToken, stub)
+                handed_off = self._orchestration(item.orchestratorRequest, item.completionToken, stub, done)
             elif kind == "activityRequest":
-                self._activity(item.activityRequest, item.completionToken, stub)
+                handed_off = self._activity(item.activityRequest, item.completionToken, stub, done)
             elif kind in ("entityRequest", "entityRequestV2"):
-                self._entity(item, stub)
+                handed_off = self._entity(item, stub, done)
             else:
                 self._logger.warning("ignoring a work item of unknown kind %r", kind)
         except Exception:
             # One bad work item must never end the stream; its lease expires and it is redelivered.
             self._logger.exception("could not dispatch a %s work item", kind)
+        finally:
+            if not handed_off:
+                done()
 
-    def _orchestration(self, request: pb.OrchestratorRequest, token: str, stub: Stub) -> None:
+    def _orchestration(self, request: pb.OrchestratorRequest, token: str, stub: Stub, done: Callable[[], None]) -> bool:
         if not self._pools.acquire(WorkKind.ORCHESTRATION):
             self._abandon_orchestration(request.instanceId, token, stub, "the worker is stopping")
-            return
+            return False
 
         def job() -> None:
             outcome = self._orchestrations.run(request, token)
@@ -75,7 +107,8 @@ class WorkItemHandler:
                 lambda: stub.CompleteOrchestratorTask(outcome.response, timeout=self._sender.timeout),
             )
 
-        self._pools.submit(WorkKind.ORCHESTRATION, job)
+        self._pools.submit(WorkKind.ORCHESTRATION, _then(job, done))
+        return True
 
     def _abandon_orchestration(self, instance_id: str, token: str, stub: Stub, reason: str) -> None:
         self._logger.info("handing back the orchestration work item for '%s': %s", instance_id, reason)
@@ -86,7 +119,7 @@ class WorkItemHandler:
             ),
         )
 
-    def _activity(self, request: pb.ActivityRequest, token: str, stub: Stub) -> None:
+    def _activity(self, request: pb.ActivityRequest, token: str, stub: Stub, done: Callable[[], None]) -> bool:
         instance_id = request.orchestrationInstance.instanceId
         what = f"the result of activity '{request.name}#{request.taskId}' for '{instance_id}'"
         if not self._pools.acquire(WorkKind.ACTIVITY):
@@ -96,7 +129,7 @@ class WorkItemHandler:
                     pb.AbandonActivityTaskRequest(completionToken=token), timeout=self._sender.timeout
                 ),
             )
-            return
+            return False
 
         def complete(response: pb.ActivityResponse) -> None:
             self._sender.send(what, lambda: stub.CompleteActivityTask(response, timeout=self._sender.timeout))
@@ -107,17 +140,19 @@ class WorkItemHandler:
                 response = await self._activities.run_async(request, token)
                 await self._pools.run_blocking(lambda: complete(response))
 
-            self._pools.submit_async(WorkKind.ACTIVITY, async_job)
+            self._pools.submit_async(WorkKind.ACTIVITY, _then_async(async_job, done))
         else:
-            self._pools.submit(WorkKind.ACTIVITY, lambda: complete(self._activities.run(request, token)))
+            job = _then(lambda: complete(self._activities.run(request, token)), done)
+            self._pools.submit(WorkKind.ACTIVITY, job)
+        return True
 
-    def _entity(self, item: pb.WorkItem, stub: Stub) -> None:
+    def _entity(self, item: pb.WorkItem, stub: Stub, done: Callable[[], None]) -> bool:
         batch, infos = as_batch(item)
         name = entity_name(batch.instanceId)
         registered = name is not None and self._registry.get_entity(name) is not None
         if not self._pools.acquire(WorkKind.ENTITY):
             self._abandon_entity(batch.instanceId, item.completionToken, stub)
-            return
+            return False
 
         def job() -> None:
             if registered:
@@ -133,7 +168,8 @@ class WorkItemHandler:
                 lambda: stub.CompleteEntityTask(result, timeout=self._sender.timeout),
             )
 
-        self._pools.submit(WorkKind.ENTITY, job)
+        self._pools.submit(WorkKind.ENTITY, _then(job, done))
+        return True
 
     def _abandon_entity(self, instance_id: str, token: str, stub: Stub) -> None:
         self._sender.send(

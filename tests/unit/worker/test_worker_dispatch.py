@@ -144,7 +144,10 @@ class FakeRpcError(grpc.RpcError):
     [
         (grpc.StatusCode.NOT_FOUND, "no such work item", True),
         (grpc.StatusCode.FAILED_PRECONDITION, "lease expired", True),
-        (grpc.StatusCode.INVALID_ARGUMENT, "unknown completion token 'x'", True),
+        # Only the status decides: a message that mentions the token is no evidence the lease is gone.
+        (grpc.StatusCode.INVALID_ARGUMENT, "unknown completion token 'x'", False),
+        (grpc.StatusCode.INTERNAL, "failed to read the completion token", False),
+        (grpc.StatusCode.UNKNOWN, "token", False),
         (grpc.StatusCode.UNAUTHENTICATED, "access token expired", False),
         (grpc.StatusCode.UNAVAILABLE, "connection reset", False),
     ],
@@ -202,24 +205,46 @@ class FakeChannel:
         self.closed = True
 
 
-def test_channel_rebuild_keeps_the_previous_channel_until_the_next_one() -> None:
+def _opener() -> tuple[list[FakeChannel], Any]:
     opened: list[FakeChannel] = []
 
     def open_channel() -> Any:
         opened.append(FakeChannel())
         return opened[-1]
 
+    return opened, open_channel
+
+
+def test_a_rebuilt_channel_stays_open_until_its_last_holder_releases_it() -> None:
+    opened, open_channel = _opener()
     channels = ChannelProvider(None, open_channel)
-    first = channels.get()
+    first, release_stream = channels.hold()
+    _, release_item = channels.hold(first)  # a work item received on the stream's channel
     assert channels.get() is first
-    assert channels.rebuild()
-    second = channels.get()
-    assert second is not first and not opened[0].closed  # in-flight work may still use it
-    assert channels.rebuild()
-    channels.get()
-    assert opened[0].closed and not opened[1].closed
+    for _ in range(3):  # however many rebuilds happen while the item runs
+        assert channels.rebuild()
+        channels.get()
+    assert not first.closed and channels.retired == 1
+    release_stream()
+    release_stream()  # releasing twice counts once
+    assert not first.closed
+    release_item()
+    assert first.closed and channels.retired == 0
     channels.close()
     assert all(c.closed for c in opened)
+
+
+def test_many_rebuilds_leave_no_channel_open_but_the_current_one() -> None:
+    opened, open_channel = _opener()
+    channels = ChannelProvider(None, open_channel)
+    for _ in range(50):
+        _, release = channels.hold()
+        release()
+        assert channels.rebuild()
+    current = channels.get()
+    assert [c for c in opened if not c.closed] == [current] and channels.retired == 0
+    channels.close()
+    assert current.closed
 
 
 def test_a_given_channel_is_never_rebuilt_or_closed() -> None:

@@ -528,7 +528,7 @@ def test_repeated_connection_failures_rebuild_the_channel(logger: logging.Logger
     loop = StreamLoop(
         channels=channels,
         request=pb.GetWorkItemsRequest,
-        on_work_item=lambda item, stub: None,
+        on_work_item=lambda item, stub, done: done(),
         resiliency=options,
         logger=logger,
         address=address,
@@ -558,3 +558,32 @@ def test_a_completion_refused_as_too_large_is_sent_once(server: Server, make_wor
     assert response.completionToken == "after"
     worker.stop()
     assert server.sidecar.rejections["CompleteActivityTask"].remaining == 1  # refused once, never sent again
+
+
+def test_a_completion_outlives_two_channel_rebuilds(server: Server, make_worker: WorkerFactory) -> None:
+    # Silent streams count as transport failures; with a threshold of 1 each one rebuilds the channel.
+    # The slow activity was received on the first channel and answers on it after two rebuilds.
+    started, release = threading.Event(), threading.Event()
+
+    def slow(ctx: object, value: int) -> int:
+        started.set()
+        release.wait(WAIT)
+        return value
+
+    options = GrpcWorkerResiliencyOptions(
+        hello_timeout_seconds=5,
+        silent_disconnect_timeout_seconds=0.2,
+        channel_recreate_failure_threshold=1,
+        reconnect_backoff_base_seconds=0.01,
+        reconnect_backoff_cap_seconds=0.02,
+    )
+    worker = make_worker(resiliency_options=options)
+    worker.add_activity(slow)
+    worker.start()
+    server.sidecar.next_stream().send(activity_item("slow", "7", token="first-channel"))
+    assert started.wait(WAIT)
+    for _ in range(3):  # each stream goes silent, is cut, and the channel is rebuilt
+        server.sidecar.next_stream()
+    release.set()
+    _, response = server.sidecar.next_completion()
+    assert response.completionToken == "first-channel" and json.loads(response.result.value) == 7
