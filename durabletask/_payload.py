@@ -187,13 +187,16 @@ def coerce(value: Any, target_type: Any = None, converter: Any = None) -> Any:
             return _build_dataclass(target_type, value, converter)
         raise SerializationError(f"payload does not match {target_type.__name__}: expected a JSON object")
     try:
-        return _adapter(target_type).validate_python(value)
-    except pydantic.ValidationError as exc:
+        adapter = _adapter(target_type)
+    except TypeError:
+        # An unhashable annotation or one pydantic cannot describe: there is nothing to rebuild with.
+        return value
+    try:
+        return adapter.validate_python(value)
+    except (pydantic.ValidationError, TypeError) as exc:
+        # A TypeError here comes from the type's own code (e.g. ``__post_init__``) refusing the payload.
         name = getattr(target_type, "__name__", repr(target_type))
         raise SerializationError(f"payload does not match {name}: {exc}") from exc
-    except TypeError:
-        # Hashability or schema generation problems: fall back to the raw value.
-        return value
 
 
 def from_json(text: str | None, target_type: Any = None, converter: Any = None) -> Any:

@@ -188,3 +188,25 @@ def test_undecodable_input_fails_the_activity(payload: str) -> None:
 
     details = runner_for(take).run(request("take", payload), "t").failureDetails
     assert details.errorType == "durabletask._errors.SerializationError"
+
+
+@dataclasses.dataclass
+class Positive:
+    value: int
+
+    def __post_init__(self) -> None:
+        if self.value < 0:
+            raise TypeError("value must not be negative")
+
+
+def test_an_input_its_type_rejects_fails_the_activity_instead_of_arriving_raw() -> None:
+    seen: list[Any] = []
+
+    def take(ctx: Any, value: Positive) -> None:
+        seen.append(value)
+
+    runner = runner_for(take)
+    assert runner.run(request("take", '{"value": 2}'), "t").HasField("result") is False and seen == [Positive(2)]
+    details = runner.run(request("take", '{"value": -1}'), "t").failureDetails
+    assert details.errorType == "durabletask._errors.SerializationError"
+    assert "value must not be negative" in details.errorMessage and seen == [Positive(2)]  # never called with a dict
