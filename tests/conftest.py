@@ -1,15 +1,72 @@
-"""Suite-wide fixtures: where Microsoft's SDK (the interop peer) lives."""
+"""Suite-wide fixtures: where Microsoft's SDK (the interop peer) lives, and how property tests pick inputs.
+
+Property tests (hypothesis) use fixed inputs locally, so a local run never fails on an input it has not
+failed on before. In CI (``CI=true``) every run draws a fresh seed and tries ``FUZZ_SCALE`` times more
+examples; the seed is printed at the end of the run, and ``FUZZ_SEED=<seed>`` (with the same
+``FUZZ_SCALE``) replays exactly those inputs anywhere.
+"""
 
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 # --backend / --connection-string: the scenario suites against an external DTS endpoint.
 pytest_plugins = ("tests.external.plugin",)
+
+
+def running_in_ci() -> bool:
+    """Whether the suite runs in CI (``CI=true``, as CI services set it)."""
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def _int_from_env(name: str, default: int | None) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{name} must be an integer, got {raw!r}") from None
+
+
+#: How many times the local number of examples each property test tries (3 in CI).
+FUZZ_SCALE = max(1, _int_from_env("FUZZ_SCALE", 3 if running_in_ci() else 1) or 1)
+
+
+def fuzz_examples(local: int) -> int:
+    """The number of examples for a property test that tries ``local`` of them in a local run."""
+    return local * FUZZ_SCALE
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # Runs before hypothesis's own plugin reads --hypothesis-seed, so FUZZ_SEED and CI can set it.
+    seed = config.getoption("hypothesis_seed", None)
+    if seed is None:
+        seed = _int_from_env("FUZZ_SEED", random.SystemRandom().randrange(2**32) if running_in_ci() else None)
+        if seed is not None:
+            config.option.hypothesis_seed = str(seed)
+    # A seed only counts when inputs are not derived from each test's name (derandomize).
+    hypothesis_settings.register_profile(
+        "dtscale", derandomize=seed is None, print_blob=True, max_examples=fuzz_examples(100)
+    )
+    hypothesis_settings.load_profile("dtscale")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    seed = config.getoption("hypothesis_seed", None)
+    if seed is None:
+        terminalreporter.write_line("hypothesis: fixed inputs (set FUZZ_SEED=<n> or CI=true for fresh ones)")
+    else:
+        terminalreporter.write_line(
+            f"hypothesis: seed {seed}, {FUZZ_SCALE}x examples; replay with FUZZ_SEED={seed} FUZZ_SCALE={FUZZ_SCALE}"
+        )
 
 
 def peer_python() -> Path | None:

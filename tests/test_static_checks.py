@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import running_in_ci
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -19,7 +21,11 @@ def _tool(name: str) -> str:
         return str(found)
     path = shutil.which(name)
     if path is None:
-        pytest.skip(f"{name} is not installed in this environment")
+        # Locally a missing tool only skips; CI must never pass without having run the check.
+        message = f"{name} is not installed in this environment"
+        if running_in_ci():
+            pytest.fail(f"{message}; CI must run it (install the dev requirements)")
+        pytest.skip(message)
     return path
 
 

@@ -10,8 +10,6 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-pytest.importorskip("durabletask.client", reason="durabletask.client (the base task hub clients) is not built yet")
-
 from durabletask.azuremanaged._metadata import user_agent
 from durabletask.azuremanaged.client import (
     AsyncDurableTaskSchedulerClient,

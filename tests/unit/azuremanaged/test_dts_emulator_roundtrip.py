@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("durabletask.client", reason="durabletask.client (the base task hub clients) is not built yet")
-
 from durabletask.azuremanaged.client import AsyncDurableTaskSchedulerClient, DurableTaskSchedulerClient
 from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
 from emulator.server import EmulatorServer

@@ -11,6 +11,7 @@ from google.protobuf import timestamp_pb2, wrappers_pb2
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import events
 from emulator.state_machine import InstanceView, Transition, advance, open_children, status_after_events
+from tests.conftest import fuzz_examples
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -204,7 +205,7 @@ def test_any_mix_of_tasks_and_timers_keeps_action_ids_and_order() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=fuzz_examples(60), deadline=None)
     @given(st.lists(st.tuples(st.booleans(), st.integers(min_value=0, max_value=3600)), max_size=20))
     def check(plan: list[tuple[bool, int]]) -> None:
         actions = []

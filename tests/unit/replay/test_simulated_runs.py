@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import OrchestrationExecutor
+from tests.conftest import fuzz_examples
 
 from .history import T0, registry
 
@@ -110,7 +111,7 @@ class Backend:
         return batch
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=fuzz_examples(100), deadline=None)
 @given(plan=steps, data=st.data())
 def test_replay_from_scratch_matches_resuming_and_reaches_the_planned_result(
         plan: list[Step], data: st.DataObject) -> None:
