@@ -13,10 +13,10 @@ import pytest
 from durabletask import client, task, worker
 from emulator.server import EmulatorServer
 
-ACTIVITIES = 40
+ACTIVITIES = 60
 THREADS = 2
-WORK_SECONDS = 0.1  # simulated work per activity: 40 of them on 2 threads take about 2 s
-LEASE_SECONDS = 1.0  # well above one activity, well below the whole batch
+WORK_SECONDS = 0.1  # simulated work per activity: 60 of them on 2 threads take about 3 s
+LEASE_SECONDS = 2.0  # far above one activity, well below the whole batch
 
 
 @pytest.fixture
