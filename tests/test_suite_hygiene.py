@@ -16,7 +16,7 @@ import tests.test_static_checks as static_checks
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 
-_PROBE = '''
+_PROBE = """
 import os
 from hypothesis import given, strategies as st
 
@@ -24,7 +24,7 @@ from hypothesis import given, strategies as st
 def test_probe(n):
     with open(os.environ["PROBE_OUT"], "a") as out:
         out.write(f"{n}\\n")
-'''
+"""
 
 
 def _probe_run(tmp_path: Path, name: str, **env: str) -> tuple[list[str], str]:
@@ -65,9 +65,7 @@ def test_local_runs_use_fixed_inputs(tmp_path: Path) -> None:
     assert one == two and "fixed inputs" in output
 
 
-def test_static_checks_fail_in_ci_when_a_tool_is_missing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_static_checks_fail_in_ci_when_a_tool_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(static_checks, "BIN", tmp_path)
     monkeypatch.setattr(static_checks.shutil, "which", lambda name: None)
     monkeypatch.delenv("CI", raising=False)

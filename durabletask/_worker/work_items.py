@@ -18,10 +18,6 @@ from durabletask._worker.orchestration_runner import OrchestrationRunner
 Stub = Any  # pb_grpc.TaskHubSidecarServiceStub; its generated methods are untyped.
 
 
-def _nothing() -> None:
-    return None
-
-
 def _then(job: Callable[[], None], done: Callable[[], None]) -> Callable[[], None]:
     def run() -> None:
         try:
@@ -70,7 +66,7 @@ class WorkItemHandler:
         self._sender = sender
         self._logger = logger
 
-    def __call__(self, item: pb.WorkItem, stub: Stub, done: Callable[[], None] = _nothing) -> None:
+    def __call__(self, item: pb.WorkItem, stub: Stub, done: Callable[[], None]) -> None:
         """Dispatch ``item``; ``done`` is called once nothing will use ``stub`` for it any more."""
         kind = item.WhichOneof("request")
         handed_off = False  # True once a job owns calling done()
