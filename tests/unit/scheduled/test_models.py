@@ -135,7 +135,7 @@ def test_the_state_is_stored_in_the_dotnet_shape() -> None:
             "ScheduleId": "s",
             "OrchestrationName": "o",
             "Interval": "00:01:00",
-            "OrchestrationInput": '{"k":[1,2]}',
+            "OrchestrationInput": '{"k": [1, 2]}',
             "OrchestrationInstanceId": None,
             "StartAt": None,
             "EndAt": None,
