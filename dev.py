@@ -33,7 +33,12 @@ STAMP = VENV / ".installed"
 # Microsoft's official SDK, used only as a test peer from its own interpreter, never imported by the product.
 PEER_VENV = ROOT / ".peer-venv"
 PEER_PY = PEER_VENV / ("Scripts" if os.name == "nt" else "bin") / "python"
-PEER_PACKAGES = ("durabletask==1.12.0", "durabletask-azuremanaged==1.12.0")
+PEER_PACKAGES = (
+    "durabletask==1.12.0",
+    "durabletask-azuremanaged==1.12.0",
+    "opentelemetry-api",
+    "opentelemetry-sdk",
+)
 # The suites whose scenarios run against an external endpoint (tests/external/plugin.py skips the rest there).
 EXTERNAL_SUITES = ("tests/e2e", "tests/interop", "tests/samples", "tests/recovery")
 EXTERNAL_OPTIONS = ("--backend", "--endpoint", "--connection-string")

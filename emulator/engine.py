@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from itertools import chain
 
 from google.protobuf import struct_pb2
 
@@ -257,9 +258,11 @@ class Engine:
                     f"orchestration instance '{instance_id}' has not finished; only finished instances can be restarted"
                 )
             target = self.new_id() if new_instance_id else instance_id
+            # The restarted run joins the trace the original was started in.
+            trace = events.started_trace(pb.HistoryEvent.FromString(raw) for raw in tx.history(hub, instance_id)[:2])
             if not new_instance_id:
                 tx.delete_instance(hub, instance_id)
-            opts = StartOptions(target, old.name, old.version, old.input, old.tags)
+            opts = StartOptions(target, old.name, old.version, old.input, old.tags, trace=trace)
             delivery.insert_instance(tx, hub, opts, now, self.new_id())
         self._changed(hub)
         return target
@@ -352,6 +355,8 @@ class Engine:
         request = pb.OrchestratorRequest(
             instanceId=instance_id, executionId=events.sv(record.execution_id), newEvents=new_events
         )
+        if record.trace_context is not None:
+            request.orchestrationTraceContext.ParseFromString(record.trace_context)
         has_past = False
         if mark is not None and mark.execution_id == record.execution_id and mark.history_length == length:
             request.properties[INCLUDE_PAST_EVENTS].CopyFrom(struct_pb2.Value(bool_value=False))
@@ -421,14 +426,20 @@ class Engine:
             status_changed = record.status != transition.status or transition.continue_as_new is not None
             record.status = transition.status
             record.custom_status = transition.custom_status
+            if response.HasField("orchestrationTraceContext"):
+                record.trace_context = response.orchestrationTraceContext.SerializeToString()
             record.updated_at = events.to_micros(now)
             record.lock_token = record.lock_expires = None
             keep = not transition.terminal
             if transition.continue_as_new is not None:
+                # The next execution continues the trace of the one it replaces.
+                stored = (pb.HistoryEvent.FromString(raw) for raw in tx.history(hub, record.instance_id)[:2])
+                events.inherit_trace(transition.continue_as_new.started, chain(new_events, stored))
                 self._continue_as_new(tx, record, transition.continue_as_new, now)
                 keep = False
             elif transition.rewound_history is not None:
                 outbox.replace_history(tx, record, transition.rewound_history, now)
+                record.trace_context = None  # the rewound run is traced as a new orchestration span
                 keep = False
             else:
                 # The lease kept everyone else from changing the history since it was read.
@@ -483,6 +494,7 @@ class Engine:
         for carried in can.carryover:
             tx.add_message(hub, instance_id, carried.SerializeToString(), at)
         record.execution_id = can.execution_id
+        record.trace_context = None  # a new execution, a new orchestration span
         record.version = can.version
         record.input = can.input
         record.output = None
@@ -543,3 +555,4 @@ class Engine:
         with self.backend.transaction() as tx:
             times = [t for t in (tx.next_message_time(hub, at), tx.next_lease_expiry(hub, at)) if t is not None]
         return events.from_micros(min(times)) if times else None
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from google.protobuf import timestamp_pb2, wrappers_pb2
@@ -143,3 +144,21 @@ def ts_micros(micros: int) -> timestamp_pb2.Timestamp:
 
 def to_datetime(stamp: timestamp_pb2.Timestamp) -> datetime:
     return stamp.ToDatetime(tzinfo=timezone.utc)
+
+
+def started_trace(history: Iterable[pb.HistoryEvent]) -> pb.TraceContext | None:
+    """The trace context of the first ``executionStarted`` in ``history``, if it carries one."""
+    for event in history:
+        if event.HasField("executionStarted"):
+            started = event.executionStarted
+            return started.parentTraceContext if started.HasField("parentTraceContext") else None
+    return None
+
+
+def inherit_trace(started: pb.HistoryEvent, earlier: Iterable[pb.HistoryEvent]) -> None:
+    """Gives ``started`` the trace context ``earlier`` was started with, unless it has one of its own."""
+    if started.executionStarted.HasField("parentTraceContext"):
+        return
+    trace = started_trace(earlier)
+    if trace is not None:
+        started.executionStarted.parentTraceContext.CopyFrom(trace)

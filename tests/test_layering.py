@@ -59,7 +59,7 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask.scheduled.transitions",
         ),
     ),
-    ("gRPC", ("durabletask._grpc",)),
+    ("gRPC and tracing", ("durabletask._grpc", "durabletask._tracing")),
     ("client and worker", ("durabletask._client", "durabletask._worker")),
     (
         "SDK entry points",

@@ -230,6 +230,7 @@ class AsyncTaskHubGrpcClient:
             tags=tags,
             version=version or self.default_version,
             converter=self._settings.converter,
+            emit_trace_spans=self._settings.emit_trace_spans,
         )
         return await self._run(operation)
 
@@ -311,8 +312,12 @@ class AsyncTaskHubGrpcClient:
     async def raise_orchestration_event(self, instance_id: str, event_name: str, *, data: Any | None = None) -> None:
         """Send an external event to the instance."""
         await self._run(
-            ops.fire(
-                rq.build_raise_event_request(instance_id, event_name, data=data, converter=self._settings.converter)
+            ops.raise_orchestration_event(
+                instance_id,
+                event_name,
+                data=data,
+                converter=self._settings.converter,
+                emit_trace_spans=self._settings.emit_trace_spans,
             )
         )
 
@@ -409,7 +414,7 @@ class AsyncTaskHubGrpcClient:
         request = rq.build_signal_entity_request(
             entity_instance_id, operation_name, input, signal_time, converter=self._settings.converter
         )
-        await self._run(ops.fire(request))
+        await self._run(ops.signal_entity(request))
 
     async def get_entity(
         self, entity_instance_id: EntityInstanceId, include_state: bool = True

@@ -11,6 +11,7 @@ from collections.abc import Callable, Generator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from durabletask import _tracing as tracing
 from durabletask import history
 from durabletask._client import requests as rq
 from durabletask._client.models import (
@@ -24,6 +25,7 @@ from durabletask._client.models import (
     PurgeInstancesResult,
 )
 from durabletask._grpc.errors import DeadlineExceededError
+from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata
 
@@ -56,6 +58,7 @@ def schedule_new_orchestration(
     tags: dict[str, str] | None,
     version: str | None,
     converter: DataConverter,
+    emit_trace_spans: bool = True,
 ) -> Operation[str]:
     request = rq.build_schedule_new_orchestration_request(
         orchestrator,
@@ -67,7 +70,45 @@ def schedule_new_orchestration(
         version=version,
         converter=converter,
     )
-    return single(request, rq.parse_schedule_new_orchestration_response)
+    message: pb.CreateInstanceRequest = request.request  # type: ignore[assignment]
+    attributes = {
+        tracing.ATTR_TYPE: "orchestration",
+        tracing.ATTR_NAME: message.name,
+        tracing.ATTR_INSTANCE_ID: message.instanceId,
+    }
+    if version:
+        attributes[tracing.ATTR_VERSION] = version
+    name = tracing.span_name("create_orchestration", message.name, version)
+    # The PRODUCER span covers the call; its context becomes the orchestration's parent.
+    with tracing.producer_span(name, attributes, emit=emit_trace_spans) as parent:
+        if parent is not None:
+            message.parentTraceContext.CopyFrom(parent.to_proto())
+        response = yield request
+    return rq.parse_schedule_new_orchestration_response(response)
+
+
+def raise_orchestration_event(
+    instance_id: str, event_name: str, *, data: Any, converter: DataConverter, emit_trace_spans: bool = True
+) -> Operation[None]:
+    request = rq.build_raise_event_request(instance_id, event_name, data=data, converter=converter)
+    attributes = {
+        tracing.ATTR_TYPE: "event",
+        tracing.ATTR_NAME: event_name,
+        tracing.ATTR_TARGET_INSTANCE_ID: instance_id,
+    }
+    name = tracing.span_name("orchestration_event", event_name)
+    with tracing.producer_span(name, attributes, emit=emit_trace_spans):
+        yield request
+
+
+def signal_entity(request: rq.RpcRequest) -> Operation[None]:
+    """``SignalEntity``, carrying the caller's trace context (if any) to the entity operation."""
+    if tracing.otel_available():
+        parent = tracing.api().current_parent()
+        if parent is not None:
+            message: pb.SignalEntityRequest = request.request  # type: ignore[assignment]
+            message.parentTraceContext.CopyFrom(parent.to_proto())
+    yield request
 
 
 def get_orchestration_state(

@@ -60,7 +60,8 @@ class TaskHubGrpcClient:
         default_version: Version given to new orchestrations that do not name one.
         payload_store: Not supported; must be ``None``.
         data_converter: Serializes inputs and decodes outputs; default: the JSON text Microsoft's converter writes.
-        emit_trace_spans: Kept for compatibility; this client emits no trace spans.
+        emit_trace_spans: Whether to record OpenTelemetry spans (when ``opentelemetry-api`` is installed);
+            False still sends the caller's trace context with the request, as Microsoft's SDK does.
         root_certificates: PEM CA certificates to trust for TLS (e.g. a private CA); an addition to the
             compatible API.
         fail_in_event_loop: Raise :class:`~durabletask.client.SyncCallInEventLoopError` instead of blocking
@@ -237,6 +238,7 @@ class TaskHubGrpcClient:
             tags=tags,
             version=version or self.default_version,
             converter=self._settings.converter,
+            emit_trace_spans=self._settings.emit_trace_spans,
         )
         return self._run(operation)
 
@@ -321,8 +323,12 @@ class TaskHubGrpcClient:
     def raise_orchestration_event(self, instance_id: str, event_name: str, *, data: Any | None = None) -> None:
         """Send an external event to the instance."""
         self._run(
-            ops.fire(
-                rq.build_raise_event_request(instance_id, event_name, data=data, converter=self._settings.converter)
+            ops.raise_orchestration_event(
+                instance_id,
+                event_name,
+                data=data,
+                converter=self._settings.converter,
+                emit_trace_spans=self._settings.emit_trace_spans,
             )
         )
 
@@ -426,7 +432,7 @@ class TaskHubGrpcClient:
         request = rq.build_signal_entity_request(
             entity_instance_id, operation_name, input, signal_time, converter=self._settings.converter
         )
-        self._run(ops.fire(request))
+        self._run(ops.signal_entity(request))
 
     @blocking
     def get_entity(self, entity_instance_id: EntityInstanceId, include_state: bool = True) -> EntityMetadata | None:

@@ -6,16 +6,19 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf import wrappers_pb2
 
+from durabletask import _tracing as tracing
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import ActivityNotRegisteredError, Registry
 from durabletask._replay.codec import Codec
 from durabletask._replay.contexts import ActivityContext
 from durabletask._replay.failures import proto_from_exception
 from durabletask._replay.typehints import input_type
+from durabletask._tracing import context as trace_context
 from durabletask.exception_properties import ExceptionPropertiesProvider, properties_reader
 
 if TYPE_CHECKING:
@@ -54,8 +57,10 @@ class ActivityRunner:
         data_converter: DataConverter | None = None,
         context_factory: ContextFactory = ActivityContext,
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
+        emit_trace_spans: bool = True,
     ) -> None:
         self._registry = registry
+        self._emit_trace_spans = emit_trace_spans
         self._logger = logger
         self._codec = Codec(data_converter)
         self._new_context = context_factory
@@ -68,26 +73,43 @@ class ActivityRunner:
 
     def run(self, request: pb.ActivityRequest, completion_token: str) -> pb.ActivityResponse:
         """Run a synchronous activity on the calling thread."""
-        try:
-            fn, ctx, value = self._prepare(request)
-            output = fn(ctx, value)
-            if inspect.isawaitable(output):
-                # A plain function handed back an awaitable (e.g. a partial of an async function).
-                output = asyncio.run(_await(output))
-            return self._success(request, completion_token, output)
-        except Exception as exc:
-            return self._failure(request, completion_token, exc)
+        with self._span(request) as span:
+            try:
+                fn, ctx, value = self._prepare(request)
+                output = fn(ctx, value)
+                if inspect.isawaitable(output):
+                    # A plain function handed back an awaitable (e.g. a partial of an async function).
+                    output = asyncio.run(_await(output))
+                return self._success(request, completion_token, output)
+            except Exception as exc:
+                tracing.record_failure(span, exc)
+                return self._failure(request, completion_token, exc)
 
     async def run_async(self, request: pb.ActivityRequest, completion_token: str) -> pb.ActivityResponse:
         """Run an ``async`` activity on the current event loop."""
-        try:
-            fn, ctx, value = self._prepare(request)
-            output = fn(ctx, value)
-            if inspect.isawaitable(output):
-                output = await output
-            return self._success(request, completion_token, output)
-        except Exception as exc:
-            return self._failure(request, completion_token, exc)
+        with self._span(request) as span:
+            try:
+                fn, ctx, value = self._prepare(request)
+                output = fn(ctx, value)
+                if inspect.isawaitable(output):
+                    output = await output
+                return self._success(request, completion_token, output)
+            except Exception as exc:
+                tracing.record_failure(span, exc)
+                return self._failure(request, completion_token, exc)
+
+    def _span(self, request: pb.ActivityRequest) -> AbstractContextManager[Any]:
+        """The activity's SERVER span, child of the CLIENT span the orchestration sent ahead."""
+        attributes = {
+            tracing.ATTR_TYPE: "activity",
+            tracing.ATTR_INSTANCE_ID: request.orchestrationInstance.instanceId,
+            tracing.ATTR_NAME: request.name,
+            tracing.ATTR_TASK_ID: str(request.taskId),
+        }
+        parent = trace_context.field(request, "parentTraceContext")
+        return tracing.server_span(
+            tracing.span_name("activity", request.name), attributes, parent, emit=self._emit_trace_spans
+        )
 
     def _prepare(self, request: pb.ActivityRequest) -> tuple[Callable[..., Any], Any, Any]:
         instance_id = request.orchestrationInstance.instanceId

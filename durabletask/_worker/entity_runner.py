@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf import timestamp_pb2
 
+from durabletask import _tracing as tracing
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import EntityNotRegisteredError, Registry
 from durabletask._replay import typehints
 from durabletask._replay.codec import Codec
 from durabletask._replay.failures import proto_from_exception
+from durabletask._tracing import context as trace_context
 from durabletask.entities._state import EntityState
 from durabletask.entities.durable_entity import DurableEntity
 from durabletask.entities.entity_context import EntityContext
@@ -82,8 +84,10 @@ class EntityRunner:
         logger: logging.Logger | None = None,
         data_converter: DataConverter | None = None,
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
+        emit_trace_spans: bool = True,
     ) -> None:
         self._registry = registry
+        self._emit_trace_spans = emit_trace_spans
         self._logger = logger or logging.getLogger("durabletask-worker")
         self._codec = Codec(data_converter)
         self._properties_of = properties_reader(exception_properties_provider, self._logger)
@@ -93,7 +97,7 @@ class EntityRunner:
     ) -> pb.EntityBatchResult:
         entity_id = EntityInstanceId.parse(batch.instanceId)
         state = EntityState(batch.entityState.value if batch.HasField("entityState") else None, self._codec)
-        results = [self._run_one(entity_id, operation, state) for operation in batch.operations]
+        results = [self._traced(batch.instanceId, entity_id, operation, state) for operation in batch.operations]
         result = pb.EntityBatchResult(
             results=results,
             actions=state.actions,
@@ -104,8 +108,22 @@ class EntityRunner:
             result.entityState.value = state.encoded
         return result
 
+    def _traced(
+        self, instance_id: str, entity_id: EntityInstanceId, operation: pb.OperationRequest, state: EntityState
+    ) -> pb.OperationResult:
+        attributes = {
+            tracing.ATTR_TYPE: "entity",
+            tracing.ATTR_INSTANCE_ID: instance_id,
+            tracing.ATTR_NAME: entity_id.entity,
+            tracing.ATTR_ENTITY_OPERATION: operation.operation,
+        }
+        name = tracing.span_name("entity", f"{entity_id.entity}:{operation.operation}")
+        parent = trace_context.field(operation, "traceContext")
+        with tracing.server_span(name, attributes, parent, emit=self._emit_trace_spans) as span:
+            return self._run_one(entity_id, operation, state, span)
+
     def _run_one(
-        self, entity_id: EntityInstanceId, operation: pb.OperationRequest, state: EntityState
+        self, entity_id: EntityInstanceId, operation: pb.OperationRequest, state: EntityState, span: Any = None
     ) -> pb.OperationResult:
         started = _now()
         encoded_input = operation.input.value if operation.HasField("input") else None
@@ -113,6 +131,7 @@ class EntityRunner:
             output = self._invoke(entity_id, operation.operation, encoded_input, state)
             encoded = self._codec.encode(output, "result of entity operation '{}'", operation.operation)
         except Exception as error:
+            tracing.record_failure(span, error)
             state.rollback()
             self._logger.info("%s: operation '%s' failed: %s", entity_id, operation.operation, error)
             return pb.OperationResult(

@@ -19,6 +19,7 @@ from durabletask._grpc.channel import (
 )
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
+from durabletask._tracing.orchestration import OrchestrationTracer
 from durabletask._worker.activity_runner import ActivityRunner, is_async_callable
 from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.completions import CompletionSender
@@ -75,7 +76,8 @@ class TaskHubGrpcWorker:
         data_converter: Converts payloads for orchestrations and activities (default: JSON).
         exception_properties_provider: Adds custom properties to recorded failures (activities,
             orchestrators and entity operations, each exception of the cause chain).
-        emit_trace_spans: Accepted for compatibility; spans are not emitted yet.
+        emit_trace_spans: Whether to record OpenTelemetry spans (when ``opentelemetry-api`` is installed).
+            False only propagates W3C trace context through the protocol, as Microsoft's SDK does.
         extended_sessions: How many unfinished orchestrations stay live between work items so that
             their next step replays only new events (default :class:`ExtendedSessionOptions`, on). An
             addition to the compatible API; backends that do not support it keep sending full histories.
@@ -380,6 +382,7 @@ class _Run:
             sessions=self.sessions,
             fetch_history=history_fetcher(self.channels),
             exception_properties_provider=worker._exception_properties_provider,
+            tracer=OrchestrationTracer(emit=worker._emit_trace_spans),
         )
         self.sender = CompletionSender(logger, stopping=self._closed)
         handler = WorkItemHandler(
@@ -390,6 +393,7 @@ class _Run:
                 logger=logger,
                 data_converter=worker._data_converter,
                 exception_properties_provider=worker._exception_properties_provider,
+                emit_trace_spans=worker._emit_trace_spans,
             ),
             self.sender,
             registry=worker._registry,
@@ -400,6 +404,7 @@ class _Run:
                 logger=logger,
                 data_converter=worker._data_converter,
                 exception_properties_provider=worker._exception_properties_provider,
+                emit_trace_spans=worker._emit_trace_spans,
             ),
         )
         request = worker._work_items_request()

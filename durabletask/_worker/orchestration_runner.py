@@ -14,6 +14,7 @@ from google.protobuf import wrappers_pb2
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import OrchestrationExecutor
 from durabletask._replay.failures import proto_from_exception
+from durabletask._tracing.orchestration import OrchestrationTracer
 from durabletask._worker.code_check import CodeMismatchPolicy, check_code, recorded_start
 from durabletask._worker.registry import WorkerRegistry
 from durabletask._worker.session_cache import SessionCache, is_continuation
@@ -116,8 +117,10 @@ class OrchestrationRunner:
         sessions: SessionCache[Executor] | None = None,
         fetch_history: HistoryFetcher | None = None,
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
+        tracer: OrchestrationTracer | None = None,
     ) -> None:
         self._registry = registry
+        self._tracer = tracer
         self._properties_of = properties_reader(exception_properties_provider, logger)
         self._executor_factory = executor_factory
         self._logger = logger
@@ -149,6 +152,7 @@ class OrchestrationRunner:
         ticket = self._sessions.begin(instance_id) if self._sessions and _is_resumable(executor) else None
         new_events = request.newEvents
         outcome = self._execute(request, completion_token, lambda: executor.execute(instance_id, past, new_events))
+        self._trace(request, past, outcome, continuation=False)
         self._keep(request, executor, outcome, ticket)
         return outcome
 
@@ -185,8 +189,24 @@ class OrchestrationRunner:
         ticket = self._sessions.begin(request.instanceId)
         resume = cast("_Resumable", executor).resume
         outcome = self._execute(request, completion_token, lambda: resume(request.newEvents))
+        self._trace(request, (), outcome, continuation=True)
         self._keep(request, executor, outcome, ticket)
         return outcome
+
+    def _trace(
+        self,
+        request: pb.OrchestratorRequest,
+        past: Sequence[pb.HistoryEvent],
+        outcome: OrchestrationOutcome,
+        *,
+        continuation: bool,
+    ) -> None:
+        if self._tracer is None or outcome.response is None:
+            return
+        try:
+            self._tracer.apply(request, past, outcome.response, continuation=continuation)
+        except Exception:  # tracing never fails a turn
+            self._logger.warning("%s: could not trace the turn", request.instanceId, exc_info=True)
 
     def _streamed_history(self, request: pb.OrchestratorRequest) -> list[pb.HistoryEvent]:
         if self._fetch_history is None:

@@ -35,6 +35,9 @@ class InstanceRecord:
     parent_task_id: int | None = None
     lock_token: str | None = None
     lock_expires: Micros | None = None
+    # The worker's OrchestrationTraceContext (serialized): the execution's span ID and start, returned
+    # with each of its work items so every turn parents its spans on the same orchestration span.
+    trace_context: bytes | None = None
 
 
 @dataclass

@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS instances (
     version TEXT, status INTEGER NOT NULL, input TEXT, output TEXT, custom_status TEXT, failure BLOB,
     tags TEXT NOT NULL DEFAULT '{}', created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
     completed_at INTEGER, scheduled_start INTEGER, parent_instance_id TEXT, parent_execution_id TEXT,
-    parent_task_id INTEGER, lock_token TEXT, lock_expires INTEGER,
+    parent_task_id INTEGER, lock_token TEXT, lock_expires INTEGER, trace_context BLOB,
     PRIMARY KEY (hub, instance_id)
 );
 CREATE INDEX IF NOT EXISTS ix_instances_parent ON instances (hub, parent_instance_id);
@@ -59,10 +59,10 @@ CREATE INDEX IF NOT EXISTS ix_activities_instance ON activities (hub, instance_i
 _INSTANCE_COLUMNS = (
     "hub, instance_id, execution_id, name, version, status, input, output, custom_status, failure, tags, "
     "created_at, updated_at, completed_at, scheduled_start, parent_instance_id, parent_execution_id, "
-    "parent_task_id, lock_token, lock_expires"
+    "parent_task_id, lock_token, lock_expires, trace_context"
 )
 _UPSERT_INSTANCE = (
-    f"INSERT INTO instances ({_INSTANCE_COLUMNS}) VALUES ({','.join('?' * 20)}) "
+    f"INSERT INTO instances ({_INSTANCE_COLUMNS}) VALUES ({','.join('?' * 21)}) "
     "ON CONFLICT (hub, instance_id) DO UPDATE SET "
     + ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _INSTANCE_COLUMNS.split(",")[2:])
 )
@@ -184,7 +184,7 @@ class SqliteTransaction(EntityTables):
             json.dumps(record.tags) if record.tags else "{}",
             record.created_at, record.updated_at, record.completed_at, record.scheduled_start,
             record.parent_instance_id, record.parent_execution_id, record.parent_task_id,
-            record.lock_token, record.lock_expires,
+            record.lock_token, record.lock_expires, record.trace_context,
         )  # fmt: skip
         key = (record.hub, record.instance_id)
         read = self._read.get(key)
@@ -404,6 +404,9 @@ class SqliteBackend:
         self._conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
         self._conn.executescript(_SCHEMA + ENTITY_SCHEMA)
         add_caller_column(self._conn)
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(instances)")}
+        if "trace_context" not in columns:  # a database written before instances kept their trace context
+            self._conn.execute("ALTER TABLE instances ADD COLUMN trace_context BLOB")
         self._tx = SqliteTransaction(self._conn)
 
     @contextmanager
