@@ -32,6 +32,7 @@ class _Call:
     version: str | None
     context: tc.Parent | None
     scheduled_ns: int
+    instance_id: str | None = None  # a sub-orchestration's own ID, which its CLIENT span names
 
 
 @dataclass(slots=True)
@@ -113,7 +114,8 @@ class OrchestrationTracer:
         elif which == "subOrchestrationInstanceCreated":
             s = event.subOrchestrationInstanceCreated
             ctx = tc.field(s, "parentTraceContext")
-            state.calls[event.eventId] = _Call("orchestration", s.name, _opt(s, "version"), ctx, _ns(event))
+            call = _Call("orchestration", s.name, _opt(s, "version"), ctx, _ns(event), s.instanceId)
+            state.calls[event.eventId] = call
         elif which == "timerCreated":
             fire_at = event.timerCreated.fireAt.ToDatetime().isoformat()
             state.timers[event.eventId] = (fire_at, _ns(event))
@@ -143,7 +145,8 @@ class OrchestrationTracer:
             call = state.calls.pop(done.taskScheduledId, None)
             failed = which.endswith("Failed")
             if call is not None and turn.known_ids and call.context is not None and _own_call(turn, call):
-                attrs = {t.ATTR_TYPE: call.kind, t.ATTR_NAME: call.name, t.ATTR_INSTANCE_ID: state.instance_id}
+                instance_id = call.instance_id or state.instance_id
+                attrs = {t.ATTR_TYPE: call.kind, t.ATTR_NAME: call.name, t.ATTR_INSTANCE_ID: instance_id}
                 attrs[t.ATTR_TASK_ID] = str(done.taskScheduledId)
                 if call.version:
                     attrs[t.ATTR_VERSION] = call.version
@@ -182,7 +185,9 @@ class OrchestrationTracer:
                 # A kept session's next work item brings the result but not the scheduling event.
                 kind = "activity" if which == "scheduleTask" else "orchestration"
                 context = tc.field(call, "parentTraceContext")
-                turn.state.calls[action.id] = _Call(kind, call.name, _opt(call, "version"), context, time.time_ns())
+                child = call.instanceId if which == "createSubOrchestration" else None
+                version = _opt(call, "version")
+                turn.state.calls[action.id] = _Call(kind, call.name, version, context, time.time_ns(), child)
             elif which == "createTimer":
                 turn.state.timers[action.id] = (action.createTimer.fireAt.ToDatetime().isoformat(), time.time_ns())
             elif which == "sendEvent" and turn.record:

@@ -6,6 +6,7 @@ gives (tests/interop/test_tracing_interop.py compares them with its spans side b
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -69,7 +70,7 @@ def with_timer(ctx: task.OrchestrationContext, _: Any) -> str:
 
 
 def parent(ctx: task.OrchestrationContext, _: Any) -> Any:
-    return (yield ctx.call_sub_orchestration(chain, input=1, instance_id=f"{ctx.instance_id}-child"))
+    return (yield ctx.call_sub_orchestrator(chain, input=1, instance_id=f"{ctx.instance_id}-child"))
 
 
 def waiter(ctx: task.OrchestrationContext, _: Any) -> Any:
@@ -132,4 +133,155 @@ def test_chain(hub: Hub, spans: Any) -> None:
     got = run(hub, spans, chain, 1)
     want = [node(create("chain"), node(orch("chain"), activity_pair("double", 1), activity_pair("double", 2),
                                        activity_pair("double", 3)))]
+    assert got == want, render(got)
+
+
+def test_fan_out(hub: Hub, spans: Any) -> None:
+    hub.start_worker([fan_out], [double])
+    got = run(hub, spans, fan_out, 3)
+    want = [node(create("fan_out"), node(orch("fan_out"), *(activity_pair("double", i) for i in (1, 2, 3))))]
+    assert got == want, render(got)
+
+
+def timer_span(name: str, task_id: int) -> str:
+    attrs = {"fire_at": "<time>", "task.instance_id": "<id>", "task.name": name, "task.task_id": str(task_id),
+             "type": "timer"}
+    return f"orchestration:{name}:timer [internal] {attrs}"
+
+
+def test_timer(hub: Hub, spans: Any) -> None:
+    hub.start_worker([with_timer])
+    got = run(hub, spans, with_timer, None)
+    assert got == [node(create("with_timer"), node(orch("with_timer"), node(timer_span("with_timer", 1))))], render(got)
+
+
+def test_retry(hub: Hub, spans: Any) -> None:
+    flaky = flaky_calls()
+    flaky.__name__ = "flaky"
+    policy = task.RetryPolicy(first_retry_interval=timedelta(milliseconds=100), max_number_of_attempts=3)
+
+    def retrying(ctx: task.OrchestrationContext, _: Any) -> Any:
+        return (yield ctx.call_activity(flaky, retry_policy=policy))
+
+    hub.start_worker([retrying], [flaky])
+    got = run(hub, spans, retrying, None)
+    want = [node(create("retrying"), node(orch("retrying"), activity_pair("flaky", 1, error="not yet"),
+                                          node(timer_span("retrying", 2)), activity_pair("flaky", 1)))]
+    assert got == want, render(got)
+
+
+def test_sub_orchestration(hub: Hub, spans: Any) -> None:
+    hub.start_worker([parent, chain], [double])
+    got = run(hub, spans, parent, None)
+    child = {"task.instance_id": "<id>-child", "task.name": "chain", "task.task_id": "1", "type": "orchestration"}
+    child_activities = [[label.replace("'<id>'", "'<id>-child'"), [[k.replace("'<id>'", "'<id>-child'"), []]
+                         for k, _ in kids]] for label, kids in (activity_pair("double", i) for i in (1, 2, 3))]
+    want = [node(create("parent"), node(orch("parent"), node(
+        f"orchestration:chain [client] {child}", node(orch("chain", iid="<id>-child"), *child_activities))))]
+    assert got == want, render(got)
+
+
+def test_failure(hub: Hub, spans: Any) -> None:
+    hub.start_worker([failing], [fail])
+    c = hub.client()
+    iid = unique_id()
+    c.schedule_new_orchestration(failing, instance_id=iid)
+    state = c.wait_for_orchestration_completion(iid, timeout=60)
+    assert state is not None and state.runtime_status == FAILED and state.failure_details is not None
+    got = trace_of(spans, iid)
+    message = state.failure_details.message.replace(iid, "<id>")
+    want = [node(create("failing"), node(orch("failing", "Failed", message), activity_pair("fail", 1, error="boom")))]
+    assert got == want, render(got)
+    server = [s for s in spans.get_finished_spans() if s.name == "activity:fail" and s.kind.name == "SERVER"]
+    assert [e.name for e in server[0].events] == ["exception"]
+    assert server[0].events[0].attributes["exception.type"] == "ValueError"
+
+
+def test_continue_as_new_is_one_span_per_execution(hub: Hub, spans: Any) -> None:
+    hub.start_worker([counting], [double])
+    got = run(hub, spans, counting, 0)
+    want = [node(create("counting"), node(orch("counting"), activity_pair("double", 1)),
+                 node(orch("counting"), activity_pair("double", 1)), node(orch("counting")))]
+    assert got == want, render(got)
+
+
+def test_events_sent_and_raised_join_the_callers_trace(hub: Hub, spans: Any) -> None:
+    from opentelemetry import trace
+
+    def sender(ctx: task.OrchestrationContext, target: str) -> None:
+        ctx.send_event(target, "go", data=1)
+
+    hub.start_worker([sender, waiter])
+    c = hub.client()
+    iid, target = unique_id(), unique_id("target")
+    with trace.get_tracer("test").start_as_current_span("request"):  # the web request that starts the work
+        c.schedule_new_orchestration(waiter, instance_id=target)
+        c.schedule_new_orchestration(sender, input=target, instance_id=iid)
+    for instance in (iid, target):
+        state = c.wait_for_orchestration_completion(instance, timeout=60)
+        assert state is not None and state.runtime_status == COMPLETED
+    c.raise_orchestration_event(target, "unused")  # after completion: still traced on the client
+    finished = spans.get_finished_spans()
+    request = next(s for s in finished if s.name == "request")
+    got = tree(of_trace(finished, request.context.trace_id), {iid: "<id>", target: "<target>"})
+    sent = {"event.target_instance_id": "<target>", "task.instance_id": "<id>", "task.name": "go", "type": "event"}
+    target_orch = orch("waiter", iid="<target>")
+    want = [node("request [internal] {}",
+                 node(create("waiter").replace("'<id>'", "'<target>'"), node(target_orch)),
+                 node(create("sender"), node(orch("sender"), node(f"orchestration_event:go [producer] {sent}"))))]
+    assert got == want, render(got)
+    raised = [s for s in finished if s.name == "orchestration_event:unused"]
+    assert len(raised) == 1 and raised[0].kind.name == "PRODUCER"
+    assert dict(raised[0].attributes) == {
+        "durabletask.type": "event", "durabletask.task.name": "unused",
+        "durabletask.event.target_instance_id": target,
+    }
+
+
+def test_entity_operations_are_server_spans(hub: Hub, spans: Any) -> None:
+    def counter(ctx: Any, value: int) -> int:
+        state = (ctx.get_state(int) or 0) + value
+        ctx.set_state(state)
+        return state
+
+    def calling(ctx: task.OrchestrationContext, key: str) -> Any:
+        return (yield ctx.call_entity(EntityInstanceId("counter", key), "add", 2))
+
+    w = hub.worker()
+    w.add_orchestrator(calling)
+    w.add_entity(counter)
+    w.start()
+    key = unique_id("k")
+    got = run(hub, spans, calling, key)
+    assert got == [node(create("calling"), node(orch("calling")))], render(got)
+    entity = [s for s in spans.get_finished_spans() if s.name == "entity:counter:add"]
+    assert len(entity) == 1 and entity[0].kind.name == "SERVER"
+    assert dict(entity[0].attributes) == {
+        "durabletask.type": "entity", "durabletask.task.name": "counter",
+        "durabletask.task.instance_id": f"@counter@{key}", "durabletask.entity.operation": "add",
+    }
+
+
+def test_a_worker_restart_in_the_middle_records_each_span_once(hub: Hub, spans: Any) -> None:
+    def paused(ctx: task.OrchestrationContext, _: Any) -> Any:
+        first = yield ctx.call_activity(double, input=1)
+        ctx.set_custom_status("waiting")
+        yield ctx.wait_for_external_event("resume")
+        return (yield ctx.call_activity(double, input=first))
+
+    first = hub.start_worker([paused], [double])
+    c = hub.client()
+    iid = unique_id()
+    c.schedule_new_orchestration(paused, instance_id=iid)
+    state = c.wait_for_orchestration_start(iid, timeout=60)
+    while state is None or state.serialized_custom_status != '"waiting"':  # the first result's turn is stored
+        time.sleep(0.05)
+        state = c.get_orchestration_state(iid)
+    first.stop()
+    hub.start_worker([paused], [double])  # a new worker process: no session, no tracer state
+    c.raise_orchestration_event(iid, "resume")
+    state = c.wait_for_orchestration_completion(iid, timeout=60)
+    assert state is not None and state.runtime_status == COMPLETED
+    got = trace_of(spans, iid)
+    want = [node(create("paused"), node(orch("paused"), activity_pair("double", 1), activity_pair("double", 2)))]
     assert got == want, render(got)

@@ -43,7 +43,10 @@ def _label(span: ReadableSpan, replace: dict[str, str]) -> str:
             text = text.replace(real, placeholder)
         attrs[key.removeprefix("durabletask.")] = text
     status = span.status.status_code.name
-    extra = f" ERROR({span.status.description})" if status == "ERROR" else ""
+    description = span.status.description or ""
+    for real, placeholder in replace.items():
+        description = description.replace(real, placeholder)
+    extra = f" ERROR({description})" if status == "ERROR" else ""
     return f"{span.name} [{kind}]{extra} {attrs}"
 
 
