@@ -555,4 +555,3 @@ class Engine:
         with self.backend.transaction() as tx:
             times = [t for t in (tx.next_message_time(hub, at), tx.next_lease_expiry(hub, at)) if t is not None]
         return events.from_micros(min(times)) if times else None
-

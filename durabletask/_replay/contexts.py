@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
+from durabletask._replay import trace_ids
 from durabletask._replay.retry import RetryPolicy
 from durabletask._replay.tasks import CancellableTask, CompletableTask, LockTask, Task, TimerTask
 
@@ -311,6 +312,14 @@ class ReplaySafeLogger(_LoggerAdapterBase):
     def isEnabledFor(self, level: int) -> bool:
         """``False`` during replay, so messages are neither formatted nor emitted."""
         return not self._is_replaying() and self.logger.isEnabledFor(level)
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        """Adds the orchestration's trace and span IDs (``otelTraceID``, ``otelSpanID``) when it is traced."""
+        msg, kwargs = super().process(msg, kwargs)
+        ids = trace_ids.current()
+        if ids is not None:
+            kwargs["extra"] = {**(kwargs.get("extra") or {}), "otelTraceID": ids[0], "otelSpanID": ids[1]}
+        return msg, kwargs
 
 
 class ActivityContext:

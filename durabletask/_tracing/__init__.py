@@ -66,9 +66,7 @@ def producer_span(name: str, attributes: Mapping[str, str], *, emit: bool) -> It
 
 
 @contextmanager
-def server_span(
-    name: str, attributes: Mapping[str, str], parent: Parent | None, *, emit: bool
-) -> Iterator[Any]:
+def server_span(name: str, attributes: Mapping[str, str], parent: Parent | None, *, emit: bool) -> Iterator[Any]:
     """A SERVER span for work a worker runs (activity, entity operation); yields it (or ``None``).
 
     With ``emit`` false the received context is only made current, for spans the user's code makes.

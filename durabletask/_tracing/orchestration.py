@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from google.protobuf import timestamp_pb2, wrappers_pb2
 
@@ -22,6 +23,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._tracing import context as tc
 
 _SAMPLED = 0x01
+_RESULTS = ("taskCompleted", "taskFailed", "subOrchestrationInstanceCompleted", "subOrchestrationInstanceFailed")
 _KEPT_SESSIONS = 10_000  # instances whose turn state is kept for continuations (extended sessions)
 
 
@@ -48,12 +50,19 @@ class _State:
 
 
 @dataclass(slots=True)
-class _Turn:
+class Turn:
     state: _State
     own: tc.Parent | None  # the orchestration span's context, parent of everything it schedules
     start_ns: int
     record: bool  # spans are recorded (emission on and OpenTelemetry installed)
     known_ids: bool  # spans with IDs chosen ahead can be recorded
+
+    @property
+    def log_ids(self) -> tuple[str, str] | None:
+        """The orchestration's trace and span IDs, for the replay-safe logger's records."""
+        if self.own is None:
+            return None
+        return f"{self.own.trace_id:032x}", f"{self.own.span_id:016x}"
 
 
 def _ns(event: pb.HistoryEvent) -> int:
@@ -72,6 +81,30 @@ class OrchestrationTracer:
         self._emit = emit
         self._sessions: OrderedDict[str, _State] = OrderedDict()
 
+    def begin(
+        self, request: pb.OrchestratorRequest, past: Iterable[pb.HistoryEvent], *, continuation: bool = False
+    ) -> Turn:
+        """Reads the turn's history; the result names the orchestration's span before its code runs."""
+        state = self._sessions.pop(request.instanceId, None) if continuation else None
+        if state is None:
+            state = _State(request.instanceId)
+            for event in past:
+                self._index(state, event)
+        for event in request.newEvents:
+            self._index(state, event)
+        return self._turn(request, state)
+
+    def finish(self, turn: Turn, request: pb.OrchestratorRequest, response: pb.OrchestratorResponse) -> None:
+        """Records the spans the turn completed and adds trace context to its response."""
+        for event in request.newEvents:
+            self._completed(turn, event)
+        done = self._actions(turn, response.actions)
+        self._respond(request, response, turn)
+        if not done:
+            self._sessions[request.instanceId] = turn.state
+            while len(self._sessions) > _KEPT_SESSIONS:
+                self._sessions.popitem(last=False)
+
     def apply(
         self,
         request: pb.OrchestratorRequest,
@@ -80,22 +113,7 @@ class OrchestrationTracer:
         *,
         continuation: bool = False,
     ) -> None:
-        state = self._sessions.pop(request.instanceId, None) if continuation else None
-        if state is None:
-            state = _State(request.instanceId)
-            for event in past:
-                self._index(state, event)
-        for event in request.newEvents:
-            self._index(state, event)
-        turn = self._turn(request, state)
-        for event in request.newEvents:
-            self._completed(turn, event)
-        done = self._actions(turn, response.actions)
-        self._respond(request, response, turn)
-        if not done:
-            self._sessions[request.instanceId] = state
-            while len(self._sessions) > _KEPT_SESSIONS:
-                self._sessions.popitem(last=False)
+        self.finish(self.begin(request, past, continuation=continuation), request, response)
 
     # Reading the history ---------------------------------------------------------------------------
     def _index(self, state: _State, event: pb.HistoryEvent) -> None:
@@ -120,7 +138,7 @@ class OrchestrationTracer:
             fire_at = event.timerCreated.fireAt.ToDatetime().isoformat()
             state.timers[event.eventId] = (fire_at, _ns(event))
 
-    def _turn(self, request: pb.OrchestratorRequest, state: _State) -> _Turn:
+    def _turn(self, request: pb.OrchestratorRequest, state: _State) -> Turn:
         record = self._emit and t.otel_available()
         known_ids = record and t.api().can_record_known_ids()
         saved = request.orchestrationTraceContext if request.HasField("orchestrationTraceContext") else None
@@ -134,45 +152,52 @@ class OrchestrationTracer:
                 tc.stable_trace_id(state.instance_id, state.execution_id), span_id, _SAMPLED
             )
             own = base.child(span_id)
-        return _Turn(state, own, start_ns, record, known_ids)
+        return Turn(state, own, start_ns, record, known_ids)
 
     # Spans of completed calls and timers -------------------------------------------------------------
-    def _completed(self, turn: _Turn, event: pb.HistoryEvent) -> None:
+    def _completed(self, turn: Turn, event: pb.HistoryEvent) -> None:
         which = event.WhichOneof("eventType")
-        state = turn.state
-        if which in ("taskCompleted", "taskFailed", "subOrchestrationInstanceCompleted", "subOrchestrationInstanceFailed"):
-            done = getattr(event, which)
-            call = state.calls.pop(done.taskScheduledId, None)
-            failed = which.endswith("Failed")
-            if call is not None and turn.known_ids and call.context is not None and _own_call(turn, call):
-                instance_id = call.instance_id or state.instance_id
-                attrs = {t.ATTR_TYPE: call.kind, t.ATTR_NAME: call.name, t.ATTR_INSTANCE_ID: instance_id}
-                attrs[t.ATTR_TASK_ID] = str(done.taskScheduledId)
-                if call.version:
-                    attrs[t.ATTR_VERSION] = call.version
-                error = done.failureDetails.errorMessage if failed else None
-                t.api().record_span(
-                    t.span_name(call.kind, call.name, call.version), "client", attrs,
-                    context=call.context, parent=turn.own, start_ns=call.scheduled_ns, end_ns=_ns(event), error=error,
-                )  # fmt: skip
+        if which in _RESULTS:
+            self._call_done(turn, event, getattr(event, which), failed=which.endswith("Failed"))
         elif which == "timerFired":
-            timer_id = event.timerFired.timerId
-            timer = state.timers.pop(timer_id, None)
-            if timer is not None and turn.record:
-                attrs = {
-                    t.ATTR_TYPE: "timer",
-                    t.ATTR_NAME: state.name,
-                    t.ATTR_INSTANCE_ID: state.instance_id,
-                    t.ATTR_TASK_ID: str(timer_id),
-                    t.ATTR_FIRE_AT: timer[0],
-                }
-                t.api().record_span(
-                    f"orchestration:{state.name}:timer", "internal", attrs,
-                    context=None, parent=turn.own, start_ns=timer[1], end_ns=time.time_ns(),
-                )  # fmt: skip
+            self._timer_fired(turn, event.timerFired.timerId)
+
+    def _call_done(self, turn: Turn, event: pb.HistoryEvent, done: Any, *, failed: bool) -> None:
+        """The CLIENT span of an activity or sub-orchestration call, from scheduling to result."""
+        call = turn.state.calls.pop(done.taskScheduledId, None)
+        if call is None or not turn.known_ids or call.context is None or not _own_call(turn, call):
+            return
+        instance_id = call.instance_id or turn.state.instance_id
+        attrs = {t.ATTR_TYPE: call.kind, t.ATTR_NAME: call.name, t.ATTR_INSTANCE_ID: instance_id}
+        attrs[t.ATTR_TASK_ID] = str(done.taskScheduledId)
+        if call.version:
+            attrs[t.ATTR_VERSION] = call.version
+        t.api().record_span(
+            t.span_name(call.kind, call.name, call.version), "client", attrs,
+            context=call.context, parent=turn.own, start_ns=call.scheduled_ns, end_ns=_ns(event),
+            error=done.failureDetails.errorMessage if failed else None,
+        )  # fmt: skip
+
+    def _timer_fired(self, turn: Turn, timer_id: int) -> None:
+        """An INTERNAL span from the timer's creation to its firing."""
+        state = turn.state
+        timer = state.timers.pop(timer_id, None)
+        if timer is None or not turn.record:
+            return
+        attrs = {
+            t.ATTR_TYPE: "timer",
+            t.ATTR_NAME: state.name,
+            t.ATTR_INSTANCE_ID: state.instance_id,
+            t.ATTR_TASK_ID: str(timer_id),
+            t.ATTR_FIRE_AT: timer[0],
+        }
+        t.api().record_span(
+            f"orchestration:{state.name}:timer", "internal", attrs,
+            context=None, parent=turn.own, start_ns=timer[1], end_ns=time.time_ns(),
+        )  # fmt: skip
 
     # The turn's actions ------------------------------------------------------------------------------
-    def _actions(self, turn: _Turn, actions: Sequence[pb.OrchestratorAction]) -> bool:
+    def _actions(self, turn: Turn, actions: Sequence[pb.OrchestratorAction]) -> bool:
         """Sends trace context with the calls; records sent events and a completion. True when complete."""
         done = False
         for action in actions:
@@ -208,7 +233,7 @@ class OrchestrationTracer:
                     self._record_orchestration(turn, action.completeOrchestration)
         return done
 
-    def _record_orchestration(self, turn: _Turn, complete: pb.CompleteOrchestrationAction) -> None:
+    def _record_orchestration(self, turn: Turn, complete: pb.CompleteOrchestrationAction) -> None:
         state = turn.state
         failed = complete.orchestrationStatus == pb.ORCHESTRATION_STATUS_FAILED
         attrs = {
@@ -223,7 +248,7 @@ class OrchestrationTracer:
             error=complete.failureDetails.errorMessage if failed else None,
         )  # fmt: skip
 
-    def _respond(self, request: pb.OrchestratorRequest, response: pb.OrchestratorResponse, turn: _Turn) -> None:
+    def _respond(self, request: pb.OrchestratorRequest, response: pb.OrchestratorResponse, turn: Turn) -> None:
         if not turn.record:
             if request.HasField("orchestrationTraceContext"):
                 response.orchestrationTraceContext.CopyFrom(request.orchestrationTraceContext)
@@ -246,6 +271,6 @@ def _saved_span_id(saved: pb.OrchestrationTraceContext | None) -> int | None:
         return None
 
 
-def _own_call(turn: _Turn, call: _Call) -> bool:
+def _own_call(turn: Turn, call: _Call) -> bool:
     """A call whose context is a span of its own (not the orchestration's, sent when none could be made)."""
     return call.context is not None and (turn.own is None or call.context.span_id != turn.own.span_id)

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Protocol, cast
 from google.protobuf import wrappers_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay import trace_ids
 from durabletask._replay.executor import OrchestrationExecutor
 from durabletask._replay.failures import proto_from_exception
-from durabletask._tracing.orchestration import OrchestrationTracer
+from durabletask._tracing.orchestration import OrchestrationTracer, Turn
 from durabletask._worker.code_check import CodeMismatchPolicy, check_code, recorded_start
 from durabletask._worker.registry import WorkerRegistry
 from durabletask._worker.session_cache import SessionCache, is_continuation
@@ -151,8 +152,11 @@ class OrchestrationRunner:
         executor = self._executor_factory()
         ticket = self._sessions.begin(instance_id) if self._sessions and _is_resumable(executor) else None
         new_events = request.newEvents
-        outcome = self._execute(request, completion_token, lambda: executor.execute(instance_id, past, new_events))
-        self._trace(request, past, outcome, continuation=False)
+        turn = self._begin_trace(request, past, continuation=False)
+        outcome = self._execute(
+            request, completion_token, lambda: executor.execute(instance_id, past, new_events), turn
+        )
+        self._finish_trace(request, turn, outcome)
         self._keep(request, executor, outcome, ticket)
         return outcome
 
@@ -188,24 +192,29 @@ class OrchestrationRunner:
             )
         ticket = self._sessions.begin(request.instanceId)
         resume = cast("_Resumable", executor).resume
-        outcome = self._execute(request, completion_token, lambda: resume(request.newEvents))
-        self._trace(request, (), outcome, continuation=True)
+        turn = self._begin_trace(request, (), continuation=True)
+        outcome = self._execute(request, completion_token, lambda: resume(request.newEvents), turn)
+        self._finish_trace(request, turn, outcome)
         self._keep(request, executor, outcome, ticket)
         return outcome
 
-    def _trace(
-        self,
-        request: pb.OrchestratorRequest,
-        past: Sequence[pb.HistoryEvent],
-        outcome: OrchestrationOutcome,
-        *,
-        continuation: bool,
-    ) -> None:
-        if self._tracer is None or outcome.response is None:
+    def _begin_trace(
+        self, request: pb.OrchestratorRequest, past: Sequence[pb.HistoryEvent], *, continuation: bool
+    ) -> Turn | None:
+        if self._tracer is None:
+            return None
+        try:
+            return self._tracer.begin(request, past, continuation=continuation)
+        except Exception:  # tracing never fails a turn
+            self._logger.warning("%s: could not trace the turn", request.instanceId, exc_info=True)
+            return None
+
+    def _finish_trace(self, request: pb.OrchestratorRequest, turn: Turn | None, outcome: OrchestrationOutcome) -> None:
+        if self._tracer is None or turn is None or outcome.response is None:
             return
         try:
-            self._tracer.apply(request, past, outcome.response, continuation=continuation)
-        except Exception:  # tracing never fails a turn
+            self._tracer.finish(turn, request, outcome.response)
+        except Exception:
             self._logger.warning("%s: could not trace the turn", request.instanceId, exc_info=True)
 
     def _streamed_history(self, request: pb.OrchestratorRequest) -> list[pb.HistoryEvent]:
@@ -225,11 +234,16 @@ class OrchestrationRunner:
         sessions.put(request.instanceId, request.executionId.value, executor, ticket)
 
     def _execute(
-        self, request: pb.OrchestratorRequest, completion_token: str, step: Callable[[], ExecutionResultLike]
+        self,
+        request: pb.OrchestratorRequest,
+        completion_token: str,
+        step: Callable[[], ExecutionResultLike],
+        turn: Turn | None = None,
     ) -> OrchestrationOutcome:
         instance_id = request.instanceId
         try:
-            result = step()
+            with trace_ids.active(turn.log_ids if turn is not None else None):
+                result = step()
         except Exception as exc:
             # The executor turns user errors into a failed completion itself; reaching here is a bug
             # in the SDK or a corrupt history, which must still end the episode visibly.

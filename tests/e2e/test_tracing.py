@@ -6,6 +6,7 @@ gives (tests/interop/test_tracing_interop.py compares them with its spans side b
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -285,3 +286,72 @@ def test_a_worker_restart_in_the_middle_records_each_span_once(hub: Hub, spans: 
     got = trace_of(spans, iid)
     want = [node(create("paused"), node(orch("paused"), activity_pair("double", 1), activity_pair("double", 2)))]
     assert got == want, render(got)
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_replay_safe_logs_carry_the_orchestrations_trace_and_span_ids(hub: Hub, spans: Any) -> None:
+    logger = logging.getLogger(f"orchestrator-{unique_id()}")
+    logger.setLevel(logging.INFO)
+    handler = _Records()
+    logger.addHandler(handler)
+
+    def logging_chain(ctx: task.OrchestrationContext, _: Any) -> Any:
+        log = ctx.create_replay_safe_logger(logger)
+        log.info("before")
+        yield ctx.call_activity(double, input=1)
+        log.info("after")
+
+    hub.start_worker([logging_chain], [double])
+    run(hub, spans, logging_chain, None)
+    orchestration = next(s for s in spans.get_finished_spans() if s.name == "orchestration:logging_chain")
+    ids = {(getattr(r, "otelTraceID", None), getattr(r, "otelSpanID", None)) for r in handler.records}
+    assert [r.getMessage() for r in handler.records] == ["before", "after"]
+    assert ids == {(f"{orchestration.context.trace_id:032x}", f"{orchestration.context.span_id:016x}")}
+
+
+def test_without_emission_context_still_flows_and_no_span_is_recorded(hub: Hub, spans: Any) -> None:
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("test")
+
+    def user_work(ctx: task.ActivityContext, _: Any) -> None:
+        with tracer.start_as_current_span("user-work"):
+            pass
+
+    def quiet(ctx: task.OrchestrationContext, _: Any) -> Any:
+        yield ctx.call_activity(user_work)
+
+    hub.start_worker([quiet], [user_work], emit_trace_spans=False)
+    c = client.TaskHubGrpcClient(host_address=hub.address, metadata=hub.metadata, emit_trace_spans=False)
+    iid = unique_id()
+    with tracer.start_as_current_span("request"):
+        c.schedule_new_orchestration(quiet, instance_id=iid)
+    state = c.wait_for_orchestration_completion(iid, timeout=60)
+    c.close()
+    assert state is not None and state.runtime_status == COMPLETED
+    finished = spans.get_finished_spans()
+    assert sorted(s.name for s in finished) == ["request", "user-work"]
+    assert tree(finished) == [node("request [internal] {}", node("user-work [internal] {}"))]
+
+
+def test_a_restarted_orchestration_joins_the_original_trace(hub: Hub, spans: Any) -> None:
+    hub.start_worker([chain], [double])
+    c = hub.client()
+    iid = unique_id()
+    c.schedule_new_orchestration(chain, input=1, instance_id=iid)
+    c.wait_for_orchestration_completion(iid, timeout=60)
+    c.restart_orchestration(iid)
+    c.wait_for_orchestration_start(iid, timeout=60)
+    state = c.wait_for_orchestration_completion(iid, timeout=60)
+    assert state is not None and state.runtime_status == COMPLETED
+    run_tree = node(orch("chain"), *(activity_pair("double", i) for i in (1, 2, 3)))
+    got = trace_of(spans, iid)
+    assert got == [node(create("chain"), run_tree, run_tree)], render(got)
