@@ -102,8 +102,11 @@ def run(hub: Hub, spans: Any, orchestrator: Any, inp: Any, *, status: Any = COMP
 
 def trace_of(spans: Any, iid: str) -> list[Any]:
     finished = spans.get_finished_spans()
-    producer = [s for s in finished if s.name.startswith("create_orchestration:")
-                and s.attributes.get("durabletask.task.instance_id") == iid]
+    producer = [
+        s
+        for s in finished
+        if s.name.startswith("create_orchestration:") and s.attributes.get("durabletask.task.instance_id") == iid
+    ]
     assert len(producer) == 1, render(tree(finished))
     return tree(of_trace(finished, producer[0].context.trace_id), {iid: "<id>"})
 
@@ -132,8 +135,12 @@ def activity_pair(name: str, task_id: int, error: str | None = None) -> list[Any
 def test_chain(hub: Hub, spans: Any) -> None:
     hub.start_worker([chain], [double])
     got = run(hub, spans, chain, 1)
-    want = [node(create("chain"), node(orch("chain"), activity_pair("double", 1), activity_pair("double", 2),
-                                       activity_pair("double", 3)))]
+    want = [
+        node(
+            create("chain"),
+            node(orch("chain"), activity_pair("double", 1), activity_pair("double", 2), activity_pair("double", 3)),
+        )
+    ]
     assert got == want, render(got)
 
 
@@ -145,8 +152,13 @@ def test_fan_out(hub: Hub, spans: Any) -> None:
 
 
 def timer_span(name: str, task_id: int) -> str:
-    attrs = {"fire_at": "<time>", "task.instance_id": "<id>", "task.name": name, "task.task_id": str(task_id),
-             "type": "timer"}
+    attrs = {
+        "fire_at": "<time>",
+        "task.instance_id": "<id>",
+        "task.name": name,
+        "task.task_id": str(task_id),
+        "type": "timer",
+    }
     return f"orchestration:{name}:timer [internal] {attrs}"
 
 
@@ -166,8 +178,17 @@ def test_retry(hub: Hub, spans: Any) -> None:
 
     hub.start_worker([retrying], [flaky])
     got = run(hub, spans, retrying, None)
-    want = [node(create("retrying"), node(orch("retrying"), activity_pair("flaky", 1, error="not yet"),
-                                          node(timer_span("retrying", 2)), activity_pair("flaky", 1)))]
+    want = [
+        node(
+            create("retrying"),
+            node(
+                orch("retrying"),
+                activity_pair("flaky", 1, error="not yet"),
+                node(timer_span("retrying", 2)),
+                activity_pair("flaky", 1),
+            ),
+        )
+    ]
     assert got == want, render(got)
 
 
@@ -175,10 +196,19 @@ def test_sub_orchestration(hub: Hub, spans: Any) -> None:
     hub.start_worker([parent, chain], [double])
     got = run(hub, spans, parent, None)
     child = {"task.instance_id": "<id>-child", "task.name": "chain", "task.task_id": "1", "type": "orchestration"}
-    child_activities = [[label.replace("'<id>'", "'<id>-child'"), [[k.replace("'<id>'", "'<id>-child'"), []]
-                         for k, _ in kids]] for label, kids in (activity_pair("double", i) for i in (1, 2, 3))]
-    want = [node(create("parent"), node(orch("parent"), node(
-        f"orchestration:chain [client] {child}", node(orch("chain", iid="<id>-child"), *child_activities))))]
+    child_activities = [
+        [label.replace("'<id>'", "'<id>-child'"), [[k.replace("'<id>'", "'<id>-child'"), []] for k, _ in kids]]
+        for label, kids in (activity_pair("double", i) for i in (1, 2, 3))
+    ]
+    want = [
+        node(
+            create("parent"),
+            node(
+                orch("parent"),
+                node(f"orchestration:chain [client] {child}", node(orch("chain", iid="<id>-child"), *child_activities)),
+            ),
+        )
+    ]
     assert got == want, render(got)
 
 
@@ -201,8 +231,14 @@ def test_failure(hub: Hub, spans: Any) -> None:
 def test_continue_as_new_is_one_span_per_execution(hub: Hub, spans: Any) -> None:
     hub.start_worker([counting], [double])
     got = run(hub, spans, counting, 0)
-    want = [node(create("counting"), node(orch("counting"), activity_pair("double", 1)),
-                 node(orch("counting"), activity_pair("double", 1)), node(orch("counting")))]
+    want = [
+        node(
+            create("counting"),
+            node(orch("counting"), activity_pair("double", 1)),
+            node(orch("counting"), activity_pair("double", 1)),
+            node(orch("counting")),
+        )
+    ]
     assert got == want, render(got)
 
 
@@ -227,14 +263,19 @@ def test_events_sent_and_raised_join_the_callers_trace(hub: Hub, spans: Any) -> 
     got = tree(of_trace(finished, request.context.trace_id), {iid: "<id>", target: "<target>"})
     sent = {"event.target_instance_id": "<target>", "task.instance_id": "<id>", "task.name": "go", "type": "event"}
     target_orch = orch("waiter", iid="<target>")
-    want = [node("request [internal] {}",
-                 node(create("waiter").replace("'<id>'", "'<target>'"), node(target_orch)),
-                 node(create("sender"), node(orch("sender"), node(f"orchestration_event:go [producer] {sent}"))))]
+    want = [
+        node(
+            "request [internal] {}",
+            node(create("waiter").replace("'<id>'", "'<target>'"), node(target_orch)),
+            node(create("sender"), node(orch("sender"), node(f"orchestration_event:go [producer] {sent}"))),
+        )
+    ]
     assert got == want, render(got)
     raised = [s for s in finished if s.name == "orchestration_event:unused"]
     assert len(raised) == 1 and raised[0].kind.name == "PRODUCER"
     assert dict(raised[0].attributes) == {
-        "durabletask.type": "event", "durabletask.task.name": "unused",
+        "durabletask.type": "event",
+        "durabletask.task.name": "unused",
         "durabletask.event.target_instance_id": target,
     }
 
@@ -258,8 +299,10 @@ def test_entity_operations_are_server_spans(hub: Hub, spans: Any) -> None:
     entity = [s for s in spans.get_finished_spans() if s.name == "entity:counter:add"]
     assert len(entity) == 1 and entity[0].kind.name == "SERVER"
     assert dict(entity[0].attributes) == {
-        "durabletask.type": "entity", "durabletask.task.name": "counter",
-        "durabletask.task.instance_id": f"@counter@{key}", "durabletask.entity.operation": "add",
+        "durabletask.type": "entity",
+        "durabletask.task.name": "counter",
+        "durabletask.task.instance_id": f"@counter@{key}",
+        "durabletask.entity.operation": "add",
     }
 
 

@@ -47,8 +47,10 @@ def tree(spans: list[dict[str, Any]], iid: str) -> list[Any]:
     assert len(ids) == len(spans), "a span ID was recorded twice"
 
     def label(span: dict[str, Any]) -> str:
-        attrs = {k: ("<time>" if k == "durabletask.fire_at" else str(v).replace(iid, "<id>"))
-                 for k, v in sorted(span["attributes"].items())}
+        attrs = {
+            k: ("<time>" if k == "durabletask.fire_at" else str(v).replace(iid, "<id>"))
+            for k, v in sorted(span["attributes"].items())
+        }
         return f"{span['name']} [{span['kind']}] {span['status']} {attrs}"
 
     def build(parent: str | None) -> list[Any]:
