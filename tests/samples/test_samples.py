@@ -36,6 +36,8 @@ EXPECTED = {
     "rewind_etl.py": ["first run: FAILED", "after rewind: COMPLETED", "'extract': 1, 'load': 2, 'transform': 1"],
     "carrier_attach.py": ["[run-2]", "attached instance review-run", "each review ran to completion exactly once"],
     "entities_bank.py": ['"declined"', "balance 80", "balance 70"],
+    "tracing_order.py": ["13 spans", "POST /orders [server]", "\n    orchestration:process_order [server]",
+                         "\n        activity:ship [server]"],
     "nightly_report.py": ["night 1: nightly-sales-report-2030-03-02T02:00:00+00:00 COMPLETED",
                           "operator: paused nightly-sales-report", "next run 2030-03-05T02:00:00+00:00",
                           "night 4: nightly-sales-report-2030-03-05T02:00:00+00:00 COMPLETED",
