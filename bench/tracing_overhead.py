@@ -68,17 +68,17 @@ w.start()
 c = client.TaskHubGrpcClient(host_address=address)
 for i in range(20):  # warm-up
     c.wait_for_orchestration_completion(c.schedule_new_orchestration(chain3, input=i), timeout=120)
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 ids = [c.schedule_new_orchestration(chain3, input=i) for i in range(count)]
 with ThreadPoolExecutor(max_workers=4) as pool:
     states = list(pool.map(lambda iid: c.wait_for_orchestration_completion(iid, timeout=600), ids))
-elapsed = time.perf_counter() - start
+elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
 assert all(s is not None and s.runtime_status.name == "COMPLETED" for s in states)
 w.stop()
 server.stop()
 if variant == "otel-export":
     provider.shutdown()
-print(json.dumps({"per_second": count / elapsed, "exported": exported[0]}))
+print(json.dumps({"per_second": count / elapsed, "cpu_ms": 1000 * cpu / count, "exported": exported[0]}))
 """
 
 
@@ -101,18 +101,27 @@ def main() -> None:
     args = parser.parse_args()
     variants = VARIANTS if args.baseline is not None else VARIANTS[1:]
     rates: dict[str, list[float]] = {v: [] for v in variants}
+    cpu: dict[str, list[float]] = {v: [] for v in variants}
     for round_no in range(args.rounds):
         order = variants if round_no % 2 == 0 else tuple(reversed(variants))
         for variant in order:
             result = run(variant, args.count, args.baseline)
             rates[variant].append(result["per_second"])
-            print(f"round {round_no + 1} {variant:12} {result['per_second']:7.1f}/s  spans {result['exported']:.0f}")
-    base = statistics.median(rates["no-otel"])
-    print("\nvariant        median/s   vs no-otel   all rounds")
+            cpu[variant].append(result["cpu_ms"])
+            print(
+                f"round {round_no + 1} {variant:12} {result['per_second']:7.1f}/s  "
+                f"{result['cpu_ms']:6.2f} CPU ms/orchestration  spans {result['exported']:.0f}",
+                flush=True,
+            )
+    base, base_cpu = statistics.median(rates["no-otel"]), statistics.median(cpu["no-otel"])
+    print("\nvariant        median/s   vs no-otel   CPU ms/orch   vs no-otel   all rounds (/s)")
     for variant in variants:
-        med = statistics.median(rates[variant])
+        med, med_cpu = statistics.median(rates[variant]), statistics.median(cpu[variant])
         runs = ", ".join(f"{r:.1f}" for r in rates[variant])
-        print(f"{variant:12} {med:9.1f}   {100 * (med / base - 1):+8.1f} %   {runs}")
+        print(
+            f"{variant:12} {med:9.1f}   {100 * (med / base - 1):+8.1f} %   {med_cpu:11.2f}   "
+            f"{100 * (med_cpu / base_cpu - 1):+8.1f} %   {runs}"
+        )
 
 
 if __name__ == "__main__":

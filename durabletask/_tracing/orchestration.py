@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ class _State:
     name: str = ""
     parent: tc.Parent | None = None
     execution_id: str = ""
+    started: bool = False  # its executionStarted was read
     calls: dict[int, _Call] = field(default_factory=dict)
     timers: dict[int, tuple[str, int]] = field(default_factory=dict)  # id -> (fire_at, created ns)
 
@@ -86,18 +88,23 @@ class OrchestrationTracer:
     ) -> Turn:
         """Reads the turn's history; the result names the orchestration's span before its code runs."""
         state = self._sessions.pop(request.instanceId, None) if continuation else None
+        record = self._emit and t.otel_available()
         if state is None:
             state = _State(request.instanceId)
-            for event in past:
-                self._index(state, event)
-        for event in request.newEvents:
+            events: Iterable[pb.HistoryEvent] = chain(past, request.newEvents)
+        else:
+            events = request.newEvents
+        for event in events:
             self._index(state, event)
-        return self._turn(request, state)
+            if not record and state.started:
+                break  # only propagating: the parent context is all that is needed
+        return self._turn(request, state, record)
 
     def finish(self, turn: Turn, request: pb.OrchestratorRequest, response: pb.OrchestratorResponse) -> None:
         """Records the spans the turn completed and adds trace context to its response."""
-        for event in request.newEvents:
-            self._completed(turn, event)
+        if turn.record:
+            for event in request.newEvents:
+                self._completed(turn, event)
         done = self._actions(turn, response.actions)
         self._respond(request, response, turn)
         if not done:
@@ -123,6 +130,7 @@ class OrchestrationTracer:
             state.name = started.name
             state.parent = tc.field(started, "parentTraceContext")
             state.execution_id = started.orchestrationInstance.executionId.value
+            state.started = True
             state.calls.clear()
             state.timers.clear()
         elif which == "taskScheduled":
@@ -138,8 +146,7 @@ class OrchestrationTracer:
             fire_at = event.timerCreated.fireAt.ToDatetime().isoformat()
             state.timers[event.eventId] = (fire_at, _ns(event))
 
-    def _turn(self, request: pb.OrchestratorRequest, state: _State) -> Turn:
-        record = self._emit and t.otel_available()
+    def _turn(self, request: pb.OrchestratorRequest, state: _State, record: bool) -> Turn:
         known_ids = record and t.api().can_record_known_ids()
         saved = request.orchestrationTraceContext if request.HasField("orchestrationTraceContext") else None
         start_ns = time.time_ns()
@@ -207,13 +214,15 @@ class OrchestrationTracer:
                 if not call.HasField("parentTraceContext") and turn.own is not None:
                     ctx = turn.own.child(tc.new_span_id()) if turn.known_ids else turn.own
                     call.parentTraceContext.CopyFrom(ctx.to_proto())
+                if not turn.record:
+                    continue
                 # A kept session's next work item brings the result but not the scheduling event.
                 kind = "activity" if which == "scheduleTask" else "orchestration"
                 context = tc.field(call, "parentTraceContext")
                 child = call.instanceId if which == "createSubOrchestration" else None
                 version = _opt(call, "version")
                 turn.state.calls[action.id] = _Call(kind, call.name, version, context, time.time_ns(), child)
-            elif which == "createTimer":
+            elif which == "createTimer" and turn.record:
                 turn.state.timers[action.id] = (action.createTimer.fireAt.ToDatetime().isoformat(), time.time_ns())
             elif which == "sendEvent" and turn.record:
                 send = action.sendEvent
