@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from google.protobuf import timestamp_pb2, wrappers_pb2
