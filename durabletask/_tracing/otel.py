@@ -5,6 +5,7 @@ Imported only when ``opentelemetry`` is installed (``durabletask._tracing.otel_a
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -26,6 +27,12 @@ KINDS = {
     "producer": trace.SpanKind.PRODUCER,
     "consumer": trace.SpanKind.CONSUMER,
 }
+
+
+@functools.cache
+def _tracer() -> trace.Tracer:
+    # The global API hands out a proxy until a provider is set, so one tracer serves for the process's life.
+    return trace.get_tracer(TRACER_NAME)
 
 
 def _span_context(parent: Parent, *, remote: bool) -> trace.SpanContext:
@@ -76,7 +83,7 @@ def live_span(
     ctx = _context_of(parent)
     if ctx is None and not use_current:
         ctx = otel_context.Context()
-    tracer = trace.get_tracer(TRACER_NAME)
+    tracer = _tracer()
     with tracer.start_as_current_span(
         name, context=ctx, kind=KINDS[kind], attributes=dict(attributes), record_exception=False
     ) as span:
@@ -122,7 +129,7 @@ def record_span(
     start = start_ns or end
     if context is not None and _record_with_id(name, kind, attributes, context, parent, start, end, error):
         return
-    tracer = trace.get_tracer(TRACER_NAME)
+    tracer = _tracer()
     ctx = _context_of(parent) or otel_context.Context()
     span = tracer.start_span(name, context=ctx, kind=KINDS[kind], attributes=dict(attributes), start_time=start)
     if error is not None:
