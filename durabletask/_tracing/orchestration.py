@@ -79,8 +79,9 @@ def _opt(message: object, name: str) -> str | None:
 class OrchestrationTracer:
     """Adds trace context to a turn's response and records the spans the turn's new events complete."""
 
-    def __init__(self, *, emit: bool) -> None:
+    def __init__(self, *, emit: bool, sessions: bool = True) -> None:
         self._emit = emit
+        self._keep = sessions  # the worker resumes kept orchestrations from their new events only
         self._sessions: OrderedDict[str, _State] = OrderedDict()
 
     def begin(
@@ -107,7 +108,7 @@ class OrchestrationTracer:
                 self._completed(turn, event)
         done = self._actions(turn, response.actions)
         self._respond(request, response, turn)
-        if not done:
+        if self._keep and not done:
             self._sessions[request.instanceId] = turn.state
             while len(self._sessions) > _KEPT_SESSIONS:
                 self._sessions.popitem(last=False)

@@ -382,7 +382,7 @@ class _Run:
             sessions=self.sessions,
             fetch_history=history_fetcher(self.channels),
             exception_properties_provider=worker._exception_properties_provider,
-            tracer=OrchestrationTracer(emit=worker._emit_trace_spans),
+            tracer=OrchestrationTracer(emit=worker._emit_trace_spans, sessions=self.sessions is not None),
         )
         self.sender = CompletionSender(logger, stopping=self._closed)
         handler = WorkItemHandler(

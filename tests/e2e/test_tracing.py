@@ -16,6 +16,7 @@ import pytest
 
 from durabletask import client, task
 from durabletask.entities import EntityInstanceId
+from durabletask.worker import ExtendedSessionOptions
 
 from .conftest import Hub, unique_id
 from .tracing_support import exporter, of_trace, render, tree
@@ -132,8 +133,9 @@ def activity_pair(name: str, task_id: int, error: str | None = None) -> list[Any
     return node(f"activity:{name} [client]{extra} {attrs}", node(f"activity:{name} [server]{extra} {attrs}"))
 
 
-def test_chain(hub: Hub, spans: Any) -> None:
-    hub.start_worker([chain], [double])
+@pytest.mark.parametrize("sessions", [None, ExtendedSessionOptions(max_cached_orchestrations=0)], ids=["kept", "off"])
+def test_chain(hub: Hub, spans: Any, sessions: ExtendedSessionOptions | None) -> None:
+    hub.start_worker([chain], [double], extended_sessions=sessions)
     got = run(hub, spans, chain, 1)
     want = [
         node(
