@@ -14,8 +14,8 @@ from .scheduled_support import report
 
 
 def _run(hub: Hub, *argv: str) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DURABLETASK_")}
-    where = ["--endpoint", hub.address, "--taskhub", hub.taskhub]
+    env = hub.child_env({k: v for k, v in os.environ.items() if not k.startswith("DURABLETASK_")})
+    where = hub.cli_args()
     proc = subprocess.run(
         [sys.executable, "-m", "durabletask.cli", *where, *argv], capture_output=True, text=True, timeout=90, env=env
     )

@@ -60,11 +60,15 @@ class Cluster:
 
     def start_worker(self, version: str | None = None) -> subprocess.Popen[str]:
         args = [self.address, str(self.ledger.path), *([version] if version else [])]
+        return self.start_app(WORKER_APP, *args, log=self.folder / "workers.log")
+
+    def start_app(self, script: Path, *args: str, log: Path) -> subprocess.Popen[str]:
+        """A worker process running ``script``; told the task hub when the tests target an external backend."""
         if self.backend is None:
-            proc = start_script(WORKER_APP, *args, log=self.folder / "workers.log")
+            proc = start_script(script, *args, log=log)
         else:
-            with open(self.folder / "workers.log", "a") as err:
-                proc = subprocess.Popen([sys.executable, str(WORKER_APP), *args], cwd=WORKER_APP.parent,
+            with open(log, "a") as err:
+                proc = subprocess.Popen([sys.executable, str(script), *args], cwd=script.parent,
                                         env={**env(), TASKHUB_ENV: self.taskhub}, stdout=subprocess.DEVNULL,
                                         stderr=err, text=True)
         self.workers.append(proc)

@@ -17,12 +17,12 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from durabletask import task, worker
+from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.scheduled.orchestrator import execute_schedule_operation_orchestrator
 from durabletask.scheduled.schedule_entity import ENTITY_NAME, Schedule
 from tests.recovery.support import Ledger
-from tests.recovery.worker_app import RESILIENCY
+from tests.recovery.worker_app import scheduler_or_plain_worker
 
 
 def report(ctx: task.OrchestrationContext, payload: Any) -> Any:
@@ -43,7 +43,7 @@ def main() -> None:
                     time.sleep(1)
             return super().schedule_new_orchestration(orchestration_name, input, instance_id)
 
-    w = worker.TaskHubGrpcWorker(host_address=address, resiliency_options=RESILIENCY)
+    w = scheduler_or_plain_worker(address)  # with its credential when the tests target an external backend
     w.add_orchestrator(report)
     # What configure_scheduled_tasks() registers, with the recording entity in place of the plain one.
     w.add_entity(RecordedSchedule, ENTITY_NAME)

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from durabletask.scheduled import ScheduleCreationOptions, ScheduledTaskClient
-from tests.recovery.support import fetch_history, kinds, start_script, wait_done, wait_until
+from tests.recovery.support import wait_done, wait_until
 
 from .conftest import Cluster
 
@@ -16,11 +16,8 @@ SECOND = timedelta(seconds=1)
 
 
 def start_worker(cluster: Cluster) -> subprocess.Popen[str]:
-    proc = start_script(
-        APP, cluster.address, str(cluster.ledger.path), str(cluster.folder), log=cluster.folder / "w.log"
-    )
-    cluster.workers.append(proc)
-    return proc
+    return cluster.start_app(APP, cluster.address, str(cluster.ledger.path), str(cluster.folder),
+                             log=cluster.folder / "w.log")
 
 
 def runs(cluster: Cluster, schedule_id: str) -> list[str]:
@@ -33,7 +30,7 @@ def due_of(schedule_id: str, run: str) -> datetime:
 
 def started_once(cluster: Cluster, run: str) -> None:
     wait_done(cluster.client, [run], 60)
-    assert kinds(fetch_history(cluster.address, run)).count("executionStarted") == 1
+    assert cluster.history_kinds(run).count("executionStarted") == 1
 
 
 def test_a_worker_killed_while_firing_leaves_the_run_to_the_next_worker_and_it_starts_once(cluster: Cluster) -> None:

@@ -134,7 +134,7 @@ class Activities:
         return "rows"
 
 
-def _worker(address: str) -> worker.TaskHubGrpcWorker:
+def scheduler_or_plain_worker(address: str) -> worker.TaskHubGrpcWorker:
     """The plain worker on our emulator; the DurableTaskScheduler one when the tests target an external backend."""
     if not os.environ.get(BACKEND_ENV):
         return worker.TaskHubGrpcWorker(host_address=address, resiliency_options=RESILIENCY)
@@ -149,7 +149,7 @@ def _worker(address: str) -> worker.TaskHubGrpcWorker:
 
 
 def build(address: str, ledger: Ledger, version: str | None) -> worker.TaskHubGrpcWorker:
-    w = _worker(address)
+    w = scheduler_or_plain_worker(address)
     acts = Activities(ledger)
     for fn in (acts.step, acts.slow_step, acts.write, acts.lookup, acts.extract):
         w.add_activity(fn, name=fn.__name__)
