@@ -13,6 +13,8 @@ import pytest
 from durabletask import client, task, worker
 from emulator.server import EmulatorServer
 
+pytestmark = pytest.mark.adversarial
+
 ACTIVITIES = 60
 THREADS = 2
 WORK_SECONDS = 0.1  # simulated work per activity: 60 of them on 2 threads take about 3 s

@@ -17,6 +17,8 @@ from emulator.validation import Limits
 
 from .conftest import Hub
 
+pytestmark = pytest.mark.adversarial
+
 FAILED = client.OrchestrationStatus.FAILED
 LIMIT = 256 * 1024
 

@@ -215,6 +215,7 @@ def _drain(work: WorkStream, stub: HubStub, entity: str, count: int) -> list[str
     return done
 
 
+@pytest.mark.adversarial
 def test_a_locked_entity_with_a_long_queue_starves_no_other_entity(stub: HubStub) -> None:
     """The lock holder waits for entity B while 1,000 signals queue up for the entity it locked."""
     holder, locked, other = start(stub, "Holder"), f"@counter@{uid()}", f"@counter@{uid()}"

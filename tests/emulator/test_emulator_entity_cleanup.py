@@ -77,6 +77,7 @@ def _leftover_empty_entities(server: EmulatorServer, prefix: str, count: int) ->
     return ids
 
 
+@pytest.mark.adversarial
 def test_clean_entity_storage_works_in_chunks_and_serves_calls_between_them(
     server: EmulatorServer, stub: HubStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -56,6 +56,7 @@ def _fill(backend: SqliteBackend, hub: str, count: int) -> None:
             tx.add_message(hub, f"i{i}", b"m", 0)
 
 
+@pytest.mark.adversarial
 def test_deleting_a_hub_works_in_chunks_and_serves_calls_between_them(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hubs, "DELETE_CHUNK", 10)
     with (

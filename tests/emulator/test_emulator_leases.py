@@ -193,6 +193,7 @@ def _wait_released(server: EmulatorServer, token: str) -> None:
     assert token not in server.dispatcher._leases
 
 
+@pytest.mark.adversarial
 def test_a_late_completion_from_a_dropped_stream_counts_until_the_work_is_redelivered(
     stub: HubStub, server: EmulatorServer
 ) -> None:

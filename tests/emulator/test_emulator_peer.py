@@ -54,6 +54,7 @@ def results(peer_py: Path) -> Iterator[dict[str, dict[str, object]]]:
     yield _run(peer_py, SCENARIOS, timeout=100)
 
 
+@pytest.mark.adversarial
 def test_payloads_of_2_mib_fail_the_orchestration(peer_py: Path) -> None:
     """The emulator fails the work at once instead of redelivering it after each lease timeout."""
     got = _run(peer_py, ["oversized_result", "oversized_output"], timeout=150)

@@ -120,6 +120,7 @@ def test_a_wait_cut_short_by_a_restart_is_unavailable_not_a_deadline(server: Emu
     assert outcome == [grpc.StatusCode.UNAVAILABLE]
 
 
+@pytest.mark.adversarial
 def test_a_filter_purge_lets_other_calls_run_between_pages(
     server: EmulatorServer, stub: HubStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,6 +14,8 @@ from emulator.validation import Limits
 
 from .conftest import HubStub, WorkStream, complete, finish, kinds, schedule, start, status_of, sv, uid
 
+pytestmark = pytest.mark.adversarial
+
 BIG = "x" * (2 * 1024 * 1024)
 FAILED = pb.ORCHESTRATION_STATUS_FAILED
 

@@ -13,6 +13,7 @@ from tests.recovery.support import wait_until
 from .conftest import STEPS, Rig, wait_all
 
 
+@pytest.mark.adversarial
 def test_cut_streams_reconnect_and_lose_nothing(rig: Rig) -> None:
     rig.slow.set()
     rig.start_worker()
@@ -51,6 +52,7 @@ def _wait_for_new_stream(rig: Rig, previous: int) -> bool:
     return True
 
 
+@pytest.mark.adversarial
 def test_goaway_restarts_keep_every_run(rig: Rig) -> None:
     rig.slow.set()
     rig.start_worker()
