@@ -32,6 +32,7 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask._registry",
             "durabletask._protocol_extensions",
             "durabletask._attach",
+            "durabletask.payload",
         ),
     ),
     (
@@ -73,6 +74,7 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask.scheduled",
             "durabletask.scheduled._ops",
             "durabletask.scheduled.client",
+            "durabletask.extensions",
         ),
     ),
 ]

@@ -33,6 +33,7 @@ from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions
+from durabletask.payload.store import PayloadStore
 
 T = TypeVar("T")
 
@@ -64,7 +65,7 @@ class AsyncTaskHubGrpcClient:
         channel_options: GrpcChannelOptions | None = None,
         resiliency_options: GrpcClientResiliencyOptions | None = None,
         default_version: str | None = None,
-        payload_store: Any = None,
+        payload_store: PayloadStore | None = None,
         data_converter: DataConverter | None = None,
         emit_trace_spans: bool = True,
         root_certificates: bytes | None = None,
@@ -161,6 +162,8 @@ class AsyncTaskHubGrpcClient:
     async def _call(self, request: rq.RpcRequest) -> Any:
         """One RPC with deadline, retries of idempotent reads, error mapping and channel health."""
         s = self._settings
+        if s.payloads is not None:
+            await s.payloads.outgoing_async(request.request)
         deadline = deadline_for(request)
         attempt = 0
         while True:
@@ -180,6 +183,8 @@ class AsyncTaskHubGrpcClient:
                 await asyncio.sleep(outcome.pause)
                 continue
             s.health.record_success()
+            if s.payloads is not None:
+                await s.payloads.incoming_async(result)
             return result
 
     async def _run(self, operation: ops.Operation[T]) -> T:
@@ -231,6 +236,7 @@ class AsyncTaskHubGrpcClient:
             version=version or self.default_version,
             converter=self._settings.converter,
             emit_trace_spans=self._settings.emit_trace_spans,
+            payload_limit=self._settings.payload_limit,
         )
         return await self._run(operation)
 
@@ -318,6 +324,7 @@ class AsyncTaskHubGrpcClient:
                 data=data,
                 converter=self._settings.converter,
                 emit_trace_spans=self._settings.emit_trace_spans,
+                payload_limit=self._settings.payload_limit,
             )
         )
 
@@ -326,7 +333,11 @@ class AsyncTaskHubGrpcClient:
     ) -> None:
         """Terminate the instance (and, by default, its sub-orchestrations)."""
         request = rq.build_terminate_orchestration_request(
-            instance_id, output=output, recursive=recursive, converter=self._settings.converter
+            instance_id,
+            output=output,
+            recursive=recursive,
+            converter=self._settings.converter,
+            payload_limit=self._settings.payload_limit,
         )
         await self._run(ops.fire(request))
 
@@ -370,6 +381,7 @@ class AsyncTaskHubGrpcClient:
                 tags=tags,
                 rewind_if_failed=rewind_if_failed,
                 converter=self._settings.converter,
+                payload_limit=self._settings.payload_limit,
             )
         )
         return AsyncAttachedOrchestration(instance_id, action, state, self)
@@ -385,8 +397,15 @@ class AsyncTaskHubGrpcClient:
         )
 
     async def purge_orchestration(self, instance_id: str, recursive: bool = True) -> PurgeInstancesResult:
-        """Delete a finished instance's state and history."""
-        return await self._run(ops.purge_orchestration(instance_id, recursive))
+        """Delete a finished instance's state and history.
+
+        With a payload store whose options set ``delete_payloads_on_purge``, the payloads stored for the
+        instance are deleted too (not those of its sub-orchestrations, which live under their own IDs).
+        """
+        result = await self._run(ops.purge_orchestration(instance_id, recursive))
+        if result.deleted_instance_count and self._settings.purges_payloads():
+            await asyncio.to_thread(self._settings.delete_payloads, instance_id)
+        return result
 
     async def purge_orchestrations_by(
         self,
@@ -412,7 +431,12 @@ class AsyncTaskHubGrpcClient:
     ) -> None:
         """Send a one-way operation to an entity, optionally delivered at ``signal_time``."""
         request = rq.build_signal_entity_request(
-            entity_instance_id, operation_name, input, signal_time, converter=self._settings.converter
+            entity_instance_id,
+            operation_name,
+            input,
+            signal_time,
+            converter=self._settings.converter,
+            payload_limit=self._settings.payload_limit,
         )
         await self._run(ops.signal_entity(request))
 

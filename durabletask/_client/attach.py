@@ -14,6 +14,7 @@ from durabletask._client import validation as check
 from durabletask._client.models import DataConverter, OrchestrationState
 from durabletask._errors import DurableTaskError
 from durabletask._grpc.errors import AlreadyExistsError
+from durabletask._payload import MAX_PAYLOAD_BYTES
 
 
 # The handles need only a way to wait; typing them by these protocols keeps this module below the clients.
@@ -42,12 +43,16 @@ def attach_orchestration(
     tags: dict[str, str] | None,
     rewind_if_failed: bool,
     converter: DataConverter,
+    payload_limit: int = MAX_PAYLOAD_BYTES,
 ) -> ops.Operation[tuple[AttachAction, OrchestrationState | None]]:
     """Start the instance, or attach to it when it already runs the same orchestrator with the same input."""
     check.instance_id(instance_id)
     name = check.orchestrator_name(orchestrator)
     wanted = Fingerprint.compute(
-        name, version, check.payload(converter, input, "input"), orchestrator if callable(orchestrator) else None
+        name,
+        version,
+        check.payload(converter, input, "input", payload_limit),
+        orchestrator if callable(orchestrator) else None,
     )
     # Two rounds: another process may create the instance between our read and our start.
     for _ in range(2):
@@ -62,6 +67,7 @@ def attach_orchestration(
                 tags=tags,
                 version=version,
                 converter=converter,
+                payload_limit=payload_limit,
             )
             try:
                 yield request

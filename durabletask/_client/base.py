@@ -17,8 +17,10 @@ from durabletask._client.resilience import ChannelHealth, RetryPlan
 from durabletask._errors import SyncCallInEventLoopError
 from durabletask._grpc.channel import get_default_host_address
 from durabletask._grpc.errors import RpcStatusError, map_rpc_error
+from durabletask._grpc.large_payloads import PayloadBoundary, payload_limit
 from durabletask._worker.logs import resolve_logger
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions, GrpcRetryPolicyOptions
+from durabletask.payload.store import PayloadStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -110,15 +112,15 @@ class ClientSettings:
         channel_options: GrpcChannelOptions | None,
         resiliency_options: GrpcClientResiliencyOptions | None,
         default_version: str | None,
-        payload_store: Any,
+        payload_store: PayloadStore | None,
         data_converter: DataConverter | None,
         emit_trace_spans: bool,
         root_certificates: bytes | None = None,
     ) -> None:
-        if payload_store is not None:
-            raise NotImplementedError(
-                "payload_store (externalized large payloads) is not supported; payloads are limited to 1 MiB"
-            )
+        self.payload_store: PayloadStore | None = payload_store
+        # Requests go out and responses come back through it: the rest of the client never sees a token.
+        self.payloads = PayloadBoundary(payload_store) if payload_store is not None else None
+        self.payload_limit = payload_limit(payload_store)
         self.logger = make_logger(log_name, log_handler, log_formatter, logger)
         self.host_address = host_address or get_default_host_address()
         self.metadata = list(metadata) if metadata else None
@@ -140,3 +142,22 @@ class ClientSettings:
         pause = self.retry.delay(request, error, attempt, time_left(deadline))
         self.logger.debug("%s attempt %d failed: %s", request.method, attempt, error)
         return Attempt(error, pause, rebuild)
+
+    def purges_payloads(self) -> bool:
+        """Whether purging an instance should also delete its stored payloads (the store's opt-in)."""
+        store = self.payload_store
+        return (
+            store is not None
+            and bool(getattr(store.options, "delete_payloads_on_purge", False))
+            and callable(getattr(store, "delete_instance_payloads", None))
+        )
+
+    def delete_payloads(self, instance_id: str) -> None:
+        """Delete the payloads stored for a purged instance; a failure is logged, the purge stands."""
+        delete = getattr(self.payload_store, "delete_instance_payloads", None)
+        try:
+            count = delete(instance_id) if delete is not None else 0
+        except Exception as exc:
+            self.logger.warning("purged '%s' but could not delete its stored payloads: %s", instance_id, exc)
+            return
+        self.logger.info("deleted %d stored payload(s) of purged instance '%s'", count, instance_id)

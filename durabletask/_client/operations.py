@@ -25,6 +25,7 @@ from durabletask._client.models import (
     PurgeInstancesResult,
 )
 from durabletask._grpc.errors import DeadlineExceededError
+from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata
@@ -59,6 +60,7 @@ def schedule_new_orchestration(
     version: str | None,
     converter: DataConverter,
     emit_trace_spans: bool = True,
+    payload_limit: int = MAX_PAYLOAD_BYTES,
 ) -> Operation[str]:
     request = rq.build_schedule_new_orchestration_request(
         orchestrator,
@@ -69,6 +71,7 @@ def schedule_new_orchestration(
         tags=tags,
         version=version,
         converter=converter,
+        payload_limit=payload_limit,
     )
     message: pb.CreateInstanceRequest = request.request  # type: ignore[assignment]
     attributes = {
@@ -88,9 +91,17 @@ def schedule_new_orchestration(
 
 
 def raise_orchestration_event(
-    instance_id: str, event_name: str, *, data: Any, converter: DataConverter, emit_trace_spans: bool = True
+    instance_id: str,
+    event_name: str,
+    *,
+    data: Any,
+    converter: DataConverter,
+    emit_trace_spans: bool = True,
+    payload_limit: int = MAX_PAYLOAD_BYTES,
 ) -> Operation[None]:
-    request = rq.build_raise_event_request(instance_id, event_name, data=data, converter=converter)
+    request = rq.build_raise_event_request(
+        instance_id, event_name, data=data, converter=converter, payload_limit=payload_limit
+    )
     attributes = {
         tracing.ATTR_TYPE: "event",
         tracing.ATTR_NAME: event_name,

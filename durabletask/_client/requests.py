@@ -25,6 +25,7 @@ from durabletask._client.models import (
     PurgeInstancesResult,
 )
 from durabletask._grpc import convert
+from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata
@@ -105,6 +106,7 @@ def build_schedule_new_orchestration_request(
     tags: dict[str, str] | None = None,
     version: str | None = None,
     converter: DataConverter,
+    payload_limit: int = MAX_PAYLOAD_BYTES,
 ) -> RpcRequest:
     """``StartInstance``; a missing instance ID becomes a random UUID (hex).
 
@@ -112,7 +114,7 @@ def build_schedule_new_orchestration_request(
     given as a function, its code hash) so a later run can attach to it safely (see ``attach_orchestration``).
     """
     name = check.orchestrator_name(orchestrator)
-    serialized_input = check.payload(converter, input, "input")
+    serialized_input = check.payload(converter, input, "input", payload_limit)
     checked_version = check.name(version, "version") if version is not None else None
     fingerprint = Fingerprint.compute(
         name, checked_version, serialized_input, orchestrator if callable(orchestrator) else None
@@ -228,24 +230,34 @@ def parse_query_instances_response(
 
 
 def build_raise_event_request(
-    instance_id: str, event_name: str, *, data: Any = None, converter: DataConverter
+    instance_id: str,
+    event_name: str,
+    *,
+    data: Any = None,
+    converter: DataConverter,
+    payload_limit: int = MAX_PAYLOAD_BYTES,
 ) -> RpcRequest:
     """``RaiseEvent``."""
     request = pb.RaiseEventRequest(
         instanceId=check.instance_id(instance_id),
         name=check.name(event_name, "event_name"),
-        input=convert.string_value(check.payload(converter, data, "data")),
+        input=convert.string_value(check.payload(converter, data, "data", payload_limit)),
     )
     return RpcRequest("RaiseEvent", request)
 
 
 def build_terminate_orchestration_request(
-    instance_id: str, *, output: Any = None, recursive: bool = True, converter: DataConverter
+    instance_id: str,
+    *,
+    output: Any = None,
+    recursive: bool = True,
+    converter: DataConverter,
+    payload_limit: int = MAX_PAYLOAD_BYTES,
 ) -> RpcRequest:
     """``TerminateInstance``."""
     request = pb.TerminateRequest(
         instanceId=check.instance_id(instance_id),
-        output=convert.string_value(check.payload(converter, output, "output")),
+        output=convert.string_value(check.payload(converter, output, "output", payload_limit)),
         recursive=recursive,
     )
     return RpcRequest("TerminateInstance", request)
@@ -338,12 +350,13 @@ def build_signal_entity_request(
     signal_time: datetime | None = None,
     *,
     converter: DataConverter,
+    payload_limit: int = MAX_PAYLOAD_BYTES,
 ) -> RpcRequest:
     """``SignalEntity``; ``signal_time`` delays delivery."""
     request = pb.SignalEntityRequest(
         instanceId=_entity_id(entity_instance_id),
         name=check.name(operation_name, "operation_name"),
-        input=convert.string_value(check.payload(converter, input, "input")),
+        input=convert.string_value(check.payload(converter, input, "input", payload_limit)),
         requestId=str(uuid.uuid4()),
         scheduledTime=_ts(check.optional_datetime(signal_time, "signal_time")),
         requestTime=convert.to_timestamp(datetime.now(timezone.utc)),

@@ -33,6 +33,7 @@ from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions
+from durabletask.payload.store import PayloadStore
 
 T = TypeVar("T")
 
@@ -58,7 +59,8 @@ class TaskHubGrpcClient:
         channel_options: Message size, keepalive and transport retry settings.
         resiliency_options: When to rebuild the channel after repeated transport failures.
         default_version: Version given to new orchestrations that do not name one.
-        payload_store: Not supported; must be ``None``.
+        payload_store: Where payloads over its threshold go (see :mod:`durabletask.payload`): requests leave
+            with large payloads externalized, responses come back with them restored.
         data_converter: Serializes inputs and decodes outputs; default: the JSON text Microsoft's converter writes.
         emit_trace_spans: Whether to record OpenTelemetry spans (when ``opentelemetry-api`` is installed);
             False still sends the caller's trace context with the request, as Microsoft's SDK does.
@@ -83,7 +85,7 @@ class TaskHubGrpcClient:
         channel_options: GrpcChannelOptions | None = None,
         resiliency_options: GrpcClientResiliencyOptions | None = None,
         default_version: str | None = None,
-        payload_store: Any = None,
+        payload_store: PayloadStore | None = None,
         data_converter: DataConverter | None = None,
         emit_trace_spans: bool = True,
         root_certificates: bytes | None = None,
@@ -165,6 +167,8 @@ class TaskHubGrpcClient:
     def _call(self, request: rq.RpcRequest) -> Any:
         """One RPC with deadline, retries of idempotent reads, error mapping and channel health."""
         s = self._settings
+        if s.payloads is not None:
+            s.payloads.outgoing(request.request)
         deadline = deadline_for(request)
         attempt = 0
         while True:
@@ -187,6 +191,8 @@ class TaskHubGrpcClient:
                 time.sleep(outcome.pause)
                 continue
             s.health.record_success()
+            if s.payloads is not None:
+                s.payloads.incoming(result)
             return result
 
     def _run(self, operation: ops.Operation[T]) -> T:
@@ -239,6 +245,7 @@ class TaskHubGrpcClient:
             version=version or self.default_version,
             converter=self._settings.converter,
             emit_trace_spans=self._settings.emit_trace_spans,
+            payload_limit=self._settings.payload_limit,
         )
         return self._run(operation)
 
@@ -329,6 +336,7 @@ class TaskHubGrpcClient:
                 data=data,
                 converter=self._settings.converter,
                 emit_trace_spans=self._settings.emit_trace_spans,
+                payload_limit=self._settings.payload_limit,
             )
         )
 
@@ -336,7 +344,11 @@ class TaskHubGrpcClient:
     def terminate_orchestration(self, instance_id: str, *, output: Any | None = None, recursive: bool = True) -> None:
         """Terminate the instance (and, by default, its sub-orchestrations)."""
         request = rq.build_terminate_orchestration_request(
-            instance_id, output=output, recursive=recursive, converter=self._settings.converter
+            instance_id,
+            output=output,
+            recursive=recursive,
+            converter=self._settings.converter,
+            payload_limit=self._settings.payload_limit,
         )
         self._run(ops.fire(request))
 
@@ -383,6 +395,7 @@ class TaskHubGrpcClient:
                 tags=tags,
                 rewind_if_failed=rewind_if_failed,
                 converter=self._settings.converter,
+                payload_limit=self._settings.payload_limit,
             )
         )
         return AttachedOrchestration(instance_id, action, state, self)
@@ -401,8 +414,15 @@ class TaskHubGrpcClient:
 
     @blocking
     def purge_orchestration(self, instance_id: str, recursive: bool = True) -> PurgeInstancesResult:
-        """Delete a finished instance's state and history."""
-        return self._run(ops.purge_orchestration(instance_id, recursive))
+        """Delete a finished instance's state and history.
+
+        With a payload store whose options set ``delete_payloads_on_purge``, the payloads stored for the
+        instance are deleted too (not those of its sub-orchestrations, which live under their own IDs).
+        """
+        result = self._run(ops.purge_orchestration(instance_id, recursive))
+        if result.deleted_instance_count and self._settings.purges_payloads():
+            self._settings.delete_payloads(instance_id)
+        return result
 
     @blocking
     def purge_orchestrations_by(
@@ -430,7 +450,12 @@ class TaskHubGrpcClient:
     ) -> None:
         """Send a one-way operation to an entity, optionally delivered at ``signal_time``."""
         request = rq.build_signal_entity_request(
-            entity_instance_id, operation_name, input, signal_time, converter=self._settings.converter
+            entity_instance_id,
+            operation_name,
+            input,
+            signal_time,
+            converter=self._settings.converter,
+            payload_limit=self._settings.payload_limit,
         )
         self._run(ops.signal_entity(request))
 

@@ -129,10 +129,10 @@ def tags(value: Mapping[str, str] | None) -> dict[str, str] | None:
     return dict(value)
 
 
-def payload(converter: DataConverter, value: Any, field: str) -> str | None:
-    """Serialize a payload with ``converter`` and enforce the service's size limit, naming ``field``."""
+def payload(converter: DataConverter, value: Any, field: str, limit: int = _payload.MAX_PAYLOAD_BYTES) -> str | None:
+    """Serialize a payload with ``converter`` and enforce the size limit (the service's, or a payload store's)."""
     if value is None:
         return None
     text = converter.serialize(value)
-    _payload.check_size(field, text)
+    _payload.check_size(field, text, limit)
     return text

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from durabletask._errors import ProtocolError
+from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import Registry
 from durabletask._replay import entities, rewind
@@ -52,11 +53,12 @@ class OrchestrationExecutor:
         first_sequence_id: int = 1,
         entity_support: Callable[[RuntimeContext], EntitySupport] | None = None,
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
+        payload_limit: int = MAX_PAYLOAD_BYTES,
     ) -> None:
         self._registry = registry
         self._logger = logger or logging.getLogger("durabletask.replay")
         self._maximum_timer_interval = maximum_timer_interval
-        self._codec = Codec(data_converter)
+        self._codec = Codec(data_converter, payload_limit)
         self._first_sequence_id = first_sequence_id
         self._handlers = HandlerTable(registry.get_orchestrator)
         if entity_support is None:

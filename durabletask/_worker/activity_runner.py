@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf import wrappers_pb2
 
 from durabletask import _tracing as tracing
+from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import ActivityNotRegisteredError, Registry
 from durabletask._replay.codec import Codec
@@ -58,11 +59,12 @@ class ActivityRunner:
         context_factory: ContextFactory = ActivityContext,
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
         emit_trace_spans: bool = True,
+        payload_limit: int = MAX_PAYLOAD_BYTES,
     ) -> None:
         self._registry = registry
         self._emit_trace_spans = emit_trace_spans
         self._logger = logger
-        self._codec = Codec(data_converter)
+        self._codec = Codec(data_converter, payload_limit)
         self._new_context = context_factory
         self._properties_of = properties_reader(exception_properties_provider, logger)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf import timestamp_pb2
 
 from durabletask import _tracing as tracing
+from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import EntityNotRegisteredError, Registry
 from durabletask._replay import typehints
@@ -85,11 +86,12 @@ class EntityRunner:
         data_converter: DataConverter | None = None,
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
         emit_trace_spans: bool = True,
+        payload_limit: int = MAX_PAYLOAD_BYTES,
     ) -> None:
         self._registry = registry
         self._emit_trace_spans = emit_trace_spans
         self._logger = logger or logging.getLogger("durabletask-worker")
-        self._codec = Codec(data_converter)
+        self._codec = Codec(data_converter, payload_limit)
         self._properties_of = properties_reader(exception_properties_provider, self._logger)
 
     def run(

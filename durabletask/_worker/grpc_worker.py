@@ -17,6 +17,7 @@ from durabletask._grpc.channel import (
     get_default_host_address,
     intercept_given_channel,
 )
+from durabletask._grpc.large_payloads import PayloadBoundary, payload_limit
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
 from durabletask._tracing.orchestration import OrchestrationTracer
@@ -27,6 +28,7 @@ from durabletask._worker.dispatch import WorkItemPools, WorkKind, startable_limi
 from durabletask._worker.entity_batches import EntityBatchRunner
 from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
+from durabletask._worker.large_payloads import PayloadWorkItems
 from durabletask._worker.logs import resolve_logger
 from durabletask._worker.options import ConcurrencyOptions, VersioningOptions
 from durabletask._worker.orchestration_runner import (
@@ -41,6 +43,7 @@ from durabletask._worker.stream import ChannelProvider, StreamLoop, history_fetc
 from durabletask._worker.work_items import WorkItemHandler
 from durabletask.exception_properties import ExceptionPropertiesProvider
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
+from durabletask.payload.store import PayloadStore
 from durabletask.serialization import DataConverter
 
 DEFAULT_MAXIMUM_TIMER_INTERVAL = timedelta(days=3)
@@ -72,7 +75,8 @@ class TaskHubGrpcWorker:
         resiliency_options: Handshake deadline, silent-stream timeout and reconnect backoff.
         concurrency_options: Per-kind limits on work items running at once.
         maximum_timer_interval: Longest single durable timer; longer ones are chained.
-        payload_store: Accepted for compatibility; large-payload externalization is not supported.
+        payload_store: Where payloads over its threshold go (see :mod:`durabletask.payload`): work items
+            arrive with their payloads restored and results leave with large ones externalized.
         data_converter: Converts payloads for orchestrations and activities (default: JSON).
         exception_properties_provider: Adds custom properties to recorded failures (activities,
             orchestrators and entity operations, each exception of the cause chain).
@@ -105,7 +109,7 @@ class TaskHubGrpcWorker:
         resiliency_options: GrpcWorkerResiliencyOptions | None = None,
         concurrency_options: ConcurrencyOptions | None = None,
         maximum_timer_interval: timedelta | None = DEFAULT_MAXIMUM_TIMER_INTERVAL,
-        payload_store: Any | None = None,
+        payload_store: PayloadStore | None = None,
         data_converter: DataConverter | None = None,
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
         emit_trace_spans: bool = True,
@@ -132,7 +136,7 @@ class TaskHubGrpcWorker:
         self._resiliency_options = resiliency_options or GrpcWorkerResiliencyOptions()
         self._concurrency_options = concurrency_options or ConcurrencyOptions()
         self._maximum_timer_interval = maximum_timer_interval
-        self._payload_store = payload_store
+        self._payload_store: PayloadStore | None = payload_store
         self._data_converter = data_converter
         self._exception_properties_provider = exception_properties_provider
         self._emit_trace_spans = emit_trace_spans
@@ -141,6 +145,8 @@ class TaskHubGrpcWorker:
         self._capabilities: set[int] = {pb.WORKER_CAPABILITY_HISTORY_STREAMING}
         if self._extended_sessions.enabled:
             self._capabilities.add(EXTENDED_SESSIONS_CAPABILITY)
+        if payload_store is not None:
+            self._capabilities.add(pb.WORKER_CAPABILITY_LARGE_PAYLOADS)
         self._work_item_filters: WorkItemFilters | None = None
         self._auto_generate_work_item_filters = False
         # Seams for the runners: a replacement replay executor or entity runner (None: the built-in ones).
@@ -285,8 +291,6 @@ class TaskHubGrpcWorker:
                 raise RuntimeError("The worker is already running.")
             if self._auto_generate_work_item_filters:
                 self._work_item_filters = filters_from_registry(self._registry)
-            if self._payload_store is not None:
-                self._logger.warning("payload_store is not supported by this worker; payloads stay inline")
             self._logger.info("starting the gRPC worker for %s", self._host_address)
             self._run = _Run(self)
             self._is_running = True
@@ -364,12 +368,16 @@ class _Run:
         self.pools = WorkItemPools(
             worker._startable_limits(), max_threads=options.maximum_thread_pool_workers or 1, logger=logger
         )
+        store = worker._payload_store
+        boundary = PayloadBoundary(store) if store is not None else None
+        limit = payload_limit(store)
         executor_factory = worker._executor_factory or default_executor_factory(
             worker._registry,
             logger,
             worker._maximum_timer_interval,
             worker._data_converter,
             worker._exception_properties_provider,
+            payload_limit=limit,
         )
         self.channels = ChannelProvider(worker._channel, worker._open_channel)
         # A fresh cache per run: a new stream means the backend resends full histories anyway.
@@ -380,7 +388,11 @@ class _Run:
             executor_factory,
             logger=logger,
             sessions=self.sessions,
-            fetch_history=history_fetcher(self.channels),
+            fetch_history=(
+                boundary.history_fetcher(history_fetcher(self.channels))
+                if boundary is not None
+                else history_fetcher(self.channels)
+            ),
             exception_properties_provider=worker._exception_properties_provider,
             tracer=OrchestrationTracer(emit=worker._emit_trace_spans, sessions=self.sessions is not None),
         )
@@ -394,6 +406,7 @@ class _Run:
                 data_converter=worker._data_converter,
                 exception_properties_provider=worker._exception_properties_provider,
                 emit_trace_spans=worker._emit_trace_spans,
+                payload_limit=limit,
             ),
             self.sender,
             registry=worker._registry,
@@ -405,13 +418,14 @@ class _Run:
                 data_converter=worker._data_converter,
                 exception_properties_provider=worker._exception_properties_provider,
                 emit_trace_spans=worker._emit_trace_spans,
+                payload_limit=limit,
             ),
         )
         request = worker._work_items_request()
         self.loop = StreamLoop(
             channels=self.channels,
             request=lambda: request,
-            on_work_item=handler,
+            on_work_item=PayloadWorkItems(handler, boundary, logger) if boundary is not None else handler,
             resiliency=worker._resiliency_options,
             logger=logger,
             address=worker._host_address,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from google.protobuf import wrappers_pb2
 
+from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import trace_ids
 from durabletask._replay.executor import OrchestrationExecutor
@@ -56,6 +57,8 @@ def default_executor_factory(
     maximum_timer_interval: timedelta | None,
     data_converter: DataConverter | None = None,
     exception_properties_provider: ExceptionPropertiesProvider | None = None,
+    *,
+    payload_limit: int = MAX_PAYLOAD_BYTES,
 ) -> ExecutorFactory:
     """A factory for the SDK's replay executor, bound to one worker's registry and settings.
 
@@ -69,6 +72,7 @@ def default_executor_factory(
             maximum_timer_interval=maximum_timer_interval,
             data_converter=data_converter,
             exception_properties_provider=exception_properties_provider,
+            payload_limit=payload_limit,
         )
 
     return create

@@ -15,6 +15,7 @@ from durabletask.azuremanaged._tokens import AsyncTokenCredentialLike, TokenCred
 from durabletask.azuremanaged.connection_string import parse_connection_string
 from durabletask.client import AsyncTaskHubGrpcClient, TaskHubGrpcClient
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions
+from durabletask.payload.store import PayloadStore
 from durabletask.serialization import DataConverter
 
 __all__ = ["AsyncDurableTaskSchedulerClient", "DurableTaskSchedulerClient"]
@@ -45,7 +46,7 @@ class DurableTaskSchedulerClient(TaskHubGrpcClient):
         channel_options: Channel settings; ``None`` uses keepalive pings and 16 MiB message limits.
         resiliency_options: When to rebuild the channel after repeated transport failures.
         default_version: Version given to new orchestrations that do not name one.
-        payload_store: Forwarded to the base client.
+        payload_store: Large payloads go to this store above its threshold (see :mod:`durabletask.payload`).
         data_converter: Forwarded to the base client.
         log_handler: Deprecated; a handler for the client's logger.
         log_formatter: Deprecated; a formatter for that handler.
@@ -68,7 +69,7 @@ class DurableTaskSchedulerClient(TaskHubGrpcClient):
         channel_options: GrpcChannelOptions | None = None,
         resiliency_options: GrpcClientResiliencyOptions | None = None,
         default_version: str | None = None,
-        payload_store: Any | None = None,
+        payload_store: PayloadStore | None = None,
         data_converter: DataConverter | None = None,
         log_handler: logging.Handler | None = None,
         log_formatter: logging.Formatter | None = None,
@@ -134,7 +135,7 @@ class AsyncDurableTaskSchedulerClient(AsyncTaskHubGrpcClient):
         channel_options: GrpcChannelOptions | None = None,
         resiliency_options: GrpcClientResiliencyOptions | None = None,
         default_version: str | None = None,
-        payload_store: Any | None = None,
+        payload_store: PayloadStore | None = None,
         data_converter: DataConverter | None = None,
         log_handler: logging.Handler | None = None,
         log_formatter: logging.Formatter | None = None,

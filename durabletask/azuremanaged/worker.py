@@ -14,6 +14,7 @@ from durabletask.azuremanaged._tokens import TokenCredentialLike
 from durabletask.azuremanaged.connection_string import parse_connection_string
 from durabletask.exception_properties import ExceptionPropertiesProvider
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
+from durabletask.payload.store import PayloadStore
 from durabletask.serialization import DataConverter
 from durabletask.worker import ConcurrencyOptions, TaskHubGrpcWorker
 
@@ -42,7 +43,7 @@ class DurableTaskSchedulerWorker(TaskHubGrpcWorker):
         channel_options: Channel settings; ``None`` uses keepalive pings and 16 MiB message limits.
         resiliency_options: Handshake deadline, silent-stream timeout and reconnect backoff.
         concurrency_options: Per-kind limits on work items running at once.
-        payload_store: Forwarded to :class:`TaskHubGrpcWorker`.
+        payload_store: Large payloads go to this store above its threshold (see :mod:`durabletask.payload`).
         data_converter: Forwarded to :class:`TaskHubGrpcWorker`.
         log_handler: Deprecated; a handler for the worker's logger.
         log_formatter: Deprecated; a formatter for that handler.
@@ -66,7 +67,7 @@ class DurableTaskSchedulerWorker(TaskHubGrpcWorker):
         channel_options: GrpcChannelOptions | None = None,
         resiliency_options: GrpcWorkerResiliencyOptions | None = None,
         concurrency_options: ConcurrencyOptions | None = None,
-        payload_store: Any | None = None,
+        payload_store: PayloadStore | None = None,
         data_converter: DataConverter | None = None,
         log_handler: logging.Handler | None = None,
         log_formatter: logging.Formatter | None = None,

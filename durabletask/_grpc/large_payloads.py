@@ -1,0 +1,107 @@
+"""The one place payloads cross to and from a payload store: on protobuf messages at the gRPC boundary.
+
+The clients call :class:`PayloadBoundary` on each request before it is sent and on each response after it is
+received; the worker on each work item it receives, each history page it fetches each result it sends.
+Nothing above the boundary (replay core, runners, models) ever sees a token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from google.protobuf.message import Message
+
+from durabletask._payload import MAX_PAYLOAD_BYTES
+from durabletask.payload.helpers import (
+    deexternalize_payloads,
+    deexternalize_payloads_async,
+    externalize_payloads,
+    externalize_payloads_async,
+)
+from durabletask.payload.store import PayloadStore
+
+#: Results the worker sends back; their payloads go to the store above the threshold.
+_WORKER_SENDS = frozenset({"CompleteOrchestratorTask", "CompleteActivityTask", "CompleteEntityTask"})
+
+
+def payload_limit(store: PayloadStore | None) -> int:
+    """The largest payload one field may hold: the service's 1 MiB, or the store's limit when there is one."""
+    return MAX_PAYLOAD_BYTES if store is None else max(MAX_PAYLOAD_BYTES, store.options.max_stored_payload_bytes)
+
+
+def _messages(response: Any) -> Iterable[Message]:
+    if isinstance(response, Message):
+        return (response,)
+    if isinstance(response, list):  # a streamed answer, read in full
+        return [m for m in response if isinstance(m, Message)]
+    return ()
+
+
+class PayloadBoundary:
+    """Externalizes outgoing payloads and restores incoming ones for one :class:`PayloadStore`."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: PayloadStore) -> None:
+        self.store = store
+
+    def outgoing(self, request: Message) -> None:
+        """Store the request's large payloads and put their tokens in their place."""
+        externalize_payloads(request, self.store)
+
+    def incoming(self, response: Any) -> None:
+        """Put back the payloads whose tokens a response (or the messages of a streamed one) holds."""
+        for message in _messages(response):
+            deexternalize_payloads(message, self.store)
+
+    async def outgoing_async(self, request: Message) -> None:
+        """:meth:`outgoing` with the store's asyncio methods."""
+        await externalize_payloads_async(request, self.store)
+
+    async def incoming_async(self, response: Any) -> None:
+        """:meth:`incoming` with the store's asyncio methods."""
+        for message in _messages(response):
+            await deexternalize_payloads_async(message, self.store)
+
+    def work_item(self, item: Message) -> None:
+        """Restore the payloads of a received work item (its request, history and entity operations)."""
+        kind = item.WhichOneof("request")
+        if kind is not None and kind != "healthPing":
+            deexternalize_payloads(getattr(item, kind), self.store)
+
+    def history_fetcher(self, fetch: Callable[[Any], list[Any]]) -> Callable[[Any], list[Any]]:
+        """``fetch`` (a work item's streamed history) with the payloads of the fetched events restored."""
+
+        def restored(request: Any) -> list[Any]:
+            events = fetch(request)
+            instance_id = getattr(request, "instanceId", None)
+            for event in events:
+                deexternalize_payloads(event, self.store, instance_id=instance_id)
+            return events
+
+        return restored
+
+
+class PayloadStub:
+    """A worker's sidecar stub whose results go out with their large payloads externalized.
+
+    Only the calls in ``_WORKER_SENDS`` are touched; every other attribute is the wrapped stub's.
+    """
+
+    def __init__(self, stub: Any, boundary: PayloadBoundary) -> None:
+        self._stub = stub
+        self._boundary = boundary
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._stub, name)
+        if name in _WORKER_SENDS:
+            return self._sending(method)
+        return method
+
+    def _sending(self, method: Any) -> Any:
+        def call(request: Message, *args: Any, **kwargs: Any) -> Any:
+            self._boundary.outgoing(request)
+            return method(request, *args, **kwargs)
+
+        return call

@@ -1,0 +1,1 @@
+"""Optional integrations of the SDK with other services, each behind its own install extra."""

@@ -1,0 +1,133 @@
+"""The payload store in Azure Blob Storage, on ``azure-storage-blob`` (sync and asyncio clients)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from typing import Any
+
+from durabletask.extensions.azure_blob_payloads.options import BlobPayloadStoreOptions
+from durabletask.payload.store import PayloadStore, make_token, pack, parse_token, unpack
+
+_MISSING_EXTRA = "BlobPayloadStore needs the azure-storage-blob package: pip install 'dtscale[azure-blob]'"
+
+
+def _client_kwargs(options: BlobPayloadStoreOptions) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    if options.api_version:
+        kwargs["api_version"] = options.api_version
+    if options.retry_total is not None:
+        kwargs["retry_total"] = options.retry_total
+    return kwargs
+
+
+class BlobPayloadStore(PayloadStore):
+    """Stores each payload as a blob ``<instance id>/<random id>`` in one container.
+
+    Tokens are ``blob:v1:<container>:<blob name>``, the format of Microsoft's SDKs, so payloads stored by
+    one SDK are read by the others.
+    """
+
+    def __init__(self, options: BlobPayloadStoreOptions) -> None:
+        if not options.connection_string and not options.account_url:
+            raise ValueError("BlobPayloadStoreOptions needs connection_string, or account_url with a credential")
+        try:
+            from azure.storage.blob import BlobServiceClient
+            from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
+        except ImportError as exc:
+            raise ImportError(_MISSING_EXTRA) from exc
+        self._options = options
+        kwargs = _client_kwargs(options)
+        if options.connection_string:
+            self._sync = BlobServiceClient.from_connection_string(options.connection_string, **kwargs)
+            self._async = AsyncBlobServiceClient.from_connection_string(options.connection_string, **kwargs)
+        else:
+            url, credential = options.account_url or "", options.credential
+            self._sync = BlobServiceClient(account_url=url, credential=credential, **kwargs)
+            self._async = AsyncBlobServiceClient(account_url=url, credential=credential, **kwargs)
+        self._container_ready = False
+
+    @property
+    def options(self) -> BlobPayloadStoreOptions:
+        return self._options
+
+    # ---------------------------------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Close the synchronous storage client."""
+        self._sync.close()
+
+    async def close_async(self) -> None:
+        """Close the asyncio storage client."""
+        await self._async.close()
+
+    def __enter__(self) -> BlobPayloadStore:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> BlobPayloadStore:
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.close_async()
+
+    # ------------------------------------------------------------------------------------------- blobs
+
+    def _new_name(self, instance_id: str | None) -> str:
+        unique = uuid.uuid4().hex
+        return f"{instance_id}/{unique}" if instance_id else unique
+
+    def upload(self, data: bytes, *, instance_id: str | None = None) -> str:
+        from azure.core.exceptions import ResourceExistsError
+
+        container = self._sync.get_container_client(self._options.container_name)
+        if not self._container_ready:
+            with contextlib.suppress(ResourceExistsError):
+                container.create_container()
+            self._container_ready = True
+        name = self._new_name(instance_id)
+        container.upload_blob(name=name, data=pack(data, self._options.enable_compression), overwrite=True)
+        return make_token(self._options.container_name, name)
+
+    async def upload_async(self, data: bytes, *, instance_id: str | None = None) -> str:
+        from azure.core.exceptions import ResourceExistsError
+
+        container = self._async.get_container_client(self._options.container_name)
+        if not self._container_ready:
+            with contextlib.suppress(ResourceExistsError):
+                await container.create_container()
+            self._container_ready = True
+        name = self._new_name(instance_id)
+        stored = await asyncio.to_thread(pack, data, self._options.enable_compression)
+        del data
+        await container.upload_blob(name=name, data=stored, overwrite=True)
+        return make_token(self._options.container_name, name)
+
+    def download(self, token: str) -> bytes:
+        container, name = parse_token(token)
+        stored = self._sync.get_container_client(container).download_blob(name).readall()
+        return unpack(stored)
+
+    async def download_async(self, token: str) -> bytes:
+        container, name = parse_token(token)
+        stream = await self._async.get_container_client(container).download_blob(name)
+        stored = await stream.readall()
+        return await asyncio.to_thread(unpack, stored)
+
+    def is_known_token(self, value: str) -> bool:
+        try:
+            parse_token(value)
+        except ValueError:
+            return False
+        return True
+
+    def delete_instance_payloads(self, instance_id: str) -> int:
+        """Delete every blob stored for ``instance_id`` in the container; returns how many there were."""
+        container = self._sync.get_container_client(self._options.container_name)
+        names = [blob.name for blob in container.list_blobs(name_starts_with=f"{instance_id}/")]
+        for name in names:
+            container.delete_blob(name)
+        return len(names)

@@ -1,0 +1,218 @@
+"""Replacing large string payloads in protobuf messages by store tokens, and tokens by their payloads.
+
+Every payload the protocol carries (inputs, outputs, results, event data, custom status, entity state) is a
+``google.protobuf.StringValue``, so a walk over the set fields of a message finds all of them, wherever they
+sit (requests, work items, history events, entity batches), without a list per message type to keep in step.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from google.protobuf import wrappers_pb2
+from google.protobuf.message import Message
+
+from durabletask._errors import DurableTaskError, PayloadTooLargeError
+from durabletask.payload.store import TOKEN_PREFIX
+
+if TYPE_CHECKING:
+    from durabletask.payload.store import PayloadStore
+
+logger = logging.getLogger("durabletask-payloads")
+
+
+class PayloadStoreError(DurableTaskError):
+    """A payload could not be stored or fetched back; names the instance, the field and the token."""
+
+    def __init__(
+        self, message: str, *, instance_id: str | None, field: str, token: str | None = None, permanent: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
+        self.field = field
+        self.token = token
+        #: Retrying cannot help (a missing blob, a token no store reads) as opposed to an unreachable store.
+        self.permanent = permanent
+
+
+class StoredPayloadTooLargeError(PayloadTooLargeError):
+    """A payload is over the store's ``max_stored_payload_bytes``."""
+
+    def __init__(self, field: str, size: int, limit: int, instance_id: str | None) -> None:
+        super().__init__(field, size, limit)
+        self.instance_id = instance_id
+        self.args = (
+            f"{field} of instance {instance_id!r} is {size} bytes, over the payload store's "
+            f"max_stored_payload_bytes of {limit} bytes",
+        )
+
+
+def string_payloads(
+    msg: Message, prefix: str = "", instance_id: str | None = None
+) -> Iterator[tuple[str, wrappers_pb2.StringValue, str | None]]:
+    """Every set ``StringValue`` inside ``msg``: its field path (``events[3].taskCompleted.result``), the value,
+    and the instance it belongs to (the nearest enclosing message naming one, else ``instance_id``)."""
+    instance_id = instance_of(msg) or instance_id
+    for fd, value in msg.ListFields():
+        if fd.message_type is None:
+            continue
+        name = prefix + fd.name
+        if fd.message_type.GetOptions().map_entry:
+            items: Iterator[tuple[str, object]] = ((f"{name}[{k!r}]", v) for k, v in value.items())
+        elif fd.is_repeated:
+            items = ((f"{name}[{i}]", v) for i, v in enumerate(value))
+        else:
+            items = iter(((name, value),))
+        for path, item in items:
+            if isinstance(item, wrappers_pb2.StringValue):
+                yield path, item, instance_id
+            elif isinstance(item, Message):
+                yield from string_payloads(item, path + ".", instance_id)
+
+
+def instance_of(msg: Message) -> str | None:
+    """The instance a message is about, for error messages and for grouping stored blobs."""
+    for field in ("instanceId", "orchestrationInstance", "instance"):
+        try:
+            value = getattr(msg, field)
+        except AttributeError:
+            continue
+        if isinstance(value, str):
+            return value or None
+        inner = getattr(value, "instanceId", None)
+        if isinstance(inner, str) and inner:
+            return inner
+    return None
+
+
+def _to_store(
+    store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None
+) -> tuple[bytes, str] | None:
+    """The bytes to upload for ``sv`` and its field path, or ``None`` when it stays inline."""
+    text = sv.value
+    options = store.options
+    # A str of n code points is at least n UTF-8 bytes: short ones need no encoding to be ruled out.
+    if not text or 4 * len(text) <= options.threshold_bytes or store.is_known_token(text):
+        return None
+    data = text.encode("utf-8")
+    del text
+    if len(data) <= options.threshold_bytes:
+        return None
+    if len(data) > options.max_stored_payload_bytes:
+        raise StoredPayloadTooLargeError(path, len(data), options.max_stored_payload_bytes, instance_id)
+    return data, path
+
+
+def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> str | None:
+    """The token ``sv`` holds, ``None`` for an inline payload; a malformed or foreign token is an error."""
+    text = sv.value
+    if not text.startswith(TOKEN_PREFIX) and not store.is_known_token(text):
+        return None
+    if not store.is_known_token(text):
+        raise PayloadStoreError(
+            f"the {path} of instance {instance_id!r} holds a payload token this store cannot read: {text[:120]!r}",
+            instance_id=instance_id,
+            field=path,
+            token=text,
+            permanent=True,
+        )
+    return text
+
+
+def _is_missing(exc: Exception) -> bool:
+    # FileNotFoundError from the file store, HTTP 404 (ResourceNotFoundError) from Azure Storage.
+    return isinstance(exc, FileNotFoundError | UnicodeDecodeError) or getattr(exc, "status_code", None) == 404
+
+
+def _fetch_failed(exc: Exception, path: str, token: str, instance_id: str | None) -> PayloadStoreError:
+    return PayloadStoreError(
+        f"cannot fetch the {path} of instance {instance_id!r} from the payload store (token {token!r}): "
+        + _first_line(exc),
+        instance_id=instance_id,
+        field=path,
+        token=token,
+        permanent=_is_missing(exc),
+    )
+
+
+def _first_line(exc: Exception) -> str:
+    # Storage errors carry the service's whole XML answer after their first line.
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+
+
+def _store_failed(exc: Exception, path: str, instance_id: str | None) -> PayloadStoreError:
+    return PayloadStoreError(
+        f"cannot store the {path} of instance {instance_id!r} in the payload store: " + _first_line(exc),
+        instance_id=instance_id,
+        field=path,
+    )
+
+
+def _decode(data: bytes, path: str, token: str, instance_id: str | None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fetch_failed(exc, path, token, owner) from exc
+
+
+def externalize_payloads(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
+    """Replace, in place, every payload in ``msg`` over the store's threshold by the token of its stored copy.
+
+    Raises :class:`StoredPayloadTooLargeError` for a payload over ``max_stored_payload_bytes`` and
+    :class:`PayloadStoreError` when the store fails; both name the instance and the field.
+    """
+    for path, sv, owner in string_payloads(msg, instance_id=instance_id):
+        found = _to_store(store, path, sv, owner)
+        if found is None:
+            continue
+        try:
+            token = store.upload(found[0], instance_id=owner)
+        except Exception as exc:
+            raise _store_failed(exc, path, owner) from exc
+        sv.value = token
+        logger.debug("stored the %d-byte %s of %s as %s", len(found[0]), path, owner, token)
+
+
+def deexternalize_payloads(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
+    """Replace, in place, every payload token in ``msg`` by the payload it stands for.
+
+    Raises :class:`PayloadStoreError` naming the instance and the field for a token the store cannot read
+    (malformed, or of another store) and for a payload it cannot fetch (missing, store unreachable).
+    """
+    for path, sv, owner in string_payloads(msg, instance_id=instance_id):
+        token = _token_in(store, path, sv, owner)
+        if token is None:
+            continue
+        try:
+            data = store.download(token)
+        except Exception as exc:
+            raise _fetch_failed(exc, path, token, owner) from exc
+        sv.value = _decode(data, path, token, owner)
+
+
+async def externalize_payloads_async(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
+    """:func:`externalize_payloads` with the store's asyncio methods."""
+    for path, sv, owner in string_payloads(msg, instance_id=instance_id):
+        found = _to_store(store, path, sv, owner)
+        if found is None:
+            continue
+        try:
+            token = await store.upload_async(found[0], instance_id=owner)
+        except Exception as exc:
+            raise _store_failed(exc, path, owner) from exc
+        sv.value = token
+
+
+async def deexternalize_payloads_async(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
+    """:func:`deexternalize_payloads` with the store's asyncio methods."""
+    for path, sv, owner in string_payloads(msg, instance_id=instance_id):
+        token = _token_in(store, path, sv, owner)
+        if token is None:
+            continue
+        try:
+            data = await store.download_async(token)
+        except Exception as exc:
+            raise _fetch_failed(exc, path, token, owner) from exc
+        sv.value = _decode(data, path, token, owner)

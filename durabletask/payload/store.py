@@ -1,0 +1,86 @@
+"""The large-payload store interface and the options every store shares (Microsoft's names and defaults)."""
+
+from __future__ import annotations
+
+import abc
+import gzip
+from dataclasses import dataclass
+
+#: Every token names the blob holding a payload: ``blob:v1:<container>:<blob name>``, as the other SDKs write it.
+TOKEN_PREFIX = "blob:v1:"
+
+
+@dataclass
+class LargePayloadStorageOptions:
+    """When payloads leave the message for the store.
+
+    Attributes:
+        threshold_bytes: A payload whose UTF-8 text is longer than this is stored externally (256 KiB).
+        max_stored_payload_bytes: The largest payload a store accepts (10 MiB); a larger one is an error.
+        enable_compression: Gzip payloads before they are stored (on by default).
+    """
+
+    threshold_bytes: int = 256 * 1024
+    max_stored_payload_bytes: int = 10 * 1024 * 1024
+    enable_compression: bool = True
+
+
+class PayloadStore(abc.ABC):
+    """Where externalized payloads live; a token in the message stands for each one."""
+
+    @property
+    @abc.abstractmethod
+    def options(self) -> LargePayloadStorageOptions:
+        """The threshold, size limit and compression this store works with."""
+
+    @abc.abstractmethod
+    def upload(self, data: bytes, *, instance_id: str | None = None) -> str:
+        """Store ``data`` (under ``instance_id`` when given) and return the token that fetches it back."""
+
+    @abc.abstractmethod
+    async def upload_async(self, data: bytes, *, instance_id: str | None = None) -> str:
+        """:meth:`upload` for asyncio callers."""
+
+    @abc.abstractmethod
+    def download(self, token: str) -> bytes:
+        """The bytes stored under ``token``."""
+
+    @abc.abstractmethod
+    async def download_async(self, token: str) -> bytes:
+        """:meth:`download` for asyncio callers."""
+
+    @abc.abstractmethod
+    def is_known_token(self, value: str) -> bool:
+        """Whether ``value`` is a token this store can resolve."""
+
+
+def parse_token(token: str) -> tuple[str, str]:
+    """``(container, blob name)`` of a ``blob:v1:`` token; ``ValueError`` naming the token when it is not one."""
+    if token.startswith(TOKEN_PREFIX):
+        container, sep, name = token[len(TOKEN_PREFIX) :].partition(":")
+        if sep and container and name:
+            return container, name
+    shown = token if len(token) <= 80 else token[:80] + "..."
+    raise ValueError(f"not a payload token (expected 'blob:v1:<container>:<blob name>'): {shown!r}")
+
+
+def make_token(container: str, blob_name: str) -> str:
+    """The token for a stored payload."""
+    return f"{TOKEN_PREFIX}{container}:{blob_name}"
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def pack(data: bytes, compress: bool) -> bytes:
+    """What a store writes for ``data``: gzipped when ``compress`` is set."""
+    return gzip.compress(data, compresslevel=6) if compress else data
+
+
+def unpack(stored: bytes) -> bytes:
+    """The payload of a stored blob, gzipped or not.
+
+    A payload is UTF-8 text, which never starts with the gzip magic bytes, so a reader need not be configured
+    like the writer (a store with compression off still reads what a compressing writer stored).
+    """
+    return gzip.decompress(stored) if stored[:2] == _GZIP_MAGIC else stored

@@ -1,0 +1,120 @@
+"""A real local Azure Storage for tests: Azurite's blob service, installed on demand and run on a free port.
+
+Azurite comes from npm into the git-ignored ``.cache/azurite`` of the repository (a pinned version) unless an
+``azurite-blob`` is already on PATH. Its data lives in a temporary folder removed when it stops.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+AZURITE_VERSION = "3.35.0"
+PREFIX = ROOT / ".cache" / "azurite"
+# Azurite's well-known development account (public, documented; not a secret).
+ACCOUNT = "devstoreaccount1"
+ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+class AzuriteUnavailableError(RuntimeError):
+    """Azurite could not be installed or started; the message says why."""
+
+
+def _executable() -> Path:
+    on_path = shutil.which("azurite-blob")
+    if on_path:
+        return Path(on_path)
+    local = PREFIX / "node_modules" / ".bin" / "azurite-blob"
+    if local.exists():
+        return local
+    npm = shutil.which("npm")
+    if npm is None:
+        raise AzuriteUnavailableError("npm is not installed, so Azurite cannot be installed")
+    PREFIX.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [npm, "install", "--prefix", str(PREFIX), "--no-audit", "--no-fund", f"azurite@{AZURITE_VERSION}"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0 or not local.exists():
+        raise AzuriteUnavailableError(f"npm install azurite@{AZURITE_VERSION} failed:\n{done.stderr[-2000:]}")
+    return local
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Azurite:
+    """One running Azurite blob service."""
+
+    def __init__(self) -> None:
+        executable = _executable()
+        self.port = _free_port()
+        self._data = tempfile.mkdtemp(prefix="azurite-")
+        self._log = open(os.path.join(self._data, "azurite.log"), "w+")  # noqa: SIM115 - closed in stop()
+        self._proc = subprocess.Popen(
+            [
+                str(executable),
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                str(self.port),
+                "--location",
+                self._data,
+                "--silent",
+                "--skipApiVersionCheck",
+                "--loose",
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            self._wait_listening(60.0)
+        except AzuriteUnavailableError:
+            self.stop()
+            raise
+
+    @property
+    def connection_string(self) -> str:
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
+            f"BlobEndpoint=http://127.0.0.1:{self.port}/{ACCOUNT};"
+        )
+
+    def _wait_listening(self, seconds: float) -> None:
+        # Azurite prints no machine-readable readiness signal; a bounded connect loop is the only way to know.
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                self._log.seek(0)
+                raise AzuriteUnavailableError(
+                    f"Azurite exited with {self._proc.returncode}: {self._log.read()[-2000:]}"
+                )
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise AzuriteUnavailableError(f"Azurite did not listen on port {self.port} within {seconds:.0f}s")
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._log.close()
+        shutil.rmtree(self._data, ignore_errors=True)
