@@ -39,7 +39,10 @@ class Limits:
             return
         size = len(value.encode("utf-8"))
         if size > self.max_payload_bytes:
-            raise PayloadTooLargeError(f"{field} is {size} bytes; the limit is {self.max_payload_bytes} bytes")
+            raise PayloadTooLargeError(
+                f"{field} is {size} bytes; the limit is {self.max_payload_bytes} bytes (larger payloads: give the "
+                "client and worker a payload_store=, which stores them externally and sends a token)"
+            )
 
     def orchestrator_response(self, response: pb.OrchestratorResponse) -> None:
         """Checks every payload an orchestrator's actions carry before anything is applied."""

@@ -1,0 +1,90 @@
+"""The folder store end to end: payloads over 1 MiB through the emulator, purge cleanup, and a worker that
+cannot fetch a payload."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from durabletask import client, task
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask.payload import FilePayloadStore, FilePayloadStoreOptions
+
+from .conftest import Side
+
+BIG = 2 * 1024 * 1024
+
+
+def grow(ctx: task.ActivityContext, size: int) -> str:
+    return "z" * size
+
+
+def orchestrate(ctx: task.OrchestrationContext, size: int) -> Any:
+    value = yield ctx.call_activity(grow, input=size)
+    return value
+
+
+@pytest.fixture
+def file_side(emulator_port: int, tmp_path: Path) -> Iterator[Side]:
+    store = FilePayloadStore(FilePayloadStoreOptions(directory=tmp_path, delete_payloads_on_purge=True))
+    with ExitStack() as stack:
+        yield Side(emulator_port, store, stack)
+
+
+def test_results_over_one_mib_and_purge_deletes_them(file_side: Side, tmp_path: Path) -> None:
+    file_side.worker(orchestrate, activities=(grow,))
+    c = file_side.client()
+    iid = c.schedule_new_orchestration(orchestrate, input=BIG)
+    state = c.wait_for_orchestration_completion(iid, timeout=60)
+    assert state is not None and state.runtime_status == client.OrchestrationStatus.COMPLETED
+    assert json.loads(state.serialized_output or "") == "z" * BIG
+    stored = list((tmp_path / "durabletask-payloads" / iid).iterdir())
+    assert len(stored) == 2  # the activity's result and the orchestration's output
+    assert c.purge_orchestration(iid).deleted_instance_count == 1
+    assert not (tmp_path / "durabletask-payloads" / iid).exists()
+
+
+def test_purge_keeps_payloads_unless_asked(emulator_port: int, tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        side = Side(emulator_port, FilePayloadStore(tmp_path), stack)
+        side.worker(orchestrate, activities=(grow,))
+        c = side.client()
+        iid = c.schedule_new_orchestration(orchestrate, input=BIG)
+        c.wait_for_orchestration_completion(iid, timeout=60)
+        c.purge_orchestration(iid)
+        assert len(list((tmp_path / "durabletask-payloads" / iid).iterdir())) == 2
+
+
+def reads(ctx: task.OrchestrationContext, value: str) -> int:
+    return len(value)
+
+
+def test_a_worker_that_cannot_fetch_the_input_fails_the_orchestration(file_side: Side, tmp_path: Path) -> None:
+    c = file_side.client()
+    iid = c.schedule_new_orchestration(reads, input="w" * BIG)
+    for blob in (tmp_path / "durabletask-payloads" / iid).iterdir():
+        blob.unlink()
+    file_side.worker(reads)
+    state = c.wait_for_orchestration_completion(iid, timeout=60, fetch_payloads=False)
+    assert state is not None and state.runtime_status == client.OrchestrationStatus.FAILED
+    assert state.failure_details is not None
+    message = state.failure_details.message
+    assert f"instance '{iid}'" in message and "executionStarted.input" in message, message
+
+
+def test_without_a_store_the_emulators_limit_error_points_to_payload_store(emulator_port: int) -> None:
+    raw = client.TaskHubGrpcClient(host_address=f"localhost:{emulator_port}")
+    request = pb.RaiseEventRequest(instanceId="nobody", name="e")
+    request.input.value = "q" * (1024 * 1024 + 1)
+    with pytest.raises(grpc.RpcError) as caught:
+        raw._stub.RaiseEvent(request)  # past the client's own check, as another SDK would send it
+    raw.close()
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "input is 1048577 bytes; the limit is 1048576 bytes" in str(caught.value.details())
+    assert "payload_store=" in str(caught.value.details())
