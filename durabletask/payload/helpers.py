@@ -154,7 +154,7 @@ def _decode(data: bytes, path: str, token: str, instance_id: str | None) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _fetch_failed(exc, path, token, owner) from exc
+        raise _fetch_failed(exc, path, token, instance_id) from exc
 
 
 def externalize_payloads(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:

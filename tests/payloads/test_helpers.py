@@ -149,3 +149,12 @@ def test_tokens_are_left_alone_when_externalizing_again(tmp_path: Path) -> None:
     token = request.output.value
     externalize_payloads(request, store)  # a retried request must not store the token itself
     assert request.output.value == token and len(list(tmp_path.rglob("*"))) == 3  # container, instance, blob
+
+
+def test_a_blob_that_is_not_utf8_text_is_an_error(tmp_path: Path) -> None:
+    store = FilePayloadStore(FilePayloadStoreOptions(directory=tmp_path, enable_compression=False))
+    token = store.upload(b"\xff\xfe not text", instance_id="u1")
+    response = pb.GetInstanceResponse(exists=True, orchestrationState=pb.OrchestrationState(instanceId="u1"))
+    response.orchestrationState.output.value = token
+    with pytest.raises(PayloadStoreError, match=r"orchestrationState\.output of instance 'u1'.*UnicodeDecodeError"):
+        deexternalize_payloads(response, store)
