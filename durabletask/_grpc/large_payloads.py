@@ -18,6 +18,7 @@ from durabletask.payload.helpers import (
     deexternalize_payloads_async,
     externalize_payloads,
     externalize_payloads_async,
+    instance_of,
 )
 from durabletask.payload.store import PayloadStore
 
@@ -46,9 +47,12 @@ class PayloadBoundary:
     def __init__(self, store: PayloadStore) -> None:
         self.store = store
 
-    def outgoing(self, request: Message) -> None:
-        """Store the request's large payloads and put their tokens in their place."""
-        externalize_payloads(request, self.store)
+    def outgoing(self, request: Message, instance_id: str | None = None) -> None:
+        """Store the request's large payloads and put their tokens in their place.
+
+        ``instance_id`` is for messages that do not name their instance (an entity batch's result).
+        """
+        externalize_payloads(request, self.store, instance_id=instance_id)
 
     def incoming(self, response: Any) -> None:
         """Put back the payloads whose tokens a response (or the messages of a streamed one) holds."""
@@ -64,11 +68,18 @@ class PayloadBoundary:
         for message in _messages(response):
             await deexternalize_payloads_async(message, self.store)
 
-    def work_item(self, item: Message) -> None:
-        """Restore the payloads of a received work item (its request, history and entity operations)."""
+    def work_item(self, item: Message) -> str | None:
+        """Restore the payloads of a received work item (its request, history and entity operations).
+
+        Returns the instance the work item is for.
+        """
         kind = item.WhichOneof("request")
-        if kind is not None and kind != "healthPing":
-            deexternalize_payloads(getattr(item, kind), self.store)
+        if kind is None or kind == "healthPing":
+            return None
+        request = getattr(item, kind)
+        instance_id = instance_of(request)
+        deexternalize_payloads(request, self.store, instance_id=instance_id)
+        return instance_id
 
     def history_fetcher(self, fetch: Callable[[Any], list[Any]]) -> Callable[[Any], list[Any]]:
         """``fetch`` (a work item's streamed history) with the payloads of the fetched events restored."""
@@ -89,9 +100,10 @@ class PayloadStub:
     Only the calls in ``_WORKER_SENDS`` are touched; every other attribute is the wrapped stub's.
     """
 
-    def __init__(self, stub: Any, boundary: PayloadBoundary) -> None:
+    def __init__(self, stub: Any, boundary: PayloadBoundary, instance_id: str | None = None) -> None:
         self._stub = stub
         self._boundary = boundary
+        self._instance_id = instance_id
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._stub, name)
@@ -101,7 +113,7 @@ class PayloadStub:
 
     def _sending(self, method: Any) -> Any:
         def call(request: Message, *args: Any, **kwargs: Any) -> Any:
-            self._boundary.outgoing(request)
+            self._boundary.outgoing(request, self._instance_id)
             return method(request, *args, **kwargs)
 
         return call

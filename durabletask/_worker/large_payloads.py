@@ -27,17 +27,16 @@ class PayloadWorkItems:
         self._logger = logger
 
     def __call__(self, item: pb.WorkItem, stub: Any) -> None:
-        stub = PayloadStub(stub, self._boundary)
         try:
-            self._boundary.work_item(item)
+            instance_id = self._boundary.work_item(item)
         except PayloadStoreError as error:
             self._logger.error("%s", error)
             try:
-                self._refuse(item, stub, error)
+                self._refuse(item, PayloadStub(stub, self._boundary), error)
             except Exception:
                 self._logger.exception("could not report the payload error for a work item")
             return
-        self._handler(item, stub)
+        self._handler(item, PayloadStub(stub, self._boundary, instance_id))
 
     def _refuse(self, item: pb.WorkItem, stub: Any, error: PayloadStoreError) -> None:
         kind = item.WhichOneof("request")

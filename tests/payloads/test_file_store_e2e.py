@@ -4,15 +4,17 @@ cannot fetch a payload."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import grpc
 import pytest
 
-from durabletask import client, task
+from durabletask import client, entities, task
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.payload import FilePayloadStore, FilePayloadStoreOptions
 
@@ -88,3 +90,25 @@ def test_without_a_store_the_emulators_limit_error_points_to_payload_store(emula
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "input is 1048577 bytes; the limit is 1048576 bytes" in str(caught.value.details())
     assert "payload_store=" in str(caught.value.details())
+
+
+def box(ctx: entities.EntityContext, value: Any) -> Any:
+    if ctx.operation == "put":
+        ctx.set_state(value)
+    return None
+
+
+def test_entity_state_is_stored_under_the_entity(file_side: Side, tmp_path: Path) -> None:
+    file_side.worker(entities=(box,))
+    c = file_side.client()
+    entity = entities.EntityInstanceId("box", "k1")
+    c.signal_entity(entity, "put", "e" * BIG)
+    folder = tmp_path / "durabletask-payloads" / quote("@box@k1", safe="")
+    for _ in range(200):  # signals are one-way: nothing to block on
+        found = c.get_entity(entity)
+        if found is not None:
+            break
+        time.sleep(0.05)
+    assert found is not None and json.loads(found.get_state(str)) == "e" * BIG
+    # The signal's input and the state the batch result carried, both filed under the entity's ID.
+    assert len(list(folder.iterdir())) == 2
