@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from durabletask import client as dt_client
+from durabletask._cli import payloads
 from durabletask._cli.render import Renderer
 from durabletask._errors import DurableTaskError
 
@@ -62,10 +63,11 @@ def cmd_list(c: Client, a: argparse.Namespace, r: Renderer) -> int:
 
 
 def cmd_show(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    store = payloads.store_from(a)
     state = c.get_orchestration_state(a.instance_id, fetch_payloads=not a.no_payloads)
     if state is None:
         raise LookupError(f"no instance with ID '{a.instance_id}'")
-    r.state(state)
+    r.state(payloads.resolve(state, store, a.payloads))
     return 0
 
 

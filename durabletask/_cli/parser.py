@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from durabletask._cli.payloads import add_store_options
 from durabletask._cli.schedule_commands import add_schedule_commands
 
 STATUS_NAMES = ("RUNNING", "COMPLETED", "FAILED", "TERMINATED", "CONTINUED_AS_NEW", "PENDING", "SUSPENDED")
@@ -25,6 +26,7 @@ def _instance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     p = sub.add_parser("get", aliases=["show"], help="show one instance's state")
     _add_instance(p)
     p.add_argument("--no-payloads", action="store_true", help="omit input, output and custom status")
+    add_store_options(p)
 
     p = sub.add_parser("history", help="print an instance's event history")
     _add_instance(p)
