@@ -60,12 +60,12 @@ class Runtime:
         if self._server is not None:
             self._server.stop()
 
-    def client(self) -> client.TaskHubGrpcClient:
+    def client(self, **kwargs: Any) -> client.TaskHubGrpcClient:
         if self.connection_string:
             from durabletask.azuremanaged.client import DurableTaskSchedulerClient
 
-            return DurableTaskSchedulerClient.from_connection_string(self.connection_string)
-        return client.TaskHubGrpcClient(host_address=self.address)
+            return DurableTaskSchedulerClient.from_connection_string(self.connection_string, **kwargs)
+        return client.TaskHubGrpcClient(host_address=self.address, **kwargs)
 
     def worker(self, **kwargs: Any) -> worker.TaskHubGrpcWorker:
         if self.connection_string:
