@@ -87,26 +87,47 @@ def instance_of(msg: Message) -> str | None:
     return None
 
 
+#: No token is longer than this; a longer value is a payload, recognized without copying it out of the message.
+_MAX_TOKEN_BYTES = 4096
+
+
+def _utf8_size(sv: wrappers_pb2.StringValue) -> int:
+    """The UTF-8 length of ``sv.value``, read from the message's encoded size instead of a copy of the text."""
+    encoded = sv.ByteSize()  # tag (1 byte) + varint length + the text's bytes
+    length = encoded - 2
+    while length > 0 and 1 + len(_varint(length)) + length != encoded:
+        length -= 1
+    return max(length, 0)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
 def _to_store(
     store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None
-) -> tuple[bytes, str] | None:
-    """The bytes to upload for ``sv`` and its field path, or ``None`` when it stays inline."""
-    text = sv.value
+) -> bytes | None:
+    """The bytes to upload for ``sv``, or ``None`` when it stays inline."""
     options = store.options
-    # A str of n code points is at least n UTF-8 bytes: short ones need no encoding to be ruled out.
-    if not text or 4 * len(text) <= options.threshold_bytes or store.is_known_token(text):
+    size = _utf8_size(sv)
+    if size <= options.threshold_bytes:
         return None
-    data = text.encode("utf-8")
-    del text
-    if len(data) <= options.threshold_bytes:
+    if size <= _MAX_TOKEN_BYTES and store.is_known_token(sv.value):
         return None
-    if len(data) > options.max_stored_payload_bytes:
-        raise StoredPayloadTooLargeError(path, len(data), options.max_stored_payload_bytes, instance_id)
-    return data, path
+    if size > options.max_stored_payload_bytes:
+        raise StoredPayloadTooLargeError(path, size, options.max_stored_payload_bytes, instance_id)
+    return sv.value.encode("utf-8")
 
 
 def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> str | None:
     """The token ``sv`` holds, ``None`` for an inline payload; a malformed or foreign token is an error."""
+    if _utf8_size(sv) > _MAX_TOKEN_BYTES:
+        return None
     text = sv.value
     if not text.startswith(TOKEN_PREFIX) and not store.is_known_token(text):
         return None
@@ -150,10 +171,11 @@ def _store_failed(exc: Exception, path: str, instance_id: str | None) -> Payload
     )
 
 
-def _decode(data: bytes, path: str, token: str, instance_id: str | None) -> str:
+def _put_back(sv: wrappers_pb2.StringValue, data: bytes, path: str, token: str, instance_id: str | None) -> None:
+    # Assigning the bytes checks they are UTF-8 and copies them once; decoding to str first would copy twice.
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
+        sv.value = data  # type: ignore[assignment]
+    except (UnicodeDecodeError, ValueError) as exc:
         raise _fetch_failed(exc, path, token, instance_id) from exc
 
 
@@ -164,15 +186,16 @@ def externalize_payloads(msg: Message, store: PayloadStore, *, instance_id: str 
     :class:`PayloadStoreError` when the store fails; both name the instance and the field.
     """
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
-        found = _to_store(store, path, sv, owner)
-        if found is None:
+        data = _to_store(store, path, sv, owner)
+        if data is None:
             continue
         try:
-            token = store.upload(found[0], instance_id=owner)
+            token = store.upload(data, instance_id=owner)
         except Exception as exc:
             raise _store_failed(exc, path, owner) from exc
         sv.value = token
-        logger.debug("stored the %d-byte %s of %s as %s", len(found[0]), path, owner, token)
+        logger.debug("stored the %d-byte %s of %s as %s", len(data), path, owner, token)
+        del data
 
 
 def deexternalize_payloads(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
@@ -189,17 +212,17 @@ def deexternalize_payloads(msg: Message, store: PayloadStore, *, instance_id: st
             data = store.download(token)
         except Exception as exc:
             raise _fetch_failed(exc, path, token, owner) from exc
-        sv.value = _decode(data, path, token, owner)
+        _put_back(sv, data, path, token, owner)
 
 
 async def externalize_payloads_async(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
     """:func:`externalize_payloads` with the store's asyncio methods."""
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
-        found = _to_store(store, path, sv, owner)
-        if found is None:
+        data = _to_store(store, path, sv, owner)
+        if data is None:
             continue
         try:
-            token = await store.upload_async(found[0], instance_id=owner)
+            token = await store.upload_async(data, instance_id=owner)
         except Exception as exc:
             raise _store_failed(exc, path, owner) from exc
         sv.value = token
@@ -215,4 +238,4 @@ async def deexternalize_payloads_async(msg: Message, store: PayloadStore, *, ins
             data = await store.download_async(token)
         except Exception as exc:
             raise _fetch_failed(exc, path, token, owner) from exc
-        sv.value = _decode(data, path, token, owner)
+        _put_back(sv, data, path, token, owner)

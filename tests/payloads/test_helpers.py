@@ -158,3 +158,13 @@ def test_a_blob_that_is_not_utf8_text_is_an_error(tmp_path: Path) -> None:
     response.orchestrationState.output.value = token
     with pytest.raises(PayloadStoreError, match=r"orchestrationState\.output of instance 'u1'.*UnicodeDecodeError"):
         deexternalize_payloads(response, store)
+
+
+@pytest.mark.parametrize("n", [0, 1, 126, 127, 128, 129, 16383, 16384, 16385, 2_097_151, 2_097_152])
+def test_payload_sizes_are_read_without_copying_the_text(n: int) -> None:
+    from google.protobuf import wrappers_pb2
+
+    from durabletask.payload.helpers import _utf8_size
+
+    for text in ("a" * n, "é" * (n // 2)):
+        assert _utf8_size(wrappers_pb2.StringValue(value=text)) == len(text.encode())
