@@ -112,3 +112,61 @@ def test_entity_state_is_stored_under_the_entity(file_side: Side, tmp_path: Path
     assert found is not None and json.loads(found.get_state(str)) == "e" * BIG
     # The signal's input and the state the batch result carried, both filed under the entity's ID.
     assert len(list(folder.iterdir())) == 2
+
+
+class FlakyStore(FilePayloadStore):
+    """A folder store whose first reads fail as an unreachable store's would."""
+
+    def __init__(self, folder: Path, failures: int) -> None:
+        super().__init__(folder)
+        self.failures = failures
+
+    def download(self, token: str) -> bytes:
+        if self.failures > 0:
+            self.failures -= 1
+            raise ConnectionError("the store is unreachable")
+        return super().download(token)
+
+
+def test_a_store_that_is_down_hands_the_work_item_back(emulator_port: int, tmp_path: Path) -> None:
+    with ExitStack() as stack:
+        side = Side(emulator_port, FilePayloadStore(tmp_path), stack)
+        c = side.client()
+        iid = c.schedule_new_orchestration(reads, input="w" * BIG)
+        flaky = FlakyStore(tmp_path, failures=2)
+        side.worker(reads, store=flaky)
+        state = c.wait_for_orchestration_completion(iid, timeout=60)
+        assert state is not None and state.runtime_status == client.OrchestrationStatus.COMPLETED
+        assert state.serialized_output == str(BIG) and flaky.failures == 0
+
+
+def test_the_worker_advertises_large_payload_support(tmp_path: Path) -> None:
+    from durabletask import worker
+
+    with_store = worker.TaskHubGrpcWorker(host_address="localhost:1", payload_store=FilePayloadStore(tmp_path))
+    without = worker.TaskHubGrpcWorker(host_address="localhost:1")
+    assert pb.WORKER_CAPABILITY_LARGE_PAYLOADS in with_store._work_items_request().capabilities
+    assert pb.WORKER_CAPABILITY_LARGE_PAYLOADS not in without._work_items_request().capabilities
+
+
+def test_scheduler_client_and_worker_take_the_store(emulator_port: int, tmp_path: Path) -> None:
+    from durabletask.azuremanaged.client import DurableTaskSchedulerClient
+    from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
+
+    store = FilePayloadStore(tmp_path)
+    where = {
+        "host_address": f"localhost:{emulator_port}",
+        "taskhub": "dts-payloads",
+        "token_credential": None,
+        "secure_channel": False,
+    }
+    with DurableTaskSchedulerWorker(**where, payload_store=store) as w:
+        w.add_orchestrator(orchestrate)
+        w.add_activity(grow)
+        w.start()
+        c = DurableTaskSchedulerClient(**where, payload_store=store)
+        iid = c.schedule_new_orchestration(orchestrate, input=BIG)
+        state = c.wait_for_orchestration_completion(iid, timeout=60)
+        c.close()
+    assert state is not None and json.loads(state.serialized_output or "") == "z" * BIG
+    assert len(list((tmp_path / "durabletask-payloads" / iid).iterdir())) == 2
