@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from durabletask.exception_properties import ExceptionPropertiesProvider
     from durabletask.grpc_options import GrpcChannelOptions, GrpcRetryPolicyOptions
+    from durabletask.payload.store import LargePayloadStorageOptions, PayloadStore
     from durabletask.worker import (
         ActivityWorkItemFilter,
         ConcurrencyOptions,
@@ -24,8 +25,6 @@ PACKAGE_NAME = "durabletask"
 DISTRIBUTION_NAME = "dtscale"
 __version__ = "0.1.0"
 
-# Microsoft's package also exports PayloadStore and LargePayloadStorageOptions (large payloads in blob
-# storage), a feature this SDK does not have yet; see docs/conformance.md.
 _EXPORTS: dict[str, str] = {
     "ActivityWorkItemFilter": "durabletask.worker",
     "ConcurrencyOptions": "durabletask.worker",
@@ -33,12 +32,14 @@ _EXPORTS: dict[str, str] = {
     "ExceptionPropertiesProvider": "durabletask.exception_properties",
     "GrpcChannelOptions": "durabletask.grpc_options",
     "GrpcRetryPolicyOptions": "durabletask.grpc_options",
+    "LargePayloadStorageOptions": "durabletask.payload.store",
     "OrchestrationWorkItemFilter": "durabletask.worker",
+    "PayloadStore": "durabletask.payload.store",
     "VersioningOptions": "durabletask.worker",
     "WorkItemFilters": "durabletask.worker",
 }
 # Submodules reachable as attributes without importing them first, as in Microsoft's package.
-_SUBMODULES = frozenset({"entities", "grpc_options", "internal", "serialization", "task", "worker"})
+_SUBMODULES = frozenset({"entities", "grpc_options", "internal", "payload", "serialization", "task", "worker"})
 
 __all__ = [
     "ActivityWorkItemFilter",
@@ -47,7 +48,9 @@ __all__ = [
     "ExceptionPropertiesProvider",
     "GrpcChannelOptions",
     "GrpcRetryPolicyOptions",
+    "LargePayloadStorageOptions",
     "OrchestrationWorkItemFilter",
+    "PayloadStore",
     "VersioningOptions",
     "WorkItemFilters",
 ]

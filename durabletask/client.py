@@ -37,6 +37,8 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions
+from durabletask.payload import helpers as payload_helpers  # noqa: F401 - a module attribute, as in Microsoft's
+from durabletask.payload.store import PayloadStore
 from durabletask.serialization import DEFAULT_DATA_CONVERTER, DataConverter, JsonDataConverter
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "OrchestrationState",
     "OrchestrationStatus",
     "Page",
+    "PayloadStore",
     "PurgeInstancesResult",
     "RpcStatusError",
     "SyncCallInEventLoopError",

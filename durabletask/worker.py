@@ -36,6 +36,8 @@ from durabletask.entities import (
 )
 from durabletask.exception_properties import ExceptionPropertiesProvider
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
+from durabletask.payload import helpers as payload_helpers  # noqa: F401 - a module attribute, as in Microsoft's
+from durabletask.payload.store import PayloadStore
 from durabletask.serialization import DataConverter, JsonDataConverter
 
 #: The timestamp format Microsoft's worker module exports (ISO 8601 with microseconds, UTC).
@@ -63,6 +65,7 @@ __all__ = [
     "JsonDataConverter",
     "OrchestrationWorkItemFilter",
     "OrchestratorNotRegisteredError",
+    "PayloadStore",
     "TaskHubGrpcWorker",
     "VersionFailureStrategy",
     "VersionMatchStrategy",

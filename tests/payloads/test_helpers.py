@@ -168,3 +168,20 @@ def test_payload_sizes_are_read_without_copying_the_text(n: int) -> None:
 
     for text in ("a" * n, "é" * (n // 2)):
         assert _utf8_size(wrappers_pb2.StringValue(value=text)) == len(text.encode())
+
+
+def test_the_names_microsofts_package_offers() -> None:
+    import durabletask
+    import durabletask.azuremanaged.client as dts_client
+    import durabletask.azuremanaged.worker as dts_worker
+    import durabletask.client as client_module
+    import durabletask.worker as worker_module
+    from durabletask import payload
+    from durabletask.payload import helpers, store
+
+    assert {"LargePayloadStorageOptions", "PayloadStore"} <= set(durabletask.__all__)
+    for module in (durabletask, client_module, worker_module, dts_client, dts_worker):
+        assert module.PayloadStore is store.PayloadStore
+    assert client_module.payload_helpers is helpers and worker_module.payload_helpers is helpers
+    assert {"LargePayloadStorageOptions", "PayloadStore", "deexternalize_payloads", "deexternalize_payloads_async",
+            "externalize_payloads", "externalize_payloads_async"} <= set(payload.__all__)
