@@ -87,7 +87,9 @@ def main() -> None:
                                                              "attachment": "r" * (2 * 1024 * 1024)})
             state = c.wait_for_orchestration_completion(iid, timeout=120)
             assert state is not None
-            print(f"{iid}: {state.runtime_status.name} {state.serialized_output}")
+            out = state.get_output()
+            print(f"{iid}: {state.runtime_status.name}, answer {out['answer']!r}, context of "
+                  f"{out['context_bytes']} bytes, digest {out['context_digest']}")
             history = c.get_orchestration_history(iid)
             print(f"history: {len(history)} events, payloads restored by the client")
             # A client without the store sees what the service holds: tokens where the large payloads were.

@@ -42,8 +42,8 @@ EXPECTED = {
                           "operator: paused nightly-sales-report", "next run 2030-03-05T02:00:00+00:00",
                           "night 4: nightly-sales-report-2030-03-05T02:00:00+00:00 COMPLETED",
                           "reports started: 3 (none during the maintenance night)"],
-    "large_context_agent.py": ['agent-large-context: COMPLETED {"answer":"clause 3 applies (3 notes)"',
-                               '"context_bytes":5243348', "payloads as tokens, e.g. blob:v1:durabletask-payloads:"
+    "large_context_agent.py": ["agent-large-context: COMPLETED, answer 'clause 3 applies (3 notes)', context of "
+                               "5243348 bytes", "payloads as tokens, e.g. blob:v1:durabletask-payloads:"
                                "agent-large-context/"],
 }
 # Against an external backend a sample runs on the real clock, so its times are not known in advance.
