@@ -10,7 +10,7 @@ from durabletask._grpc.large_payloads import PayloadBoundary, PayloadStub
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.payload.helpers import PayloadStoreError
 
-WorkItemCallback = Callable[[pb.WorkItem, Any], None]
+WorkItemCallback = Callable[..., None]  # (work item, stub, whatever else the stream passes along)
 
 
 class PayloadWorkItems:
@@ -26,7 +26,7 @@ class PayloadWorkItems:
         self._boundary = boundary
         self._logger = logger
 
-    def __call__(self, item: pb.WorkItem, stub: Any) -> None:
+    def __call__(self, item: pb.WorkItem, stub: Any, *rest: Any) -> None:
         try:
             instance_id = self._boundary.work_item(item)
         except PayloadStoreError as error:
@@ -36,7 +36,7 @@ class PayloadWorkItems:
             except Exception:
                 self._logger.exception("could not report the payload error for a work item")
             return
-        self._handler(item, PayloadStub(stub, self._boundary, instance_id))
+        self._handler(item, PayloadStub(stub, self._boundary, instance_id), *rest)
 
     def _refuse(self, item: pb.WorkItem, stub: Any, error: PayloadStoreError) -> None:
         kind = item.WhichOneof("request")
