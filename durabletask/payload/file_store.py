@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from durabletask.payload.store import (
+    TOKEN_PREFIX,
     LargePayloadStorageOptions,
     PayloadStore,
     make_token,
@@ -89,6 +90,8 @@ class FilePayloadStore(PayloadStore):
         return await asyncio.to_thread(self.download, token)
 
     def is_known_token(self, value: str) -> bool:
+        if not value.startswith(TOKEN_PREFIX):  # every payload a walk meets is asked: keep the common case cheap
+            return False
         try:
             self._path(value)
         except ValueError:

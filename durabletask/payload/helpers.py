@@ -7,11 +7,13 @@ sit (requests, work items, history events, entity batches), without a list per m
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from google.protobuf import wrappers_pb2
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from durabletask._errors import DurableTaskError, PayloadTooLargeError
@@ -56,7 +58,7 @@ def string_payloads(
     and the instance it belongs to (the nearest enclosing message naming one, else ``instance_id``)."""
     instance_id = instance_of(msg) or instance_id
     for fd, value in msg.ListFields():
-        if fd.message_type is None:
+        if fd.message_type is None or not _may_hold_strings(fd.message_type):
             continue
         name = prefix + fd.name
         if fd.message_type.GetOptions().map_entry:
@@ -72,13 +74,33 @@ def string_payloads(
                 yield from string_payloads(item, path + ".", instance_id)
 
 
+@functools.cache
+def _may_hold_strings(descriptor: Descriptor) -> bool:
+    """Whether a message type has a ``StringValue`` at some depth: walks skip the others (timestamps, ...)."""
+    seen: set[str] = set()
+    pending = [descriptor]
+    while pending:
+        current = pending.pop()
+        if current.full_name == _STRING_VALUE:
+            return True
+        if current.full_name in seen:
+            continue
+        seen.add(current.full_name)
+        pending.extend(f.message_type for f in current.fields if f.message_type is not None)
+    return False
+
+
+_STRING_VALUE = wrappers_pb2.StringValue.DESCRIPTOR.full_name
+_INSTANCE_FIELDS = ("instanceId", "orchestrationInstance", "instance")
+
+
 def instance_of(msg: Message) -> str | None:
     """The instance a message is about, for error messages and for grouping stored blobs."""
-    for field in ("instanceId", "orchestrationInstance", "instance"):
-        try:
-            value = getattr(msg, field)
-        except AttributeError:
+    fields = msg.DESCRIPTOR.fields_by_name
+    for field in _INSTANCE_FIELDS:
+        if field not in fields:
             continue
+        value = getattr(msg, field)
         if isinstance(value, str):
             return value or None
         inner = getattr(value, "instanceId", None)
@@ -126,7 +148,7 @@ def _to_store(
 
 def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> str | None:
     """The token ``sv`` holds, ``None`` for an inline payload; a malformed or foreign token is an error."""
-    if _utf8_size(sv) > _MAX_TOKEN_BYTES:
+    if sv.ByteSize() > _MAX_TOKEN_BYTES:  # the encoded size is a little over the text's: an upper bound is enough
         return None
     text = sv.value
     if not text.startswith(TOKEN_PREFIX) and not store.is_known_token(text):

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from durabletask.extensions.azure_blob_payloads.options import BlobPayloadStoreOptions
-from durabletask.payload.store import PayloadStore, make_token, pack, parse_token, unpack
+from durabletask.payload.store import TOKEN_PREFIX, PayloadStore, make_token, pack, parse_token, unpack
 
 _MISSING_EXTRA = "BlobPayloadStore needs the azure-storage-blob package: pip install 'dtscale[azure-blob]'"
 
@@ -118,6 +118,8 @@ class BlobPayloadStore(PayloadStore):
         return await asyncio.to_thread(unpack, stored)
 
     def is_known_token(self, value: str) -> bool:
+        if not value.startswith(TOKEN_PREFIX):  # every payload a walk meets is asked: keep the common case cheap
+            return False
         try:
             parse_token(value)
         except ValueError:
