@@ -49,7 +49,7 @@ def everything(ctx: task.OrchestrationContext, value: str) -> Any:
     entity = entities.EntityInstanceId("counter", ctx.instance_id)
     yield ctx.call_entity(entity, "set", text(BIG, "e"))
     state = yield ctx.call_entity(entity, "get")
-    return {"activity": len(activity), "sub": sub[:3], "event": len(event), "state": len(state), "input": len(value)}
+    return {"activity": len(activity), "sub": sub[:3], "event": len(event), "state": len(state), "echo": value}
 
 
 def test_every_payload_kind_round_trips_through_blobs(blob_side: Side) -> None:
@@ -65,7 +65,7 @@ def test_every_payload_kind_round_trips_through_blobs(blob_side: Side) -> None:
         "sub": "ABA",
         "event": BIG,
         "state": BIG,
-        "input": HUGE,
+        "echo": text(HUGE, "ab"),
     }
     assert state.serialized_input == json.dumps(text(HUGE, "ab"))
     assert state.serialized_custom_status == json.dumps(text(BIG, "s"))
@@ -73,6 +73,7 @@ def test_every_payload_kind_round_trips_through_blobs(blob_side: Side) -> None:
     # What the service holds are tokens: a client without the store sees them, not the payloads.
     raw = blob_side.client(store=None).get_orchestration_state(iid)
     assert raw is not None and is_token(raw.serialized_input) and is_token(raw.serialized_custom_status)
+    assert is_token(raw.serialized_output)
     history = c.get_orchestration_history(iid)
     assert not any(is_token(getattr(e, "input", None)) for e in history)
     entity = c.get_entity(entities.EntityInstanceId("counter", iid))
