@@ -10,7 +10,7 @@ from durabletask._grpc.large_payloads import PayloadBoundary, PayloadStub
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.payload.helpers import PayloadStoreError
 
-WorkItemCallback = Callable[..., None]  # (work item, stub, whatever else the stream passes along)
+WorkItemCallback = Callable[[pb.WorkItem, Any, Callable[[], None]], None]
 
 
 class PayloadWorkItems:
@@ -26,7 +26,8 @@ class PayloadWorkItems:
         self._boundary = boundary
         self._logger = logger
 
-    def __call__(self, item: pb.WorkItem, stub: Any, *rest: Any) -> None:
+    def __call__(self, item: pb.WorkItem, stub: Any, done: Callable[[], None]) -> None:
+        """Restore ``item``'s payloads, then hand it on; ``done`` is called here when it is not handed on."""
         try:
             instance_id = self._boundary.work_item(item)
         except PayloadStoreError as error:
@@ -35,8 +36,15 @@ class PayloadWorkItems:
                 self._refuse(item, PayloadStub(stub, self._boundary), error)
             except Exception:
                 self._logger.exception("could not report the payload error for a work item")
+            finally:
+                done()
             return
-        self._handler(item, PayloadStub(stub, self._boundary, instance_id), *rest)
+        except Exception:
+            # As for any work item that cannot be dispatched: its lease expires and it is redelivered.
+            self._logger.exception("could not restore the payloads of a work item")
+            done()
+            return
+        self._handler(item, PayloadStub(stub, self._boundary, instance_id), done)
 
     def _refuse(self, item: pb.WorkItem, stub: Any, error: PayloadStoreError) -> None:
         kind = item.WhichOneof("request")
