@@ -13,8 +13,7 @@ import pytest
 
 from emulator.clock import SystemClock
 from emulator.engine import Engine
-from emulator.storage import InstanceQueryArgs, InstanceRecord, SqliteBackend
-from emulator.storage import sqlite_listing
+from emulator.storage import InstanceQueryArgs, InstanceRecord, SqliteBackend, sqlite_listing
 
 TERMINAL = (1, 3, 5)
 
