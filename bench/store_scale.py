@@ -193,13 +193,16 @@ def table_sizes(db: str) -> dict[str, int]:
 
 
 @contextmanager
-def emulator(db: str) -> Iterator[tuple[str, float, subprocess.Popen[str]]]:
-    """An emulator process on ``db``; yields (address, seconds from spawn to the first answered GetInstance)."""
+def emulator(db: str, checkpoints: bool = True) -> Iterator[tuple[str, float, subprocess.Popen[str]]]:
+    """An emulator process on ``db``; yields (address, seconds from spawn to the first answered GetInstance).
+
+    ``checkpoints=False`` runs it with the purge's own log checkpoints turned off (the emulator before them)."""
     port = run_all._free_port()
     began = time.perf_counter()
-    proc = run_all._spawn(
-        run_all.OURS_PY, ["backend_proc.py", "ours-sqlite", "--port", str(port), "--db", db], for_peer=False
-    )
+    args = ["backend_proc.py", "ours-sqlite", "--port", str(port), "--db", db]
+    if not checkpoints:
+        args = [str(Path(__file__).resolve()), "--serve-without-checkpoints", db, "--port", str(port)]
+    proc = run_all._spawn(run_all.OURS_PY, args, for_peer=False)
     address = f"127.0.0.1:{port}"
     channel = grpc.insecure_channel(address)
     stub = pb_grpc.TaskHubSidecarServiceStub(channel)
@@ -372,6 +375,44 @@ def open_seconds(db: str) -> float:
     return time.perf_counter() - began
 
 
+def serve_without_checkpoints(db: str, port: int) -> None:
+    from emulator.server import EmulatorServer
+    from emulator.storage import SqliteBackend
+
+    SqliteBackend.checkpoint = lambda self: None  # type: ignore[method-assign]
+    server = EmulatorServer(port=port, db_path=db)
+    server.start()
+    print(f"ready {port}", flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+def purge_step(db: str, instances: int) -> None:
+    """Four filter purges of consecutive created ranges (2.5 % of the store each), alternating the emulator
+    with and without its purge checkpoints, each beside the probes of admin_load.py."""
+    conn = sqlite3.connect(db)
+    cuts = [
+        conn.execute(
+            "SELECT created_at FROM instances WHERE hub = ? ORDER BY created_at LIMIT 1 OFFSET ?", (HUB, n)
+        ).fetchone()[0]
+        for n in (instances // 40, instances // 20, instances * 3 // 40, instances // 10)
+    ]
+    conn.close()
+    print("purge: filter purges of 2.5 % of the store each (by created time), alternating with/without checkpoints")
+    for cut, checkpoints in zip(cuts, (True, False, True, False), strict=True):
+        with emulator(db, checkpoints) as (address, _, _proc):
+            r = purge_beside_calls(address, cut)
+        start = r["latency_ms"].get("purge/start", {"p50": float("nan"), "p99": float("nan"), "n": 0})
+        others = [f"{k.split('/')[1]} p99 {v['p99']:.0f}" for k, v in r["latency_ms"].items()
+                  if k.startswith("purge/") and k != "purge/start"]  # fmt: skip
+        print(
+            f"  {'checkpoints' if checkpoints else 'no checkpoints':15s} {r['purged']:7,} in {r['seconds']:5.1f} s = "
+            f"{r['purged'] / r['seconds']:6,.0f}/s (target >= 5,000/s); start during it p50 {start['p50']:.1f} ms, "
+            f"p99 {start['p99']:.1f} ms (target <= 100 ms; n={start['n']}); {', '.join(others)} ms",
+            flush=True,
+        )
+
+
 def _stored_ids(db: str, count: int = 2000) -> list[str]:
     conn = sqlite3.connect(db)
     ids = [
@@ -392,7 +433,12 @@ def main() -> int:
     parser.add_argument("--skip", default="", help="steps to leave out: throughput,purge")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved throughput rounds per store")
     parser.add_argument("--orchestrations", type=int, default=300, help="chains per throughput round")
+    parser.add_argument("--serve-without-checkpoints", metavar="DB", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_without_checkpoints:
+        serve_without_checkpoints(args.serve_without_checkpoints, args.port)
+        return 0
     skip = set(filter(None, args.skip.split(",")))
     with tempfile.TemporaryDirectory() as folder:
         db = args.db or str(Path(folder) / "store.db")
@@ -452,25 +498,7 @@ def main() -> int:
                 flush=True,
             )
         if "purge" not in skip:
-            conn = sqlite3.connect(db)
-            # The created time below which a tenth of the store lies: the purge's filter.
-            (cut,) = conn.execute(
-                "SELECT created_at FROM instances WHERE hub = ? ORDER BY created_at LIMIT 1 OFFSET ?",
-                (HUB, args.instances // 10),
-            ).fetchone()
-            conn.close()
-            with emulator(db) as (address, _, _proc):
-                r = purge_beside_calls(address, cut)
-            print(
-                f"purge: filter purge by created time: {r['purged']:,} instances in {r['seconds']:.1f} s = "
-                f"{r['purged'] / r['seconds']:,.0f}/s (target >= 5,000/s)"
-            )
-            for key, s in r["latency_ms"].items():
-                phase, kind = key.split("/")
-                print(
-                    f"  during {phase:<7} {kind:<19} n={s['n']:<5} p50 {s['p50']:7.1f} ms  p99 {s['p99']:7.1f} ms"
-                    f"  max {s['max']:7.1f} ms"
-                )
+            purge_step(db, args.instances)
     return 0
 
 

@@ -393,6 +393,7 @@ class SqliteBackend:
         if "trace_context" not in columns:  # a database written before instances kept their trace context
             self._conn.execute("ALTER TABLE instances ADD COLUMN trace_context BLOB")
         self._tx = SqliteTransaction(self._conn)
+        self._checkpointer: sqlite3.Connection | None = None
 
     @contextmanager
     def transaction(self) -> Iterator[SqliteTransaction]:
@@ -442,8 +443,24 @@ class SqliteBackend:
             for table in _HUB_TABLES:
                 self._conn.execute(f"DELETE FROM {table}")
 
+    def checkpoint(self) -> None:
+        """Copies committed pages from the write-ahead log into the database, outside the store lock.
+
+        A bulk delete (a filter purge) fills the log quickly; left to the automatic checkpoint, the copy runs
+        inside whichever commit crosses the threshold, often a short call's, and holds the store lock for
+        the whole copy. Run between purge steps from a connection of its own, it overlaps other calls instead
+        (a passive checkpoint never waits for readers or writers).
+        """
+        if not self.path:
+            return
+        if self._checkpointer is None:
+            self._checkpointer = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     def close(self) -> None:
         with self._lock:
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             self._conn.close()
             if self._file_lock is not None:
                 self._file_lock.release()
