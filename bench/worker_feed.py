@@ -64,13 +64,13 @@ def _started(iid: str, name: str, value: object) -> pb.HistoryEvent:
     )
 
 
-def chain_turns(iid: str, n: int, sessions: bool) -> list[pb.WorkItem]:
-    """The n + 1 turns of ``chain(n)``: each completes activity i - 1 and schedules activity i."""
+def chain_turns(iid: str, n: int, sessions: bool, first: int | None = None) -> list[pb.WorkItem]:
+    """The n + 1 turns of ``chain(n)`` (or the ``first`` few): each completes activity i - 1, schedules activity i."""
     turns, past = [], []
     new = [_ev(0, orchestratorStarted=pb.OrchestratorStartedEvent()), _started(iid, "chain", n)]
     for i in range(n + 1):
         turns.append(_turn(iid, list(past), new, sessions and i > 0))
-        if i == n:
+        if i == n or len(turns) == first:
             break
         past += [*new, _ev(i * 10 + 1, i + 1, taskScheduled=pb.TaskScheduledEvent(name="step", input=_text(i)))]
         done = pb.TaskCompletedEvent(taskScheduledId=i + 1, result=_text(i + 1))
@@ -114,7 +114,7 @@ def workload(name: str, size: int, sessions: bool) -> list[list[pb.WorkItem]]:
     if name == "chain100":
         return [chain_turns(f"l{i}", 100, sessions) for i in range(size)]
     if name == "held":  # two turns each: afterwards every orchestration is held by a worker with sessions
-        return [chain_turns(f"h{i}", 100, sessions)[:2] for i in range(size)]
+        return [chain_turns(f"h{i}", 100, sessions, first=2) for i in range(size)]
     if name == "fan_out":
         return [fan_out_turns(f"f{i}", 1000, 10) for i in range(size)]
     if name == "activity10k":
