@@ -55,7 +55,7 @@ def test_a_filter_purge_checkpoints_between_its_steps(tmp_path: Path) -> None:
 
     backend.checkpoint = counted  # type: ignore[method-assign]
     try:
-        engine = Engine(backend, SystemClock(), lambda hub: None)
+        engine = Engine(backend, SystemClock())
         request = pb.PurgeInstancesRequest(purgeInstanceFilter=pb.PurgeInstanceFilter())
         deleted, done = asyncio.run(queries.purge(engine, "h", request))
         assert (deleted, done) == (250, True)

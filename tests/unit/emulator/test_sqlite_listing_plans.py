@@ -125,7 +125,7 @@ def test_listing_and_purge_plans_are_bounded(store: SqliteBackend, probe: int, m
     with store.transaction() as tx:
         tx.get_instance("h", "a0001")
         tx.history("h", "a0001")
-    Engine(store, SystemClock(), lambda hub: None).purge("h", ["a0001", "b0002", "c0003"], recursive=True)
+    Engine(store, SystemClock()).purge("h", ["a0001", "b0002", "c0003"], recursive=True)
     store._conn.set_trace_callback(None)
     plans = _plans(store, statements)
     assert len(plans) > len(QUERIES), "too few statements were traced"
