@@ -219,7 +219,7 @@ class SqliteTransaction(EntityTables):
             f"SELECT {_INSTANCE_COLUMNS} FROM instances WHERE hub = ? AND instance_id IN ({_placeholders(ids)})",
             (hub, *ids),
         ).fetchall()
-        rows.sort(key=lambda row: row[1])  # type: ignore[no-any-return]
+        rows.sort(key=lambda row: row[1])
         return [_instance(r) for r in rows]
 
     def lock_instance(self, hub: str, instance_id: str, token: str | None, expires: Micros | None) -> None:
