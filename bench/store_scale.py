@@ -319,18 +319,21 @@ def _pages(stub: Any, request: Any) -> tuple[float, float, int]:
     return min(first), (min(second) if second else float("nan")), rows
 
 
-def throughput_round(db: str, count: int) -> float:
-    """Orchestrations per second of ``count`` 3-activity chains on an emulator over ``db``, one worker process."""
-    with emulator(db) as (address, _, _proc):
+def throughput_round(db: str, count: int) -> tuple[float, float]:
+    """(orchestrations per second, emulator CPU ms per orchestration) of ``count`` 3-activity chains on an
+    emulator over ``db``, one worker process."""
+    with emulator(db) as (address, _, proc):
         worker = run_all._spawn(run_all.OURS_PY, ["worker_proc.py", address], for_peer=False)
         try:
             run_all._await_ready(worker, "worker")
+            before = run_all._cpu_seconds(proc.pid) or 0.0
             result = run_all._json_run(
                 run_all.OURS_PY, ["client_proc.py", address, "throughput", str(count)], for_peer=False
             )
+            cpu = (run_all._cpu_seconds(proc.pid) or 0.0) - before
         finally:
             run_all._close(worker)
-    return float(result["per_second"])
+    return float(result["per_second"]), cpu * 1000 / count
 
 
 def purge_beside_calls(address: str, created_to: int) -> dict[str, Any]:
@@ -486,15 +489,23 @@ def main() -> int:
         if "throughput" not in skip:
             empty = str(Path(folder) / "empty.db")
             rates: dict[str, list[float]] = {"empty": [], "full": []}
+            cpu: dict[str, list[float]] = {"empty": [], "full": []}
             for _ in range(args.rounds):
                 for which, path in (("empty", empty), ("full", db)):
-                    rates[which].append(throughput_round(path, args.orchestrations))
+                    rate, ms = throughput_round(path, args.orchestrations)
+                    rates[which].append(rate)
+                    cpu[which].append(ms)
             e, f = statistics.median(rates["empty"]), statistics.median(rates["full"])
             print(
                 f"throughput: {args.orchestrations} chains per round, interleaved empty/full x {args.rounds}: "
                 f"empty {', '.join(f'{r:.0f}' for r in rates['empty'])}/s; full "
                 f"{', '.join(f'{r:.0f}' for r in rates['full'])}/s; full / empty (medians) {f / e:.0%} "
                 "(target >= 90 %)",
+                flush=True,
+            )
+            print(
+                f"  emulator CPU per orchestration (median): empty {statistics.median(cpu['empty']):.2f} ms, "
+                f"full {statistics.median(cpu['full']):.2f} ms",
                 flush=True,
             )
         if "purge" not in skip:
