@@ -13,7 +13,12 @@ container, managed DTS, a separate emulator of ours), through their DurableTaskS
 (throughput, latency, fan-out and chains; the credential comes from DTS_TEST_TOKEN or DTS_TEST_AUTHENTICATION,
 see tests/interop/endpoint.py).
 
-Usage: python3 dev.py bench [--quick] [--only transport,throughput,latency,fan_out,chain,replay,admin] [--backend URL]
+Sections 7 (worker: bench/worker_cpu.py) and 8 (store: bench/store_scale.py) measure the worker alone on a feed of
+pre-built work items, and the emulator over a generated store (100,000 instances by default, --store-instances
+1000000 for the full size; the generation alone then takes about two minutes).
+
+Usage: python3 dev.py bench [--quick] [--only transport,throughput,latency,fan_out,chain,replay,admin,worker,store]
+       [--backend URL] [--store-instances N]
    or: DTS_PEER_PYTHON=<python with durabletask 1.12> .venv/bin/python bench/run_all.py [--quick]
 """
 
@@ -430,10 +435,31 @@ def bench_admin(quick: bool, out: list[str]) -> None:
     out.extend("  " + line for line in (proc.stdout or proc.stderr).strip().splitlines())
 
 
+def _section(title: str, script: str, args: list[str], out: list[str]) -> None:
+    proc = subprocess.run([OURS_PY, str(HERE / script), *args], cwd=ROOT, env=_env(False), capture_output=True,
+                          text=True, timeout=3600)  # fmt: skip
+    with LOG.open("a") as log:
+        log.write(proc.stderr)
+    out.append(title)
+    out.extend("  " + line for line in (proc.stdout or proc.stderr).strip().splitlines())
+
+
+def bench_worker(quick: bool, out: list[str]) -> None:
+    title = "## 7. The worker alone: work items per worker CPU-second, on a feed that does no work (target >= 3x)"
+    _section(title, "worker_cpu.py", ["--quick"] if quick else [], out)
+
+
+def bench_store(quick: bool, out: list[str], instances: int | None) -> None:
+    count = instances or (20_000 if quick else 100_000)
+    title = f"## 8. The emulator over a store of {count:,} finished orchestrations (bench/store_scale.py)"
+    _section(title, "store_scale.py", ["--instances", str(count), "--rounds", "1" if quick else "3"], out)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    parser.add_argument("--only", default="transport,throughput,latency,fan_out,chain,replay,admin")
+    parser.add_argument("--only", default="transport,throughput,latency,fan_out,chain,replay,admin,worker,store")
+    parser.add_argument("--store-instances", type=int, help="size of section 8's store (default 100,000)")
     parser.add_argument("--pairs", default=",".join(PAIRS), help="which SDK/backend pairs to run (default: all)")
     parser.add_argument("--backend", default=os.environ.get("DTS_TEST_BACKEND"),
                         help="measure both SDKs against this DTS endpoint (env DTS_TEST_BACKEND)")
@@ -451,7 +477,7 @@ def main() -> int:
         EXTERNAL.update(address=address, taskhub=args.taskhub)
         # Both SDKs on the one endpoint: the pairs that start a backend of their own do not apply.
         SELECTED.intersection_update({"ours", "theirs"})
-        only -= {"transport", "replay", "admin"}  # these start servers of their own
+        only -= {"transport", "replay", "admin", "worker", "store"}  # these start servers of their own
         where = f", against {address} (task hub {args.taskhub!r}): ours = our SDK, theirs = Microsoft's SDK"
     out = [
         f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
@@ -466,6 +492,8 @@ def main() -> int:
         ("chain", lambda: bench_chain(args.quick, out)),
         ("replay", lambda: bench_replay(args.quick, out)),
         ("admin", lambda: bench_admin(args.quick, out)),
+        ("worker", lambda: bench_worker(args.quick, out)),
+        ("store", lambda: bench_store(args.quick, out, args.store_instances)),
     ]
     print("\n".join(out), flush=True)
     shown = len(out)

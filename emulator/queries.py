@@ -130,6 +130,8 @@ async def _purge_by_filter(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter
         if not ids:
             return total, True
         total += await storage_step(functools.partial(engine.purge, hub, ids, recursive))
+        # The purge's log pages go back to the database here, not inside the next short call's commit.
+        await storage_step(engine.backend.checkpoint)
         after = ids[-1]
         await between_steps()
         if deadline is not None and time.monotonic() >= deadline:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +38,10 @@ class EntityOperationNotFoundError(AttributeError):
 
 
 def _now() -> timestamp_pb2.Timestamp:
-    stamp = timestamp_pb2.Timestamp()
-    stamp.FromDatetime(datetime.now(timezone.utc))
-    return stamp
+    # Straight from the clock, to the microsecond as a datetime would give: taken twice per operation, and
+    # Timestamp.FromDatetime (calendar arithmetic in Python) was a quarter of a 50-operation batch's CPU.
+    micros = time.time_ns() // 1000
+    return timestamp_pb2.Timestamp(seconds=micros // 1_000_000, nanos=micros % 1_000_000 * 1000)
 
 
 _OPERATIONS: dict[type[Any], dict[str, str]] = {}

@@ -15,7 +15,8 @@ from typing import Any
 from emulator.errors import StorageError
 from emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros, NameFilter
 from emulator.storage.lockfile import DatabaseLock
-from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, add_caller_column, glob_literal
+from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, add_caller_column
+from emulator.storage.sqlite_listing import LISTING_SCHEMA, query_instance_ids
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_hubs (name TEXT PRIMARY KEY);
@@ -30,8 +31,6 @@ CREATE TABLE IF NOT EXISTS instances (
     PRIMARY KEY (hub, instance_id)
 );
 CREATE INDEX IF NOT EXISTS ix_instances_parent ON instances (hub, parent_instance_id);
-CREATE INDEX IF NOT EXISTS ix_instances_created ON instances (hub, created_at);
-CREATE INDEX IF NOT EXISTS ix_instances_completed ON instances (hub, completed_at);
 CREATE INDEX IF NOT EXISTS ix_instances_lock ON instances (lock_token);
 CREATE INDEX IF NOT EXISTS ix_instances_lease ON instances (hub, lock_expires) WHERE lock_token IS NOT NULL;
 CREATE TABLE IF NOT EXISTS history (
@@ -67,7 +66,6 @@ _UPSERT_INSTANCE = (
     + ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _INSTANCE_COLUMNS.split(",")[2:])
 )
 _ACTIVITY_COLUMNS = "id, hub, instance_id, task_id, name, version, request, lock_token, lock_expires"
-_TERMINAL = (1, 3, 5)  # COMPLETED, FAILED, TERMINATED
 _PER_INSTANCE_TABLES = ("history", "messages", "activities")
 _HUB_TABLES = ("instances", *_PER_INSTANCE_TABLES, "entities", "lock_requests")
 
@@ -213,29 +211,16 @@ class SqliteTransaction(EntityTables):
         return [r[0] for r in rows]
 
     def query_instances(self, hub: str, args: InstanceQueryArgs) -> list[InstanceRecord]:
-        clauses: list[str] = ["hub = ?"]
-        params: list[object] = [hub]
-        statuses = list(args.statuses) or (list(_TERMINAL) if args.terminal_only else [])
-        if args.terminal_only and args.statuses:
-            statuses = [s for s in statuses if s in _TERMINAL]
-        if statuses or args.terminal_only:
-            clauses.append(f"status IN ({_placeholders(statuses)})" if statuses else "0")
-            params.extend(statuses)
-        bounds = (
-            ("created_at >= ?", args.created_from), ("created_at < ?", args.created_to),
-            ("completed_at >= ?", args.completed_from), ("completed_at < ?", args.completed_to),
-            ("instance_id > ?", args.after_id),
-        )  # fmt: skip
-        for clause, value in bounds:
-            if value is not None:
-                clauses.append(clause)
-                params.append(value)
-        if args.id_prefix:
-            clauses.append("instance_id GLOB ?")
-            params.append(glob_literal(args.id_prefix) + "*")
-        where = " AND ".join(clauses)
-        sql = f"SELECT {_INSTANCE_COLUMNS} FROM instances WHERE {where} ORDER BY instance_id LIMIT ?"
-        return [_instance(r) for r in self._db.execute(sql, (*params, args.limit)).fetchall()]
+        # The page's IDs come from covering indexes (sqlite_listing); only the page's own rows are read whole.
+        ids = query_instance_ids(self._db, hub, args)
+        if not ids:
+            return []
+        rows = self._db.execute(
+            f"SELECT {_INSTANCE_COLUMNS} FROM instances WHERE hub = ? AND instance_id IN ({_placeholders(ids)})",
+            (hub, *ids),
+        ).fetchall()
+        rows.sort(key=lambda row: row[1])
+        return [_instance(r) for r in rows]
 
     def lock_instance(self, hub: str, instance_id: str, token: str | None, expires: Micros | None) -> None:
         self._db.execute(
@@ -402,12 +387,13 @@ class SqliteBackend:
         # Hot pages only (in-flight instances and queues): a file database leaves the rest to the OS page cache,
         # which keeps the emulator's own memory flat over long runs. In memory the cache is the store itself.
         self._conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
-        self._conn.executescript(_SCHEMA + ENTITY_SCHEMA)
+        self._conn.executescript(_SCHEMA + ENTITY_SCHEMA + LISTING_SCHEMA)
         add_caller_column(self._conn)
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(instances)")}
         if "trace_context" not in columns:  # a database written before instances kept their trace context
             self._conn.execute("ALTER TABLE instances ADD COLUMN trace_context BLOB")
         self._tx = SqliteTransaction(self._conn)
+        self._checkpointer: sqlite3.Connection | None = None
 
     @contextmanager
     def transaction(self) -> Iterator[SqliteTransaction]:
@@ -441,17 +427,40 @@ class SqliteBackend:
 
     def release_all_leases(self) -> None:
         with self.transaction():
-            self._conn.execute("UPDATE instances SET lock_token = NULL, lock_expires = NULL")
-            self._conn.execute("UPDATE activities SET lock_token = NULL, lock_expires = NULL")
-            self._conn.execute("UPDATE entities SET lock_token = NULL, lock_expires = NULL")
+            # Only the leased rows (through ix_instances_lock): rewriting every row made a restart grow with the store.
+            self._conn.execute(
+                "UPDATE instances SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
+            )
+            self._conn.execute(
+                "UPDATE activities SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
+            )
+            self._conn.execute(
+                "UPDATE entities SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
+            )
 
     def reset(self) -> None:
         with self.transaction():
             for table in _HUB_TABLES:
                 self._conn.execute(f"DELETE FROM {table}")
 
+    def checkpoint(self) -> None:
+        """Copies committed pages from the write-ahead log into the database, outside the store lock.
+
+        A bulk delete (a filter purge) fills the log quickly; left to the automatic checkpoint, the copy runs
+        inside whichever commit crosses the threshold, often a short call's, and holds the store lock for
+        the whole copy. Run between purge steps from a connection of its own, it overlaps other calls instead
+        (a passive checkpoint never waits for readers or writers).
+        """
+        if not self.path:
+            return
+        if self._checkpointer is None:
+            self._checkpointer = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     def close(self) -> None:
         with self._lock:
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             self._conn.close()
             if self._file_lock is not None:
                 self._file_lock.release()

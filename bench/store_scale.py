@@ -1,0 +1,517 @@
+"""The emulator as stored work grows: a store of N finished orchestrations, generated directly (prints, never asserts).
+
+Steps, on one SQLite file:
+  generate    N finished 3-activity chains (12 history events each, as the emulator writes them) straight into
+              the store with executemany in large transactions; prints the rate and the bytes per instance
+  restart     an emulator process opens the store: seconds from spawn to the first answered GetInstance
+  get         GetInstance of random stored instances
+  list        QueryInstances / ListInstanceIds with each filter and combination: first page and next page
+  throughput  3-activity chains scheduled and completed by a worker, on an empty store and on this one,
+              interleaved (empty, full, empty, full) in the same minutes; ratio full / empty
+  purge       a filter purge of the oldest 10 % (created range) while other threads start instances, raise
+              events and ping; p99 of a start during it
+
+Usage: .venv/bin/python bench/store_scale.py [--instances 1000000] [--db PATH (kept and reused)] [--skip purge,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import admin_load  # noqa: E402
+import grpc  # noqa: E402
+import run_all  # noqa: E402
+from google.protobuf import empty_pb2, timestamp_pb2, wrappers_pb2  # noqa: E402
+
+from durabletask._proto import orchestrator_service_pb2 as pb  # noqa: E402
+from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc  # noqa: E402
+
+HUB = "default"
+DAY = 86_400 * 1_000_000  # microseconds
+SPAN_DAYS = 30
+NAMES = ("Chain", "Order", "Sync", "Report", "Cleanup")
+# Status mix of the generated store: mostly completed, some failed and terminated, a few still running.
+MIX = ((1, 90), (3, 5), (5, 3), (0, 2))
+BATCH = 50_000
+
+
+def _ts(micros: int) -> timestamp_pb2.Timestamp:
+    return timestamp_pb2.Timestamp(seconds=micros // 1_000_000, nanos=(micros % 1_000_000) * 1000)
+
+
+def _chain_events(iid: str, name: str, start: int, status: int) -> list[bytes]:
+    """The history a 3-activity chain leaves: four turns, each opened by orchestratorStarted."""
+    ev = []
+
+    def add(event_id: int, at: int, **kind: Any) -> None:
+        ev.append(pb.HistoryEvent(eventId=event_id, timestamp=_ts(at), **kind).SerializeToString())
+
+    add(-1, start, orchestratorStarted=pb.OrchestratorStartedEvent())
+    ev.append(_execution_started(iid, name, start))
+    for task in range(3):
+        at = start + (task + 1) * 2000
+        add(
+            task,
+            at - 1000,
+            taskScheduled=pb.TaskScheduledEvent(
+                name=f"Step{task}", input=wrappers_pb2.StringValue(value=f'"step {task}"')
+            ),
+        )
+        add(-1, at, orchestratorStarted=pb.OrchestratorStartedEvent())
+        add(
+            -1,
+            at,
+            taskCompleted=pb.TaskCompletedEvent(
+                taskScheduledId=task, result=wrappers_pb2.StringValue(value=f'"done {task}"')
+            ),
+        )
+    if status != 0:
+        add(
+            3,
+            start + 8000,
+            executionCompleted=pb.ExecutionCompletedEvent(
+                orchestrationStatus=status, result=wrappers_pb2.StringValue(value='"shipped"')
+            ),
+        )
+    return ev
+
+
+def _execution_started(iid: str, name: str, start: int) -> bytes:
+    instance = pb.OrchestrationInstance(instanceId=iid, executionId=wrappers_pb2.StringValue(value="e" + iid[:8]))
+    started = pb.ExecutionStartedEvent(
+        name=name, input=wrappers_pb2.StringValue(value='{"order": 12345, "items": 3}'), orchestrationInstance=instance
+    )
+    return pb.HistoryEvent(eventId=-1, timestamp=_ts(start), executionStarted=started).SerializeToString()
+
+
+def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
+    """Writes ``count`` instances with their histories into a fresh store at ``db``; returns rate and size."""
+    from emulator.storage import SqliteBackend
+
+    began = time.perf_counter()
+    SqliteBackend(db).close()  # the current schema, indexes included
+    rng = random.Random(seed)
+    ids = sorted(uuid.UUID(int=rng.getrandbits(128)).hex for _ in range(count))  # key order: appends, not splits
+    statuses = rng.choices([s for s, _ in MIX], [w for _, w in MIX], k=count)
+    now = int(time.time() * 1_000_000)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA synchronous=OFF")
+    conn.execute("PRAGMA cache_size=-1000000")
+    conn.execute("INSERT OR IGNORE INTO task_hubs (name) VALUES (?)", (HUB,))
+    # Secondary indexes are built once at the end (opening the store creates the missing ones): sorting once
+    # is faster than keeping them in order row by row.
+    indexes = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+            "AND tbl_name IN ('instances', 'history')"
+        )
+    ]
+    for name in indexes:
+        conn.execute(f"DROP INDEX {name}")
+    templates: dict[tuple[str, int], list[bytes]] = {}
+    for first in range(0, count, BATCH):
+        instances, history = [], []
+        for i in range(first, min(first + BATCH, count)):
+            iid, status, name = ids[i], statuses[i], NAMES[i % len(NAMES)]
+            created = now - DAY - rng.randrange(SPAN_DAYS * DAY)
+            done = None if status == 0 else created + 8000
+            tags = '{"env": "prod"}' if i % 5 == 0 else "{}"
+            instances.append(
+                (
+                    HUB,
+                    iid,
+                    "e" + iid[:8],
+                    name,
+                    None,
+                    status,
+                    '{"order": 12345, "items": 3}',
+                    None if status == 0 else '"shipped"',
+                    None,
+                    None,
+                    tags,
+                    created,
+                    done or created + 6000,
+                    done,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+            )
+            # The events carry the instance's own ID in executionStarted only; the rest is shared per (name, status).
+            key = (name, status)
+            if key not in templates:
+                templates[key] = _chain_events("0" * 32, name, created, status)
+            events = list(templates[key])
+            events[1] = _execution_started(iid, name, created)
+            history.extend((HUB, iid, seq, e) for seq, e in enumerate(events))
+        conn.execute("BEGIN")
+        conn.executemany(f"INSERT INTO instances VALUES ({','.join('?' * 20)})", instances)
+        conn.executemany("INSERT INTO history (hub, instance_id, seq, event) VALUES (?, ?, ?, ?)", history)
+        conn.execute("COMMIT")
+    conn.close()
+    SqliteBackend(db).close()
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    seconds = time.perf_counter() - began
+    size = sum(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
+    return {"seconds": seconds, "per_second": count / seconds, "bytes": size, "bytes_per_instance": size / count}
+
+
+def table_sizes(db: str) -> dict[str, int]:
+    """Bytes per table and index (SQLite's dbstat table, when compiled in)."""
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
+    except sqlite3.Error:
+        rows = []
+    conn.close()
+    return {name: int(size) for name, size in rows}
+
+
+@contextmanager
+def emulator(db: str, checkpoints: bool = True) -> Iterator[tuple[str, float, subprocess.Popen[str]]]:
+    """An emulator process on ``db``; yields (address, seconds from spawn to the first answered GetInstance).
+
+    ``checkpoints=False`` runs it with the purge's own log checkpoints turned off (the emulator before them)."""
+    port = run_all._free_port()
+    began = time.perf_counter()
+    args = ["backend_proc.py", "ours-sqlite", "--port", str(port), "--db", db]
+    if not checkpoints:
+        args = [str(Path(__file__).resolve()), "--serve-without-checkpoints", db, "--port", str(port)]
+    proc = run_all._spawn(run_all.OURS_PY, args, for_peer=False)
+    address = f"127.0.0.1:{port}"
+    channel = grpc.insecure_channel(address)
+    stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+    try:
+        while True:
+            try:
+                stub.GetInstance(pb.GetInstanceRequest(instanceId="probe"), timeout=5, wait_for_ready=True)
+                break
+            except grpc.RpcError as error:
+                if error.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                    break  # answered (NOT_FOUND or similar): the server is serving
+        ready = time.perf_counter() - began
+        yield address, ready, proc
+    finally:
+        channel.close()
+        run_all._close(proc)
+
+
+def _ms(call: Any) -> tuple[float, Any]:
+    began = time.perf_counter()
+    result = call()
+    return (time.perf_counter() - began) * 1000, result
+
+
+def point_reads(stub: Any, ids: list[str], count: int = 300) -> dict[str, float]:
+    times = sorted(
+        _ms(lambda: stub.GetInstance(pb.GetInstanceRequest(instanceId=random.choice(ids)), timeout=10))[0]
+        for _ in range(count)
+    )
+    return {"p50": statistics.median(times), "p99": times[int(len(times) * 0.99)], "n": count}
+
+
+def list_queries(now: int, ids: list[str]) -> list[tuple[str, Any]]:
+    """(label, request) for each listing measured; QueryInstances unless the request is a ListInstanceIdsRequest."""
+    s = pb.OrchestrationStatus
+    hour_ago = now - DAY - 5 * DAY
+
+    def q(**kw: Any) -> pb.InstanceQuery:
+        return pb.InstanceQuery(maxInstanceCount=kw.pop("page", 100), **kw)
+
+    def created(start: int, length: int) -> dict[str, Any]:
+        return {"createdTimeFrom": _ts(start), "createdTimeTo": _ts(start + length)}
+
+    prefix2, prefix4 = ids[len(ids) // 2][:2], ids[len(ids) // 3][:4]
+    return [
+        ("all", q()),
+        ("all, with payloads", q(fetchInputsAndOutputs=True)),
+        ("all, page of 1000 with payloads", q(page=1000, fetchInputsAndOutputs=True)),
+        ("status COMPLETED (90 %)", q(runtimeStatus=[s.Value("ORCHESTRATION_STATUS_COMPLETED")])),
+        ("status RUNNING (2 %)", q(runtimeStatus=[s.Value("ORCHESTRATION_STATUS_RUNNING")])),
+        ("status SUSPENDED (none)", q(runtimeStatus=[s.Value("ORCHESTRATION_STATUS_SUSPENDED")])),
+        ("status RUNNING or FAILED", q(runtimeStatus=[0, 3], fetchInputsAndOutputs=True)),
+        ("created in one day (3 %)", q(**created(hour_ago, DAY))),
+        ("created in one hour (0.14 %)", q(**created(hour_ago, DAY // 24))),
+        ("created in 5 minutes", q(**created(hour_ago, DAY // 288))),
+        ("created in the future (none)", q(**created(now + DAY, DAY))),
+        (f"prefix {prefix2!r} (1/256)", q(instanceIdPrefix=wrappers_pb2.StringValue(value=prefix2))),
+        (f"prefix {prefix4!r} (a few)", q(instanceIdPrefix=wrappers_pb2.StringValue(value=prefix4))),
+        ("COMPLETED + created in one day", q(runtimeStatus=[1], **created(hour_ago, DAY))),
+        ("RUNNING + created in one hour", q(runtimeStatus=[0], **created(hour_ago, DAY // 24))),
+        ("SUSPENDED + created in 10 days", q(runtimeStatus=[7], **created(hour_ago - 9 * DAY, 10 * DAY))),
+        (
+            "TERMINATED + created in 10 days, payloads",
+            q(runtimeStatus=[5], fetchInputsAndOutputs=True, **created(hour_ago - 9 * DAY, 10 * DAY)),
+        ),
+        (
+            f"prefix {prefix2!r} + FAILED, payloads",
+            q(runtimeStatus=[3], fetchInputsAndOutputs=True, instanceIdPrefix=wrappers_pb2.StringValue(value=prefix2)),
+        ),
+        ("ids: all finished", pb.ListInstanceIdsRequest(pageSize=100)),
+        (
+            "ids: COMPLETED, completed in one hour",
+            pb.ListInstanceIdsRequest(
+                pageSize=100,
+                runtimeStatus=[1],
+                completedTimeFrom=_ts(hour_ago),
+                completedTimeTo=_ts(hour_ago + DAY // 24),
+            ),
+        ),
+        (
+            "ids: completed in 20 days",
+            pb.ListInstanceIdsRequest(
+                pageSize=100, completedTimeFrom=_ts(hour_ago - 19 * DAY), completedTimeTo=_ts(hour_ago + DAY)
+            ),
+        ),
+    ]
+
+
+def _pages(stub: Any, request: Any) -> tuple[float, float, int]:
+    """(first page ms, next page ms, rows on the first page): the best of three, each page read fresh."""
+    is_ids = isinstance(request, pb.ListInstanceIdsRequest)
+    first, second, rows = [], [], 0
+    for _ in range(3):
+        if is_ids:
+            ms, answer = _ms(lambda: stub.ListInstanceIds(request, timeout=30))
+            rows, token = (
+                len(answer.instanceIds),
+                answer.lastInstanceKey if answer.HasField("lastInstanceKey") else None,
+            )
+        else:
+            ms, answer = _ms(lambda: stub.QueryInstances(pb.QueryInstancesRequest(query=request), timeout=30))
+            rows = len(answer.orchestrationState)
+            token = answer.continuationToken if answer.HasField("continuationToken") else None
+        first.append(ms)
+        if token is not None:
+            nxt = pb.ListInstanceIdsRequest() if is_ids else pb.InstanceQuery()
+            nxt.CopyFrom(request)
+            if is_ids:
+                nxt.lastInstanceKey.CopyFrom(token)
+                second.append(_ms(lambda n=nxt: stub.ListInstanceIds(n, timeout=30))[0])
+            else:
+                nxt.continuationToken.CopyFrom(token)
+                second.append(_ms(lambda n=nxt: stub.QueryInstances(pb.QueryInstancesRequest(query=n), timeout=30))[0])
+    return min(first), (min(second) if second else float("nan")), rows
+
+
+def throughput_round(db: str, count: int) -> tuple[float, float]:
+    """(orchestrations per second, emulator CPU ms per orchestration) of ``count`` 3-activity chains on an
+    emulator over ``db``, one worker process."""
+    with emulator(db) as (address, _, proc):
+        worker = run_all._spawn(run_all.OURS_PY, ["worker_proc.py", address], for_peer=False)
+        try:
+            run_all._await_ready(worker, "worker")
+            before = run_all._cpu_seconds(proc.pid) or 0.0
+            result = run_all._json_run(
+                run_all.OURS_PY, ["client_proc.py", address, "throughput", str(count)], for_peer=False
+            )
+            cpu = (run_all._cpu_seconds(proc.pid) or 0.0) - before
+        finally:
+            run_all._close(worker)
+    return float(result["per_second"]), cpu * 1000 / count
+
+
+def purge_beside_calls(address: str, created_to: int) -> dict[str, Any]:
+    """A filter purge of everything created before ``created_to``, with admin_load.py's probes running meanwhile."""
+    recorder, stop, streams = admin_load.Recorder(), threading.Event(), []  # type: ignore[var-annotated]
+    started: dict[str, float] = {}
+    channel = grpc.insecure_channel(address)
+    stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+    threads = [
+        threading.Thread(target=admin_load._starter, args=(stub, recorder, stop, started)),
+        threading.Thread(target=admin_load._raiser, args=(stub, recorder, stop)),
+        threading.Thread(target=admin_load._pinger, args=(stub, recorder, stop)),
+        threading.Thread(target=admin_load._receiver, args=(stub, recorder, started, streams), daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    began = time.time()
+    request = pb.PurgeInstancesRequest(purgeInstanceFilter=pb.PurgeInstanceFilter(createdTimeTo=_ts(created_to)))
+    purged = stub.PurgeInstances(request, timeout=3600).deletedInstanceCount
+    ended = time.time()
+    time.sleep(0.5)
+    stop.set()
+    for t in threads[:3]:
+        t.join()
+    for call in streams:
+        call.cancel()
+    channel.close()
+    samples = recorder.by_phase({"before": (0.0, began), "purge": (began, ended)})
+    latency = {f"{p}/{k}": admin_load._summary(v) for (p, k), v in sorted(samples.items())}
+    return {"purged": purged, "seconds": ended - began, "latency_ms": latency}
+
+
+def open_seconds(db: str) -> float:
+    """Seconds the emulator's store takes to open this file and release leftover leases (what a restart adds)."""
+    from emulator.storage import SqliteBackend
+
+    began = time.perf_counter()
+    backend = SqliteBackend(db)
+    backend.release_all_leases()
+    backend.close()
+    return time.perf_counter() - began
+
+
+def serve_without_checkpoints(db: str, port: int) -> None:
+    from emulator.server import EmulatorServer
+    from emulator.storage import SqliteBackend
+
+    SqliteBackend.checkpoint = lambda self: None  # type: ignore[method-assign]
+    server = EmulatorServer(port=port, db_path=db)
+    server.start()
+    print(f"ready {port}", flush=True)
+    sys.stdin.read()
+    server.stop()
+
+
+def purge_step(db: str, instances: int) -> None:
+    """Four filter purges of consecutive created ranges (2.5 % of the store each), alternating the emulator
+    with and without its purge checkpoints, each beside the probes of admin_load.py."""
+    conn = sqlite3.connect(db)
+    cuts = [
+        conn.execute(
+            "SELECT created_at FROM instances WHERE hub = ? ORDER BY created_at LIMIT 1 OFFSET ?", (HUB, n)
+        ).fetchone()[0]
+        for n in (instances // 40, instances // 20, instances * 3 // 40, instances // 10)
+    ]
+    conn.close()
+    print("purge: filter purges of 2.5 % of the store each (by created time), alternating with/without checkpoints")
+    for cut, checkpoints in zip(cuts, (True, False, True, False), strict=True):
+        with emulator(db, checkpoints) as (address, _, _proc):
+            r = purge_beside_calls(address, cut)
+        start = r["latency_ms"].get("purge/start", {"p50": float("nan"), "p99": float("nan"), "n": 0})
+        others = [f"{k.split('/')[1]} p99 {v['p99']:.0f}" for k, v in r["latency_ms"].items()
+                  if k.startswith("purge/") and k != "purge/start"]  # fmt: skip
+        print(
+            f"  {'checkpoints' if checkpoints else 'no checkpoints':15s} {r['purged']:7,} in {r['seconds']:5.1f} s = "
+            f"{r['purged'] / r['seconds']:6,.0f}/s (target >= 5,000/s); start during it p50 {start['p50']:.1f} ms, "
+            f"p99 {start['p99']:.1f} ms (target <= 100 ms; n={start['n']}); {', '.join(others)} ms",
+            flush=True,
+        )
+
+
+def _stored_ids(db: str, count: int = 2000) -> list[str]:
+    conn = sqlite3.connect(db)
+    ids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT instance_id FROM instances WHERE hub = ? AND instance_id > ? LIMIT ?",
+            (HUB, uuid.uuid4().hex, count),
+        )
+    ]
+    conn.close()
+    return ids
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--instances", type=int, default=1_000_000)
+    parser.add_argument("--db", help="store file: generated when missing, kept afterwards (default: a temporary one)")
+    parser.add_argument("--skip", default="", help="steps to leave out: throughput,purge")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved throughput rounds per store")
+    parser.add_argument("--orchestrations", type=int, default=300, help="chains per throughput round")
+    parser.add_argument("--serve-without-checkpoints", metavar="DB", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_without_checkpoints:
+        serve_without_checkpoints(args.serve_without_checkpoints, args.port)
+        return 0
+    skip = set(filter(None, args.skip.split(",")))
+    with tempfile.TemporaryDirectory() as folder:
+        db = args.db or str(Path(folder) / "store.db")
+        if not os.path.exists(db):
+            g = generate(db, args.instances)
+            print(
+                f"generate: {args.instances:,} finished 3-activity chains (12 history events each) in "
+                f"{g['seconds']:.1f} s = {g['per_second']:,.0f} instances/s; store {g['bytes'] / 2**20:,.0f} MiB = "
+                f"{g['bytes_per_instance']:,.0f} bytes per instance (rows + indexes)",
+                flush=True,
+            )
+            sizes = table_sizes(db)
+            if sizes:
+                print(
+                    "  by table/index (bytes per instance): "
+                    + ", ".join(f"{name} {size / args.instances:.0f}" for name, size in list(sizes.items())[:8]),
+                    flush=True,
+                )
+        ids = _stored_ids(db)
+        opened = open_seconds(db)
+        with emulator(db) as (address, ready, _proc):
+            print(
+                f"restart: first answered GetInstance {ready:.2f} s after the process was spawned (target <= 1 s); "
+                f"of which opening the store (schema check, lease release) {opened * 1000:.0f} ms, the rest is "
+                "process start and imports"
+            )
+            channel = grpc.insecure_channel(address)
+            stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+            stub.Hello(empty_pb2.Empty(), timeout=10)
+            g = point_reads(stub, ids)
+            print(
+                f"get: GetInstance of random stored instances, n={g['n']}: p50 {g['p50']:.2f} ms, "
+                f"p99 {g['p99']:.2f} ms (target <= 2 ms)",
+                flush=True,
+            )
+            print("list: first page / next page, best of 3, ms (target <= 20 ms each); rows on the first page")
+            now = int(time.time() * 1_000_000)
+            worst = 0.0
+            for label, request in list_queries(now, ids):
+                first, second, rows = _pages(stub, request)
+                worst = max(worst, first, second if second == second else 0.0)
+                print(f"  {label:44s} {first:7.1f} / {second:7.1f}   {rows:5d} rows", flush=True)
+            print(f"  slowest page: {worst:.1f} ms")
+            channel.close()
+        if "throughput" not in skip:
+            empty = str(Path(folder) / "empty.db")
+            rates: dict[str, list[float]] = {"empty": [], "full": []}
+            cpu: dict[str, list[float]] = {"empty": [], "full": []}
+            for _ in range(args.rounds):
+                for which, path in (("empty", empty), ("full", db)):
+                    rate, ms = throughput_round(path, args.orchestrations)
+                    rates[which].append(rate)
+                    cpu[which].append(ms)
+            e, f = statistics.median(rates["empty"]), statistics.median(rates["full"])
+            print(
+                f"throughput: {args.orchestrations} chains per round, interleaved empty/full x {args.rounds}: "
+                f"empty {', '.join(f'{r:.0f}' for r in rates['empty'])}/s; full "
+                f"{', '.join(f'{r:.0f}' for r in rates['full'])}/s; full / empty (medians) {f / e:.0%} "
+                "(target >= 90 %)",
+                flush=True,
+            )
+            print(
+                f"  emulator CPU per orchestration (median): empty {statistics.median(cpu['empty']):.2f} ms, "
+                f"full {statistics.median(cpu['full']):.2f} ms",
+                flush=True,
+            )
+        if "purge" not in skip:
+            purge_step(db, args.instances)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""The least a Python gRPC worker can do per work item: read it from the stream and complete it, with no SDK.
+
+Usage: worker_floor_proc.py ADDRESS; prints ``ready``, runs until stdin closes. Each item is answered on the
+stream's own thread with the smallest completion that reports success (the orchestration completes, the
+activity returns ``1``, every entity operation succeeds), so its CPU per item is the transport's share of any
+worker's: what bench/worker_cpu.py's ratios can at most reach.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import grpc
+from google.protobuf import empty_pb2, wrappers_pb2
+
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+
+DONE = pb.OrchestratorAction(
+    id=1, completeOrchestration=pb.CompleteOrchestrationAction(orchestrationStatus=pb.ORCHESTRATION_STATUS_COMPLETED)
+)
+ONE = wrappers_pb2.StringValue(value="1")
+
+
+def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem) -> None:
+    token = item.completionToken
+    if item.HasField("orchestratorRequest"):
+        iid = item.orchestratorRequest.instanceId
+        stub.CompleteOrchestratorTask(pb.OrchestratorResponse(instanceId=iid, completionToken=token, actions=[DONE]))
+    elif item.HasField("activityRequest"):
+        request = item.activityRequest
+        stub.CompleteActivityTask(
+            pb.ActivityResponse(
+                instanceId=request.orchestrationInstance.instanceId, taskId=request.taskId, result=ONE,
+                completionToken=token,
+            )
+        )  # fmt: skip
+    elif item.HasField("entityRequest"):
+        ops = len(item.entityRequest.operations)
+        ok = pb.OperationResult(success=pb.OperationResultSuccess())
+        stub.CompleteEntityTask(pb.EntityBatchResult(results=[ok] * ops, completionToken=token))
+
+
+def main() -> None:
+    channel = grpc.insecure_channel(sys.argv[1])
+    stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+    stub.Hello(empty_pb2.Empty(), timeout=30)
+    call = stub.GetWorkItems(pb.GetWorkItemsRequest())
+
+    def serve() -> None:
+        try:
+            for item in call:
+                answer(stub, item)
+        except grpc.RpcError:
+            pass  # cancelled at the end
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    print("ready", flush=True)
+    sys.stdin.read()
+    call.cancel()
+    channel.close()
+
+
+if __name__ == "__main__":
+    main()
