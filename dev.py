@@ -69,6 +69,10 @@ def ensure_peer_venv() -> None:
     wanted = " ".join(PEER_PACKAGES)
     if stamp.exists() and stamp.read_text() == wanted:
         return
+    if PEER_VENV.is_symlink():
+        # Clearing would empty the environment the link points at, which other checkouts may be using.
+        sys.exit(f"{PEER_VENV} is a link to an environment with other packages than {wanted}; "
+                 "remove the link and run again to create an environment of this checkout's own")
     print(f"creating the interop peer environment in {PEER_VENV}", flush=True)
     venv.EnvBuilder(with_pip=True, clear=True).create(PEER_VENV)
     pip = [str(PEER_PY), "-m", "pip", "--disable-pip-version-check", "install", "-q"]
