@@ -9,11 +9,14 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
+from emulator import aio_loop
 from emulator.auth import TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_ENV, TOKEN_FILE_ENV, read_token_file
 from emulator.errors import DatabaseInUseError
 from emulator.faults import FaultProfile
 from emulator.server import EmulatorServer
+from emulator.worker_view import worker_source
 
 
 def _fault_profile(text: str) -> FaultProfile:
@@ -61,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         "full: every commit is synced to disk (survives power loss, slower)",
     )
     parser.add_argument(
+        "--dashboard-port",
+        type=int,
+        default=8082,
+        help="port of the web dashboard, on the same host; 0 picks one (default 8082; needs the 'dashboard' extra)",
+    )
+    parser.add_argument("--no-dashboard", action="store_true", help="do not serve the web dashboard")
+    parser.add_argument(
         "--faults",
         type=_fault_profile,
         help="inject faults for testing, e.g. 'cut_stream_every=5s,stall_every=20s,stall_for=3s,goaway_every=30s,"
@@ -100,9 +110,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stopped.set())
     server.start()
     print(f"Durable Task emulator listening on {server.address}", flush=True)
+    dashboard = None if args.no_dashboard else _start_dashboard(args, server, hubs, token)
     stopped.wait()
+    if dashboard is not None:
+        aio_loop.run(dashboard.close())
     server.stop(grace=2.0)
     return 0
+
+
+def _start_dashboard(args: argparse.Namespace, server: EmulatorServer, hubs: tuple[str, ...], token: str | None) -> Any:
+    """Serves the web dashboard on the emulator's loop, through a client of the emulator's own gRPC port.
+
+    The dashboard is the SDK's (``durabletask.dashboard``): the one place the emulator's command line uses more
+    of the SDK than its foundations, so the server itself stays free of it.
+    """
+    from durabletask.dashboard import missing_server_message, start
+    from durabletask.dashboard.connect import endpoint_clients
+
+    problem = missing_server_message()
+    if problem is not None:
+        print(f"durabletask-emulator: no dashboard: {problem} (or pass --no-dashboard)", file=sys.stderr, flush=True)
+        return None
+    target = f"{_reachable(server.host)}:{server.port}"
+    certificate = None
+    if args.tls_cert is not None:
+        with open(args.tls_cert, "rb") as f:
+            certificate = f.read()
+        target = f"grpcs://{target}"
+    clients = endpoint_clients(target, token, root_certificates=certificate)
+    try:
+        dashboard = aio_loop.run(
+            start(clients, hubs, host=server.host, port=args.dashboard_port, token=token, workers=worker_source(server))
+        )
+    except OSError as error:
+        print(f"durabletask-emulator: no dashboard: {error}", file=sys.stderr, flush=True)
+        return None
+    print(f"Durable Task dashboard on {dashboard.url}", flush=True)
+    return dashboard
+
+
+def _reachable(host: str) -> str:
+    """The address a client in this process dials to reach a server bound to ``host``."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "[::1]"}.get(host, host)
 
 
 def _server(args: argparse.Namespace, hubs: tuple[str, ...], token: str | None) -> EmulatorServer:

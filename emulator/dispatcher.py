@@ -85,6 +85,8 @@ class WorkDispatcher:
         self._closed = False
         self._active = 0
         self._leases: dict[str, Lease] = {}
+        #: Open streams by ID, read by the dashboard's worker view (changed on the loop thread only).
+        self.streams: dict[int, StreamState] = {}
         self._by_key: dict[tuple[str, str, str | int], str] = {}
         # Leases of vanished streams, oldest first: their completions count until the work is leased again.
         self._orphans: dict[str, Lease] = {}
@@ -227,9 +229,11 @@ class WorkDispatcher:
         )
         state.sessions = self.sessions.view(state.id, keeps_sessions)
         with self._tracked():
+            self.streams[state.id] = state
             try:
                 await self._serve(state, is_active, send)
             finally:
+                del self.streams[state.id]
                 self._drop_stream(state)
 
     async def _serve(

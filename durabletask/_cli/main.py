@@ -11,6 +11,7 @@ import grpc
 
 from durabletask import client as dt_client
 from durabletask._cli.commands import COMMANDS, Handler, UsageError
+from durabletask._cli.dashboard_command import cmd_dashboard
 from durabletask._cli.entity_commands import cmd_entity
 from durabletask._cli.parser import build_parser
 from durabletask._cli.render import Renderer
@@ -50,6 +51,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     """Runs the ``durabletask`` command line; returns the process exit code."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
+    if args.command == "dashboard":
+        return cmd_dashboard(args, out, err)
     renderer = Renderer(out, as_json=args.json)
     handler: Handler
     if args.command in SCHEDULE_COMMANDS:

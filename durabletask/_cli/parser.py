@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from durabletask._cli.dashboard_command import add_parser as add_dashboard_parser
 from durabletask._cli.payloads import add_store_options
 from durabletask._cli.schedule_commands import add_schedule_commands
 
@@ -171,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     _instance_commands(sub)
     _entity_commands(sub)
     add_schedule_commands(sub)
+    add_dashboard_parser(sub)
     # As with az, kubectl and gh, the global options may also follow the command: 'list --json --endpoint ...'.
     for command in _command_parsers(parser):
         _add_global_options(command, with_defaults=False)

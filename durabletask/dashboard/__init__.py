@@ -1,0 +1,79 @@
+"""A web dashboard for the emulator and any DTS endpoint: orchestrations, instances, entities, workers, actions.
+
+It talks to the backend only through the async client, so it works wherever the public protocol does. The web
+server (aiohttp, the ``dashboard`` extra) is imported only when a dashboard starts, so the SDK installs without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from durabletask.dashboard.hubs import ClientFactory, Hubs, WorkerSource
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+__all__ = ["Dashboard", "missing_server_message", "start"]
+
+
+def missing_server_message() -> str | None:
+    """Why the dashboard cannot start here (its web server is not installed), or ``None`` if it can."""
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        return "the dashboard needs aiohttp: pip install 'dtscale[dashboard]'"
+    return None
+
+
+@dataclass
+class Dashboard:
+    """A running dashboard: its address and how to stop it (on the loop that started it)."""
+
+    host: str
+    port: int
+    runner: web.AppRunner
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def close(self) -> None:
+        await self.runner.cleanup()
+
+
+async def start(
+    clients: ClientFactory,
+    hubs: Sequence[str],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8082,
+    token: str | None = None,
+    workers: WorkerSource | None = None,
+    live_interval: float = 1.0,
+) -> Dashboard:
+    """Serves the dashboard for ``hubs`` on the running loop; ``port=0`` picks a free port.
+
+    Raises:
+        ImportError: aiohttp is not installed.
+        OSError: the port cannot be bound.
+    """
+    from aiohttp import web
+
+    from durabletask.dashboard.app import build_app
+
+    app = build_app(Hubs(clients, tuple(hubs), workers), token=token, live_interval=live_interval)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    server = site._server
+    sockets = getattr(server, "sockets", None) or []
+    bound = sockets[0].getsockname()[1] if sockets else port
+    return Dashboard(host, bound, runner)

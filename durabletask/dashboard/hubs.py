@@ -1,0 +1,118 @@
+"""The task hubs the dashboard shows, each reached through one async client (the public protocol only).
+
+A hub the backend refuses (unknown hub, missing or wrong credentials) is marked refused with the service's
+message, and the server answers every action on it with 403 instead of forwarding it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from durabletask._client.async_client import AsyncTaskHubGrpcClient
+from durabletask._client.models import OrchestrationQuery, OrchestrationState, OrchestrationStatus
+from durabletask.dashboard import views
+
+# Statuses that mean "this caller may not use this hub", as opposed to a passing failure.
+REFUSALS = (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED)
+# The list fetches at most this many instances per filter; the page says when the cap was reached.
+MAX_LISTED = 10_000
+
+ClientFactory = Callable[[str], AsyncTaskHubGrpcClient]
+#: Reads connected workers and backlog for a hub; ``None`` means the backend cannot tell.
+WorkerSource = Callable[[str], Awaitable["dict[str, Any] | None"]]
+
+
+def describe(error: BaseException) -> str:
+    """The service's own words for a refused call (``CODE: details``), or the error's message."""
+    if isinstance(error, grpc.RpcError):
+        code = error.code() if callable(getattr(error, "code", None)) else None
+        details = error.details() if callable(getattr(error, "details", None)) else str(error)
+        return f"{code.name if code is not None else 'ERROR'}: {details}"
+    return str(error) or type(error).__name__
+
+
+def is_refusal(error: BaseException) -> bool:
+    return isinstance(error, grpc.RpcError) and callable(getattr(error, "code", None)) and error.code() in REFUSALS
+
+
+def parse_json(text: str | None, field_name: str) -> Any:
+    """A JSON payload typed in the page; empty means none. ``ValueError`` names the field and the problem."""
+    if text is None or not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        message = f"{field_name} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        raise ValueError(message) from None
+
+
+@dataclass
+class Hub:
+    name: str
+    client: AsyncTaskHubGrpcClient
+    refused: str | None = None  # the service's message when it refused this hub
+    checked: bool = False
+
+    async def check(self) -> None:
+        """Asks the backend once whether this caller may use the hub."""
+        try:
+            await self.client.list_instance_ids(page_size=1)
+            self.refused = None
+        except Exception as error:
+            if not is_refusal(error):
+                raise
+            self.refused = describe(error)
+        self.checked = True
+
+    async def query(self, flt: views.ListFilter) -> tuple[list[OrchestrationState], bool]:
+        """Instances matching the filters the protocol can express; whether the cap cut the list short."""
+        statuses = [OrchestrationStatus[s] for s in flt.statuses] or None
+        query = OrchestrationQuery(
+            created_time_from=flt.created_from,
+            created_time_to=flt.created_to,
+            runtime_status=statuses,
+            max_instance_count=1000,
+            instance_id_prefix=flt.prefix or None,
+        )
+        states = await self.client.get_all_orchestration_states(query)
+        return states[:MAX_LISTED], len(states) > MAX_LISTED
+
+
+@dataclass
+class Hubs:
+    """The dashboard's hubs by name, with one client each, and where worker information comes from."""
+
+    factory: ClientFactory
+    names: Sequence[str]
+    workers: WorkerSource | None = None
+    _hubs: dict[str, Hub] = field(default_factory=dict)
+    _lock: asyncio.Lock | None = None
+
+    async def get(self, name: str) -> Hub:
+        """The hub, checked with the backend on first use. ``KeyError`` for a hub the dashboard was not given."""
+        if name not in self.names:
+            raise KeyError(name)
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            hub = self._hubs.get(name)
+            if hub is None:
+                hub = self._hubs[name] = Hub(name, self.factory(name))
+            if not hub.checked:
+                await hub.check()
+        return hub
+
+    async def close(self) -> None:
+        for hub in self._hubs.values():
+            await hub.client.close()
+        self._hubs.clear()
+
+    async def workers_of(self, name: str) -> dict[str, Any] | None:
+        """Connected workers and backlog of the hub, or ``None`` when the backend cannot tell."""
+        return None if self.workers is None else await self.workers(name)

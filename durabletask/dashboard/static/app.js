@@ -1,0 +1,169 @@
+// The dashboard page: routes itself from the URL (so back/forward and shared links keep filters), renders each
+// section from the server's JSON API, and re-renders when the server reports a change over server-sent events.
+import { renderInstance } from "./instance.js";
+import { renderEntities, renderEntity, renderWorkers } from "./entities.js";
+import { api, ask, el, hubPath, link, navigate, notice, statusBadge, STATUSES, when } from "./ui.js";
+const FILTERS = ["name", "status", "tag", "from", "to", "prefix"];
+const main = document.getElementById("main");
+let hubs = [];
+let live = null;
+
+// ------------------------------------------------------------------------------------------------ list page
+
+function filtersFromUrl() {
+  const query = new URLSearchParams(location.search);
+  return Object.fromEntries(FILTERS.map((k) => [k, query.get(k) || ""]));
+}
+
+function filterForm(hub, current) {
+  const input = (name, label, type = "text") => el("label", {}, label,
+    el("input", { name, type, value: current[name] }));
+  const status = el("select", { name: "status" }, el("option", { value: "" }, "Any"),
+    STATUSES.map((s) => el("option", { value: s, selected: current.status === s }, s)));
+  const form = el("form", { class: "filters", "aria-label": "Filters" },
+    input("name", "Name"), el("label", {}, "Status", status), input("tag", "Tag (key or key=value)"),
+    input("from", "Created from", "datetime-local"), input("to", "Created to", "datetime-local"),
+    input("prefix", "Instance ID prefix"), el("button", { type: "submit" }, "Apply filters"),
+    el("button", { type: "button", onclick: () => navigate(`/hubs/${encodeURIComponent(hub)}/orchestrations`) },
+      "Clear"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const query = new URLSearchParams();
+    for (const key of FILTERS) {
+      const value = form.elements[key].value.trim();
+      if (value) query.set(key, value);
+    }
+    navigate(`/hubs/${encodeURIComponent(hub)}/orchestrations?${query}`);
+  });
+  return form;
+}
+
+function newOrchestration(hub) {
+  ask({
+    title: "New orchestration", submitLabel: "Start",
+    fields: [
+      { name: "name", label: "Orchestrator name", required: true },
+      { name: "input", label: "Input (JSON)", type: "textarea", placeholder: '{"key": "value"}' },
+      { name: "instance_id", label: "Instance ID (optional)" },
+      { name: "version", label: "Version (optional)" },
+      { name: "tags", label: "Tags (key=value, comma-separated)" },
+    ],
+    submit: (values) => api(hubPath(hub, "orchestrations"), { body: values }),
+  });
+}
+
+async function bulk(hub, action) {
+  const query = location.search;
+  const { count } = await api(hubPath(hub, `bulk/${action}${query}`), { body: {} });
+  const which = action === "purge" ? "finished" : "unfinished";
+  ask({
+    title: `${action === "purge" ? "Purge" : "Terminate"} all matching`,
+    text: `${count} ${which} instance(s) match the current filters. This cannot be undone.`,
+    fields: action === "terminate" ? [{ name: "reason", label: "Reason" }] : [],
+    submitLabel: `${action === "purge" ? "Purge" : "Terminate"} ${count}`,
+    submit: (values) => api(hubPath(hub, `bulk/${action}${query}`), { body: { ...values, confirm: count } }),
+  });
+}
+
+async function renderList(hub) {
+  const current = filtersFromUrl();
+  const query = new URLSearchParams(location.search);
+  const data = await api(hubPath(hub, `orchestrations?${query}`));
+  const page = data.page;
+  const pages = Math.max(1, Math.ceil(data.total / data.page_size));
+  const goTo = (n) => { query.set("page", n); navigate(`${location.pathname}?${query}`); };
+  const instanceUrl = (id) => `/hubs/${encodeURIComponent(hub)}/instances/${encodeURIComponent(id)}`;
+  const rows = data.items.map((i) => el("tr", {},
+    el("td", {}, link(instanceUrl(i.instance_id), i.instance_id)), el("td", {}, i.name), el("td", {}, i.version || ""),
+    el("td", {}, statusBadge(i.status)),
+    el("td", {}, Object.entries(i.tags).map(([k, v]) => el("span", { class: "tag" }, `${k}=${v}`))),
+    el("td", {}, when(i.created_at)), el("td", {}, when(i.last_updated_at))));
+  const canAct = !data.refused;
+  main.replaceChildren(
+    el("h1", {}, "Orchestrations"),
+    data.refused ? el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${data.refused}`) : null,
+    el("div", { class: "toolbar" }, canAct ? [
+      el("button", { class: "primary", onclick: () => newOrchestration(hub) }, "New orchestration"),
+      el("button", { onclick: () => bulk(hub, "terminate").catch((e) => notice(e.message, true)) },
+        "Terminate all matching"),
+      el("button", { onclick: () => bulk(hub, "purge").catch((e) => notice(e.message, true)) }, "Purge all matching"),
+    ] : []),
+    filterForm(hub, current),
+    el("p", { class: "count" }, `${data.total} instance(s)${data.capped ? " (list capped: narrow the filters)" : ""}`),
+    el("table", { class: "grid", "aria-label": "Orchestrations" },
+      el("thead", {}, el("tr", {}, ["Instance ID", "Name", "Version", "Status", "Tags", "Created", "Last updated"]
+        .map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No instances")))),
+    el("nav", { class: "pager", "aria-label": "Pages" },
+      el("button", { disabled: page <= 1, onclick: () => goTo(page - 1) }, "Previous page"),
+      el("span", {}, `Page ${page} of ${pages}`),
+      el("button", { disabled: page >= pages, onclick: () => goTo(page + 1) }, "Next page")));
+}
+
+// ------------------------------------------------------------------------------------------------ routing
+
+function watch(hub, query) {
+  if (live) { live.close(); live = null; }
+  if (!document.getElementById("live").checked || !hub) return;
+  live = new EventSource(hubPath(hub, `live?${query}`));
+  live.addEventListener("change", () => render(false));
+}
+
+function parseRoute() {
+  const parts = location.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+  if (parts[0] !== "hubs" || parts.length < 2) return { hub: null };
+  return { hub: parts[1], section: parts[2] || "orchestrations", id: parts.slice(3).join("/") || null };
+}
+
+async function render(rewatch) {
+  const { hub, section, id } = parseRoute();
+  if (!hub) {
+    if (hubs.length) history.replaceState(null, "", `/hubs/${encodeURIComponent(hubs[0].name)}/orchestrations`);
+    return route();
+  }
+  const select = document.getElementById("hub-select");
+  select.value = hub;
+  for (const name of ["orchestrations", "entities", "workers"]) {
+    const a = document.getElementById(`nav-${name}`);
+    a.href = `/hubs/${encodeURIComponent(hub)}/${name}`;
+    a.onclick = (event) => { event.preventDefault(); navigate(a.getAttribute("href")); };
+    a.toggleAttribute("aria-current", section === name || (section === "instances" && name === "orchestrations"));
+  }
+  try {
+    if (section === "instances" && id) await renderInstance(main, hub, id);
+    else if (section === "entities" && id) await renderEntity(main, hub, id);
+    else if (section === "entities") await renderEntities(main, hub);
+    else if (section === "workers") await renderWorkers(main, hub);
+    else await renderList(hub);
+  } catch (problem) {
+    main.replaceChildren(el("p", { class: "error", role: "alert" }, problem.message));
+  }
+  if (rewatch) {
+    const query = section === "instances" && id ? new URLSearchParams({ id }) : new URLSearchParams(location.search);
+    if (section === "orchestrations" || (section === "instances" && id)) watch(hub, query);
+    else watch(null);
+  }
+}
+
+function route() {
+  return render(true);
+}
+
+async function boot() {
+  try {
+    hubs = (await api("/api/hubs")).hubs;
+  } catch (problem) {
+    main.replaceChildren(el("p", { class: "error", role: "alert" }, problem.message));
+    return;
+  }
+  const select = document.getElementById("hub-select");
+  select.replaceChildren(...hubs.map((h) => el("option", { value: h.name }, h.name + (h.refused ? " (refused)" : ""))));
+  select.addEventListener("change", () => navigate(`/hubs/${encodeURIComponent(select.value)}/orchestrations`));
+  document.getElementById("live").addEventListener("change", () => route());
+  window.addEventListener("popstate", () => route());
+  window.addEventListener("dashboard:route", () => route());
+  await route();
+  document.body.dataset.ready = "true";
+}
+
+boot();

@@ -1,0 +1,77 @@
+// Entities (list, one entity with its Signal action) and connected workers with their backlog.
+import { api, ask, el, hubPath, jsonBlock, link, navigate, when } from "./ui.js";
+
+const entityUrl = (hub, id) => `/hubs/${encodeURIComponent(hub)}/entities/${encodeURIComponent(id)}`;
+
+function signal(hub, id) {
+  ask({
+    title: `Signal ${id}`, submitLabel: "Signal",
+    fields: [{ name: "operation", label: "Operation", required: true },
+      { name: "input", label: "Input (JSON)", type: "textarea" }],
+    submit: (v) => api(hubPath(hub, `entity/signal?${new URLSearchParams({ id })}`), { body: v }),
+  });
+}
+
+export async function renderEntities(main, hub) {
+  const prefix = new URLSearchParams(location.search).get("prefix") || "";
+  const data = await api(hubPath(hub, `entities?${new URLSearchParams({ prefix })}`));
+  const form = el("form", { class: "filters", "aria-label": "Filters" },
+    el("label", {}, "Entity ID prefix", el("input", { name: "prefix", value: prefix, placeholder: "@counter@" })),
+    el("button", { type: "submit" }, "Apply filters"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = form.elements.prefix.value.trim();
+    navigate(`/hubs/${encodeURIComponent(hub)}/entities${value ? `?${new URLSearchParams({ prefix: value })}` : ""}`);
+  });
+  const rows = data.items.map((e) => el("tr", {},
+    el("td", {}, link(entityUrl(hub, e.id), e.id)), el("td", {}, e.name), el("td", {}, e.key),
+    el("td", {}, when(e.last_modified)), el("td", {}, e.locked_by || ""), el("td", {}, String(e.backlog_queue_size))));
+  main.replaceChildren(el("h1", {}, "Entities"),
+    data.refused ? el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${data.refused}`) : null,
+    form,
+    el("table", { class: "grid", "aria-label": "Entities" },
+      el("thead", {}, el("tr", {}, ["Entity ID", "Name", "Key", "Last modified", "Locked by", "Queued operations"]
+        .map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No entities")))));
+}
+
+export async function renderEntity(main, hub, id) {
+  const e = await api(hubPath(hub, `entity?${new URLSearchParams({ id })}`));
+  const row = (label, ...value) => [el("dt", {}, label), el("dd", {}, ...value)];
+  main.replaceChildren(
+    el("p", {}, link(`/hubs/${encodeURIComponent(hub)}/entities`, "← Entities")),
+    el("h1", {}, e.id),
+    e.refused ? null : el("div", { class: "toolbar" }, el("button", { onclick: () => signal(hub, id) }, "Signal")),
+    el("dl", { class: "props" }, row("Name", e.name), row("Key", e.key), row("Last modified", when(e.last_modified)),
+      row("Locked by", e.locked_by || "(unlocked)"), row("Queued operations", String(e.backlog_queue_size))),
+    el("h2", {}, "State"), jsonBlock(e.state));
+}
+
+function filterText(entries) {
+  if (entries === null || entries === undefined) return "all";
+  if (!entries.length) return "none";
+  return entries.map((f) => f.name + (f.versions && f.versions.length ? ` (${f.versions.join(", ")})` : "")).join(", ");
+}
+
+export async function renderWorkers(main, hub) {
+  const data = await api(hubPath(hub, "workers"));
+  if (!data.available) {
+    main.replaceChildren(el("h1", {}, "Workers"),
+      el("p", {}, "Not available: this backend does not tell which workers are connected."));
+    return;
+  }
+  const workers = data.workers.map((w) => el("tr", {},
+    el("td", {}, String(w.id)), el("td", {}, filterText(w.orchestrations)), el("td", {}, filterText(w.activities)),
+    el("td", {}, filterText(w.entities)), el("td", {}, w.capabilities.join(", ")), el("td", {}, String(w.in_flight))));
+  const backlog = data.backlog.map((b) => el("tr", {},
+    el("td", {}, b.kind), el("td", {}, b.name), el("td", {}, b.version || ""), el("td", {}, String(b.count))));
+  main.replaceChildren(el("h1", {}, "Workers"),
+    el("table", { class: "grid", "aria-label": "Connected workers" },
+      el("thead", {}, el("tr", {}, ["Stream", "Orchestrations", "Activities", "Entities", "Capabilities", "In flight"]
+        .map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, workers.length ? workers : el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No worker connected")))),
+    el("h2", {}, "Pending backlog"),
+    el("table", { class: "grid", "aria-label": "Pending backlog" },
+      el("thead", {}, el("tr", {}, ["Kind", "Name", "Version", "Pending"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, backlog.length ? backlog : el("tr", {}, el("td", { colspan: 4, class: "muted" }, "Nothing pending")))));
+}
