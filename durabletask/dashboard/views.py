@@ -178,6 +178,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _status_name(value: int) -> str | int:
+    try:
+        return OrchestrationStatus(value).name
+    except ValueError:
+        return value
+
+
 def history_rows(events: Sequence[history.HistoryEvent]) -> list[dict[str, Any]]:
     """One row per event with its payload fields; a completion carries ``completes`` (the scheduling event ID)."""
     names: dict[int, str] = {}
@@ -185,6 +192,8 @@ def history_rows(events: Sequence[history.HistoryEvent]) -> list[dict[str, Any]]
     for event in events:
         kind = type(event).__name__
         fields = {k: v for k, v in _plain(event).items() if k not in ("event_id", "timestamp") and v is not None}
+        if isinstance(fields.get("orchestration_status"), int):
+            fields["orchestration_status"] = _status_name(fields["orchestration_status"])
         ref_field = _COMPLETES.get(kind)
         ref = getattr(event, ref_field) if ref_field else None
         if kind in _OPENS:

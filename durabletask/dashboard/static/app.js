@@ -2,7 +2,7 @@
 // section from the server's JSON API, and re-renders when the server reports a change over server-sent events.
 import { renderInstance } from "./instance.js";
 import { renderEntities, renderEntity, renderWorkers } from "./entities.js";
-import { api, ask, el, hubPath, link, navigate, notice, statusBadge, STATUSES, when } from "./ui.js";
+import { api, ask, el, hubPath, link, navigate, notice, show, statusBadge, STATUSES, when } from "./ui.js";
 const FILTERS = ["name", "status", "tag", "from", "to", "prefix"];
 const main = document.getElementById("main");
 let hubs = [];
@@ -79,7 +79,7 @@ async function renderList(hub) {
     el("td", {}, Object.entries(i.tags).map(([k, v]) => el("span", { class: "tag" }, `${k}=${v}`))),
     el("td", {}, when(i.created_at)), el("td", {}, when(i.last_updated_at))));
   const canAct = !data.refused;
-  main.replaceChildren(
+  show(main, 
     el("h1", {}, "Orchestrations"),
     data.refused ? el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${data.refused}`) : null,
     el("div", { class: "toolbar" }, canAct ? [
@@ -136,7 +136,7 @@ async function render(rewatch) {
     else if (section === "workers") await renderWorkers(main, hub);
     else await renderList(hub);
   } catch (problem) {
-    main.replaceChildren(el("p", { class: "error", role: "alert" }, problem.message));
+    show(main, el("p", { class: "error", role: "alert" }, problem.message));
   }
   if (rewatch) {
     const query = section === "instances" && id ? new URLSearchParams({ id }) : new URLSearchParams(location.search);
@@ -153,7 +153,7 @@ async function boot() {
   try {
     hubs = (await api("/api/hubs")).hubs;
   } catch (problem) {
-    main.replaceChildren(el("p", { class: "error", role: "alert" }, problem.message));
+    show(main, el("p", { class: "error", role: "alert" }, problem.message));
     return;
   }
   const select = document.getElementById("hub-select");

@@ -1,5 +1,5 @@
 // Entities (list, one entity with its Signal action) and connected workers with their backlog.
-import { api, ask, el, hubPath, jsonBlock, link, navigate, when } from "./ui.js";
+import { api, ask, el, hubPath, jsonBlock, link, navigate, show, when } from "./ui.js";
 
 const entityUrl = (hub, id) => `/hubs/${encodeURIComponent(hub)}/entities/${encodeURIComponent(id)}`;
 
@@ -26,7 +26,7 @@ export async function renderEntities(main, hub) {
   const rows = data.items.map((e) => el("tr", {},
     el("td", {}, link(entityUrl(hub, e.id), e.id)), el("td", {}, e.name), el("td", {}, e.key),
     el("td", {}, when(e.last_modified)), el("td", {}, e.locked_by || ""), el("td", {}, String(e.backlog_queue_size))));
-  main.replaceChildren(el("h1", {}, "Entities"),
+  show(main, el("h1", {}, "Entities"),
     data.refused ? el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${data.refused}`) : null,
     form,
     el("table", { class: "grid", "aria-label": "Entities" },
@@ -38,7 +38,7 @@ export async function renderEntities(main, hub) {
 export async function renderEntity(main, hub, id) {
   const e = await api(hubPath(hub, `entity?${new URLSearchParams({ id })}`));
   const row = (label, ...value) => [el("dt", {}, label), el("dd", {}, ...value)];
-  main.replaceChildren(
+  show(main, 
     el("p", {}, link(`/hubs/${encodeURIComponent(hub)}/entities`, "← Entities")),
     el("h1", {}, e.id),
     e.refused ? null : el("div", { class: "toolbar" }, el("button", { onclick: () => signal(hub, id) }, "Signal")),
@@ -56,7 +56,7 @@ function filterText(entries) {
 export async function renderWorkers(main, hub) {
   const data = await api(hubPath(hub, "workers"));
   if (!data.available) {
-    main.replaceChildren(el("h1", {}, "Workers"),
+    show(main, el("h1", {}, "Workers"),
       el("p", {}, "Not available: this backend does not tell which workers are connected."));
     return;
   }
@@ -65,7 +65,7 @@ export async function renderWorkers(main, hub) {
     el("td", {}, filterText(w.entities)), el("td", {}, w.capabilities.join(", ")), el("td", {}, String(w.in_flight))));
   const backlog = data.backlog.map((b) => el("tr", {},
     el("td", {}, b.kind), el("td", {}, b.name), el("td", {}, b.version || ""), el("td", {}, String(b.count))));
-  main.replaceChildren(el("h1", {}, "Workers"),
+  show(main, el("h1", {}, "Workers"),
     el("table", { class: "grid", "aria-label": "Connected workers" },
       el("thead", {}, el("tr", {}, ["Stream", "Orchestrations", "Activities", "Entities", "Capabilities", "In flight"]
         .map((h) => el("th", { scope: "col" }, h)))),

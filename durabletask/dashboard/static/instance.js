@@ -1,5 +1,5 @@
 // The instance page: overview, actions, a Gantt timeline of its work, and its history with payloads.
-import { api, ask, el, hubPath, jsonBlock, link, navigate, statusBadge, when } from "./ui.js";
+import { api, ask, el, hubPath, jsonBlock, link, navigate, show, statusBadge, when } from "./ui.js";
 
 const instanceUrl = (hub, id) => `/hubs/${encodeURIComponent(hub)}/instances/${encodeURIComponent(id)}`;
 
@@ -51,12 +51,15 @@ function actionButtons(hub, data) {
     }, "Purge"));
 }
 
+function failureBody(failure) {
+  return [el("p", {}, el("strong", {}, failure.error_type), ": ", failure.message),
+    failure.stack_trace ? el("pre", { class: "stack" }, failure.stack_trace) : null,
+    failure.inner ? el("div", { class: "inner" }, "Caused by:", failureBody(failure.inner)) : null];
+}
+
 function failureBlock(failure) {
   if (!failure) return null;
-  return el("div", { class: "failure", role: "region", "aria-label": "Failure details" },
-    el("p", {}, el("strong", {}, failure.error_type), ": ", failure.message),
-    failure.stack_trace ? el("pre", { class: "stack" }, failure.stack_trace) : null,
-    failure.inner ? el("div", { class: "inner" }, "Caused by:", failureBlock(failure.inner)) : null);
+  return el("div", { class: "failure", role: "region", "aria-label": "Failure details" }, failureBody(failure));
 }
 
 function overview(hub, d) {
@@ -78,9 +81,12 @@ function overview(hub, d) {
       fingerprint.length ? row("Attach fingerprint", el("ul", {}, fingerprint.map(([k, v]) =>
         el("li", {}, el("code", {}, k.replace("durabletask.fingerprint.", "")), ": ", el("code", {}, v))))) : []),
     failureBlock(d.failure),
-    el("h3", {}, "Input"), jsonBlock(d.input),
-    el("h3", {}, "Output"), jsonBlock(d.output),
-    el("h3", {}, "Custom status"), jsonBlock(d.custom_status));
+    payload("Input", d.input), payload("Output", d.output), payload("Custom status", d.custom_status));
+}
+
+function payload(title, text) {
+  const id = `payload-${title.toLowerCase().replace(" ", "-")}`;
+  return el("div", { role: "region", "aria-labelledby": id }, el("h3", { id }, title), jsonBlock(text));
 }
 
 function timeline(d) {
@@ -93,7 +99,8 @@ function timeline(d) {
   const seconds = (ms) => `${(ms / 1000).toFixed(ms < 10000 ? 3 : 1)} s`;
   const rows = bars.map((b) => {
     const start = Date.parse(b.start) - t0;
-    const end = Date.parse(b.end || new Date().toISOString()) - t0;
+    // A timer's firing is stamped with its due time, which may precede the moment it was recorded as created.
+    const end = Math.max(start, Date.parse(b.end || new Date().toISOString()) - t0);
     const label = `${b.kind === "orchestration" ? "" : `#${b.sequence_id} `}${b.name}`
       + (b.attempt > 1 ? ` (retry ${b.attempt - 1})` : "");
     const title = `${b.kind} ${label}: ${b.outcome}, ${seconds(end - start)}`;
@@ -126,7 +133,7 @@ function historyTable(d) {
 export async function renderInstance(main, hub, id) {
   const d = await api(hubPath(hub, `instance?${new URLSearchParams({ id })}`));
   const openDetails = [...main.querySelectorAll("details[open]")].length;  // keep the reader's place on refresh
-  main.replaceChildren(
+  show(main, 
     el("p", {}, link(`/hubs/${encodeURIComponent(hub)}/orchestrations`, "← Orchestrations")),
     el("h1", {}, d.instance_id, " ", statusBadge(d.status)),
     d.refused ? el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${d.refused}`)

@@ -16,6 +16,11 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// Replaces a container's content; absent parts (null, undefined, false) are left out.
+export function show(container, ...children) {
+  container.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 export function when(iso) {
   if (!iso) return "";
   return new Date(iso).toISOString().replace("T", " ").slice(0, 19) + "Z";

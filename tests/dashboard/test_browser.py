@@ -1,0 +1,207 @@
+"""The dashboard used as a person would: real Chromium, real clicks, against the emulator with a live worker."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.dashboard.scenario import Scenario, approval, counter, healed
+
+expect = pytest.importorskip("playwright.sync_api").expect
+expect.set_options(timeout=15_000)
+
+
+def open_instance(page: Any, scenario: Scenario, instance_id: str) -> None:
+    page.goto(f"{scenario.url}hubs/default/instances/{instance_id}")
+    expect(page.get_by_role("heading", level=1)).to_contain_text(instance_id)
+
+
+def dialog_submit(page: Any, label: str) -> None:
+    page.get_by_role("dialog").get_by_role("button", name=label, exact=True).click()
+
+
+def test_list_filters_in_the_url_paging_and_back(page: Any, scenario: Scenario) -> None:
+    page.goto(scenario.url)
+    expect(page).to_have_url(re.compile(r"/hubs/default/orchestrations"))
+    page.get_by_label("Instance ID prefix").fill("batch-")
+    page.get_by_role("button", name="Apply filters").click()
+    expect(page).to_have_url(re.compile(r"prefix=batch-"))
+    expect(page.get_by_text("30 instance(s)")).to_be_visible()
+    expect(page.get_by_text("Page 1 of 2")).to_be_visible()
+    rows = page.get_by_role("table", name="Orchestrations").locator("tbody tr")
+    expect(rows).to_have_count(25)
+    page.get_by_role("button", name="Next page").click()
+    expect(page.get_by_text("Page 2 of 2")).to_be_visible()
+    expect(rows).to_have_count(5)
+
+    page.get_by_role("button", name="Clear").click()
+    page.get_by_label("Status").select_option("FAILED")
+    page.get_by_label("Tag (key or key=value)").fill("team=shop")
+    page.get_by_role("button", name="Apply filters").click()
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("order-17")
+    expect(rows.first).to_contain_text("team=shop")
+
+    page.go_back()  # the previous filters come back from the URL
+    expect(page.get_by_label("Status")).to_have_value("")
+    expect(page.get_by_text("Page 1 of 2")).to_be_visible()
+    page.go_back()
+    expect(page.get_by_text("Page 2 of 2")).to_be_visible()
+    expect(page.get_by_label("Instance ID prefix")).to_have_value("batch-")
+
+    page.goto(f"{scenario.url}hubs/default/orchestrations?name=HELLO&prefix=batch-00")  # a shared link
+    expect(rows).to_have_count(10)
+
+
+def test_failed_instance_timeline_history_and_rewind(page: Any, scenario: Scenario) -> None:
+    page.goto(f"{scenario.url}hubs/default/orchestrations?status=FAILED")
+    page.get_by_role("link", name="order-17").click()
+    expect(page.get_by_role("region", name="Failure details")).to_contain_text("card declined for 42")
+    expect(page.get_by_role("region", name="Failure details")).to_contain_text("in checkout")  # the stack
+
+    timeline = page.get_by_role("table", name="Timeline")
+    expect(timeline.get_by_role("row").filter(has_text="greet")).to_contain_text("completed")
+    expect(timeline.get_by_role("row").filter(has_text="charge")).to_contain_text("failed")
+    expect(timeline.get_by_role("row").filter(has_text="timer")).to_contain_text("completed")
+
+    history = page.get_by_role("table", name="History")
+    failed = history.get_by_role("row").filter(has=page.get_by_role("cell", name="TaskFailed", exact=True))
+    scheduled = history.get_by_role("row").filter(has=page.get_by_role("cell", name="TaskScheduled", exact=True))
+    scheduled = scheduled.filter(has_text="charge")
+    sequence_id = scheduled.get_by_role("cell").first.inner_text()
+    expect(failed).to_contain_text(f"#{sequence_id}")  # the completion names what it completes
+    failed.get_by_text("payload").click()
+    expect(failed).to_contain_text("RuntimeError")
+
+    healed.set()
+    page.get_by_role("button", name="Rewind", exact=True).click()
+    page.get_by_label("Reason").fill("card fixed")
+    dialog_submit(page, "Rewind")
+    # Live updates: the page changes by itself when the instance completes.
+    expect(page.get_by_role("heading", level=1)).to_contain_text("COMPLETED", timeout=30_000)
+    expect(page.get_by_role("table", name="History")).to_contain_text("ExecutionRewound")
+
+
+def test_retries_show_on_the_timeline(page: Any, scenario: Scenario) -> None:
+    open_instance(page, scenario, "retry-5")
+    timeline = page.get_by_role("table", name="Timeline")
+    expect(timeline.get_by_role("row").filter(has_text="flaky (retry 2)")).to_contain_text("completed")
+    expect(timeline.get_by_role("row").filter(has_text="flaky (retry 1)")).to_contain_text("failed")
+    expect(timeline.get_by_role("row").filter(has_text="retry delay")).to_have_count(2)
+
+
+def test_raise_event_on_a_waiting_instance(page: Any, scenario: Scenario) -> None:
+    open_instance(page, scenario, "approval-3")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("RUNNING")
+    page.get_by_role("button", name="Raise event", exact=True).click()
+    page.get_by_label("Event name").fill("approve")
+    page.get_by_label("Event data (JSON)").fill('"yes"')
+    dialog_submit(page, "Raise")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("COMPLETED", timeout=30_000)
+    expect(page.get_by_role("region", name="Output")).to_contain_text('"approved: yes"')
+
+
+def test_bad_json_is_refused_with_a_message(page: Any, scenario: Scenario) -> None:
+    scenario.client.schedule_new_orchestration(approval, instance_id="approval-json")
+    open_instance(page, scenario, "approval-json")
+    page.get_by_role("button", name="Raise event", exact=True).click()
+    page.get_by_label("Event name").fill("approve")
+    page.get_by_label("Event data (JSON)").fill("{yes")
+    dialog_submit(page, "Raise")
+    expect(page.get_by_role("dialog").get_by_role("alert")).to_contain_text("event data is not valid JSON")
+    page.get_by_role("button", name="Cancel").click()
+
+    page.goto(f"{scenario.url}hubs/default/orchestrations")
+    page.get_by_role("button", name="New orchestration", exact=True).click()
+    page.get_by_label("Orchestrator name").fill("hello")
+    page.get_by_label("Input (JSON)").fill("[1, 2,")
+    dialog_submit(page, "Start")
+    expect(page.get_by_role("dialog").get_by_role("alert")).to_contain_text("input is not valid JSON")
+
+
+def test_new_orchestration_then_terminate(page: Any, scenario: Scenario) -> None:
+    page.goto(f"{scenario.url}hubs/default/orchestrations")
+    page.get_by_role("button", name="New orchestration", exact=True).click()
+    page.get_by_label("Orchestrator name").fill("approval")
+    page.get_by_label("Instance ID (optional)").fill("approval-term")
+    page.get_by_label("Tags (key=value, comma-separated)").fill("owner=ops")
+    dialog_submit(page, "Start")
+    expect(page.get_by_role("status")).to_contain_text("started approval-term")
+    page.get_by_role("link", name="approval-term").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("RUNNING", timeout=30_000)
+    page.get_by_role("button", name="Terminate", exact=True).click()
+    page.get_by_label("Reason").fill("no longer needed")
+    dialog_submit(page, "Terminate")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("TERMINATED", timeout=30_000)
+    expect(page.get_by_role("region", name="Output")).to_contain_text('"no longer needed"')
+
+
+def test_suspend_resume_and_a_refused_action_shows_the_service_error(page: Any, scenario: Scenario) -> None:
+    scenario.client.schedule_new_orchestration(approval, instance_id="approval-sr")
+    scenario.client.wait_for_orchestration_start("approval-sr", timeout=30)
+    open_instance(page, scenario, "approval-sr")
+    page.get_by_role("button", name="Suspend", exact=True).click()
+    dialog_submit(page, "Suspend")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("SUSPENDED", timeout=30_000)
+    page.get_by_role("button", name="Resume", exact=True).click()
+    dialog_submit(page, "Resume")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("RUNNING", timeout=30_000)
+    page.get_by_role("button", name="Rewind", exact=True).click()  # a running instance cannot be rewound
+    dialog_submit(page, "Rewind")
+    expect(page.get_by_role("dialog").get_by_role("alert")).to_contain_text("FAILED_PRECONDITION")
+
+
+def test_purge_from_the_instance_page(page: Any, scenario: Scenario) -> None:
+    open_instance(page, scenario, "hello-1")
+    page.get_by_role("button", name="Purge", exact=True).click()
+    dialog_submit(page, "Purge")
+    expect(page.get_by_role("status")).to_contain_text("purged 1 instance(s)")
+    expect(page).to_have_url(re.compile(r"/hubs/default/orchestrations$"))
+    assert scenario.client.get_orchestration_state("hello-1") is None
+
+
+def test_bulk_terminate_with_count_and_confirmation(page: Any, scenario: Scenario) -> None:
+    for n in range(3):
+        scenario.client.schedule_new_orchestration(approval, instance_id=f"bulk-{n}")
+    page.goto(f"{scenario.url}hubs/default/orchestrations?prefix=bulk-")
+    page.get_by_role("button", name="Terminate all matching").click()
+    expect(page.get_by_role("dialog")).to_contain_text("3 unfinished instance(s) match")
+    dialog_submit(page, "Terminate 3")
+    expect(page.get_by_role("status")).to_contain_text("terminate: 3 of 3")
+    for n in range(3):
+        state = scenario.client.wait_for_orchestration_completion(f"bulk-{n}", timeout=30)
+        assert state is not None and state.runtime_status.name == "TERMINATED"
+
+
+def test_signal_an_entity(page: Any, scenario: Scenario) -> None:
+    from durabletask.entities import EntityInstanceId
+
+    scenario.client.signal_entity(EntityInstanceId("counter", "visits"), "add", 1)
+    page.goto(f"{scenario.url}hubs/default/entities")
+    expect(page.get_by_role("link", name="@counter@visits")).to_be_visible(timeout=30_000)
+    page.get_by_role("link", name="@counter@visits").click()
+    expect(page.locator("pre.payload")).to_have_text("1")
+    page.get_by_role("button", name="Signal", exact=True).click()
+    page.get_by_label("Operation").fill("add")
+    page.get_by_label("Input (JSON)").fill("41")
+    dialog_submit(page, "Signal")
+    expect(page.get_by_role("status")).to_contain_text("signalled 'add'")
+    for _ in range(50):  # the entity page has no live feed: reload until the operation has run
+        if page.locator("pre.payload").inner_text() == "42":
+            break
+        page.wait_for_timeout(200)
+        page.reload()
+    expect(page.locator("pre.payload")).to_have_text("42")
+    assert counter is not None
+
+
+def test_pending_instance_says_which_worker_is_missing(page: Any, scenario: Scenario) -> None:
+    open_instance(page, scenario, "stuck-1")
+    expect(page.get_by_role("note")).to_contain_text(
+        "None of the 1 connected worker(s) takes orchestration 'nobody_runs_this' version '2.0'"
+    )
+    page.get_by_role("link", name="Workers").click()
+    expect(page.get_by_role("table", name="Connected workers")).to_contain_text("approval, checkout")
+    expect(page.get_by_role("table", name="Pending backlog")).to_contain_text("nobody_runs_this")
