@@ -1,0 +1,147 @@
+"""The dashboard as shipped: served by ``durabletask-emulator`` and by ``durabletask dashboard`` for another process.
+
+Each test starts real processes; the ``durabletask dashboard`` ones reach a second emulator only through the
+public protocol (the async client), so worker information is "not available" there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from durabletask import client
+
+ROOT = Path(__file__).resolve().parents[2]
+expect = pytest.importorskip("playwright.sync_api").expect
+
+
+@contextmanager
+def process(*argv: str) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, *argv],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def read_line(proc: subprocess.Popen[str], pattern: str) -> re.Match[str]:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    found = re.search(pattern, line)
+    if found is None:
+        problem = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
+        raise AssertionError(f"expected {pattern!r}, got {line!r} {problem}")
+    return found
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {})) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def post(url: str, body: dict[str, Any]) -> tuple[int, Any]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@contextmanager
+def emulator(*extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    with process("-m", "emulator", "--in-memory", "--port", "0", "--log-level", "WARNING", *extra) as proc:
+        address = read_line(proc, r"listening on (\S+)").group(1)
+        yield address, proc
+
+
+def test_the_emulator_serves_the_dashboard_with_its_workers() -> None:
+    with emulator("--dashboard-port", "0") as (address, proc):
+        url = read_line(proc, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
+        assert get(f"{url}api/hubs") == (200, {"hubs": [{"name": "default", "refused": None}]})
+        status, workers = get(f"{url}api/hubs/default/workers")
+        assert (status, workers["available"], workers["workers"]) == (200, True, [])
+
+
+def test_no_dashboard_turns_it_off() -> None:
+    with emulator("--no-dashboard") as (address, proc):
+        c = client.TaskHubGrpcClient(host_address=address)
+        try:
+            assert c.get_orchestration_state("nothing") is None  # the emulator is up and answering
+        finally:
+            c.close()
+        proc.terminate()
+        assert proc.stdout is not None and "dashboard" not in proc.stdout.read()
+
+
+def test_cli_dashboard_for_a_second_emulator_in_the_browser(page: Any) -> None:
+    with emulator("--no-dashboard") as (address, _), process(
+        "-m", "durabletask.cli", "dashboard", "--endpoint", address, "--port", "0", "--task-hubs", "default,missing"
+    ) as board:
+        url = read_line(board, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
+        c = client.TaskHubGrpcClient(host_address=address)
+        try:
+            c.schedule_new_orchestration("unserved", instance_id="remote-1", input={"n": 1})
+        finally:
+            c.close()
+        page.goto(f"{url}hubs/default/orchestrations")
+        page.get_by_role("link", name="remote-1").click()
+        expect(page.get_by_role("note")).to_contain_text("backend does not say which workers are connected")
+        page.get_by_role("button", name="Terminate", exact=True).click()
+        page.get_by_role("dialog").get_by_role("button", name="Terminate", exact=True).click()
+        expect(page.get_by_role("heading", level=1)).to_contain_text("TERMINATED", timeout=30_000)
+        page.get_by_role("link", name="Workers").click()
+        expect(page.get_by_role("main")).to_contain_text("Not available")
+
+        # A hub the backend refuses offers no actions, and the server refuses them too.
+        page.goto(f"{url}hubs/missing/orchestrations")
+        expect(page.get_by_role("alert")).to_contain_text("The backend refused this task hub: NOT_FOUND")
+        expect(page.get_by_role("button", name="New orchestration")).to_have_count(0)
+        status, body = post(f"{url}api/hubs/missing/orchestrations", {"name": "x"})
+        assert status == 403 and "refused" in body["error"]
+
+
+def test_cli_dashboard_requires_its_token(page: Any) -> None:
+    with emulator("--no-dashboard") as (address, _), process(
+        "-m", "durabletask.cli", "dashboard", "--endpoint", address, "--port", "0", "--auth-token", "s3cret"
+    ) as board:
+        url = read_line(board, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
+        assert get(f"{url}api/hubs")[0] == 401
+        assert get(f"{url}api/hubs", {"Authorization": "Bearer wrong"})[0] == 401
+        assert get(f"{url}api/hubs", {"Authorization": "Bearer s3cret"})[0] == 200
+        page.goto(url)
+        expect(page.get_by_role("heading", name="Access token required")).to_be_visible()
+        page.get_by_label("Token").fill("s3cret")
+        page.get_by_role("button", name="Open").click()
+        expect(page.get_by_role("heading", name="Orchestrations")).to_be_visible()
