@@ -106,9 +106,12 @@ def test_no_dashboard_turns_it_off() -> None:
 
 
 def test_cli_dashboard_for_a_second_emulator_in_the_browser(page: Any) -> None:
-    with emulator("--no-dashboard") as (address, _), process(
-        "-m", "durabletask.cli", "dashboard", "--endpoint", address, "--port", "0", "--task-hubs", "default,missing"
-    ) as board:
+    with (
+        emulator("--no-dashboard") as (address, _),
+        process(
+            "-m", "durabletask.cli", "dashboard", "--endpoint", address, "--port", "0", "--task-hubs", "default,missing"
+        ) as board,
+    ):
         url = read_line(board, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
         c = client.TaskHubGrpcClient(host_address=address)
         try:
@@ -133,9 +136,12 @@ def test_cli_dashboard_for_a_second_emulator_in_the_browser(page: Any) -> None:
 
 
 def test_cli_dashboard_requires_its_token(page: Any) -> None:
-    with emulator("--no-dashboard") as (address, _), process(
-        "-m", "durabletask.cli", "dashboard", "--endpoint", address, "--port", "0", "--auth-token", "s3cret"
-    ) as board:
+    with (
+        emulator("--no-dashboard") as (address, _),
+        process(
+            "-m", "durabletask.cli", "dashboard", "--endpoint", address, "--port", "0", "--auth-token", "s3cret"
+        ) as board,
+    ):
         url = read_line(board, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
         assert get(f"{url}api/hubs")[0] == 401
         assert get(f"{url}api/hubs", {"Authorization": "Bearer wrong"})[0] == 401
