@@ -87,7 +87,7 @@ def emulator(*extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
 
 
 def test_the_emulator_serves_the_dashboard_with_its_workers() -> None:
-    with emulator("--dashboard-port", "0") as (address, proc):
+    with emulator("--dashboard-port", "0") as (_, proc):
         url = read_line(proc, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
         assert get(f"{url}api/hubs") == (200, {"hubs": [{"name": "default", "refused": None}]})
         status, workers = get(f"{url}api/hubs/default/workers")

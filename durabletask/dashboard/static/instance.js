@@ -108,8 +108,8 @@ function timeline(d) {
       el("div", { class: "gantt-label", role: "rowheader" }, el("span", { class: `kind kind-${b.kind}` }, b.kind), label),
       el("div", { class: "gantt-track", role: "cell" },
         el("div", { class: `gantt-bar outcome-${b.outcome}`, title, "aria-label": title,
-          style: `left:${(100 * start) / span}%;width:${Math.max(0.5, (100 * (end - start)) / span)}%` }),
-        el("span", { class: "gantt-time" }, `${b.outcome} · ${seconds(end - start)}`)));
+          style: `left:${(100 * start) / span}%;width:${Math.max(0.5, (100 * (end - start)) / span)}%` })),
+      el("div", { class: "gantt-time", role: "cell" }, `${b.outcome} · ${seconds(end - start)}`));
   });
   section.append(el("div", { class: "gantt", role: "table", "aria-label": "Timeline" }, rows),
     el("p", { class: "muted" }, `Total ${seconds(span)}`));
