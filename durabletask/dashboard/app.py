@@ -8,7 +8,6 @@ service refuses an action (with the service's own message).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable
@@ -126,7 +125,7 @@ async def list_orchestrations(request: web.Request) -> web.StreamResponse:
         return _json({"refused": hub.refused, "items": [], "total": 0, "page": 1, "page_size": views.PAGE_SIZE})
     flt = views.ListFilter.parse(request.query)
     states, capped = await hub.query(flt)
-    return _json({**views.page_of(states, flt), "capped": capped, "refused": None})
+    return _json({**views.page_of(states, flt), "capped": capped, "refused": None, "digest": views.digest(states)})
 
 
 async def get_instance(request: web.Request) -> web.StreamResponse:
@@ -140,6 +139,7 @@ async def get_instance(request: web.Request) -> web.StreamResponse:
     workers = await request.app[HUBS_KEY].workers_of(hub.name)
     page["pending_reason"] = diagnose.pending_reason(state, workers)
     page["refused"] = hub.refused
+    page["digest"] = views.digest([state])
     return _json(page)
 
 
@@ -199,28 +199,26 @@ async def workers(request: web.Request) -> web.StreamResponse:
 
 
 async def _digest(request: web.Request, hub: Hub) -> str:
-    """A short fingerprint of what the watched page shows; it changes when the page should refresh."""
+    """The fingerprint of what the watched page shows now (see :func:`views.digest`)."""
     instance_id = request.query.get("id")
     if instance_id is not None:
         state = await hub.client.get_orchestration_state(instance_id, fetch_payloads=False)
-        seen: Any = None if state is None else (state.runtime_status.name, state.last_updated_at)
-    else:
-        flt = views.ListFilter.parse(request.query)
-        states, _ = await hub.query(flt)
-        seen = sorted((s.instance_id, s.runtime_status.name, s.last_updated_at) for s in states)
-    return hashlib.sha256(repr(seen).encode()).hexdigest()
+        return views.digest([] if state is None else [state])
+    states, _ = await hub.query(views.ListFilter.parse(request.query))
+    return views.digest(states)
 
 
 async def live(request: web.Request) -> web.StreamResponse:
     """Server-sent events: a ``change`` event whenever the watched list or instance changes.
 
     The public protocol has no change feed, so the server looks once per interval for this page and the
-    browser hears only about real changes (no page re-render while nothing happens).
+    browser hears only about real changes (no page re-render while nothing happens). ``since`` is the digest of
+    what the page rendered, so a change between the page's fetch and this stream's first look is not missed.
     """
     hub = await _hub(request)
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await response.prepare(request)
-    last = None
+    last = request.query.get("since") or None
     interval = request.app[LIVE_INTERVAL_KEY]
     while True:
         try:

@@ -7,6 +7,7 @@ instance overview, the history table with each completion matched to what it com
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -128,6 +129,12 @@ def summary_json(state: OrchestrationState) -> dict[str, Any]:
         "created_at": iso(state.created_at),
         "last_updated_at": iso(state.last_updated_at),
     }
+
+
+def digest(states: Iterable[OrchestrationState]) -> str:
+    """A short fingerprint of instances' IDs, statuses and update times: it changes when a page should refresh."""
+    seen = sorted((s.instance_id, s.runtime_status.name, iso(s.last_updated_at)) for s in states)
+    return hashlib.sha256(repr(seen).encode()).hexdigest()[:16]
 
 
 def page_of(states: Iterable[OrchestrationState], flt: ListFilter) -> dict[str, Any]:

@@ -151,3 +151,20 @@ def test_cli_dashboard_requires_its_token(page: Any) -> None:
         page.get_by_label("Token").fill("s3cret")
         page.get_by_role("button", name="Open").click()
         expect(page.get_by_role("heading", name="Orchestrations")).to_be_visible()
+
+
+def test_live_updates_report_a_change_made_before_the_stream_opened() -> None:
+    """The page passes the digest of what it rendered; a change since then is reported at once."""
+    with emulator("--dashboard-port", "0") as (address, proc):
+        url = read_line(proc, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
+        c = client.TaskHubGrpcClient(host_address=address)
+        try:
+            c.schedule_new_orchestration("unserved", instance_id="watched")
+            _, rendered = get(f"{url}api/hubs/default/instance?id=watched")
+            c.terminate_orchestration("watched")
+            c.wait_for_orchestration_completion("watched", timeout=30)
+        finally:
+            c.close()
+        live = f"{url}api/hubs/default/live?id=watched&since={rendered['digest']}"
+        with urllib.request.urlopen(live, timeout=30) as stream:
+            assert stream.readline() == b"event: change\n"

@@ -98,10 +98,12 @@ async function renderList(hub) {
       el("button", { disabled: page <= 1, onclick: () => goTo(page - 1) }, "Previous page"),
       el("span", {}, `Page ${page} of ${pages}`),
       el("button", { disabled: page >= pages, onclick: () => goTo(page + 1) }, "Next page")));
+  return data.digest;
 }
 
 // ------------------------------------------------------------------------------------------------ routing
 
+// `query` names the watched list or instance; its `since` is the digest of what the page shows.
 function watch(hub, query) {
   if (live) { live.close(); live = null; }
   if (!document.getElementById("live").checked || !hub) return;
@@ -129,19 +131,20 @@ async function render(rewatch) {
     a.onclick = (event) => { event.preventDefault(); navigate(a.getAttribute("href")); };
     a.toggleAttribute("aria-current", section === name || (section === "instances" && name === "orchestrations"));
   }
+  let digest = null;  // of what the page now shows: only lists and instances have a live feed
   try {
-    if (section === "instances" && id) await renderInstance(main, hub, id);
+    if (section === "instances" && id) digest = await renderInstance(main, hub, id);
     else if (section === "entities" && id) await renderEntity(main, hub, id);
     else if (section === "entities") await renderEntities(main, hub);
     else if (section === "workers") await renderWorkers(main, hub);
-    else await renderList(hub);
+    else digest = await renderList(hub);
   } catch (problem) {
     show(main, el("p", { class: "error", role: "alert" }, problem.message));
   }
   if (rewatch) {
     const query = section === "instances" && id ? new URLSearchParams({ id }) : new URLSearchParams(location.search);
-    if (section === "orchestrations" || (section === "instances" && id)) watch(hub, query);
-    else watch(null);
+    if (digest) query.set("since", digest);
+    watch(digest ? hub : null, query);
   }
 }
 

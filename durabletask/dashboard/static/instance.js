@@ -132,12 +132,11 @@ function historyTable(d) {
 
 export async function renderInstance(main, hub, id) {
   const d = await api(hubPath(hub, `instance?${new URLSearchParams({ id })}`));
-  const openDetails = [...main.querySelectorAll("details[open]")].length;  // keep the reader's place on refresh
   show(main, 
     el("p", {}, link(`/hubs/${encodeURIComponent(hub)}/orchestrations`, "← Orchestrations")),
     el("h1", {}, d.instance_id, " ", statusBadge(d.status)),
     d.refused ? el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${d.refused}`)
       : actionButtons(hub, d),
     overview(hub, d), timeline(d), historyTable(d));
-  return openDetails;
+  return d.digest;
 }
