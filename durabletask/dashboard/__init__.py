@@ -6,6 +6,8 @@ server (aiohttp, the ``dashboard`` extra) is imported only when a dashboard star
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -16,6 +18,16 @@ if TYPE_CHECKING:
     from aiohttp import web
 
 __all__ = ["Dashboard", "missing_server_message", "start"]
+log = logging.getLogger("durabletask.dashboard")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name other than localhost: assume other machines can reach it
 
 
 def missing_server_message() -> str | None:
@@ -73,6 +85,12 @@ async def start(
     except BaseException:
         await runner.cleanup()
         raise
+    if not token and not _is_loopback(host):
+        log.warning(
+            "the dashboard on %s is reachable from other machines and needs no token: anyone who can reach it can "
+            "terminate and purge instances; give --auth-token, or bind 127.0.0.1",
+            host,
+        )
     server = site._server
     sockets = getattr(server, "sockets", None) or []
     bound = sockets[0].getsockname()[1] if sockets else port

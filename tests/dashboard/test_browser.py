@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
@@ -121,7 +122,7 @@ def test_bad_json_is_refused_with_a_message(page: Any, scenario: Scenario) -> No
     expect(page.get_by_role("dialog").get_by_role("alert")).to_contain_text("input is not valid JSON")
 
 
-def test_new_orchestration_then_terminate(page: Any, scenario: Scenario) -> None:
+def test_new_orchestration_terminate_and_restart(page: Any, scenario: Scenario) -> None:
     page.goto(f"{scenario.url}hubs/default/orchestrations")
     page.get_by_role("button", name="New orchestration", exact=True).click()
     page.get_by_label("Orchestrator name").fill("approval")
@@ -136,6 +137,13 @@ def test_new_orchestration_then_terminate(page: Any, scenario: Scenario) -> None
     dialog_submit(page, "Terminate")
     expect(page.get_by_role("heading", level=1)).to_contain_text("TERMINATED", timeout=30_000)
     expect(page.get_by_role("region", name="Output")).to_contain_text('"no longer needed"')
+
+    page.get_by_role("button", name="Restart", exact=True).click()
+    page.get_by_label("Under a new instance ID").check()
+    dialog_submit(page, "Restart")
+    expect(page.get_by_role("status")).to_contain_text("restarted as ")
+    expect(page.get_by_role("heading", level=1)).not_to_contain_text("approval-term")  # the new instance's page
+    expect(page.get_by_role("heading", level=1)).to_contain_text("RUNNING", timeout=30_000)
 
 
 def test_suspend_resume_and_a_refused_action_shows_the_service_error(page: Any, scenario: Scenario) -> None:
@@ -178,9 +186,13 @@ def test_bulk_terminate_with_count_and_confirmation(page: Any, scenario: Scenari
 def test_signal_an_entity(page: Any, scenario: Scenario) -> None:
     from durabletask.entities import EntityInstanceId
 
-    scenario.client.signal_entity(EntityInstanceId("counter", "visits"), "add", 1)
+    visits = EntityInstanceId("counter", "visits")
+    scenario.client.signal_entity(visits, "add", 1)
+    for _ in range(150):  # setup: the signal has run once the entity exists
+        if scenario.client.get_entity(visits) is not None:
+            break
+        time.sleep(0.1)
     page.goto(f"{scenario.url}hubs/default/entities")
-    expect(page.get_by_role("link", name="@counter@visits")).to_be_visible(timeout=30_000)
     page.get_by_role("link", name="@counter@visits").click()
     expect(page.locator("pre.payload")).to_have_text("1")
     page.get_by_role("button", name="Signal", exact=True).click()

@@ -86,6 +86,17 @@ def emulator(*extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
         yield address, proc
 
 
+def test_dashboard_options_default_to_the_public_emulators_port_and_this_machine() -> None:
+    from durabletask._cli.parser import build_parser as cli_parser
+    from emulator.__main__ import build_parser as emulator_parser
+
+    args = emulator_parser().parse_args([])
+    assert (args.dashboard_port, args.no_dashboard) == (8082, False)
+    assert emulator_parser().parse_args(["--no-dashboard"]).no_dashboard
+    args = cli_parser().parse_args(["dashboard"])
+    assert (args.host, args.port, args.auth_token) == ("127.0.0.1", 8082, None)
+
+
 def test_the_emulator_serves_the_dashboard_with_its_workers() -> None:
     with emulator("--dashboard-port", "0") as (_, proc):
         url = read_line(proc, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
