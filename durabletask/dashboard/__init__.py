@@ -76,8 +76,14 @@ async def start(
 
     from durabletask.dashboard.app import build_app
 
-    app = build_app(Hubs(clients, tuple(hubs), workers), token=token, live_interval=live_interval)
-    runner = web.AppRunner(app, access_log=None)
+    app = build_app(
+        Hubs(clients, tuple(hubs), workers),
+        token=token,
+        live_interval=live_interval,
+        loopback_only=_is_loopback(host),
+    )
+    # Open live-update streams never end by themselves: on shutdown they are cut after a short grace.
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:

@@ -17,13 +17,15 @@ from typing import Any
 from aiohttp import web
 
 from durabletask.dashboard import actions, diagnose, views
-from durabletask.dashboard.hubs import Hub, Hubs, describe
+from durabletask.dashboard.hubs import Hub, Hubs, UnknownHubError, describe
 
 STATIC = resources.files("durabletask.dashboard") / "static"
 TOKEN_COOKIE = "dtdash_token"
 HUBS_KEY = web.AppKey("hubs", Hubs)
 TOKEN_KEY = web.AppKey("token", str)
 LIVE_INTERVAL_KEY = web.AppKey("live_interval", float)
+LOOPBACK_ONLY_KEY = web.AppKey("loopback_only", bool)
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "[::1]", "::1"}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -61,13 +63,25 @@ autofocus></label> <button>Open</button></form></main></body></html>"""
 
 
 @web.middleware
+async def _loopback_names(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """On a loopback address, only loopback host names: a page of another site whose name was re-pointed at
+    127.0.0.1 (DNS rebinding) would otherwise reach the dashboard as its own origin, actions included."""
+    if request.app[LOOPBACK_ONLY_KEY]:
+        host = (request.host or "").lower()
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if name not in LOOPBACK_NAMES:
+            return _error(403, f"this dashboard answers only to localhost names, not {request.host!r}")
+    return await handler(request)
+
+
+@web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except web.HTTPException:
         raise
-    except KeyError as error:
-        return _error(404, f"unknown task hub {error.args[0]!r}")
+    except UnknownHubError as error:
+        return _error(404, str(error))
     except ValueError as error:
         return _error(400, str(error))
     except LookupError as error:
@@ -235,11 +249,17 @@ async def live(request: web.Request) -> web.StreamResponse:
         await asyncio.sleep(interval)
 
 
-def build_app(hubs: Hubs, *, token: str | None = None, live_interval: float = 1.0) -> web.Application:
-    """The dashboard as an aiohttp application (serve it with :func:`durabletask.dashboard.start`)."""
-    app = web.Application(middlewares=[_auth, _errors])
+def build_app(
+    hubs: Hubs, *, token: str | None = None, live_interval: float = 1.0, loopback_only: bool = True
+) -> web.Application:
+    """The dashboard as an aiohttp application (serve it with :func:`durabletask.dashboard.start`).
+
+    ``loopback_only``: served on a loopback address, so requests must name a loopback host.
+    """
+    app = web.Application(middlewares=[_loopback_names, _auth, _errors])
     app[HUBS_KEY] = hubs
     app[LIVE_INTERVAL_KEY] = live_interval
+    app[LOOPBACK_ONLY_KEY] = loopback_only
     if token:
         app[TOKEN_KEY] = token
     api = "/api/hubs/{hub}"

@@ -52,6 +52,13 @@ def parse_json(text: str | None, field_name: str) -> Any:
         raise ValueError(message) from None
 
 
+class UnknownHubError(LookupError):
+    """A task hub the dashboard was not given."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown task hub {name!r}")
+
+
 @dataclass
 class Hub:
     name: str
@@ -95,9 +102,13 @@ class Hubs:
     _lock: asyncio.Lock | None = None
 
     async def get(self, name: str) -> Hub:
-        """The hub, checked with the backend on first use. ``KeyError`` for a hub the dashboard was not given."""
+        """The hub, checked with the backend on first use.
+
+        Raises:
+            UnknownHubError: the dashboard was not given this hub.
+        """
         if name not in self.names:
-            raise KeyError(name)
+            raise UnknownHubError(name)
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:

@@ -103,6 +103,11 @@ def test_the_emulator_serves_the_dashboard_with_its_workers() -> None:
         assert get(f"{url}api/hubs") == (200, {"hubs": [{"name": "default", "refused": None}]})
         status, workers = get(f"{url}api/hubs/default/workers")
         assert (status, workers["available"], workers["workers"]) == (200, True, [])
+        assert get(f"{url}api/hubs/nope/orchestrations") == (404, {"error": "unknown task hub 'nope'"})
+        # A page of another site whose name points at 127.0.0.1 (DNS rebinding) is not served.
+        status, body = get(f"{url}api/hubs", {"Host": "attacker.example:8082"})
+        assert status == 403 and "only to localhost names" in body["error"]
+        assert get(f"{url}api/hubs", {"Host": "localhost"})[0] == 200
 
 
 def test_no_dashboard_turns_it_off() -> None:
