@@ -1,4 +1,4 @@
-"""Browser harness: one headless Chromium per session (Debian's /usr/bin/chromium, driven by Playwright).
+"""Browser harness: one headless Chromium for these tests (Debian's /usr/bin/chromium, driven by Playwright).
 
 No browser is ever downloaded. Outside CI a missing browser skips the browser tests with the reason printed;
 with CI=true it fails them. A failing test leaves a screenshot in tests/dashboard/artifacts/ (git-ignored).
@@ -42,7 +42,9 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+# One browser for the dashboard's tests, closed when they end: Playwright's synchronous API keeps an event loop
+# marked running on the main thread while it is open, which would break later tests that call asyncio.run().
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright

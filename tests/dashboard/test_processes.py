@@ -184,3 +184,18 @@ def test_live_updates_report_a_change_made_before_the_stream_opened() -> None:
         live = f"{url}api/hubs/default/live?id=watched&since={rendered['digest']}"
         with urllib.request.urlopen(live, timeout=30) as stream:
             assert stream.readline() == b"event: change\n"
+
+
+def test_cli_dashboard_through_a_connection_string() -> None:
+    """The managed-DTS path: the scheduler's async client, built from a connection string, reaches the hub."""
+    with emulator("--no-dashboard") as (address, _):
+        c = client.TaskHubGrpcClient(host_address=address)
+        try:
+            c.schedule_new_orchestration("unserved", instance_id="via-connection-string")
+        finally:
+            c.close()
+        connection = f"Endpoint=http://{address};Authentication=None;TaskHub=default"
+        with process("-m", "durabletask.cli", "dashboard", "--connection-string", connection, "--port", "0") as board:
+            url = read_line(board, r"dashboard on (http://127\.0\.0\.1:\d+/) for default").group(1)
+            status, listed = get(f"{url}api/hubs/default/orchestrations")
+            assert status == 200 and [i["instance_id"] for i in listed["items"]] == ["via-connection-string"]
