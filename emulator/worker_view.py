@@ -11,9 +11,11 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from emulator.dispatcher import KINDS, Dispatcher, StreamState
+from emulator.changes import KINDS
+from emulator.dispatcher import WorkDispatcher
 from emulator.events import to_micros
-from emulator.storage.base import NameFilter
+from emulator.storage import NameFilter
+from emulator.streams import StreamState
 
 if TYPE_CHECKING:
     from emulator.server import EmulatorServer
@@ -41,7 +43,7 @@ def _stream_json(state: StreamState) -> dict[str, Any]:
     }
 
 
-def workers(dispatcher: Dispatcher, hub: str) -> list[dict[str, Any]]:
+def workers(dispatcher: WorkDispatcher, hub: str) -> list[dict[str, Any]]:
     """The hub's open GetWorkItems streams with their work-item filters, oldest first."""
     return [_stream_json(s) for s in sorted(dispatcher.streams.values(), key=lambda s: s.id) if s.hub == hub]
 
@@ -53,8 +55,8 @@ def backlog(server: EmulatorServer, hub: str) -> list[dict[str, Any]]:
     """
     now = to_micros(server.clock.now())
     with server.backend.transaction() as tx:
-        ready, _ = tx.ready_instances(hub, now, None, BACKLOG_SCAN)
-        activities = tx.ready_activities(hub, now, None, BACKLOG_SCAN)
+        ready, _ = tx.ready_instances(hub, now, NameFilter(), BACKLOG_SCAN)
+        activities = tx.ready_activities(hub, now, NameFilter(), BACKLOG_SCAN)
     counts: Counter[tuple[str, str, str | None]] = Counter()
     for _, name, version in ready:
         counts[("orchestration", name, version)] += 1
