@@ -1,4 +1,4 @@
-# The persistent Durable Task Scheduler emulator: gRPC TaskHubSidecarService on 0.0.0.0:8080,
+# The persistent Durable Task Scheduler emulator: gRPC TaskHubSidecarService on 0.0.0.0:8080, its dashboard on 8082,
 # state in /data/durabletask-emulator.db (mount a volume on /data to keep it across containers).
 FROM python:3.12-slim
 
@@ -11,7 +11,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY durabletask ./durabletask
 COPY emulator ./emulator
-RUN pip install . \
+RUN pip install ".[dashboard]" \
     && rm -rf /src \
     && useradd --create-home --uid 10001 emulator \
     && mkdir /data \
@@ -20,7 +20,7 @@ RUN pip install . \
 USER emulator
 WORKDIR /data
 VOLUME ["/data"]
-EXPOSE 8080
+EXPOSE 8080 8082
 
 # Configure TLS and the token through the environment, so the health check (which reads the same variables)
 # probes with the settings the emulator serves with:
