@@ -41,8 +41,6 @@ class EmulatorServer:
         lease_timeout: Seconds after which an uncompleted work item is offered to another worker.
         health_ping_interval: Seconds of idleness after which a stream receives a HealthPing.
         limits: Payload and instance ID limits.
-        max_workers: Accepted for compatibility and ignored: every call is served from one event loop
-            thread (streams and waits cost no thread), so engine work never competes for the interpreter.
         auth_token: When set, every call must carry ``authorization: Bearer <token>`` or is refused with
             UNAUTHENTICATED.
         tls_cert: PEM certificate (chain) file; with ``tls_key`` the server speaks TLS only.
@@ -68,7 +66,6 @@ class EmulatorServer:
         lease_timeout: float = 300.0,
         health_ping_interval: float = 15.0,
         limits: Limits | None = None,
-        max_workers: int | None = None,
         auth_token: str | None = None,
         tls_cert: str | None = None,
         tls_key: str | None = None,

@@ -1,4 +1,4 @@
-"""Action handlers that message other instances or rewrite history, plus the ones not supported yet."""
+"""Action handlers that message other instances or rewrite history, and the one that fails an unknown action."""
 
 from __future__ import annotations
 
