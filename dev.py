@@ -34,7 +34,7 @@ STAMP = VENV / ".installed"
 PEER_VENV = ROOT / ".peer-venv"
 PEER_PY = PEER_VENV / ("Scripts" if os.name == "nt" else "bin") / "python"
 PEER_PACKAGES = (
-    "durabletask==1.12.0",
+    "durabletask[azure-blob-payloads,history-export-azure]==1.12.0",
     "durabletask-azuremanaged==1.12.0",
     "opentelemetry-api",
     "opentelemetry-sdk",

@@ -1,14 +1,10 @@
 """Run by Microsoft's SDK in the peer interpreter: a worker or a client using Microsoft's blob payload store.
 
-Usage: peer_blob.py worker|client PORT TASKHUB CONNECTION_STRING CONTAINER SITE_PACKAGES
+Usage: peer_blob.py worker|client PORT TASKHUB CONNECTION_STRING CONTAINER
 """
 
 import json
 import sys
-
-# Microsoft's extra needs azure-storage-blob, which the peer environment does not install: it is found in our
-# environment's site-packages, appended last so every other import still resolves to the peer's own packages.
-sys.path.append(sys.argv[6])
 
 from durabletask import client, task, worker
 from durabletask.extensions.azure_blob_payloads import BlobPayloadStore, BlobPayloadStoreOptions

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sysconfig
 import uuid
 from pathlib import Path
 from typing import Any
@@ -40,8 +39,7 @@ def _peer_env() -> dict[str, str]:
 def _peer(peer_py: Path, mode: str, side: Side, azurite: Azurite, container: str) -> list[str]:
     taskhub = side.metadata[0][1]
     port = side.address.rsplit(":", 1)[1]
-    site = sysconfig.get_paths()["purelib"]
-    return [str(peer_py), str(HERE / "peer_blob.py"), mode, port, taskhub, azurite.connection_string, container, site]
+    return [str(peer_py), str(HERE / "peer_blob.py"), mode, port, taskhub, azurite.connection_string, container]
 
 
 def test_our_client_and_microsofts_worker(peer_py: Path, blob_side: Side, azurite: Azurite) -> None:
