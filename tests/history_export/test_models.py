@@ -127,3 +127,28 @@ def test_state_of_another_schema_version_is_refused() -> None:
         ExportJobState.from_dict({**stored, "schema_version": "2.0"})
     with pytest.raises(ValueError, match="missing 'config'"):
         ExportJobState.from_dict({**stored, "config": None})
+
+
+def test_sync_and_async_clients_have_the_same_operations() -> None:
+    import inspect
+
+    from durabletask.extensions.history_export import (
+        AsyncExportHistoryClient,
+        AsyncExportHistoryJobClient,
+        ExportHistoryClient,
+        ExportHistoryJobClient,
+    )
+
+    def operations(cls: type) -> dict[str, str]:
+        # Parameters only: the async ones return awaitables and async iterators.
+        return {
+            name: str(inspect.signature(fn).replace(return_annotation=inspect.Signature.empty))
+            for name, fn in vars(cls).items()
+            if inspect.isfunction(fn) and not name.startswith("_")
+        }
+
+    sync_only = {"register_worker"}  # workers run activities with a sync client
+    assert {k: v for k, v in operations(ExportHistoryClient).items() if k not in sync_only} == operations(
+        AsyncExportHistoryClient
+    )
+    assert operations(ExportHistoryJobClient) == operations(AsyncExportHistoryJobClient)
