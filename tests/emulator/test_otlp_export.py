@@ -1,0 +1,209 @@
+"""``--otlp-endpoint``: the emulator's own spans reach a real OTLP/gRPC collector, joined to the client's trace.
+
+The collector is a gRPC server implementing OTLP's ``TraceService`` (from ``opentelemetry-proto``) that keeps
+what it receives; the emulator runs as its own process, exactly as an operator starts it. Our traced client and
+worker record their spans in this process's in-memory exporter, so both sides of the trace can be compared.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.trace.v1 import trace_pb2
+
+from durabletask import client, task, worker
+from tests.e2e.tracing_support import exporter
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Collector(trace_service_pb2_grpc.TraceServiceServicer):
+    """Keeps every exported span with its resource's service name."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[str, trace_pb2.Span]] = []
+        self._changed = threading.Condition()
+
+    def Export(self, request: Any, context: Any) -> Any:
+        with self._changed:
+            for resource_spans in request.resource_spans:
+                service = next(
+                    (a.value.string_value for a in resource_spans.resource.attributes if a.key == "service.name"), ""
+                )
+                for scope_spans in resource_spans.scope_spans:
+                    self.spans.extend((service, span) for span in scope_spans.spans)
+            self._changed.notify_all()
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+    def wait_for(self, trace_id: int, count: int, timeout: float = 60.0) -> list[tuple[str, trace_pb2.Span]]:
+        """The spans of ``trace_id`` once at least ``count`` have arrived (all there are after ``timeout``)."""
+        wanted = trace_id.to_bytes(16, "big")
+
+        def found() -> list[tuple[str, trace_pb2.Span]]:
+            return [(s, span) for s, span in self.spans if span.trace_id == wanted]
+
+        with self._changed:
+            self._changed.wait_for(lambda: len(found()) >= count, timeout)
+            return found()
+
+
+@pytest.fixture
+def collector() -> Iterator[tuple[Collector, int]]:
+    keeper = Collector()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(keeper, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield keeper, port
+    server.stop(None).wait()
+
+
+@pytest.fixture
+def emulator_address(collector: tuple[Collector, int]) -> Iterator[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "--in-memory", "--port", "0", "--no-dashboard", "--log-level", "WARNING",
+         "--otlp-endpoint", f"http://127.0.0.1:{collector[1]}"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("Durable Task emulator listening on "), line
+        yield line.rsplit(" ", 1)[1].strip()
+        proc.terminate()
+        assert proc.wait(15) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def double(ctx: task.ActivityContext, value: int) -> int:
+    return value * 2
+
+
+def doubled(ctx: task.OrchestrationContext, value: int) -> Any:
+    return (yield ctx.call_activity(double, input=value))
+
+
+def _attributes(span: trace_pb2.Span) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for attribute in span.attributes:
+        value = attribute.value
+        found[attribute.key] = value.int_value if value.WhichOneof("value") == "int_value" else value.string_value
+    return found
+
+
+def test_server_spans_arrive_at_the_collector_in_the_clients_trace(
+    collector: tuple[Collector, int], emulator_address: str
+) -> None:
+    spans = exporter()
+    spans.clear()
+    with worker.TaskHubGrpcWorker(host_address=emulator_address) as w:
+        w.add_orchestrator(doubled)
+        w.add_activity(double)
+        w.start()
+        c = client.TaskHubGrpcClient(host_address=emulator_address)
+        iid = c.schedule_new_orchestration(doubled, input=21)
+        state = c.wait_for_orchestration_completion(iid, timeout=60)
+        c.close()
+    assert state is not None and state.runtime_status == client.OrchestrationStatus.COMPLETED
+    ours = {s.name: s for s in spans.get_finished_spans()}
+    create, orchestration = ours["create_orchestration:doubled"], ours["orchestration:doubled"]
+    call = next(s for s in spans.get_finished_spans() if s.name == "activity:double" and s.kind.name == "CLIENT")
+    trace_id = create.context.trace_id
+    assert orchestration.context.trace_id == trace_id
+
+    # Two orchestration turns and one activity, each queued, dispatched and committed.
+    received = collector[0].wait_for(trace_id, 9)
+    assert {service for service, _ in received} == {"durabletask-emulator"}
+    by_label = {"create": create, "orchestration": orchestration, "activity call": call}
+    labels = {c.context.span_id.to_bytes(8, "big"): label for label, c in by_label.items()}
+    got = sorted((span.name, labels.get(span.parent_span_id, "?")) for _, span in received)
+    assert got == sorted([
+        # First turn: the orchestration span does not exist yet, so waiting and dispatch are the request's.
+        ("emulator.queue:doubled", "create"),
+        ("emulator.dispatch:doubled", "create"),
+        # The worker has now told its span: the commit and every later turn belong to the orchestration.
+        ("emulator.commit:doubled", "orchestration"),
+        ("emulator.queue:double", "activity call"),
+        ("emulator.dispatch:double", "activity call"),
+        ("emulator.commit:double", "activity call"),
+        ("emulator.queue:doubled", "orchestration"),
+        ("emulator.dispatch:doubled", "orchestration"),
+        ("emulator.commit:doubled", "orchestration"),
+    ])  # fmt: skip
+
+    named = {(span.name, span.parent_span_id): span for _, span in received}
+    create_id, orchestration_id = (s.context.span_id.to_bytes(8, "big") for s in (create, orchestration))
+    activity_queue = named[("emulator.queue:double", call.context.span_id.to_bytes(8, "big"))]
+    assert _attributes(activity_queue) == {
+        "durabletask.type": "activity",
+        "durabletask.task.name": "double",
+        "durabletask.task.instance_id": iid,
+        "durabletask.task.task_id": int(call.attributes["durabletask.task.task_id"]),
+        "emulator.task_hub": "default",
+        "emulator.stream_id": _attributes(activity_queue)["emulator.stream_id"],
+    }
+    queued = named[("emulator.queue:doubled", create_id)]
+    assert {k: v for k, v in _attributes(queued).items() if k != "emulator.stream_id"} == {
+        "durabletask.type": "orchestration",
+        "durabletask.task.name": "doubled",
+        "durabletask.task.instance_id": iid,
+        "emulator.new_events": 2,
+        "emulator.task_hub": "default",
+    }
+    commits = sorted(
+        (span for _, span in received if span.name == "emulator.commit:doubled"), key=lambda s: s.start_time_unix_nano
+    )
+    assert [_attributes(s)["emulator.actions"] for s in commits] == [1, 1]  # schedule the activity; complete
+    # The activity waited from the commit of the turn that scheduled it until a stream leased it.
+    assert activity_queue.start_time_unix_nano == commits[0].end_time_unix_nano
+    for _, span in received:
+        assert span.start_time_unix_nano <= span.end_time_unix_nano
+        assert span.status.code != trace_pb2.Status.STATUS_CODE_ERROR
+    assert orchestration_id in {span.parent_span_id for _, span in received}
+
+
+BLOCKED = textwrap.dedent(
+    """
+    import sys
+
+    class NoOpenTelemetry:
+        def find_spec(self, name, path=None, target=None):
+            if name == "opentelemetry" or name.startswith("opentelemetry."):
+                raise ModuleNotFoundError(f"No module named {name!r}")
+            return None
+
+    sys.meta_path.insert(0, NoOpenTelemetry())
+    from emulator.__main__ import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+def test_the_flag_without_the_extra_is_a_clear_startup_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKED, "--db", str(tmp_path / "x.db"), "--port", "0", "--no-dashboard",
+         "--otlp-endpoint", "http://127.0.0.1:4317"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "listening" not in done.stdout
+    assert done.stderr.startswith(
+        "durabletask-emulator: --otlp-endpoint needs the OpenTelemetry SDK and OTLP exporter: "
+        "pip install 'dtscale[emulator-otlp]' (No module named 'opentelemetry"
+    ), done.stderr
+    assert not (tmp_path / "x.db").exists()  # refused before anything was opened
