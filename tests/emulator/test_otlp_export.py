@@ -11,62 +11,24 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator
-from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from durabletask import client, task, worker
 from tests.e2e.tracing_support import exporter
+from tests.otlp_collector import Collector, attributes, serve_collector
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class Collector(trace_service_pb2_grpc.TraceServiceServicer):
-    """Keeps every exported span with its resource's service name."""
-
-    def __init__(self) -> None:
-        self.spans: list[tuple[str, trace_pb2.Span]] = []
-        self._changed = threading.Condition()
-
-    def Export(self, request: Any, context: Any) -> Any:
-        with self._changed:
-            for resource_spans in request.resource_spans:
-                service = next(
-                    (a.value.string_value for a in resource_spans.resource.attributes if a.key == "service.name"), ""
-                )
-                for scope_spans in resource_spans.scope_spans:
-                    self.spans.extend((service, span) for span in scope_spans.spans)
-            self._changed.notify_all()
-        return trace_service_pb2.ExportTraceServiceResponse()
-
-    def wait_for(self, trace_id: int, count: int, timeout: float = 60.0) -> list[tuple[str, trace_pb2.Span]]:
-        """The spans of ``trace_id`` once at least ``count`` have arrived (all there are after ``timeout``)."""
-        wanted = trace_id.to_bytes(16, "big")
-
-        def found() -> list[tuple[str, trace_pb2.Span]]:
-            return [(s, span) for s, span in self.spans if span.trace_id == wanted]
-
-        with self._changed:
-            self._changed.wait_for(lambda: len(found()) >= count, timeout)
-            return found()
-
-
 @pytest.fixture
 def collector() -> Iterator[tuple[Collector, int]]:
-    keeper = Collector()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(keeper, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield keeper, port
-    server.stop(None).wait()
+    with serve_collector() as running:
+        yield running
 
 
 @pytest.fixture
@@ -96,14 +58,6 @@ def double(ctx: task.ActivityContext, value: int) -> int:
 
 def doubled(ctx: task.OrchestrationContext, value: int) -> Any:
     return (yield ctx.call_activity(double, input=value))
-
-
-def _attributes(span: trace_pb2.Span) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for attribute in span.attributes:
-        value = attribute.value
-        found[attribute.key] = value.int_value if value.WhichOneof("value") == "int_value" else value.string_value
-    return found
 
 
 def test_server_spans_arrive_at_the_collector_in_the_clients_trace(
@@ -149,16 +103,16 @@ def test_server_spans_arrive_at_the_collector_in_the_clients_trace(
     named = {(span.name, span.parent_span_id): span for _, span in received}
     create_id, orchestration_id = (s.context.span_id.to_bytes(8, "big") for s in (create, orchestration))
     activity_queue = named[("emulator.queue:double", call.context.span_id.to_bytes(8, "big"))]
-    assert _attributes(activity_queue) == {
+    assert attributes(activity_queue) == {
         "durabletask.type": "activity",
         "durabletask.task.name": "double",
         "durabletask.task.instance_id": iid,
         "durabletask.task.task_id": int(call.attributes["durabletask.task.task_id"]),
         "emulator.task_hub": "default",
-        "emulator.stream_id": _attributes(activity_queue)["emulator.stream_id"],
+        "emulator.stream_id": attributes(activity_queue)["emulator.stream_id"],
     }
     queued = named[("emulator.queue:doubled", create_id)]
-    assert {k: v for k, v in _attributes(queued).items() if k != "emulator.stream_id"} == {
+    assert {k: v for k, v in attributes(queued).items() if k != "emulator.stream_id"} == {
         "durabletask.type": "orchestration",
         "durabletask.task.name": "doubled",
         "durabletask.task.instance_id": iid,
@@ -168,7 +122,7 @@ def test_server_spans_arrive_at_the_collector_in_the_clients_trace(
     commits = sorted(
         (span for _, span in received if span.name == "emulator.commit:doubled"), key=lambda s: s.start_time_unix_nano
     )
-    assert [_attributes(s)["emulator.actions"] for s in commits] == [1, 1]  # schedule the activity; complete
+    assert [attributes(s)["emulator.actions"] for s in commits] == [1, 1]  # schedule the activity; complete
     # The activity waited from the commit of the turn that scheduled it until a stream leased it.
     assert activity_queue.start_time_unix_nano == commits[0].end_time_unix_nano
     for _, span in received:
