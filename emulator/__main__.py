@@ -16,7 +16,7 @@ from emulator.auth import TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_ENV, TOKEN_FILE_ENV, 
 from emulator.errors import DatabaseInUseError
 from emulator.faults import FaultProfile
 from emulator.server import EmulatorServer
-from emulator.tracing.otlp import EXTRA, OtlpUnavailableError
+from emulator.tracing.otlp import ENDPOINT_ENV, EXTRA, OtlpUnavailableError
 from emulator.worker_view import worker_source
 
 
@@ -73,8 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-dashboard", action="store_true", help="do not serve the web dashboard")
     parser.add_argument(
         "--otlp-endpoint",
+        default=os.environ.get(ENDPOINT_ENV) or None,
         help="export the emulator's own spans (each traced work item's queueing, dispatch and commit) to this "
-        f"OTLP/gRPC collector, e.g. http://localhost:4317 (needs the '{EXTRA}' extra)",
+        f"OTLP/gRPC collector, e.g. http://localhost:4317 (or set {ENDPOINT_ENV}; needs the '{EXTRA}' extra)",
     )
     parser.add_argument(
         "--faults",

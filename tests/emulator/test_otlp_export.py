@@ -161,3 +161,49 @@ def test_the_flag_without_the_extra_is_a_clear_startup_error(tmp_path: Path) -> 
         "pip install 'dtscale[emulator-otlp]' (No module named 'opentelemetry"
     ), done.stderr
     assert not (tmp_path / "x.db").exists()  # refused before anything was opened
+
+
+def test_the_endpoint_can_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from emulator.__main__ import build_parser
+
+    assert build_parser().parse_args([]).otlp_endpoint is None
+    monkeypatch.setenv("DTS_EMULATOR_OTLP_ENDPOINT", "http://collector:4317")
+    assert build_parser().parse_args([]).otlp_endpoint == "http://collector:4317"
+    assert build_parser().parse_args(["--otlp-endpoint", "http://other:4317"]).otlp_endpoint == "http://other:4317"
+
+
+def test_the_exporter_keeps_the_callers_sampling_and_trace_state_and_records_errors(
+    collector: tuple[Collector, int],
+) -> None:
+    from emulator.tracing import Parent, Phase
+    from emulator.tracing.otlp import OtlpExport
+
+    keeper, port = collector
+    export = OtlpExport(f"http://127.0.0.1:{port}")
+    trace_id, parent_id = 0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331
+    sampled, unsampled = Parent(trace_id, parent_id, 1, "vendor=abc"), Parent(trace_id, parent_id, 0)
+    refused = ValueError("the lease is gone")
+    export.record(Phase("emulator.commit:x", sampled, {"emulator.task_hub": "h"}, 1_000, 2_000, refused))
+    export.record(Phase("emulator.queue:x", unsampled, {"emulator.task_hub": "h"}, 1_000, 2_000))
+    assert export.flush()
+    export.shutdown()
+    [(service, span)] = keeper.wait_for(trace_id, 1)
+    assert (service, span.name, span.parent_span_id.hex(), span.trace_state) == (
+        "durabletask-emulator",
+        "emulator.commit:x",
+        f"{parent_id:016x}",
+        "vendor=abc",
+    )
+    assert (span.start_time_unix_nano, span.end_time_unix_nano, attributes(span)) == (
+        1_000,
+        2_000,
+        {"emulator.task_hub": "h"},
+    )
+    assert (span.status.code, span.status.message) == (
+        trace_pb2.Status.STATUS_CODE_ERROR,
+        "ValueError: the lease is gone",
+    )
+    assert [(e.name, attributes(e)) for e in span.events] == [
+        ("exception", {"exception.type": "ValueError", "exception.message": "the lease is gone"})
+    ]
+    assert len(keeper.spans) == 1  # the unsampled trace sent nothing
