@@ -156,19 +156,17 @@ class WorkTracer:
 
     def dispatched(self, lease: Lease) -> None:
         """Records the queueing span of a work item just leased to a stream: from enqueued to leased."""
-        subject = self._subject(lease)
-        if subject is None:
-            return
         work = lease.work
+        enqueued: int | None = None
         if isinstance(work, OrchestrationWork):
             times = [t for t in map(visible_ns, work.request.newEvents) if t is not None]
             enqueued = min(times) if times else None
-        else:
-            assert isinstance(work, ActivityWork)
+        elif isinstance(work, ActivityWork):
             key = (lease.hub, work.request.orchestrationInstance.instanceId, work.request.taskId)
             with self._lock:
-                enqueued = self._scheduled.pop(key, None)
-        if enqueued is not None:
+                enqueued = self._scheduled.pop(key, None)  # taken even when untraced: nothing else will
+        subject = self._subject(lease)
+        if subject is not None and enqueued is not None:
             attributes = {**subject.attributes, "emulator.stream_id": lease.stream.id}
             self._sink.record(
                 Phase(f"emulator.queue:{subject.name}", subject.parent, attributes, enqueued, lease.leased_ns)

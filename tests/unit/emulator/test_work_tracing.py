@@ -145,6 +145,18 @@ def test_work_without_trace_context_records_nothing(recorded: tuple[WorkTracer, 
     assert phases == []
 
 
+def test_an_untraced_activity_still_takes_its_scheduling_time(recorded: tuple[WorkTracer, list[Phase]]) -> None:
+    tracer, phases = recorded
+    lease = orchestration(started())
+    schedule = pb.OrchestratorAction(id=3, scheduleTask=pb.ScheduleTaskAction(name="charge"))
+    with tracer.completing(lease, turn(schedule)):
+        pass
+    tracer.dispatched(activity(None))  # leased without trace context: the remembered time goes with it
+    phases.clear()
+    tracer.dispatched(activity())  # the same task ID leased again: no longer known when it was queued
+    assert phases == []
+
+
 def test_a_refused_completion_marks_its_commit_failed(recorded: tuple[WorkTracer, list[Phase]]) -> None:
     tracer, phases = recorded
     lease = activity()
