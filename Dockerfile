@@ -11,7 +11,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY durabletask ./durabletask
 COPY emulator ./emulator
-RUN pip install ".[dashboard]" \
+RUN pip install ".[dashboard,emulator-otlp]" \
     && rm -rf /src \
     && useradd --create-home --uid 10001 emulator \
     && mkdir /data \
@@ -31,5 +31,6 @@ EXPOSE 8080 8082
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
     CMD ["python", "-m", "emulator.healthcheck", "127.0.0.1:8080"]
 
+# DTS_EMULATOR_OTLP_ENDPOINT (e.g. http://jaeger:4317) sends the emulator's own spans to that OTLP/gRPC collector.
 ENTRYPOINT ["durabletask-emulator"]
 CMD ["--host", "0.0.0.0", "--port", "8080", "--db", "/data/durabletask-emulator.db"]

@@ -16,6 +16,7 @@ from emulator.auth import TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_ENV, TOKEN_FILE_ENV, 
 from emulator.errors import DatabaseInUseError
 from emulator.faults import FaultProfile
 from emulator.server import EmulatorServer
+from emulator.tracing.otlp import ENDPOINT_ENV, EXTRA, OtlpUnavailableError
 from emulator.worker_view import worker_source
 
 
@@ -71,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-dashboard", action="store_true", help="do not serve the web dashboard")
     parser.add_argument(
+        "--otlp-endpoint",
+        default=os.environ.get(ENDPOINT_ENV) or None,
+        help="export the emulator's own spans (each traced work item's queueing, dispatch and commit) to this "
+        f"OTLP/gRPC collector, e.g. http://localhost:4317 (or set {ENDPOINT_ENV}; needs the '{EXTRA}' extra)",
+    )
+    parser.add_argument(
         "--faults",
         type=_fault_profile,
         help="inject faults for testing, e.g. 'cut_stream_every=5s,stall_every=20s,stall_for=3s,goaway_every=30s,"
@@ -101,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     hubs = tuple(h.strip() for h in args.task_hubs.split(",") if h.strip())
     try:
         server = _server(args, hubs, token)
-    except DatabaseInUseError as error:
+    except (DatabaseInUseError, OtlpUnavailableError) as error:
         print(f"durabletask-emulator: {error}", file=sys.stderr, flush=True)
         return 1
     stopped = threading.Event()
@@ -169,6 +176,7 @@ def _server(args: argparse.Namespace, hubs: tuple[str, ...], token: str | None) 
         tls_key=args.tls_key,
         faults=args.faults,
         durability=args.durability,
+        otlp_endpoint=args.otlp_endpoint,
     )
 
 

@@ -10,7 +10,7 @@ import uuid
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
 
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -28,6 +28,7 @@ from emulator.errors import (
 from emulator.sessions import SessionTable, advertised
 from emulator.storage import InstanceRecord
 from emulator.streams import Lease, StreamState, Work, stream_filters, work_item
+from emulator.tracing import WorkTracer
 from emulator.validation import Limits, PayloadTooLargeError
 from emulator.waiters import InstanceWaiters
 from emulator.work import ActivityWork, OrchestrationWork, SessionMark
@@ -41,6 +42,7 @@ MAX_ORPHANS = 10_000
 #: A busy stream still asks for every kind this often: work can also appear as time passes
 #: (an expired lease), which no change announces.
 PROBE_ALL_SECONDS = 0.05
+_UNTRACED = nullcontext()
 
 
 def _weak_wake(dispatcher: WorkDispatcher) -> Callable[[], None]:
@@ -68,8 +70,11 @@ class WorkDispatcher:
         lease_timeout: float,
         health_ping_interval: float,
         limits: Limits | None = None,
+        tracer: WorkTracer | None = None,
     ) -> None:
         self.engine = engine
+        #: Records the emulator's spans of each work item (``None``: no tracing, nothing to pay).
+        self.tracer = tracer
         self.limits = limits or Limits()
         self.entities = entities
         self.lease_timeout = lease_timeout
@@ -321,8 +326,13 @@ class WorkDispatcher:
             if not found:
                 continue
             state.turn += 1
+            tracer = self.tracer
+            leased_ns = 0 if tracer is None else tracer.now()
             for token, work in zip(tokens, found, strict=False):
-                self._track(Lease(token, kind, state.hub, state, work))
+                lease = Lease(token, kind, state.hub, state, work, leased_ns)
+                if tracer is not None:
+                    tracer.dispatched(lease)
+                self._track(lease)
                 state.ready.append(work_item(work, token))
             return state.ready.popleft()
         return None
@@ -381,8 +391,17 @@ class WorkDispatcher:
                 raise stale_token(token)
             return lease
 
+    def _completing(
+        self, lease: Lease, response: pb.OrchestratorResponse | pb.ActivityResponse
+    ) -> AbstractContextManager[None]:
+        return _UNTRACED if self.tracer is None else self.tracer.completing(lease, response)
+
     def complete_orchestration(self, hub: str, response: pb.OrchestratorResponse) -> None:
         lease = self._take(hub, response.completionToken, "orchestration")
+        with self._completing(lease, response):
+            self._complete_orchestration(hub, lease, response)
+
+    def _complete_orchestration(self, hub: str, lease: Lease, response: pb.OrchestratorResponse) -> None:
         work = lease.work
         assert isinstance(work, OrchestrationWork)
         if response.instanceId and response.instanceId != work.instance_id:
@@ -435,6 +454,10 @@ class WorkDispatcher:
 
     def complete_activity(self, hub: str, response: pb.ActivityResponse) -> None:
         lease = self._take(hub, response.completionToken, "activity")
+        with self._completing(lease, response):
+            self._complete_activity(hub, lease, response)
+
+    def _complete_activity(self, hub: str, lease: Lease, response: pb.ActivityResponse) -> None:
         work = lease.work
         assert isinstance(work, ActivityWork)
         try:

@@ -22,6 +22,8 @@ from emulator.handlers import service_handler
 from emulator.hubs import DEFAULT_HUB, TaskHubs
 from emulator.servicer import Servicer
 from emulator.storage import SqliteBackend
+from emulator.tracing import WorkTracer
+from emulator.tracing.otlp import OtlpExport, work_tracer
 from emulator.validation import Limits
 
 log = logging.getLogger("emulator")
@@ -49,9 +51,13 @@ class EmulatorServer:
             also drive :attr:`faults` directly.
         durability: ``"normal"`` (default: a commit survives a process kill, a power loss may lose the last
             commits) or ``"full"`` (every commit is synced to disk and survives power loss, slower).
+        otlp_endpoint: An OTLP/gRPC collector (``http://host:4317``) to export the emulator's own spans to: the
+            queueing, dispatch and commit of each traced work item, in the trace it carries. Needs the
+            ``emulator-otlp`` extra.
 
     Raises:
         DatabaseInUseError: another emulator already serves ``db_path``.
+        OtlpUnavailableError: ``otlp_endpoint`` is given but the ``emulator-otlp`` extra is not installed.
     """
 
     def __init__(
@@ -71,9 +77,15 @@ class EmulatorServer:
         tls_key: str | None = None,
         faults: FaultProfile | None = None,
         durability: str = "normal",
+        otlp_endpoint: str | None = None,
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
+        # First, so a missing extra is reported before the database is opened.
+        tracer: WorkTracer | None = None
+        self._otlp: OtlpExport | None = None
+        if otlp_endpoint:
+            tracer, self._otlp = work_tracer(otlp_endpoint)
         self.host = host
         self._requested_port = port
         self._port: int | None = None
@@ -84,7 +96,9 @@ class EmulatorServer:
         changes = ChangeFeed()
         self.engine = Engine(self.backend, self.clock, changes, max_history_events=self.limits.max_history_events)
         self.entities = Entities(self.backend, self.clock, changes)
-        self.dispatcher = WorkDispatcher(self.engine, self.entities, lease_timeout, health_ping_interval, self.limits)
+        self.dispatcher = WorkDispatcher(
+            self.engine, self.entities, lease_timeout, health_ping_interval, self.limits, tracer
+        )
         changes.subscribe(self.dispatcher)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
         self._server: grpc.aio.Server | None = None
@@ -147,6 +161,11 @@ class EmulatorServer:
         return server, bound
 
     @property
+    def otlp(self) -> OtlpExport | None:
+        """The exporter of the emulator's spans, when ``otlp_endpoint`` was given."""
+        return self._otlp
+
+    @property
     def tls(self) -> bool:
         """Whether the server speaks TLS."""
         return self._tls is not None
@@ -170,6 +189,8 @@ class EmulatorServer:
         """
         self.faults.stop_schedule()
         self._stop_serving(grace)
+        if self._otlp is not None:
+            self._otlp.flush()
 
     def _stop_serving(self, grace: float | None) -> None:
         self.dispatcher.close()
@@ -184,6 +205,8 @@ class EmulatorServer:
         """Stops serving and closes the database."""
         self.stop()
         self.backend.close()
+        if self._otlp is not None:
+            self._otlp.shutdown()
 
     def reset(self) -> None:
         """Deletes every instance, history, message and activity in every task hub."""

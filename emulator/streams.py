@@ -60,6 +60,7 @@ class Lease:
     hub: str
     stream: StreamState
     work: Work
+    leased_ns: int = 0  # when it was leased (nanoseconds since the epoch), kept only while tracing
 
     @property
     def key(self) -> str | int:

@@ -34,23 +34,24 @@ class Runtime:
     """Where a sample runs; starts and stops the embedded emulator when no endpoint is given."""
 
     def __init__(self, connection_string: str | None = None, address: str | None = None,
-                 db_path: str | None = None, clock: Any = None) -> None:
+                 db_path: str | None = None, clock: Any = None, otlp_endpoint: str | None = None) -> None:
         self.connection_string = connection_string
         self.address = address
+        self._otlp_endpoint = otlp_endpoint  # the embedded emulator exports its own spans there
         self._db_path = db_path
         self._clock = clock  # the embedded emulator's clock (e.g. a ManualClock to skip time); None: real time
         self._server: Any = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Runtime:
-        return cls(args.connection_string, args.address)
+        return cls(args.connection_string, args.address, otlp_endpoint=getattr(args, "otlp_endpoint", None))
 
     def __enter__(self) -> Runtime:
         if not self.connection_string and not self.address:
             from emulator.server import EmulatorServer
 
             self._server = EmulatorServer(port=0, in_memory=self._db_path is None, db_path=self._db_path,
-                                          clock=self._clock)
+                                          clock=self._clock, otlp_endpoint=self._otlp_endpoint)
             self._server.start()
             self.address = f"localhost:{self._server.port}"
             print(f"[emulator] listening on {self.address}")

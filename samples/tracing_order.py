@@ -1,11 +1,17 @@
 """The demo's order workflow, traced with OpenTelemetry: one trace from the request to every activity, as a tree.
 
 Needs the OpenTelemetry SDK (``pip install dtscale[opentelemetry] opentelemetry-sdk``). Spans are collected in
-memory and printed when the order is done; in production you would attach an OTLP exporter instead.
+memory and printed when the order is done. With ``--otlp-endpoint`` they also go to an OTLP/gRPC collector
+(Jaeger, Tempo, the OpenTelemetry Collector...), and the embedded emulator sends its own spans there too:
+
+    docker run --rm -p 16686:16686 -p 4317:4317 jaegertracing/jaeger   # its UI: http://localhost:16686
+    pip install "dtscale[opentelemetry,emulator-otlp]"
+    python samples/tracing_order.py --otlp-endpoint http://localhost:4317
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -14,8 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _support import Runtime, parse_args
 from demo import Order, charge_payment, process_order, reserve_inventory, ship
 from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from durabletask import client
@@ -39,14 +46,33 @@ def print_tree(spans: list[ReadableSpan]) -> None:
     show(None, 0)
 
 
-def main() -> int:
+def tracer_provider(otlp_endpoint: str | None) -> tuple[TracerProvider, InMemorySpanExporter]:
+    """The application's tracing setup: spans kept in memory to print, and sent to a collector if one is given."""
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = TracerProvider(resource=Resource.create({"service.name": "order-service"}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if otlp_endpoint:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        # http:// is plaintext (a local Jaeger or collector); https:// uses TLS.
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint)))
+    return provider, exporter
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--otlp-endpoint",
+        help="also send the spans to this OTLP/gRPC collector, e.g. "
+        "http://localhost:4317 (Jaeger); the embedded emulator sends its own spans there too",
+    )
+
+
+def main() -> int:
+    args = parse_args(__doc__ or "", options)
+    provider, exporter = tracer_provider(args.otlp_endpoint)
     trace.set_tracer_provider(provider)
     tracer = trace.get_tracer("order-service")
 
-    args = parse_args(__doc__ or "")
     with Runtime.from_args(args) as runtime, runtime.worker() as w:
         w.add_orchestrator(process_order)
         for activity in (reserve_inventory, charge_payment, ship):
@@ -66,6 +92,9 @@ def main() -> int:
     spans = [s for s in exporter.get_finished_spans() if s.context.trace_id == trace_id]
     print(f"trace {trace_id:032x}: {len(spans)} spans")
     print_tree(spans)
+    provider.shutdown()  # sends what is still batched for the collector
+    if args.otlp_endpoint:
+        print(f"sent to {args.otlp_endpoint} with the emulator's own spans: open trace {trace_id:032x} there")
     return 0
 
 

@@ -109,7 +109,14 @@ EMULATOR_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     (
         "WorkDispatcher",
-        ("emulator.dispatcher", "emulator.streams", "emulator.sessions", "emulator.waiters", "emulator.refusals"),
+        (
+            "emulator.dispatcher",
+            "emulator.streams",
+            "emulator.sessions",
+            "emulator.waiters",
+            "emulator.refusals",
+            "emulator.tracing",
+        ),
     ),
     ("servicer", ("emulator.servicer", "emulator.handlers", "emulator.hubs", "emulator.faults")),
     (

@@ -244,6 +244,42 @@ def test_continue_as_new_is_one_span_per_execution(hub: Hub, spans: Any) -> None
     assert got == want, render(got)
 
 
+def test_a_rewound_orchestration_stays_in_the_trace_it_was_started_in(hub: Hub, spans: Any) -> None:
+    fixed = {"yet": False}
+
+    def fragile(ctx: task.ActivityContext, value: int) -> int:
+        if not fixed["yet"]:
+            raise ValueError("not fixed")
+        return value
+
+    def two_steps(ctx: task.OrchestrationContext, _: Any) -> Any:
+        first = yield ctx.call_activity(double, input=1)
+        return (yield ctx.call_activity(fragile, input=first))
+
+    hub.start_worker([two_steps], [double, fragile])
+    c = hub.client()
+    iid = unique_id()
+    c.schedule_new_orchestration(two_steps, instance_id=iid)
+    state = c.wait_for_orchestration_completion(iid, timeout=60)
+    assert state is not None and state.runtime_status == FAILED and state.failure_details is not None
+    message = state.failure_details.message.replace(iid, "<id>")
+    fixed["yet"] = True
+    c.rewind_orchestration(iid, reason="fixed")
+    state = c.wait_for_orchestration_completion(iid, timeout=60)
+    assert state is not None and state.runtime_status == COMPLETED
+    got = trace_of(spans, iid)
+    # The rewound run is a new orchestration span in the same trace; it keeps the first call's result.
+    want = [
+        node(
+            create("two_steps"),
+            node(orch("two_steps", "Failed", message), activity_pair("double", 1),
+                 activity_pair("fragile", 2, error="not fixed")),
+            node(orch("two_steps"), activity_pair("fragile", 2)),
+        )
+    ]  # fmt: skip
+    assert got == want, render(got)
+
+
 def test_events_sent_and_raised_join_the_callers_trace(hub: Hub, spans: Any) -> None:
     from opentelemetry import trace
 
