@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from durabletask import client as dt_client
+from durabletask import history
+from durabletask._attach.fingerprint import split_tags
 from durabletask._cli import export_destination
 from durabletask._cli.commands import UsageError, parse_time
 from durabletask._cli.export_checkpoint import Checkpoint, fingerprint
@@ -199,5 +201,13 @@ def cmd_history_from_export(a: argparse.Namespace, out: IO[str], err: IO[str]) -
     except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
         err.write(f"durabletask history: {a.from_export} is not a readable exported history: {exc}\n")
         return 1
-    Renderer(out, as_json=a.json).history(events)
+    Renderer(out, as_json=a.json).history([_as_live(e) for e in events])
     return 0
+
+
+def _as_live(event: Any) -> Any:
+    # The live view keeps the attach fingerprint out of an instance's tags; a file written from the raw history
+    # (Microsoft's exporter) still has it there, so the same rule applies here.
+    if isinstance(event, history.ExecutionStartedEvent) and event.tags:
+        return dataclasses.replace(event, tags=split_tags(event.tags)[0])
+    return event
