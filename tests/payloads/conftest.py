@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -12,18 +11,12 @@ import pytest
 
 from durabletask import client, worker
 from durabletask.payload import PayloadStore
-from tests.azurite import Azurite, AzuriteUnavailableError
+from tests.azurite import Azurite, azurite_or_skip
 
 
 @pytest.fixture(scope="session")
 def azurite() -> Iterator[Azurite]:
-    try:
-        server = Azurite()
-    except AzuriteUnavailableError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Azurite is required in CI and could not start: {exc}")
-        print(f"skipping: Azurite could not start: {exc}")
-        pytest.skip(f"Azurite could not start: {exc}")
+    server = azurite_or_skip()
     yield server
     server.stop()
 

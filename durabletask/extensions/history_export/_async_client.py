@@ -1,0 +1,140 @@
+"""The asyncio versions of the export clients (exported from :mod:`.client`)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+
+from durabletask import client as client_module
+from durabletask.extensions.history_export import _client_common as common
+from durabletask.extensions.history_export._constants import orchestrator_instance_id_for
+from durabletask.extensions.history_export._logging import logger
+from durabletask.extensions.history_export.entity import ExportJobEntity
+from durabletask.extensions.history_export.exceptions import ExportJobNotFoundError
+from durabletask.extensions.history_export.models import (
+    ExportJobCreationOptions,
+    ExportJobDescription,
+    ExportJobQuery,
+)
+from durabletask.extensions.history_export.writer import HistoryWriter
+
+
+class AsyncExportHistoryClient:
+    """Creates and manages export jobs with an :class:`~durabletask.client.AsyncTaskHubGrpcClient`.
+
+    Workers run the jobs; register the job machinery on them with :class:`~.client.ExportHistoryClient`.
+    """
+
+    def __init__(self, durable_task_client: client_module.AsyncTaskHubGrpcClient, writer: HistoryWriter) -> None:
+        self._client = durable_task_client
+        self._writer = writer
+
+    async def create_job(self, options: ExportJobCreationOptions, *, job_id: str | None = None) -> ExportJobDescription:
+        """See :meth:`ExportHistoryClient.create_job`."""
+        new = common.NewJob(options, job_id)
+        new.check_replaces(await self.get_job(new.job_id))
+        await self._client.signal_entity(new.entity_id, ExportJobEntity.OP_CREATE, input=new.operation_input)
+        return new.description()
+
+    async def get_job(self, job_id: str) -> ExportJobDescription | None:
+        """The job's current description, or ``None`` when there is no such job."""
+        meta = await self._client.get_entity(common.entity_id(job_id), include_state=True)
+        return common.description_of(job_id, meta)
+
+    async def list_jobs(self, query: ExportJobQuery | None = None) -> AsyncIterator[ExportJobDescription]:
+        """Every export job matching ``query``."""
+        query = query or ExportJobQuery()
+        for meta in await self._client.get_all_entities(common.entity_query(query)):
+            desc = common.listed_job(meta, query)
+            if desc is not None:
+                yield desc
+
+    async def wait_for_job(
+        self, job_id: str, *, timeout: float = 300.0, poll_interval: float = 1.0
+    ) -> ExportJobDescription:
+        """See :meth:`ExportHistoryClient.wait_for_job`."""
+        common.check_wait_arguments(timeout, poll_interval)
+        deadline = time.monotonic() + timeout
+        last: ExportJobDescription | None = None
+        while True:
+            desc = await self.get_job(job_id)
+            if desc is not None:
+                last = desc
+                if desc.status in common.TERMINAL_JOB_STATUSES:
+                    return desc
+            if time.monotonic() >= deadline:
+                if last is None:
+                    raise ExportJobNotFoundError(job_id)
+                raise TimeoutError(common.timeout_message(job_id, timeout, last))
+            await asyncio.sleep(poll_interval)
+
+    async def delete_job(self, job_id: str) -> None:
+        """See :meth:`ExportHistoryClient.delete_job`."""
+        orchestration = orchestrator_instance_id_for(job_id)
+        await self._client.signal_entity(common.entity_id(job_id), ExportJobEntity.OP_DELETE)
+        try:
+            await self._client.terminate_orchestration(orchestration, recursive=True)
+        except grpc.RpcError as ex:
+            if not common.is_not_found(ex):
+                raise
+        try:
+            await self._client.wait_for_orchestration_completion(
+                orchestration, timeout=common.DELETE_WAIT_TIMEOUT_SECONDS
+            )
+        except TimeoutError:
+            logger.warning(
+                "Export job %r: orchestration %r did not stop in time; purging anyway", job_id, orchestration
+            )
+        except grpc.RpcError as ex:
+            if not common.is_not_found(ex):
+                raise
+        try:
+            await self._client.purge_orchestration(orchestration, recursive=True)
+        except grpc.RpcError as ex:
+            if not common.is_not_found(ex):
+                raise
+
+    async def cancel_job(self, job_id: str) -> None:
+        """The same as :meth:`delete_job`."""
+        await self.delete_job(job_id)
+
+    def get_job_client(self, job_id: str) -> AsyncExportHistoryJobClient:
+        """A client bound to one job."""
+        return AsyncExportHistoryJobClient(self, job_id)
+
+    @property
+    def writer(self) -> HistoryWriter:
+        return self._writer
+
+
+class AsyncExportHistoryJobClient:
+    """One job's operations, from :meth:`AsyncExportHistoryClient.get_job_client`."""
+
+    def __init__(self, parent: AsyncExportHistoryClient, job_id: str) -> None:
+        if not job_id:
+            raise ValueError("job_id must be a non-empty string")
+        self._parent = parent
+        self._job_id = job_id
+
+    @property
+    def job_id(self) -> str:
+        return self._job_id
+
+    @property
+    def orchestrator_instance_id(self) -> str:
+        return orchestrator_instance_id_for(self._job_id)
+
+    async def describe(self) -> ExportJobDescription | None:
+        return await self._parent.get_job(self._job_id)
+
+    async def wait(self, *, timeout: float = 300.0, poll_interval: float = 1.0) -> ExportJobDescription:
+        return await self._parent.wait_for_job(self._job_id, timeout=timeout, poll_interval=poll_interval)
+
+    async def delete(self) -> None:
+        await self._parent.delete_job(self._job_id)
+
+
+__all__ = ["AsyncExportHistoryClient", "AsyncExportHistoryJobClient"]
