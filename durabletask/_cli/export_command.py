@@ -23,7 +23,7 @@ from durabletask import history
 from durabletask._attach.fingerprint import split_tags
 from durabletask._cli import export_destination
 from durabletask._cli.commands import UsageError, parse_time
-from durabletask._cli.export_checkpoint import Checkpoint, fingerprint
+from durabletask._cli.export_checkpoint import Checkpoint, CheckpointMismatchError, fingerprint
 from durabletask._cli.export_progress import reporter
 from durabletask._cli.export_run import Exporter, Selection, Summary, count_matching, library_export_one
 from durabletask._cli.render import Renderer
@@ -103,7 +103,10 @@ def _checkpoint(a: argparse.Namespace, sel: Selection, dest: export_destination.
     path = Path(a.checkpoint) if a.checkpoint else dest.checkpoint_dir / f"checkpoint-{fingerprint(parameters)}.json"
     if a.restart:
         path.unlink(missing_ok=True)
-    cp = Checkpoint.open(path, parameters)
+    try:
+        cp = Checkpoint.open(path, parameters)
+    except CheckpointMismatchError as exc:
+        raise UsageError(str(exc)) from exc
     wanted = sel.until.isoformat()
     if cp.until not in (None, wanted):
         if cp.complete:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 from durabletask._cli.export_run import Progress
 
@@ -49,21 +49,24 @@ class LineReporter:
 
 
 class BarReporter:
-    """A tqdm progress bar (the ``progress`` extra)."""
+    """A tqdm progress bar (the ``progress`` extra), opened at the first instance, when the total is known."""
 
-    def __init__(self, stream: IO[str], tqdm_class: type) -> None:
-        self._bar = tqdm_class(file=stream, unit="inst", desc="exporting", dynamic_ncols=True)
+    def __init__(self, stream: IO[str], tqdm_class: Any) -> None:
+        self._stream = stream
+        self._tqdm = tqdm_class
+        self._bar: Any = None
         self._shown = 0
 
     def __call__(self, progress: Progress) -> None:
-        if progress.total is not None and self._bar.total != progress.total:
-            self._bar.total = progress.total
+        if self._bar is None:
+            self._bar = self._tqdm(total=progress.total, file=self._stream, unit="inst", desc="exporting")
         self._bar.update(progress.done - self._shown)
         self._shown = progress.done
         self._bar.set_postfix(failed=progress.failed, refresh=False)
 
     def close(self) -> None:
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def reporter(stream: IO[str]) -> Reporter:

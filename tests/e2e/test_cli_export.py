@@ -134,6 +134,14 @@ def test_export_bad_input_gets_clear_errors(hub: Hub, tmp_path: Path) -> None:
     code, _, err = _run(hub, "export", "--since", "2026-01-01", "--to", str(tmp_path / "file"))
     assert code == 1 and "exists and is not a folder" in err
 
+    cp = ["--checkpoint", str(tmp_path / "cp.json")]
+    assert _run(hub, "export", "--since", "2026-01-01", "--status", "failed", *to, *cp)[0] == 0
+    code, _, err = _run(hub, "export", "--since", "2026-01-01", "--status", "completed", *to, *cp)
+    assert code == 2 and f"checkpoint {tmp_path / 'cp.json'} belongs to another export" in err
+
+    code, _, err = _run(hub, "export", "--since", "2026-01-01", "--to", "jobs", "--job", "--timeout", "1")
+    assert code == 1 and "no worker took up export job" in err and "register_worker" in err
+
     code, _, err = _run(hub, "history", "--from-export", str(tmp_path / "missing.jsonl.gz"))
     assert code == 1 and "missing.jsonl.gz: no such file" in err
     (tmp_path / "junk.jsonl.gz").write_bytes(gzip.compress(b'{"kind": "metadata"}\n{"event_type": "Nope"}\n'))
@@ -183,3 +191,62 @@ def test_export_until_defaults_to_now_and_a_rerun_resumes_that_range(hub: Hub, t
     second = json.loads(out)
     assert second["until"] > first["until"] and second["exported"] == 3 and second["runs"] == 1
     assert len(exported_files(tmp_path)) == 3
+
+
+def test_export_job_is_created_and_followed(hub: Hub, tmp_path: Path) -> None:
+    from durabletask.extensions.history_export import ExportHistoryClient, LocalFolderHistoryWriter
+
+    w = hub.worker()
+    w.add_orchestrator(echo)
+    w.add_orchestrator(explode)
+    ExportHistoryClient(hub.client(), LocalFolderHistoryWriter(tmp_path)).register_worker(w)
+    w.start()
+    c = hub.client()
+    bad = [c.schedule_new_orchestration(explode, input=i, instance_id=unique_id("jbad")) for i in range(3)]
+    ok = c.schedule_new_orchestration(echo, input=1, instance_id=unique_id("jok"))
+    for iid in [*bad, ok]:
+        assert c.wait_for_orchestration_completion(iid, timeout=60) is not None
+
+    code, out, err = _run(hub, "export", *_range(), "--status", "failed", "--to", "jobs", "--prefix", "p",
+                          "--job", "--job-id", "cli-job", "--page-size", "2", "--timeout", "90")  # fmt: skip
+    assert code == 0, err
+    assert out.splitlines()[0] == "created export job cli-job (orchestration export-job-cli-job)"
+    assert out.splitlines()[-1] == "job cli-job: COMPLETED scanned 3 exported 3 failed 0"
+    assert "job cli-job: ACTIVE" in err or "job cli-job: COMPLETED" in err  # progress lines on stderr
+    assert set(exported_files(tmp_path / "jobs" / "p")) == set(bad)
+
+    code, _, err = _run(hub, "export", *_range(), "--to", "jobs", "--job", "--blob-connection-string", "x")
+    assert code == 2 and "--job writes through the worker's writer" in err
+
+
+def _stderr_on_a_terminal(hub: Hub, *argv: str) -> tuple[int, str]:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a 100-column terminal
+    proc = subprocess.Popen(_argv(hub, *argv), stdout=subprocess.DEVNULL, stderr=follower, env=_env(hub))
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return proc.wait(timeout=60), b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_export_progress_bar_on_a_terminal_and_none_when_asked(hub: Hub, tmp_path: Path) -> None:
+    _finish(hub, completed=5, failed=0)
+    code, shown = _stderr_on_a_terminal(hub, "export", *_range(), "--to", str(tmp_path / "bar"))
+    assert code == 0, shown
+    assert "exporting: 100%" in shown and "5/5" in shown and "failed=0" in shown  # tqdm's bar
+    assert "exported 1/5" not in shown
+    code, shown = _stderr_on_a_terminal(hub, "export", *_range(), "--to", str(tmp_path / "quiet"), "--no-progress")
+    assert (code, shown) == (0, "")
