@@ -86,15 +86,23 @@ def _destination(a: argparse.Namespace) -> export_destination.Destination:
     return export_destination.folder(a.to)
 
 
+def _source(a: argparse.Namespace) -> str:
+    """Which task hub is exported, without the credentials a connection string may carry."""
+    if not a.connection_string:
+        return f"{a.endpoint}/{a.taskhub}"
+    parts = dict(p.split("=", 1) for p in a.connection_string.split(";") if "=" in p)
+    found = {k.lower(): v for k, v in parts.items()}
+    return f"{found.get('endpoint', '')}/{found.get('taskhub', '')}"
+
+
 def _checkpoint(a: argparse.Namespace, sel: Selection, dest: export_destination.Destination) -> Checkpoint:
     """The export's checkpoint, and the range's end it pins.
 
     The file is keyed by everything but ``--until``: without ``--until`` an unfinished export keeps the end it
     started with, so re-running the same command resumes it; a finished one starts over up to now.
     """
-    source = a.connection_string or f"{a.endpoint}/{a.taskhub}"
     parameters = {
-        "source": source.split(";Authentication")[0],
+        "source": _source(a),
         "since": sel.since.isoformat(),
         "statuses": sorted(s.name for s in sel.statuses),
         "destination": dest.where,

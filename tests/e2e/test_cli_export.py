@@ -185,12 +185,31 @@ def test_export_until_defaults_to_now_and_a_rerun_resumes_that_range(hub: Hub, t
     assert first["exported"] == 3 and first["until"] > since
     checkpoint = json.loads(Path(first["checkpoint"]).read_text())
     assert checkpoint["complete"] is True and checkpoint["until"] == first["until"]
+    # Unfinished (as a kill leaves it): without --until the run resumes the pinned range; another --until is refused.
+    path = Path(first["checkpoint"])
+    path.write_text(json.dumps({**checkpoint, "complete": False, "exported": 0, "done_in_page": []}))
+    code, _, err = _run(hub, "export", "--since", since, "--until", "2099-01-01T00:00:00Z", "--to", str(tmp_path))
+    assert code == 2 and f"is an unfinished export up to --until {first['until']}" in err
+    code, out, err = _run(hub, "--json", "export", "--since", since, "--to", str(tmp_path))
+    assert code == 0, err
+    resumed = json.loads(out)
+    assert resumed["until"] == first["until"] and resumed["runs"] == 2 and resumed["exported"] == 3
+
     # Finished: the same command covers the range up to the new "now", rewriting the same files.
     code, out, err = _run(hub, "--json", "export", "--since", since, "--to", str(tmp_path))
     assert code == 0, err
     second = json.loads(out)
     assert second["until"] > first["until"] and second["exported"] == 3 and second["runs"] == 1
     assert len(exported_files(tmp_path)) == 3
+
+    # Through a connection string, the checkpoint names the task hub and keeps the credentials out.
+    argv = ["--connection-string", hub.connection_string(), "--json", "export", "--since", since, "--to",
+            str(tmp_path / "cs")]  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "durabletask.cli", *argv], capture_output=True, text=True,
+                          timeout=120, env=_env(hub))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    source = json.loads(Path(json.loads(proc.stdout)["checkpoint"]).read_text())["parameters"]["source"]
+    assert source.endswith(f"/{hub.taskhub}") and "Authentication" not in source
 
 
 def test_export_job_is_created_and_followed(hub: Hub, tmp_path: Path) -> None:
