@@ -70,7 +70,7 @@ def test_a_run_interrupted_mid_page_resumes_without_repeating(tmp_path: Path) ->
         return None
 
     summary = Exporter(lister, record, again, parallel=2).run(SEL)
-    assert written == ids  # each once, in order
+    assert sorted(written) == ids  # each once
     assert lister.calls == ["p1", "p2"]  # the finished first page is not listed again
     assert (summary.exported_now, summary.skipped, summary.exported_total, summary.complete) == (3, 2, 8, True)
 
