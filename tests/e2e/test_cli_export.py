@@ -151,27 +151,38 @@ def test_export_bad_input_gets_clear_errors(hub: Hub, tmp_path: Path) -> None:
     assert code == 2 and "give an instance ID, or --from-export FILE" in err
 
 
-def test_export_resumes_after_a_kill_without_duplicates(hub: Hub, tmp_path: Path) -> None:
+def _interrupt(hub: Hub, argv: list[str], sig: signal.Signals) -> tuple[int, str, str]:
+    """Starts the export, sends ``sig`` once it reports its first instance done; returns (code, first line, rest)."""
+    proc = subprocess.Popen(_argv(hub, *argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=_env(hub))  # fmt: skip
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # printed after an instance is written and checkpointed
+    proc.send_signal(sig)
+    rest = proc.stderr.read()
+    proc.stderr.close()
+    return proc.wait(timeout=60), first, rest
+
+
+def test_export_resumes_after_an_interrupt_and_a_kill_without_duplicates(hub: Hub, tmp_path: Path) -> None:
     ok, _ = _finish(hub, completed=40, failed=0)
     out_dir = tmp_path / "out"
     argv = ["export", *_range(), "--to", str(out_dir), "--page-size", "4", "--parallel", "1"]
-    proc = subprocess.Popen(_argv(hub, *argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(hub))  # fmt: skip
-    assert proc.stderr is not None
-    first = proc.stderr.readline()  # printed after the first instance is written and checkpointed
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    proc.stderr.close()
-    assert proc.stdout is not None
-    proc.stdout.close()
-    assert first.startswith("exported 1/40 "), first
-    before = exported_files(out_dir)
-    assert 1 <= len(before) < 40
 
-    code, out, err = _run(hub, "--json", "export", *argv[1:])
+    code, first, rest = _interrupt(hub, argv, signal.SIGINT)  # Ctrl-C: stops after the instances in flight
+    assert first.startswith("exported 1/40 "), first
+    assert code == 130 and rest.endswith("interrupted; run the same command again to resume\n"), rest
+    after_interrupt = exported_files(out_dir)
+    assert 1 <= len(after_interrupt) < 40
+
+    code, first, _ = _interrupt(hub, argv, signal.SIGKILL)  # killed outright: the checkpoint is all that is left
+    # An instance written but not yet checkpointed when Ctrl-C came is exported again, into the same file.
+    assert code == -signal.SIGKILL and "(1 this run, 0 failed)" in first, first
+    assert len(after_interrupt) <= len(exported_files(out_dir)) < 40
+
+    code, out, err = _run(hub, "--json", *argv)
     assert code == 0, err
     result = json.loads(out)
-    assert result["runs"] == 2 and result["complete"] is True
+    assert result["runs"] == 3 and result["complete"] is True
     assert result["exported_total"] == 40 and result["exported"] < 40
     assert set(exported_files(out_dir)) == set(ok)  # each instance once, none missing
 
