@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import time
 from collections.abc import Mapping
@@ -38,6 +37,12 @@ class FolderWriter:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as out:
             out.write(payload)
+
+
+def _peak_rss_kb() -> int:
+    # VmHWM, not ru_maxrss: Linux carries the parent's peak into ru_maxrss over a fork and exec.
+    with open("/proc/self/status") as status:
+        return int(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
 
 
 def main() -> None:
@@ -68,7 +73,7 @@ def main() -> None:
         "status": final.status.name,
         "exported": final.exported_instances,
         "failed": final.failed_instances,
-        "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "peak_rss_kb": _peak_rss_kb(),
     }), flush=True)  # fmt: skip
 
 

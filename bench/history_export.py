@@ -5,8 +5,8 @@ The store is generated straight into SQLite (bench/store_scale.py: 3-activity ch
   ours cli    `durabletask export --to DIR` (the command runs the export itself, 8 instances at a time)
   ours job    our SDK's export job: a worker with the extension and its client, in one process
   theirs job  Microsoft's export job, the same script in the peer interpreter
-Peak RSS is the exporting process's own maximum resident set (ru_maxrss). The CLI also runs on a tenth of the
-instances: a peak that does not grow with the count is the bounded memory.
+Peak RSS is the exporting process's own maximum resident set since it started (VmHWM). The CLI also runs on a
+tenth of the instances: a peak that does not grow with the count is the bounded memory.
 
 Usage: .venv/bin/python bench/history_export.py [--instances 10000] [--skip ours-job,theirs-job]
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -43,22 +42,33 @@ def _files(folder: Path) -> int:
     return sum(1 for _ in folder.rglob("*.jsonl.gz"))
 
 
+# ru_maxrss of a child is no use here: Linux carries the parent's peak over a fork and exec. The command line
+# runs under this wrapper instead, which prints its own VmHWM (peak RSS since exec) when it exits.
+_CLI_WITH_PEAK = """
+import atexit, runpy, sys
+def peak():
+    with open("/proc/self/status") as status:
+        kb = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    sys.stderr.write(f"peak_rss_kb {kb}\\n")
+atexit.register(peak)
+sys.argv[0] = "durabletask"
+runpy.run_module("durabletask.cli", run_name="__main__")
+"""
+
+
 def cli_export(address: str, folder: Path) -> dict[str, Any]:
     since, until = _range()
-    argv = [sys.executable, "-m", "durabletask.cli", "--endpoint", address, "--taskhub", store_scale.HUB, "--json",
+    argv = [sys.executable, "-c", _CLI_WITH_PEAK, "--endpoint", address, "--taskhub", store_scale.HUB, "--json",
             "export", "--since", since, "--until", until, "--to", str(folder)]  # fmt: skip
     began = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=ROOT, env=run_all._env(False), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    # wait4 gives the child's own peak RSS; reading the pipes first would not, and the output is small.
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(argv, cwd=ROOT, env=run_all._env(False), capture_output=True, text=True, timeout=3600)
     seconds = time.perf_counter() - began
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"export failed: {err or out}")
-    result = json.loads(out)
+    if proc.returncode != 0:
+        raise RuntimeError(f"export failed: {proc.stderr or proc.stdout}")
+    result = json.loads(proc.stdout)
+    peak = next(int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("peak_rss_kb "))
     return {"seconds": seconds, "exported": result["exported"], "failed": len(result["failed"]),
-            "peak_rss_kb": usage.ru_maxrss, "files": _files(folder)}  # fmt: skip
+            "peak_rss_kb": peak, "files": _files(folder)}  # fmt: skip
 
 
 def job_export(python: str, address: str, folder: Path, *, for_peer: bool) -> dict[str, Any]:
