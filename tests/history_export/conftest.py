@@ -65,6 +65,7 @@ class ExportHub:
         self.taskhub = f"t{uuid.uuid4().hex[:12]}"
         self.metadata = [("taskhub", self.taskhub)]
         self._stack = stack
+        self.workers: list[worker.TaskHubGrpcWorker] = []
 
     def client(self) -> client.TaskHubGrpcClient:
         c = client.TaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
@@ -91,12 +92,15 @@ class ExportHub:
             w.add_activity(hello)
             exporter.register_worker(w)
             w.start()
+            self.workers.append(w)
         return exporter
 
     def run_instances(self, names: list[str], prefix: str = "i") -> list[str]:
         """Runs :func:`greet` once per name to a terminal state; returns the instance IDs in order."""
         c = self.client()
-        ids = [c.schedule_new_orchestration(greet, input=n, instance_id=f"{prefix}-{k:05d}") for k, n in enumerate(names)]
+        ids = [
+            c.schedule_new_orchestration(greet, input=n, instance_id=f"{prefix}-{k:05d}") for k, n in enumerate(names)
+        ]
         for instance_id in ids:
             state = c.wait_for_orchestration_completion(instance_id, timeout=60)
             assert state is not None
@@ -107,5 +111,3 @@ class ExportHub:
 def export_hub(emulator_port: int) -> Iterator[ExportHub]:
     with ExitStack() as stack:
         yield ExportHub(emulator_port, stack)
-
-

@@ -36,6 +36,22 @@ MODULES = [
     "durabletask.entities.entity_operation_failed_exception",
     "durabletask.testing",
     "durabletask.testing.in_memory_backend",
+    "durabletask.extensions.history_export",
+    *(
+        f"durabletask.extensions.history_export.{name}"
+        for name in (
+            "activities",
+            "azure_blob",
+            "client",
+            "entity",
+            "exceptions",
+            "models",
+            "orchestrator",
+            "serialization",
+            "transitions",
+            "writer",
+        )
+    ),
 ]
 
 _LIST = r"""

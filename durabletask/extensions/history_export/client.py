@@ -24,6 +24,7 @@ from collections.abc import Iterator
 import grpc
 
 from durabletask import client as client_module
+from durabletask import entities
 from durabletask import worker as worker_module
 from durabletask.extensions.history_export import _client_common as common
 from durabletask.extensions.history_export._async_client import AsyncExportHistoryClient, AsyncExportHistoryJobClient
@@ -41,6 +42,7 @@ from durabletask.extensions.history_export.models import (
     ExportJobCreationOptions,
     ExportJobDescription,
     ExportJobQuery,
+    ExportJobStatus,
 )
 from durabletask.extensions.history_export.orchestrator import export_job_orchestrator
 from durabletask.extensions.history_export.writer import HistoryWriter
@@ -111,7 +113,7 @@ class ExportHistoryClient:
             desc = self.get_job(job_id)
             if desc is not None:
                 last = desc
-                if desc.status in common.TERMINAL_JOB_STATUSES:
+                if desc.status is not ExportJobStatus.ACTIVE:
                     return desc
             if time.monotonic() >= deadline:
                 if last is None:
@@ -187,6 +189,11 @@ class ExportHistoryJobClient:
     @property
     def orchestrator_instance_id(self) -> str:
         return orchestrator_instance_id_for(self._job_id)
+
+    @property
+    def entity_id(self) -> entities.EntityInstanceId:
+        """The entity holding this job's state (``@exportjobentity@<job ID>``)."""
+        return common.entity_id(self._job_id)
 
     def describe(self) -> ExportJobDescription | None:
         """The job's current description, or ``None`` when it does not exist."""

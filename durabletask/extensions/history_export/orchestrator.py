@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from durabletask import task
@@ -80,6 +80,11 @@ def _continuous_settle_delay() -> timedelta:
     return (
         _CONTINUOUS_SETTLE_DELAY_OVERRIDE if _CONTINUOUS_SETTLE_DELAY_OVERRIDE is not None else CONTINUOUS_SETTLE_DELAY
     )
+
+
+def _utc(moment: datetime) -> datetime:
+    # The orchestration clock is naive UTC; the job's window is aware.
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
 
 
 @dataclass
@@ -164,7 +169,7 @@ def _one_cycle(
     """Lists and exports one page; returns ``"more"``, ``"done"`` (a batch job finished) or ``"failed"``."""
     continuous = config.mode is ExportMode.CONTINUOUS
     if continuous and cursor.window_to is None:
-        window_to = ctx.current_utc_datetime - _continuous_settle_delay()
+        window_to = _utc(ctx.current_utc_datetime) - _continuous_settle_delay()
         if window_to <= cursor.window_from:
             yield ctx.create_timer(ctx.current_utc_datetime + _continuous_idle_delay())
             return "more"

@@ -9,9 +9,8 @@ Microsoft's exporter).
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
+import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -20,8 +19,9 @@ from durabletask import history, task
 from durabletask.extensions.history_export._internal import dt_to_iso
 from durabletask.extensions.history_export.models import ExportFormat, ExportFormatKind
 
-# gzip.compress's default level; matching it keeps the compressed bytes identical to a one-shot compression.
+# gzip.compress's level, and zlib's window size with a gzip header and trailer.
 _GZIP_LEVEL = 9
+_GZIP_WBITS = 31
 
 
 def event_to_dict(event: history.HistoryEvent) -> dict[str, Any]:
@@ -97,14 +97,14 @@ def _gzip_jsonl(
     header: dict[str, Any] = {"schema_version": fmt.schema_version, "instance_id": instance_id, "kind": "metadata"}
     if metadata is not None:
         header["metadata"] = dict(metadata)
-    buffer = io.BytesIO()
-    # Lines are compressed as they are produced: only the compressed file is ever held, never the whole text.
-    # mtime=0 and no file name keep the header free of anything that changes between runs.
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, compresslevel=_GZIP_LEVEL, mtime=0) as out:
-        out.write((_dump_json(header) + "\n").encode("utf-8"))
-        for event in events:
-            out.write((_dump_json(event_to_dict(event)) + "\n").encode("utf-8"))
-    return buffer.getvalue()
+    # Lines are compressed as they are produced, so only the compressed file is ever held whole. zlib's own gzip
+    # wrapper (wbits=31) at level 9 writes exactly what gzip.compress(data, mtime=0) writes: no time, no name.
+    compressor = zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
+    chunks = [compressor.compress((_dump_json(header) + "\n").encode("utf-8"))]
+    for event in events:
+        chunks.append(compressor.compress((_dump_json(event_to_dict(event)) + "\n").encode("utf-8")))
+    chunks.append(compressor.flush())
+    return b"".join(chunks)
 
 
 def content_type_for(fmt: ExportFormat) -> str:
