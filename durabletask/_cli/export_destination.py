@@ -82,7 +82,7 @@ def blob(container: str, connection_string: str, *, timeout: float = 10.0) -> De
         )
     except ImportError as exc:
         raise DestinationError(
-            f"writing to a blob container needs azure-storage-blob: pip install 'durabletask[azure-blob]' ({exc})"
+            f"writing to a blob container needs azure-storage-blob: pip install 'dtscale[history-export-azure]' ({exc})"
         ) from exc
     try:
         probe = BlobServiceClient.from_connection_string(
