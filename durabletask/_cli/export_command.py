@@ -56,7 +56,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], status:
     p.add_argument("--no-progress", action="store_true", help="no progress bar or progress lines")
     p.add_argument("--job", action="store_true", help="create a durable export job (run by a worker) and follow it")
     p.add_argument("--job-id", help="with --job: the job ID (default: a new one)")
-    p.add_argument("--timeout", type=float, default=3600.0, help="with --job: seconds to follow it (default 3600)")
+    p.add_argument("--timeout", type=float, help="with --job: seconds to follow it (default 3600)")
 
 
 def _selection(a: argparse.Namespace) -> Selection:
@@ -129,7 +129,21 @@ def _checkpoint(a: argparse.Namespace, sel: Selection, dest: export_destination.
     return cp
 
 
+def _check_mode(a: argparse.Namespace) -> None:
+    """Options of one mode given in the other would be silently unused: refuse them instead."""
+    if a.job:
+        given = [flag for flag, value in (("--checkpoint", a.checkpoint), ("--restart", a.restart)) if value]
+        if given:
+            raise UsageError(f"{', '.join(given)}: not with --job (for exports the command runs itself)")
+        a.timeout = 3600.0 if a.timeout is None else a.timeout
+        return
+    given = [flag for flag, value in (("--job-id", a.job_id), ("--timeout", a.timeout)) if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only with --job")
+
+
 def cmd_export(c: dt_client.TaskHubGrpcClient, a: argparse.Namespace, r: Renderer) -> int:
+    _check_mode(a)
     sel = _selection(a)
     if a.job:
         from durabletask._cli.export_job import follow_job

@@ -134,6 +134,11 @@ def test_export_bad_input_gets_clear_errors(hub: Hub, tmp_path: Path) -> None:
     code, _, err = _run(hub, "export", "--since", "2026-01-01", "--to", str(tmp_path / "file"))
     assert code == 1 and "exists and is not a folder" in err
 
+    code, _, err = _run(hub, "export", "--since", "2026-01-01", *to, "--timeout", "5")
+    assert code == 2 and "--timeout: only with --job" in err
+    code, _, err = _run(hub, "export", "--since", "2026-01-01", *to, "--job", "--restart")
+    assert code == 2 and "--restart: not with --job" in err
+
     cp = ["--checkpoint", str(tmp_path / "cp.json")]
     assert _run(hub, "export", "--since", "2026-01-01", "--status", "failed", *to, *cp)[0] == 0
     code, _, err = _run(hub, "export", "--since", "2026-01-01", "--status", "completed", *to, *cp)
