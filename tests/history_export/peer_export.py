@@ -5,6 +5,10 @@ Usage:
         runs Microsoft's export job (its worker, entity, orchestration and Azure Blob writer) and prints the job.
     peer_export.py read FOLDER
         reads every exported file under FOLDER as Microsoft's exporter would have written it and prints a report.
+    peer_export.py create PORT TASKHUB JOB_ID FROM_ISO TO_ISO
+        creates a batch job with Microsoft's client only (a worker of ours runs it).
+    peer_export.py describe PORT TASKHUB JOB_ID
+        prints the job as Microsoft's client reads it.
 """
 
 import gzip
@@ -71,6 +75,47 @@ def export(port: str, taskhub: str, connection: str, container: str, start: str,
         writer.close()
 
 
+class _Unused:
+    def write(self, **_: object) -> None:
+        raise AssertionError("a client-only export client never writes")
+
+
+def _client_only(port: str, taskhub: str) -> ExportHistoryClient:
+    c = client.TaskHubGrpcClient(host_address=f"localhost:{port}", metadata=[("taskhub", taskhub)])
+    return ExportHistoryClient(c, _Unused())
+
+
+def create(port: str, taskhub: str, job_id: str, start: str, end: str) -> None:
+    job = _client_only(port, taskhub).create_job(
+        ExportJobCreationOptions(
+            mode=ExportMode.BATCH,
+            completed_time_from=datetime.fromisoformat(start),
+            completed_time_to=datetime.fromisoformat(end),
+            destination=ExportDestination(container="from-ms", prefix="p"),
+            max_instances_per_batch=2,
+        ),
+        job_id=job_id,
+    )
+    print(json.dumps({"job_id": job.job_id}), flush=True)
+
+
+def describe(port: str, taskhub: str, job_id: str) -> None:
+    desc = _client_only(port, taskhub).get_job(job_id)
+    jobs = [d.job_id for d in _client_only(port, taskhub).list_jobs()]
+    print(
+        json.dumps(
+            {
+                "status": desc.status.value,
+                "exported": desc.exported_instances,
+                "scanned": desc.scanned_instances,
+                "container": desc.config.destination.container,
+                "listed": jobs,
+            }
+        ),
+        flush=True,
+    )
+
+
 def read(folder: str) -> None:
     report = {}
     event_names = {n for n in dir(history) if n.endswith("Event")}
@@ -97,7 +142,5 @@ def read(folder: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "export":
-        export(*sys.argv[2:9])
-    else:
-        read(sys.argv[2])
+    commands = {"export": export, "read": read, "create": create, "describe": describe}
+    commands[sys.argv[1]](*sys.argv[2:])

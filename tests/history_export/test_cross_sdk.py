@@ -122,3 +122,28 @@ def test_both_exporters_write_the_same_files_and_read_each_others(
         assert entry["kind"] == "metadata" and entry["schema_version"] == "1.0", entry
         assert entry["name_matches"] and entry["unknown_event_types"] == [], (instance_id, entry)
     assert isinstance(report[ids[2]], dict) and report[ids[2]]["runtime_status"] == "FAILED"
+
+
+def test_microsofts_client_drives_a_job_run_by_our_worker(
+    peer_py: Path, export_hub: ExportHub, tmp_path: Path, short_waits: None
+) -> None:
+    exporter = export_hub.export_client(LocalFolderHistoryWriter(tmp_path / "files"))
+    ids = export_hub.run_instances(["ada", "bob", "cy"], prefix="y")
+    start, end = datetime.now(timezone.utc) - timedelta(hours=1), datetime.now(timezone.utc) + timedelta(hours=1)
+    port = export_hub.address.rsplit(":", 1)[1]
+    hub = export_hub.taskhub
+    assert _peer(peer_py, tmp_path, "create", port, hub, "ms-made", start.isoformat(), end.isoformat()) == {
+        "job_id": "ms-made"
+    }
+    final = exporter.wait_for_job("ms-made", timeout=60, poll_interval=0.2)
+    assert final.status is ExportJobStatus.COMPLETED and final.exported_instances == 3
+    files = (tmp_path / "files" / "from-ms" / "p").iterdir()
+    assert sorted(read_exported_history(f).instance_id for f in files) == ids
+    # The state our entity wrote is the state Microsoft's client reads.
+    assert _peer(peer_py, tmp_path, "describe", port, hub, "ms-made") == {
+        "status": "Completed",
+        "exported": 3,
+        "scanned": 3,
+        "container": "from-ms",
+        "listed": ["ms-made"],
+    }

@@ -51,3 +51,34 @@ def test_batch_export_writes_one_file_per_terminal_instance(
     events = exported[ids[0]].events()
     assert isinstance(events[0], ExecutionStartedEvent) or any(isinstance(e, ExecutionStartedEvent) for e in events)
     assert any(isinstance(e, ExecutionCompletedEvent) for e in events)
+
+
+def test_a_dedicated_export_worker_beside_the_app_worker_with_work_item_filters(
+    export_hub: ExportHub, tmp_path: Path, short_waits: None
+) -> None:
+    from tests.history_export.conftest import greet, hello
+
+    app = export_hub.worker()
+    app.add_orchestrator(greet)
+    app.add_activity(hello)
+    app.use_work_item_filters()
+    app.start()
+    exporter = export_hub.export_client(LocalFolderHistoryWriter(tmp_path), start_worker=False)
+    dedicated = export_hub.worker()
+    exporter.register_worker(dedicated)
+    dedicated.use_work_item_filters()
+    dedicated.start()
+    ids = export_hub.run_instances(["ada", "bob"], prefix="f")
+    start, end = _window()
+    exporter.create_job(
+        ExportJobCreationOptions(
+            mode=ExportMode.BATCH,
+            completed_time_from=start,
+            completed_time_to=end,
+            destination=ExportDestination(container="exports"),
+        ),
+        job_id="dedicated",
+    )
+    final = exporter.wait_for_job("dedicated", timeout=60, poll_interval=0.2)
+    assert final.status is ExportJobStatus.COMPLETED and final.exported_instances == len(ids)
+    assert sorted(read_exported_history(f).instance_id for f in (tmp_path / "exports").iterdir()) == ids

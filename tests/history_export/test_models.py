@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -103,8 +107,6 @@ def test_configuration_round_trips_and_a_missing_format_takes_the_default() -> N
 
 
 def test_state_round_trips_through_plain_json_with_a_schema_version() -> None:
-    import json
-
     state = ExportJobState.new(_options().to_configuration(), created_at=T0, orchestrator_instance_id="export-job-x")
     state.checkpoint = ExportCheckpoint(last_instance_key="i-00042")
     state.failures.append(ExportFailure("i-1", "boom", 3, T0))
@@ -152,3 +154,66 @@ def test_sync_and_async_clients_have_the_same_operations() -> None:
         AsyncExportHistoryClient
     )
     assert operations(ExportHistoryJobClient) == operations(AsyncExportHistoryJobClient)
+
+
+PEER_ERRORS = """
+import json, sys
+from datetime import datetime, timedelta, timezone
+from durabletask.client import OrchestrationStatus
+from durabletask.extensions.history_export import ExportDestination, ExportJobCreationOptions, ExportMode
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+out = []
+for case in json.loads(sys.argv[1]):
+    fields = {"mode": ExportMode.BATCH, "completed_time_from": T0, "completed_time_to": T0 + timedelta(days=1),
+              "destination": ExportDestination(container="c")}
+    for key, value in case.items():
+        if key == "mode":
+            value = ExportMode(value)
+        elif key == "completed_time_to" and value is not None:
+            value = T0 + timedelta(seconds=value)
+        elif key == "runtime_status":
+            value = [OrchestrationStatus[v] for v in value]
+        fields[key] = value
+    try:
+        ExportJobCreationOptions(**fields).to_configuration()
+        out.append(None)
+    except Exception as exc:
+        out.append([type(exc).__name__, str(exc)])
+print(json.dumps(out))
+"""
+
+PEER_CASES: list[dict[str, object]] = [
+    {"completed_time_to": -1},
+    {"completed_time_to": 0},
+    {"completed_time_to": None},
+    {"mode": "Continuous"},
+    {"max_instances_per_batch": 0},
+    {"max_parallel_exports": -3},
+    {"runtime_status": ["RUNNING", "PENDING"]},
+    {"runtime_status": ["FAILED"]},
+]
+
+
+@pytest.mark.interop
+def test_validation_errors_are_microsofts(peer_py: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(peer_py), "-c", PEER_ERRORS, json.dumps(PEER_CASES)], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    ours: list[list[str] | None] = []
+    for case in PEER_CASES:
+        changes: dict[str, object] = dict(case)
+        if isinstance(mode := case.get("mode"), str):
+            changes["mode"] = ExportMode(mode)
+        if isinstance(offset := case.get("completed_time_to"), int):
+            changes["completed_time_to"] = T0 + timedelta(seconds=offset)
+        if isinstance(names := case.get("runtime_status"), list):
+            changes["runtime_status"] = [OrchestrationStatus[str(v)] for v in names]
+        try:
+            _options(**changes).to_configuration()
+            ours.append(None)
+        except Exception as exc:
+            ours.append([type(exc).__name__, str(exc)])
+    assert ours == json.loads(done.stdout)
+    assert ours[-1] is None and all(o is not None for o in ours[:-1])
