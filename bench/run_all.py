@@ -17,7 +17,11 @@ Sections 7 (worker: bench/worker_cpu.py) and 8 (store: bench/store_scale.py) mea
 pre-built work items, and the emulator over a generated store (100,000 instances by default, --store-instances
 1000000 for the full size; the generation alone then takes about two minutes).
 
-Usage: python3 dev.py bench [--quick] [--only transport,throughput,latency,fan_out,chain,replay,admin,worker,store]
+Section 9 (history export: bench/history_export.py) exports 10,000 finished instances of a generated store with
+`durabletask export`, our export job and Microsoft's, each on its own copy of the store.
+
+Usage: python3 dev.py bench [--quick] [--only transport,throughput,latency,fan_out,chain,replay,admin,worker,store,
+       history_export]
        [--backend URL] [--store-instances N]
    or: DTS_PEER_PYTHON=<python with durabletask 1.12> .venv/bin/python bench/run_all.py [--quick]
 """
@@ -455,10 +459,19 @@ def bench_store(quick: bool, out: list[str], instances: int | None) -> None:
     _section(title, "store_scale.py", ["--instances", str(count), "--rounds", "1" if quick else "3"], out)
 
 
+def bench_history_export(quick: bool, out: list[str]) -> None:
+    count = 1_000 if quick else 10_000
+    title = (f"## 9. History export of {count:,} finished instances: time and peak RSS of the exporting process "
+             "(bench/history_export.py)")  # fmt: skip
+    _section(title, "history_export.py", ["--instances", str(count)], out)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    parser.add_argument("--only", default="transport,throughput,latency,fan_out,chain,replay,admin,worker,store")
+    parser.add_argument(
+        "--only", default="transport,throughput,latency,fan_out,chain,replay,admin,worker,store,history_export"
+    )
     parser.add_argument("--store-instances", type=int, help="size of section 8's store (default 100,000)")
     parser.add_argument("--pairs", default=",".join(PAIRS), help="which SDK/backend pairs to run (default: all)")
     parser.add_argument("--backend", default=os.environ.get("DTS_TEST_BACKEND"),
@@ -477,7 +490,7 @@ def main() -> int:
         EXTERNAL.update(address=address, taskhub=args.taskhub)
         # Both SDKs on the one endpoint: the pairs that start a backend of their own do not apply.
         SELECTED.intersection_update({"ours", "theirs"})
-        only -= {"transport", "replay", "admin", "worker", "store"}  # these start servers of their own
+        only -= {"transport", "replay", "admin", "worker", "store", "history_export"}  # servers of their own
         where = f", against {address} (task hub {args.taskhub!r}): ours = our SDK, theirs = Microsoft's SDK"
     out = [
         f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
@@ -494,6 +507,7 @@ def main() -> int:
         ("admin", lambda: bench_admin(args.quick, out)),
         ("worker", lambda: bench_worker(args.quick, out)),
         ("store", lambda: bench_store(args.quick, out, args.store_instances)),
+        ("history_export", lambda: bench_history_export(args.quick, out)),
     ]
     print("\n".join(out), flush=True)
     shown = len(out)

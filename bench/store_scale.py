@@ -158,6 +158,7 @@ def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
                     None,
                     None,
                     None,
+                    None,  # trace_context
                 )
             )
             # The events carry the instance's own ID in executionStarted only; the rest is shared per (name, status).
@@ -168,7 +169,7 @@ def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
             events[1] = _execution_started(iid, name, created)
             history.extend((HUB, iid, seq, e) for seq, e in enumerate(events))
         conn.execute("BEGIN")
-        conn.executemany(f"INSERT INTO instances VALUES ({','.join('?' * 20)})", instances)
+        conn.executemany(f"INSERT INTO instances VALUES ({','.join('?' * 21)})", instances)
         conn.executemany("INSERT INTO history (hub, instance_id, seq, event) VALUES (?, ?, ?, ?)", history)
         conn.execute("COMMIT")
     conn.close()

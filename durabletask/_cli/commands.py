@@ -72,6 +72,8 @@ def cmd_show(c: Client, a: argparse.Namespace, r: Renderer) -> int:
 
 
 def cmd_history(c: Client, a: argparse.Namespace, r: Renderer) -> int:
+    if not a.instance_id:
+        raise UsageError("give an instance ID, or --from-export FILE to render an exported history")
     if c.get_orchestration_state(a.instance_id, fetch_payloads=False) is None:
         raise LookupError(f"no instance with ID '{a.instance_id}'")
     r.history(c.get_orchestration_history(a.instance_id))

@@ -13,13 +13,14 @@ from durabletask import client as dt_client
 from durabletask._cli.commands import COMMANDS, Handler, UsageError
 from durabletask._cli.dashboard_command import cmd_dashboard
 from durabletask._cli.entity_commands import cmd_entity
+from durabletask._cli.export_command import cmd_export, cmd_history_from_export
 from durabletask._cli.parser import build_parser
 from durabletask._cli.render import Renderer
 from durabletask._cli.schedule_commands import COMMAND_NAMES as SCHEDULE_COMMANDS
 from durabletask._cli.schedule_commands import cmd_schedules
 from durabletask._errors import DurableTaskError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _connect(
@@ -53,10 +54,14 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     args = build_parser().parse_args(argv)
     if args.command == "dashboard":
         return cmd_dashboard(args, out, err)
+    if args.command == "history" and args.from_export:
+        return cmd_history_from_export(args, out, err)  # a file: no connection needed
     renderer = Renderer(out, as_json=args.json)
     handler: Handler
     if args.command in SCHEDULE_COMMANDS:
         handler = cmd_schedules
+    elif args.command == "export":
+        handler = cmd_export
     else:
         handler = cmd_entity if args.command in ("entities", "entity") else COMMANDS[args.command]
     try:
@@ -69,7 +74,11 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     except UsageError as exc:
         err.write(f"durabletask {args.command}: {exc}\n")
         return EXIT_USAGE
-    except (DurableTaskError, LookupError, TimeoutError, ValueError, grpc.RpcError, RuntimeError) as exc:
+    except KeyboardInterrupt:
+        hint = "; run the same command again to resume" if args.command == "export" else ""
+        err.write(f"durabletask {args.command}: interrupted{hint}\n")
+        return EXIT_INTERRUPTED
+    except (DurableTaskError, LookupError, TimeoutError, ValueError, grpc.RpcError, RuntimeError, OSError) as exc:
         err.write(f"durabletask {args.command}: {_describe(exc)}\n")
         return EXIT_FAILED
     finally:

@@ -6,6 +6,7 @@ import argparse
 import os
 
 from durabletask._cli.dashboard_command import add_parser as add_dashboard_parser
+from durabletask._cli.export_command import add_parser as add_export_parser
 from durabletask._cli.payloads import add_store_options
 from durabletask._cli.schedule_commands import add_schedule_commands
 
@@ -29,8 +30,9 @@ def _instance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument("--no-payloads", action="store_true", help="omit input, output and custom status")
     add_store_options(p)
 
-    p = sub.add_parser("history", help="print an instance's event history")
-    _add_instance(p)
+    p = sub.add_parser("history", help="print an instance's event history, live or from an exported file")
+    p.add_argument("instance_id", nargs="?", help="the orchestration instance ID (omit with --from-export)")
+    p.add_argument("--from-export", metavar="FILE", help="render an exported history file (.jsonl.gz or .json)")
 
     p = sub.add_parser("wait", help="wait for an instance to complete")
     _add_instance(p)
@@ -173,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     _entity_commands(sub)
     add_schedule_commands(sub)
     add_dashboard_parser(sub)
+    add_export_parser(sub, _status)
     # As with az, kubectl and gh, the global options may also follow the command: 'list --json --endpoint ...'.
     for command in _command_parsers(parser):
         _add_global_options(command, with_defaults=False)
