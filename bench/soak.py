@@ -55,6 +55,7 @@ def run_worker(address: str, ledger: Path, sessions: bool) -> None:
     """The worker process: registers the soak workflow and runs until SIGTERM."""
     from durabletask import task, worker
     from durabletask.grpc_options import GrpcWorkerResiliencyOptions
+    from emulator.stop_signal import StopSignal
 
     local = threading.local()
 
@@ -84,8 +85,7 @@ def run_worker(address: str, ledger: Path, sessions: bool) -> None:
     w = worker.TaskHubGrpcWorker(host_address=address, resiliency_options=resiliency, extended_sessions=extended)
     w.add_orchestrator(soak_chain)
     w.add_activity(soak_step)
-    stopped = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    stopped = StopSignal((signal.SIGTERM,))
     w.start()
     print("ready", flush=True)
     stopped.wait()

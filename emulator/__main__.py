@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +14,7 @@ from emulator.auth import TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_ENV, TOKEN_FILE_ENV, 
 from emulator.errors import DatabaseInUseError
 from emulator.faults import FaultProfile
 from emulator.server import EmulatorServer
+from emulator.stop_signal import StopSignal
 from emulator.tracing.otlp import ENDPOINT_ENV, EXTRA, OtlpUnavailableError
 from emulator.worker_view import worker_source
 
@@ -111,14 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DatabaseInUseError, OtlpUnavailableError) as error:
         print(f"durabletask-emulator: {error}", file=sys.stderr, flush=True)
         return 1
-    stopped = threading.Event()
     # Handlers go in before the address is printed, so a supervisor that reacts to it can stop us cleanly.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopped.set())
-    server.start()
-    print(f"Durable Task emulator listening on {server.address}", flush=True)
-    dashboard = None if args.no_dashboard else _start_dashboard(args, server, hubs, token)
-    stopped.wait()
+    with StopSignal() as stop:
+        server.start()
+        print(f"Durable Task emulator listening on {server.address}", flush=True)
+        dashboard = None if args.no_dashboard else _start_dashboard(args, server, hubs, token)
+        stop.wait()
     if dashboard is not None:
         aio_loop.run(dashboard.close())
     server.stop(grace=2.0)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.scheduled.orchestrator import execute_schedule_operation_orchestrator
 from durabletask.scheduled.schedule_entity import ENTITY_NAME, Schedule
+from emulator.stop_signal import StopSignal
 from tests.recovery.support import Ledger
 from tests.recovery.worker_app import scheduler_or_plain_worker
 
@@ -49,8 +49,7 @@ def main() -> None:
     w.add_entity(RecordedSchedule, ENTITY_NAME)
     w.add_orchestrator(execute_schedule_operation_orchestrator)
     w.add_capability(pb.WORKER_CAPABILITY_SCHEDULED_TASKS)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop = StopSignal((signal.SIGTERM,))
     w.start()
     stop.wait()
     w.stop()

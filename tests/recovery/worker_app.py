@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ if __package__ in (None, ""):
 from durabletask import task, worker
 from durabletask.grpc_options import GrpcWorkerResiliencyOptions
 from durabletask.worker import VersionFailureStrategy, VersioningOptions, VersionMatchStrategy
+from emulator.stop_signal import StopSignal
 from tests.interop import endpoint
 from tests.interop.endpoint import BACKEND_ENV
 from tests.recovery.support import Ledger
@@ -173,8 +173,7 @@ def main() -> None:
     address, ledger_path = sys.argv[1], Path(sys.argv[2])
     version = sys.argv[3] if len(sys.argv) > 3 else None
     w = build(address, Ledger(ledger_path), version)
-    stopped = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    stopped = StopSignal((signal.SIGTERM,))
     w.start()
     print("worker started", flush=True)
     stopped.wait()
