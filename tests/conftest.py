@@ -1,4 +1,4 @@
-"""Suite-wide fixtures: where Microsoft's SDK (the interop peer) lives, and how property tests pick inputs.
+"""Suite-wide fixtures: where Microsoft's SDK (the interop peer) lives, Azurite, and how property tests pick inputs.
 
 Property tests (hypothesis) use fixed inputs locally, so a local run never fails on an input it has not
 failed on before. In CI (``CI=true``) every run draws a fresh seed and tries ``FUZZ_SCALE`` times more
@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings as hypothesis_settings
+
+from tests.azurite import Azurite, azurite_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent
 # --backend / --connection-string: the scenario suites against an external DTS endpoint.
@@ -84,6 +87,14 @@ def peer_py() -> Path:
     if found is None:
         pytest.skip("the interop peer venv is missing (python3 dev.py test creates it)")
     return found
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Azurite]:
+    """One Azurite for the whole run (each test uses containers of its own); in CI it must start."""
+    server = azurite_or_skip()
+    yield server
+    server.stop()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -13,14 +13,6 @@ import pytest
 from durabletask import client, task, worker
 from durabletask.extensions.history_export import ExportHistoryClient, HistoryWriter
 from durabletask.extensions.history_export import orchestrator as export_orchestrator
-from tests.azurite import Azurite, azurite_or_skip
-
-
-@pytest.fixture(scope="session")
-def azurite() -> Iterator[Azurite]:
-    server = azurite_or_skip()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -11,14 +11,7 @@ import pytest
 
 from durabletask import client, worker
 from durabletask.payload import PayloadStore
-from tests.azurite import Azurite, azurite_or_skip
-
-
-@pytest.fixture(scope="session")
-def azurite() -> Iterator[Azurite]:
-    server = azurite_or_skip()
-    yield server
-    server.stop()
+from tests.azurite import Azurite
 
 
 @pytest.fixture(scope="session")
