@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from durabletask._tracing.context import Parent
+from durabletask._trace_context import Parent
 
 ATTR_TYPE = "durabletask.type"
 ATTR_NAME = "durabletask.task.name"

@@ -19,9 +19,9 @@ from typing import Any
 
 from google.protobuf import timestamp_pb2, wrappers_pb2
 
+from durabletask import _trace_context as tc
 from durabletask import _tracing as t
 from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._tracing import context as tc
 
 _SAMPLED = 0x01
 _RESULTS = ("taskCompleted", "taskFailed", "subOrchestrationInstanceCompleted", "subOrchestrationInstanceFailed")

@@ -15,7 +15,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from durabletask._tracing.context import Parent
+from durabletask._trace_context import Parent
 
 TRACER_NAME = "durabletask"
 log = logging.getLogger("durabletask.tracing")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf import wrappers_pb2
 
+from durabletask import _trace_context as trace_context
 from durabletask import _tracing as tracing
 from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -19,7 +20,6 @@ from durabletask._replay.codec import Codec
 from durabletask._replay.contexts import ActivityContext
 from durabletask._replay.failures import proto_from_exception
 from durabletask._replay.typehints import input_type
-from durabletask._tracing import context as trace_context
 from durabletask.exception_properties import ExceptionPropertiesProvider, properties_reader
 
 if TYPE_CHECKING:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from google.protobuf import timestamp_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._trace_context import Parent, from_proto
 from emulator.streams import Lease
 from emulator.work import ActivityWork, OrchestrationWork
 
@@ -30,38 +31,6 @@ MAX_PENDING_ACTIVITIES = 50_000
 MAX_KNOWN_TRACES = 50_000
 
 NANOS = 1_000_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class Parent:
-    """A parsed W3C ``traceparent`` (and ``tracestate``): the span the emulator's spans are children of."""
-
-    trace_id: int
-    span_id: int
-    flags: int
-    trace_state: str | None = None
-
-    def with_span(self, span_id: int) -> Parent:
-        return Parent(self.trace_id, span_id, self.flags, self.trace_state)
-
-
-def parse_traceparent(text: str, trace_state: str | None = None) -> Parent | None:
-    """``None`` for anything but a well-formed ``traceparent`` with non-zero IDs."""
-    parts = text.strip().split("-")
-    if len(parts) < 4 or len(parts[1]) != 32 or len(parts[2]) != 16 or len(parts[3]) != 2:
-        return None
-    try:
-        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
-    except ValueError:
-        return None
-    if not trace_id or not span_id:
-        return None
-    return Parent(trace_id, span_id, flags, trace_state or None)
-
-
-def _from_proto(context: pb.TraceContext) -> Parent | None:
-    state = context.traceState.value if context.HasField("traceState") else None
-    return parse_traceparent(context.traceParent, state)
 
 
 def _own_span(message: pb.OrchestratorRequest | pb.OrchestratorResponse) -> int | None:
@@ -107,7 +76,7 @@ def started(events: Iterable[pb.HistoryEvent]) -> Execution | None:
         if event.HasField("executionStarted"):
             found = event.executionStarted
             context = found.parentTraceContext
-            return Execution(found.name, _from_proto(context) if found.HasField("parentTraceContext") else None)
+            return Execution(found.name, from_proto(context) if found.HasField("parentTraceContext") else None)
     return None
 
 
@@ -213,7 +182,7 @@ class WorkTracer:
             # From its first turn on, the orchestration's own span is known: the commit belongs to it.
             own = _own_span(response)
             if own is not None:
-                parent = parent.with_span(own)
+                parent = parent.child(own)
             attributes["emulator.actions"] = len(response.actions)
         self._sink.record(Phase(f"emulator.commit:{subject.name}", parent, attributes, received, committed, error))
 
@@ -223,7 +192,7 @@ class WorkTracer:
             request = work.request
             if not request.HasField("parentTraceContext"):
                 return None
-            parent = _from_proto(request.parentTraceContext)
+            parent = from_proto(request.parentTraceContext)
             attributes: dict[str, str | int] = {
                 "durabletask.type": "activity",
                 "durabletask.task.name": request.name,
@@ -250,7 +219,7 @@ class WorkTracer:
         parent = execution.parent
         own = _own_span(request)
         if own is not None:
-            parent = parent.with_span(own)  # after the first turn: children of the orchestration's span
+            parent = parent.child(own)  # after the first turn: children of the orchestration's span
         attributes: dict[str, str | int] = {
             "durabletask.type": "orchestration",
             "durabletask.task.name": execution.name,

@@ -175,7 +175,8 @@ def test_the_endpoint_can_come_from_the_environment(monkeypatch: pytest.MonkeyPa
 def test_the_exporter_keeps_the_callers_sampling_and_trace_state_and_records_errors(
     collector: tuple[Collector, int],
 ) -> None:
-    from emulator.tracing import Parent, Phase
+    from durabletask._trace_context import Parent
+    from emulator.tracing import Phase
     from emulator.tracing.otlp import OtlpExport
 
     keeper, port = collector

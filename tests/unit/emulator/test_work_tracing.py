@@ -14,7 +14,7 @@ from emulator.entities import EntityWork
 from emulator.errors import FailedPreconditionError
 from emulator.storage import NameFilter
 from emulator.streams import Lease, StreamState
-from emulator.tracing import Parent, Phase, WorkTracer, parse_traceparent
+from emulator.tracing import Phase, WorkTracer
 from emulator.work import ActivityWork, OrchestrationWork
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
@@ -167,9 +167,3 @@ def test_a_refused_completion_marks_its_commit_failed(recorded: tuple[WorkTracer
         ("emulator.dispatch:charge", None),
         ("emulator.commit:charge", refused),
     ]
-
-
-def test_traceparent_parsing_keeps_ids_flags_and_state() -> None:
-    assert parse_traceparent(TRACEPARENT, "vendor=x") == Parent(TRACE, CREATE, 1, "vendor=x")
-    for bad in ("", "00-abc-def-01", f"00-{0:032x}-{CREATE:016x}-01", f"00-{TRACE:032x}-{'z' * 16}-01"):
-        assert parse_traceparent(bad) is None

@@ -6,8 +6,8 @@ import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
+from durabletask import _trace_context as tc
 from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._tracing import context as tc
 from emulator import events
 from emulator.storage.sqlite import SqliteBackend
 

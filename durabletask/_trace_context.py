@@ -1,4 +1,5 @@
-"""W3C trace context as protocol data: parsing, formatting and new span IDs, without OpenTelemetry.
+"""W3C trace context as protocol data: parsing, formatting and new span IDs, without OpenTelemetry (the SDK's
+tracing and the emulator's own spans both use it).
 
 The protocol's ``TraceContext`` carries a ``traceparent`` (``00-<trace id>-<span id>-<flags>``), the span ID
 again on its own and an optional ``tracestate``. Everything here works on those strings so the worker can
