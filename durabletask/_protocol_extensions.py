@@ -18,3 +18,19 @@ EXTENDED_SESSIONS_CAPABILITY = 1001
 #: because the worker holds the orchestration from an earlier work item (of an extended session). The worker
 #: answers ``requiresHistory`` when it no longer holds it.
 INCLUDE_PAST_EVENTS = "IncludePastEvents"
+
+#: The worker view: a gRPC service of its own, next to ``TaskHubSidecarService``, that tells a client which
+#: workers are connected to the task hub named by the call's ``taskhub`` metadata, with their work-item filters,
+#: and how much runnable work waits per name and version. The published protocol has no such call; the web
+#: dashboard uses it to show workers and to say why an instance stays PENDING. One unary method: the request is
+#: empty, the response is UTF-8 JSON::
+#:
+#:     {"workers": [{"id": 1, "orchestrations": [{"name": "n", "versions": ["1.0"]}] | null,
+#:                   "activities": ..., "entities": ..., "capabilities": ["extended sessions"], "in_flight": 0}],
+#:      "backlog": [{"kind": "orchestration" | "activity", "name": "n", "version": "1.0" | null, "count": 3}]}
+#:
+#: where ``null`` for a kind means the worker sent no filter (it takes every name) and an empty ``versions``
+#: list takes every version. It passes the same authentication as the other calls. A backend without it
+#: answers UNIMPLEMENTED, which a client reads as "this backend cannot tell".
+WORKER_VIEW_SERVICE = "dtscale.WorkerView"
+WORKER_VIEW_METHOD = "GetWorkers"

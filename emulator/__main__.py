@@ -16,7 +16,6 @@ from emulator.faults import FaultProfile
 from emulator.server import EmulatorServer
 from emulator.stop_signal import StopSignal
 from emulator.tracing.otlp import ENDPOINT_ENV, EXTRA, OtlpUnavailableError
-from emulator.worker_view import worker_source
 
 
 def _fault_profile(text: str) -> FaultProfile:
@@ -143,9 +142,7 @@ def _start_dashboard(args: argparse.Namespace, server: EmulatorServer, hubs: tup
         target = f"grpcs://{target}"
     clients = endpoint_clients(target, token, root_certificates=certificate)
     try:
-        dashboard = aio_loop.run(
-            start(clients, hubs, host=server.host, port=args.dashboard_port, token=token, workers=worker_source(server))
-        )
+        dashboard = aio_loop.run(start(clients, hubs, host=server.host, port=args.dashboard_port, token=token))
     except OSError as error:
         print(f"durabletask-emulator: no dashboard: {error}", file=sys.stderr, flush=True)
         return None

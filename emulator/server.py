@@ -10,7 +10,7 @@ from types import TracebackType
 
 import grpc
 
-from emulator import aio_loop
+from emulator import aio_loop, worker_view
 from emulator.auth import BearerTokenInterceptor, ServerInterceptor, server_credentials
 from emulator.changes import ChangeFeed
 from emulator.clock import Clock, SystemClock
@@ -150,7 +150,7 @@ class EmulatorServer:
             ],
         )
         servicer = Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits, self.faults)
-        server.add_generic_rpc_handlers((service_handler(servicer),))
+        server.add_generic_rpc_handlers((service_handler(servicer), worker_view.handler(self)))
         if self._tls is not None:
             bound = server.add_secure_port(address, server_credentials(*self._tls))
         else:

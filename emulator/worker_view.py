@@ -1,19 +1,25 @@
-"""A read-only view of one task hub's connected workers and pending backlog, for the web dashboard.
+"""A read-only view of one task hub's connected workers and pending backlog, served as a protocol extension.
 
-The public protocol cannot tell a client which workers are connected, so the emulator's command line hands this
-view to the dashboard it serves. It reads the dispatcher's open streams and counts runnable work in storage; it
-changes nothing.
+The public protocol cannot tell a client which workers are connected, so the emulator serves this view as its
+own small gRPC service (``dtscale.WorkerView``, described in ``durabletask._protocol_extensions``); the web
+dashboard asks for it through its client, wherever it runs. It reads the dispatcher's open streams and counts
+runnable work in storage; it changes nothing.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import grpc
+
+from durabletask._protocol_extensions import WORKER_VIEW_METHOD, WORKER_VIEW_SERVICE
 from emulator.changes import KINDS
 from emulator.dispatcher import WorkDispatcher
+from emulator.errors import InvalidArgumentError
 from emulator.events import to_micros
+from emulator.servicer import Context, _mapped
 from emulator.storage import NameFilter
 from emulator.streams import StreamState
 
@@ -68,10 +74,23 @@ def backlog(server: EmulatorServer, hub: str) -> list[dict[str, Any]]:
     ]
 
 
-def worker_source(server: EmulatorServer) -> Callable[[str], Awaitable[dict[str, Any] | None]]:
-    """What the dashboard calls for a hub's workers; it runs on the emulator's loop, where streams change."""
+class WorkerView:
+    """The worker-view protocol extension (see ``durabletask._protocol_extensions``) for one server."""
 
-    async def read(hub: str) -> dict[str, Any] | None:
-        return {"workers": workers(server.dispatcher, hub), "backlog": backlog(server, hub)}
+    def __init__(self, server: EmulatorServer) -> None:
+        self._server = server
 
-    return read
+    @_mapped
+    async def GetWorkers(self, request: bytes, context: Context) -> bytes:
+        hub = self._server.hubs.resolve(context.invocation_metadata() or ())
+        if request:
+            raise InvalidArgumentError(f"{WORKER_VIEW_SERVICE}/{WORKER_VIEW_METHOD} takes an empty request")
+        found = {"workers": workers(self._server.dispatcher, hub), "backlog": backlog(self._server, hub)}
+        return json.dumps(found).encode()
+
+
+def handler(server: EmulatorServer) -> grpc.GenericRpcHandler[Any, Any]:
+    """The extension's gRPC service, served next to the public one (requests and responses stay bytes)."""
+    view = WorkerView(server)
+    method = grpc.unary_unary_rpc_method_handler(view.GetWorkers)
+    return grpc.method_handlers_generic_handler(WORKER_VIEW_SERVICE, {WORKER_VIEW_METHOD: method})

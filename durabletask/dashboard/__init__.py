@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from durabletask.dashboard.hubs import ClientFactory, Hubs, WorkerSource
+from durabletask.dashboard.hubs import ClientFactory, Hubs
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -63,7 +63,6 @@ async def start(
     host: str = "127.0.0.1",
     port: int = 8082,
     token: str | None = None,
-    workers: WorkerSource | None = None,
     live_interval: float = 1.0,
 ) -> Dashboard:
     """Serves the dashboard for ``hubs`` on the running loop; ``port=0`` picks a free port.
@@ -77,7 +76,7 @@ async def start(
     from durabletask.dashboard.app import build_app
 
     app = build_app(
-        Hubs(clients, tuple(hubs), workers),
+        Hubs(clients, tuple(hubs)),
         token=token,
         live_interval=live_interval,
         loopback_only=_is_loopback(host),

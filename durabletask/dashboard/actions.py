@@ -11,7 +11,7 @@ from typing import Any
 
 from durabletask._client.async_client import AsyncTaskHubGrpcClient
 from durabletask._client.models import OrchestrationStatus
-from durabletask.dashboard import views
+from durabletask.dashboard import listing, views
 from durabletask.dashboard.hubs import Hub, parse_json
 from durabletask.entities import EntityInstanceId
 
@@ -132,11 +132,11 @@ async def bulk(hub: Hub, action: str, flt: views.ListFilter, body: Body) -> dict
     """
     if action not in ("terminate", "purge"):
         raise ValueError(f"bulk action must be terminate or purge, not {action!r}")
-    states, _ = await hub.query(flt)
-    wanted = [s for s in states if flt.matches_locally(s) and (s.runtime_status in TERMINAL) == (action == "purge")]
+    states, capped = await listing.fetch_all(hub.client, flt)
+    wanted = [s for s in states if (s.runtime_status in TERMINAL) == (action == "purge")]
     confirm = body.get("confirm")
     if confirm is None:
-        return {"count": len(wanted)}
+        return {"count": len(wanted), "capped": capped}
     if confirm != len(wanted):
         raise ValueError(f"the selection changed: {len(wanted)} instances match now, not {confirm}; look again")
     failed: list[str] = []

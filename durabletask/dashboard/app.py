@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from durabletask.dashboard import actions, diagnose, views
+from durabletask.dashboard import actions, diagnose, listing, schedules, views
 from durabletask.dashboard.hubs import Hub, Hubs, UnknownHubError, describe
 
 STATIC = resources.files("durabletask.dashboard") / "static"
@@ -133,13 +133,87 @@ async def list_hubs(request: web.Request) -> web.StreamResponse:
     return _json({"hubs": found})
 
 
-async def list_orchestrations(request: web.Request) -> web.StreamResponse:
-    hub = await _hub(request)
-    if hub.refused:
-        return _json({"refused": hub.refused, "items": [], "total": 0, "page": 1, "page_size": views.PAGE_SIZE})
-    flt = views.ListFilter.parse(request.query)
-    states, capped = await hub.query(flt)
-    return _json({**views.page_of(states, flt), "capped": capped, "refused": None, "digest": views.digest(states)})
+def _list_filter(request: web.Request) -> views.ListFilter:
+    # The page's URL keeps the trail of pages it went through (repeated ``after``); the last one is where it is.
+    trail = request.query.getall("after", [])
+    return views.ListFilter.parse(request.query, cursor=trail[-1] if trail else None)
+
+
+async def _orchestrations(request: web.Request, hub: Hub) -> dict[str, Any]:
+    flt = _list_filter(request)
+    page = await listing.fetch_page(hub.client, flt)
+    return {
+        "items": [views.summary_json(s) for s in page.items],
+        "next": page.next_token,
+        "page_size": flt.page_size,
+        "scanned": page.scanned,
+        "stopped": page.stopped,
+        "digest": views.digest(page.items),
+    }
+
+
+async def _instance_digest(request: web.Request, hub: Hub) -> dict[str, Any]:
+    state = await hub.client.get_orchestration_state(request.query.get("id", ""), fetch_payloads=False)
+    return {"digest": views.digest([] if state is None else [state])}
+
+
+async def _entities(request: web.Request, hub: Hub) -> dict[str, Any]:
+    from durabletask._client.models import EntityQuery
+
+    prefix = request.query.get("prefix", "").strip() or None
+    found = await hub.client.get_all_entities(EntityQuery(instance_id_starts_with=prefix, include_state=False))
+    items = [views.entity_json(e) for e in found]
+    return {"items": items, "digest": views.fingerprint(items)}
+
+
+async def _entity(request: web.Request, hub: Hub) -> dict[str, Any]:
+    from durabletask.entities import EntityInstanceId
+
+    entity_id = request.query.get("id", "")
+    try:
+        found = await hub.client.get_entity(EntityInstanceId.parse(entity_id), include_state=True)
+    except ValueError as error:
+        raise ValueError(f"entity ID: {error}") from None
+    if found is None:
+        raise web.HTTPNotFound(
+            text=json.dumps({"error": f"no entity {entity_id!r} in task hub {hub.name!r}"}),
+            content_type="application/json",
+        )
+    shown = views.entity_json(found)
+    return {**shown, "digest": views.fingerprint(shown)}
+
+
+async def _workers(request: web.Request, hub: Hub) -> dict[str, Any]:
+    info = await request.app[HUBS_KEY].workers_of(hub.name)
+    return {"available": info is not None, **(info or {}), "digest": views.fingerprint(info)}
+
+
+async def _schedules(request: web.Request, hub: Hub) -> dict[str, Any]:
+    return await schedules.listing(hub.client, request.query.get("prefix", "").strip())
+
+
+Reader = Callable[[web.Request, Hub], Awaitable[dict[str, Any]]]
+#: What each page shows, by the name the page's live stream gives (``view=``).
+WATCHED: dict[str, Reader] = {
+    "orchestrations": _orchestrations,
+    "instance": _instance_digest,
+    "entities": _entities,
+    "entity": _entity,
+    "workers": _workers,
+    "schedules": _schedules,
+}
+
+
+def _reading(reader: Reader) -> Handler:
+    """A GET handler answering with what ``reader`` reads (a refused hub reads as empty, with the refusal)."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        hub = await _hub(request)
+        if hub.refused:
+            return _json({"refused": hub.refused, "items": [], "available": False})
+        return _json({**await reader(request, hub), "refused": None})
+
+    return handle
 
 
 async def get_instance(request: web.Request) -> web.StreamResponse:
@@ -176,69 +250,37 @@ async def bulk_action(request: web.Request) -> web.StreamResponse:
     return _json(await actions.bulk(hub, request.match_info["action"], flt, await _body(request)))
 
 
-async def list_entities(request: web.Request) -> web.StreamResponse:
-    from durabletask._client.models import EntityQuery
-
-    hub = await _hub(request)
-    if hub.refused:
-        return _json({"refused": hub.refused, "items": []})
-    prefix = request.query.get("prefix", "").strip() or None
-    found = await hub.client.get_all_entities(EntityQuery(instance_id_starts_with=prefix, include_state=False))
-    return _json({"items": [views.entity_json(e) for e in found], "refused": None})
-
-
-async def get_entity(request: web.Request) -> web.StreamResponse:
-    from durabletask.entities import EntityInstanceId
-
-    hub = await _hub(request)
-    entity_id = request.query.get("id", "")
-    try:
-        found = await hub.client.get_entity(EntityInstanceId.parse(entity_id), include_state=True)
-    except ValueError as error:
-        return _error(400, f"entity ID: {error}")
-    if found is None:
-        return _error(404, f"no entity {entity_id!r} in task hub {hub.name!r}")
-    return _json({**views.entity_json(found), "refused": hub.refused})
-
-
 async def signal_entity(request: web.Request) -> web.StreamResponse:
     hub = await _hub(request, acting=True)
     return _json(await actions.signal_entity(hub.client, request.query.get("id", ""), await _body(request)))
 
 
-async def workers(request: web.Request) -> web.StreamResponse:
-    hub = await _hub(request)
-    info = await request.app[HUBS_KEY].workers_of(hub.name)
-    return _json({"available": info is not None, **(info or {})})
-
-
-async def _digest(request: web.Request, hub: Hub) -> str:
-    """The fingerprint of what the watched page shows now (see :func:`views.digest`)."""
-    instance_id = request.query.get("id")
-    if instance_id is not None:
-        state = await hub.client.get_orchestration_state(instance_id, fetch_payloads=False)
-        return views.digest([] if state is None else [state])
-    states, _ = await hub.query(views.ListFilter.parse(request.query))
-    return views.digest(states)
+async def schedule_action(request: web.Request) -> web.StreamResponse:
+    hub = await _hub(request, acting=True)
+    return _json(await schedules.act(hub.client, request.query.get("id", ""), request.match_info["action"]))
 
 
 async def live(request: web.Request) -> web.StreamResponse:
-    """Server-sent events: a ``change`` event whenever the watched list or instance changes.
+    """Server-sent events: a ``change`` event whenever what the watched page shows changes.
 
-    The public protocol has no change feed, so the server looks once per interval for this page and the
-    browser hears only about real changes (no page re-render while nothing happens). ``since`` is the digest of
-    what the page rendered, so a change between the page's fetch and this stream's first look is not missed.
+    ``view`` names the page (a key of :data:`WATCHED`), the rest of the query is the page's own. The public
+    protocol has no change feed, so the server reads the page's data once per interval and the browser hears only
+    about real changes (no re-render while nothing happens). ``since`` is the digest of what the page rendered,
+    so a change between the page's fetch and this stream's first look is not missed.
     """
     hub = await _hub(request)
+    reader = WATCHED.get(request.query.get("view", ""))
+    if reader is None:
+        raise ValueError(f"view must be one of {', '.join(WATCHED)}")
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await response.prepare(request)
     last = request.query.get("since") or None
     interval = request.app[LIVE_INTERVAL_KEY]
     while True:
         try:
-            digest = await _digest(request, hub)
-        except Exception as error:  # a passing failure: tell the page, keep watching
-            await response.write(f"event: problem\ndata: {json.dumps(describe(error))}\n\n".encode())
+            digest = (await reader(request, hub))["digest"]
+        except Exception as error:  # a passing failure (or the watched thing is gone): tell the page, keep watching
+            await response.write(f"event: problem\ndata: {json.dumps(_problem(error))}\n\n".encode())
         else:
             if digest != last:
                 if last is not None:
@@ -247,6 +289,12 @@ async def live(request: web.Request) -> web.StreamResponse:
             else:
                 await response.write(b": idle\n\n")
         await asyncio.sleep(interval)
+
+
+def _problem(error: BaseException) -> str:
+    if isinstance(error, web.HTTPException):
+        return error.text or error.reason
+    return describe(error)
 
 
 def build_app(
@@ -264,15 +312,17 @@ def build_app(
         app[TOKEN_KEY] = token
     api = "/api/hubs/{hub}"
     app.router.add_get("/api/hubs", list_hubs)
-    app.router.add_get(f"{api}/orchestrations", list_orchestrations)
+    app.router.add_get(f"{api}/orchestrations", _reading(_orchestrations))
     app.router.add_post(f"{api}/orchestrations", new_orchestration)
     app.router.add_get(f"{api}/instance", get_instance)
     app.router.add_post(f"{api}/instance/{{action}}", instance_action)
     app.router.add_post(f"{api}/bulk/{{action}}", bulk_action)
-    app.router.add_get(f"{api}/entities", list_entities)
-    app.router.add_get(f"{api}/entity", get_entity)
+    app.router.add_get(f"{api}/entities", _reading(_entities))
+    app.router.add_get(f"{api}/entity", _reading(_entity))
     app.router.add_post(f"{api}/entity/signal", signal_entity)
-    app.router.add_get(f"{api}/workers", workers)
+    app.router.add_get(f"{api}/workers", _reading(_workers))
+    app.router.add_get(f"{api}/schedules", _reading(_schedules))
+    app.router.add_post(f"{api}/schedule/{{action}}", schedule_action)
     app.router.add_get(f"{api}/live", live)
     app.router.add_get("/static/{name}", static)
     app.router.add_get("/{tail:.*}", index)  # the page routes itself from the URL

@@ -8,24 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
 from durabletask._client.async_client import AsyncTaskHubGrpcClient
-from durabletask._client.models import OrchestrationQuery, OrchestrationState, OrchestrationStatus
-from durabletask.dashboard import views
+from durabletask.dashboard import workers
 
 # Statuses that mean "this caller may not use this hub", as opposed to a passing failure.
 REFUSALS = (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED)
-# The list fetches at most this many instances per filter; the page says when the cap was reached.
-MAX_LISTED = 10_000
 
 ClientFactory = Callable[[str], AsyncTaskHubGrpcClient]
-#: Reads connected workers and backlog for a hub; ``None`` means the backend cannot tell.
-WorkerSource = Callable[[str], Awaitable["dict[str, Any] | None"]]
 
 
 def describe(error: BaseException) -> str:
@@ -77,27 +72,13 @@ class Hub:
             self.refused = describe(error)
         self.checked = True
 
-    async def query(self, flt: views.ListFilter) -> tuple[list[OrchestrationState], bool]:
-        """Instances matching the filters the protocol can express; whether the cap cut the list short."""
-        statuses = [OrchestrationStatus[s] for s in flt.statuses] or None
-        query = OrchestrationQuery(
-            created_time_from=flt.created_from,
-            created_time_to=flt.created_to,
-            runtime_status=statuses,
-            max_instance_count=1000,
-            instance_id_prefix=flt.prefix or None,
-        )
-        states = await self.client.get_all_orchestration_states(query)
-        return states[:MAX_LISTED], len(states) > MAX_LISTED
-
 
 @dataclass
 class Hubs:
-    """The dashboard's hubs by name, with one client each, and where worker information comes from."""
+    """The dashboard's hubs by name, with one client each."""
 
     factory: ClientFactory
     names: Sequence[str]
-    workers: WorkerSource | None = None
     _hubs: dict[str, Hub] = field(default_factory=dict)
     _lock: asyncio.Lock | None = None
 
@@ -126,4 +107,5 @@ class Hubs:
 
     async def workers_of(self, name: str) -> dict[str, Any] | None:
         """Connected workers and backlog of the hub, or ``None`` when the backend cannot tell."""
-        return None if self.workers is None else await self.workers(name)
+        hub = await self.get(name)
+        return None if hub.refused else await workers.fetch(hub.client)

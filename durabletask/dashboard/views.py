@@ -60,23 +60,22 @@ class ListFilter:
     created_from: datetime | None = None
     created_to: datetime | None = None
     prefix: str = ""
-    page: int = 1
+    cursor: str | None = None  # the backend's continuation token where the page starts; None: the first page
     page_size: int = PAGE_SIZE
 
     @staticmethod
-    def parse(query: Mapping[str, str]) -> ListFilter:
-        """Reads ``name``, ``status`` (comma-separated), ``tag``, ``from``, ``to``, ``prefix``, ``page``, ``size``."""
+    def parse(query: Mapping[str, str], cursor: str | None = None) -> ListFilter:
+        """Reads ``name``, ``status`` (comma-separated), ``tag``, ``from``, ``to``, ``prefix`` and ``size``."""
         statuses = tuple(s.strip().upper() for s in query.get("status", "").split(",") if s.strip())
         unknown = [s for s in statuses if s not in STATUSES]
         if unknown:
             raise FilterError(f"status: unknown {', '.join(unknown)}; choose from {', '.join(STATUSES)}")
         try:
-            page = int(query.get("page") or 1)
             size = int(query.get("size") or PAGE_SIZE)
         except ValueError:
-            raise FilterError("page and size must be whole numbers") from None
-        if page < 1 or not 1 <= size <= MAX_PAGE_SIZE:
-            raise FilterError(f"page must be >= 1 and size between 1 and {MAX_PAGE_SIZE}")
+            raise FilterError("size must be a whole number") from None
+        if not 1 <= size <= MAX_PAGE_SIZE:
+            raise FilterError(f"size must be between 1 and {MAX_PAGE_SIZE}")
         return ListFilter(
             name=query.get("name", "").strip(),
             statuses=statuses,
@@ -84,7 +83,7 @@ class ListFilter:
             created_from=parse_time(query["from"], "from") if query.get("from") else None,
             created_to=parse_time(query["to"], "to") if query.get("to") else None,
             prefix=query.get("prefix", "").strip(),
-            page=page,
+            cursor=cursor or None,
             page_size=size,
         )
 
@@ -131,22 +130,15 @@ def summary_json(state: OrchestrationState) -> dict[str, Any]:
     }
 
 
+def fingerprint(value: Any) -> str:
+    """A short fingerprint of what a page shows (JSON-ready data): it changes when the page should refresh."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def digest(states: Iterable[OrchestrationState]) -> str:
     """A short fingerprint of instances' IDs, statuses and update times: it changes when a page should refresh."""
     seen = sorted((s.instance_id, s.runtime_status.name, iso(s.last_updated_at)) for s in states)
     return hashlib.sha256(repr(seen).encode()).hexdigest()[:16]
-
-
-def page_of(states: Iterable[OrchestrationState], flt: ListFilter) -> dict[str, Any]:
-    """The filtered instances, newest first, cut to the requested page."""
-    rows = sorted((s for s in states if flt.matches_locally(s)), key=lambda s: s.created_at, reverse=True)
-    start = (flt.page - 1) * flt.page_size
-    return {
-        "total": len(rows),
-        "page": flt.page,
-        "page_size": flt.page_size,
-        "items": [summary_json(s) for s in rows[start : start + flt.page_size]],
-    }
 
 
 def instance_json(state: OrchestrationState, events: Sequence[history.HistoryEvent]) -> dict[str, Any]:

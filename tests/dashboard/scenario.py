@@ -10,16 +10,16 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from durabletask import client, task, worker
 from durabletask.dashboard import Dashboard, start
 from durabletask.dashboard.connect import endpoint_clients
 from durabletask.entities import EntityContext
+from durabletask.scheduled import ScheduleCreationOptions, ScheduledTaskClient
 from emulator import aio_loop
 from emulator.server import EmulatorServer
-from emulator.worker_view import worker_source
 
 HUB = "default"
 # Flipped by a test to let the failing activity succeed, so a rewound instance can complete.
@@ -102,15 +102,14 @@ def running(*, token: str | None = None, live_interval: float = 0.3) -> Iterator
     healed.clear()
     server = EmulatorServer(port=0, in_memory=True, task_hubs=(HUB, "other")).start()
     clients = endpoint_clients(server.address, None)
-    board = aio_loop.run(
-        start(clients, [HUB, "other"], port=0, token=token, workers=worker_source(server), live_interval=live_interval)
-    )
+    board = aio_loop.run(start(clients, [HUB, "other"], port=0, token=token, live_interval=live_interval))
     w = worker.TaskHubGrpcWorker(host_address=server.address, metadata=[("taskhub", HUB)])
     for fn in ORCHESTRATORS:
         w.add_orchestrator(fn)
     for fn in (greet, charge, flaky):
         w.add_activity(fn)
     w.add_entity(counter)
+    w.configure_scheduled_tasks()
     w.use_work_item_filters()  # takes only what it registered: an unknown orchestration stays PENDING
     w.start()
     c = client.TaskHubGrpcClient(host_address=server.address, metadata=[("taskhub", HUB)])
@@ -137,6 +136,15 @@ def populate(c: client.TaskHubGrpcClient, *, extra: int = 30) -> dict[str, str]:
     }
     for n in range(extra):
         c.schedule_new_orchestration(hello, instance_id=f"batch-{n:03d}", tags={"batch": "yes"})
+    # A schedule whose first run is a day away: it shows on the Schedules page without adding instances.
+    ScheduledTaskClient(c).create_schedule(
+        ScheduleCreationOptions(
+            "nightly-report",
+            "hello",
+            interval=timedelta(hours=24),
+            start_at=datetime.now(timezone.utc) + timedelta(days=1),
+        )
+    )
     for key in ("hello", "failed", "retried", "parent"):
         c.wait_for_orchestration_completion(ids[key], timeout=30)
     c.wait_for_orchestration_start(ids["waiting"], timeout=30)

@@ -1,7 +1,8 @@
 """The dashboard as shipped: served by ``durabletask-emulator`` and by ``durabletask dashboard`` for another process.
 
-Each test starts real processes; the ``durabletask dashboard`` ones reach a second emulator only through the
-public protocol (the async client), so worker information is "not available" there.
+Each test starts real processes; the ``durabletask dashboard`` ones reach a second emulator only through its
+async client: the public protocol, plus the emulator's worker-view extension (without which the workers page
+says the information is not available).
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent import futures
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
-from durabletask import client
+from durabletask import client, task, worker
+from emulator.handlers import SERVICE
 
 ROOT = Path(__file__).resolve().parents[2]
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -121,6 +125,10 @@ def test_no_dashboard_turns_it_off() -> None:
         assert proc.stdout is not None and "dashboard" not in proc.stdout.read()
 
 
+def served(ctx: task.OrchestrationContext, _: Any) -> str:
+    return "done"
+
+
 def test_cli_dashboard_for_a_second_emulator_in_the_browser(page: Any) -> None:
     with (
         emulator("--no-dashboard") as (address, _),
@@ -129,19 +137,35 @@ def test_cli_dashboard_for_a_second_emulator_in_the_browser(page: Any) -> None:
         ) as board,
     ):
         url = read_line(board, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
+        w = worker.TaskHubGrpcWorker(host_address=address)
+        w.add_orchestrator(served)
+        w.use_work_item_filters()  # takes only "served": "unserved" stays PENDING
+        w.start()
         c = client.TaskHubGrpcClient(host_address=address)
         try:
-            c.schedule_new_orchestration("unserved", instance_id="remote-1", input={"n": 1})
+            c.schedule_new_orchestration("unserved", instance_id="remote-1", input={"n": 1}, version="3")
+            page.goto(f"{url}hubs/default/orchestrations")
+            page.get_by_role("link", name="remote-1").click()
+            # The worker view reaches the dashboard from the other process through the protocol extension.
+            expect(page.get_by_role("note")).to_contain_text(
+                "None of the 1 connected worker(s) takes orchestration 'unserved' version '3'"
+            )
+            page.get_by_role("link", name="Workers").click()
+            expect(page.get_by_role("table", name="Connected workers")).to_contain_text("served")
+            backlog = page.get_by_role("table", name="Pending backlog").get_by_role("row").filter(has_text="unserved")
+            expect(backlog).to_contain_text("orchestration")
+            expect(backlog.get_by_role("cell").last).to_have_text("1")
+            c.schedule_new_orchestration("unserved", instance_id="remote-2")
+            expect(backlog).to_have_count(2)  # the version-less one is a row of its own, shown live
+            w.stop()
+            expect(page.get_by_role("table", name="Connected workers")).to_contain_text("No worker connected")
         finally:
+            w.stop()
             c.close()
-        page.goto(f"{url}hubs/default/orchestrations")
-        page.get_by_role("link", name="remote-1").click()
-        expect(page.get_by_role("note")).to_contain_text("backend does not say which workers are connected")
+        page.goto(f"{url}hubs/default/instances/remote-1")
         page.get_by_role("button", name="Terminate", exact=True).click()
         page.get_by_role("dialog").get_by_role("button", name="Terminate", exact=True).click()
         expect(page.get_by_role("heading", level=1)).to_contain_text("TERMINATED", timeout=30_000)
-        page.get_by_role("link", name="Workers").click()
-        expect(page.get_by_role("main")).to_contain_text("Not available")
 
         # A hub the backend refuses offers no actions, and the server refuses them too.
         page.goto(f"{url}hubs/missing/orchestrations")
@@ -149,6 +173,52 @@ def test_cli_dashboard_for_a_second_emulator_in_the_browser(page: Any) -> None:
         expect(page.get_by_role("button", name="New orchestration")).to_have_count(0)
         status, body = post(f"{url}api/hubs/missing/orchestrations", {"name": "x"})
         assert status == 403 and "refused" in body["error"]
+
+
+class PublicOnly(grpc.GenericRpcHandler):
+    """Forwards the published service's calls to an emulator and nothing else: a backend without our extensions,
+    as managed DTS and the public emulator are."""
+
+    def __init__(self, target: str) -> None:
+        self._channel = grpc.insecure_channel(target)
+
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler[Any, Any] | None:
+        method = str(details.method)
+        if not method.startswith(f"/{SERVICE.full_name}/"):
+            return None  # gRPC answers UNIMPLEMENTED
+        call = self._channel.unary_unary(method)
+
+        def forward(request: bytes, context: grpc.ServicerContext) -> bytes:
+            metadata = [(k, v) for k, v in context.invocation_metadata() if k in ("taskhub", "authorization")]
+            try:
+                return call(request, metadata=metadata)  # type: ignore[no-any-return]
+            except grpc.RpcError as error:
+                context.abort(error.code(), error.details())  # type: ignore[attr-defined]
+                raise
+
+        return grpc.unary_unary_rpc_method_handler(forward)
+
+
+def test_cli_dashboard_says_workers_are_not_available_without_the_extension(page: Any) -> None:
+    with emulator("--no-dashboard") as (address, _):
+        proxy = grpc.server(futures.ThreadPoolExecutor(max_workers=4), handlers=[PublicOnly(address)])
+        port = proxy.add_insecure_port("127.0.0.1:0")
+        proxy.start()
+        try:
+            c = client.TaskHubGrpcClient(host_address=address)
+            try:
+                c.schedule_new_orchestration("unserved", instance_id="plain-1")
+            finally:
+                c.close()
+            dashboard = ("-m", "durabletask.cli", "dashboard", "--endpoint", f"127.0.0.1:{port}", "--port", "0")
+            with process(*dashboard) as board:
+                url = read_line(board, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
+                page.goto(f"{url}hubs/default/instances/plain-1")
+                expect(page.get_by_role("note")).to_contain_text("backend does not say which workers are connected")
+                page.get_by_role("link", name="Workers").click()
+                expect(page.get_by_role("main")).to_contain_text("Not available")
+        finally:
+            proxy.stop(None)
 
 
 def test_cli_dashboard_requires_its_token(page: Any) -> None:
@@ -181,7 +251,7 @@ def test_live_updates_report_a_change_made_before_the_stream_opened() -> None:
             c.wait_for_orchestration_completion("watched", timeout=30)
         finally:
             c.close()
-        live = f"{url}api/hubs/default/live?id=watched&since={rendered['digest']}"
+        live = f"{url}api/hubs/default/live?view=instance&id=watched&since={rendered['digest']}"
         with urllib.request.urlopen(live, timeout=30) as stream:
             assert stream.readline() == b"event: change\n"
 

@@ -1,7 +1,7 @@
 // The dashboard page: routes itself from the URL (so back/forward and shared links keep filters), renders each
 // section from the server's JSON API, and re-renders when the server reports a change over server-sent events.
 import { renderInstance } from "./instance.js";
-import { renderEntities, renderEntity, renderWorkers } from "./entities.js";
+import { renderEntities, renderEntity, renderSchedules, renderWorkers } from "./entities.js";
 import { api, ask, el, hubPath, link, navigate, notice, show, statusBadge, STATUSES, when } from "./ui.js";
 const FILTERS = ["name", "status", "tag", "from", "to", "prefix"];
 const main = document.getElementById("main");
@@ -18,10 +18,13 @@ function filtersFromUrl() {
 function filterForm(hub, current) {
   const input = (name, label, type = "text") => el("label", {}, label,
     el("input", { name, type, value: current[name] }));
-  const status = el("select", { name: "status" }, el("option", { value: "" }, "Any"),
-    STATUSES.map((s) => el("option", { value: s, selected: current.status === s }, s)));
+  // Any number of statuses (none: every status); the URL carries them comma-separated.
+  const chosen = new Set(current.status.split(",").filter(Boolean));
+  const status = el("fieldset", { class: "statuses" }, el("legend", {}, "Status"),
+    STATUSES.map((s) => el("label", {}, el("input", { type: "checkbox", name: "status", value: s,
+      checked: chosen.has(s) }), s)));
   const form = el("form", { class: "filters", "aria-label": "Filters" },
-    input("name", "Name"), el("label", {}, "Status", status), input("tag", "Tag (key or key=value)"),
+    input("name", "Name"), status, input("tag", "Tag (key or key=value)"),
     input("from", "Created from", "datetime-local"), input("to", "Created to", "datetime-local"),
     input("prefix", "Instance ID prefix"), el("button", { type: "submit" }, "Apply filters"),
     el("button", { type: "button", onclick: () => navigate(`/hubs/${encodeURIComponent(hub)}/orchestrations`) },
@@ -29,10 +32,12 @@ function filterForm(hub, current) {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const query = new URLSearchParams();
-    for (const key of FILTERS) {
+    for (const key of FILTERS.filter((k) => k !== "status")) {
       const value = form.elements[key].value.trim();
       if (value) query.set(key, value);
     }
+    const statuses = [...form.querySelectorAll('input[name="status"]:checked')].map((box) => box.value);
+    if (statuses.length) query.set("status", statuses.join(","));
     navigate(`/hubs/${encodeURIComponent(hub)}/orchestrations?${query}`);
   });
   return form;
@@ -54,24 +59,30 @@ function newOrchestration(hub) {
 
 async function bulk(hub, action) {
   const query = location.search;
-  const { count } = await api(hubPath(hub, `bulk/${action}${query}`), { body: {} });
+  const { count, capped } = await api(hubPath(hub, `bulk/${action}${query}`), { body: {} });
   const which = action === "purge" ? "finished" : "unfinished";
   ask({
     title: `${action === "purge" ? "Purge" : "Terminate"} all matching`,
-    text: `${count} ${which} instance(s) match the current filters. This cannot be undone.`,
+    text: `${count} ${which} instance(s) match the current filters${capped ? " (the most one action takes)" : ""}.`
+      + " This cannot be undone.",
     fields: action === "terminate" ? [{ name: "reason", label: "Reason" }] : [],
     submitLabel: `${action === "purge" ? "Purge" : "Terminate"} ${count}`,
     submit: (values) => api(hubPath(hub, `bulk/${action}${query}`), { body: { ...values, confirm: count } }),
   });
 }
 
+// Paging follows the backend's continuation tokens: the URL keeps the trail of pages walked (repeated `after`),
+// so a page of a huge hub costs one page of rows, and back/forward and shared links land on the same page.
 async function renderList(hub) {
   const current = filtersFromUrl();
   const query = new URLSearchParams(location.search);
   const data = await api(hubPath(hub, `orchestrations?${query}`));
-  const page = data.page;
-  const pages = Math.max(1, Math.ceil(data.total / data.page_size));
-  const goTo = (n) => { query.set("page", n); navigate(`${location.pathname}?${query}`); };
+  const trail = query.getAll("after");
+  const goTo = (after) => {
+    query.delete("after");
+    for (const token of after) query.append("after", token);
+    navigate(`${location.pathname}?${query}`);
+  };
   const instanceUrl = (id) => `/hubs/${encodeURIComponent(hub)}/instances/${encodeURIComponent(id)}`;
   const rows = data.items.map((i) => el("tr", {},
     el("td", {}, link(instanceUrl(i.instance_id), i.instance_id)), el("td", {}, i.name), el("td", {}, i.version || ""),
@@ -79,7 +90,9 @@ async function renderList(hub) {
     el("td", {}, Object.entries(i.tags).map(([k, v]) => el("span", { class: "tag" }, `${k}=${v}`))),
     el("td", {}, when(i.created_at)), el("td", {}, when(i.last_updated_at))));
   const canAct = !data.refused;
-  show(main, 
+  const count = `${data.items.length} instance(s) on this page`
+    + (data.stopped ? ` (looked through ${data.scanned} without filling it: Next page looks further)` : "");
+  show(main,
     el("h1", {}, "Orchestrations"),
     data.refused ? el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${data.refused}`) : null,
     el("div", { class: "toolbar" }, canAct ? [
@@ -89,21 +102,21 @@ async function renderList(hub) {
       el("button", { onclick: () => bulk(hub, "purge").catch((e) => notice(e.message, true)) }, "Purge all matching"),
     ] : []),
     filterForm(hub, current),
-    el("p", { class: "count" }, `${data.total} instance(s)${data.capped ? " (list capped: narrow the filters)" : ""}`),
+    el("p", { class: "count" }, count),
     el("table", { class: "grid", "aria-label": "Orchestrations" },
       el("thead", {}, el("tr", {}, ["Instance ID", "Name", "Version", "Status", "Tags", "Created", "Last updated"]
         .map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No instances")))),
     el("nav", { class: "pager", "aria-label": "Pages" },
-      el("button", { disabled: page <= 1, onclick: () => goTo(page - 1) }, "Previous page"),
-      el("span", {}, `Page ${page} of ${pages}`),
-      el("button", { disabled: page >= pages, onclick: () => goTo(page + 1) }, "Next page")));
+      el("button", { disabled: !trail.length, onclick: () => goTo(trail.slice(0, -1)) }, "Previous page"),
+      el("span", {}, `Page ${trail.length + 1}${data.next ? "" : " (last)"}`),
+      el("button", { disabled: !data.next, onclick: () => goTo([...trail, data.next]) }, "Next page")));
   return data.digest;
 }
 
 // ------------------------------------------------------------------------------------------------ routing
 
-// `query` names the watched list or instance; its `since` is the digest of what the page shows.
+// `query` names the watched page (`view`) and its own parameters; `since` is the digest of what it shows.
 function watch(hub, query) {
   if (live) { live.close(); live = null; }
   if (!document.getElementById("live").checked || !hub) return;
@@ -125,24 +138,40 @@ async function render(rewatch) {
   }
   const select = document.getElementById("hub-select");
   select.value = hub;
-  for (const name of ["orchestrations", "entities", "workers"]) {
+  for (const name of ["orchestrations", "entities", "schedules", "workers"]) {
     const a = document.getElementById(`nav-${name}`);
     a.href = `/hubs/${encodeURIComponent(hub)}/${name}`;
     a.onclick = (event) => { event.preventDefault(); navigate(a.getAttribute("href")); };
     a.toggleAttribute("aria-current", section === name || (section === "instances" && name === "orchestrations"));
   }
-  let digest = null;  // of what the page now shows: only lists and instances have a live feed
+  // Every page has a live feed: `view` tells the server what to watch, with the page's own parameters.
+  let view = "orchestrations";
+  let query = new URLSearchParams(location.search);
+  let digest = null;  // of what the page now shows
   try {
-    if (section === "instances" && id) digest = await renderInstance(main, hub, id);
-    else if (section === "entities" && id) await renderEntity(main, hub, id);
-    else if (section === "entities") await renderEntities(main, hub);
-    else if (section === "workers") await renderWorkers(main, hub);
-    else digest = await renderList(hub);
+    if (section === "instances" && id) {
+      [view, query] = ["instance", new URLSearchParams({ id })];
+      digest = await renderInstance(main, hub, id);
+    } else if (section === "entities" && id) {
+      [view, query] = ["entity", new URLSearchParams({ id })];
+      digest = await renderEntity(main, hub, id);
+    } else if (section === "entities") {
+      view = "entities";
+      digest = await renderEntities(main, hub);
+    } else if (section === "schedules") {
+      view = "schedules";
+      digest = await renderSchedules(main, hub);
+    } else if (section === "workers") {
+      view = "workers";
+      digest = await renderWorkers(main, hub);
+    } else {
+      digest = await renderList(hub);
+    }
   } catch (problem) {
     show(main, el("p", { class: "error", role: "alert" }, problem.message));
   }
   if (rewatch) {
-    const query = section === "instances" && id ? new URLSearchParams({ id }) : new URLSearchParams(location.search);
+    query.set("view", view);
     if (digest) query.set("since", digest);
     watch(digest ? hub : null, query);
   }

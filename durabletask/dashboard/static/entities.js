@@ -1,5 +1,6 @@
-// Entities (list, one entity with its Signal action) and connected workers with their backlog.
-import { api, ask, el, hubPath, jsonBlock, link, navigate, show, when } from "./ui.js";
+// Entities (list, one entity with its Signal action), schedules with their actions, and connected workers with
+// their backlog. Each renderer returns the digest of what it shows, for the page's live feed.
+import { api, ask, el, hubPath, jsonBlock, link, navigate, notice, refresh, show, when } from "./ui.js";
 
 const entityUrl = (hub, id) => `/hubs/${encodeURIComponent(hub)}/entities/${encodeURIComponent(id)}`;
 
@@ -33,10 +34,15 @@ export async function renderEntities(main, hub) {
       el("thead", {}, el("tr", {}, ["Entity ID", "Name", "Key", "Last modified", "Locked by", "Queued operations"]
         .map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No entities")))));
+  return data.digest;
 }
 
 export async function renderEntity(main, hub, id) {
   const e = await api(hubPath(hub, `entity?${new URLSearchParams({ id })}`));
+  if (e.refused) {
+    show(main, el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${e.refused}`));
+    return null;
+  }
   const row = (label, ...value) => [el("dt", {}, label), el("dd", {}, ...value)];
   show(main, 
     el("p", {}, link(`/hubs/${encodeURIComponent(hub)}/entities`, "← Entities")),
@@ -45,6 +51,41 @@ export async function renderEntity(main, hub, id) {
     el("dl", { class: "props" }, row("Name", e.name), row("Key", e.key), row("Last modified", when(e.last_modified)),
       row("Locked by", e.locked_by || "(unlocked)"), row("Queued operations", String(e.backlog_queue_size))),
     el("h2", {}, "State"), jsonBlock(e.state));
+  return e.digest;
+}
+
+// Pause, resume and delete run the schedule's operation orchestration: the button waits for its outcome.
+async function scheduleAction(hub, id, action, button) {
+  button.disabled = true;
+  try {
+    const result = await api(hubPath(hub, `schedule/${action}?${new URLSearchParams({ id })}`), { body: {} });
+    notice(result.message);
+    refresh();
+  } catch (problem) {
+    notice(problem.message, true);
+    button.disabled = false;
+  }
+}
+
+export async function renderSchedules(main, hub) {
+  const data = await api(hubPath(hub, "schedules"));
+  const label = { pause: "Pause", resume: "Resume", delete: "Delete" };
+  const rows = data.items.map((s) => el("tr", {},
+    el("td", {}, link(entityUrl(hub, `@schedule@${s.id}`), s.id)), el("td", {}, s.orchestration || ""),
+    el("td", {}, s.status), el("td", {}, s.every), el("td", {}, when(s.next_run_at)), el("td", {}, when(s.last_run_at)),
+    el("td", {}, when(s.start_at)), el("td", {}, when(s.end_at)),
+    el("td", {}, data.refused ? [] : s.actions.map((a) => el("button", {
+      "aria-label": `${label[a]} ${s.id}`,
+      onclick: (event) => scheduleAction(hub, s.id, a, event.currentTarget),
+    }, label[a])))));
+  show(main, el("h1", {}, "Schedules"),
+    data.refused ? el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${data.refused}`) : null,
+    el("table", { class: "grid", "aria-label": "Schedules" },
+      el("thead", {}, el("tr", {}, ["Schedule ID", "Orchestration", "Status", "Runs", "Next run", "Last run",
+        "Start", "End", "Actions"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 9, class: "muted" },
+        "No schedules (they are made with durabletask.scheduled)")))));
+  return data.digest;
 }
 
 function filterText(entries) {
@@ -55,10 +96,16 @@ function filterText(entries) {
 
 export async function renderWorkers(main, hub) {
   const data = await api(hubPath(hub, "workers"));
+  if (data.refused) {
+    show(main, el("h1", {}, "Workers"),
+      el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${data.refused}`));
+    return null;
+  }
   if (!data.available) {
     show(main, el("h1", {}, "Workers"),
-      el("p", {}, "Not available: this backend does not tell which workers are connected."));
-    return;
+      el("p", {}, "Not available: this backend does not tell which workers are connected (it lacks the worker "
+        + "view, an extension of the protocol that our emulator serves)."));
+    return data.digest;
   }
   const workers = data.workers.map((w) => el("tr", {},
     el("td", {}, String(w.id)), el("td", {}, filterText(w.orchestrations)), el("td", {}, filterText(w.activities)),
@@ -74,4 +121,5 @@ export async function renderWorkers(main, hub) {
     el("table", { class: "grid", "aria-label": "Pending backlog" },
       el("thead", {}, el("tr", {}, ["Kind", "Name", "Version", "Pending"].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, backlog.length ? backlog : el("tr", {}, el("td", { colspan: 4, class: "muted" }, "Nothing pending")))));
+  return data.digest;
 }
