@@ -88,6 +88,7 @@ def test_failed_instance_timeline_history_and_rewind(page: Any, scenario: Scenar
     page.get_by_role("link", name="order-17").click()
     expect(page.get_by_role("region", name="Failure details")).to_contain_text("card declined for 42")
     expect(page.get_by_role("region", name="Failure details")).to_contain_text("in checkout")  # the stack
+    expect(page.locator("dl.props")).to_contain_text("orchestrator: checkout")  # the attach fingerprint
 
     timeline = page.get_by_role("table", name="Timeline")
     expect(timeline.get_by_role("row").filter(has_text="greet")).to_contain_text("completed")
