@@ -150,7 +150,12 @@ class EmulatorServer:
             ],
         )
         servicer = Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits, self.faults)
-        server.add_generic_rpc_handlers((service_handler(servicer), worker_view.handler(self)))
+        server.add_generic_rpc_handlers(
+            (
+                service_handler(servicer),
+                worker_view.handler(worker_view.WorkerView(self.hubs, self.dispatcher, self.backend, self.clock)),
+            )
+        )
         if self._tls is not None:
             bound = server.add_secure_port(address, server_credentials(*self._tls))
         else:

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
 from durabletask._protocol_extensions import WORKER_VIEW_METHOD, WORKER_VIEW_SERVICE
 from emulator.changes import KINDS
+from emulator.clock import Clock
 from emulator.dispatcher import WorkDispatcher
 from emulator.errors import InvalidArgumentError
 from emulator.events import to_micros
+from emulator.hubs import TaskHubs
 from emulator.servicer import Context, _mapped
-from emulator.storage import NameFilter
+from emulator.storage import Backend, NameFilter
 from emulator.streams import StreamState
-
-if TYPE_CHECKING:
-    from emulator.server import EmulatorServer
 
 #: Runnable work items counted per kind; past this the backlog says "at least".
 BACKLOG_SCAN = 1000
@@ -54,13 +54,13 @@ def workers(dispatcher: WorkDispatcher, hub: str) -> list[dict[str, Any]]:
     return [_stream_json(s) for s in sorted(dispatcher.streams.values(), key=lambda s: s.id) if s.hub == hub]
 
 
-def backlog(server: EmulatorServer, hub: str) -> list[dict[str, Any]]:
+def backlog(backend: Backend, clock: Clock, hub: str) -> list[dict[str, Any]]:
     """Runnable, unleased orchestration and activity work by name and version (up to ``BACKLOG_SCAN`` each).
 
     An entity's queued operations are shown with the entity (the protocol reports them per entity).
     """
-    now = to_micros(server.clock.now())
-    with server.backend.transaction() as tx:
+    now = to_micros(clock.now())
+    with backend.transaction() as tx:
         ready, _ = tx.ready_instances(hub, now, NameFilter(), BACKLOG_SCAN)
         activities = tx.ready_activities(hub, now, NameFilter(), BACKLOG_SCAN)
     counts: Counter[tuple[str, str, str | None]] = Counter()
@@ -74,23 +74,25 @@ def backlog(server: EmulatorServer, hub: str) -> list[dict[str, Any]]:
     ]
 
 
+@dataclass(frozen=True)
 class WorkerView:
     """The worker-view protocol extension (see ``durabletask._protocol_extensions``) for one server."""
 
-    def __init__(self, server: EmulatorServer) -> None:
-        self._server = server
+    hubs: TaskHubs
+    dispatcher: WorkDispatcher
+    backend: Backend
+    clock: Clock
 
     @_mapped
     async def GetWorkers(self, request: bytes, context: Context) -> bytes:
-        hub = self._server.hubs.resolve(context.invocation_metadata() or ())
+        hub = self.hubs.resolve(context.invocation_metadata() or ())
         if request:
             raise InvalidArgumentError(f"{WORKER_VIEW_SERVICE}/{WORKER_VIEW_METHOD} takes an empty request")
-        found = {"workers": workers(self._server.dispatcher, hub), "backlog": backlog(self._server, hub)}
+        found = {"workers": workers(self.dispatcher, hub), "backlog": backlog(self.backend, self.clock, hub)}
         return json.dumps(found).encode()
 
 
-def handler(server: EmulatorServer) -> grpc.GenericRpcHandler[Any, Any]:
+def handler(view: WorkerView) -> grpc.GenericRpcHandler[Any, Any]:
     """The extension's gRPC service, served next to the public one (requests and responses stay bytes)."""
-    view = WorkerView(server)
     method = grpc.unary_unary_rpc_method_handler(view.GetWorkers)
     return grpc.method_handlers_generic_handler(WORKER_VIEW_SERVICE, {WORKER_VIEW_METHOD: method})
