@@ -158,12 +158,12 @@ async def _instance_digest(request: web.Request, hub: Hub) -> dict[str, Any]:
 
 
 async def _entities(request: web.Request, hub: Hub) -> dict[str, Any]:
-    from durabletask._client.models import EntityQuery
-
     prefix = request.query.get("prefix", "").strip() or None
-    found = await hub.client.get_all_entities(EntityQuery(instance_id_starts_with=prefix, include_state=False))
+    size = views.ListFilter.parse({"size": request.query.get("size", "")}).page_size
+    trail = request.query.getall("after", [])
+    found, token = await listing.entity_page(hub.client, prefix, trail[-1] if trail else None, size)
     items = [views.entity_json(e) for e in found]
-    return {"items": items, "digest": views.fingerprint(items)}
+    return {"items": items, "next": token, "digest": views.fingerprint(items)}
 
 
 async def _entity(request: web.Request, hub: Hub) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The orchestration list read from the backend one page at a time, with the backend's continuation tokens.
+"""The orchestration and entity lists read from the backend one page at a time, with its continuation tokens.
 
 A page costs a query of at most one page of rows, however many instances the hub holds: the page's URL carries
 the token the backend gave for where it starts. Name and tag are not in the protocol's query, so with either
@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
 from durabletask._client.async_client import AsyncTaskHubGrpcClient
-from durabletask._client.models import OrchestrationQuery, OrchestrationState, OrchestrationStatus
+from durabletask._client.models import EntityQuery, OrchestrationQuery, OrchestrationState, OrchestrationStatus
 from durabletask.dashboard.views import ListFilter
+from durabletask.entities import EntityMetadata
 
 #: Rows one list page reads at most while name or tag filters skip rows.
 SCAN_LIMIT = 2000
@@ -82,3 +83,18 @@ async def fetch_all(client: AsyncTaskHubGrpcClient, flt: ListFilter) -> tuple[li
             return found[:MAX_BULK], True
         if token is None:
             return found, False
+
+
+def _one_entity_page(
+    client: AsyncTaskHubGrpcClient, query: EntityQuery, token: str | None
+) -> ops.Operation[tuple[list[EntityMetadata], str | None]]:
+    response = yield rq.build_query_entities_request(query, token)
+    return rq.parse_query_entities_response(response, query.include_state, client._settings.converter, token)
+
+
+async def entity_page(
+    client: AsyncTaskHubGrpcClient, prefix: str | None, cursor: str | None, size: int
+) -> tuple[list[EntityMetadata], str | None]:
+    """One page of the entity list (without states) from ``cursor``, and where the next page starts."""
+    query = EntityQuery(instance_id_starts_with=prefix, include_state=False, page_size=size)
+    return await client._run(_one_entity_page(client, query, cursor))

@@ -238,6 +238,16 @@ def test_signal_an_entity(page: Any, scenario: Scenario) -> None:
     scenario.client.signal_entity(EntityInstanceId("counter", "clicks"), "add", 1)
     expect(row).to_have_count(2)  # the list is live too
 
+    page.goto(f"{scenario.url}hubs/default/entities?prefix=%40counter%40&size=1")  # pages of the backend's own
+    rows = page.get_by_role("table", name="Entities").locator("tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("@counter@clicks")
+    page.get_by_role("button", name="Next page").click()
+    expect(rows.first).to_contain_text("@counter@visits")
+    expect(page.get_by_text("Page 2 (last)")).to_be_visible()
+    page.get_by_role("button", name="Previous page").click()
+    expect(rows.first).to_contain_text("@counter@clicks")
+
 
 def test_schedules_with_their_state_and_actions(page: Any, scenario: Scenario) -> None:
     page.goto(scenario.url)

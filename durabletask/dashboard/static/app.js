@@ -2,7 +2,7 @@
 // section from the server's JSON API, and re-renders when the server reports a change over server-sent events.
 import { renderInstance } from "./instance.js";
 import { renderEntities, renderEntity, renderSchedules, renderWorkers } from "./entities.js";
-import { api, ask, el, hubPath, link, navigate, notice, show, statusBadge, STATUSES, when } from "./ui.js";
+import { api, ask, el, hubPath, link, navigate, notice, pager, show, statusBadge, STATUSES, when } from "./ui.js";
 const FILTERS = ["name", "status", "tag", "from", "to", "prefix"];
 const main = document.getElementById("main");
 let hubs = [];
@@ -71,18 +71,9 @@ async function bulk(hub, action) {
   });
 }
 
-// Paging follows the backend's continuation tokens: the URL keeps the trail of pages walked (repeated `after`),
-// so a page of a huge hub costs one page of rows, and back/forward and shared links land on the same page.
 async function renderList(hub) {
   const current = filtersFromUrl();
-  const query = new URLSearchParams(location.search);
-  const data = await api(hubPath(hub, `orchestrations?${query}`));
-  const trail = query.getAll("after");
-  const goTo = (after) => {
-    query.delete("after");
-    for (const token of after) query.append("after", token);
-    navigate(`${location.pathname}?${query}`);
-  };
+  const data = await api(hubPath(hub, `orchestrations${location.search}`));
   const instanceUrl = (id) => `/hubs/${encodeURIComponent(hub)}/instances/${encodeURIComponent(id)}`;
   const rows = data.items.map((i) => el("tr", {},
     el("td", {}, link(instanceUrl(i.instance_id), i.instance_id)), el("td", {}, i.name), el("td", {}, i.version || ""),
@@ -107,10 +98,7 @@ async function renderList(hub) {
       el("thead", {}, el("tr", {}, ["Instance ID", "Name", "Version", "Status", "Tags", "Created", "Last updated"]
         .map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No instances")))),
-    el("nav", { class: "pager", "aria-label": "Pages" },
-      el("button", { disabled: !trail.length, onclick: () => goTo(trail.slice(0, -1)) }, "Previous page"),
-      el("span", {}, `Page ${trail.length + 1}${data.next ? "" : " (last)"}`),
-      el("button", { disabled: !data.next, onclick: () => goTo([...trail, data.next]) }, "Next page")));
+    pager(data.next));
   return data.digest;
 }
 

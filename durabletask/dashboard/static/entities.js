@@ -1,6 +1,6 @@
 // Entities (list, one entity with its Signal action), schedules with their actions, and connected workers with
 // their backlog. Each renderer returns the digest of what it shows, for the page's live feed.
-import { api, ask, el, hubPath, jsonBlock, link, navigate, notice, refresh, show, when } from "./ui.js";
+import { api, ask, el, hubPath, jsonBlock, link, navigate, notice, pager, refresh, show, when } from "./ui.js";
 
 const entityUrl = (hub, id) => `/hubs/${encodeURIComponent(hub)}/entities/${encodeURIComponent(id)}`;
 
@@ -15,7 +15,7 @@ function signal(hub, id) {
 
 export async function renderEntities(main, hub) {
   const prefix = new URLSearchParams(location.search).get("prefix") || "";
-  const data = await api(hubPath(hub, `entities?${new URLSearchParams({ prefix })}`));
+  const data = await api(hubPath(hub, `entities${location.search}`));
   const form = el("form", { class: "filters", "aria-label": "Filters" },
     el("label", {}, "Entity ID prefix", el("input", { name: "prefix", value: prefix, placeholder: "@counter@" })),
     el("button", { type: "submit" }, "Apply filters"));
@@ -33,7 +33,8 @@ export async function renderEntities(main, hub) {
     el("table", { class: "grid", "aria-label": "Entities" },
       el("thead", {}, el("tr", {}, ["Entity ID", "Name", "Key", "Last modified", "Locked by", "Queued operations"]
         .map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No entities")))));
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No entities")))),
+    pager(data.next));
   return data.digest;
 }
 

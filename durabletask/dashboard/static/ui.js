@@ -63,6 +63,22 @@ export function refresh() {
   window.dispatchEvent(new Event("dashboard:route"));
 }
 
+// Paging follows the backend's continuation tokens: the URL keeps the trail of pages walked (repeated `after`),
+// so a page of a huge hub costs one page of rows, and back/forward and shared links land on the same page.
+export function pager(next) {
+  const query = new URLSearchParams(location.search);
+  const trail = query.getAll("after");
+  const goTo = (after) => {
+    query.delete("after");
+    for (const token of after) query.append("after", token);
+    navigate(`${location.pathname}?${query}`);
+  };
+  return el("nav", { class: "pager", "aria-label": "Pages" },
+    el("button", { disabled: !trail.length, onclick: () => goTo(trail.slice(0, -1)) }, "Previous page"),
+    el("span", {}, `Page ${trail.length + 1}${next ? "" : " (last)"}`),
+    el("button", { disabled: !next, onclick: () => goTo([...trail, next]) }, "Next page"));
+}
+
 export function link(url, text) {
   return el("a", { href: url, onclick: (event) => { event.preventDefault(); navigate(url); } }, text);
 }
