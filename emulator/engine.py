@@ -233,19 +233,19 @@ class Engine:
         with self.backend.transaction() as tx:
             return tx.query_instances(hub, args)
 
+    def instance_ids(self, hub: str, args: InstanceQueryArgs) -> list[str]:
+        with self.backend.transaction() as tx:
+            return tx.instance_ids(hub, args)
+
     def purge(self, hub: str, instance_ids: Sequence[str], recursive: bool) -> int:
         """Deletes finished instances (and, recursively, their finished sub-orchestrations)."""
         count = 0
         with self.backend.transaction() as tx:
             pending = list(instance_ids)
-            while pending:
-                record = tx.get_instance(hub, pending.pop())
-                if record is None or not delivery.is_terminal(record):
-                    continue
-                if recursive:
-                    pending.extend(tx.child_ids(hub, record.instance_id))
-                tx.delete_instance(hub, record.instance_id)
-                count += 1
+            while pending:  # one generation of sub-orchestrations per round
+                deleted, children = tx.delete_finished(hub, pending)
+                count += len(deleted)
+                pending = children if recursive else []
         self._changed(hub)
         return count
 

@@ -21,7 +21,18 @@ DEFAULT_PAGE = 100
 #: The largest page any query answers, whatever it asks for: Microsoft's SDK asks for 2**31-1 by default, and one
 #: read of a whole task hub would hold the store (and the event loop) for as long as it takes.
 MAX_PAGE = 1000
+#: A filter purge's first step; later steps double while a step takes under half of PURGE_STEP_SECONDS (up to
+#: PURGE_MAX_PAGE) and halve when one takes longer. Bigger steps cost less per instance (measured in
+#: bench/store_scale.py), but a call that needs the store waits for a whole step: the time budget keeps that wait
+#: short on a slow or busy machine too.
 PURGE_PAGE = 100
+PURGE_MAX_PAGE = 1000
+PURGE_STEP_SECONDS = 0.02
+#: A filter purge checkpoints the write-ahead log after about this many instances (and once at its end). Each
+#: checkpoint syncs the database file, which costs more than copying the pages: after every step of 200, the sync
+#: was most of the purge's time (bench/RESULTS.md). 500 instances write about 2,000 log pages, below the
+#: automatic checkpoint's 4,000, so the copy still never lands inside a short call's commit.
+PURGE_CHECKPOINT_EVERY = 500
 #: Entities one CleanEntityStorage call works through; the answer's continuation token asks for the rest.
 CLEAN_PAGE = 500
 
@@ -123,19 +134,43 @@ async def _purge_by_filter(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter
         # Read the raw fields: an absurd duration (e.g. 2**63 s) must mean "no practical limit", not an error.
         seconds = flt.timeout.seconds + flt.timeout.nanos / 1e9
         deadline = time.monotonic() + min(max(seconds, 0.0), _MAX_PURGE_TIMEOUT)
-    total, after = 0, None
+    total, after, size, unsynced = 0, None, PURGE_PAGE, 0
     while True:
         # Read a page, delete it, serve other calls, repeat: each step is one short transaction.
-        ids = await storage_step(functools.partial(_purge_page, engine, hub, flt, after, PURGE_PAGE))
+        ids, deleted, seconds = await storage_step(
+            functools.partial(_purge_step, engine, hub, flt, after, size, recursive)
+        )
+        total, unsynced = total + deleted, unsynced + deleted
+        last = not ids or (deadline is not None and time.monotonic() >= deadline)
+        if unsynced >= PURGE_CHECKPOINT_EVERY or (last and unsynced):
+            # The purge's log pages go back to the database here, not inside the next short call's commit.
+            await storage_step(engine.backend.checkpoint)
+            unsynced = 0
         if not ids:
             return total, True
-        total += await storage_step(functools.partial(engine.purge, hub, ids, recursive))
-        # The purge's log pages go back to the database here, not inside the next short call's commit.
-        await storage_step(engine.backend.checkpoint)
-        after = ids[-1]
-        await between_steps()
-        if deadline is not None and time.monotonic() >= deadline:
+        after, size = ids[-1], next_purge_page(size, seconds)
+        if last:
             return total, not _purge_page(engine, hub, flt, after, 1)
+        await between_steps()
+
+
+def next_purge_page(size: int, seconds: float) -> int:
+    """The size of a filter purge's next step, after one of ``size`` instances took ``seconds``."""
+    if seconds > PURGE_STEP_SECONDS:
+        return max(1, size // 2)
+    if seconds < PURGE_STEP_SECONDS / 2:
+        return max(1, min(size * 2, PURGE_MAX_PAGE))
+    return size
+
+
+def _purge_step(
+    engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, after: str | None, size: int, recursive: bool
+) -> tuple[list[str], int, float]:
+    """One page of a filter purge: (the page's IDs, how many were deleted, seconds the deletion took)."""
+    ids = _purge_page(engine, hub, flt, after, size)
+    began = time.monotonic()
+    deleted = engine.purge(hub, ids, recursive) if ids else 0
+    return ids, deleted, time.monotonic() - began
 
 
 def _purge_page(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, after: str | None, limit: int) -> list[str]:
@@ -147,7 +182,7 @@ def _purge_page(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, after: st
         limit=limit,
         terminal_only=True,
     )
-    return [r.instance_id for r in engine.query(hub, args)]
+    return engine.instance_ids(hub, args)
 
 
 def query_entities(entities: Entities, hub: str, query: pb.EntityQuery) -> pb.QueryEntitiesResponse:

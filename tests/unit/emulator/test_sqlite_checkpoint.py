@@ -6,6 +6,8 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import queries
 from emulator.clock import SystemClock
@@ -44,7 +46,9 @@ def test_checkpoint_copies_the_log_back_without_the_store_lock(tmp_path: Path) -
         backend.close()
 
 
-def test_a_filter_purge_checkpoints_between_its_steps(tmp_path: Path) -> None:
+def test_a_filter_purge_checkpoints_between_its_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(queries, "PURGE_MAX_PAGE", 100)
+    monkeypatch.setattr(queries, "PURGE_CHECKPOINT_EVERY", 100)
     backend = _seeded(tmp_path / "p.db", 250)
     calls: list[int] = []
     real = backend.checkpoint
@@ -59,7 +63,7 @@ def test_a_filter_purge_checkpoints_between_its_steps(tmp_path: Path) -> None:
         request = pb.PurgeInstancesRequest(purgeInstanceFilter=pb.PurgeInstanceFilter())
         deleted, done = asyncio.run(queries.purge(engine, "h", request))
         assert (deleted, done) == (250, True)
-        assert len(calls) == 3  # one per step of PURGE_PAGE (100) instances
+        assert len(calls) == 3  # one per step of 100 instances, the last one at the end
         frames, copied = _log_frames(tmp_path / "p.db")
         assert copied == frames
     finally:
