@@ -237,6 +237,12 @@ class Engine:
         with self.backend.transaction() as tx:
             return tx.instance_ids(hub, args)
 
+    def instance_keys_by_age(
+        self, hub: str, args: InstanceQueryArgs, after: tuple[int, int, str] | None
+    ) -> list[tuple[int, int, str]]:
+        with self.backend.transaction() as tx:
+            return tx.instance_keys_by_age(hub, args, after)
+
     def purge(self, hub: str, instance_ids: Sequence[str], recursive: bool) -> int:
         """Deletes finished instances (and, recursively, their finished sub-orchestrations)."""
         count = 0

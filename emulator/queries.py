@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import functools
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import events
@@ -137,18 +138,18 @@ async def _purge_by_filter(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter
     total, after, size, unsynced = 0, None, PURGE_PAGE, 0
     while True:
         # Read a page, delete it, serve other calls, repeat: each step is one short transaction.
-        ids, deleted, seconds = await storage_step(
+        keys, deleted, seconds = await storage_step(
             functools.partial(_purge_step, engine, hub, flt, after, size, recursive)
         )
         total, unsynced = total + deleted, unsynced + deleted
-        last = not ids or (deadline is not None and time.monotonic() >= deadline)
+        last = not keys or (deadline is not None and time.monotonic() >= deadline)
         if unsynced >= PURGE_CHECKPOINT_EVERY or (last and unsynced):
             # The purge's log pages go back to the database here, not inside the next short call's commit.
             await storage_step(engine.backend.checkpoint)
             unsynced = 0
-        if not ids:
+        if not keys:
             return total, True
-        after, size = ids[-1], next_purge_page(size, seconds)
+        after, size = keys[-1], next_purge_page(size, seconds)
         if last:
             return total, not _purge_page(engine, hub, flt, after, 1)
         await between_steps()
@@ -164,25 +165,35 @@ def next_purge_page(size: int, seconds: float) -> int:
 
 
 def _purge_step(
-    engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, after: str | None, size: int, recursive: bool
-) -> tuple[list[str], int, float]:
-    """One page of a filter purge: (the page's IDs, how many were deleted, seconds the deletion took)."""
-    ids = _purge_page(engine, hub, flt, after, size)
+    engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, after: PurgeKey | None, size: int, recursive: bool
+) -> tuple[list[PurgeKey], int, float]:
+    """One page of a filter purge: (the page's keys, how many were deleted, seconds the deletion took)."""
+    keys = _purge_page(engine, hub, flt, after, size)
     began = time.monotonic()
-    deleted = engine.purge(hub, ids, recursive) if ids else 0
-    return ids, deleted, time.monotonic() - began
+    deleted = engine.purge(hub, [key[-1] for key in keys], recursive) if keys else 0
+    return keys, deleted, time.monotonic() - began
 
 
-def _purge_page(engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, after: str | None, limit: int) -> list[str]:
+#: Where a filter purge is: the last key it reached, whose last item is an instance ID.
+PurgeKey = tuple[Any, ...]
+
+
+def _purge_page(
+    engine: Engine, hub: str, flt: pb.PurgeInstanceFilter, after: PurgeKey | None, limit: int
+) -> list[PurgeKey]:
     args = InstanceQueryArgs(
         statuses=list(flt.runtimeStatus),
         created_from=_micros(flt, "createdTimeFrom"),
         created_to=_micros(flt, "createdTimeTo"),
-        after_id=after,
         limit=limit,
         terminal_only=True,
     )
-    return engine.instance_ids(hub, args)
+    if (args.created_from is not None or args.created_to is not None) and not args.statuses:
+        # "Everything older than": oldest first, the order the rows were written in, so each step empties whole
+        # pages. A filter on statuses walks those statuses instead (in ID order), reading no entry of another.
+        return list(engine.instance_keys_by_age(hub, args, after))
+    ids = engine.instance_ids(hub, dataclasses.replace(args, after_id=after[-1] if after else None))
+    return [(iid,) for iid in ids]
 
 
 def query_entities(entities: Entities, hub: str, query: pb.EntityQuery) -> pb.QueryEntitiesResponse:

@@ -154,6 +154,13 @@ class Transaction(Protocol):
         """The IDs of the page :meth:`query_instances` would return, without reading the instances."""
         ...
 
+    def instance_keys_by_age(
+        self, hub: str, args: InstanceQueryArgs, after: tuple[int, int, str] | None
+    ) -> list[tuple[int, int, str]]:
+        """(created_at, status, instance_id) of the instances matching ``args``'s created range and statuses, in
+        that order, after ``after``; ``args``'s ID filters are not applied."""
+        ...
+
     def query_instances(self, hub: str, args: InstanceQueryArgs) -> list[InstanceRecord]: ...
 
     def history(self, hub: str, instance_id: str) -> list[bytes]: ...

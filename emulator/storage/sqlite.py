@@ -16,7 +16,7 @@ from emulator.errors import StorageError
 from emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros, NameFilter
 from emulator.storage.lockfile import DatabaseLock
 from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, add_caller_column
-from emulator.storage.sqlite_listing import LISTING_SCHEMA, TERMINAL, query_instance_ids
+from emulator.storage.sqlite_listing import LISTING_SCHEMA, TERMINAL, AgeKey, keys_by_age, query_instance_ids
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS task_hubs (name TEXT PRIMARY KEY);
@@ -251,6 +251,9 @@ class SqliteTransaction(EntityTables):
 
     def instance_ids(self, hub: str, args: InstanceQueryArgs) -> list[str]:
         return query_instance_ids(self._db, hub, args)
+
+    def instance_keys_by_age(self, hub: str, args: InstanceQueryArgs, after: AgeKey | None) -> list[AgeKey]:
+        return keys_by_age(self._db, hub, args, after)
 
     def query_instances(self, hub: str, args: InstanceQueryArgs) -> list[InstanceRecord]:
         # The page's IDs come from covering indexes (sqlite_listing); only the page's own rows are read whole.

@@ -93,7 +93,7 @@ def test_every_query_matches_something_in_the_fixture(store: SqliteBackend) -> N
 def _plans(store: SqliteBackend, statements: list[str]) -> dict[str, list[str]]:
     found = {}
     for sql in statements:
-        if sql.lstrip().upper().startswith("SELECT"):
+        if sql.lstrip().upper().startswith(("SELECT", "DELETE", "UPDATE")):
             # Traced statements have their parameters inlined, so they can be explained as they are.
             found[sql] = [row[3] for row in store._conn.execute("EXPLAIN QUERY PLAN " + sql)]
     return found
@@ -129,6 +129,7 @@ def test_listing_and_purge_plans_are_bounded(store: SqliteBackend, probe: int, m
     store._conn.set_trace_callback(None)
     plans = _plans(store, statements)
     assert len(plans) > len(QUERIES), "too few statements were traced"
+    assert any(sql.startswith("DELETE FROM history") for sql in plans), "the purge's deletes were not explained"
     bad = [line for sql, plan in plans.items() for line in _unbounded(sql, plan)]
     assert not bad, "\n".join(bad)
 

@@ -172,3 +172,57 @@ def test_lease_release_and_child_lookups_read_their_partial_indexes() -> None:
     }
     backend.close()
     assert [p.split(" USING ")[1].split()[1] for p in plans.values()] == ["ix_instances_lease", "ix_instances_children"]
+
+
+def test_a_purge_of_everything_older_than_a_time_goes_oldest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = SqliteBackend(str(tmp_path / "a.db"))
+    created = {}
+    with backend.transaction() as tx:
+        for i in range(40):
+            iid = f"i{i:02d}"
+            created[iid] = (40 - i) // 2  # ID order is the reverse of age order, with ties
+            status = RUNNING if i % 7 == 0 else (COMPLETED, FAILED)[i % 2]
+            tx.put_instance(InstanceRecord("h", iid, "e", "O", status=status, created_at=created[iid], updated_at=1))
+    monkeypatch.setattr(queries, "PURGE_PAGE", 3)
+    monkeypatch.setattr(queries, "PURGE_MAX_PAGE", 3)
+    order: list[str] = []
+    real = Engine.purge
+
+    def recorded(self: Engine, hub: str, ids: list[str], recursive: bool) -> int:
+        order.extend(ids)
+        return real(self, hub, ids, recursive)
+
+    monkeypatch.setattr(Engine, "purge", recorded)
+    flt = pb.PurgeInstanceFilter()
+    flt.createdTimeTo.FromMicroseconds(15)
+    try:
+        deleted, done = asyncio.run(
+            queries.purge(Engine(backend, SystemClock()), "h", pb.PurgeInstancesRequest(purgeInstanceFilter=flt))
+        )
+        expected = [iid for iid in created if created[iid] < 15 and int(iid[1:]) % 7]
+        assert (deleted, done) == (len(expected), True)
+        assert sorted(order) == sorted(expected)
+        assert [created[iid] for iid in order] == sorted(created[iid] for iid in order)  # oldest first
+        assert _left(backend, "instances") == set(created) - set(expected)
+    finally:
+        backend.close()
+
+
+def test_the_oldest_first_page_seeks_the_created_time_index() -> None:
+    from emulator.storage import InstanceQueryArgs
+    from emulator.storage.sqlite_listing import keys_by_age
+
+    backend = SqliteBackend(None)
+    statements: list[str] = []
+    backend._conn.set_trace_callback(statements.append)
+    args = InstanceQueryArgs(created_from=1, created_to=9, terminal_only=True)
+    keys_by_age(backend._conn, "h", args, None)
+    keys_by_age(backend._conn, "h", args, (3, 1, "x"))
+    backend._conn.set_trace_callback(None)
+    for sql in statements:
+        plan = " ".join(r[3] for r in backend._conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "USING COVERING INDEX ix_instances_created_at" in plan and "TEMP B-TREE" not in plan, plan
+    assert "(created_at,status,instance_id)>" in plan.replace(" ", "")  # the second one seeks to its position
+    backend.close()
