@@ -2,23 +2,31 @@
 
 Steps, on one SQLite file:
   generate    N finished 3-activity chains (12 history events each, as the emulator writes them) straight into
-              the store with executemany in large transactions; prints the rate and the bytes per instance
+              the store with executemany in large transactions, in order of creation (so the row order is the
+              one an emulator that ran them would have left); prints the rate and the bytes per instance
   restart     an emulator process opens the store: seconds from spawn to the first answered GetInstance
   get         GetInstance of random stored instances
   list        QueryInstances / ListInstanceIds with each filter and combination: first page and next page
   throughput  3-activity chains scheduled and completed by a worker, on an empty store and on this one,
               interleaved (empty, full, empty, full) in the same minutes; ratio full / empty
-  purge       a filter purge of the oldest 10 % (created range) while other threads start instances, raise
-              events and ping; p99 of a start during it
+  purge       filter purges of consecutive created ranges while other threads start instances, raise events and
+              ping; p99 of a start during it, and before it (the machine's own floor)
+
+With ``--baseline TREE`` (a checkout of another revision, e.g. ``git worktree add /tmp/base main``) every step but
+the listings also runs that tree's emulator, on a copy of the store laid out as that tree lays it out, interleaved
+with this tree's, and prints both with the ratio; ``upgrade`` then times this tree opening the baseline's store.
 
 Usage: .venv/bin/python bench/store_scale.py [--instances 1000000] [--db PATH (kept and reused)] [--skip purge,...]
+       [--baseline TREE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -110,12 +118,15 @@ def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
     began = time.perf_counter()
     SqliteBackend(db).close()  # the current schema, indexes included
     rng = random.Random(seed)
-    ids = sorted(uuid.UUID(int=rng.getrandbits(128)).hex for _ in range(count))  # key order: appends, not splits
+    ids = [uuid.UUID(int=rng.getrandbits(128)).hex for _ in range(count)]
     statuses = rng.choices([s for s, _ in MIX], [w for _, w in MIX], k=count)
     now = int(time.time() * 1_000_000)
+    # Rows go in in order of creation, as an emulator writes them: row IDs (and the pages rows share) follow
+    # creation time while instance IDs are random, the layout a real store has and a purge by age meets.
+    created_at = sorted(now - DAY - rng.randrange(SPAN_DAYS * DAY) for _ in range(count))
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA synchronous=OFF")
-    conn.execute("PRAGMA cache_size=-1000000")
+    conn.execute("PRAGMA cache_size=-2000000")
     conn.execute("INSERT OR IGNORE INTO task_hubs (name) VALUES (?)", (HUB,))
     # Secondary indexes are built once at the end (opening the store creates the missing ones): sorting once
     # is faster than keeping them in order row by row.
@@ -128,39 +139,21 @@ def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
     ]
     for name in indexes:
         conn.execute(f"DROP INDEX {name}")
-    templates: dict[tuple[str, int], list[bytes]] = {}
     for first in range(0, count, BATCH):
-        instances, history = [], []
-        for i in range(first, min(first + BATCH, count)):
-            iid, status, name = ids[i], statuses[i], NAMES[i % len(NAMES)]
-            created = now - DAY - rng.randrange(SPAN_DAYS * DAY)
-            done = None if status == 0 else created + 8000
-            tags = '{"env": "prod"}' if i % 5 == 0 else "{}"
-            instances.append(
-                (
-                    HUB,
-                    iid,
-                    "e" + iid[:8],
-                    name,
-                    None,
-                    status,
-                    '{"order": 12345, "items": 3}',
-                    None if status == 0 else '"shipped"',
-                    None,
-                    None,
-                    tags,
-                    created,
-                    done or created + 6000,
-                    done,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,  # trace_context
-                )
-            )
+        conn.execute("BEGIN")
+        conn.executemany(
+            f"INSERT INTO instances VALUES ({','.join('?' * 21)})",
+            (_instance_row(i, ids[i], statuses[i], created_at[i]) for i in range(first, min(first + BATCH, count))),
+        )
+        conn.execute("COMMIT")
+    # Histories go in in key order (appends, not page splits): far faster, and their pages end up fuller than an
+    # emulator's random-ID inserts leave them, so the store is a little smaller than a real one.
+    templates: dict[tuple[str, int], list[bytes]] = {}
+    in_key_order = sorted(range(count), key=ids.__getitem__)
+    for first in range(0, count, BATCH):
+        history = []
+        for i in in_key_order[first : first + BATCH]:
+            iid, status, name, created = ids[i], statuses[i], NAMES[i % len(NAMES)], created_at[i]
             # The events carry the instance's own ID in executionStarted only; the rest is shared per (name, status).
             key = (name, status)
             if key not in templates:
@@ -169,7 +162,6 @@ def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
             events[1] = _execution_started(iid, name, created)
             history.extend((HUB, iid, seq, e) for seq, e in enumerate(events))
         conn.execute("BEGIN")
-        conn.executemany(f"INSERT INTO instances VALUES ({','.join('?' * 21)})", instances)
         conn.executemany("INSERT INTO history (hub, instance_id, seq, event) VALUES (?, ?, ?, ?)", history)
         conn.execute("COMMIT")
     conn.close()
@@ -180,6 +172,15 @@ def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
     seconds = time.perf_counter() - began
     size = sum(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
     return {"seconds": seconds, "per_second": count / seconds, "bytes": size, "bytes_per_instance": size / count}
+
+
+def _instance_row(i: int, iid: str, status: int, created: int) -> tuple[Any, ...]:
+    done = None if status == 0 else created + 8000
+    tags = '{"env": "prod"}' if i % 5 == 0 else "{}"
+    output = None if status == 0 else '"shipped"'
+    name, order = NAMES[i % len(NAMES)], '{"order": 12345, "items": 3}'
+    return (HUB, iid, "e" + iid[:8], name, None, status, order, output, None, None, tags, created,
+            done or created + 6000, done, None, None, None, None, None, None, None)  # fmt: skip
 
 
 def table_sizes(db: str) -> dict[str, int]:
@@ -193,19 +194,39 @@ def table_sizes(db: str) -> dict[str, int]:
     return {name: int(size) for name, size in rows}
 
 
-@contextmanager
-def emulator(db: str, checkpoints: bool = True) -> Iterator[tuple[str, float, subprocess.Popen[str]]]:
-    """An emulator process on ``db``; yields (address, seconds from spawn to the first answered GetInstance).
+#: The trees measured: ``None`` is this checkout; a path is a baseline checkout (--baseline).
+Tree = str | None
 
-    ``checkpoints=False`` runs it with the purge's own log checkpoints turned off (the emulator before them)."""
+
+def _spawn_tree(tree: Tree, args: list[str]) -> subprocess.Popen[str]:
+    """A bench script (from this tree's bench/) run against ``tree``'s emulator and SDK."""
+    if tree is None:
+        return run_all._spawn(run_all.OURS_PY, args, for_peer=False)
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
+    with run_all.LOG.open("a") as log:
+        return subprocess.Popen(
+            [run_all.OURS_PY, *args], cwd=HERE, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+            text=True,
+        )  # fmt: skip
+
+
+_EAGER = [
+    ("grpc.initial_reconnect_backoff_ms", 10),
+    ("grpc.min_reconnect_backoff_ms", 10),
+    ("grpc.max_reconnect_backoff_ms", 10),
+]
+
+
+@contextmanager
+def emulator(db: str, tree: Tree = None) -> Iterator[tuple[str, float, subprocess.Popen[str]]]:
+    """An emulator process of ``tree`` on ``db``; yields (address, seconds from spawn to the first answered call)."""
     port = run_all._free_port()
     began = time.perf_counter()
-    args = ["backend_proc.py", "ours-sqlite", "--port", str(port), "--db", db]
-    if not checkpoints:
-        args = [str(Path(__file__).resolve()), "--serve-without-checkpoints", db, "--port", str(port)]
-    proc = run_all._spawn(run_all.OURS_PY, args, for_peer=False)
+    proc = _spawn_tree(tree, ["backend_proc.py", "ours-sqlite", "--port", str(port), "--db", db])
     address = f"127.0.0.1:{port}"
-    channel = grpc.insecure_channel(address)
+    # The channel is made before the server listens, so its first connection is refused; gRPC's default
+    # reconnect backoff (1 s, jittered) would then be most of what is measured. Retry every 10 ms instead.
+    channel = grpc.insecure_channel(address, options=_EAGER)
     stub = pb_grpc.TaskHubSidecarServiceStub(channel)
     try:
         while True:
@@ -320,17 +341,17 @@ def _pages(stub: Any, request: Any) -> tuple[float, float, int]:
     return min(first), (min(second) if second else float("nan")), rows
 
 
-def throughput_round(db: str, count: int) -> tuple[float, float]:
+def throughput_round(db: str, count: int, tree: Tree = None) -> tuple[float, float]:
     """(orchestrations per second, emulator CPU ms per orchestration) of ``count`` 3-activity chains on an
     emulator over ``db``, one worker process."""
-    with emulator(db) as (address, _, proc):
-        worker = run_all._spawn(run_all.OURS_PY, ["worker_proc.py", address], for_peer=False)
+    with emulator(db, tree) as (address, _, proc):
+        worker = _spawn_tree(tree, ["worker_proc.py", address])
         try:
             run_all._await_ready(worker, "worker")
             before = run_all._cpu_seconds(proc.pid) or 0.0
-            result = run_all._json_run(
-                run_all.OURS_PY, ["client_proc.py", address, "throughput", str(count)], for_peer=False
-            )
+            client = _spawn_tree(tree, ["client_proc.py", address, "throughput", str(count)])
+            out, _ = client.communicate(timeout=1800)
+            result = json.loads(out.strip().splitlines()[-1])
             cpu = (run_all._cpu_seconds(proc.pid) or 0.0) - before
         finally:
             run_all._close(worker)
@@ -368,53 +389,127 @@ def purge_beside_calls(address: str, created_to: int) -> dict[str, Any]:
     return {"purged": purged, "seconds": ended - began, "latency_ms": latency}
 
 
-def open_seconds(db: str) -> float:
-    """Seconds the emulator's store takes to open this file and release leftover leases (what a restart adds)."""
-    from emulator.storage import SqliteBackend
-
-    began = time.perf_counter()
-    backend = SqliteBackend(db)
-    backend.release_all_leases()
-    backend.close()
-    return time.perf_counter() - began
-
-
-def serve_without_checkpoints(db: str, port: int) -> None:
-    from emulator.server import EmulatorServer
-    from emulator.storage import SqliteBackend
-
-    SqliteBackend.checkpoint = lambda self: None  # type: ignore[method-assign]
-    server = EmulatorServer(port=port, db_path=db)
-    server.start()
-    print(f"ready {port}", flush=True)
-    sys.stdin.read()
-    server.stop()
-
-
-def purge_step(db: str, instances: int) -> None:
-    """Four filter purges of consecutive created ranges (2.5 % of the store each), alternating the emulator
-    with and without its purge checkpoints, each beside the probes of admin_load.py."""
-    conn = sqlite3.connect(db)
-    cuts = [
-        conn.execute(
-            "SELECT created_at FROM instances WHERE hub = ? ORDER BY created_at LIMIT 1 OFFSET ?", (HUB, n)
-        ).fetchone()[0]
-        for n in (instances // 40, instances // 20, instances * 3 // 40, instances // 10)
-    ]
+_CONFORM = """
+import os, sqlite3, sys, tempfile, time
+from emulator.storage import SqliteBackend
+with tempfile.TemporaryDirectory() as folder:
+    fresh = os.path.join(folder, "fresh.db")
+    SqliteBackend(fresh).close()
+    conn = sqlite3.connect(fresh)
+    wanted = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     conn.close()
-    print("purge: filter purges of 2.5 % of the store each (by created time), alternating with/without checkpoints")
-    for cut, checkpoints in zip(cuts, (True, False, True, False), strict=True):
-        with emulator(db, checkpoints) as (address, _, _proc):
-            r = purge_beside_calls(address, cut)
-        start = r["latency_ms"].get("purge/start", {"p50": float("nan"), "p99": float("nan"), "n": 0})
-        others = [f"{k.split('/')[1]} p99 {v['p99']:.0f}" for k, v in r["latency_ms"].items()
-                  if k.startswith("purge/") and k != "purge/start"]  # fmt: skip
+conn = sqlite3.connect(sys.argv[1])
+for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").fetchall():
+    if name not in wanted:
+        conn.execute(f"DROP INDEX {name}")
+conn.close()
+began = time.perf_counter()
+backend = SqliteBackend(sys.argv[1])
+backend.release_all_leases()
+backend.close()
+print(time.perf_counter() - began)
+"""
+
+
+def open_seconds(db: str, tree: Tree = None) -> float:
+    """Seconds ``tree``'s store takes to open ``db`` and release leftover leases (what a restart adds), in a
+    process of its own; its indexes are first made the ones that tree creates (it builds those it misses, and
+    those it does not know are dropped), so a baseline is measured on the layout it would have made itself."""
+    proc = _spawn_tree(tree, ["-c", _CONFORM, db])
+    out, _ = proc.communicate(timeout=3600)
+    return float(out.strip().splitlines()[-1])
+
+
+def _label(tree: Tree) -> str:
+    if tree is None:
+        return "this tree"
+    rev = subprocess.run(["git", "-C", tree, "log", "-1", "--format=%h"], capture_output=True, text=True).stdout
+    return f"baseline {rev.strip() or tree}"
+
+
+def warm(path: str) -> None:
+    """Reads the whole store once, so it starts in the OS page cache whatever ran before (on a shared machine the
+    cache also holds other people's files, and a store left cold reads its pages from disk: several times slower)."""
+    with open(path, "rb") as f:
+        while f.read(16 << 20):
+            pass
+
+
+def restart_step(stores: dict[Tree, str], rounds: int) -> None:
+    seconds: dict[Tree, list[float]] = {tree: [] for tree in stores}
+    for _ in range(rounds):
+        for tree, db in stores.items():
+            with emulator(db, tree) as (_, ready, _proc):
+                seconds[tree].append(ready)
+    print("restart: seconds from spawning the emulator process to its first answered GetInstance (target <= 1 s)")
+    for tree, values in seconds.items():
+        print(f"  {_label(tree):24s} {', '.join(f'{v:.2f}' for v in values)} s, median {statistics.median(values):.2f}")
+    _ratio("restart", {t: statistics.median(v) for t, v in seconds.items()})
+
+
+def _ratio(what: str, medians: dict[Tree, float]) -> None:
+    if len(medians) == 2 and medians.get(None) and list(medians.values())[1]:
+        base = next(v for t, v in medians.items() if t is not None)
+        print(f"  {what}: this tree / baseline = {medians[None] / base:.2f}", flush=True)
+
+
+def throughput_step(stores: dict[Tree, str], folder: str, rounds: int, count: int) -> None:
+    runs = {(tree, which): [] for tree in stores for which in ("empty", "full")}  # type: dict[tuple[Tree, str], list[tuple[float, float]]]
+    for r in range(rounds):
+        for tree, db in stores.items():
+            warm(db)
+            for which in ("empty", "full"):
+                path = db if which == "full" else str(Path(folder) / f"empty-{r}-{len(runs)}-{tree is None}.db")
+                runs[(tree, which)].append(throughput_round(path, count, tree))
+    print(f"throughput: {count} chains per round, interleaved empty/full and tree by tree, x {rounds} (target >= 90 %)")
+    ratios = {}
+    for tree in stores:
+        e = statistics.median(r for r, _ in runs[(tree, "empty")])
+        f = statistics.median(r for r, _ in runs[(tree, "full")])
+        ratios[tree] = f / e
+        cpu = {w: statistics.median(c for _, c in runs[(tree, w)]) for w in ("empty", "full")}
         print(
-            f"  {'checkpoints' if checkpoints else 'no checkpoints':15s} {r['purged']:7,} in {r['seconds']:5.1f} s = "
-            f"{r['purged'] / r['seconds']:6,.0f}/s (target >= 5,000/s); start during it p50 {start['p50']:.1f} ms, "
-            f"p99 {start['p99']:.1f} ms (target <= 100 ms; n={start['n']}); {', '.join(others)} ms",
+            f"  {_label(tree):24s} empty {', '.join(f'{r:.0f}' for r, _ in runs[(tree, 'empty')])}/s; full "
+            f"{', '.join(f'{r:.0f}' for r, _ in runs[(tree, 'full')])}/s; full / empty (medians) {f / e:.0%}; "
+            f"emulator CPU per orchestration empty {cpu['empty']:.2f} ms, full {cpu['full']:.2f} ms",
             flush=True,
         )
+    _ratio("full / empty", ratios)
+
+
+def purge_step(stores: dict[Tree, str], instances: int, rounds: int, share: float) -> None:
+    """Filter purges of consecutive created ranges (``share`` of the store each), tree after tree, each beside
+    the probes of admin_load.py."""
+    conn = sqlite3.connect(next(iter(stores.values())))
+    cuts = [
+        conn.execute(
+            "SELECT created_at FROM instances WHERE hub = ? ORDER BY created_at LIMIT 1 OFFSET ?",
+            (HUB, int(instances * share * (r + 1))),
+        ).fetchone()[0]
+        for r in range(rounds)
+    ]
+    conn.close()
+    print(f"purge: filter purges of {share:.1%} of the store each (oldest first, by created time), tree after tree")
+    rates: dict[Tree, list[float]] = {tree: [] for tree in stores}
+    for cut in cuts:
+        for tree, db in stores.items():
+            warm(db)
+            with emulator(db, tree) as (address, _, _proc):
+                r = purge_beside_calls(address, cut)
+            nan = {"p50": float("nan"), "p99": float("nan"), "n": 0}
+            start = r["latency_ms"].get("purge/start", nan)
+            calm = r["latency_ms"].get("before/start", nan)
+            others = [f"{k.split('/')[1]} p99 {v['p99']:.0f}" for k, v in r["latency_ms"].items()
+                      if k.startswith("purge/") and k != "purge/start"]  # fmt: skip
+            rates[tree].append(r["purged"] / r["seconds"])
+            print(
+                f"  {_label(tree):24s} {r['purged']:7,} in {r['seconds']:5.1f} s = {rates[tree][-1]:6,.0f}/s "
+                f"(target >= 5,000/s); start during it p50 {start['p50']:.1f} ms, p99 {start['p99']:.1f} ms "
+                f"(target <= 100 ms; n={start['n']}), before it p50 {calm['p50']:.1f} / p99 {calm['p99']:.1f} ms; "
+                f"{', '.join(others)} ms",
+                flush=True,
+            )
+    _ratio("purge rate (medians)", {t: statistics.median(v) for t, v in rates.items()})
 
 
 def _stored_ids(db: str, count: int = 2000) -> list[str]:
@@ -430,87 +525,89 @@ def _stored_ids(db: str, count: int = 2000) -> list[str]:
     return ids
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--instances", type=int, default=1_000_000)
-    parser.add_argument("--db", help="store file: generated when missing, kept afterwards (default: a temporary one)")
-    parser.add_argument("--skip", default="", help="steps to leave out: throughput,purge")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved throughput rounds per store")
-    parser.add_argument("--orchestrations", type=int, default=300, help="chains per throughput round")
-    parser.add_argument("--serve-without-checkpoints", metavar="DB", help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.serve_without_checkpoints:
-        serve_without_checkpoints(args.serve_without_checkpoints, args.port)
-        return 0
-    skip = set(filter(None, args.skip.split(",")))
-    with tempfile.TemporaryDirectory() as folder:
-        db = args.db or str(Path(folder) / "store.db")
-        if not os.path.exists(db):
-            g = generate(db, args.instances)
-            print(
-                f"generate: {args.instances:,} finished 3-activity chains (12 history events each) in "
-                f"{g['seconds']:.1f} s = {g['per_second']:,.0f} instances/s; store {g['bytes'] / 2**20:,.0f} MiB = "
-                f"{g['bytes_per_instance']:,.0f} bytes per instance (rows + indexes)",
-                flush=True,
-            )
-            sizes = table_sizes(db)
-            if sizes:
-                print(
-                    "  by table/index (bytes per instance): "
-                    + ", ".join(f"{name} {size / args.instances:.0f}" for name, size in list(sizes.items())[:8]),
-                    flush=True,
-                )
-        ids = _stored_ids(db)
-        opened = open_seconds(db)
-        with emulator(db) as (address, ready, _proc):
-            print(
-                f"restart: first answered GetInstance {ready:.2f} s after the process was spawned (target <= 1 s); "
-                f"of which opening the store (schema check, lease release) {opened * 1000:.0f} ms, the rest is "
-                "process start and imports"
-            )
+def _generate(db: str, instances: int) -> None:
+    g = generate(db, instances)
+    print(
+        f"generate: {instances:,} finished 3-activity chains (12 history events each) in "
+        f"{g['seconds']:.1f} s = {g['per_second']:,.0f} instances/s; store {g['bytes'] / 2**20:,.0f} MiB = "
+        f"{g['bytes_per_instance']:,.0f} bytes per instance (rows + indexes)",
+        flush=True,
+    )
+    sizes = table_sizes(db)
+    if sizes:
+        print(
+            "  by table/index (bytes per instance): "
+            + ", ".join(f"{name} {size / instances:.0f}" for name, size in list(sizes.items())[:9]),
+            flush=True,
+        )
+
+
+def reads_step(db: str, ids: list[str], stores: dict[Tree, str], lists: bool) -> None:
+    for tree, path in stores.items():
+        with emulator(path, tree) as (address, _, _proc):
             channel = grpc.insecure_channel(address)
             stub = pb_grpc.TaskHubSidecarServiceStub(channel)
             stub.Hello(empty_pb2.Empty(), timeout=10)
             g = point_reads(stub, ids)
             print(
-                f"get: GetInstance of random stored instances, n={g['n']}: p50 {g['p50']:.2f} ms, "
+                f"get ({_label(tree)}): GetInstance of random stored instances, n={g['n']}: p50 {g['p50']:.2f} ms, "
                 f"p99 {g['p99']:.2f} ms (target <= 2 ms)",
                 flush=True,
             )
-            print("list: first page / next page, best of 3, ms (target <= 20 ms each); rows on the first page")
-            now = int(time.time() * 1_000_000)
-            worst = 0.0
-            for label, request in list_queries(now, ids):
-                first, second, rows = _pages(stub, request)
-                worst = max(worst, first, second if second == second else 0.0)
-                print(f"  {label:44s} {first:7.1f} / {second:7.1f}   {rows:5d} rows", flush=True)
-            print(f"  slowest page: {worst:.1f} ms")
+            if lists and tree is None:
+                print("list: first page / next page, best of 3, ms (target <= 20 ms each); rows on the first page")
+                now = int(time.time() * 1_000_000)
+                worst = 0.0
+                for label, request in list_queries(now, ids):
+                    first, second, rows = _pages(stub, request)
+                    worst = max(worst, first, second if second == second else 0.0)
+                    print(f"  {label:44s} {first:7.1f} / {second:7.1f}   {rows:5d} rows", flush=True)
+                print(f"  slowest page: {worst:.1f} ms")
             channel.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--instances", type=int, default=1_000_000)
+    parser.add_argument("--db", help="store file: generated when missing, kept afterwards (default: a temporary one)")
+    parser.add_argument("--skip", default="", help="steps to leave out: restart,get,list,throughput,purge,upgrade")
+    parser.add_argument("--baseline", help="a checkout of another revision to measure beside this one")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of restart, throughput and purge")
+    parser.add_argument("--orchestrations", type=int, default=300, help="chains per throughput round")
+    parser.add_argument("--purge-share", type=float, default=0.05, help="share of the store each purge removes")
+    parser.add_argument("--purge-rounds", type=int, help="purges per tree (default: --rounds)")
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(args.db) if args.db else None) as folder:
+        db = args.db or str(Path(folder) / "store.db")
+        if not os.path.exists(db):
+            _generate(db, args.instances)
+        stores: dict[Tree, str] = {None: db}
+        if args.baseline:
+            base = str(Path(folder) / "baseline.db")
+            shutil.copyfile(db, base)
+            print(f"baseline store: copied and given {_label(args.baseline)}'s indexes", flush=True)
+            stores[args.baseline] = base
+        ids = _stored_ids(db)
+        for tree, path in stores.items():
+            print(f"open ({_label(tree)}): opening the store, schema check and lease release, "
+                  f"{open_seconds(path, tree) * 1000:.0f} ms", flush=True)  # fmt: skip
+        if "restart" not in skip:
+            restart_step(stores, max(args.rounds, 3))
+        if "get" not in skip:
+            reads_step(db, ids, stores, "list" not in skip)
         if "throughput" not in skip:
-            empty = str(Path(folder) / "empty.db")
-            rates: dict[str, list[float]] = {"empty": [], "full": []}
-            cpu: dict[str, list[float]] = {"empty": [], "full": []}
-            for _ in range(args.rounds):
-                for which, path in (("empty", empty), ("full", db)):
-                    rate, ms = throughput_round(path, args.orchestrations)
-                    rates[which].append(rate)
-                    cpu[which].append(ms)
-            e, f = statistics.median(rates["empty"]), statistics.median(rates["full"])
-            print(
-                f"throughput: {args.orchestrations} chains per round, interleaved empty/full x {args.rounds}: "
-                f"empty {', '.join(f'{r:.0f}' for r in rates['empty'])}/s; full "
-                f"{', '.join(f'{r:.0f}' for r in rates['full'])}/s; full / empty (medians) {f / e:.0%} "
-                "(target >= 90 %)",
-                flush=True,
-            )
-            print(
-                f"  emulator CPU per orchestration (median): empty {statistics.median(cpu['empty']):.2f} ms, "
-                f"full {statistics.median(cpu['full']):.2f} ms",
-                flush=True,
-            )
+            throughput_step(stores, folder, args.rounds, args.orchestrations)
         if "purge" not in skip:
-            purge_step(db, args.instances)
+            purge_step(stores, args.instances, args.purge_rounds or args.rounds, args.purge_share)
+        if args.baseline and "upgrade" not in skip:
+            began = time.perf_counter()
+            upgraded = open_seconds(stores[args.baseline])
+            print(
+                f"upgrade: this tree opening the baseline's store (its one-time index changes included) "
+                f"{upgraded:.2f} s (process {time.perf_counter() - began:.2f} s)",
+                flush=True,
+            )
     return 0
 
 
