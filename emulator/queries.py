@@ -27,13 +27,15 @@ MAX_PAGE = 1000
 #: bench/store_scale.py), but a call that needs the store waits for a whole step: the time budget keeps that wait
 #: short on a slow or busy machine too.
 PURGE_PAGE = 100
-PURGE_MAX_PAGE = 1000
+PURGE_MAX_PAGE = 300
 PURGE_STEP_SECONDS = 0.02
 #: A filter purge checkpoints the write-ahead log after about this many instances (and once at its end). Each
 #: checkpoint syncs the database file, which costs more than copying the pages: after every step of 200, the sync
-#: was most of the purge's time (bench/RESULTS.md). 500 instances write about 2,000 log pages, below the
-#: automatic checkpoint's 4,000, so the copy still never lands inside a short call's commit.
-PURGE_CHECKPOINT_EVERY = 500
+#: was most of the purge's time (bench/RESULTS.md). A purged instance leaves about 3.7 pages in the log (measured
+#: at a million stored), so 300 (about 1,100 pages) stay well below the automatic checkpoint's 4,000 even with other
+#: calls' commits on top: the copy, and its sync, do not land inside a commit (a short call's, or a purge step's
+#: while it holds the store). Steps of 1,000 come to about 3,700 pages on their own, at the edge of it.
+PURGE_CHECKPOINT_EVERY = 300
 #: Entities one CleanEntityStorage call works through; the answer's continuation token asks for the rest.
 CLEAN_PAGE = 500
 

@@ -73,10 +73,10 @@ def test_a_batch_purge_takes_a_few_statements_not_several_per_instance() -> None
 
 @pytest.mark.parametrize(
     ("size", "seconds", "expected"),
-    [(100, 0.001, 200), (800, 0.001, 1000), (1000, 0.001, 1000), (100, 0.5, 50), (1, 0.5, 1), (100, 0.015, 100)],
+    [(100, 0.001, 200), (200, 0.001, 300), (300, 0.001, 300), (100, 0.5, 50), (1, 0.5, 1), (100, 0.015, 100)],
 )
 def test_a_filter_purge_step_doubles_when_quick_and_halves_when_slow(size: int, seconds: float, expected: int) -> None:
-    assert queries.PURGE_STEP_SECONDS == 0.02 and queries.PURGE_MAX_PAGE == 1000
+    assert queries.PURGE_STEP_SECONDS == 0.02 and queries.PURGE_MAX_PAGE == 300
     assert queries.next_purge_page(size, seconds) == expected
 
 
@@ -98,6 +98,7 @@ def test_a_filter_purge_grows_its_steps_while_they_are_quick(
 ) -> None:
     backend = _seeded(tmp_path / "g.db", 3000)
     monkeypatch.setattr(queries, "PURGE_STEP_SECONDS", 3600.0)  # every step counts as quick
+    monkeypatch.setattr(queries, "PURGE_MAX_PAGE", 1000)
     sizes: list[int] = []
     real = Engine.purge
 
@@ -118,6 +119,7 @@ def test_a_filter_purge_checkpoints_every_few_hundred_instances_and_at_its_end(
 ) -> None:
     backend = _seeded(tmp_path / "c.db", 1150)
     monkeypatch.setattr(queries, "PURGE_MAX_PAGE", 100)
+    monkeypatch.setattr(queries, "PURGE_CHECKPOINT_EVERY", 500)
     calls: list[int] = []
     real = backend.checkpoint
     backend.checkpoint = lambda: (calls.append(1), real())[1]  # type: ignore[method-assign]
