@@ -22,19 +22,19 @@ DEFAULT_PAGE = 100
 #: The largest page any query answers, whatever it asks for: Microsoft's SDK asks for 2**31-1 by default, and one
 #: read of a whole task hub would hold the store (and the event loop) for as long as it takes.
 MAX_PAGE = 1000
-#: A filter purge's first step; later steps double while a step takes under half of PURGE_STEP_SECONDS (up to
-#: PURGE_MAX_PAGE) and halve when one takes longer. Bigger steps cost less per instance (measured in
-#: bench/store_scale.py), but a call that needs the store waits for a whole step: the time budget keeps that wait
-#: short on a slow or busy machine too.
+#: A filter purge's steps: PURGE_PAGE instances at first, halved when a step takes longer than PURGE_STEP_SECONDS
+#: and doubled again (up to PURGE_MAX_PAGE) once one takes under half of it. A call that needs the store waits for
+#: a whole step, so the budget keeps that wait short on a slow or busy machine. Steps of up to 300 purged no faster
+#: than steps of 100 at a million stored instances and doubled the p99 of the starts beside them (bench/RESULTS.md).
 PURGE_PAGE = 100
-PURGE_MAX_PAGE = 300
+PURGE_MAX_PAGE = 100
 PURGE_STEP_SECONDS = 0.02
 #: A filter purge checkpoints the write-ahead log after about this many instances (and once at its end). Each
 #: checkpoint syncs the database file, which costs more than copying the pages: after every step of 200, the sync
 #: was most of the purge's time (bench/RESULTS.md). A purged instance leaves about 3.7 pages in the log (measured
 #: at a million stored), so 300 (about 1,100 pages) stay well below the automatic checkpoint's 4,000 even with other
 #: calls' commits on top: the copy, and its sync, do not land inside a commit (a short call's, or a purge step's
-#: while it holds the store). Steps of 1,000 come to about 3,700 pages on their own, at the edge of it.
+#: while it holds the store).
 PURGE_CHECKPOINT_EVERY = 300
 #: Entities one CleanEntityStorage call works through; the answer's continuation token asks for the rest.
 CLEAN_PAGE = 500

@@ -73,10 +73,10 @@ def test_a_batch_purge_takes_a_few_statements_not_several_per_instance() -> None
 
 @pytest.mark.parametrize(
     ("size", "seconds", "expected"),
-    [(100, 0.001, 200), (200, 0.001, 300), (300, 0.001, 300), (100, 0.5, 50), (1, 0.5, 1), (100, 0.015, 100)],
+    [(25, 0.001, 50), (50, 0.001, 100), (100, 0.001, 100), (100, 0.5, 50), (1, 0.5, 1), (50, 0.015, 50)],
 )
-def test_a_filter_purge_step_doubles_when_quick_and_halves_when_slow(size: int, seconds: float, expected: int) -> None:
-    assert queries.PURGE_STEP_SECONDS == 0.02 and queries.PURGE_MAX_PAGE == 300
+def test_a_filter_purge_step_halves_when_slow_and_grows_back_when_quick(size: int, seconds: float, expected: int) -> None:
+    assert queries.PURGE_STEP_SECONDS == 0.02 and queries.PURGE_MAX_PAGE == 100
     assert queries.next_purge_page(size, seconds) == expected
 
 
