@@ -29,13 +29,13 @@ MAX_PAGE = 1000
 PURGE_PAGE = 100
 PURGE_MAX_PAGE = 100
 PURGE_STEP_SECONDS = 0.02
-#: A filter purge checkpoints the write-ahead log after about this many instances (and once at its end). Each
-#: checkpoint syncs the database file, which costs more than copying the pages: after every step of 200, the sync
-#: was most of the purge's time (bench/RESULTS.md). A purged instance leaves about 3.7 pages in the log (measured
-#: at a million stored), so 300 (about 1,100 pages) stay well below the automatic checkpoint's 4,000 even with other
-#: calls' commits on top: the copy, and its sync, do not land inside a commit (a short call's, or a purge step's
-#: while it holds the store).
-PURGE_CHECKPOINT_EVERY = 300
+#: A filter purge checkpoints the write-ahead log after about this many instances (and once at its end), from a
+#: connection of its own, so the copy back and its sync never land inside a commit (a short call's, or a purge
+#: step's while it holds the store). Each checkpoint syncs the database file: in-process, checkpointing every 5 steps
+#: instead of every step nearly doubled a purge's rate, but beside other calls, checkpoints every 300 instances gave
+#: starts a p99 above main's while every 100 kept it level with main's (bench/RESULTS.md): a bigger sync stalls the
+#: short calls' own commits longer. A purged instance leaves about 3.7 pages in the log at a million stored.
+PURGE_CHECKPOINT_EVERY = 100
 #: Entities one CleanEntityStorage call works through; the answer's continuation token asks for the rest.
 CLEAN_PAGE = 500
 

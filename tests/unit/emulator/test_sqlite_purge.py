@@ -1,6 +1,6 @@
 """Purging on SQLite: a batch of instances is deleted with a few statements, a filter purge sizes its steps to a
-time budget and checkpoints the log every few hundred instances, and the rarely used indexes cover only the
-rows they are for."""
+time budget, goes oldest first and checkpoints the log every so many instances, and the rarely used indexes cover
+only the rows they are for."""
 
 from __future__ import annotations
 
@@ -75,7 +75,9 @@ def test_a_batch_purge_takes_a_few_statements_not_several_per_instance() -> None
     ("size", "seconds", "expected"),
     [(25, 0.001, 50), (50, 0.001, 100), (100, 0.001, 100), (100, 0.5, 50), (1, 0.5, 1), (50, 0.015, 50)],
 )
-def test_a_filter_purge_step_halves_when_slow_and_grows_back_when_quick(size: int, seconds: float, expected: int) -> None:
+def test_a_filter_purge_step_halves_when_slow_and_grows_back_when_quick(
+    size: int, seconds: float, expected: int
+) -> None:
     assert queries.PURGE_STEP_SECONDS == 0.02 and queries.PURGE_MAX_PAGE == 100
     assert queries.next_purge_page(size, seconds) == expected
 
@@ -93,9 +95,7 @@ def _filter_purge(backend: SqliteBackend) -> tuple[int, bool]:
     return asyncio.run(queries.purge(Engine(backend, SystemClock()), "h", request))
 
 
-def test_a_filter_purge_grows_its_steps_while_they_are_quick(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_filter_purge_grows_its_steps_while_they_are_quick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     backend = _seeded(tmp_path / "g.db", 3000)
     monkeypatch.setattr(queries, "PURGE_STEP_SECONDS", 3600.0)  # every step counts as quick
     monkeypatch.setattr(queries, "PURGE_MAX_PAGE", 1000)
@@ -114,7 +114,7 @@ def test_a_filter_purge_grows_its_steps_while_they_are_quick(
         backend.close()
 
 
-def test_a_filter_purge_checkpoints_every_few_hundred_instances_and_at_its_end(
+def test_a_filter_purge_checkpoints_every_so_many_instances_and_at_its_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     backend = _seeded(tmp_path / "c.db", 1150)
