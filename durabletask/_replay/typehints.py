@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import sys
 import types
 import typing
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
-
-import pydantic
 
 
 def reconstructable(annotation: Any) -> bool:
@@ -39,7 +38,12 @@ def _reconstructable(annotation: Any) -> bool:
         return False
     if not isinstance(annotation, type):
         return False
-    if issubclass(annotation, pydantic.BaseModel) or dataclasses.is_dataclass(annotation):
+    # A pydantic model exists only once ``pydantic.main`` was imported; looking it up instead of importing it
+    # keeps pydantic's import (a tenth of a second) off the first work item of code that uses no models.
+    models = sys.modules.get("pydantic.main")
+    if models is not None and issubclass(annotation, models.BaseModel):
+        return True
+    if dataclasses.is_dataclass(annotation):
         return True
     return callable(getattr(annotation, "from_json", None))
 

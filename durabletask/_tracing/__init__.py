@@ -41,6 +41,14 @@ def otel_available() -> bool:
         return False
 
 
+def recording(emit: bool) -> bool:
+    """Whether spans made now would be recorded: ``emit`` is on and OpenTelemetry has a tracer provider set.
+
+    Checked per work item, so a provider set after the worker started is used from then on.
+    """
+    return emit and otel_available() and bool(api().recording())
+
+
 def api() -> ModuleType:
     """The OpenTelemetry side (imported on first use; call only when :func:`otel_available`)."""
     from durabletask._tracing import otel as module
@@ -75,7 +83,8 @@ def server_span(name: str, attributes: Mapping[str, str], parent: Parent | None,
         yield None
         return
     spans = api()
-    if not emit:
+    if not emit or not spans.recording():
+        # Without a provider a span would be a non-recording one carrying ``parent``'s context: the same.
         with spans.activated(parent):
             yield None
         return

@@ -89,7 +89,7 @@ class OrchestrationTracer:
     ) -> Turn:
         """Reads the turn's history; the result names the orchestration's span before its code runs."""
         state = self._sessions.pop(request.instanceId, None) if continuation else None
-        record = self._emit and t.otel_available()
+        record = t.recording(self._emit)
         if state is None:
             state = _State(request.instanceId)
             events: Iterable[pb.HistoryEvent] = chain(past, request.newEvents)

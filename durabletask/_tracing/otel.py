@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -95,12 +96,23 @@ def record_failure(span: Any, exc: BaseException) -> None:
     span.record_exception(exc)
 
 
+def recording() -> bool:
+    """Whether spans started now would be recorded: a tracer provider has been set.
+
+    Until one is, the global tracer hands out non-recording spans that only carry their parent's context,
+    which :func:`activated` does for far less.
+    """
+    return not isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+
+
 def _sdk_processor() -> tuple[Any, Any] | None:
     """The SDK provider and its span processor, which recorded spans with a known ID are handed to."""
-    try:
-        from opentelemetry.sdk.trace import TracerProvider
-    except ImportError:
+    # A provider can only be the SDK's if the SDK was imported (by whoever made it); looking it up
+    # instead of importing it keeps the SDK's import out of every process that never uses it.
+    sdk = sys.modules.get("opentelemetry.sdk.trace")
+    if sdk is None:
         return None
+    TracerProvider = sdk.TracerProvider
     provider = trace.get_tracer_provider()
     processor = getattr(provider, "_active_span_processor", None)
     if not isinstance(provider, TracerProvider) or processor is None:

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf import wrappers_pb2
@@ -102,13 +102,15 @@ class ActivityRunner:
 
     def _span(self, request: pb.ActivityRequest) -> AbstractContextManager[Any]:
         """The activity's SERVER span, child of the CLIENT span the orchestration sent ahead."""
+        parent = trace_context.field(request, "parentTraceContext")
+        if parent is None and not tracing.recording(self._emit_trace_spans):
+            return nullcontext()  # no span to make, no context to carry
         attributes = {
             tracing.ATTR_TYPE: "activity",
             tracing.ATTR_INSTANCE_ID: request.orchestrationInstance.instanceId,
             tracing.ATTR_NAME: request.name,
             tracing.ATTR_TASK_ID: str(request.taskId),
         }
-        parent = trace_context.field(request, "parentTraceContext")
         return tracing.server_span(
             tracing.span_name("activity", request.name), attributes, parent, emit=self._emit_trace_spans
         )

@@ -114,6 +114,9 @@ class EntityRunner:
     def _traced(
         self, instance_id: str, entity_id: EntityInstanceId, operation: pb.OperationRequest, state: EntityState
     ) -> pb.OperationResult:
+        parent = trace_context.field(operation, "traceContext")
+        if parent is None and not tracing.recording(self._emit_trace_spans):
+            return self._run_one(entity_id, operation, state)  # no span to make, no context to carry
         attributes = {
             tracing.ATTR_TYPE: "entity",
             tracing.ATTR_INSTANCE_ID: instance_id,
@@ -121,7 +124,6 @@ class EntityRunner:
             tracing.ATTR_ENTITY_OPERATION: operation.operation,
         }
         name = tracing.span_name("entity", f"{entity_id.entity}:{operation.operation}")
-        parent = trace_context.field(operation, "traceContext")
         with tracing.server_span(name, attributes, parent, emit=self._emit_trace_spans) as span:
             return self._run_one(entity_id, operation, state, span)
 
