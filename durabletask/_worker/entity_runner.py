@@ -37,11 +37,12 @@ class EntityOperationNotFoundError(AttributeError):
     """A class-based entity has no public method named like the requested operation."""
 
 
-def _now() -> timestamp_pb2.Timestamp:
+def _stamp(target: timestamp_pb2.Timestamp, time_ns: int) -> None:
     # Straight from the clock, to the microsecond as a datetime would give: taken twice per operation, and
     # Timestamp.FromDatetime (calendar arithmetic in Python) was a quarter of a 50-operation batch's CPU.
-    micros = time.time_ns() // 1000
-    return timestamp_pb2.Timestamp(seconds=micros // 1_000_000, nanos=micros % 1_000_000 * 1000)
+    micros = time_ns // 1000
+    target.seconds = micros // 1_000_000
+    target.nanos = micros % 1_000_000 * 1000
 
 
 _OPERATIONS: dict[type[Any], dict[str, str]] = {}
@@ -100,23 +101,32 @@ class EntityRunner:
     ) -> pb.EntityBatchResult:
         entity_id = EntityInstanceId.parse(batch.instanceId)
         state = EntityState(batch.entityState.value if batch.HasField("entityState") else None, self._codec)
-        results = [self._traced(batch.instanceId, entity_id, operation, state) for operation in batch.operations]
-        result = pb.EntityBatchResult(
-            results=results,
-            actions=state.actions,
-            completionToken=completion_token,
-            operationInfos=operation_infos[: len(results)],
-        )
+        result = pb.EntityBatchResult(completionToken=completion_token)
+        # Each operation's result is written in place in the batch's message: built apart and then passed
+        # in, every result (and its timestamps) would be copied once per level of nesting.
+        results = result.results
+        recording = tracing.recording(self._emit_trace_spans)
+        for operation in batch.operations:
+            self._traced(batch.instanceId, entity_id, operation, state, results.add(), recording)
+        result.actions.extend(state.actions)
+        result.operationInfos.extend(operation_infos[: len(results)])
         if state.encoded is not None:
             result.entityState.value = state.encoded
         return result
 
     def _traced(
-        self, instance_id: str, entity_id: EntityInstanceId, operation: pb.OperationRequest, state: EntityState
-    ) -> pb.OperationResult:
+        self,
+        instance_id: str,
+        entity_id: EntityInstanceId,
+        operation: pb.OperationRequest,
+        state: EntityState,
+        out: pb.OperationResult,
+        recording: bool,
+    ) -> None:
         parent = trace_context.field(operation, "traceContext")
-        if parent is None and not tracing.recording(self._emit_trace_spans):
-            return self._run_one(entity_id, operation, state)  # no span to make, no context to carry
+        if parent is None and not recording:
+            self._run_one(entity_id, operation, state, out)  # no span to make, no context to carry
+            return
         attributes = {
             tracing.ATTR_TYPE: "entity",
             tracing.ATTR_INSTANCE_ID: instance_id,
@@ -125,12 +135,17 @@ class EntityRunner:
         }
         name = tracing.span_name("entity", f"{entity_id.entity}:{operation.operation}")
         with tracing.server_span(name, attributes, parent, emit=self._emit_trace_spans) as span:
-            return self._run_one(entity_id, operation, state, span)
+            self._run_one(entity_id, operation, state, out, span)
 
     def _run_one(
-        self, entity_id: EntityInstanceId, operation: pb.OperationRequest, state: EntityState, span: Any = None
-    ) -> pb.OperationResult:
-        started = _now()
+        self,
+        entity_id: EntityInstanceId,
+        operation: pb.OperationRequest,
+        state: EntityState,
+        out: pb.OperationResult,
+        span: Any = None,
+    ) -> None:
+        started = time.time_ns()
         encoded_input = operation.input.value if operation.HasField("input") else None
         try:
             output = self._invoke(entity_id, operation.operation, encoded_input, state)
@@ -139,18 +154,17 @@ class EntityRunner:
             tracing.record_failure(span, error)
             state.rollback()
             self._logger.info("%s: operation '%s' failed: %s", entity_id, operation.operation, error)
-            return pb.OperationResult(
-                failure=pb.OperationResultFailure(
-                    failureDetails=proto_from_exception(error, properties_of=self._properties_of),
-                    startTimeUtc=started,
-                    endTimeUtc=_now(),
-                )
-            )
+            failure = out.failure
+            failure.failureDetails.CopyFrom(proto_from_exception(error, properties_of=self._properties_of))
+            _stamp(failure.startTimeUtc, started)
+            _stamp(failure.endTimeUtc, time.time_ns())
+            return
         state.commit()
-        success = pb.OperationResultSuccess(startTimeUtc=started, endTimeUtc=_now())
+        success = out.success
+        _stamp(success.startTimeUtc, started)
+        _stamp(success.endTimeUtc, time.time_ns())
         if encoded is not None:
             success.result.value = encoded
-        return pb.OperationResult(success=success)
 
     def _invoke(
         self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: EntityState
