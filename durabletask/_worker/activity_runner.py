@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from google.protobuf import wrappers_pb2
 
 from durabletask import _trace_context as trace_context
 from durabletask import _tracing as tracing
@@ -129,7 +128,7 @@ class ActivityRunner:
         encoded = self._codec.encode(output, _RESULT_FIELD)
         response = self._response(request, token)
         if encoded is not None:
-            response.result.CopyFrom(wrappers_pb2.StringValue(value=encoded))
+            response.result.value = encoded  # one copy of the text; a StringValue built apart is copied twice
         self._logger.debug(
             "%s/%d: activity '%s' completed (%d chars of output)",
             response.instanceId,
