@@ -1,15 +1,22 @@
 """The least a Python gRPC worker can do per work item: read it from the stream and complete it, with no SDK.
 
-Usage: worker_floor_proc.py ADDRESS; prints ``ready``, runs until stdin closes. Each item is answered on the
+Usage: worker_floor_proc.py ADDRESS [--handoff]; prints ``ready``, runs until stdin closes. Each item is answered on the
 stream's own thread with the smallest completion that reports success (the orchestration completes, the
-activity returns ``1``, every entity operation succeeds), so its CPU per item is the transport's share of any
+activity returns ``1``, or for ``big`` the same 10 KB text the real one returns, since every worker sends it;
+every entity operation succeeds), so its CPU per item is the transport's share of any
 worker's: what bench/worker_cpu.py's ratios can at most reach.
+
+With ``--handoff`` each item is answered on a thread of a pool instead (as an SDK worker must, so that one long
+work item does not stop the stream being read while the leases of the items behind it run out): the difference
+is what that one hand-over between threads costs per item.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -24,6 +31,7 @@ DONE = pb.OrchestratorAction(
     id=1, completeOrchestration=pb.CompleteOrchestrationAction(orchestrationStatus=pb.ORCHESTRATION_STATUS_COMPLETED)
 )
 ONE = wrappers_pb2.StringValue(value="1")
+BIG = wrappers_pb2.StringValue(value=json.dumps("x" * 10_240))  # what worker_cpu_proc.py's ``big`` returns
 
 
 def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem) -> None:
@@ -35,7 +43,8 @@ def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem) -> None:
         request = item.activityRequest
         stub.CompleteActivityTask(
             pb.ActivityResponse(
-                instanceId=request.orchestrationInstance.instanceId, taskId=request.taskId, result=ONE,
+                instanceId=request.orchestrationInstance.instanceId, taskId=request.taskId,
+                result=BIG if request.name == "big" else ONE,
                 completionToken=token,
             )
         )  # fmt: skip
@@ -46,6 +55,7 @@ def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem) -> None:
 
 
 def main() -> None:
+    pool = ThreadPoolExecutor(max_workers=6) if "--handoff" in sys.argv else None  # CPUs + 4, as a worker's pool
     channel = grpc.insecure_channel(sys.argv[1])
     stub = pb_grpc.TaskHubSidecarServiceStub(channel)
     stub.Hello(empty_pb2.Empty(), timeout=30)
@@ -54,7 +64,10 @@ def main() -> None:
     def serve() -> None:
         try:
             for item in call:
-                answer(stub, item)
+                if pool is None:
+                    answer(stub, item)
+                else:
+                    pool.submit(answer, stub, item)
         except grpc.RpcError:
             pass  # cancelled at the end
 
