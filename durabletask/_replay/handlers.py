@@ -155,36 +155,45 @@ def on_ignored(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     """Bookkeeping events with no effect on the orchestrator's state."""
 
 
-class HandlerTable:
-    """Applies history events to a runtime through a table of per-kind handlers."""
-
-    def __init__(self, lookup: OrchestratorLookup) -> None:
-        self.table: dict[str, Handler] = {
-            "orchestratorStarted": on_orchestrator_started,
-            "executionStarted": make_execution_started(lookup),
-            "taskScheduled": on_task_scheduled,
-            "taskCompleted": on_task_completed,
-            "taskFailed": on_task_failed,
-            "subOrchestrationInstanceCreated": _confirm("subOrchestrationInstanceCreated"),
-            "subOrchestrationInstanceCompleted": on_sub_orchestration_completed,
-            "subOrchestrationInstanceFailed": on_sub_orchestration_failed,
-            "timerCreated": _confirm("timerCreated"),
-            "timerFired": on_timer_fired,
-            "eventSent": _confirm("eventSent"),
-            "eventRaised": on_event_raised,
-            "executionSuspended": on_execution_suspended,
-            "executionResumed": self._on_execution_resumed,
-            "executionTerminated": on_execution_terminated,
-        }
-        for kind in (
+# The handlers every table starts with that depend on nothing of the table's: built once, since a table is
+# made per executor (per work item without extended sessions) and its closures were garbage per turn.
+_SHARED: dict[str, Handler] = {
+    "orchestratorStarted": on_orchestrator_started,
+    "taskScheduled": on_task_scheduled,
+    "taskCompleted": on_task_completed,
+    "taskFailed": on_task_failed,
+    "subOrchestrationInstanceCreated": _confirm("subOrchestrationInstanceCreated"),
+    "subOrchestrationInstanceCompleted": on_sub_orchestration_completed,
+    "subOrchestrationInstanceFailed": on_sub_orchestration_failed,
+    "timerCreated": _confirm("timerCreated"),
+    "timerFired": on_timer_fired,
+    "eventSent": _confirm("eventSent"),
+    "eventRaised": on_event_raised,
+    "executionSuspended": on_execution_suspended,
+    "executionTerminated": on_execution_terminated,
+    **dict.fromkeys(
+        (
             "orchestratorCompleted",
             "executionCompleted",
             "genericEvent",
             "historyState",
             "continueAsNew",
             "executionRewound",
-        ):
-            self.table[kind] = on_ignored
+        ),
+        on_ignored,
+    ),
+}
+
+
+class HandlerTable:
+    """Applies history events to a runtime through a table of per-kind handlers."""
+
+    def __init__(self, lookup: OrchestratorLookup) -> None:
+        self.table: dict[str, Handler] = {
+            **_SHARED,
+            "executionStarted": make_execution_started(lookup),
+            "executionResumed": self._on_execution_resumed,
+        }
 
     def register(self, kind: str, handler: Handler) -> None:
         """Install or replace the handler for one event kind (how entity support plugs in)."""

@@ -46,9 +46,19 @@ def test_resuming_runs_each_step_once_and_matches_a_full_replay() -> None:
     assert steps == ["start", "a=7", "timer", "go=yes"]
 
     steps.clear()
-    full = (History("i").started("workflow").task_scheduled(1, "a").orchestrator_started().task_completed(1, 7)
-            .timer_created(2, fire).orchestrator_started(fire).timer_fired(2, fire)
-            .new().orchestrator_started().event_raised("go", "yes"))
+    full = (
+        History("i")
+        .started("workflow")
+        .task_scheduled(1, "a")
+        .orchestrator_started()
+        .task_completed(1, 7)
+        .timer_created(2, fire)
+        .orchestrator_started(fire)
+        .timer_fired(2, fire)
+        .new()
+        .orchestrator_started()
+        .event_raised("go", "yes")
+    )
     assert run(full, workflow).actions == last.actions
     assert output(run(full, workflow)) == [7, "yes"]
 
@@ -56,8 +66,9 @@ def test_resuming_runs_each_step_once_and_matches_a_full_replay() -> None:
 def test_resume_accepts_confirmations_of_actions_sent_in_the_previous_batch() -> None:
     executor = OrchestrationExecutor(registry(workflow))
     executor.execute("i", [], History("i").new().started("workflow").new_events)
-    again = executor.resume(History("i").new().task_scheduled(1, "a").orchestrator_started().task_completed(1, 1)
-                            .new_events)
+    again = executor.resume(
+        History("i").new().task_scheduled(1, "a").orchestrator_started().task_completed(1, 1).new_events
+    )
     assert [a.WhichOneof("orchestratorActionType") for a in again.actions] == ["createTimer"]
 
 
@@ -85,8 +96,9 @@ class CallEntity(PendingAction):
     method = "call_entity"
 
     def to_proto(self) -> pb.OrchestratorAction:
-        message = pb.SendEntityMessageAction(entityOperationCalled=pb.EntityOperationCalledEvent(
-            requestId=str(self.id), operation=self.name))
+        message = pb.SendEntityMessageAction(
+            entityOperationCalled=pb.EntityOperationCalledEvent(requestId=str(self.id), operation=self.name)
+        )
         return pb.OrchestratorAction(id=self.id, sendEntityMessage=message)
 
 
@@ -94,8 +106,9 @@ class FakeEntities:
     def __init__(self, rt: RuntimeContext) -> None:
         self.rt = rt
 
-    def call_entity(self, entity: Any, operation: str, input: Any = None, *,
-                    return_type: type | None = None) -> CompletableTask[Any]:
+    def call_entity(
+        self, entity: Any, operation: str, input: Any = None, *, return_type: type | None = None
+    ) -> CompletableTask[Any]:
         result: CompletableTask[Any] = CompletableTask(return_type)
         self.rt.schedule(CallEntity(self.rt.next_sequence_id(), operation), result)
         return result
@@ -127,8 +140,11 @@ def test_entity_support_plugs_into_sequencing_and_dispatch() -> None:
     assert sent.sendEntityMessage.entityOperationCalled.operation == "get"
 
     history = History("i").new().started("counter")
-    history.new_events.append(pb.HistoryEvent(eventId=-1, entityOperationCompleted=pb.EntityOperationCompletedEvent(
-        requestId="1", output={"value": "5"})))
+    history.new_events.append(
+        pb.HistoryEvent(
+            eventId=-1, entityOperationCompleted=pb.EntityOperationCompletedEvent(requestId="1", output={"value": "5"})
+        )
+    )
     assert output(executor.execute("i", [], history.new_events)) == 5
 
 
@@ -148,3 +164,15 @@ def test_a_malformed_entity_id_fails_the_orchestration_clearly() -> None:
     assert details.errorType == "builtins.ValueError"
     assert "@name@key" in details.errorMessage
 
+
+def test_a_handler_registered_on_one_executor_stays_there() -> None:
+    # Tables start from handlers shared by every executor; a registration must change only its own table.
+    first, second = OrchestrationExecutor(registry()), OrchestrationExecutor(registry())
+
+    def custom(rt: Any, event: pb.HistoryEvent) -> None:
+        return None
+
+    first.handlers.register("timerFired", custom)
+    assert first.handlers.table["timerFired"] is custom
+    assert second.handlers.table["timerFired"] is not custom
+    assert OrchestrationExecutor(registry()).handlers.table["timerFired"] is not custom
