@@ -245,8 +245,12 @@ class OrchestrationRunner:
     ) -> OrchestrationOutcome:
         instance_id = request.instanceId
         try:
-            with trace_ids.active(turn.log_ids if turn is not None else None):
-                result = step()
+            ids = turn.log_ids if turn is not None else None
+            if ids is None and trace_ids.current() is None:
+                result = step()  # nothing to set for the logger: spare the context manager
+            else:
+                with trace_ids.active(ids):
+                    result = step()
         except Exception as exc:
             # The executor turns user errors into a failed completion itself; reaching here is a bug
             # in the SDK or a corrupt history, which must still end the episode visibly.

@@ -87,19 +87,14 @@ class ChannelProvider:
                     self._owned = self._factory()
                 channel = self._owned
             self._holders[channel] = self._holders.get(channel, 0) + 1
-        held = channel
-        released = threading.Event()
+        return channel, _Hold(self, channel)
 
-        def release() -> None:
-            if released.is_set():
-                return
-            released.set()
-            self._release(held)
-
-        return held, release
-
-    def _release(self, channel: grpc.Channel) -> None:
+    def _release(self, hold: _Hold) -> None:
         with self._lock:
+            if hold.released:
+                return
+            hold.released = True
+            channel = hold.channel
             count = self._holders.get(channel)
             if count is None:  # already closed by close()
                 return
@@ -132,6 +127,24 @@ class ChannelProvider:
             self._holders.clear()
         for channel in channels:
             channel.close()
+
+
+class _Hold:
+    """Lets go of one hold on a channel when called; calling it again does nothing.
+
+    One is made per work item, so it is a slotted object checked under the provider's lock rather than a
+    closure over an Event (whose Condition and lock were built for every item).
+    """
+
+    __slots__ = ("_provider", "channel", "released")
+
+    def __init__(self, provider: ChannelProvider, channel: grpc.Channel) -> None:
+        self._provider = provider
+        self.channel = channel
+        self.released = False
+
+    def __call__(self) -> None:
+        self._provider._release(self)
 
 
 class Watchdog:
