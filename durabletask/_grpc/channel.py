@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 
 import grpc
 import grpc.aio
+import grpc.experimental
 
 from durabletask.grpc_options import GrpcChannelOptions
 
@@ -232,6 +233,7 @@ def create_channel(
     options: GrpcChannelOptions | None = None,
     metadata: Metadata | None = None,
     root_certificates: bytes | None = None,
+    single_threaded_streams: bool = False,
 ) -> grpc.Channel:
     """Open a blocking channel to a Durable Task sidecar or scheduler.
 
@@ -243,9 +245,15 @@ def create_channel(
         options: Channel arguments (message sizes, keepalive, retries).
         metadata: Headers attached to every call.
         root_certificates: PEM roots for TLS; ``None`` uses the system defaults.
+        single_threaded_streams: Read server streams on the thread that iterates them (grpc's
+            ``SingleThreadedUnaryStream``) instead of receiving each message on grpc's channel thread and
+            handing it over: one thread switch less per message, for a worker's work-item stream. Such a
+            stream's status can be read only once it has ended, which is when a worker reads it.
     """
     target, use_tls = parse_address(host_address, secure_channel)
-    args = options.to_grpc_options() if options is not None else None
+    args = options.to_grpc_options() if options is not None else []
+    if single_threaded_streams:
+        args.append((grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1))
     channel = (
         grpc.secure_channel(target, _credentials(root_certificates), options=args)
         if use_tls

@@ -345,6 +345,7 @@ class TaskHubGrpcWorker:
             options=self._channel_options,
             metadata=self._metadata,
             root_certificates=self._root_certificates,
+            single_threaded_streams=True,
         )
 
 
