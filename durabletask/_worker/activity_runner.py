@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-
 from durabletask import _trace_context as trace_context
 from durabletask import _tracing as tracing
 from durabletask._payload import MAX_PAYLOAD_BYTES

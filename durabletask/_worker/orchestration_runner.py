@@ -9,7 +9,6 @@ from datetime import timedelta
 from itertools import chain
 from typing import TYPE_CHECKING, Protocol, cast
 
-
 from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import trace_ids

@@ -51,7 +51,8 @@ SCRIPT = textwrap.dedent(
     registry.add_entity(counter)
     log = logging.getLogger("t")
     parent = Parent(0x1234, 0xABC, 1)
-    activity = pb.ActivityRequest(name="double", taskId=1, orchestrationInstance=pb.OrchestrationInstance(instanceId="o"))
+    instance = pb.OrchestrationInstance(instanceId="o")
+    activity = pb.ActivityRequest(name="double", taskId=1, orchestrationInstance=instance)
     activity.input.value = "2"
     ActivityRunner(registry, logger=log).run(activity, "t1")
     activity.parentTraceContext.CopyFrom(parent.to_proto())

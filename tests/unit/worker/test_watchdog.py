@@ -1,4 +1,4 @@
-"""The stream's silence watchdog: fires only when armed for a whole timeout, and costs the stream nothing per message."""
+"""The stream's silence watchdog: fires only when armed for a whole timeout; costs the stream nothing per message."""
 
 from __future__ import annotations
 
