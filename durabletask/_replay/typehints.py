@@ -69,22 +69,29 @@ def _signature(fn: Callable[..., Any]) -> tuple[tuple[Any, ...], Any] | None:
 def input_type(fn: Callable[..., Any], position: int = 1) -> Any:
     """The reconstructable annotation of ``fn``'s input parameter (``(ctx, input)``), else ``None``."""
     try:
-        info = _signature(fn)
+        inputs = _payload_types(fn)[0]
     except TypeError:  # unhashable callable
         return None
-    if info is None or len(info[0]) <= position:
-        return None
-    annotation = info[0][position]
-    return annotation if reconstructable(annotation) else None
+    return inputs[position] if position < len(inputs) else None
 
 
 def output_type(fn: Callable[..., Any]) -> Any:
     """The reconstructable return annotation of ``fn``, else ``None``."""
     try:
-        info = _signature(fn)
-    except TypeError:
+        return _payload_types(fn)[1]
+    except TypeError:  # unhashable callable
         return None
+
+
+@lru_cache(maxsize=2048)
+def _payload_types(fn: Callable[..., Any]) -> tuple[tuple[Any, ...], Any]:
+    # Asked on every durable call and every activity or entity operation: one cache lookup per call instead of
+    # a signature lookup and a type check per annotation.
+    info = _signature(fn)
     if info is None:
-        return None
-    annotation = info[1]
-    return annotation if reconstructable(annotation) else None
+        return (), None
+    positional, result = info
+    return (
+        tuple(annotation if reconstructable(annotation) else None for annotation in positional),
+        result if reconstructable(result) else None,
+    )
