@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent(
     from durabletask._proto import orchestrator_service_pb2 as pb
     from durabletask._registry import Registry
     from durabletask._tracing import otel
-    from durabletask._tracing.context import Parent
+    from durabletask._trace_context import Parent
     from durabletask._tracing.orchestration import OrchestrationTracer
     from durabletask._worker.activity_runner import ActivityRunner
     from durabletask._worker.entity_runner import EntityRunner
