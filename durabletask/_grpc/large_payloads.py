@@ -18,6 +18,7 @@ from durabletask.payload.helpers import (
     deexternalize_payloads_async,
     externalize_payloads,
     externalize_payloads_async,
+    holds_tokens,
     instance_of,
 )
 from durabletask.payload.store import PayloadStore
@@ -37,6 +38,14 @@ def _messages(response: Any) -> Iterable[Message]:
     if isinstance(response, list):  # a streamed answer, read in full
         return [m for m in response if isinstance(m, Message)]
     return ()
+
+
+def _request_of(item: Message) -> Message | None:
+    kind = item.WhichOneof("request")
+    if kind is None or kind == "healthPing":
+        return None
+    request: Message = getattr(item, kind)
+    return request
 
 
 class PayloadBoundary:
@@ -73,13 +82,23 @@ class PayloadBoundary:
 
         Returns the instance the work item is for.
         """
-        kind = item.WhichOneof("request")
-        if kind is None or kind == "healthPing":
+        request = _request_of(item)
+        if request is None:
             return None
-        request = getattr(item, kind)
         instance_id = instance_of(request)
         deexternalize_payloads(request, self.store, instance_id=instance_id)
         return instance_id
+
+    def holds_tokens(self, item: Message) -> bool:
+        """Whether a received work item holds a payload token (or something posing as one), without fetching."""
+        request = _request_of(item)
+        return request is not None and holds_tokens(request, self.store)
+
+    @staticmethod
+    def instance_of(item: Message) -> str | None:
+        """The instance a received work item is for."""
+        request = _request_of(item)
+        return None if request is None else instance_of(request)
 
     def history_fetcher(self, fetch: Callable[[Any], list[Any]]) -> Callable[[Any], list[Any]]:
         """``fetch`` (a work item's streamed history) with the payloads of the fetched events restored."""

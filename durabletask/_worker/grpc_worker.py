@@ -422,10 +422,11 @@ class _Run:
             ),
         )
         request = worker._work_items_request()
+        self.payloads = PayloadWorkItems(handler, boundary, logger) if boundary is not None else None
         self.loop = StreamLoop(
             channels=self.channels,
             request=lambda: request,
-            on_work_item=PayloadWorkItems(handler, boundary, logger) if boundary is not None else handler,
+            on_work_item=self.payloads or handler,
             resiliency=worker._resiliency_options,
             logger=logger,
             address=worker._host_address,
@@ -438,6 +439,8 @@ class _Run:
         self.loop.stop()
         self.pools.stop_accepting()
         self._thread.join()
+        if self.payloads is not None:  # items still being restored are handed on (and back, as stopping)
+            self.payloads.close()
         idle = self.pools.wait_idle(grace_period)
         if not idle:
             self._logger.warning(

@@ -131,9 +131,7 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _to_store(
-    store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None
-) -> bytes | None:
+def _to_store(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> bytes | None:
     """The bytes to upload for ``sv``, or ``None`` when it stays inline."""
     options = store.options
     size = _utf8_size(sv)
@@ -162,6 +160,17 @@ def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, inst
             permanent=True,
         )
     return text
+
+
+def holds_tokens(msg: Message, store: PayloadStore) -> bool:
+    """Whether ``msg`` holds a value that :func:`deexternalize_payloads` would fetch or reject, without fetching."""
+    for _, sv, _ in string_payloads(msg):
+        if sv.ByteSize() > _MAX_TOKEN_BYTES:
+            continue
+        text = sv.value
+        if text.startswith(TOKEN_PREFIX) or store.is_known_token(text):
+            return True
+    return False
 
 
 def _is_missing(exc: Exception) -> bool:
