@@ -56,6 +56,8 @@ class RpcRequest:
     request: Message
     timeout: float | None = None
     streaming: bool = False
+    #: The answer's payload tokens stay as they are (with a payload store): the caller reads only IDs.
+    keep_payloads: bool = False
 
     @property
     def idempotent(self) -> bool:
