@@ -124,7 +124,7 @@ class ActivityRunner:
         return fn, self._new_context(instance_id, request.taskId), value
 
     def _success(self, request: pb.ActivityRequest, token: str, output: Any) -> pb.ActivityResponse:
-        encoded = self._codec.encode(output, _RESULT_FIELD)
+        encoded = self._codec.for_instance(request.orchestrationInstance.instanceId).encode(output, _RESULT_FIELD)
         response = self._response(request, token)
         if encoded is not None:
             response.result.CopyFrom(wrappers_pb2.StringValue(value=encoded))

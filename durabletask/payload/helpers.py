@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,6 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from durabletask._errors import DurableTaskError, PayloadTooLargeError
-from durabletask.payload.store import TOKEN_PREFIX
 
 if TYPE_CHECKING:
     from durabletask.payload.store import PayloadStore
@@ -43,8 +43,7 @@ class StoredPayloadTooLargeError(PayloadTooLargeError):
     """A payload is over the store's ``max_stored_payload_bytes``."""
 
     def __init__(self, field: str, size: int, limit: int, instance_id: str | None) -> None:
-        super().__init__(field, size, limit)
-        self.instance_id = instance_id
+        super().__init__(field, size, limit, instance_id)
         self.args = (
             f"{field} of instance {instance_id!r} is {size} bytes, over the payload store's "
             f"max_stored_payload_bytes of {limit} bytes",
@@ -112,6 +111,10 @@ def instance_of(msg: Message) -> str | None:
 #: No token is longer than this; a longer value is a payload, recognized without copying it out of the message.
 _MAX_TOKEN_BYTES = 4096
 
+#: What any version of the token format starts with (``blob:v1:`` today). A payload is JSON text (or a data
+#: converter's), which never starts like this, so such a value is a token, read or refused, never passed on.
+_looks_like_token = re.compile(r"blob:v\d+:").match
+
 
 def _utf8_size(sv: wrappers_pb2.StringValue) -> int:
     """The UTF-8 length of ``sv.value``, read from the message's encoded size instead of a copy of the text."""
@@ -149,7 +152,7 @@ def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, inst
     if sv.ByteSize() > _MAX_TOKEN_BYTES:  # the encoded size is a little over the text's: an upper bound is enough
         return None
     text = sv.value
-    if not text.startswith(TOKEN_PREFIX) and not store.is_known_token(text):
+    if not _looks_like_token(text) and not store.is_known_token(text):
         return None
     if not store.is_known_token(text):
         raise PayloadStoreError(
@@ -168,7 +171,7 @@ def holds_tokens(msg: Message, store: PayloadStore) -> bool:
         if sv.ByteSize() > _MAX_TOKEN_BYTES:
             continue
         text = sv.value
-        if text.startswith(TOKEN_PREFIX) or store.is_known_token(text):
+        if _looks_like_token(text) or store.is_known_token(text):
             return True
     return False
 
