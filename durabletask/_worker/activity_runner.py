@@ -9,8 +9,6 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from google.protobuf import wrappers_pb2
-
 from durabletask import _trace_context as trace_context
 from durabletask import _tracing as tracing
 from durabletask._payload import MAX_PAYLOAD_BYTES
@@ -127,7 +125,7 @@ class ActivityRunner:
         encoded = self._codec.for_instance(request.orchestrationInstance.instanceId).encode(output, _RESULT_FIELD)
         response = self._response(request, token)
         if encoded is not None:
-            response.result.CopyFrom(wrappers_pb2.StringValue(value=encoded))
+            response.result.value = encoded  # set in place: a StringValue built apart would be copied in
         self._logger.debug(
             "%s/%d: activity '%s' completed (%d chars of output)",
             response.instanceId,

@@ -9,8 +9,6 @@ from datetime import timedelta
 from itertools import chain
 from typing import TYPE_CHECKING, Protocol, cast
 
-from google.protobuf import wrappers_pb2
-
 from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import trace_ids
@@ -259,7 +257,7 @@ class OrchestrationRunner:
             instanceId=instance_id, actions=list(result.actions), completionToken=completion_token
         )
         if result.custom_status is not None:
-            response.customStatus.CopyFrom(wrappers_pb2.StringValue(value=result.custom_status))
+            response.customStatus.value = result.custom_status  # in place: building it apart would copy it
         return OrchestrationOutcome(response)
 
 

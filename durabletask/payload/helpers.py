@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from google.protobuf import wrappers_pb2
@@ -134,8 +134,8 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _to_store(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> bytes | None:
-    """The bytes to upload for ``sv``, or ``None`` when it stays inline."""
+def _stored_size(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> int | None:
+    """The UTF-8 size of ``sv``'s text when it goes to the store, ``None`` when it stays inline."""
     options = store.options
     size = _utf8_size(sv)
     if size <= options.threshold_bytes:
@@ -144,7 +144,15 @@ def _to_store(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, inst
         return None
     if size > options.max_stored_payload_bytes:
         raise StoredPayloadTooLargeError(path, size, options.max_stored_payload_bytes, instance_id)
-    return sv.value.encode("utf-8")
+    return size
+
+
+def _text_bytes(store: PayloadStore, sv: wrappers_pb2.StringValue, size: int) -> bytes | memoryview:
+    # The text's UTF-8 bytes are the tail of the wrapper's encoding: one copy, where reading the text out
+    # (a str) and encoding it would make two at once.
+    encoded = sv.SerializeToString()
+    text = memoryview(encoded)[len(encoded) - size :]
+    return text if getattr(store, "reads_buffers", False) else text.tobytes()
 
 
 def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> str | None:
@@ -219,16 +227,31 @@ def externalize_payloads(msg: Message, store: PayloadStore, *, instance_id: str 
     Raises :class:`StoredPayloadTooLargeError` for a payload over ``max_stored_payload_bytes`` and
     :class:`PayloadStoreError` when the store fails; both name the instance and the field.
     """
+    externalize(msg, store, instance_id=instance_id)
+
+
+def externalize(
+    msg: Message,
+    store: PayloadStore,
+    *,
+    instance_id: str | None = None,
+    before_first: Callable[[], object] | None = None,
+) -> None:
+    """:func:`externalize_payloads`, calling ``before_first`` once before the first payload is copied out."""
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
-        data = _to_store(store, path, sv, owner)
-        if data is None:
+        size = _stored_size(store, path, sv, owner)
+        if size is None:
             continue
+        if before_first is not None:
+            before_first()
+            before_first = None
+        data = _text_bytes(store, sv, size)
         try:
-            token = store.upload(data, instance_id=owner)
+            token = store.upload(data, instance_id=owner)  # type: ignore[arg-type]
         except Exception as exc:
             raise _store_failed(exc, path, owner) from exc
         sv.value = token
-        logger.debug("stored the %d-byte %s of %s as %s", len(data), path, owner, token)
+        logger.debug("stored the %d-byte %s of %s as %s", size, path, owner, token)
         del data
 
 
@@ -252,11 +275,12 @@ def deexternalize_payloads(msg: Message, store: PayloadStore, *, instance_id: st
 async def externalize_payloads_async(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
     """:func:`externalize_payloads` with the store's asyncio methods."""
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
-        data = _to_store(store, path, sv, owner)
-        if data is None:
+        size = _stored_size(store, path, sv, owner)
+        if size is None:
             continue
+        data = _text_bytes(store, sv, size)
         try:
-            token = await store.upload_async(data, instance_id=owner)
+            token = await store.upload_async(data, instance_id=owner)  # type: ignore[arg-type]
         except Exception as exc:
             raise _store_failed(exc, path, owner) from exc
         sv.value = token
