@@ -442,7 +442,8 @@ class RuntimeContext(OrchestrationContext):
         """The actions to send now; they are then remembered as sent (for resumed sessions)."""
         actions = [action.to_proto() for action in self.pending.values()]
         for action in self.pending.values():
-            action.release_payload()
+            if not isinstance(self.open.get(action.id), RetryableTask):  # a retry sends the same action again
+                action.release_payload()
         self.sent = self.pending
         self.pending = {}
         if self._continue is not None:

@@ -7,6 +7,7 @@ import gc
 import tracemalloc
 import types
 from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
 from google.protobuf.message import Message
@@ -118,3 +119,21 @@ def test_a_worker_result_is_stored_after_garbage_cycles_are_freed(tmp_path: Path
     finally:
         gc.enable()
     assert seen == [True] and response.result.value.startswith("blob:v1:")
+
+
+def retried(ctx: task.OrchestrationContext, value: str) -> Any:
+    policy = task.RetryPolicy(first_retry_interval=timedelta(seconds=1), max_number_of_attempts=2)
+    result = yield ctx.call_activity("flaky", input=value, retry_policy=policy)
+    return result
+
+
+def test_a_call_that_may_be_retried_keeps_its_payload_for_the_retry() -> None:
+    executor = OrchestrationExecutor(registry(retried), payload_limit=10 * MIB)
+    big = "y" * (2 * MIB)
+    first = executor.execute("r", [], History("r").new().started("retried", big).new_events)
+    [attempt] = first.actions
+    failed = History("r").new().orchestrator_started().task_failed(1).new_events
+    [timer] = executor.resume(failed).actions
+    fired = History("r").new().orchestrator_started().timer_fired(2, timer.createTimer.fireAt.ToDatetime()).new_events
+    [again] = executor.resume(fired).actions
+    assert again.scheduleTask.input.value == attempt.scheduleTask.input.value == f'"{big}"'
