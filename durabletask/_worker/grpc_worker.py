@@ -395,6 +395,7 @@ class _Run:
             ),
             exception_properties_provider=worker._exception_properties_provider,
             tracer=OrchestrationTracer(emit=worker._emit_trace_spans, sessions=self.sessions is not None),
+            store_payloads=boundary.result if boundary is not None else None,
         )
         self.sender = CompletionSender(logger, stopping=self._closed)
         handler = WorkItemHandler(

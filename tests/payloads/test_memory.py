@@ -137,3 +137,107 @@ def test_a_call_that_may_be_retried_keeps_its_payload_for_the_retry() -> None:
     fired = History("r").new().orchestrator_started().timer_fired(2, timer.createTimer.fireAt.ToDatetime()).new_events
     [again] = executor.resume(fired).actions
     assert again.scheduleTask.input.value == attempt.scheduleTask.input.value == f'"{big}"'
+
+
+class Box:
+    """A payload value that can be watched with a weak reference."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class BoxConverter:
+    def serialize(self, value: Any) -> str | None:
+        return None if value is None else value.text
+
+    def deserialize(self, data: str | None, target_type: Any = None) -> Any:
+        return None if data is None else Box(data)
+
+    def coerce(self, value: Any, target_type: Any = None) -> Any:
+        return value
+
+
+def echo_box(ctx: Any, value: Box) -> Box:
+    return value
+
+
+def test_an_activity_lets_go_of_its_input_and_output_before_its_response_is_built(
+    monkeypatch: Any,
+) -> None:
+    import logging
+    import weakref
+
+    from durabletask._registry import Registry
+    from durabletask._worker.activity_runner import ActivityRunner
+    from durabletask.serialization import DataConverter
+
+    converter = type("Converter", (BoxConverter, DataConverter), {})()
+    registry = Registry()
+    registry.add_activity(echo_box)
+    runner = ActivityRunner(registry, logger=logging.getLogger("test"), data_converter=converter)
+    watched: list[Any] = []
+    deserialize = converter.deserialize
+
+    def watch(data: str | None, target_type: Any = None) -> Any:
+        value = deserialize(data, target_type)
+        watched.append(weakref.ref(value))
+        return value
+
+    monkeypatch.setattr(converter, "deserialize", watch)
+    alive_when_built: list[bool] = []
+    success = ActivityRunner._success
+
+    def checking(self: Any, *args: Any) -> Any:
+        alive_when_built.append(watched[0]() is not None)
+        return success(self, *args)
+
+    monkeypatch.setattr(ActivityRunner, "_success", checking)
+    request = pb.ActivityRequest(name="echo_box", orchestrationInstance=pb.OrchestrationInstance(instanceId="m"))
+    request.input.value = "large input"
+    response = runner.run(request, "token")
+    assert response.result.value == "large input"
+    # The value (input and result alike) is gone while its text is copied into the response and sent.
+    assert alive_when_built == [False]
+
+
+def test_an_orchestration_turn_stores_its_actions_payloads_before_building_the_response(tmp_path: Path) -> None:
+    import logging
+
+    from durabletask._grpc.large_payloads import PayloadBoundary
+    from durabletask._worker.orchestration_runner import OrchestrationRunner
+    from durabletask._worker.registry import WorkerRegistry
+
+    registry = WorkerRegistry()
+    registry.add_orchestrator(relay)
+    log = logging.getLogger("test")
+    seen: list[int] = []
+    boundary = PayloadBoundary(FilePayloadStore(tmp_path))
+
+    def store_payloads(action: pb.OrchestratorAction, instance_id: str) -> None:
+        seen.append(len(action.scheduleTask.input.value))  # the action as the replay built it
+        boundary.result(action, instance_id)
+
+    runner = OrchestrationRunner(
+        registry,
+        lambda: OrchestrationExecutor(registry, logger=log, payload_limit=10 * MIB),
+        logger=log,
+        store_payloads=store_payloads,
+    )
+    events = History("m").new().started("relay").orchestrator_started().event_raised("payload", "e" * MIB)
+    outcome = runner.run(pb.OrchestratorRequest(instanceId="m", newEvents=events.new_events), "token")
+    assert outcome.response is not None and seen == [MIB + 2]
+    # What goes into the response (a copy) is the token, not the megabyte.
+    assert outcome.response.actions[0].scheduleTask.input.value.startswith("blob:v1:durabletask-payloads:m/")
+
+    def failing(action: pb.OrchestratorAction, instance_id: str) -> None:
+        raise ConnectionError("the store is down")
+
+    runner = OrchestrationRunner(
+        registry,
+        lambda: OrchestrationExecutor(registry, logger=log, payload_limit=10 * MIB),
+        logger=log,
+        store_payloads=failing,
+    )
+    outcome = runner.run(pb.OrchestratorRequest(instanceId="m", newEvents=events.new_events), "token")
+    # Handed back, to be tried again, rather than sent with the payload inline or lost.
+    assert outcome.response is None and "the store is down" in outcome.reason
