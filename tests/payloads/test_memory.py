@@ -6,8 +6,8 @@ from __future__ import annotations
 import gc
 import tracemalloc
 import types
-from pathlib import Path
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from google.protobuf.message import Message
