@@ -174,12 +174,12 @@ class Azurite:
         shutil.rmtree(self._data, ignore_errors=True)
 
 
-def azurite_or_skip() -> Azurite:
+def azurite_or_skip(*, oauth: bool = False) -> Azurite:
     """Starts Azurite for a test session: a failure when ``CI=true`` (CI must run the blob tests), else a skip."""
     import pytest
 
     try:
-        return Azurite()
+        return Azurite(oauth=oauth)
     except AzuriteUnavailableError as exc:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"Azurite is required in CI and could not start: {exc}")

@@ -21,7 +21,7 @@ import pytest
 
 from durabletask import client, task
 from durabletask.payload import PayloadStoreError
-from tests.azurite import Azurite, AzuriteUnavailableError
+from tests.azurite import Azurite, azurite_or_skip
 
 from .conftest import Side
 
@@ -87,12 +87,7 @@ class AzCli:
 
 @pytest.fixture(scope="module")
 def oauth_azurite() -> Iterator[Azurite]:
-    try:
-        server = Azurite(oauth=True)
-    except AzuriteUnavailableError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Azurite is required in CI and could not start: {exc}")
-        pytest.skip(f"Azurite could not start: {exc}")
+    server = azurite_or_skip(oauth=True)  # a second one: HTTPS and token checks
     yield server
     server.stop()
 
