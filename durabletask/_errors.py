@@ -14,14 +14,17 @@ class ProtocolError(DurableTaskError):
 class PayloadTooLargeError(DurableTaskError, ValueError):
     """A payload exceeds the configured size limit (1 MiB by default, as in the service)."""
 
-    def __init__(self, field: str, size: int, limit: int) -> None:
+    def __init__(self, field: str, size: int, limit: int, instance_id: str | None = None) -> None:
+        owner = f" of instance '{instance_id}'" if instance_id else ""
         super().__init__(
-            f"{field} is {size} bytes after serialization, over the limit of {limit} bytes; "
+            f"{field}{owner} is {size} bytes after serialization, over the limit of {limit} bytes; "
             "store large data elsewhere and pass a reference"
         )
         self.field = field
         self.size = size
         self.limit = limit
+        #: The instance the payload belongs to, when it is known.
+        self.instance_id = instance_id
 
 
 class SerializationError(DurableTaskError, ValueError):

@@ -219,8 +219,8 @@ def _loads(text: str, hook: Any) -> Any:
         raise SerializationError(f"payload is not valid JSON ({exc.msg} at position {exc.pos})") from exc
 
 
-def check_size(field: str, text: str | None, limit: int = MAX_PAYLOAD_BYTES) -> None:
-    """Raise :class:`PayloadTooLargeError` naming ``field`` when ``text`` is over ``limit`` bytes."""
+def check_size(field: str, text: str | None, limit: int = MAX_PAYLOAD_BYTES, instance_id: str | None = None) -> None:
+    """Raise :class:`PayloadTooLargeError` naming ``field`` (and the instance) when ``text`` is over ``limit`` bytes."""
     if text is None:
         return
     # Cheap path: a str of n code points is at most 4n UTF-8 bytes.
@@ -228,7 +228,7 @@ def check_size(field: str, text: str | None, limit: int = MAX_PAYLOAD_BYTES) -> 
         return
     size = len(text.encode("utf-8"))
     if size > limit:
-        raise PayloadTooLargeError(field, size, limit)
+        raise PayloadTooLargeError(field, size, limit, instance_id)
 
 
 def encode(value: Any, field: str, limit: int = MAX_PAYLOAD_BYTES) -> str | None:

@@ -55,14 +55,62 @@ def _free_port() -> int:
         return port
 
 
-class Azurite:
-    """One running Azurite blob service."""
+def _self_signed_certificate(folder: str) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, as PEM files in ``folder`` (for Azurite over HTTPS)."""
+    import datetime
+    import ipaddress
 
-    def __init__(self) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+    with open(cert_path, "wb") as out:
+        out.write(certificate.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as out:
+        out.write(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+    return cert_path, key_path
+
+
+class Azurite:
+    """One running Azurite blob service.
+
+    With ``oauth=True`` it serves HTTPS with a self-signed certificate (``certificate`` names its PEM file,
+    for the clients to trust) and checks OAuth bearer tokens (``--oauth basic``: issuer, audience and
+    lifetime, not the signature), so an ``account_url`` with an azure-identity credential can be used.
+    """
+
+    def __init__(self, *, oauth: bool = False) -> None:
         executable = _executable()
         self.port = _free_port()
         self._data = tempfile.mkdtemp(prefix="azurite-")
         self._log = open(os.path.join(self._data, "azurite.log"), "w+")  # noqa: SIM115 - closed in stop()
+        self.scheme = "https" if oauth else "http"
+        self.certificate: str | None = None
+        secure: list[str] = []
+        if oauth:
+            self.certificate, key = _self_signed_certificate(self._data)
+            secure = ["--cert", self.certificate, "--key", key, "--oauth", "basic"]
         self._proc = subprocess.Popen(
             [
                 str(executable),
@@ -75,6 +123,7 @@ class Azurite:
                 "--silent",
                 "--skipApiVersionCheck",
                 "--loose",
+                *secure,
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -88,9 +137,14 @@ class Azurite:
     @property
     def connection_string(self) -> str:
         return (
-            f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
-            f"BlobEndpoint=http://127.0.0.1:{self.port}/{ACCOUNT};"
+            f"DefaultEndpointsProtocol={self.scheme};AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
+            f"BlobEndpoint={self.account_url};"
         )
+
+    @property
+    def account_url(self) -> str:
+        """The blob endpoint of the development account, for ``account_url`` with a credential."""
+        return f"{self.scheme}://127.0.0.1:{self.port}/{ACCOUNT}"
 
     def _wait_listening(self, seconds: float) -> None:
         # Azurite prints no machine-readable readiness signal; a bounded connect loop is the only way to know.
@@ -120,12 +174,12 @@ class Azurite:
         shutil.rmtree(self._data, ignore_errors=True)
 
 
-def azurite_or_skip() -> Azurite:
+def azurite_or_skip(*, oauth: bool = False) -> Azurite:
     """Starts Azurite for a test session: a failure when ``CI=true`` (CI must run the blob tests), else a skip."""
     import pytest
 
     try:
-        return Azurite()
+        return Azurite(oauth=oauth)
     except AzuriteUnavailableError as exc:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"Azurite is required in CI and could not start: {exc}")

@@ -76,7 +76,8 @@ def cmd_history(c: Client, a: argparse.Namespace, r: Renderer) -> int:
         raise UsageError("give an instance ID, or --from-export FILE to render an exported history")
     if c.get_orchestration_state(a.instance_id, fetch_payloads=False) is None:
         raise LookupError(f"no instance with ID '{a.instance_id}'")
-    r.history(c.get_orchestration_history(a.instance_id))
+    store = payloads.store_from(a)
+    r.history(payloads.resolve_history(c.get_orchestration_history(a.instance_id), store, a.instance_id))
     return 0
 
 

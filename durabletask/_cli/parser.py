@@ -33,6 +33,8 @@ def _instance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     p = sub.add_parser("history", help="print an instance's event history, live or from an exported file")
     p.add_argument("instance_id", nargs="?", help="the orchestration instance ID (omit with --from-export)")
     p.add_argument("--from-export", metavar="FILE", help="render an exported history file (.jsonl.gz or .json)")
+    p.add_argument("--payload-dir", help="the folder of a FilePayloadStore: externalized payloads are fetched")
+    p.add_argument("--blob-connection-string", help="the connection string of a BlobPayloadStore, likewise")
 
     p = sub.add_parser("wait", help="wait for an instance to complete")
     _add_instance(p)

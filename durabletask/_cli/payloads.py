@@ -70,3 +70,18 @@ def resolve(state: Any, store: PayloadStore | None, fetch: bool) -> Any:
         else:
             changes[name] = _fetch(store, value, state.instance_id, field).decode("utf-8")
     return dataclasses.replace(state, **changes) if changes else state
+
+
+def resolve_history(events: list[Any], store: PayloadStore | None, instance_id: str) -> list[Any]:
+    """``events`` with each payload token replaced by the payload it stands for, when given the store."""
+    if store is None:
+        return events
+    resolved = []
+    for event in events:
+        changes = {
+            name: _fetch(store, value, instance_id, f"{type(event).__name__}.{name}").decode("utf-8")
+            for name in ("input", "result")
+            if isinstance(value := getattr(event, name, None), str) and value.startswith(TOKEN_PREFIX)
+        }
+        resolved.append(dataclasses.replace(event, **changes) if changes else event)
+    return resolved

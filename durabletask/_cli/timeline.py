@@ -17,6 +17,8 @@ _CLOSERS = {
     "TimerFiredEvent": "timer_id",
 }
 _PAYLOAD_FIELDS = ("input", "result")
+#: How an externalized payload's token starts (``durabletask.payload.store.TOKEN_PREFIX``).
+_TOKEN_PREFIX = "blob:v1:"
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,8 @@ def _payload_size(event: Any) -> int | None:
     for field in _PAYLOAD_FIELDS:
         value = getattr(event, field, None)
         if isinstance(value, str):
-            return len(value.encode("utf-8"))
+            # A token's length says nothing of the payload's: the detail shows the token instead.
+            return None if value.startswith(_TOKEN_PREFIX) else len(value.encode("utf-8"))
     return None
 
 
@@ -47,6 +50,10 @@ def _detail(event: Any) -> str:
     failure = getattr(event, "failure_details", None)
     if failure is not None:
         parts.append(f"{failure.error_type}: {failure.message}")
+    for field in _PAYLOAD_FIELDS:
+        value = getattr(event, field, None)
+        if isinstance(value, str) and value.startswith(_TOKEN_PREFIX):
+            parts.append(f"{field} externalized as {value} (--payload-dir DIR or --blob-connection-string CS shows it)")
     for field in ("reason", "fire_at", "instance_id"):
         value = getattr(event, field, None)
         if value:

@@ -6,7 +6,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import grpc
@@ -152,12 +152,15 @@ class ClientSettings:
             and callable(getattr(store, "delete_instance_payloads", None))
         )
 
-    def delete_payloads(self, instance_id: str) -> None:
-        """Delete the payloads stored for a purged instance; a failure is logged, the purge stands."""
+    def delete_payloads(self, instance_ids: Sequence[str]) -> None:
+        """Delete the payloads stored for purged instances; a failure is logged, the purge stands."""
         delete = getattr(self.payload_store, "delete_instance_payloads", None)
-        try:
-            count = delete(instance_id) if delete is not None else 0
-        except Exception as exc:
-            self.logger.warning("purged '%s' but could not delete its stored payloads: %s", instance_id, exc)
+        if delete is None:
             return
-        self.logger.info("deleted %d stored payload(s) of purged instance '%s'", count, instance_id)
+        for instance_id in instance_ids:
+            try:
+                count = delete(instance_id)
+            except Exception as exc:
+                self.logger.warning("purged '%s' but could not delete its stored payloads: %s", instance_id, exc)
+                continue
+            self.logger.info("deleted %d stored payload(s) of purged instance '%s'", count, instance_id)

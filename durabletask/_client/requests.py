@@ -56,6 +56,8 @@ class RpcRequest:
     request: Message
     timeout: float | None = None
     streaming: bool = False
+    #: The answer's payload tokens stay as they are (with a payload store): the caller reads only IDs.
+    keep_payloads: bool = False
 
     @property
     def idempotent(self) -> bool:
@@ -114,7 +116,7 @@ def build_schedule_new_orchestration_request(
     given as a function, its code hash) so a later run can attach to it safely (see ``attach_orchestration``).
     """
     name = check.orchestrator_name(orchestrator)
-    serialized_input = check.payload(converter, input, "input", payload_limit)
+    serialized_input = check.payload(converter, input, "input", payload_limit, instance_id)
     checked_version = check.name(version, "version") if version is not None else None
     fingerprint = Fingerprint.compute(
         name, checked_version, serialized_input, orchestrator if callable(orchestrator) else None
@@ -241,7 +243,7 @@ def build_raise_event_request(
     request = pb.RaiseEventRequest(
         instanceId=check.instance_id(instance_id),
         name=check.name(event_name, "event_name"),
-        input=convert.string_value(check.payload(converter, data, "data", payload_limit)),
+        input=convert.string_value(check.payload(converter, data, "data", payload_limit, instance_id)),
     )
     return RpcRequest("RaiseEvent", request)
 
@@ -257,7 +259,7 @@ def build_terminate_orchestration_request(
     """``TerminateInstance``."""
     request = pb.TerminateRequest(
         instanceId=check.instance_id(instance_id),
-        output=convert.string_value(check.payload(converter, output, "output", payload_limit)),
+        output=convert.string_value(check.payload(converter, output, "output", payload_limit, instance_id)),
         recursive=recursive,
     )
     return RpcRequest("TerminateInstance", request)
@@ -356,7 +358,9 @@ def build_signal_entity_request(
     request = pb.SignalEntityRequest(
         instanceId=_entity_id(entity_instance_id),
         name=check.name(operation_name, "operation_name"),
-        input=convert.string_value(check.payload(converter, input, "input", payload_limit)),
+        input=convert.string_value(
+            check.payload(converter, input, "input", payload_limit, _entity_id(entity_instance_id))
+        ),
         requestId=str(uuid.uuid4()),
         scheduledTime=_ts(check.optional_datetime(signal_time, "signal_time")),
         requestTime=convert.to_timestamp(datetime.now(timezone.utc)),

@@ -27,6 +27,7 @@ from durabletask._client.models import (
     Page,
     PurgeInstancesResult,
 )
+from durabletask._client.payload_purge import purge_with_payload_owners
 from durabletask._grpc.channel import ClientInterceptor, create_channel, intercept_given_channel
 from durabletask._grpc.errors import RpcStatusError
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
@@ -191,7 +192,7 @@ class TaskHubGrpcClient:
                 time.sleep(outcome.pause)
                 continue
             s.health.record_success()
-            if s.payloads is not None:
+            if s.payloads is not None and not request.keep_payloads:
                 s.payloads.incoming(result)
             return result
 
@@ -417,11 +418,13 @@ class TaskHubGrpcClient:
         """Delete a finished instance's state and history.
 
         With a payload store whose options set ``delete_payloads_on_purge``, the payloads stored for the
-        instance are deleted too (not those of its sub-orchestrations, which live under their own IDs).
+        purged instances are deleted too (see :mod:`durabletask._client.payload_purge`).
         """
-        result = self._run(ops.purge_orchestration(instance_id, recursive))
-        if result.deleted_instance_count and self._settings.purges_payloads():
-            self._settings.delete_payloads(instance_id)
+        if not self._settings.purges_payloads():
+            return self._run(ops.purge_orchestration(instance_id, recursive))
+        request = rq.build_purge_orchestration_request(instance_id, recursive)
+        result, owners = self._run(purge_with_payload_owners(request))
+        self._settings.delete_payloads(owners)
         return result
 
     @blocking
@@ -433,10 +436,21 @@ class TaskHubGrpcClient:
         recursive: bool = False,
         timeout: timedelta | None = None,
     ) -> PurgeInstancesResult:
-        """Delete every finished instance matching the filter."""
-        return self._run(
-            ops.purge_orchestrations_by(created_time_from, created_time_to, runtime_status, recursive, timeout)
+        """Delete every finished instance matching the filter.
+
+        With a payload store whose options set ``delete_payloads_on_purge``, the payloads stored for the
+        purged instances are deleted too.
+        """
+        if not self._settings.purges_payloads():
+            return self._run(
+                ops.purge_orchestrations_by(created_time_from, created_time_to, runtime_status, recursive, timeout)
+            )
+        request = rq.build_purge_orchestrations_by_request(
+            created_time_from, created_time_to, runtime_status, recursive, timeout
         )
+        result, owners = self._run(purge_with_payload_owners(request))
+        self._settings.delete_payloads(owners)
+        return result
 
     # --------------------------------------------------------------------------------------------- entities
 

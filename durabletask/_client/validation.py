@@ -129,10 +129,16 @@ def tags(value: Mapping[str, str] | None) -> dict[str, str] | None:
     return dict(value)
 
 
-def payload(converter: DataConverter, value: Any, field: str, limit: int = _payload.MAX_PAYLOAD_BYTES) -> str | None:
+def payload(
+    converter: DataConverter,
+    value: Any,
+    field: str,
+    limit: int = _payload.MAX_PAYLOAD_BYTES,
+    instance_id: str | None = None,
+) -> str | None:
     """Serialize a payload with ``converter`` and enforce the size limit (the service's, or a payload store's)."""
     if value is None:
         return None
     text = converter.serialize(value)
-    _payload.check_size(field, text, limit)
+    _payload.check_size(field, text, limit, instance_id)
     return text

@@ -7,6 +7,7 @@ Nothing above the boundary (replay core, runners, models) ever sees a token.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -16,8 +17,10 @@ from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask.payload.helpers import (
     deexternalize_payloads,
     deexternalize_payloads_async,
+    externalize,
     externalize_payloads,
     externalize_payloads_async,
+    holds_tokens,
     instance_of,
 )
 from durabletask.payload.store import PayloadStore
@@ -39,6 +42,14 @@ def _messages(response: Any) -> Iterable[Message]:
     return ()
 
 
+def _request_of(item: Message) -> Message | None:
+    kind = item.WhichOneof("request")
+    if kind is None or kind == "healthPing":
+        return None
+    request: Message = getattr(item, kind)
+    return request
+
+
 class PayloadBoundary:
     """Externalizes outgoing payloads and restores incoming ones for one :class:`PayloadStore`."""
 
@@ -53,6 +64,16 @@ class PayloadBoundary:
         ``instance_id`` is for messages that do not name their instance (an entity batch's result).
         """
         externalize_payloads(request, self.store, instance_id=instance_id)
+
+    def result(self, response: Message, instance_id: str | None = None) -> None:
+        """:meth:`outgoing` for a worker's result.
+
+        An orchestration that has just finished leaves its replay state (the payloads it decoded among it) in
+        reference cycles that Python frees only at its next cycle collection. When the result holds a payload
+        to store, that collection is run first, so those payloads are gone before the upload's copies exist:
+        a payload's worth of memory less at the worker's peak, paid only when a large payload is stored.
+        """
+        externalize(response, self.store, instance_id=instance_id, before_first=gc.collect)
 
     def incoming(self, response: Any) -> None:
         """Put back the payloads whose tokens a response (or the messages of a streamed one) holds."""
@@ -73,13 +94,23 @@ class PayloadBoundary:
 
         Returns the instance the work item is for.
         """
-        kind = item.WhichOneof("request")
-        if kind is None or kind == "healthPing":
+        request = _request_of(item)
+        if request is None:
             return None
-        request = getattr(item, kind)
         instance_id = instance_of(request)
         deexternalize_payloads(request, self.store, instance_id=instance_id)
         return instance_id
+
+    def holds_tokens(self, item: Message) -> bool:
+        """Whether a received work item holds a payload token (or something posing as one), without fetching."""
+        request = _request_of(item)
+        return request is not None and holds_tokens(request, self.store)
+
+    @staticmethod
+    def instance_of(item: Message) -> str | None:
+        """The instance a received work item is for."""
+        request = _request_of(item)
+        return None if request is None else instance_of(request)
 
     def history_fetcher(self, fetch: Callable[[Any], list[Any]]) -> Callable[[Any], list[Any]]:
         """``fetch`` (a work item's streamed history) with the payloads of the fetched events restored."""
@@ -113,7 +144,7 @@ class PayloadStub:
 
     def _sending(self, method: Any) -> Any:
         def call(request: Message, *args: Any, **kwargs: Any) -> Any:
-            self._boundary.outgoing(request, self._instance_id)
+            self._boundary.result(request, self._instance_id)
             return method(request, *args, **kwargs)
 
         return call

@@ -19,6 +19,8 @@ class PendingAction:
     event_kind: str = ""
     #: The context method that produced the action, for non-determinism messages.
     method: str = ""
+    #: The attribute holding the action's payload (JSON text), if it has one.
+    payload_attribute: str = ""
 
     def __init__(self, id: int, name: str) -> None:
         self.id = id
@@ -28,6 +30,12 @@ class PendingAction:
         """How the call reads in an error message, e.g. ``call_activity('charge')``."""
         return f"{self.method}({self.name!r})" if self.name else f"{self.method}()"
 
+    def release_payload(self) -> None:
+        """Drop the payload once the action is sent: a resumed session keeps the action only to match it with
+        its history event, which compares kinds and names, and a large payload would stay in memory for that."""
+        if self.payload_attribute:
+            setattr(self, self.payload_attribute, None)
+
     def to_proto(self) -> pb.OrchestratorAction:
         raise NotImplementedError
 
@@ -36,6 +44,7 @@ class ScheduleTask(PendingAction):
     __slots__ = ("input", "tags", "version")
     event_kind = "taskScheduled"
     method = "call_activity"
+    payload_attribute = "input"
 
     def __init__(self, id: int, name: str, input: str | None, tags: dict[str, str] | None, version: str | None) -> None:
         # Assigned inline rather than via super(): one of these is built per activity call on replay.
@@ -46,18 +55,24 @@ class ScheduleTask(PendingAction):
         self.version = version
 
     def to_proto(self) -> pb.OrchestratorAction:
-        action = pb.ScheduleTaskAction(name=self.name, tags=self.tags)
+        # Filled in place: wrapping a finished message would copy its payload (protobuf has no moves).
+        out = pb.OrchestratorAction(id=self.id)
+        action = out.scheduleTask
+        action.name = self.name
+        if self.tags:
+            action.tags.update(self.tags)
         if self.input is not None:
             action.input.value = self.input
         if self.version:
             action.version.value = self.version
-        return pb.OrchestratorAction(id=self.id, scheduleTask=action)
+        return out
 
 
 class CreateSubOrchestration(PendingAction):
     __slots__ = ("input", "instance_id", "tags", "version")
     event_kind = "subOrchestrationInstanceCreated"
     method = "call_sub_orchestrator"
+    payload_attribute = "input"
 
     def __init__(
         self, id: int, name: str, instance_id: str, input: str | None, version: str | None, tags: dict[str, str] | None
@@ -69,12 +84,17 @@ class CreateSubOrchestration(PendingAction):
         self.tags = tags
 
     def to_proto(self) -> pb.OrchestratorAction:
-        action = pb.CreateSubOrchestrationAction(name=self.name, instanceId=self.instance_id, tags=self.tags)
+        out = pb.OrchestratorAction(id=self.id)
+        action = out.createSubOrchestration
+        action.name = self.name
+        action.instanceId = self.instance_id
+        if self.tags:
+            action.tags.update(self.tags)
         if self.input is not None:
             action.input.value = self.input
         if self.version:
             action.version.value = self.version
-        return pb.OrchestratorAction(id=self.id, createSubOrchestration=action)
+        return out
 
 
 class CreateTimer(PendingAction):
@@ -96,6 +116,7 @@ class SendEvent(PendingAction):
     __slots__ = ("data", "instance_id")
     event_kind = "eventSent"
     method = "send_event"
+    payload_attribute = "data"
 
     def __init__(self, id: int, instance_id: str, name: str, data: str | None) -> None:
         super().__init__(id, name)
@@ -106,10 +127,13 @@ class SendEvent(PendingAction):
         return f"send_event({self.instance_id!r}, {self.name!r})"
 
     def to_proto(self) -> pb.OrchestratorAction:
-        action = pb.SendEventAction(instance=pb.OrchestrationInstance(instanceId=self.instance_id), name=self.name)
+        out = pb.OrchestratorAction(id=self.id)
+        action = out.sendEvent
+        action.instance.instanceId = self.instance_id
+        action.name = self.name
         if self.data is not None:
             action.data.value = self.data
-        return pb.OrchestratorAction(id=self.id, sendEvent=action)
+        return out
 
 
 def complete_action(
@@ -121,11 +145,15 @@ def complete_action(
     new_version: str | None = None,
 ) -> pb.OrchestratorAction:
     """The action that ends the current execution (completed, failed, terminated or continued-as-new)."""
-    action = pb.CompleteOrchestrationAction(
-        orchestrationStatus=status, failureDetails=failure, carryoverEvents=carryover
-    )
+    out = pb.OrchestratorAction(id=id)
+    action = out.completeOrchestration
+    action.orchestrationStatus = status
+    if failure is not None:
+        action.failureDetails.CopyFrom(failure)
+    if carryover:
+        action.carryoverEvents.extend(carryover)
     if result is not None:
         action.result.value = result
     if new_version:
         action.newVersion.value = new_version
-    return pb.OrchestratorAction(id=id, completeOrchestration=action)
+    return out

@@ -35,11 +35,22 @@ def _fast_text(value: Any) -> str | None:
 class Codec:
     """Encodes outgoing payloads (enforcing the size limit) and decodes incoming ones."""
 
-    __slots__ = ("_converter", "limit")
+    __slots__ = ("_converter", "instance_id", "limit")
 
-    def __init__(self, converter: DataConverter | None = None, limit: int = _payload.MAX_PAYLOAD_BYTES) -> None:
+    def __init__(
+        self,
+        converter: DataConverter | None = None,
+        limit: int = _payload.MAX_PAYLOAD_BYTES,
+        instance_id: str | None = None,
+    ) -> None:
         self._converter = converter
         self.limit = limit
+        #: Named in the size-limit error, so it says whose payload was too large.
+        self.instance_id = instance_id
+
+    def for_instance(self, instance_id: str) -> Codec:
+        """This codec, naming ``instance_id`` in its errors."""
+        return Codec(self._converter, self.limit, instance_id)
 
     def encode(self, value: Any, field: str, name: str = "") -> str | None:
         """JSON text for ``value`` (``None`` stays absent).
@@ -56,7 +67,7 @@ class Codec:
             if text is None:
                 text = _payload.to_json(value)
         if text is not None and len(text) * 4 > self.limit:
-            _payload.check_size(field.format(name), text, self.limit)
+            _payload.check_size(field.format(name), text, self.limit, self.instance_id)
         return text
 
     def decode(self, text: str | None, target_type: Any = None) -> Any:

@@ -38,13 +38,20 @@ class EntityMessage(PendingAction):
         raise NotImplementedError
 
     def to_proto(self) -> pb.OrchestratorAction:
-        return pb.OrchestratorAction(id=self.id, sendEntityMessage=self.message())
+        out = pb.OrchestratorAction(id=self.id)
+        self.fill(out.sendEntityMessage)
+        return out
+
+    def fill(self, message: pb.SendEntityMessageAction) -> None:
+        """Write the entity message into ``message`` (in place, so a payload is not copied twice)."""
+        message.CopyFrom(self.message())
 
 
 class CallEntity(EntityMessage):
     __slots__ = ("input", "parent", "request_id")
     event_kind = "entityOperationCalled"
     method = "call_entity"
+    payload_attribute = "input"
 
     def __init__(self, id: int, target: str, operation: str, input: str | None, request_id: str, parent: str) -> None:
         super().__init__(id, operation, target)
@@ -53,18 +60,25 @@ class CallEntity(EntityMessage):
         self.parent = parent
 
     def message(self) -> pb.SendEntityMessageAction:
-        called = pb.EntityOperationCalledEvent(requestId=self.request_id, operation=self.name)
+        message = pb.SendEntityMessageAction()
+        self.fill(message)
+        return message
+
+    def fill(self, message: pb.SendEntityMessageAction) -> None:
+        called = message.entityOperationCalled
+        called.requestId = self.request_id
+        called.operation = self.name
         called.targetInstanceId.value = self.target
         called.parentInstanceId.value = self.parent
         if self.input is not None:
             called.input.value = self.input
-        return pb.SendEntityMessageAction(entityOperationCalled=called)
 
 
 class SignalEntity(EntityMessage):
     __slots__ = ("input", "request_id", "scheduled_time")
     event_kind = "entityOperationSignaled"
     method = "signal_entity"
+    payload_attribute = "input"
 
     def __init__(
         self, id: int, target: str, operation: str, input: str | None, request_id: str, scheduled_time: datetime | None
@@ -75,13 +89,19 @@ class SignalEntity(EntityMessage):
         self.scheduled_time = scheduled_time
 
     def message(self) -> pb.SendEntityMessageAction:
-        signaled = pb.EntityOperationSignaledEvent(requestId=self.request_id, operation=self.name)
+        message = pb.SendEntityMessageAction()
+        self.fill(message)
+        return message
+
+    def fill(self, message: pb.SendEntityMessageAction) -> None:
+        signaled = message.entityOperationSignaled
+        signaled.requestId = self.request_id
+        signaled.operation = self.name
         signaled.targetInstanceId.value = self.target
         if self.input is not None:
             signaled.input.value = self.input
         if self.scheduled_time is not None:
             signaled.scheduledTime.FromDatetime(self.scheduled_time)
-        return pb.SendEntityMessageAction(entityOperationSignaled=signaled)
 
 
 class LockEntities(EntityMessage):

@@ -95,7 +95,7 @@ class OrchestrationExecutor:
             )
         rt = RuntimeContext(
             instance_id,
-            self._codec,
+            self._codec.for_instance(instance_id),
             maximum_timer_interval=self._maximum_timer_interval,
             entity_support=self._entity_support,
             logger=self._logger,

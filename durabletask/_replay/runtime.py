@@ -120,7 +120,9 @@ class RuntimeContext(OrchestrationContext):
         self.started = False
         self.suspended = False
         self.suspended_events: list[pb.HistoryEvent] = []
-        self._clock_ts: timestamp_pb2.Timestamp | None = None
+        # (seconds, nanos) of the last orchestratorStarted event. Not the Timestamp message itself: a sub-message
+        # keeps its whole work item alive (payloads and all) for as long as a session keeps this context.
+        self._clock_ts: tuple[int, int] | None = None
         self._clock: datetime | None = None
         self._uuid_counter = 0
         self._version: str | None = None
@@ -158,7 +160,8 @@ class RuntimeContext(OrchestrationContext):
         clock = self._clock
         if clock is None:
             # Converted lazily: most orchestratorStarted events are replayed without anyone asking the time.
-            clock = self._clock = self._clock_ts.ToDatetime() if self._clock_ts is not None else _EPOCH
+            ts = self._clock_ts
+            clock = self._clock = _EPOCH + timedelta(seconds=ts[0], microseconds=ts[1] // 1000) if ts else _EPOCH
         return clock
 
     @property
@@ -167,7 +170,7 @@ class RuntimeContext(OrchestrationContext):
         return self._clock_ts is not None
 
     def set_clock(self, timestamp: timestamp_pb2.Timestamp) -> None:
-        self._clock_ts = timestamp
+        self._clock_ts = (timestamp.seconds, timestamp.nanos)
         self._clock = None
 
     @property
@@ -438,6 +441,9 @@ class RuntimeContext(OrchestrationContext):
     def drain_actions(self) -> list[pb.OrchestratorAction]:
         """The actions to send now; they are then remembered as sent (for resumed sessions)."""
         actions = [action.to_proto() for action in self.pending.values()]
+        for action in self.pending.values():
+            if not isinstance(self.open.get(action.id), RetryableTask):  # a retry sends the same action again
+                action.release_payload()
         self.sent = self.pending
         self.pending = {}
         if self._continue is not None:

@@ -77,10 +77,13 @@ class ActivityRunner:
             try:
                 fn, ctx, value = self._prepare(request)
                 output = fn(ctx, value)
+                del value  # a large input is not kept while the result is encoded and sent
                 if inspect.isawaitable(output):
                     # A plain function handed back an awaitable (e.g. a partial of an async function).
                     output = asyncio.run(_await(output))
-                return self._success(request, completion_token, output)
+                encoded = self._encode(request, output)
+                del output
+                return self._success(request, completion_token, encoded)
             except Exception as exc:
                 tracing.record_failure(span, exc)
                 return self._failure(request, completion_token, exc)
@@ -91,9 +94,12 @@ class ActivityRunner:
             try:
                 fn, ctx, value = self._prepare(request)
                 output = fn(ctx, value)
+                del value
                 if inspect.isawaitable(output):
                     output = await output
-                return self._success(request, completion_token, output)
+                encoded = self._encode(request, output)
+                del output
+                return self._success(request, completion_token, encoded)
             except Exception as exc:
                 tracing.record_failure(span, exc)
                 return self._failure(request, completion_token, exc)
@@ -123,8 +129,10 @@ class ActivityRunner:
         value = self._codec.decode(text, input_type(fn) if text else None)
         return fn, self._new_context(instance_id, request.taskId), value
 
-    def _success(self, request: pb.ActivityRequest, token: str, output: Any) -> pb.ActivityResponse:
-        encoded = self._codec.encode(output, _RESULT_FIELD)
+    def _encode(self, request: pb.ActivityRequest, output: Any) -> str | None:
+        return self._codec.for_instance(request.orchestrationInstance.instanceId).encode(output, _RESULT_FIELD)
+
+    def _success(self, request: pb.ActivityRequest, token: str, encoded: str | None) -> pb.ActivityResponse:
         response = self._response(request, token)
         if encoded is not None:
             response.result.value = encoded  # one copy of the text; a StringValue built apart is copied twice

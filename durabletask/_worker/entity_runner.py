@@ -100,7 +100,8 @@ class EntityRunner:
         self, batch: pb.EntityBatchRequest, operation_infos: list[pb.OperationInfo], completion_token: str
     ) -> pb.EntityBatchResult:
         entity_id = EntityInstanceId.parse(batch.instanceId)
-        state = EntityState(batch.entityState.value if batch.HasField("entityState") else None, self._codec)
+        codec = self._codec.for_instance(batch.instanceId)
+        state = EntityState(batch.entityState.value if batch.HasField("entityState") else None, codec)
         result = pb.EntityBatchResult(completionToken=completion_token)
         # Each operation's result is written in place in the batch's message: built apart and then passed
         # in, every result (and its timestamps) would be copied once per level of nesting.
@@ -149,7 +150,7 @@ class EntityRunner:
         encoded_input = operation.input.value if operation.HasField("input") else None
         try:
             output = self._invoke(entity_id, operation.operation, encoded_input, state)
-            encoded = self._codec.encode(output, "result of entity operation '{}'", operation.operation)
+            encoded = state.codec.encode(output, "result of entity operation '{}'", operation.operation)
         except Exception as error:
             tracing.record_failure(span, error)
             state.rollback()

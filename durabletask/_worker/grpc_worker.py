@@ -396,6 +396,7 @@ class _Run:
             ),
             exception_properties_provider=worker._exception_properties_provider,
             tracer=OrchestrationTracer(emit=worker._emit_trace_spans, sessions=self.sessions is not None),
+            store_payloads=boundary.result if boundary is not None else None,
         )
         self.sender = CompletionSender(logger, stopping=self._closed)
         handler = WorkItemHandler(
@@ -423,10 +424,11 @@ class _Run:
             ),
         )
         request = worker._work_items_request()
+        self.payloads = PayloadWorkItems(handler, boundary, logger) if boundary is not None else None
         self.loop = StreamLoop(
             channels=self.channels,
             request=lambda: request,
-            on_work_item=PayloadWorkItems(handler, boundary, logger) if boundary is not None else handler,
+            on_work_item=self.payloads or handler,
             resiliency=worker._resiliency_options,
             logger=logger,
             address=worker._host_address,
@@ -439,6 +441,8 @@ class _Run:
         self.loop.stop()
         self.pools.stop_accepting()
         self._thread.join()
+        if self.payloads is not None:  # items still being restored are handed on (and back, as stopping)
+            self.payloads.close()
         idle = self.pools.wait_idle(grace_period)
         if not idle:
             self._logger.warning(

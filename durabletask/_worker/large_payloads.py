@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from durabletask._grpc.large_payloads import PayloadBoundary, PayloadStub
@@ -12,22 +14,73 @@ from durabletask.payload.helpers import PayloadStoreError
 
 WorkItemCallback = Callable[[pb.WorkItem, Any, Callable[[], None]], None]
 
+#: Work items whose payloads are being fetched at once; the stream waits for one to finish beyond this.
+DEFAULT_RESTORES = 4
+
 
 class PayloadWorkItems:
     """Wraps the work-item handler: the handler and the runners see payloads, never tokens.
+
+    A work item holding tokens is restored on a thread of its own, not on the stream's: a slow store delays
+    that item only, while the stream goes on receiving (and the handler dispatching) the others. At most
+    ``max_restores`` items are restored at once; beyond that the stream waits, as it waits for a free slot.
+    The restored payloads go into a copy of the item, so the stream's reference to the message it received
+    does not keep them alive after the item is done.
 
     A work item whose payload cannot be fetched does not run with a missing value. When retrying cannot help
     (the blob is gone, the token is malformed or of another store) an orchestration or activity fails with
     the error naming the instance and field; otherwise (the store is unreachable) the item is handed back.
     """
 
-    def __init__(self, handler: WorkItemCallback, boundary: PayloadBoundary, logger: logging.Logger) -> None:
+    def __init__(
+        self,
+        handler: WorkItemCallback,
+        boundary: PayloadBoundary,
+        logger: logging.Logger,
+        *,
+        max_restores: int = DEFAULT_RESTORES,
+    ) -> None:
         self._handler = handler
         self._boundary = boundary
         self._logger = logger
+        self._free = threading.BoundedSemaphore(max_restores)
+        self._pool = ThreadPoolExecutor(max_workers=max_restores, thread_name_prefix="durabletask-payloads")
 
     def __call__(self, item: pb.WorkItem, stub: Any, done: Callable[[], None]) -> None:
-        """Restore ``item``'s payloads, then hand it on; ``done`` is called here when it is not handed on."""
+        """Hand ``item`` on, restoring its payloads first on a pool thread when it holds tokens.
+
+        ``done`` is called here when the item is not handed on.
+        """
+        try:
+            needs_store = self._boundary.holds_tokens(item)
+        except Exception:
+            self._logger.exception("could not read the payloads of a work item")
+            done()
+            return
+        if not needs_store:
+            self._handler(item, PayloadStub(stub, self._boundary, self._boundary.instance_of(item)), done)
+            return
+        copy = pb.WorkItem()
+        copy.CopyFrom(item)
+        self._free.acquire()
+        try:
+            self._pool.submit(self._restore, copy, stub, done)
+        except BaseException:
+            self._free.release()
+            done()
+            raise
+
+    def close(self) -> None:
+        """Wait for the restores under way (each then hands its item on or back) and stop the threads."""
+        self._pool.shutdown(wait=True)
+
+    def _restore(self, item: pb.WorkItem, stub: Any, done: Callable[[], None]) -> None:
+        try:
+            self._restore_and_hand_on(item, stub, done)
+        finally:
+            self._free.release()
+
+    def _restore_and_hand_on(self, item: pb.WorkItem, stub: Any, done: Callable[[], None]) -> None:
         try:
             instance_id = self._boundary.work_item(item)
         except PayloadStoreError as error:
@@ -44,7 +97,10 @@ class PayloadWorkItems:
             self._logger.exception("could not restore the payloads of a work item")
             done()
             return
-        self._handler(item, PayloadStub(stub, self._boundary, instance_id), done)
+        try:
+            self._handler(item, PayloadStub(stub, self._boundary, instance_id), done)
+        except Exception:  # the handler releases the item itself; a raise here would only kill the thread
+            self._logger.exception("could not dispatch a work item")
 
     def _refuse(self, item: pb.WorkItem, stub: Any, error: PayloadStoreError) -> None:
         kind = item.WhichOneof("request")

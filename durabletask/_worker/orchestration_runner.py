@@ -121,8 +121,12 @@ class OrchestrationRunner:
         fetch_history: HistoryFetcher | None = None,
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
         tracer: OrchestrationTracer | None = None,
+        store_payloads: Callable[[pb.OrchestratorAction, str], None] | None = None,
     ) -> None:
         self._registry = registry
+        # With a payload store: each action's large payloads are stored before the action is copied into the
+        # response (protobuf copies a message it is given), so a large payload is never copied there.
+        self._store_payloads = store_payloads
         self._tracer = tracer
         self._properties_of = properties_reader(exception_properties_provider, logger)
         self._executor_factory = executor_factory
@@ -257,11 +261,17 @@ class OrchestrationRunner:
             details = proto_from_exception(exc, properties_of=self._properties_of)
             failed = _failed_response(instance_id, completion_token, details)
             return OrchestrationOutcome(failed, failed=True)
-        response = pb.OrchestratorResponse(
-            instanceId=instance_id, actions=list(result.actions), completionToken=completion_token
-        )
+        actions = list(result.actions)
+        if self._store_payloads is not None:
+            try:
+                for action in actions:
+                    self._store_payloads(action, instance_id)
+            except Exception as exc:
+                self._logger.warning("%s: could not store the turn's payloads: %s", instance_id, exc)
+                return OrchestrationOutcome(None, f"its payloads could not be stored ({exc})")
+        response = pb.OrchestratorResponse(instanceId=instance_id, actions=actions, completionToken=completion_token)
         if result.custom_status is not None:
-            response.customStatus.value = result.custom_status
+            response.customStatus.value = result.custom_status  # in place: building it apart would copy it
         return OrchestrationOutcome(response)
 
 

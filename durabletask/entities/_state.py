@@ -24,6 +24,11 @@ class EntityState:
         self._checkpoint_actions = 0
 
     @property
+    def codec(self) -> Codec:
+        """The entity's codec (its errors name the entity)."""
+        return self._codec
+
+    @property
     def encoded(self) -> str | None:
         """The current state as JSON text (``None``: the entity has no state)."""
         return self._text

@@ -64,6 +64,9 @@ class FilePayloadStore(PayloadStore):
             raise ValueError(f"payload token points outside the store's folder: {token!r}")
         return path
 
+    #: ``upload`` takes any bytes-like object, so the helpers hand it a view instead of a copy.
+    reads_buffers = True
+
     def upload(self, data: bytes, *, instance_id: str | None = None) -> str:
         unique = uuid.uuid4().hex
         # Instance IDs may hold '/' or '..': quoting keeps each one a single folder name.

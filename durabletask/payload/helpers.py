@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from google.protobuf import wrappers_pb2
@@ -17,7 +18,6 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from durabletask._errors import DurableTaskError, PayloadTooLargeError
-from durabletask.payload.store import TOKEN_PREFIX
 
 if TYPE_CHECKING:
     from durabletask.payload.store import PayloadStore
@@ -43,8 +43,7 @@ class StoredPayloadTooLargeError(PayloadTooLargeError):
     """A payload is over the store's ``max_stored_payload_bytes``."""
 
     def __init__(self, field: str, size: int, limit: int, instance_id: str | None) -> None:
-        super().__init__(field, size, limit)
-        self.instance_id = instance_id
+        super().__init__(field, size, limit, instance_id)
         self.args = (
             f"{field} of instance {instance_id!r} is {size} bytes, over the payload store's "
             f"max_stored_payload_bytes of {limit} bytes",
@@ -112,6 +111,10 @@ def instance_of(msg: Message) -> str | None:
 #: No token is longer than this; a longer value is a payload, recognized without copying it out of the message.
 _MAX_TOKEN_BYTES = 4096
 
+#: What any version of the token format starts with (``blob:v1:`` today). A payload is JSON text (or a data
+#: converter's), which never starts like this, so such a value is a token, read or refused, never passed on.
+_looks_like_token = re.compile(r"blob:v\d+:").match
+
 
 def _utf8_size(sv: wrappers_pb2.StringValue) -> int:
     """The UTF-8 length of ``sv.value``, read from the message's encoded size instead of a copy of the text."""
@@ -131,10 +134,8 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _to_store(
-    store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None
-) -> bytes | None:
-    """The bytes to upload for ``sv``, or ``None`` when it stays inline."""
+def _stored_size(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> int | None:
+    """The UTF-8 size of ``sv``'s text when it goes to the store, ``None`` when it stays inline."""
     options = store.options
     size = _utf8_size(sv)
     if size <= options.threshold_bytes:
@@ -143,7 +144,15 @@ def _to_store(
         return None
     if size > options.max_stored_payload_bytes:
         raise StoredPayloadTooLargeError(path, size, options.max_stored_payload_bytes, instance_id)
-    return sv.value.encode("utf-8")
+    return size
+
+
+def _text_bytes(store: PayloadStore, sv: wrappers_pb2.StringValue, size: int) -> bytes | memoryview:
+    # The text's UTF-8 bytes are the tail of the wrapper's encoding: one copy, where reading the text out
+    # (a str) and encoding it would make two at once.
+    encoded = sv.SerializeToString()
+    text = memoryview(encoded)[len(encoded) - size :]
+    return text if getattr(store, "reads_buffers", False) else text.tobytes()
 
 
 def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> str | None:
@@ -151,7 +160,7 @@ def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, inst
     if sv.ByteSize() > _MAX_TOKEN_BYTES:  # the encoded size is a little over the text's: an upper bound is enough
         return None
     text = sv.value
-    if not text.startswith(TOKEN_PREFIX) and not store.is_known_token(text):
+    if not _looks_like_token(text) and not store.is_known_token(text):
         return None
     if not store.is_known_token(text):
         raise PayloadStoreError(
@@ -162,6 +171,17 @@ def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, inst
             permanent=True,
         )
     return text
+
+
+def holds_tokens(msg: Message, store: PayloadStore) -> bool:
+    """Whether ``msg`` holds a value that :func:`deexternalize_payloads` would fetch or reject, without fetching."""
+    for _, sv, _ in string_payloads(msg):
+        if sv.ByteSize() > _MAX_TOKEN_BYTES:
+            continue
+        text = sv.value
+        if _looks_like_token(text) or store.is_known_token(text):
+            return True
+    return False
 
 
 def _is_missing(exc: Exception) -> bool:
@@ -207,16 +227,31 @@ def externalize_payloads(msg: Message, store: PayloadStore, *, instance_id: str 
     Raises :class:`StoredPayloadTooLargeError` for a payload over ``max_stored_payload_bytes`` and
     :class:`PayloadStoreError` when the store fails; both name the instance and the field.
     """
+    externalize(msg, store, instance_id=instance_id)
+
+
+def externalize(
+    msg: Message,
+    store: PayloadStore,
+    *,
+    instance_id: str | None = None,
+    before_first: Callable[[], object] | None = None,
+) -> None:
+    """:func:`externalize_payloads`, calling ``before_first`` once before the first payload is copied out."""
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
-        data = _to_store(store, path, sv, owner)
-        if data is None:
+        size = _stored_size(store, path, sv, owner)
+        if size is None:
             continue
+        if before_first is not None:
+            before_first()
+            before_first = None
+        data = _text_bytes(store, sv, size)
         try:
-            token = store.upload(data, instance_id=owner)
+            token = store.upload(data, instance_id=owner)  # type: ignore[arg-type]
         except Exception as exc:
             raise _store_failed(exc, path, owner) from exc
         sv.value = token
-        logger.debug("stored the %d-byte %s of %s as %s", len(data), path, owner, token)
+        logger.debug("stored the %d-byte %s of %s as %s", size, path, owner, token)
         del data
 
 
@@ -240,11 +275,12 @@ def deexternalize_payloads(msg: Message, store: PayloadStore, *, instance_id: st
 async def externalize_payloads_async(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
     """:func:`externalize_payloads` with the store's asyncio methods."""
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
-        data = _to_store(store, path, sv, owner)
-        if data is None:
+        size = _stored_size(store, path, sv, owner)
+        if size is None:
             continue
+        data = _text_bytes(store, sv, size)
         try:
-            token = await store.upload_async(data, instance_id=owner)
+            token = await store.upload_async(data, instance_id=owner)  # type: ignore[arg-type]
         except Exception as exc:
             raise _store_failed(exc, path, owner) from exc
         sv.value = token

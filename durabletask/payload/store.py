@@ -72,9 +72,9 @@ def make_token(container: str, blob_name: str) -> str:
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def pack(data: bytes, compress: bool) -> bytes:
-    """What a store writes for ``data``: gzipped when ``compress`` is set."""
-    return gzip.compress(data, compresslevel=6) if compress else data
+def pack(data: bytes | memoryview, compress: bool) -> bytes:
+    """What a store writes for ``data`` (any bytes-like object): gzipped when ``compress`` is set."""
+    return gzip.compress(data, compresslevel=6) if compress else bytes(data)
 
 
 def unpack(stored: bytes) -> bytes:

@@ -101,7 +101,7 @@ def test_failed_instance_timeline_history_and_rewind(page: Any, scenario: Scenar
     scheduled = scheduled.filter(has_text="charge")
     sequence_id = scheduled.get_by_role("cell").first.inner_text()
     expect(failed).to_contain_text(f"#{sequence_id}")  # the completion names what it completes
-    failed.get_by_text("payload").click()
+    failed.get_by_text("payload", exact=True).click()
     expect(failed).to_contain_text("RuntimeError")
 
     healed.set()
@@ -288,3 +288,21 @@ def test_pending_instance_says_which_worker_is_missing(page: Any, scenario: Scen
     page.get_by_role("link", name="Workers").click()
     expect(page.get_by_role("table", name="Connected workers")).to_contain_text("approval, checkout")
     expect(page.get_by_role("table", name="Pending backlog")).to_contain_text("nobody_runs_this")
+
+
+def test_an_externalized_payload_is_shown_as_its_token_with_how_to_fetch_it(page: Any, scenario: Scenario) -> None:
+    import grpc
+
+    from durabletask._proto import orchestrator_service_pb2 as pb
+    from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+
+    token = "blob:v1:durabletask-payloads:big-input/0123abcd"
+    with grpc.insecure_channel(scenario.server.address) as channel:  # as an SDK with a payload store sends it
+        request = pb.CreateInstanceRequest(instanceId="big-input", name="nobody_runs_this")
+        request.input.value = token
+        pb_grpc.TaskHubSidecarServiceStub(channel).StartInstance(request, metadata=[("taskhub", "default")])
+    open_instance(page, scenario, "big-input")
+    region = page.get_by_role("region", name="Input")
+    expect(region.locator("pre.payload")).to_have_text(token)
+    expect(region.get_by_role("note")).to_contain_text("Externalized payload")
+    expect(region.get_by_role("note")).to_contain_text("durabletask get ID --payloads")

@@ -15,13 +15,19 @@ from tests.azurite import Azurite
 
 
 @pytest.fixture(scope="session")
-def emulator_port() -> Iterator[int]:
+def emulator_server() -> Iterator[Any]:
     from emulator.server import EmulatorServer
 
     server = EmulatorServer(port=0, in_memory=True, dynamic_task_hubs=True)
     server.start()
-    yield server.port
+    yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def emulator_port(emulator_server: Any) -> int:
+    port: int = emulator_server.port
+    return port
 
 
 @pytest.fixture

@@ -149,7 +149,7 @@ def test_over_the_stored_limit_names_the_field(blob_side: Side) -> None:
     assert blob_side.store is not None
     blob_side.store.options.max_stored_payload_bytes = 2 * 1024 * 1024
     # Refused at the call site, before anything is stored or sent.
-    with pytest.raises(PayloadTooLargeError, match=r"^input is 3145730 bytes") as caught:
+    with pytest.raises(PayloadTooLargeError, match=r"^input of instance 'too-big' is 3145730 bytes") as caught:
         blob_side.client().schedule_new_orchestration(child, input=text(HUGE), instance_id="too-big")
     assert caught.value.limit == 2 * 1024 * 1024
 

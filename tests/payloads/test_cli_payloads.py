@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from durabletask.payload import FilePayloadStore
 
@@ -53,3 +54,34 @@ def test_get_shows_tokens_and_resolves_them(emulator_port: int, tmp_path: Path) 
                 blob.unlink()
         code, _, err = _cli(side, "get", iid, "--payloads", "--payload-dir", str(tmp_path))
         assert code == 1 and f"cannot fetch the input of instance '{iid}'" in err, err
+
+
+def measure(ctx: Any, value: str) -> int:
+    return len(value)
+
+
+def test_history_shows_tokens_as_tokens_and_resolves_them(emulator_port: int, tmp_path: Path) -> None:
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        side = Side(emulator_port, FilePayloadStore(tmp_path), stack)
+        side.worker(measure)
+        c = side.client()
+        iid = c.schedule_new_orchestration(measure, input="h" * SIZE)
+        assert c.wait_for_orchestration_completion(iid, timeout=30) is not None
+
+        code, out, err = _cli(side, "history", iid)
+        assert code == 0, err
+        [row] = [x for x in out.splitlines() if "ExecutionStarted" in x]
+        assert "input externalized as blob:v1:durabletask-payloads:" in row
+        assert " B " not in row  # a token's length is not shown as the payload's size
+
+        code, out, err = _cli(side, "history", iid, "--payload-dir", str(tmp_path))
+        assert code == 0, err
+        [row] = [x for x in out.splitlines() if "ExecutionStarted" in x]
+        assert f"{SIZE + 2} B" in row and "externalized" not in row
+
+        code, out, err = _cli(side, "--json", "history", iid, "--payload-dir", str(tmp_path))
+        assert code == 0, err
+        [started] = [e for e in json.loads(out) if e["type"] == "ExecutionStartedEvent"]
+        assert json.loads(started["input"]) == "h" * SIZE

@@ -4,6 +4,7 @@ cannot fetch a payload."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -170,3 +171,38 @@ def test_scheduler_client_and_worker_take_the_store(emulator_port: int, tmp_path
         c.close()
     assert state is not None and json.loads(state.serialized_output or "") == "z" * BIG
     assert len(list((tmp_path / "durabletask-payloads" / iid).iterdir())) == 2
+
+
+class GatedStore(FilePayloadStore):
+    """Fetching a payload stored for the instance ``slow`` waits until the test opens the gate."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.waiting = threading.Event()
+        self.gate = threading.Event()
+
+    def download(self, token: str) -> bytes:
+        if ":slow/" in token:
+            self.waiting.set()
+            self.gate.wait(120)
+        return super().download(token)
+
+
+def test_a_slow_store_holds_up_only_the_work_item_it_is_fetching_for(emulator_port: int, tmp_path: Path) -> None:
+    store = GatedStore(tmp_path)
+    with ExitStack() as stack:
+        side = Side(emulator_port, store, stack)
+        side.worker(reads)
+        c = side.client()
+        try:
+            slow = c.schedule_new_orchestration(reads, input="s" * BIG, instance_id="slow")
+            assert store.waiting.wait(30)
+            fast = c.schedule_new_orchestration(reads, input="small", instance_id="fast")
+            state = c.wait_for_orchestration_completion(fast, timeout=30)
+            assert state is not None and state.runtime_status == client.OrchestrationStatus.COMPLETED
+            assert not store.gate.is_set()  # the other orchestration's payload is still being fetched
+        finally:
+            store.gate.set()
+        done = c.wait_for_orchestration_completion(slow, timeout=60)
+        assert done is not None and done.runtime_status == client.OrchestrationStatus.COMPLETED
+        assert json.loads(done.serialized_output or "") == BIG

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,17 @@ def _item(token: str) -> pb.WorkItem:
     return pb.WorkItem(orchestratorRequest=request, completionToken="ct")
 
 
-def _run(store: FilePayloadStore, item: pb.WorkItem) -> tuple[RecordingStub, list[str], list[int]]:
-    handled: list[str] = []
+def _run(store: FilePayloadStore, item: pb.WorkItem) -> tuple[RecordingStub, list[pb.WorkItem], list[int]]:
+    handled: list[pb.WorkItem] = []
     done: list[int] = []
-    wrapper = PayloadWorkItems(lambda i, s, d: handled.append("handled"), PayloadBoundary(store), logging.getLogger())
+
+    def handler(i: pb.WorkItem, s: Any, d: Any) -> None:
+        handled.append(i)
+
+    wrapper = PayloadWorkItems(handler, PayloadBoundary(store), logging.getLogger())
     stub = RecordingStub()
     wrapper(item, stub, lambda: done.append(1))
+    wrapper.close()  # waits for the restore on its pool thread
     return stub, handled, done
 
 
@@ -64,5 +70,54 @@ def test_a_restored_item_is_handed_on_with_its_release(tmp_path: Path) -> None:
     token = store.upload(b'"restored"', instance_id="w1")
     item = _item(token)
     stub, handled, done = _run(store, item)
-    assert handled == ["handled"] and done == [] and stub.calls == []
-    assert item.orchestratorRequest.newEvents[0].executionStarted.input.value == '"restored"'
+    assert done == [] and stub.calls == []
+    [handed_on] = handled
+    assert handed_on.orchestratorRequest.newEvents[0].executionStarted.input.value == '"restored"'
+    # The message the stream received keeps its token: the restored copy is freed with the work item.
+    assert item.orchestratorRequest.newEvents[0].executionStarted.input.value == token
+
+
+class SlowStore(FilePayloadStore):
+    """Fetching blocks until the test lets it go, as a store that stopped answering would."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.fetching = threading.Event()
+        self.release = threading.Event()
+
+    def download(self, token: str) -> bytes:
+        self.fetching.set()
+        self.release.wait()
+        return super().download(token)
+
+
+def test_a_slow_download_does_not_hold_up_the_next_work_item(tmp_path: Path) -> None:
+    store = SlowStore(tmp_path)
+    slow = _item(store.upload(b'"slow"', instance_id="w1"))
+    plain = pb.WorkItem(activityRequest=pb.ActivityRequest(name="a"), completionToken="next")
+    handled: list[str] = []
+    plain_handled = threading.Event()
+
+    def handler(item: pb.WorkItem, stub: Any, done: Any) -> None:
+        handled.append(item.completionToken)
+        if item.completionToken == "next":
+            plain_handled.set()
+        done()
+
+    wrapper = PayloadWorkItems(handler, PayloadBoundary(store), logging.getLogger())
+
+    def stream() -> None:  # what the worker's stream thread does with two items in a row
+        wrapper(slow, RecordingStub(), lambda: None)
+        wrapper(plain, RecordingStub(), lambda: None)
+
+    reader = threading.Thread(target=stream, daemon=True)
+    reader.start()
+    try:
+        assert store.fetching.wait(30)
+        assert plain_handled.wait(30), "the second work item waited for the first one's download"
+        assert handled == ["next"]
+    finally:
+        store.release.set()
+        reader.join(30)
+        wrapper.close()
+    assert handled == ["next", "ct"]

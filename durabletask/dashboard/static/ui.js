@@ -83,8 +83,17 @@ export function link(url, text) {
   return el("a", { href: url, onclick: (event) => { event.preventDefault(); navigate(url); } }, text);
 }
 
+// A payload kept in a payload store: the service holds only its token, `blob:v1:<container>:<blob name>`.
+const PAYLOAD_TOKEN = /^blob:v\d+:/;
+
 export function jsonBlock(text) {
   if (text === null || text === undefined || text === "") return el("span", { class: "muted" }, "(none)");
+  if (PAYLOAD_TOKEN.test(text)) {
+    return el("div", {}, el("pre", { class: "payload" }, text),
+      el("p", { class: "muted", role: "note" }, "Externalized payload: the payload store holds it, the service only "
+        + "this token (so its size is not known here). Show it with: durabletask get ID --payloads "
+        + "(--payload-dir DIR | --blob-connection-string CS)"));
+  }
   let shown = text;
   try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch { /* not JSON: show as stored */ }
   return el("pre", { class: "payload" }, shown);

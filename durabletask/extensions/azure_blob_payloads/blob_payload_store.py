@@ -80,6 +80,9 @@ class BlobPayloadStore(PayloadStore):
         unique = uuid.uuid4().hex
         return f"{instance_id}/{unique}" if instance_id else unique
 
+    #: ``upload`` takes any bytes-like object, so the helpers hand it a view instead of a copy.
+    reads_buffers = True
+
     def upload(self, data: bytes, *, instance_id: str | None = None) -> str:
         from azure.core.exceptions import ResourceExistsError
 
