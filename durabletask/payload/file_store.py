@@ -15,7 +15,7 @@ from durabletask.payload.store import (
     LargePayloadStorageOptions,
     PayloadStore,
     make_token,
-    pack,
+    pack_into,
     parse_token,
     unpack,
 )
@@ -74,7 +74,8 @@ class FilePayloadStore(PayloadStore):
         path = self._root / self._options.container_name / name
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(path.name + ".partial")
-        partial.write_bytes(pack(data, self._options.enable_compression))
+        with partial.open("wb") as out:  # compressed straight to the file: no copy of the stored bytes in memory
+            pack_into(out, data, self._options.enable_compression)
         partial.replace(path)  # readers never see half a payload
         return make_token(self._options.container_name, name)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import abc
 import gzip
+import io
 from dataclasses import dataclass
+from typing import BinaryIO
 
 #: Every token names the blob holding a payload: ``blob:v1:<container>:<blob name>``, as the other SDKs write it.
 TOKEN_PREFIX = "blob:v1:"
@@ -72,9 +74,33 @@ def make_token(container: str, blob_name: str) -> str:
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
+#: How much of a payload gzip is fed at a time: its output is written out as it comes, never joined.
+_PACK_CHUNK = 256 * 1024
+
+
 def pack(data: bytes | memoryview, compress: bool) -> bytes:
     """What a store writes for ``data`` (any bytes-like object): gzipped when ``compress`` is set."""
-    return gzip.compress(data, compresslevel=6) if compress else bytes(data)
+    if not compress:
+        return bytes(data)
+    out = io.BytesIO()
+    pack_into(out, data, compress)
+    return out.getvalue()
+
+
+def pack_into(out: BinaryIO, data: bytes | memoryview, compress: bool) -> None:
+    """Write what a store keeps for ``data`` to ``out``, gzip fed in pieces when ``compress`` is set.
+
+    ``gzip.compress`` gathers its output in blocks and then joins them: two copies of the compressed payload
+    at once, on top of the payload. Written in pieces, the output exists once, in ``out`` (or only on disk).
+    """
+    if not compress:
+        out.write(data)
+        return
+    view = memoryview(data).cast("B")
+    # No file name and no time in the header: the stored bytes depend on the payload alone.
+    with gzip.GzipFile(filename="", fileobj=out, mode="wb", compresslevel=6, mtime=0) as gz:
+        for start in range(0, len(view), _PACK_CHUNK):
+            gz.write(view[start : start + _PACK_CHUNK])
 
 
 def unpack(stored: bytes) -> bytes:

@@ -241,3 +241,26 @@ def test_an_orchestration_turn_stores_its_actions_payloads_before_building_the_r
     outcome = runner.run(pb.OrchestratorRequest(instanceId="m", newEvents=events.new_events), "token")
     # Handed back, to be tried again, rather than sent with the payload inline or lost.
     assert outcome.response is None and "the store is down" in outcome.reason
+
+
+def test_compressing_a_payload_to_the_store_holds_no_whole_copy_of_its_gzip(tmp_path: Path) -> None:
+    import base64
+    import gzip
+    import random
+
+    from durabletask.payload.store import pack
+
+    store = FilePayloadStore(tmp_path)  # compression on, as by default
+    data = base64.b64encode(random.Random(3).randbytes(6 * MIB))  # 8 MiB that gzip shrinks by a quarter only
+    tracemalloc.start()
+    try:
+        token = store.upload(data, instance_id="m")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # gzip.compress joined its blocks into one output and then added header and trailer: about 3 copies of
+    # the 6 MiB of gzip at once. Written to the file in pieces, only a piece is held at a time.
+    assert peak < 2 * MIB, peak
+    assert store.download(token) == data
+    stored = pack(data, True)
+    assert stored[:2] == b"\x1f\x8b" and gzip.decompress(stored) == data
