@@ -17,7 +17,7 @@ from durabletask.payload.store import (
     make_token,
     pack_into,
     parse_token,
-    unpack,
+    unpack_from,
 )
 
 
@@ -85,10 +85,11 @@ class FilePayloadStore(PayloadStore):
     def download(self, token: str) -> bytes:
         path = self._path(token)
         try:
-            stored = path.read_bytes()
+            source = path.open("rb")
         except FileNotFoundError:
             raise FileNotFoundError(f"no stored payload {token!r} (looked for {path})") from None
-        return unpack(stored)
+        with source:  # gunzipped as it is read: the file's bytes are never all in memory
+            return unpack_from(source)
 
     async def download_async(self, token: str) -> bytes:
         return await asyncio.to_thread(self.download, token)

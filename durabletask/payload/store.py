@@ -109,4 +109,21 @@ def unpack(stored: bytes) -> bytes:
     A payload is UTF-8 text, which never starts with the gzip magic bytes, so a reader need not be configured
     like the writer (a store with compression off still reads what a compressing writer stored).
     """
-    return gzip.decompress(stored) if stored[:2] == _GZIP_MAGIC else stored
+    return unpack_from(io.BytesIO(stored)) if stored[:2] == _GZIP_MAGIC else stored
+
+
+def unpack_from(source: BinaryIO) -> bytes:
+    """:func:`unpack` reading from a file: gunzipped in pieces into one buffer that becomes the result.
+
+    ``gzip.decompress`` copies its input, then gathers its output in blocks and joins them: the payload twice
+    and its gzip twice at once. Here only the payload and a piece of the input are held.
+    """
+    magic = source.read(2)
+    source.seek(0)
+    if magic != _GZIP_MAGIC:
+        return source.read()
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", fileobj=source, mode="rb") as gz:
+        while piece := gz.read(_PACK_CHUNK):
+            out.write(piece)
+    return out.getvalue()  # the buffer itself, trimmed, not a copy
