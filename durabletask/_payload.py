@@ -226,9 +226,20 @@ def check_size(field: str, text: str | None, limit: int = MAX_PAYLOAD_BYTES, ins
     # Cheap path: a str of n code points is at most 4n UTF-8 bytes.
     if len(text) * 4 <= limit:
         return
-    size = len(text.encode("utf-8"))
+    size = utf8_size(text)
     if size > limit:
         raise PayloadTooLargeError(field, size, limit, instance_id)
+
+
+#: Code points encoded at a time when measuring a non-ASCII text.
+_MEASURE_CHUNK = 64 * 1024
+
+
+def utf8_size(text: str) -> int:
+    """The UTF-8 length of ``text``, without a whole encoded copy of it (which a large payload would double)."""
+    if text.isascii():  # a flag CPython keeps on every str: no scan
+        return len(text)
+    return sum(len(text[i : i + _MEASURE_CHUNK].encode("utf-8")) for i in range(0, len(text), _MEASURE_CHUNK))
 
 
 def encode(value: Any, field: str, limit: int = MAX_PAYLOAD_BYTES) -> str | None:

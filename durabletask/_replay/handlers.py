@@ -135,7 +135,10 @@ def on_event_raised(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
         # Kept for a later wait, or carried over by continue_as_new(save_events=True).
         rt.inbox.buffer(key, raised.name, raw)
         return
-    waiter.complete(rt.codec.decode(raw, waiter._expected_type))
+    value = rt.codec.decode(raw, waiter._expected_type)
+    del raw  # the text is not needed once decoded: not kept through the orchestration's next step
+    waiter.complete(value)
+    del value
     rt.resume()
 
 

@@ -288,3 +288,55 @@ def test_fetching_a_compressed_payload_holds_it_once(tmp_path: Path) -> None:
         # gzip.decompress copied the gzip, then joined the payload's blocks: about 28 MiB at once for these
         # 8 MiB. Gunzipped in pieces into one buffer: the payload, and a little over while the buffer grows.
         assert peak < 1.5 * 8 * MIB, peak
+
+
+def _texts_on_the_stack(length: int) -> list[str]:
+    """The names of the locals, in every frame below the caller, holding a str of ``length`` characters."""
+    import sys
+
+    found = []
+    frame = sys._getframe(2)
+    while frame is not None:
+        found += [
+            f"{frame.f_code.co_name}.{k}" for k, v in frame.f_locals.items() if isinstance(v, str) and len(v) == length
+        ]
+        frame = frame.f_back
+    return found
+
+
+def test_an_event_s_text_is_let_go_once_decoded_before_the_orchestration_runs_on() -> None:
+    big = "e" * (2 * MIB)
+    seen: list[list[str]] = []
+
+    def waits(ctx: task.OrchestrationContext, _: Any) -> Any:
+        value = yield ctx.wait_for_external_event("payload")
+        seen.append(_texts_on_the_stack(len(big) + 2))  # the JSON text: the value and its quotes
+        return len(value)
+
+    executor = OrchestrationExecutor(registry(waits), payload_limit=10 * MIB)
+    executor.execute("w", [], History("w").new().started("waits").new_events)
+    executor.resume(History("w").new().orchestrator_started().event_raised("payload", big).new_events)
+    # While the orchestration runs on (encoding what it sends next), its decoded value is one copy; the event's
+    # text kept by the handler that decoded it was a second.
+    assert seen == [[]]
+
+
+def test_checking_a_payload_s_size_makes_no_encoded_copy_of_it() -> None:
+    import pytest
+
+    from durabletask import _payload
+    from durabletask._errors import PayloadTooLargeError
+
+    text = "a" * (8 * MIB)
+    tracemalloc.start()
+    try:
+        _payload.check_size("input", text, limit=9 * MIB)  # 4 bytes per character could be over: it is measured
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < MIB, peak  # text.encode() made an 8 MiB copy just to take its length
+    wide = "é" * (5 * MIB)  # 10 MiB of UTF-8
+    with pytest.raises(PayloadTooLargeError, match=str(10 * MIB)):
+        _payload.check_size("input", wide, limit=9 * MIB)
+    _payload.check_size("input", wide, limit=10 * MIB)
+    assert _payload.utf8_size("aé€😀" * 100_000) == 10 * 100_000
