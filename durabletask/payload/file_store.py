@@ -64,8 +64,10 @@ class FilePayloadStore(PayloadStore):
             raise ValueError(f"payload token points outside the store's folder: {token!r}")
         return path
 
-    #: ``upload`` takes any bytes-like object, so the helpers hand it a view instead of a copy.
+    #: ``upload`` takes any bytes-like object, so the helpers hand it a view instead of a copy; or the payload's
+    #: text itself, which it encodes to UTF-8 in pieces as it writes it.
     reads_buffers = True
+    reads_text = True
 
     def upload(self, data: bytes, *, instance_id: str | None = None) -> str:
         unique = uuid.uuid4().hex

@@ -18,6 +18,7 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from durabletask._errors import DurableTaskError, PayloadTooLargeError
+from durabletask._payload import utf8_size
 
 if TYPE_CHECKING:
     from durabletask.payload.store import PayloadStore
@@ -117,21 +118,12 @@ _looks_like_token = re.compile(r"blob:v\d+:").match
 
 
 def _utf8_size(sv: wrappers_pb2.StringValue) -> int:
-    """The UTF-8 length of ``sv.value``, read from the message's encoded size instead of a copy of the text."""
-    encoded = sv.ByteSize()  # tag (1 byte) + varint length + the text's bytes
-    length = encoded - 2
-    while length > 0 and 1 + len(_varint(length)) + length != encoded:
-        length -= 1
-    return max(length, 0)
+    """The UTF-8 length of ``sv.value``, from one copy of the text dropped at once.
 
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
-        value >>= 7
-        if not value:
-            return bytes(out)
+    Asking protobuf (upb) for the wrapper's ``ByteSize()`` serializes it whole into memory of its own, which
+    for a large payload is two copies at once (the encoding, grown in steps).
+    """
+    return utf8_size(sv.value)
 
 
 def _stored_size(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> int | None:
@@ -147,9 +139,13 @@ def _stored_size(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, i
     return size
 
 
-def _text_bytes(store: PayloadStore, sv: wrappers_pb2.StringValue, size: int) -> bytes | memoryview:
-    # The text's UTF-8 bytes are the tail of the wrapper's encoding: one copy, where reading the text out
-    # (a str) and encoding it would make two at once.
+def _text_bytes(store: PayloadStore, sv: wrappers_pb2.StringValue, size: int) -> bytes | memoryview | str:
+    if getattr(store, "reads_text", False):
+        # The text itself, which the store encodes in pieces: one copy. (Serializing the wrapper builds its
+        # encoding in protobuf's own memory before copying it out as bytes: two copies for a moment.)
+        return sv.value
+    # The text's UTF-8 bytes are the tail of the wrapper's encoding: one copy (and a second for a moment),
+    # where reading the text out (a str) and encoding it would make two at once.
     encoded = sv.SerializeToString()
     text = memoryview(encoded)[len(encoded) - size :]
     return text if getattr(store, "reads_buffers", False) else text.tobytes()

@@ -6,6 +6,7 @@ import abc
 import gzip
 import io
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import BinaryIO
 
 #: Every token names the blob holding a payload: ``blob:v1:<container>:<blob name>``, as the other SDKs write it.
@@ -78,29 +79,41 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _PACK_CHUNK = 256 * 1024
 
 
-def pack(data: bytes | memoryview, compress: bool) -> bytes:
-    """What a store writes for ``data`` (any bytes-like object): gzipped when ``compress`` is set."""
+def pack(data: bytes | memoryview | str, compress: bool) -> bytes:
+    """What a store writes for ``data`` (any bytes-like object, or text written as UTF-8): gzipped when
+    ``compress`` is set."""
     if not compress:
-        return bytes(data)
+        return data.encode("utf-8") if isinstance(data, str) else bytes(data)
     out = io.BytesIO()
     pack_into(out, data, compress)
     return out.getvalue()
 
 
-def pack_into(out: BinaryIO, data: bytes | memoryview, compress: bool) -> None:
-    """Write what a store keeps for ``data`` to ``out``, gzip fed in pieces when ``compress`` is set.
+def _pieces(data: bytes | memoryview | str) -> Iterator[bytes | memoryview]:
+    # Text is encoded a piece at a time: its whole UTF-8 copy never exists beside it.
+    if isinstance(data, str):
+        for start in range(0, len(data), _PACK_CHUNK):
+            yield data[start : start + _PACK_CHUNK].encode("utf-8")
+        return
+    view = memoryview(data).cast("B")
+    for start in range(0, len(view), _PACK_CHUNK):
+        yield view[start : start + _PACK_CHUNK]
+
+
+def pack_into(out: BinaryIO, data: bytes | memoryview | str, compress: bool) -> None:
+    """Write what a store keeps for ``data`` to ``out``, in pieces, gzipped when ``compress`` is set.
 
     ``gzip.compress`` gathers its output in blocks and then joins them: two copies of the compressed payload
     at once, on top of the payload. Written in pieces, the output exists once, in ``out`` (or only on disk).
     """
     if not compress:
-        out.write(data)
+        for piece in _pieces(data):
+            out.write(piece)
         return
-    view = memoryview(data).cast("B")
     # No file name and no time in the header: the stored bytes depend on the payload alone.
     with gzip.GzipFile(filename="", fileobj=out, mode="wb", compresslevel=6, mtime=0) as gz:
-        for start in range(0, len(view), _PACK_CHUNK):
-            gz.write(view[start : start + _PACK_CHUNK])
+        for piece in _pieces(data):
+            gz.write(piece)
 
 
 def unpack(stored: bytes) -> bytes:

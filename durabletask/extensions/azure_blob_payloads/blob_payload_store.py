@@ -80,8 +80,10 @@ class BlobPayloadStore(PayloadStore):
         unique = uuid.uuid4().hex
         return f"{instance_id}/{unique}" if instance_id else unique
 
-    #: ``upload`` takes any bytes-like object, so the helpers hand it a view instead of a copy.
+    #: ``upload`` takes any bytes-like object, so the helpers hand it a view instead of a copy; or the payload's
+    #: text itself, which it encodes to UTF-8 in pieces as it writes it.
     reads_buffers = True
+    reads_text = True
 
     def upload(self, data: bytes, *, instance_id: str | None = None) -> str:
         from azure.core.exceptions import ResourceExistsError
