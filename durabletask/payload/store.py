@@ -5,8 +5,8 @@ from __future__ import annotations
 import abc
 import gzip
 import io
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 #: Every token names the blob holding a payload: ``blob:v1:<container>:<blob name>``, as the other SDKs write it.
@@ -38,7 +38,11 @@ class PayloadStore(abc.ABC):
 
     @abc.abstractmethod
     def upload(self, data: bytes, *, instance_id: str | None = None) -> str:
-        """Store ``data`` (under ``instance_id`` when given) and return the token that fetches it back."""
+        """Store ``data`` (under ``instance_id`` when given) and return the token that fetches it back.
+
+        ``data`` is ``bytes``, unless the store sets ``reads_buffers`` (then any bytes-like object) or
+        ``reads_text`` (then possibly the payload's ``str``, to be written as UTF-8).
+        """
 
     @abc.abstractmethod
     async def upload_async(self, data: bytes, *, instance_id: str | None = None) -> str:
