@@ -383,3 +383,21 @@ def test_storing_a_payload_serializes_no_copy_of_its_message(tmp_path: Path) -> 
     # Serializing the wrapper built its encoding and then copied it out: two copies at once, where the store
     # is handed the text alone (one).
     assert float(done.stdout) < 1.5, done.stdout
+
+
+def test_the_blob_store_uploads_without_its_whole_gzip_in_memory(blob_store: Any) -> None:
+    import base64
+    import random
+
+    data = base64.b64encode(random.Random(5).randbytes(18 * MIB))  # 24 MiB, about 18 MiB gzipped
+    blob_store.upload(b"warm up: the container and the connection")
+    tracemalloc.start()
+    try:
+        token = blob_store.upload(data, instance_id="m")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # The gzip was built in memory and handed to the storage client whole (18 MiB and more); now it is spooled
+    # to a file and sent a 4 MiB block at a time (a block and the request's copy of it).
+    assert peak < 12 * MIB, peak
+    assert blob_store.download(token) == data

@@ -4,22 +4,42 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 import uuid
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from durabletask.extensions.azure_blob_payloads.options import BlobPayloadStoreOptions
-from durabletask.payload.store import TOKEN_PREFIX, PayloadStore, make_token, pack, parse_token, unpack
+from durabletask.payload.store import TOKEN_PREFIX, PayloadStore, make_token, pack_into, parse_token, unpack
 
 _MISSING_EXTRA = "BlobPayloadStore needs the azure-storage-blob package: pip install 'dtscale[azure-blob]'"
 
 
+#: A blob larger than this is uploaded in blocks of this size, read from the spooled file one at a time; up to
+#: it, in one request. (The storage client's default, 64 MiB, would read a whole large payload back into memory.)
+_BLOCK_BYTES = 4 * 1024 * 1024
+
+
 def _client_kwargs(options: BlobPayloadStoreOptions) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"max_single_put_size": _BLOCK_BYTES, "max_block_size": _BLOCK_BYTES}
     if options.api_version:
         kwargs["api_version"] = options.api_version
     if options.retry_total is not None:
         kwargs["retry_total"] = options.retry_total
     return kwargs
+
+
+@contextlib.contextmanager
+def _spooled(data: Any, compress: bool) -> Iterator[tuple[BinaryIO, int]]:
+    """What the blob stores for ``data``, written to a temporary file (gzipped in pieces), and its length.
+
+    The upload reads it back a block at a time, so the stored bytes are never all in memory beside the payload.
+    """
+    with tempfile.TemporaryFile() as spool:
+        pack_into(spool, data, compress)
+        length = spool.tell()
+        spool.seek(0)
+        yield spool, length
 
 
 class BlobPayloadStore(PayloadStore):
@@ -94,7 +114,8 @@ class BlobPayloadStore(PayloadStore):
                 container.create_container()
             self._container_ready = True
         name = self._new_name(instance_id)
-        container.upload_blob(name=name, data=pack(data, self._options.enable_compression), overwrite=True)
+        with _spooled(data, self._options.enable_compression) as (stored, length):
+            container.upload_blob(name=name, data=stored, length=length, overwrite=True, max_concurrency=1)
         return make_token(self._options.container_name, name)
 
     async def upload_async(self, data: bytes, *, instance_id: str | None = None) -> str:
@@ -106,9 +127,13 @@ class BlobPayloadStore(PayloadStore):
                 await container.create_container()
             self._container_ready = True
         name = self._new_name(instance_id)
-        stored = await asyncio.to_thread(pack, data, self._options.enable_compression)
+        spooled = _spooled(data, self._options.enable_compression)
+        stored, length = await asyncio.to_thread(spooled.__enter__)
         del data
-        await container.upload_blob(name=name, data=stored, overwrite=True)
+        try:
+            await container.upload_blob(name=name, data=stored, length=length, overwrite=True, max_concurrency=1)
+        finally:
+            spooled.__exit__(None, None, None)
         return make_token(self._options.container_name, name)
 
     def download(self, token: str) -> bytes:
