@@ -401,3 +401,22 @@ def test_the_blob_store_uploads_without_its_whole_gzip_in_memory(blob_store: Any
     # to a file and sent a 4 MiB block at a time (a block and the request's copy of it).
     assert peak < 12 * MIB, peak
     assert blob_store.download(token) == data
+
+
+def test_the_blob_store_fetches_a_payload_without_its_whole_gzip_in_memory(blob_store: Any) -> None:
+    import base64
+    import random
+
+    data = base64.b64encode(random.Random(6).randbytes(18 * MIB))  # 24 MiB, about 18 MiB gzipped
+    token = blob_store.upload(data, instance_id="m")
+    blob_store.download(blob_store.upload(b"warm up"))
+    tracemalloc.start()
+    try:
+        fetched = blob_store.download(token)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert fetched == data
+    # readall() fetched the blob in one 32 MiB request and held the gzip beside the payload (about 7x the
+    # payload at once under tracemalloc); now blocks of 4 MiB go to a file, gunzipped from there into one buffer.
+    assert peak < 2 * 24 * MIB, peak

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from durabletask.extensions.azure_blob_payloads.options import BlobPayloadStoreOptions
-from durabletask.payload.store import TOKEN_PREFIX, PayloadStore, make_token, pack_into, parse_token, unpack
+from durabletask.payload.store import TOKEN_PREFIX, PayloadStore, make_token, pack_into, parse_token, unpack_from
 
 _MISSING_EXTRA = "BlobPayloadStore needs the azure-storage-blob package: pip install 'dtscale[azure-blob]'"
 
@@ -21,7 +21,12 @@ _BLOCK_BYTES = 4 * 1024 * 1024
 
 
 def _client_kwargs(options: BlobPayloadStoreOptions) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"max_single_put_size": _BLOCK_BYTES, "max_block_size": _BLOCK_BYTES}
+    kwargs: dict[str, Any] = {
+        "max_single_put_size": _BLOCK_BYTES,
+        "max_block_size": _BLOCK_BYTES,
+        "max_single_get_size": _BLOCK_BYTES,
+        "max_chunk_get_size": _BLOCK_BYTES,
+    }
     if options.api_version:
         kwargs["api_version"] = options.api_version
     if options.retry_total is not None:
@@ -138,14 +143,19 @@ class BlobPayloadStore(PayloadStore):
 
     def download(self, token: str) -> bytes:
         container, name = parse_token(token)
-        stored = self._sync.get_container_client(container).download_blob(name).readall()
-        return unpack(stored)
+        downloader = self._sync.get_container_client(container).download_blob(name, max_concurrency=1)
+        with tempfile.TemporaryFile() as spool:  # fetched a block at a time, then gunzipped in pieces from the file
+            downloader.readinto(spool)
+            spool.seek(0)
+            return unpack_from(spool)
 
     async def download_async(self, token: str) -> bytes:
         container, name = parse_token(token)
-        stream = await self._async.get_container_client(container).download_blob(name)
-        stored = await stream.readall()
-        return await asyncio.to_thread(unpack, stored)
+        stream = await self._async.get_container_client(container).download_blob(name, max_concurrency=1)
+        with tempfile.TemporaryFile() as spool:
+            await stream.readinto(spool)
+            spool.seek(0)
+            return await asyncio.to_thread(unpack_from, spool)
 
     def is_known_token(self, value: str) -> bool:
         if not value.startswith(TOKEN_PREFIX):  # every payload a walk meets is asked: keep the common case cheap
