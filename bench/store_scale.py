@@ -109,12 +109,18 @@ def _ms(call: Any) -> tuple[float, Any]:
     return (time.perf_counter() - began) * 1000, result
 
 
-def point_reads(stub: Any, ids: list[str], count: int = 300) -> dict[str, float]:
-    times = sorted(
-        _ms(lambda: stub.GetInstance(pb.GetInstanceRequest(instanceId=random.choice(ids)), timeout=10))[0]
-        for _ in range(count)
-    )
-    return {"p50": statistics.median(times), "p99": times[int(len(times) * 0.99)], "n": count}
+def point_reads(stub: Any, ids: list[str], count: int = 1000) -> dict[str, float]:
+    """GetInstance of random stored instances, each followed by an empty Hello: the store's part of a get is a
+    tenth of a millisecond, so its tail is the round trip's, and the Hello beside it shows that floor."""
+    times: list[float] = []
+    floor: list[float] = []
+    for _ in range(count):
+        times.append(_ms(lambda: stub.GetInstance(pb.GetInstanceRequest(instanceId=random.choice(ids)), timeout=10))[0])
+        floor.append(_ms(lambda: stub.Hello(empty_pb2.Empty(), timeout=10))[0])
+    times.sort()
+    floor.sort()
+    p99 = int(count * 0.99)
+    return {"p50": statistics.median(times), "p99": times[p99], "n": count, "hello_p99": floor[p99]}
 
 
 def list_queries(now: int, ids: list[str]) -> list[tuple[str, Any]]:
@@ -412,7 +418,7 @@ def reads_step(db: str, ids: list[str], stores: dict[Tree, str], lists: bool) ->
             g = point_reads(stub, ids)
             print(
                 f"get ({_label(tree)}): GetInstance of random stored instances, n={g['n']}: p50 {g['p50']:.2f} ms, "
-                f"p99 {g['p99']:.2f} ms (target <= 2 ms)",
+                f"p99 {g['p99']:.2f} ms (target <= 2 ms); an empty Hello between them p99 {g['hello_p99']:.2f} ms",
                 flush=True,
             )
             if lists and tree is None:
