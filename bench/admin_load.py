@@ -155,8 +155,8 @@ def _receiver(stub: Any, recorder: Recorder, started: dict[str, float], calls: l
                     ),
                     timeout=60,
                 )
-    except grpc.RpcError:
-        pass  # cancelled at the end
+    except (grpc.RpcError, ValueError):
+        pass  # cancelled at the end (ValueError: a completion sent as the channel closed)
 
 
 def admin(address: str) -> dict[str, Any]:
