@@ -57,38 +57,14 @@ def _free_port() -> int:
 
 def _self_signed_certificate(folder: str) -> tuple[str, str]:
     """A certificate for 127.0.0.1 and its key, as PEM files in ``folder`` (for Azurite over HTTPS)."""
-    import datetime
-    import ipaddress
+    from tests.unit.azuremanaged._tls import localhost_certificate
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
+    certificate, key = localhost_certificate()
     cert_path, key_path = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
     with open(cert_path, "wb") as out:
-        out.write(certificate.public_bytes(serialization.Encoding.PEM))
+        out.write(certificate)
     with open(key_path, "wb") as out:
-        out.write(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
+        out.write(key)
     return cert_path, key_path
 
 
