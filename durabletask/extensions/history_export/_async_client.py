@@ -110,22 +110,12 @@ class AsyncExportHistoryClient:
         return self._writer
 
 
-class AsyncExportHistoryJobClient:
+class AsyncExportHistoryJobClient(common.JobHandle):
     """One job's operations, from :meth:`AsyncExportHistoryClient.get_job_client`."""
 
     def __init__(self, parent: AsyncExportHistoryClient, job_id: str) -> None:
-        if not job_id:
-            raise ValueError("job_id must be a non-empty string")
+        super().__init__(job_id)
         self._parent = parent
-        self._job_id = job_id
-
-    @property
-    def job_id(self) -> str:
-        return self._job_id
-
-    @property
-    def orchestrator_instance_id(self) -> str:
-        return orchestrator_instance_id_for(self._job_id)
 
     async def describe(self) -> ExportJobDescription | None:
         return await self._parent.get_job(self._job_id)

@@ -38,6 +38,23 @@ def entity_id(job_id: str) -> entities.EntityInstanceId:
     return entities.EntityInstanceId(ENTITY_NAME, job_id)
 
 
+class JobHandle:
+    """What both job clients know of their job: its ID and the instances that hold it."""
+
+    def __init__(self, job_id: str) -> None:
+        if not job_id:
+            raise ValueError("job_id must be a non-empty string")
+        self._job_id = job_id
+
+    @property
+    def job_id(self) -> str:
+        return self._job_id
+
+    @property
+    def orchestrator_instance_id(self) -> str:
+        return orchestrator_instance_id_for(self._job_id)
+
+
 def is_not_found(ex: grpc.RpcError) -> bool:
     """Whether a gRPC error is NOT_FOUND (``code`` lives on ``grpc.Call``, not on every ``RpcError``)."""
     code = getattr(ex, "code", None)

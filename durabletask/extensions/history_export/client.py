@@ -173,22 +173,12 @@ class ExportHistoryClient:
         return self._client
 
 
-class ExportHistoryJobClient:
+class ExportHistoryJobClient(common.JobHandle):
     """One job's operations, from :meth:`ExportHistoryClient.get_job_client`."""
 
     def __init__(self, parent: ExportHistoryClient, job_id: str) -> None:
-        if not job_id:
-            raise ValueError("job_id must be a non-empty string")
+        super().__init__(job_id)
         self._parent = parent
-        self._job_id = job_id
-
-    @property
-    def job_id(self) -> str:
-        return self._job_id
-
-    @property
-    def orchestrator_instance_id(self) -> str:
-        return orchestrator_instance_id_for(self._job_id)
 
     @property
     def entity_id(self) -> entities.EntityInstanceId:
