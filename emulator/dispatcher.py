@@ -378,10 +378,13 @@ class WorkDispatcher:
         with self._cond:
             held = [t for t, lease in self._leases.items() if lease.stream is state]
             leases = [lease for t in held if (lease := self._orphan(t)) is not None]
-        self.sessions.drop_stream(state.id)
+        freed = self.sessions.drop_stream(state.id)
+        # Each release announces its own item; instances the stream's sessions kept from others are
+        # orchestration work again in their hubs. A stream that held nothing sends nobody looking.
         for lease in leases:
             self.engine.release(lease.hub, lease.kind, lease.key, lease.token, keep_token=True)
-        self._wake_streams()
+        for hub in freed:
+            self._wake_streams(("orchestration",), hub)
 
     # Completions -----------------------------------------------------------------------------------
     def _take(self, hub: str, token: str, kind: str) -> Lease:

@@ -540,20 +540,28 @@ class Engine:
         """
         holder = token if keep_token else None
         expires = events.to_micros(self.clock.now()) if keep_token else None
+        name: str | None = None  # the released work's name, when its kind's filters match on one
         with self.backend.transaction() as tx:
             if kind == "orchestration":
                 record = tx.get_instance(hub, str(key))
-                if record is not None and record.lock_token == token:
-                    tx.lock_instance(hub, str(key), holder, expires)
+                if record is None or record.lock_token != token:
+                    return
+                tx.lock_instance(hub, str(key), holder, expires)
+                name = record.name
             elif kind == "entity":
                 entity = tx.get_entity(hub, str(key))
-                if entity is not None and entity.lock_token == token:
-                    tx.lock_entity(hub, str(key), holder, expires)
+                if entity is None or entity.lock_token != token:
+                    return
+                tx.lock_entity(hub, str(key), holder, expires)
             else:
                 activity = tx.get_activity(int(key))
-                if activity is not None and activity.lock_token == token:
-                    tx.lock_activity(int(key), holder, expires)
-        self.changes.work_changed(hub)
+                if activity is None or activity.lock_token != token:
+                    return
+                tx.lock_activity(int(key), holder, expires)
+                name = activity.name
+        # Only this item became available again (its lease's expiry can only have moved earlier, to
+        # now, or gone): streams whose filters leave its name to others need not look.
+        self.changes.work_changed(hub, (kind,), None if name is None else {kind: frozenset((name,))})
 
     def next_due(self, hub: str) -> datetime | None:
         """The earliest future time at which a timer or lease expiry makes new work available."""

@@ -71,11 +71,14 @@ class SessionTable:
         with self._lock:
             self._marks.clear()
 
-    def drop_stream(self, stream_id: int) -> None:
+    def drop_stream(self, stream_id: int) -> set[str]:
+        """Forgets a stream's sessions; returns the hubs in which it held any (their instances are free now)."""
         with self._lock:
             self._live.discard(stream_id)
-            for key in [k for k, (owner, _) in self._marks.items() if owner == stream_id]:
+            held = [k for k, (owner, _) in self._marks.items() if owner == stream_id]
+            for key in held:
                 del self._marks[key]
+        return {hub for hub, _ in held}
 
     def drop_hub(self, hub: str) -> None:
         with self._lock:

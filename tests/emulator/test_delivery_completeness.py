@@ -106,15 +106,12 @@ def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
     try:
         with grpc.insecure_channel(server.address) as channel:
             stub = HubStub(channel, "default")
-            specialists = {
-                name: WorkStream(
-                    stub,
-                    pb.GetWorkItemsRequest(
-                        workItemFilters=pb.WorkItemFilters(activities=[pb.ActivityFilter(name=name)])
-                    ),
+            def only(name: str) -> pb.GetWorkItemsRequest:
+                return pb.GetWorkItemsRequest(
+                    workItemFilters=pb.WorkItemFilters(activities=[pb.ActivityFilter(name=name)])
                 )
-                for name in ("A", "B", "C", "D", "E")
-            }
+
+            specialists = {name: WorkStream(stub, only(name)) for name in ("A", "B", "C", "D", "E")}
             orchestrators = WorkStream(
                 stub,
                 pb.GetWorkItemsRequest(
@@ -131,12 +128,19 @@ def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
                 start(stub, instance_id=f"job-{i}")
                 complete(stub, orchestrators.next(), schedule(1, "C"))
                 assert specialists["C"].next().activityRequest.name == "C"
+            # The "C" worker goes away holding all five: they are offered again, to "C" streams only.
+            specialists["C"].cancel()
+            specialists["C"] = WorkStream(stub, only("C"))
+            assert sorted(specialists["C"].next().activityRequest.name for _ in range(5)) == ["C"] * 5
+            time.sleep(0.2)  # time enough for a wrongly woken stream to have looked
+            seen = set(looked)
             for stream in (*specialists.values(), orchestrators):
                 stream.cancel()
     finally:
         server.close()
-    # Only the stream that takes "C" looked for the five activities; the other four never queried.
-    assert set(looked) == {"C"}
+    # Only the streams that take "C" looked for the five activities and their redelivery; the others never
+    # queried, not even when a stream vanished.
+    assert seen == {"C"}
 
 
 def test_streams_do_not_look_for_work_made_in_another_task_hub() -> None:
