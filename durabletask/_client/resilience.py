@@ -69,9 +69,16 @@ class RetryPlan:
     rng: Callable[[], float] = random.random
 
     def delay(self, request: RpcRequest, error: RpcStatusError, attempt: int, remaining: float | None) -> float | None:
-        """Seconds to wait before attempt ``attempt + 1``, or ``None`` to give up and raise ``error``."""
+        """Seconds to wait before attempt ``attempt + 1``, or ``None`` to give up and raise ``error``.
+
+        A wait with a timeout keeps retrying until that timeout, past ``max_attempts``: its caller asked
+        to wait that long, and a server restart (a few hundred milliseconds) must not end the wait early.
+        """
         policy = self.policy
-        if policy is None or not request.idempotent or attempt >= policy.max_attempts:
+        if policy is None or not request.idempotent:
+            return None
+        waits_until_deadline = request.method in WAITING_RPCS and remaining is not None
+        if attempt >= policy.max_attempts and not waits_until_deadline:
             return None
         if error.code().name not in policy.retryable_status_codes:
             return None

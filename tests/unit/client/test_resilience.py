@@ -67,6 +67,15 @@ def test_retry_backoff_grows_and_is_capped() -> None:
     assert delays == [pytest.approx(0.1), pytest.approx(0.2), pytest.approx(0.3), pytest.approx(0.3), None]
 
 
+def test_a_wait_with_a_timeout_retries_past_max_attempts_until_its_deadline() -> None:
+    plan = RetryPlan(GrpcRetryPolicyOptions(max_attempts=2, max_backoff_seconds=0.25), rng=lambda: 1.0)
+    wait = rq.RpcRequest("WaitForInstanceCompletion", pb.GetInstanceRequest(), timeout=60)
+    assert plan.delay(wait, UnavailableError(), 10, remaining=30) == pytest.approx(0.25)
+    assert plan.delay(wait, UnavailableError(), 10, remaining=0.2) is None  # the caller's timeout comes first
+    assert plan.delay(wait, UnavailableError(), 2, remaining=None) is None  # no timeout: max_attempts holds
+    assert plan.delay(READ, UnavailableError(), 2, remaining=30) is None
+
+
 def test_retry_only_reads_only_listed_codes_and_within_the_deadline() -> None:
     plan = RetryPlan(GrpcRetryPolicyOptions(), rng=lambda: 0.5)
     assert plan.delay(WRITE, UnavailableError(), 1, None) is None
