@@ -10,6 +10,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from durabletask import client, task, worker
@@ -63,6 +64,16 @@ class Rig:
         w.start()
         self.stack.callback(w.stop)
         return w
+
+    def await_server(self, timeout: float = 10.0) -> None:
+        """Waits until a channel to the server is connected again after restarts.
+
+        gRPC shares one connection per address among a process's channels; after a refused connection it
+        fails new calls at once until its reconnect backoff (about a second) has passed, and a start is
+        a write that no client retries.
+        """
+        with grpc.insecure_channel(self.address) as channel:
+            grpc.channel_ready_future(channel).result(timeout=timeout)
 
     def client(self) -> client.TaskHubGrpcClient:
         c = client.TaskHubGrpcClient(host_address=self.address)
