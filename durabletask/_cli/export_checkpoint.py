@@ -26,7 +26,7 @@ def fingerprint(parameters: dict[str, Any]) -> str:
 
 @dataclass
 class Checkpoint:
-    """Progress of one export, saved after every instance so a re-run resumes where the last one stopped.
+    """Progress of one export, saved as it goes (at least once a second) so a re-run resumes where the last stopped.
 
     ``page_token`` is the continuation token that lists the page being worked on (``None`` for the first page);
     ``done_in_page`` the instances of that page already handled. Pages come from the backend in a stable order,

@@ -65,6 +65,7 @@ def test_a_run_interrupted_mid_page_resumes_without_repeating(tmp_path: Path) ->
 
     lister = Lister(ids)
     again = Checkpoint.open(tmp_path / "cp.json", {"x": 1})
+
     def record(iid: str) -> str | None:
         written.append(iid)
         return None
@@ -73,6 +74,29 @@ def test_a_run_interrupted_mid_page_resumes_without_repeating(tmp_path: Path) ->
     assert sorted(written) == ids  # each once
     assert lister.calls == ["p1", "p2"]  # the finished first page is not listed again
     assert (summary.exported_now, summary.skipped, summary.exported_total, summary.complete) == (3, 2, 8, True)
+
+
+class CountingCheckpoint(Checkpoint):
+    saves = 0
+
+    def save(self) -> None:
+        type(self).saves += 1
+        super().save()
+
+
+def test_the_checkpoint_is_saved_once_a_second_and_at_each_page_end_not_per_instance(tmp_path: Path) -> None:
+    ticks = iter(n * 0.4 for n in range(1000))  # every look at the clock finds it 0.4 s later
+
+    cp = CountingCheckpoint.open(tmp_path / "cp.json", {"x": 1})
+    exporter = Exporter(
+        Lister([f"i{n}" for n in range(8)]), lambda iid: None, cp, parallel=1, clock=lambda: next(ticks)
+    )
+    assert exporter.run(SEL).exported_total == 8
+    # The start; within the first two pages once each, at the third instance (1.2 s after the last save); three
+    # page ends; the run's end. After every instance it would have been 1 + 8 + 3.
+    assert CountingCheckpoint.saves == 1 + 2 + 3 + 1
+    saved = json.loads((tmp_path / "cp.json").read_text())
+    assert (saved["complete"], saved["exported"]) == (True, 8)
 
 
 def test_failures_are_kept_and_retried_by_the_next_run(tmp_path: Path) -> None:
