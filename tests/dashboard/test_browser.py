@@ -306,3 +306,18 @@ def test_an_externalized_payload_is_shown_as_its_token_with_how_to_fetch_it(page
     expect(region.locator("pre.payload")).to_have_text(token)
     expect(region.get_by_role("note")).to_contain_text("Externalized payload")
     expect(region.get_by_role("note")).to_contain_text("durabletask get ID --payloads")
+
+
+def test_a_live_refresh_of_the_list_keeps_filter_text_being_typed(page: Any, scenario: Scenario) -> None:
+    page.goto(f"{scenario.url}hubs/default/orchestrations?prefix=typing-")
+    rows = page.get_by_role("table", name="Orchestrations").locator("tbody tr")
+    expect(rows).to_contain_text(["No instances"])
+    prefix = page.get_by_label("Instance ID prefix")
+    prefix.fill("typing-x")  # not applied yet: the user is still typing
+    scenario.client.schedule_new_orchestration("approval", instance_id="typing-1")
+    expect(rows.first).to_contain_text("typing-1")  # the live feed re-rendered the results
+    expect(prefix).to_have_value("typing-x")
+    expect(prefix).to_be_focused()
+    prefix.press("End")
+    prefix.type("y")  # typing goes on in the same field
+    expect(prefix).to_have_value("typing-xy")

@@ -71,7 +71,8 @@ async function bulk(hub, action) {
   });
 }
 
-async function renderList(hub) {
+// A live refresh replaces only the results: the filter form keeps what is being typed in it, and its focus.
+async function renderList(hub, refresh) {
   const current = filtersFromUrl();
   const data = await api(hubPath(hub, `orchestrations${location.search}`));
   const instanceUrl = (id) => `/hubs/${encodeURIComponent(hub)}/instances/${encodeURIComponent(id)}`;
@@ -83,6 +84,18 @@ async function renderList(hub) {
   const canAct = !data.refused;
   const count = `${data.items.length} instance(s) on this page`
     + (data.stopped ? ` (looked through ${data.scanned} without filling it: Next page looks further)` : "");
+  const results = [
+    el("p", { class: "count" }, count),
+    el("table", { class: "grid", "aria-label": "Orchestrations" },
+      el("thead", {}, el("tr", {}, ["Instance ID", "Name", "Version", "Status", "Tags", "Created", "Last updated"]
+        .map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No instances")))),
+    pager(data.next)];
+  const shown = main.querySelector("#list-results");
+  if (refresh && shown && shown.dataset.hub === hub && !data.refused) {
+    show(shown, ...results);
+    return data.digest;
+  }
   show(main,
     el("h1", {}, "Orchestrations"),
     data.refused ? el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${data.refused}`) : null,
@@ -93,12 +106,7 @@ async function renderList(hub) {
       el("button", { onclick: () => bulk(hub, "purge").catch((e) => notice(e.message, true)) }, "Purge all matching"),
     ] : []),
     filterForm(hub, current),
-    el("p", { class: "count" }, count),
-    el("table", { class: "grid", "aria-label": "Orchestrations" },
-      el("thead", {}, el("tr", {}, ["Instance ID", "Name", "Version", "Status", "Tags", "Created", "Last updated"]
-        .map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No instances")))),
-    pager(data.next));
+    el("div", { id: "list-results", "data-hub": hub }, results));
   return data.digest;
 }
 
@@ -153,7 +161,7 @@ async function render(rewatch) {
       view = "workers";
       digest = await renderWorkers(main, hub);
     } else {
-      digest = await renderList(hub);
+      digest = await renderList(hub, !rewatch);
     }
   } catch (problem) {
     show(main, el("p", { class: "error", role: "alert" }, problem.message));
