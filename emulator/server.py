@@ -187,7 +187,7 @@ class EmulatorServer:
             self._requested_port = port
             self.start()
 
-    def stop(self, grace: float | None = None) -> None:
+    def stop(self, grace: float | None = 0.2) -> None:
         """Stops serving; open streams end and their work items become available again.
 
         State is kept, so :meth:`start` may be called again (and :meth:`reset` still works).

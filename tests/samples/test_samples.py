@@ -7,6 +7,7 @@ on a task hub of its own (samples use fixed instance IDs), which is removed or e
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,11 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 # What each sample must print, beyond exiting 0: evidence that it showed what it is about.
 EXPECTED = {
     "demo.py": ["status: COMPLETED", "history:"],
-    "async_order.py": ['"shipments": ["shipped book", "shipped lamp"], "gift_wrap": true', '"gift_wrap": false',
-                       "impatient_order: FAILED: orchestrator 'impatient_order' awaited asyncio.tasks.sleep()"],
+    "async_order.py": [
+        '"shipments": ["shipped book", "shipped lamp"], "gift_wrap": true',
+        '"gift_wrap": false',
+        "impatient_order: FAILED: orchestrator 'impatient_order' awaited asyncio.tasks.sleep()",
+    ],
     "function_chaining.py": ['COMPLETED ["Hello, Tokyo!", "Hello, Seattle!", "Hello, London!"]'],
     "fan_out_fan_in.py": ['COMPLETED {"documents": 25, "words": 325}'],
     "human_interaction.py": ['"approved_by": "alice"', '"approved_by": "director"', '"escalated": true'],
@@ -31,26 +35,45 @@ EXPECTED = {
         '"migrated": true',
         'batch-c: COMPLETED {"count": 75, "served_by": "v2',
     ],
-    "durable_agent.py": ['agent-alice: COMPLETED {"status": "filed"', 'agent-bob: COMPLETED {"status": "cancelled"',
-                         "agent-bob:withdraw:payslip"],
+    "durable_agent.py": [
+        'agent-alice: COMPLETED {"status": "filed"',
+        'agent-bob: COMPLETED {"status": "cancelled"',
+        "agent-bob:withdraw:payslip",
+    ],
     "rewind_etl.py": ["first run: FAILED", "after rewind: COMPLETED", "'extract': 1, 'load': 2, 'transform': 1"],
     "carrier_attach.py": ["[run-2]", "attached instance review-run", "each review ran to completion exactly once"],
     "entities_bank.py": ['"declined"', "balance 80", "balance 70"],
-    "tracing_order.py": ["13 spans", "POST /orders [server]", "\n    orchestration:process_order [server]",
-                         "\n        activity:ship [server]"],
-    "nightly_report.py": ["night 1: nightly-sales-report-2030-03-02T02:00:00+00:00 COMPLETED",
-                          "operator: paused nightly-sales-report", "next run 2030-03-05T02:00:00+00:00",
-                          "night 4: nightly-sales-report-2030-03-05T02:00:00+00:00 COMPLETED",
-                          "reports started: 3 (none during the maintenance night)"],
-    "large_context_agent.py": ["agent-large-context: COMPLETED, answer 'clause 3 applies (3 notes)', context of "
-                               "5243348 bytes", "payloads as tokens, e.g. blob:v1:durabletask-payloads:"
-                               "agent-large-context/"],
+    "tracing_order.py": [
+        "13 spans",
+        "POST /orders [server]",
+        "\n    orchestration:process_order [server]",
+        "\n        activity:ship [server]",
+    ],
+    "nightly_report.py": [
+        "night 1: nightly-sales-report-2030-03-02T02:00:00+00:00 COMPLETED",
+        "operator: paused nightly-sales-report",
+        "next run 2030-03-05T02:00:00+00:00",
+        "night 4: nightly-sales-report-2030-03-05T02:00:00+00:00 COMPLETED",
+        "reports started: 3 (none during the maintenance night)",
+    ],
+    "large_context_agent.py": [
+        "agent-large-context: COMPLETED, answer 'clause 3 applies (3 notes)', context of 5243348 bytes",
+        "payloads as tokens, e.g. blob:v1:durabletask-payloads:agent-large-context/",
+    ],
 }
 # Against an external backend a sample runs on the real clock, so its times are not known in advance.
 EXPECTED_EXTERNAL = {
-    "nightly_report.py": ["night 1: nightly-sales-report-", "operator: paused nightly-sales-report",
-                          "night 4: nightly-sales-report-", "reports started: 3 (none during the maintenance night)"],
+    "nightly_report.py": [
+        "night 1: nightly-sales-report-",
+        "operator: paused nightly-sales-report",
+        "night 4: nightly-sales-report-",
+        "reports started: 3 (none during the maintenance night)",
+    ],
 }
+
+
+# A line of gRPC's own C++ log (abseil format), e.g. "I1201 21:26:49.459732   21173 chttp2_transport.cc:1403] ...".
+GRPC_CORE_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+\.cc:\d+\]", re.MULTILINE)
 
 
 def _samples() -> list[str]:
@@ -68,18 +91,28 @@ def test_sample_runs(name: str, request: pytest.FixtureRequest) -> None:
     env = {k: v for k, v in os.environ.items() if k != "DURABLETASK_CONNECTION_STRING"}
     hubs = taskhubs(request.config)
     if hubs is None:
-        proc = subprocess.run([sys.executable, str(SAMPLES / name)], cwd=SAMPLES, capture_output=True, text=True,
-                              timeout=150, env=env)
+        proc = subprocess.run(
+            [sys.executable, str(SAMPLES / name)], cwd=SAMPLES, capture_output=True, text=True, timeout=150, env=env
+        )
     else:
         taskhub = hubs.open()
         try:
             with hubs.emptied_afterwards(taskhub):
                 args = ["--connection-string", hubs.backend.connection_string(taskhub)]
-                proc = subprocess.run([sys.executable, str(SAMPLES / name), *args], cwd=SAMPLES,
-                                      capture_output=True, text=True, timeout=150, env=hubs.backend.child_env(env))
+                proc = subprocess.run(
+                    [sys.executable, str(SAMPLES / name), *args],
+                    cwd=SAMPLES,
+                    capture_output=True,
+                    text=True,
+                    timeout=150,
+                    env=hubs.backend.child_env(env),
+                )
         finally:
             hubs.release(taskhub)
     assert proc.returncode == 0, f"{name} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
     expected = EXPECTED_EXTERNAL.get(name, EXPECTED[name]) if hubs is not None else EXPECTED[name]
     for needle in expected:
         assert needle in proc.stdout, f"{name} did not print {needle!r}:\n{proc.stdout}"
+    if hubs is None:
+        # The embedded emulator shuts down gracefully: no channel logs a GOAWAY that cancelled its calls.
+        assert not GRPC_CORE_LOG.findall(proc.stderr), f"{name} let gRPC log:\n{proc.stderr[-3000:]}"
