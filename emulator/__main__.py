@@ -37,6 +37,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dynamic-task-hubs", action="store_true", help="create unknown task hubs on first use")
     parser.add_argument("--lease-timeout", type=float, default=300.0, help="seconds before redelivery")
     parser.add_argument("--health-ping-interval", type=float, default=15.0, help="seconds between idle pings")
+    parser.add_argument(
+        "--keepalive-interval",
+        type=float,
+        default=30.0,
+        help="seconds between HTTP/2 pings on connections with open calls (default 30)",
+    )
+    parser.add_argument(
+        "--keepalive-timeout",
+        type=float,
+        default=20.0,
+        help="seconds a ping may go unanswered before the connection is closed and its work items are offered "
+        "again (default 20)",
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     auth = parser.add_mutually_exclusive_group()
     auth.add_argument(
@@ -101,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key must be given together")
+    for flag in ("keepalive_interval", "keepalive_timeout"):
+        if not 0.001 <= getattr(args, flag) <= 86_400:
+            parser.error(f"--{flag.replace('_', '-')} must be between 0.001 and 86400 seconds")
     token = _token(args, parser)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     hubs = tuple(h.strip() for h in args.task_hubs.split(",") if h.strip())
@@ -171,6 +187,8 @@ def _server(args: argparse.Namespace, hubs: tuple[str, ...], token: str | None) 
         faults=args.faults,
         durability=args.durability,
         otlp_endpoint=args.otlp_endpoint,
+        keepalive_interval=args.keepalive_interval,
+        keepalive_timeout=args.keepalive_timeout,
     )
 
 

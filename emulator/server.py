@@ -54,6 +54,10 @@ class EmulatorServer:
         otlp_endpoint: An OTLP/gRPC collector (``http://host:4317``) to export the emulator's own spans to: the
             queueing, dispatch and commit of each traced work item, in the trace it carries. Needs the
             ``emulator-otlp`` extra.
+        keepalive_interval: Seconds between the HTTP/2 pings the server sends on a connection with open calls.
+        keepalive_timeout: Seconds a ping may go unanswered before its connection is closed. A worker that
+            froze, or whose host vanished without closing the connection, then loses its stream, and the work
+            items it held are offered again at once rather than after ``lease_timeout``.
 
     Raises:
         DatabaseInUseError: another emulator already serves ``db_path``.
@@ -78,9 +82,15 @@ class EmulatorServer:
         faults: FaultProfile | None = None,
         durability: str = "normal",
         otlp_endpoint: str | None = None,
+        keepalive_interval: float = 30.0,
+        keepalive_timeout: float = 20.0,
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
+        for name, value in (("keepalive_interval", keepalive_interval), ("keepalive_timeout", keepalive_timeout)):
+            if not 0.001 <= value <= 86_400:
+                raise ValueError(f"{name} must be between 0.001 and 86400 seconds, got {value}")
+        self._keepalive_ms = (round(keepalive_interval * 1000), round(keepalive_timeout * 1000))
         # First, so a missing extra is reported before the database is opened.
         tracer: WorkTracer | None = None
         self._otlp: OtlpExport | None = None
@@ -147,6 +157,13 @@ class EmulatorServer:
             options=[
                 ("grpc.max_receive_message_length", 64 * 1024 * 1024),
                 ("grpc.max_send_message_length", 64 * 1024 * 1024),
+                # Pings on connections with open calls find peers that stopped answering (see keepalive_timeout).
+                ("grpc.keepalive_time_ms", self._keepalive_ms[0]),
+                ("grpc.keepalive_timeout_ms", self._keepalive_ms[1]),
+                ("grpc.http2.ping_timeout_ms", self._keepalive_ms[1]),
+                ("grpc.keepalive_permit_without_calls", 0),
+                # Keep pinging an idle stream: by default the server stops after two pings without data.
+                ("grpc.http2.max_pings_without_data", 0),
             ],
         )
         servicer = Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits, self.faults)
