@@ -35,7 +35,7 @@ class AsyncExportHistoryClient:
     async def create_job(self, options: ExportJobCreationOptions, *, job_id: str | None = None) -> ExportJobDescription:
         """See :meth:`ExportHistoryClient.create_job`."""
         new = common.NewJob(options, job_id)
-        new.check_replaces(await self.get_job(new.job_id))
+        new.warn_if_active(await self.get_job(new.job_id))
         await self._client.signal_entity(new.entity_id, ExportJobEntity.OP_CREATE, input=new.operation_input)
         return new.description()
 

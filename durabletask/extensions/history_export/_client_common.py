@@ -15,7 +15,6 @@ from durabletask import client as client_module
 from durabletask import entities
 from durabletask.extensions.history_export._constants import ENTITY_NAME, orchestrator_instance_id_for
 from durabletask.extensions.history_export._logging import logger
-from durabletask.extensions.history_export.exceptions import ExportJobInvalidTransitionError
 from durabletask.extensions.history_export.models import (
     ExportJobConfiguration,
     ExportJobCreationOptions,
@@ -74,16 +73,20 @@ class NewJob:
         self.created_at = datetime.now(timezone.utc)
         self.operation_input = {"config": self.config.to_dict(), "created_at": self.created_at.isoformat()}
 
-    def check_replaces(self, existing: ExportJobDescription | None) -> None:
-        """Refuses, as the entity would, to create over a job that is still ACTIVE.
+    def warn_if_active(self, existing: ExportJobDescription | None) -> None:
+        """Warns that a create over a job still ACTIVE changes nothing, as Microsoft's client does not raise.
 
-        The entity would reject it too, but inside a signal nobody waits on; checking first gives the caller the
-        error.
+        The entity refuses such a create inside a signal nobody waits on, so the job keeps its configuration; an
+        application that creates its job at every start (as with Microsoft's SDK) must keep working, so this only
+        says so in the log.
         """
         current = None if existing is None else existing.status
         if not is_valid_transition("create", current, ExportJobStatus.ACTIVE):
-            raise ExportJobInvalidTransitionError(
-                "create", None if current is None else current.value, ExportJobStatus.ACTIVE.value, job_id=self.job_id
+            logger.warning(
+                "export job %r is still %s: the job refuses a new create and keeps its configuration "
+                "(delete or cancel it first to start it over)",
+                self.job_id,
+                None if current is None else current.value,
             )
 
     def description(self) -> ExportJobDescription:

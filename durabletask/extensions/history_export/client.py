@@ -80,10 +80,12 @@ class ExportHistoryClient:
 
         Raises:
             ValueError: the options are invalid (the message names the field).
-            ExportJobInvalidTransitionError: a job with this ID exists and is still ACTIVE.
+
+        A job with this ID that is still ACTIVE refuses the create and keeps its configuration, as with
+        Microsoft's client; a warning is logged (a COMPLETED or FAILED one starts over).
         """
         new = common.NewJob(options, job_id)
-        new.check_replaces(self.get_job(new.job_id))
+        new.warn_if_active(self.get_job(new.job_id))
         self._client.signal_entity(new.entity_id, ExportJobEntity.OP_CREATE, input=new.operation_input)
         return new.description()
 
