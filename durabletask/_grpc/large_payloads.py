@@ -2,7 +2,9 @@
 
 The clients call :class:`PayloadBoundary` on each request before it is sent and on each response after it is
 received; the worker on each work item it receives, each history page it fetches each result it sends.
-Nothing above the boundary (replay core, runners, models) ever sees a token.
+Nothing above the boundary (replay core, runners, models) fetches or stores a payload. The worker's
+orchestrations and activities see their payloads' tokens in their messages and take each payload, already
+fetched here, from :class:`FetchedPayloads` as they decode it.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from google.protobuf.message import Message
 
 from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask.payload.helpers import (
+    MAX_TOKEN_BYTES,
     deexternalize_payloads,
     deexternalize_payloads_async,
     externalize,
     externalize_payloads,
     externalize_payloads_async,
+    fetch_payloads,
+    fetch_text,
     holds_tokens,
     instance_of,
 )
@@ -123,6 +128,59 @@ class PayloadBoundary:
             return events
 
         return restored
+
+
+#: History events whose payload the replay never decodes (what the orchestration itself sent, checked by name
+#: only): their tokens are not fetched. Were one decoded after all, :meth:`FetchedPayloads.resolve` fetches it.
+_NOT_DECODED = (
+    ".taskScheduled.",
+    ".subOrchestrationInstanceCreated.",
+    ".eventSent.",
+    ".entityOperationCalled.",
+    ".entityOperationSignaled.",
+    ".executionTerminated.",
+    ".executionCompleted.",
+)
+
+
+class FetchedPayloads:
+    """The worker's :class:`~durabletask._replay.codec.PayloadSource`: payloads fetched on a work item's arrival,
+    kept apart from its message (which keeps the tokens), each handed over once, when the runner decodes it.
+
+    Restored into the message instead, a payload stays in protobuf's memory for the whole work item (one arena
+    for the message tree, freed only when nothing references any of it), beside the text read out of it and
+    the decoded value. Fetching on arrival keeps a store failure where it was: before the item runs, reported
+    (or the item handed back) by :class:`~durabletask._worker.large_payloads.PayloadWorkItems`.
+    """
+
+    def __init__(self, store: PayloadStore) -> None:
+        self._store = store
+        self._texts: dict[str, str] = {}  # token -> payload; tokens are unique, so items never collide
+
+    def fetch(self, item: Message) -> tuple[str | None, list[str]]:
+        """Fetch the payloads of a received work item; returns its instance and the tokens fetched."""
+        request = _request_of(item)
+        if request is None:
+            return None, []
+        instance_id = instance_of(request)
+        texts = fetch_payloads(request, self._store, instance_id=instance_id, skip=_NOT_DECODED)
+        self._texts.update(texts)
+        return instance_id, list(texts)
+
+    def forget(self, tokens: Iterable[str]) -> None:
+        """Drop what a finished work item fetched and never decoded (an event no code waited for)."""
+        for token in tokens:
+            self._texts.pop(token, None)
+
+    def resolve(self, text: str) -> str:
+        """The payload a token stands for (given up by the table: decoded once per fetch), else ``text``."""
+        if len(text) > MAX_TOKEN_BYTES or not self._store.is_known_token(text):
+            return text
+        fetched = self._texts.pop(text, None)
+        if fetched is not None:
+            return fetched
+        # Decoded again, or in a later turn of a kept session (an event buffered then): fetched now.
+        return fetch_text(self._store, text, "payload", None)
 
 
 class PayloadStub:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from json.decoder import JSONDecoder
 from json.encoder import encode_basestring_ascii
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from durabletask import _payload
 from durabletask.serialization import DEFAULT_DATA_CONVERTER
@@ -32,25 +32,40 @@ def _fast_text(value: Any) -> str | None:
     return None
 
 
+class PayloadSource(Protocol):
+    """Payloads kept out of the messages the core reads: a token stands in the message for each one.
+
+    With a payload store, the worker's boundary fetches them when the work item arrives and hands them over
+    here, one at a time, as each is decoded: the text then never sits in the message beside the decoded value
+    (protobuf keeps a message's strings for as long as any part of it is referenced).
+    """
+
+    def resolve(self, text: str) -> str:
+        """The payload ``text`` stands for when it is a token, else ``text`` itself."""
+        ...
+
+
 class Codec:
     """Encodes outgoing payloads (enforcing the size limit) and decodes incoming ones."""
 
-    __slots__ = ("_converter", "instance_id", "limit")
+    __slots__ = ("_converter", "_payloads", "instance_id", "limit")
 
     def __init__(
         self,
         converter: DataConverter | None = None,
         limit: int = _payload.MAX_PAYLOAD_BYTES,
         instance_id: str | None = None,
+        payloads: PayloadSource | None = None,
     ) -> None:
         self._converter = converter
         self.limit = limit
         #: Named in the size-limit error, so it says whose payload was too large.
         self.instance_id = instance_id
+        self._payloads = payloads
 
     def for_instance(self, instance_id: str) -> Codec:
         """This codec, naming ``instance_id`` in its errors."""
-        return Codec(self._converter, self.limit, instance_id)
+        return Codec(self._converter, self.limit, instance_id, self._payloads)
 
     def encode(self, value: Any, field: str, name: str = "") -> str | None:
         """JSON text for ``value`` (``None`` stays absent).
@@ -74,6 +89,9 @@ class Codec:
         """The value of a JSON payload (empty → ``None``), rebuilt as ``target_type`` when given."""
         if not text:
             return None
+        if self._payloads is not None:
+            # The caller keeps the token; the payload's text lives only in this frame while it is decoded.
+            text = self._payloads.resolve(text)
         if self._converter is not None:
             return self._converter.deserialize(text, target_type)
         if target_type is None and _payload.AUTO_OBJECT_MARKER not in text:

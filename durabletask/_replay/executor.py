@@ -13,7 +13,7 @@ from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import Registry
 from durabletask._replay import entities, rewind
-from durabletask._replay.codec import Codec
+from durabletask._replay.codec import Codec, PayloadSource
 from durabletask._replay.failures import OrchestrationStateError
 from durabletask._replay.handlers import HandlerTable
 from durabletask._replay.runtime import EntitySupport, RuntimeContext
@@ -54,11 +54,12 @@ class OrchestrationExecutor:
         entity_support: Callable[[RuntimeContext], EntitySupport] | None = None,
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
         payload_limit: int = MAX_PAYLOAD_BYTES,
+        payloads: PayloadSource | None = None,
     ) -> None:
         self._registry = registry
         self._logger = logger or logging.getLogger("durabletask.replay")
         self._maximum_timer_interval = maximum_timer_interval
-        self._codec = Codec(data_converter, payload_limit)
+        self._codec = Codec(data_converter, payload_limit, payloads=payloads)
         self._first_sequence_id = first_sequence_id
         self._handlers = HandlerTable(registry.get_orchestrator)
         if entity_support is None:

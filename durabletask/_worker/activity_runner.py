@@ -14,7 +14,7 @@ from durabletask import _tracing as tracing
 from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import ActivityNotRegisteredError, Registry
-from durabletask._replay.codec import Codec
+from durabletask._replay.codec import Codec, PayloadSource
 from durabletask._replay.contexts import ActivityContext
 from durabletask._replay.failures import proto_from_exception
 from durabletask._replay.typehints import input_type
@@ -58,11 +58,12 @@ class ActivityRunner:
         exception_properties_provider: ExceptionPropertiesProvider | None = None,
         emit_trace_spans: bool = True,
         payload_limit: int = MAX_PAYLOAD_BYTES,
+        payloads: PayloadSource | None = None,
     ) -> None:
         self._registry = registry
         self._emit_trace_spans = emit_trace_spans
         self._logger = logger
-        self._codec = Codec(data_converter, payload_limit)
+        self._codec = Codec(data_converter, payload_limit, payloads=payloads)
         self._new_context = context_factory
         self._properties_of = properties_reader(exception_properties_provider, logger)
 

@@ -17,7 +17,7 @@ from durabletask._grpc.channel import (
     get_default_host_address,
     intercept_given_channel,
 )
-from durabletask._grpc.large_payloads import PayloadBoundary, payload_limit
+from durabletask._grpc.large_payloads import FetchedPayloads, PayloadBoundary, payload_limit
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
 from durabletask._tracing.orchestration import OrchestrationTracer
@@ -76,7 +76,7 @@ class TaskHubGrpcWorker:
         concurrency_options: Per-kind limits on work items running at once.
         maximum_timer_interval: Longest single durable timer; longer ones are chained.
         payload_store: Where payloads over its threshold go (see :mod:`durabletask.payload`): work items
-            arrive with their payloads restored and results leave with large ones externalized.
+            have their payloads fetched on arrival and results leave with large ones externalized.
         data_converter: Converts payloads for orchestrations and activities (default: JSON).
         exception_properties_provider: Adds custom properties to recorded failures (activities,
             orchestrators and entity operations, each exception of the cause chain).
@@ -371,6 +371,12 @@ class _Run:
         )
         store = worker._payload_store
         boundary = PayloadBoundary(store) if store is not None else None
+        # Orchestration and activity payloads stay out of their work items, taken when decoded; an executor
+        # of the application's own cannot take them, so its work items are restored in place.
+        fetched = FetchedPayloads(store) if store is not None else None
+        fetched_kinds = frozenset(
+            {"activityRequest"} | ({"orchestratorRequest"} if worker._executor_factory is None else set())
+        )
         limit = payload_limit(store)
         executor_factory = worker._executor_factory or default_executor_factory(
             worker._registry,
@@ -379,6 +385,7 @@ class _Run:
             worker._data_converter,
             worker._exception_properties_provider,
             payload_limit=limit,
+            payloads=fetched,
         )
         self.channels = ChannelProvider(worker._channel, worker._open_channel)
         # A fresh cache per run: a new stream means the backend resends full histories anyway.
@@ -409,6 +416,7 @@ class _Run:
                 exception_properties_provider=worker._exception_properties_provider,
                 emit_trace_spans=worker._emit_trace_spans,
                 payload_limit=limit,
+                payloads=fetched,
             ),
             self.sender,
             registry=worker._registry,
@@ -424,7 +432,11 @@ class _Run:
             ),
         )
         request = worker._work_items_request()
-        self.payloads = PayloadWorkItems(handler, boundary, logger) if boundary is not None else None
+        self.payloads = (
+            PayloadWorkItems(handler, boundary, logger, fetched=fetched, fetched_kinds=fetched_kinds)
+            if boundary is not None
+            else None
+        )
         self.loop = StreamLoop(
             channels=self.channels,
             request=lambda: request,

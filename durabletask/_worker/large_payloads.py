@@ -8,7 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from durabletask._grpc.large_payloads import PayloadBoundary, PayloadStub
+from durabletask._grpc.large_payloads import FetchedPayloads, PayloadBoundary, PayloadStub
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.payload.helpers import PayloadStoreError
 
@@ -25,7 +25,8 @@ class PayloadWorkItems:
     that item only, while the stream goes on receiving (and the handler dispatching) the others. At most
     ``max_restores`` items are restored at once; beyond that the stream waits, as it waits for a free slot.
     The restored payloads go into a copy of the item, so the stream's reference to the message it received
-    does not keep them alive after the item is done.
+    does not keep them alive after the item is done. For the request kinds in ``fetched_kinds`` they do not go
+    into the message at all: ``fetched`` holds them, and the runner takes each as it decodes it.
 
     A work item whose payload cannot be fetched does not run with a missing value. When retrying cannot help
     (the blob is gone, the token is malformed or of another store) an orchestration or activity fails with
@@ -39,8 +40,12 @@ class PayloadWorkItems:
         logger: logging.Logger,
         *,
         max_restores: int = DEFAULT_RESTORES,
+        fetched: FetchedPayloads | None = None,
+        fetched_kinds: frozenset[str] = frozenset(),
     ) -> None:
         self._handler = handler
+        self._fetched = fetched
+        self._fetched_kinds = fetched_kinds if fetched is not None else frozenset()
         self._boundary = boundary
         self._logger = logger
         self._free = threading.BoundedSemaphore(max_restores)
@@ -60,11 +65,13 @@ class PayloadWorkItems:
         if not needs_store:
             self._handler(item, PayloadStub(stub, self._boundary, self._boundary.instance_of(item)), done)
             return
-        copy = pb.WorkItem()
-        copy.CopyFrom(item)
+        if item.WhichOneof("request") not in self._fetched_kinds:
+            copy = pb.WorkItem()
+            copy.CopyFrom(item)
+            item = copy
         self._free.acquire()
         try:
-            self._pool.submit(self._restore, copy, stub, done)
+            self._pool.submit(self._restore, item, stub, done)
         except BaseException:
             self._free.release()
             done()
@@ -82,7 +89,7 @@ class PayloadWorkItems:
 
     def _restore_and_hand_on(self, item: pb.WorkItem, stub: Any, done: Callable[[], None]) -> None:
         try:
-            instance_id = self._boundary.work_item(item)
+            instance_id, done = self._fetch_or_restore(item, done)
         except PayloadStoreError as error:
             self._logger.error("%s", error)
             try:
@@ -101,6 +108,19 @@ class PayloadWorkItems:
             self._handler(item, PayloadStub(stub, self._boundary, instance_id), done)
         except Exception:  # the handler releases the item itself; a raise here would only kill the thread
             self._logger.exception("could not dispatch a work item")
+
+    def _fetch_or_restore(self, item: pb.WorkItem, done: Callable[[], None]) -> tuple[str | None, Callable[[], None]]:
+        """Restore the item's payloads (into it, or into ``fetched``); returns its instance and its ``done``."""
+        fetched = self._fetched
+        if fetched is None or item.WhichOneof("request") not in self._fetched_kinds:
+            return self._boundary.work_item(item), done
+        instance_id, tokens = fetched.fetch(item)
+
+        def release() -> None:
+            fetched.forget(tokens)
+            done()
+
+        return instance_id, release if tokens else done
 
     def _refuse(self, item: pb.WorkItem, stub: Any, error: PayloadStoreError) -> None:
         kind = item.WhichOneof("request")

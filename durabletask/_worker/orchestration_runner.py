@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import trace_ids
+from durabletask._replay.codec import PayloadSource
 from durabletask._replay.executor import OrchestrationExecutor
 from durabletask._replay.failures import proto_from_exception
 from durabletask._tracing.orchestration import OrchestrationTracer, Turn
@@ -57,6 +58,7 @@ def default_executor_factory(
     exception_properties_provider: ExceptionPropertiesProvider | None = None,
     *,
     payload_limit: int = MAX_PAYLOAD_BYTES,
+    payloads: PayloadSource | None = None,
 ) -> ExecutorFactory:
     """A factory for the SDK's replay executor, bound to one worker's registry and settings.
 
@@ -71,6 +73,7 @@ def default_executor_factory(
             data_converter=data_converter,
             exception_properties_provider=exception_properties_provider,
             payload_limit=payload_limit,
+            payloads=payloads,
         )
 
     return create

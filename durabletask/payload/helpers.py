@@ -109,8 +109,8 @@ def instance_of(msg: Message) -> str | None:
     return None
 
 
-#: No token is longer than this; a longer value is a payload, recognized without copying it out of the message.
-_MAX_TOKEN_BYTES = 4096
+#: No token is longer than this; a longer value is a payload.
+MAX_TOKEN_BYTES = _MAX_TOKEN_BYTES = 4096
 
 #: What any version of the token format starts with (``blob:v1:`` today). A payload is JSON text (or a data
 #: converter's), which never starts like this, so such a value is a token, read or refused, never passed on.
@@ -118,11 +118,7 @@ _looks_like_token = re.compile(r"blob:v\d+:").match
 
 
 def _utf8_size(sv: wrappers_pb2.StringValue) -> int:
-    """The UTF-8 length of ``sv.value``, from one copy of the text dropped at once.
-
-    Asking protobuf (upb) for the wrapper's ``ByteSize()`` serializes it whole into memory of its own, which
-    for a large payload is two copies at once (the encoding, grown in steps).
-    """
+    """The UTF-8 length of ``sv.value``, from one copy of the text dropped at once (see :func:`_short_text`)."""
     return utf8_size(sv.value)
 
 
@@ -151,11 +147,21 @@ def _text_bytes(store: PayloadStore, sv: wrappers_pb2.StringValue, size: int) ->
     return text if getattr(store, "reads_buffers", False) else text.tobytes()
 
 
+def _short_text(sv: wrappers_pb2.StringValue) -> str | None:
+    """``sv``'s text when it is short enough to be a token, else ``None``.
+
+    Reading the text out copies it once, for a moment; asking protobuf (upb) for the wrapper's ``ByteSize()``
+    instead serializes the whole wrapper into memory of its own, which for a large inline payload is two copies.
+    """
+    text = sv.value
+    return text if len(text) <= _MAX_TOKEN_BYTES else None  # a token is ASCII: characters are bytes
+
+
 def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, instance_id: str | None) -> str | None:
     """The token ``sv`` holds, ``None`` for an inline payload; a malformed or foreign token is an error."""
-    if sv.ByteSize() > _MAX_TOKEN_BYTES:  # the encoded size is a little over the text's: an upper bound is enough
+    text = _short_text(sv)
+    if text is None:
         return None
-    text = sv.value
     if not _looks_like_token(text) and not store.is_known_token(text):
         return None
     if not store.is_known_token(text):
@@ -172,10 +178,8 @@ def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, inst
 def holds_tokens(msg: Message, store: PayloadStore) -> bool:
     """Whether ``msg`` holds a value that :func:`deexternalize_payloads` would fetch or reject, without fetching."""
     for _, sv, _ in string_payloads(msg):
-        if sv.ByteSize() > _MAX_TOKEN_BYTES:
-            continue
-        text = sv.value
-        if _looks_like_token(text) or store.is_known_token(text):
+        text = _short_text(sv)
+        if text is not None and (_looks_like_token(text) or store.is_known_token(text)):
             return True
     return False
 
@@ -266,6 +270,38 @@ def deexternalize_payloads(msg: Message, store: PayloadStore, *, instance_id: st
         except Exception as exc:
             raise _fetch_failed(exc, path, token, owner) from exc
         _put_back(sv, data, path, token, owner)
+
+
+def fetch_payloads(
+    msg: Message, store: PayloadStore, *, instance_id: str | None = None, skip: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """The payload text of every token in ``msg``, by token, leaving the tokens where they are.
+
+    For a reader that takes each payload when it decodes it: the message never holds the payload (protobuf
+    would keep that copy for as long as any part of the message lives). Fields whose path holds one of
+    ``skip`` are not fetched (their tokens are still checked). Raises as :func:`deexternalize_payloads` does,
+    naming the instance and the field.
+    """
+    fetched: dict[str, str] = {}
+    for path, sv, owner in string_payloads(msg, instance_id=instance_id):
+        token = _token_in(store, path, sv, owner)
+        if token is not None and any(part in f".{path}" for part in skip):
+            continue
+        if token is not None and token not in fetched:
+            fetched[token] = fetch_text(store, token, path, owner)
+    return fetched
+
+
+def fetch_text(store: PayloadStore, token: str, path: str, instance_id: str | None) -> str:
+    """The payload stored under ``token`` as text; a store or UTF-8 failure names ``path`` and the instance."""
+    try:
+        data = store.download(token)
+    except Exception as exc:
+        raise _fetch_failed(exc, path, token, instance_id) from exc
+    try:
+        return str(data, "utf-8")  # the bytes go when this returns: the text alone is kept
+    except UnicodeDecodeError as exc:
+        raise _fetch_failed(exc, path, token, instance_id) from exc
 
 
 async def externalize_payloads_async(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
