@@ -180,3 +180,77 @@ def test_a_payload_decoded_again_or_in_a_later_turn_is_fetched_then(tmp_path: Pa
     events[-1].eventRaised.input.value = token
     result = OrchestrationExecutor(registry(relay), payloads=fetched).execute("f", [], events)
     assert result.actions[0].scheduleTask.input.value == '"late"'
+
+
+def test_the_blob_store_keeps_no_payload_alive_after_its_first_upload(blob_store: Any) -> None:
+    import gc
+    import types
+
+    from durabletask.extensions.azure_blob_payloads import BlobPayloadStore
+
+    blob_store.upload(b"the container exists now")
+    data = bytes(range(256)) * 64
+    with BlobPayloadStore(blob_store.options) as fresh:  # a worker's store meets the container made by a client
+        gc.disable()  # so only references, not a cycle collection at some random moment, decide
+        try:
+            token = fresh.upload(data, instance_id="m")
+            frames = [r.f_code.co_name for r in gc.get_referrers(data) if isinstance(r, types.FrameType)]
+        finally:
+            gc.enable()
+        assert fresh.download(token) == data
+    # Creating the container that existed raised an error kept in a reference cycle with its traceback, whose
+    # frames reached back to the upload's, holding the payload until Python's next cycle collection.
+    assert frames == [], frames
+
+
+def test_the_blob_store_s_asyncio_methods_do_their_file_io_off_the_event_loop(
+    blob_store: Any, monkeypatch: Any
+) -> None:
+    import asyncio
+    import tempfile
+    import threading
+
+    from durabletask.extensions.azure_blob_payloads import blob_payload_store
+
+    on_loop: list[str] = []
+    loop_thread: list[int] = []
+    temporary_file = tempfile.TemporaryFile
+
+    class Spool:
+        """A temporary file that notes each read or write made on the event loop's thread."""
+
+        def __init__(self) -> None:
+            self._file = temporary_file()
+
+        def __getattr__(self, name: str) -> Any:
+            attribute = getattr(self._file, name)
+            if name not in ("read", "write", "readinto"):
+                return attribute
+
+            def noted(*args: Any) -> Any:
+                if threading.get_ident() in loop_thread:
+                    on_loop.append(name)
+                return attribute(*args)
+
+            return noted
+
+        def __enter__(self) -> Spool:
+            return self
+
+        def __exit__(self, *args: object) -> None:
+            self._file.close()
+
+    monkeypatch.setattr(blob_payload_store.tempfile, "TemporaryFile", Spool)
+    data = bytes(range(256)) * (24 * 1024)  # 6 MiB: more than one 4 MiB block each way
+
+    async def round_trip() -> bytes:
+        loop_thread.append(threading.get_ident())
+        try:
+            token = await blob_store.upload_async(data, instance_id="m")
+            return bytes(await blob_store.download_async(token))
+        finally:
+            await blob_store.close_async()
+
+    assert asyncio.run(round_trip()) == data
+    # The storage client read the spooled upload, and wrote the download to its spool, on the loop's thread.
+    assert on_loop == [], sorted(set(on_loop))

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, BinaryIO
 
 from durabletask.extensions.azure_blob_payloads.options import BlobPayloadStoreOptions
@@ -45,6 +45,18 @@ def _spooled(data: Any, compress: bool) -> Iterator[tuple[BinaryIO, int]]:
         length = spool.tell()
         spool.seek(0)
         yield spool, length
+
+
+async def _blocks_of(spool: BinaryIO) -> AsyncIterator[bytes]:
+    """The spooled file a block at a time, each read from a thread: no file I/O on the event loop."""
+    while block := await asyncio.to_thread(spool.read, _BLOCK_BYTES):
+        yield block
+
+
+async def _write_blocks(blocks: AsyncIterator[bytes], spool: BinaryIO) -> None:
+    """Write the downloaded blocks to the spool file, each from a thread."""
+    async for block in blocks:
+        await asyncio.to_thread(spool.write, block)
 
 
 class BlobPayloadStore(PayloadStore):
@@ -110,33 +122,49 @@ class BlobPayloadStore(PayloadStore):
     reads_buffers = True
     reads_text = True
 
-    def upload(self, data: bytes, *, instance_id: str | None = None) -> str:
+    # The container is looked for before it is created: creating one that exists raises an error that the storage
+    # client keeps in a reference cycle with its traceback, whose frames reach back (``f_back``) to the upload's
+    # and its caller's, which hold the payload: kept alive after the upload until Python's next cycle collection.
+
+    def _ready_container(self) -> Any:
         from azure.core.exceptions import ResourceExistsError
 
         container = self._sync.get_container_client(self._options.container_name)
         if not self._container_ready:
-            with contextlib.suppress(ResourceExistsError):
-                container.create_container()
+            if not container.exists():
+                with contextlib.suppress(ResourceExistsError):  # created by another writer meanwhile
+                    container.create_container()
             self._container_ready = True
+        return container
+
+    async def _ready_container_async(self) -> Any:
+        from azure.core.exceptions import ResourceExistsError
+
+        container = self._async.get_container_client(self._options.container_name)
+        if not self._container_ready:
+            if not await container.exists():
+                with contextlib.suppress(ResourceExistsError):
+                    await container.create_container()
+            self._container_ready = True
+        return container
+
+    def upload(self, data: bytes, *, instance_id: str | None = None) -> str:
+        container = self._ready_container()
         name = self._new_name(instance_id)
         with _spooled(data, self._options.enable_compression) as (stored, length):
             container.upload_blob(name=name, data=stored, length=length, overwrite=True, max_concurrency=1)
         return make_token(self._options.container_name, name)
 
     async def upload_async(self, data: bytes, *, instance_id: str | None = None) -> str:
-        from azure.core.exceptions import ResourceExistsError
-
-        container = self._async.get_container_client(self._options.container_name)
-        if not self._container_ready:
-            with contextlib.suppress(ResourceExistsError):
-                await container.create_container()
-            self._container_ready = True
+        container = await self._ready_container_async()
         name = self._new_name(instance_id)
         spooled = _spooled(data, self._options.enable_compression)
         stored, length = await asyncio.to_thread(spooled.__enter__)
         del data
         try:
-            await container.upload_blob(name=name, data=stored, length=length, overwrite=True, max_concurrency=1)
+            await container.upload_blob(
+                name=name, data=_blocks_of(stored), length=length, overwrite=True, max_concurrency=1
+            )
         finally:
             spooled.__exit__(None, None, None)
         return make_token(self._options.container_name, name)
@@ -153,7 +181,7 @@ class BlobPayloadStore(PayloadStore):
         container, name = parse_token(token)
         stream = await self._async.get_container_client(container).download_blob(name, max_concurrency=1)
         with tempfile.TemporaryFile() as spool:
-            await stream.readinto(spool)
+            await _write_blocks(stream.chunks(), spool)
             spool.seek(0)
             return await asyncio.to_thread(unpack_from, spool)
 
