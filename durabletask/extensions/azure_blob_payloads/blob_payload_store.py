@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -122,18 +123,19 @@ class BlobPayloadStore(PayloadStore):
     reads_buffers = True
     reads_text = True
 
-    # The container is looked for before it is created: creating one that exists raises an error that the storage
+    # Making sure of the container meets an error (a missing container, or one created meanwhile) that the storage
     # client keeps in a reference cycle with its traceback, whose frames reach back (``f_back``) to the upload's
-    # and its caller's, which hold the payload: kept alive after the upload until Python's next cycle collection.
+    # and its caller's, which hold the payload: alive after the upload until Python's next cycle collection. That
+    # collection is run at once, on a store's first upload only.
 
     def _ready_container(self) -> Any:
         from azure.core.exceptions import ResourceExistsError
 
         container = self._sync.get_container_client(self._options.container_name)
         if not self._container_ready:
-            if not container.exists():
-                with contextlib.suppress(ResourceExistsError):  # created by another writer meanwhile
-                    container.create_container()
+            with contextlib.suppress(ResourceExistsError):
+                container.create_container()
+            gc.collect()
             self._container_ready = True
         return container
 
@@ -142,9 +144,9 @@ class BlobPayloadStore(PayloadStore):
 
         container = self._async.get_container_client(self._options.container_name)
         if not self._container_ready:
-            if not await container.exists():
-                with contextlib.suppress(ResourceExistsError):
-                    await container.create_container()
+            with contextlib.suppress(ResourceExistsError):
+                await container.create_container()
+            gc.collect()
             self._container_ready = True
         return container
 
