@@ -506,8 +506,9 @@ class WorkDispatcher:
 
     def abandon(self, hub: str, token: str, kind: str) -> None:
         lease = self._take(hub, token, kind)
-        with self._cond:
-            self._forget(token)
+        # A stream that was full is woken for its freed slot even when the release finds that the lease had
+        # moved on in storage (the instance was replaced meanwhile) and so announces nothing.
+        self._end_lease(lease)
         self.engine.release(hub, kind, lease.key, token)
 
     def forget_all(self) -> None:

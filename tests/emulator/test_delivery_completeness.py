@@ -167,3 +167,24 @@ def test_streams_do_not_look_for_work_made_in_another_task_hub() -> None:
     finally:
         server.close()
     assert "quiet" not in looked
+
+
+def test_abandoning_a_replaced_instance_frees_the_full_streams_slot_at_once() -> None:
+    server = EmulatorServer(port=0, in_memory=True, health_ping_interval=15.0).start()
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            stub = HubStub(channel, "default")
+            stream = WorkStream(stub, pb.GetWorkItemsRequest(maxConcurrentOrchestrationWorkItems=1))
+            start(stub, instance_id="x")
+            first = stream.next()
+            # Replacing the running instance clears its lease in storage, so releasing that lease finds nothing.
+            replace = pb.OrchestrationIdReusePolicy(
+                replaceableStatus=[pb.ORCHESTRATION_STATUS_PENDING, pb.ORCHESTRATION_STATUS_RUNNING]
+            )
+            start(stub, instance_id="x", orchestrationIdReusePolicy=replace)
+            stub.AbandonTaskOrchestratorWorkItem(pb.AbandonOrchestrationTaskRequest(completionToken=first.completionToken))
+            # The stream had no room; the abandon gave it back, so it takes the new run now, not at its next ping.
+            assert stream.next(timeout=5).orchestratorRequest.instanceId == "x"
+            stream.cancel()
+    finally:
+        server.close()
