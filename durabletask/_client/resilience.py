@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -82,9 +83,11 @@ class RetryPlan:
             return None
         if error.code().name not in policy.retryable_status_codes:
             return None
-        ceiling = min(
-            policy.max_backoff_seconds, policy.initial_backoff_seconds * policy.backoff_multiplier ** (attempt - 1)
-        )
+        try:
+            growth = policy.backoff_multiplier ** (attempt - 1)
+        except OverflowError:  # a wait retries until its timeout: 2.0 ** 1024 is past a float
+            growth = math.inf
+        ceiling = min(policy.max_backoff_seconds, policy.initial_backoff_seconds * growth)
         # Full jitter: spreads retries from many clients after a shared outage.
         pause = ceiling * self.rng()
         if remaining is not None and pause >= remaining:

@@ -71,6 +71,7 @@ def test_a_wait_with_a_timeout_retries_past_max_attempts_until_its_deadline() ->
     plan = RetryPlan(GrpcRetryPolicyOptions(max_attempts=2, max_backoff_seconds=0.25), rng=lambda: 1.0)
     wait = rq.RpcRequest("WaitForInstanceCompletion", pb.GetInstanceRequest(), timeout=60)
     assert plan.delay(wait, UnavailableError(), 10, remaining=30) == pytest.approx(0.25)
+    assert plan.delay(wait, UnavailableError(), 5000, remaining=30) == pytest.approx(0.25)  # no float overflow
     assert plan.delay(wait, UnavailableError(), 10, remaining=0.2) is None  # the caller's timeout comes first
     assert plan.delay(wait, UnavailableError(), 2, remaining=None) is None  # no timeout: max_attempts holds
     assert plan.delay(READ, UnavailableError(), 2, remaining=30) is None
