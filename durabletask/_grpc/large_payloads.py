@@ -10,6 +10,7 @@ fetched here, from :class:`FetchedPayloads` as they decode it.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -155,7 +156,11 @@ class FetchedPayloads:
 
     def __init__(self, store: PayloadStore) -> None:
         self._store = store
-        self._texts: dict[str, str] = {}  # token -> payload; tokens are unique, so items never collide
+        self._lock = threading.Lock()
+        self._texts: dict[str, str] = {}  # token -> payload, until decoded or its work items are done
+        # How many work items under way fetched each token: one instance's consecutive turns (and a work item
+        # handed out again) carry the same tokens, and one item's end must not drop what the next has fetched.
+        self._holders: dict[str, int] = {}
 
     def fetch(self, item: Message) -> tuple[str | None, list[str]]:
         """Fetch the payloads of a received work item; returns its instance and the tokens fetched."""
@@ -164,22 +169,37 @@ class FetchedPayloads:
             return None, []
         instance_id = instance_of(request)
         texts = fetch_payloads(request, self._store, instance_id=instance_id, skip=_NOT_DECODED)
-        self._texts.update(texts)
+        with self._lock:
+            self._texts.update(texts)
+            for token in texts:
+                self._holders[token] = self._holders.get(token, 0) + 1
         return instance_id, list(texts)
 
     def forget(self, tokens: Iterable[str]) -> None:
-        """Drop what a finished work item fetched and never decoded (an event no code waited for)."""
-        for token in tokens:
-            self._texts.pop(token, None)
+        """A work item is done: drop what it fetched that no other item under way holds (decoded or not)."""
+        with self._lock:
+            for token in tokens:
+                left = self._holders.get(token, 1) - 1
+                if left > 0:
+                    self._holders[token] = left
+                else:
+                    self._holders.pop(token, None)
+                    self._texts.pop(token, None)
 
     def resolve(self, text: str) -> str:
-        """The payload a token stands for (given up by the table: decoded once per fetch), else ``text``."""
+        """The payload a token stands for, else ``text``.
+
+        Handed over when decoded: given up by the table then (the text lives on only in the decoding frame),
+        unless another work item under way fetched it too.
+        """
         if len(text) > MAX_TOKEN_BYTES or not self._store.is_known_token(text):
             return text
-        fetched = self._texts.pop(text, None)
+        with self._lock:
+            shared = self._holders.get(text, 0) > 1
+            fetched = self._texts.get(text) if shared else self._texts.pop(text, None)
         if fetched is not None:
             return fetched
-        # Decoded again, or in a later turn of a kept session (an event buffered then): fetched now.
+        # Decoded a second time in the same turn (its text was given up at the first): fetched again.
         return fetch_text(self._store, text, "payload", None)
 
 

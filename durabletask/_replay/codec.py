@@ -85,6 +85,16 @@ class Codec:
             _payload.check_size(field.format(name), text, self.limit, self.instance_id)
         return text
 
+    def resolve(self, text: str | None) -> str | None:
+        """The payload's text when ``text`` is a token standing for it, else ``text``.
+
+        For a payload kept undecoded (an event no one waits for yet): fetched with the work item that brought it,
+        it is taken now, so decoding it in a later turn of a kept session needs no store.
+        """
+        if not text or self._payloads is None:
+            return text
+        return self._payloads.resolve(text)
+
     def decode(self, text: str | None, target_type: Any = None) -> Any:
         """The value of a JSON payload (empty → ``None``), rebuilt as ``target_type`` when given."""
         if not text:

@@ -132,8 +132,9 @@ def on_event_raised(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     raw = raised.input.value if raised.HasField("input") else None
     waiter = None if rt.done else rt.inbox.pop_waiter(key)
     if waiter is None:
-        # Kept for a later wait, or carried over by continue_as_new(save_events=True).
-        rt.inbox.buffer(key, raised.name, raw)
+        # Kept for a later wait, or carried over by continue_as_new(save_events=True): as its text, taken
+        # now from what arrived with the work item (a later turn of a session would fetch it again).
+        rt.inbox.buffer(key, raised.name, rt.codec.resolve(raw))
         return
     value = rt.codec.decode(raw, waiter._expected_type)
     del raw  # the text is not needed once decoded: not kept through the orchestration's next step

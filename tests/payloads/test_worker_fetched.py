@@ -182,6 +182,54 @@ def test_a_payload_decoded_again_or_in_a_later_turn_is_fetched_then(tmp_path: Pa
     assert result.actions[0].scheduleTask.input.value == '"late"'
 
 
+def _waits_after_a_timer(ctx: task.OrchestrationContext, _: Any) -> Any:
+    yield ctx.create_timer(ctx.current_utc_datetime)
+    value = yield ctx.wait_for_external_event("payload")
+    return value
+
+
+def test_an_event_buffered_in_a_kept_session_needs_no_store_in_a_later_turn(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path)
+    token = store.upload('"late"', instance_id="f")
+    fetched = FetchedPayloads(store)
+    # Turn 1 brings the event before anyone waits for it: fetched with its work item, then that item is done.
+    item = pb.WorkItem()
+    events = History("f").new().started("_waits_after_a_timer").orchestrator_started().event_raised("payload", "x")
+    item.orchestratorRequest.instanceId = "f"
+    item.orchestratorRequest.newEvents.extend(events.new_events)
+    item.orchestratorRequest.newEvents[-1].eventRaised.input.value = token
+    _, tokens = fetched.fetch(item)
+    executor = OrchestrationExecutor(registry(_waits_after_a_timer), payloads=fetched)
+    executor.execute("f", [], item.orchestratorRequest.newEvents)
+    fetched.forget(tokens)
+    # Turn 2 of the kept session, with the store down: the wait takes the text turn 1 buffered.
+    store.download = lambda token: (_ for _ in ()).throw(ConnectionError("store unreachable"))  # type: ignore[method-assign]
+    fired = pb.HistoryEvent(eventId=-1, timerFired=pb.TimerFiredEvent(timerId=1))
+    fired.timerFired.fireAt.GetCurrentTime()
+    result = executor.resume([pb.HistoryEvent(orchestratorStarted=pb.OrchestratorStartedEvent()), fired])
+    [complete] = result.actions
+    assert complete.completeOrchestration.orchestrationStatus == pb.ORCHESTRATION_STATUS_COMPLETED
+    assert complete.completeOrchestration.result.value == '"late"'
+
+
+def test_one_work_item_ending_keeps_what_the_next_item_of_the_instance_fetched(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path)
+    token = store.upload('"input"', instance_id="f")
+    fetched = FetchedPayloads(store)
+    item = pb.WorkItem()
+    item.orchestratorRequest.instanceId = "f"
+    item.orchestratorRequest.newEvents.extend(History("f").new().started("relay").new_events)
+    item.orchestratorRequest.newEvents[0].executionStarted.input.value = token
+    _, turn_n = fetched.fetch(item)  # turn N, still finishing
+    _, turn_next = fetched.fetch(item)  # turn N+1 arrived with the same token
+    assert fetched.resolve(token) == '"input"'  # turn N decodes it
+    fetched.forget(turn_n)  # ... and ends
+    assert fetched.resolve(token) == '"input"'  # turn N+1 still has it: no second download
+    assert store.downloaded == [token, token]  # one download per work item, none at decoding
+    fetched.forget(turn_next)
+    assert fetched._texts == {} and fetched._holders == {}
+
+
 def test_the_blob_store_keeps_no_payload_alive_after_its_first_upload(blob_store: Any) -> None:
     import gc
     import types

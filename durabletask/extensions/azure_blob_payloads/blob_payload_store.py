@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import tempfile
+import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, BinaryIO
@@ -124,29 +124,27 @@ class BlobPayloadStore(PayloadStore):
     reads_text = True
 
     # Making sure of the container meets an error (a missing container, or one created meanwhile) that the storage
-    # client keeps in a reference cycle with its traceback, whose frames reach back (``f_back``) to the upload's
-    # and its caller's, which hold the payload: alive after the upload until Python's next cycle collection. That
-    # collection is run at once, on a store's first upload only.
+    # client keeps in a reference cycle with its traceback. Raised on the upload's own stack, the traceback's frames
+    # would reach back (``f_back``) to the upload's and its caller's, which hold the payload: alive after the upload
+    # until Python's next cycle collection. So the container is made on a stack of its own (a thread; a task) that
+    # holds no payload, where the error is also caught, and only on a store's first upload.
 
     def _ready_container(self) -> Any:
-        from azure.core.exceptions import ResourceExistsError
-
         container = self._sync.get_container_client(self._options.container_name)
         if not self._container_ready:
-            with contextlib.suppress(ResourceExistsError):
-                container.create_container()
-            gc.collect()
+            failures: list[BaseException] = []
+            maker = threading.Thread(target=_create_container, args=(container, failures), name="blob-container")
+            maker.start()
+            maker.join()
+            if failures:
+                raise failures[0]
             self._container_ready = True
         return container
 
     async def _ready_container_async(self) -> Any:
-        from azure.core.exceptions import ResourceExistsError
-
         container = self._async.get_container_client(self._options.container_name)
         if not self._container_ready:
-            with contextlib.suppress(ResourceExistsError):
-                await container.create_container()
-            gc.collect()
+            await asyncio.ensure_future(_create_container_async(container))
             self._container_ready = True
         return container
 
@@ -203,3 +201,22 @@ class BlobPayloadStore(PayloadStore):
         for name in names:
             container.delete_blob(name)
         return len(names)
+
+
+def _create_container(container: Any, failures: list[BaseException]) -> None:
+    """Creates the container unless it exists; an unexpected error is handed back in ``failures``."""
+    from azure.core.exceptions import ResourceExistsError
+
+    try:
+        container.create_container()
+    except ResourceExistsError:
+        pass
+    except BaseException as error:  # re-raised by the uploading thread
+        failures.append(error)
+
+
+async def _create_container_async(container: Any) -> None:
+    from azure.core.exceptions import ResourceExistsError
+
+    with contextlib.suppress(ResourceExistsError):
+        await container.create_container()
