@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import grpc
+
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
 from emulator.server import EmulatorServer
@@ -180,3 +182,32 @@ def test_a_completion_after_its_stream_ended_keeps_no_session(stub: HubStub, ser
     run_activity(stub, other, '"a"')
     follow_up = other.next().orchestratorRequest
     assert follow_up.instanceId == iid and not is_continuation(follow_up)
+
+
+def test_instances_a_vanished_stream_held_wake_a_stream_that_takes_them() -> None:
+    server = EmulatorServer(port=0, in_memory=True, health_ping_interval=15.0).start()
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            stub = HubStub(channel, "default")
+            holder = WorkStream(
+                stub,
+                pb.GetWorkItemsRequest(
+                    capabilities=[EXTENDED_SESSIONS_CAPABILITY], maxConcurrentOrchestrationWorkItems=1
+                ),
+            )
+            held = start(stub, "Chain")
+            complete(stub, holder.next())  # X waits for an event; the holder's session keeps it
+            start(stub, "Other")
+            holder.next()  # the holder's one slot is taken by another orchestration, never completed
+            stub.RaiseEvent(pb.RaiseEventRequest(instanceId=held, name="go"))  # X runnable, but held
+            chains = WorkStream(
+                stub, pb.GetWorkItemsRequest(workItemFilters=pb.WorkItemFilters(orchestrations=[
+                    pb.OrchestrationFilter(name="Chain")]))
+            )  # fmt: skip
+            assert chains.nothing_for(0.3)
+            holder.cancel()
+            # Only the freed session says that "Chain" work is there (the released lease was an "Other"'s).
+            assert chains.next(timeout=5).orchestratorRequest.instanceId == held
+            chains.cancel()
+    finally:
+        server.close()
