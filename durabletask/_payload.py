@@ -25,6 +25,13 @@ MAX_PAYLOAD_BYTES = 1024 * 1024
 #: written then must still replay, so decoding honours it (nothing writes it any more).
 AUTO_OBJECT_MARKER = "__durabletask_autoobject__"
 
+#: Targets a value of exactly that type already satisfies: pydantic would hand back the very same object, so it
+#: is not asked (a validator call per payload, e.g. per entity operation reading ``get_state(int)``).
+SCALAR_TYPES = frozenset({int, str, float, bool})
+#: The same plus the JSON containers: pydantic would return a shallow copy of a dict or list, which only a
+#: value fresh from parsing (that nothing else holds) may skip.
+JSON_TYPES = SCALAR_TYPES | {dict, list}
+
 
 def _default(value: Any) -> Any:
     # The order is Microsoft's JsonDataConverter's (a ``to_json`` hook wins over the dataclass and enum
@@ -171,6 +178,8 @@ def coerce(value: Any, target_type: Any = None, converter: Any = None) -> Any:
     """
     if target_type is None or target_type is Any or value is None:
         return value
+    if type(value) is target_type and target_type in SCALAR_TYPES:
+        return value
     try:
         hooks = _uses_hooks(target_type)
     except TypeError:  # an unhashable annotation
@@ -208,8 +217,12 @@ def from_json(text: str | None, target_type: Any = None, converter: Any = None) 
         return None
     if AUTO_OBJECT_MARKER in text:
         hook = _legacy_object if target_type is None else _drop_legacy_marker
-        return coerce(_loads(text, hook), target_type, converter)
-    return coerce(_loads(text, None), target_type, converter)
+        value = _loads(text, hook)
+    else:
+        value = _loads(text, None)
+    if type(value) is target_type and target_type in JSON_TYPES:
+        return value  # just parsed: no one else holds it, so the copy coerce() would make is not needed
+    return coerce(value, target_type, converter)
 
 
 def _loads(text: str, hook: Any) -> Any:

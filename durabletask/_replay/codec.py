@@ -21,17 +21,6 @@ _scan_once: Callable[[str, int], tuple[Any, int]] = JSONDecoder().scan_once  # t
 _int_repr = int.__repr__
 
 
-def _fast_text(value: Any) -> str | None:
-    kind = type(value)
-    if kind is str:
-        return encode_basestring_ascii(value)
-    if kind is int:
-        return _int_repr(value)
-    if kind is bool:
-        return "true" if value else "false"
-    return None
-
-
 class PayloadSource(Protocol):
     """Payloads kept out of the messages the core reads: a token stands in the message for each one.
 
@@ -75,12 +64,17 @@ class Codec:
         """
         if value is None:
             return None
+        kind = type(value)
         if self._converter is not None:
             text = self._converter.serialize(value)
+        elif kind is int:
+            text = _int_repr(value)
+        elif kind is str:
+            text = encode_basestring_ascii(value)
+        elif kind is bool:
+            text = "true" if value else "false"
         else:
-            text = _fast_text(value)
-            if text is None:
-                text = _payload.to_json(value)
+            text = _payload.to_json(value)
         if text is not None and len(text) * 4 > self.limit:
             _payload.check_size(field.format(name), text, self.limit, self.instance_id)
         return text
@@ -104,13 +98,16 @@ class Codec:
             text = self._payloads.resolve(text)
         if self._converter is not None:
             return self._converter.deserialize(text, target_type)
-        if target_type is None and _payload.AUTO_OBJECT_MARKER not in text:
+        # Untyped, or typed as a plain JSON type (e.g. ``get_state(int)``): the value parsed is the result when its
+        # type is the one asked for. (``type(...) is type`` first: only a plain class is looked up in the set.)
+        plain = target_type is None or (type(target_type) is type and target_type in _payload.JSON_TYPES)
+        if plain and _payload.AUTO_OBJECT_MARKER not in text:
             try:
                 value, end = _scan_once(text, 0)
             except (StopIteration, ValueError):
                 pass  # leading whitespace or invalid JSON: the general path explains it
             else:
-                if end == len(text):
+                if end == len(text) and (target_type is None or type(value) is target_type):
                     return value
         # The default converter is what a ``from_json(cls, value, converter)`` hook is given.
         return _payload.from_json(text, target_type, DEFAULT_DATA_CONVERTER)

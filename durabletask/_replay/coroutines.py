@@ -11,7 +11,7 @@ from types import CoroutineType, FrameType
 from typing import Any, NoReturn, Protocol
 
 from durabletask._replay.failures import NonDeterminismError
-from durabletask._replay.tasks import Task
+from durabletask._replay.tasks import TASK_CLASSES, Task, is_task_class
 
 # The running-loop slot is what asyncio itself reads to find "the" loop; the low-level helpers are the
 # documented way for loop implementations to fill it.
@@ -25,8 +25,6 @@ _ADVICE = (
     "ctx.call_activity(...) instead; for a delay, await ctx.create_timer(...)."
 )
 _MAX_CHAIN = 8
-# Whether objects of a class are durable tasks, by class: cheaper per await than an ABC isinstance check.
-_DURABLE: dict[type, bool] = {}
 
 
 class _Runtime(Protocol):
@@ -106,9 +104,9 @@ class AsyncOrchestration:
                 self._ended()
                 raise
             # The runtime's own task classes are known; anything else is checked (and remembered) once.
-            durable = _DURABLE.get(awaited.__class__)
+            durable = TASK_CLASSES.get(awaited.__class__)
             if durable is None:
-                durable = _DURABLE[awaited.__class__] = isinstance(awaited, Task)
+                durable = is_task_class(awaited.__class__)
             if not durable or self._misuse is not None:
                 raise self._refuse(awaited)
             rt._current = awaited

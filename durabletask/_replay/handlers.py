@@ -20,7 +20,8 @@ UNSUSPENDABLE = frozenset({"executionResumed", "executionTerminated"})
 
 
 def on_orchestrator_started(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
-    rt.set_clock(event.timestamp)
+    # Half of every replayed history: the timestamp is read only if the orchestrator asks the time.
+    rt.clock_event = event
 
 
 def make_execution_started(lookup: OrchestratorLookup) -> Handler:
@@ -211,7 +212,7 @@ class HandlerTable:
             if rt.suspended and kind not in UNSUSPENDABLE:
                 rt.suspended_events.append(event)
                 continue
-            handler = table.get(kind) if kind is not None else None
+            handler = table.get(kind)  # no kind at all (None) is no key either: raised below
             if handler is None:
                 raise ProtocolError(f"history event {event.eventId} has unknown kind {kind!r}")
             handler(rt, event)

@@ -6,6 +6,7 @@ import logging
 import uuid
 from collections.abc import Callable, Generator
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from types import CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,7 +29,16 @@ from durabletask._replay.coroutines import AsyncOrchestration
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError, proto_from_exception
 from durabletask._replay.inbox import EventInbox, EventTimeout
 from durabletask._replay.retry import RetryPolicy
-from durabletask._replay.tasks import CancellableTask, CompletableTask, LockTask, RetryableTask, Task, TimerTask
+from durabletask._replay.tasks import (
+    TASK_CLASSES,
+    CancellableTask,
+    CompletableTask,
+    LockTask,
+    RetryableTask,
+    Task,
+    TimerTask,
+    is_task_class,
+)
 
 if TYPE_CHECKING:
     from durabletask.entities.entity_lock import EntityLock
@@ -64,6 +74,12 @@ def check_not_reserved(tags: dict[str, str]) -> None:
                 f"tags: the key {key!r} is reserved (keys starting with {TAG_PREFIX!r} hold an instance's attach "
                 "fingerprint); choose another key"
             )
+
+
+@lru_cache(maxsize=2048)
+def _activity_call(activity: Callable[..., Any]) -> tuple[str, Any]:
+    # A function passed to call_activity is asked its name and result type on every replayed call.
+    return get_name(activity), typehints.output_type(activity)
 
 
 class EntitySupport(Protocol):
@@ -120,8 +136,11 @@ class RuntimeContext(OrchestrationContext):
         self.started = False
         self.suspended = False
         self.suspended_events: list[pb.HistoryEvent] = []
-        # (seconds, nanos) of the last orchestratorStarted event. Not the Timestamp message itself: a sub-message
-        # keeps its whole work item alive (payloads and all) for as long as a session keeps this context.
+        # The last orchestratorStarted event applied in the current batch: its timestamp is read only if the code
+        # asks the time (most of them are replayed without anyone asking). end_batch() reduces it to
+        # ``_clock_ts``, (seconds, nanos): an event keeps its whole work item alive (payloads and all) for as long
+        # as a session keeps this context.
+        self.clock_event: pb.HistoryEvent | None = None
         self._clock_ts: tuple[int, int] | None = None
         self._clock: datetime | None = None
         self._uuid_counter = 0
@@ -157,9 +176,10 @@ class RuntimeContext(OrchestrationContext):
 
     @property
     def current_utc_datetime(self) -> datetime:
+        if self.clock_event is not None:
+            self._pin_clock()
         clock = self._clock
         if clock is None:
-            # Converted lazily: most orchestratorStarted events are replayed without anyone asking the time.
             ts = self._clock_ts
             clock = self._clock = _EPOCH + timedelta(seconds=ts[0], microseconds=ts[1] // 1000) if ts else _EPOCH
         return clock
@@ -167,11 +187,19 @@ class RuntimeContext(OrchestrationContext):
     @property
     def has_clock(self) -> bool:
         """Whether an event has set the orchestration clock yet."""
-        return self._clock_ts is not None
+        return self.clock_event is not None or self._clock_ts is not None
 
     def set_clock(self, timestamp: timestamp_pb2.Timestamp) -> None:
+        self.clock_event = None
         self._clock_ts = (timestamp.seconds, timestamp.nanos)
         self._clock = None
+
+    def _pin_clock(self) -> None:
+        """Read the time from the last orchestratorStarted event and let go of the event."""
+        event = self.clock_event
+        if event is not None:
+            self.clock_event = None
+            self.set_clock(event.timestamp)
 
     @property
     def is_replaying(self) -> bool:
@@ -215,9 +243,12 @@ class RuntimeContext(OrchestrationContext):
         if isinstance(activity, str):
             name = activity
         else:
-            name = get_name(activity)
+            try:
+                name, hinted = _activity_call(activity)
+            except TypeError:  # an unhashable callable
+                name, hinted = get_name(activity), typehints.output_type(activity)
             if return_type is None:
-                return_type = typehints.output_type(activity)
+                return_type = hinted
         encoded = self.codec.encode(input, "input of activity '{}'", name)
         if tags:
             check_tags(tags)
@@ -377,7 +408,9 @@ class RuntimeContext(OrchestrationContext):
             self._step(current._result, current._exception)
 
     def end_batch(self) -> None:
-        """A batch of events has been applied: an ``async def`` orchestrator hands back the thread's event loop."""
+        """A batch of events has been applied: an ``async def`` orchestrator hands back the thread's event loop, and
+        the clock keeps the time of the batch's last orchestratorStarted event rather than the event."""
+        self._pin_clock()
         if self._async is not None:
             self._async.leave()
 
@@ -391,7 +424,10 @@ class RuntimeContext(OrchestrationContext):
                 self._current = None
                 self.complete(stop.value)
                 return
-            if not isinstance(task, Task):
+            durable = TASK_CLASSES.get(task.__class__)
+            if durable is None:
+                durable = is_task_class(task.__class__)
+            if not durable:
                 raise OrchestrationStateError(
                     f"orchestrator '{self.name}' yielded {type(task).__name__}; only durable tasks can be yielded"
                 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -217,3 +218,44 @@ def test_a_call_refused_after_taking_its_id_leaves_the_next_call_numbered_as_the
 
     result = run(History().new().started("refused"), refused)
     assert [(a.id, a.scheduleTask.name) for a in result.actions] == [(2, "b")]
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+def typed_step(ctx: task.ActivityContext, value: int) -> Point:
+    return Point(value, value)
+
+
+class _UnhashableActivity:
+    """A callable activity object that cannot be a cache key (it defines ``__eq__`` without ``__hash__``)."""
+
+    __name__ = "unhashable"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _UnhashableActivity)
+
+    def __call__(self, ctx: task.ActivityContext, value: int) -> int:
+        return value
+
+
+def test_activities_given_as_functions_or_unhashable_callables_are_scheduled_by_name_and_typed() -> None:
+    def calls(ctx: task.OrchestrationContext, _: Any) -> Any:
+        results = []
+        for _ in range(2):  # the second round asks the same functions again
+            results.append((yield ctx.call_activity(typed_step, input=1)))
+            results.append((yield ctx.call_activity(_UnhashableActivity(), input=2)))
+        return [repr(r) for r in results]
+
+    history = History().started("calls")
+    for round_start in (1, 3):
+        history.task_scheduled(round_start, "typed_step", 1).orchestrator_started()
+        history.task_completed(round_start, {"x": 1, "y": 1}).task_scheduled(round_start + 1, "unhashable", 2)
+        history.orchestrator_started().task_completed(round_start + 1, 2)
+    assert output(run(history.new().orchestrator_started(), calls)) == [repr(Point(1, 1)), "2"] * 2
+    scheduled = run(History().started("calls").task_scheduled(1, "typed_step", 1).orchestrator_started()
+                    .task_completed(1, {"x": 1, "y": 1}).new().orchestrator_started(), calls)  # fmt: skip
+    assert [a.scheduleTask.name for a in scheduled.actions] == ["unhashable"]

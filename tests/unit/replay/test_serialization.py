@@ -9,8 +9,9 @@ from typing import Any
 import pydantic
 import pytest
 
-from durabletask import task
-from durabletask._errors import PayloadTooLargeError
+from durabletask import _payload, task
+from durabletask._errors import PayloadTooLargeError, SerializationError
+from durabletask._replay.codec import Codec
 from durabletask.serialization import DEFAULT_DATA_CONVERTER, DataConverter, JsonDataConverter
 
 from .history import History, output, run
@@ -90,3 +91,47 @@ def test_the_default_converter_returns_the_raw_value_when_a_from_json_hook_fails
     # Best-effort, as Microsoft's JsonDataConverter: the plain JSON value instead of the hook's error.
     assert JsonDataConverter().deserialize('{"a": 1}', Strict) == {"a": 1}
     assert JsonDataConverter().coerce({"a": 1}, Strict) == {"a": 1}
+
+
+# Plain JSON types are answered without pydantic when the parsed value already has the type asked for; every
+# other case still goes through pydantic's (lax) validation, so the results must be exactly pydantic's.
+PLAIN_TEXTS = ["5", "-7", "123456789012345678901234567890", "5.0", "2.5", "true", "false", '"5"', '" x "', '""',
+               "NaN", "Infinity", "[1, 2]", "[]", '{"a": [1, {"b": null}]}', "{}", " 5", "null"]  # fmt: skip
+
+
+@pytest.mark.parametrize("target", [int, str, float, bool, dict, list])
+@pytest.mark.parametrize("text", PLAIN_TEXTS)
+def test_plain_targets_decode_as_pydantic_validates_them(target: type, text: str) -> None:
+    parsed = json.loads(text)
+    try:
+        expected: Any = None if parsed is None else pydantic.TypeAdapter(target).validate_python(parsed)
+    except pydantic.ValidationError:
+        expected = SerializationError
+    for decode in (
+        Codec().decode,
+        lambda t, k: _payload.from_json(t, k),
+        lambda t, k: _payload.coerce(json.loads(t), k),
+    ):
+        if expected is SerializationError:
+            with pytest.raises(SerializationError):
+                decode(text, target)
+            continue
+        got = decode(text, target)
+        assert type(got) is type(expected)
+        assert json.dumps(got) == json.dumps(expected)  # NaN-safe equality
+
+
+def test_coercing_a_callers_container_still_returns_a_copy() -> None:
+    # Only a value fresh from parsing skips pydantic's copy; a value the caller holds is not handed back as is.
+    mine: dict[str, Any] = {"a": [1]}
+    items = [1, 2]
+    assert JsonDataConverter().coerce(mine, dict) == mine
+    assert JsonDataConverter().coerce(mine, dict) is not mine
+    assert _payload.coerce(items, list) is not items
+    assert _payload.coerce("text", str) == "text"
+
+
+def test_a_legacy_marker_is_dropped_from_a_plain_dict_target() -> None:
+    text = json.dumps({"__durabletask_autoobject__": True, "a": 1})
+    assert Codec().decode(text, dict) == {"a": 1}
+    assert _payload.from_json(text, dict) == {"a": 1}

@@ -7,8 +7,9 @@ from typing import Any
 
 from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay.executor import OrchestrationExecutor
 
-from .history import T0, History, failed_with, kinds, output, run
+from .history import T0, History, failed_with, kinds, output, registry, run
 
 
 def fire_times(actions: list[pb.OrchestratorAction]) -> list[datetime]:
@@ -160,3 +161,49 @@ def test_a_cancelled_timer_is_not_sent() -> None:
         yield ctx.wait_for_external_event("x")
 
     assert kinds(run(History().new().started("orch"), orch)) == []
+
+
+def clock_reader(ctx: task.OrchestrationContext, _: Any) -> Any:
+    seen = [ctx.current_utc_datetime.isoformat()]
+    for name in ("a", "b", "c"):
+        yield ctx.call_activity(name)
+        seen.append(ctx.current_utc_datetime.isoformat())
+    return seen
+
+
+def _clock_history(reader: bool = True) -> tuple[History, list[datetime]]:
+    # Each turn's orchestratorStarted time is what the code must see after that turn's completion, also when
+    # several turns are replayed before the code reads the time again.
+    times = [T0, T0 + timedelta(minutes=1), T0 + timedelta(minutes=2, microseconds=5), T0 + timedelta(hours=3)]
+    history = History().orchestrator_started(times[0]).started("clock_reader" if reader else "calls")
+    for i, name in enumerate(("a", "b", "c"), start=1):
+        history.task_scheduled(i, name).orchestrator_started(times[i]).task_completed(i, None)
+    return history, times
+
+
+def test_the_clock_is_the_latest_orchestrator_started_time_wherever_the_code_reads_it() -> None:
+    history, times = _clock_history()
+    assert output(run(history, clock_reader)) == [t.isoformat() for t in times]
+
+
+def test_a_resumed_session_reads_the_time_of_its_new_orchestrator_started_event() -> None:
+    history, times = _clock_history()
+    executor = OrchestrationExecutor(registry(clock_reader))
+    past, last = history.old[:-2], history.old[-2:]  # the last turn arrives as a continuation
+    executor.execute(history.instance_id, past, [])
+    assert output(executor.resume(last)) == [t.isoformat() for t in times]
+
+
+def test_the_runtime_keeps_no_history_event_after_a_batch() -> None:
+    # A kept history event would keep its whole work item (payloads and all) alive for a session's lifetime.
+    def calls(ctx: task.OrchestrationContext, _: Any) -> Any:  # never asks the time
+        for name in ("a", "b", "c"):
+            yield ctx.call_activity(name)
+
+    history, times = _clock_history(reader=False)
+    executor = OrchestrationExecutor(registry(calls))
+    executor.execute(history.instance_id, history.old[:-2], [])
+    runtime = executor._runtime
+    assert runtime is not None
+    assert not [name for name, value in vars(runtime).items() if isinstance(value, pb.HistoryEvent)]
+    assert runtime.current_utc_datetime == times[2]
