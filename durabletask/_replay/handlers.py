@@ -20,7 +20,7 @@ UNSUSPENDABLE = frozenset({"executionResumed", "executionTerminated"})
 
 
 def on_orchestrator_started(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
-    # Half of every replayed history: the timestamp is read only if the orchestrator asks the time.
+    # About half the events of a replayed history: the timestamp is read only if the orchestrator asks the time.
     rt.clock_event = event
 
 

@@ -198,8 +198,7 @@ class RuntimeContext(OrchestrationContext):
         """Read the time from the last orchestratorStarted event and let go of the event."""
         event = self.clock_event
         if event is not None:
-            self.clock_event = None
-            self.set_clock(event.timestamp)
+            self.set_clock(event.timestamp)  # clears clock_event
 
     @property
     def is_replaying(self) -> bool:
