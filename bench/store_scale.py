@@ -207,21 +207,34 @@ def _pages(stub: Any, request: Any) -> tuple[float, float, int]:
     return min(first), (min(second) if second else float("nan")), rows
 
 
-def throughput_round(db: str, count: int, tree: Tree = None) -> tuple[float, float]:
-    """(orchestrations per second, emulator CPU ms per orchestration) of ``count`` 3-activity chains on an
-    emulator over ``db``, one worker process."""
+def _io(pid: int) -> dict[str, int]:
+    """The process's bytes read and written through system calls so far (Linux /proc; zeros elsewhere). SQLite
+    reads a page the OS has cached with a read() call, so ``rchar`` counts its page-cache misses (database and
+    log), and ``wchar`` the log frames and checkpoint copies it wrote."""
+    try:
+        lines = Path(f"/proc/{pid}/io").read_text().splitlines()
+    except OSError:
+        return {"rchar": 0, "wchar": 0}
+    return {k: int(v) for k, v in (line.split(": ") for line in lines) if k in ("rchar", "wchar")}
+
+
+def throughput_round(db: str, count: int, tree: Tree = None) -> tuple[float, float, dict[str, float]]:
+    """(orchestrations per second, emulator CPU ms per orchestration, emulator KiB read and written per
+    orchestration) of ``count`` 3-activity chains on an emulator over ``db``, one worker process."""
     with emulator(db, tree) as (address, _, proc):
         worker = _spawn_tree(tree, ["worker_proc.py", address])
         try:
             run_all._await_ready(worker, "worker")
             before = run_all._cpu_seconds(proc.pid) or 0.0
+            io_before = _io(proc.pid)
             client = _spawn_tree(tree, ["client_proc.py", address, "throughput", str(count)])
             out, _ = client.communicate(timeout=1800)
             result = json.loads(out.strip().splitlines()[-1])
             cpu = (run_all._cpu_seconds(proc.pid) or 0.0) - before
+            io = {k: (v - io_before[k]) / 1024 / count for k, v in _io(proc.pid).items()}
         finally:
             run_all._close(worker)
-    return float(result["per_second"]), cpu * 1000 / count
+    return float(result["per_second"]), cpu * 1000 / count, io
 
 
 def purge_beside_calls(address: str, created_to: int) -> dict[str, Any]:
@@ -320,7 +333,7 @@ def _ratio(what: str, medians: dict[Tree, float]) -> None:
 
 
 def throughput_step(stores: dict[Tree, str], folder: str, rounds: int, count: int) -> None:
-    runs = {(tree, which): [] for tree in stores for which in ("empty", "full")}  # type: dict[tuple[Tree, str], list[tuple[float, float]]]
+    runs = {(tree, which): [] for tree in stores for which in ("empty", "full")}  # type: dict[tuple[Tree, str], list[tuple[float, float, dict[str, float]]]]
     for r in range(rounds):
         for tree, db in stores.items():
             warm(db)
@@ -330,14 +343,18 @@ def throughput_step(stores: dict[Tree, str], folder: str, rounds: int, count: in
     print(f"throughput: {count} chains per round, interleaved empty/full and tree by tree, x {rounds} (target >= 90 %)")
     ratios = {}
     for tree in stores:
-        e = statistics.median(r for r, _ in runs[(tree, "empty")])
-        f = statistics.median(r for r, _ in runs[(tree, "full")])
+        e = statistics.median(r[0] for r in runs[(tree, "empty")])
+        f = statistics.median(r[0] for r in runs[(tree, "full")])
         ratios[tree] = f / e
-        cpu = {w: statistics.median(c for _, c in runs[(tree, w)]) for w in ("empty", "full")}
+        cpu = {w: statistics.median(r[1] for r in runs[(tree, w)]) for w in ("empty", "full")}
+        io = {(w, k): statistics.median(r[2].get(k, 0.0) for r in runs[(tree, w)])
+              for w in ("empty", "full") for k in ("rchar", "wchar")}  # fmt: skip
         print(
-            f"  {_label(tree):24s} empty {', '.join(f'{r:.0f}' for r, _ in runs[(tree, 'empty')])}/s; full "
-            f"{', '.join(f'{r:.0f}' for r, _ in runs[(tree, 'full')])}/s; full / empty (medians) {f / e:.0%}; "
-            f"emulator CPU per orchestration empty {cpu['empty']:.2f} ms, full {cpu['full']:.2f} ms",
+            f"  {_label(tree):24s} empty {', '.join(f'{r[0]:.0f}' for r in runs[(tree, 'empty')])}/s; full "
+            f"{', '.join(f'{r[0]:.0f}' for r in runs[(tree, 'full')])}/s; full / empty (medians) {f / e:.0%}; "
+            f"emulator CPU per orchestration empty {cpu['empty']:.2f} ms, full {cpu['full']:.2f} ms; "
+            f"KiB read / written per orchestration empty {io[('empty', 'rchar')]:.0f} / {io[('empty', 'wchar')]:.0f}, "
+            f"full {io[('full', 'rchar')]:.0f} / {io[('full', 'wchar')]:.0f}",
             flush=True,
         )
     _ratio("full / empty", ratios)
@@ -439,6 +456,11 @@ def main() -> int:
     parser.add_argument("--db", help="store file: generated when missing, kept afterwards (default: a temporary one)")
     parser.add_argument("--skip", default="", help="steps to leave out: restart,get,list,throughput,purge,upgrade")
     parser.add_argument("--baseline", help="a checkout of another revision to measure beside this one")
+    parser.add_argument(
+        "--baseline-db",
+        help="the baseline's own store (made by that tree's store_gen) when it cannot open this tree's layout; it is "
+        "used in place (the upgrade step converts it last); default: a copy of --db",
+    )
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of restart, throughput and purge")
     parser.add_argument("--orchestrations", type=int, default=300, help="chains per throughput round")
     parser.add_argument("--purge-share", type=float, default=0.05, help="share of the store each purge removes")
@@ -450,7 +472,9 @@ def main() -> int:
         if not os.path.exists(db):
             _generate(db, args.instances)
         stores: dict[Tree, str] = {None: db}
-        if args.baseline:
+        if args.baseline and args.baseline_db:
+            stores[args.baseline] = args.baseline_db
+        elif args.baseline:
             base = str(Path(folder) / "baseline.db")
             shutil.copyfile(db, base)
             print(f"baseline store: copied and given {_label(args.baseline)}'s indexes", flush=True)
