@@ -225,7 +225,9 @@ def _outcomes(db: Path, count: int) -> dict[str, int]:
 
     endings: dict[str, int] = {}
     with contextlib.closing(sqlite3.connect(db)) as conn:
-        for instance_id, blob in conn.execute("SELECT instance_id, event FROM history"):
+        for instance_id, blob in conn.execute(
+            "SELECT i.instance_id, h.event FROM history h JOIN instances i USING (ikey)"
+        ):
             event = pb.HistoryEvent.FromString(blob)
             if event.HasField("executionCompleted"):
                 endings[instance_id] = endings.get(instance_id, 0) + 1

@@ -99,17 +99,20 @@ def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
     ]
     for name in indexes:
         conn.execute(f"DROP INDEX {name}")
+    # A store keyed by instance (ikey, in order of creation) or, made by an older tree, by hub and instance ID.
+    keyed = "ikey" in {row[1] for row in conn.execute("PRAGMA table_info(history)")}
     for first in range(0, count, BATCH):
         conn.execute("BEGIN")
         conn.executemany(
-            f"INSERT INTO instances VALUES ({','.join('?' * 21)})",
+            f"INSERT INTO instances ({COLUMNS}) VALUES ({','.join('?' * 21)})",
             (_instance_row(i, ids[i], statuses[i], created_at[i]) for i in range(first, min(first + BATCH, count))),
         )
         conn.execute("COMMIT")
-    # Histories go in in key order (appends, not page splits): far faster, and their pages end up fuller than an
-    # emulator's random-ID inserts leave them, so the store is a little smaller than a real one.
+    # Histories go in in key order (appends, not page splits): far faster. Keyed by ikey that is the order an
+    # emulator writes them in; keyed by random ID, their pages end up fuller than an emulator's inserts leave them.
     templates: dict[tuple[str, int], list[bytes]] = {}
-    in_key_order = sorted(range(count), key=ids.__getitem__)
+    in_key_order = list(range(count)) if keyed else sorted(range(count), key=ids.__getitem__)
+    key_of = dict(conn.execute("SELECT instance_id, ikey FROM instances")) if keyed else {}
     for first in range(0, count, BATCH):
         history = []
         for i in in_key_order[first : first + BATCH]:
@@ -120,9 +123,15 @@ def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
                 templates[key] = _chain_events("0" * 32, name, created, status)
             events = list(templates[key])
             events[1] = _execution_started(iid, name, created)
-            history.extend((HUB, iid, seq, e) for seq, e in enumerate(events))
+            if keyed:
+                history.extend((key_of[iid], seq, e) for seq, e in enumerate(events))
+            else:
+                history.extend((HUB, iid, seq, e) for seq, e in enumerate(events))
         conn.execute("BEGIN")
-        conn.executemany("INSERT INTO history (hub, instance_id, seq, event) VALUES (?, ?, ?, ?)", history)
+        if keyed:
+            conn.executemany("INSERT INTO history (ikey, seq, event) VALUES (?, ?, ?)", history)
+        else:
+            conn.executemany("INSERT INTO history (hub, instance_id, seq, event) VALUES (?, ?, ?, ?)", history)
         conn.execute("COMMIT")
     conn.close()
     SqliteBackend(db).close()
@@ -132,6 +141,13 @@ def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
     seconds = time.perf_counter() - began
     size = sum(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
     return {"seconds": seconds, "per_second": count / seconds, "bytes": size, "bytes_per_instance": size / count}
+
+
+COLUMNS = (
+    "hub, instance_id, execution_id, name, version, status, input, output, custom_status, failure, tags, "
+    "created_at, updated_at, completed_at, scheduled_start, parent_instance_id, parent_execution_id, "
+    "parent_task_id, lock_token, lock_expires, trace_context"
+)
 
 
 def _instance_row(i: int, iid: str, status: int, created: int) -> tuple[Any, ...]:

@@ -17,48 +17,7 @@ from emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRec
 from emulator.storage.lockfile import DatabaseLock
 from emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, add_caller_column
 from emulator.storage.sqlite_listing import LISTING_SCHEMA, TERMINAL, AgeKey, keys_by_age, query_instance_ids
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS task_hubs (name TEXT PRIMARY KEY);
--- lock_token/lock_expires hold the lease of the work item currently out for an instance (or, in
--- activities and entities, for that row); the token is the work item's completionToken.
-CREATE TABLE IF NOT EXISTS instances (
-    hub TEXT NOT NULL, instance_id TEXT NOT NULL, execution_id TEXT NOT NULL, name TEXT NOT NULL,
-    version TEXT, status INTEGER NOT NULL, input TEXT, output TEXT, custom_status TEXT, failure BLOB,
-    tags TEXT NOT NULL DEFAULT '{}', created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-    completed_at INTEGER, scheduled_start INTEGER, parent_instance_id TEXT, parent_execution_id TEXT,
-    parent_task_id INTEGER, lock_token TEXT, lock_expires INTEGER, trace_context BLOB,
-    PRIMARY KEY (hub, instance_id)
-);
--- Only the rows that have a parent, or a lease, are indexed for them: most finished instances have neither, and
--- every index entry is one more page written when an instance is created, leased or purged. (Stores made before
--- had full indexes over every row, ix_instances_parent and ix_instances_lock; opening one swaps them once.)
-DROP INDEX IF EXISTS ix_instances_parent;
-DROP INDEX IF EXISTS ix_instances_lock;
-CREATE INDEX IF NOT EXISTS ix_instances_children ON instances (hub, parent_instance_id)
-    WHERE parent_instance_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS ix_instances_lease ON instances (hub, lock_expires) WHERE lock_token IS NOT NULL;
-CREATE TABLE IF NOT EXISTS history (
-    hub TEXT NOT NULL, instance_id TEXT NOT NULL, seq INTEGER NOT NULL, event BLOB NOT NULL,
-    PRIMARY KEY (hub, instance_id, seq)
-) WITHOUT ROWID;
--- Pending events per instance (or entity). A durable timer is a timerFired message whose visible_at is
--- its fire time; a scheduled start is an executionStarted message visible at the start time.
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, instance_id TEXT NOT NULL,
-    event BLOB NOT NULL, visible_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS ix_messages_visible ON messages (hub, visible_at, id);
-CREATE INDEX IF NOT EXISTS ix_messages_instance ON messages (hub, instance_id, id);
-CREATE TABLE IF NOT EXISTS activities (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, instance_id TEXT NOT NULL,
-    task_id INTEGER NOT NULL, name TEXT NOT NULL, version TEXT, request BLOB NOT NULL,
-    lock_token TEXT, lock_expires INTEGER
-);
-CREATE INDEX IF NOT EXISTS ix_activities_fifo ON activities (hub, id);
-CREATE INDEX IF NOT EXISTS ix_activities_lease ON activities (hub, lock_expires) WHERE lock_token IS NOT NULL;
-CREATE INDEX IF NOT EXISTS ix_activities_instance ON activities (hub, instance_id);
-"""
+from emulator.storage.sqlite_schema import SCHEMA, key_history_by_instance
 
 _INSTANCE_COLUMNS = (
     "hub, instance_id, execution_id, name, version, status, input, output, custom_status, failure, tags, "
@@ -71,8 +30,12 @@ _UPSERT_INSTANCE = (
     + ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _INSTANCE_COLUMNS.split(",")[2:])
 )
 _ACTIVITY_COLUMNS = "id, hub, instance_id, task_id, name, version, request, lock_token, lock_expires"
-_PER_INSTANCE_TABLES = ("history", "messages", "activities")
-_HUB_TABLES = ("instances", *_PER_INSTANCE_TABLES, "entities", "lock_requests")
+_PER_INSTANCE_TABLES = ("messages", "activities")
+# History goes first: its rows are found through their instance's row (by ikey).
+_HUB_TABLES = ("history", "instances", *_PER_INSTANCE_TABLES, "entities", "lock_requests")
+#: The instance's integer key (sqlite_schema), from its hub and ID.
+_IKEY = "(SELECT ikey FROM instances WHERE hub = ? AND instance_id = ?)"
+_HUB_IKEYS = "SELECT ikey FROM instances WHERE hub = ?"
 #: IDs bound in one statement (SQLite allows 32,766 parameters; a purge batch is far smaller).
 _ID_BATCH = 500
 
@@ -149,26 +112,44 @@ class SqliteTransaction(EntityTables):
 
     def delete_hub(self, hub: str) -> None:
         self._read.clear()
-        for table in _HUB_TABLES:
+        self._db.execute(f"DELETE FROM history WHERE ikey IN ({_HUB_IKEYS})", (hub,))
+        for table in _HUB_TABLES[1:]:
             self._db.execute(f"DELETE FROM {table} WHERE hub = ?", (hub,))
         self._db.execute("DELETE FROM task_hubs WHERE name = ?", (hub,))
 
     def delete_hub_rows(self, hub: str, limit: int) -> int:
-        """Deletes up to about ``limit`` rows of the hub's data (whole histories); returns how many went."""
+        """Deletes up to ``limit`` rows of the hub's data; returns how many went."""
         self._read.clear()
-        removed = 0
-        for table in _HUB_TABLES:
-            if table == "history":  # no rowid: take whole histories, a few instances at a time
-                sql = (
-                    "DELETE FROM history WHERE hub = ? AND instance_id IN "
-                    "(SELECT DISTINCT instance_id FROM history WHERE hub = ? LIMIT ?)"
-                )
-                removed += self._db.execute(sql, (hub, hub, max(1, (limit - removed) // 50))).rowcount
-            else:
-                sql = f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE hub = ? LIMIT ?)"
-                removed += self._db.execute(sql, (hub, limit - removed)).rowcount
+        removed = self._delete_hub_instances(hub, limit)
+        for table in _HUB_TABLES[2:]:
             if removed >= limit:
                 break
+            sql = f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE hub = ? LIMIT ?)"
+            removed += self._db.execute(sql, (hub, limit - removed)).rowcount
+        return removed
+
+    def _delete_hub_instances(self, hub: str, limit: int) -> int:
+        # A few instances at a time, each one's history before its row: history rows are found through it.
+        removed = 0
+        while removed < limit:
+            keys = [
+                r[0]
+                for r in self._db.execute(
+                    "SELECT ikey FROM instances WHERE hub = ? LIMIT ?", (hub, max(1, (limit - removed) // 50))
+                )
+            ]
+            if not keys:
+                break
+            marks = _placeholders(keys)
+            removed += self._db.execute(
+                f"DELETE FROM history WHERE (ikey, seq) IN (SELECT ikey, seq FROM history WHERE ikey IN ({marks}) "
+                "LIMIT ?)",
+                (*keys, limit - removed),
+            ).rowcount
+            if removed >= limit:
+                break  # some of these histories may be left: their instances stay for the next call
+            keys = keys[: limit - removed]
+            removed += self._db.execute(f"DELETE FROM instances WHERE ikey IN ({_placeholders(keys)})", keys).rowcount
         return removed
 
     # Instances -------------------------------------------------------------------------------------
@@ -208,6 +189,7 @@ class SqliteTransaction(EntityTables):
 
     def delete_instance(self, hub: str, instance_id: str) -> None:
         self._read.pop((hub, instance_id), None)
+        self.clear_history(hub, instance_id)
         for table in ("instances", *_PER_INSTANCE_TABLES):
             self._db.execute(f"DELETE FROM {table} WHERE hub = ? AND instance_id = ?", (hub, instance_id))
 
@@ -230,13 +212,15 @@ class SqliteTransaction(EntityTables):
             batch = unique[first : first + _ID_BATCH]
             marks = _placeholders(batch)
             rows = self._db.execute(
-                f"SELECT instance_id FROM instances WHERE hub = ? AND instance_id IN ({marks}) "
+                f"SELECT instance_id, ikey FROM instances WHERE hub = ? AND instance_id IN ({marks}) "
                 f"AND status IN ({_placeholders(TERMINAL)})",
                 (hub, *batch, *TERMINAL),
             ).fetchall()
             if not rows:
                 continue
             ids = [r[0] for r in rows]
+            # Oldest first, these are neighbours: their histories share (and empty) a few pages.
+            self._db.execute(f"DELETE FROM history WHERE ikey IN ({_placeholders(rows)})", [r[1] for r in rows])
             marks = _placeholders(ids)
             found = self._db.execute(
                 f"SELECT instance_id FROM instances WHERE hub = ? AND parent_instance_id IN ({marks})", (hub, *ids)
@@ -277,14 +261,14 @@ class SqliteTransaction(EntityTables):
     # History ---------------------------------------------------------------------------------------
     def history(self, hub: str, instance_id: str) -> list[bytes]:
         rows = self._db.execute(
-            "SELECT event FROM history WHERE hub = ? AND instance_id = ? ORDER BY seq", (hub, instance_id)
+            f"SELECT event FROM history WHERE ikey = {_IKEY} ORDER BY seq", (hub, instance_id)
         ).fetchall()
         return [bytes(r[0]) for r in rows]
 
     def history_length(self, hub: str, instance_id: str) -> int:
         # Sequence numbers run from 0 without gaps, so this is one index probe rather than a count.
         row = self._db.execute(
-            "SELECT COALESCE(MAX(seq), -1) FROM history WHERE hub = ? AND instance_id = ?", (hub, instance_id)
+            f"SELECT COALESCE(MAX(seq), -1) FROM history WHERE ikey = {_IKEY}", (hub, instance_id)
         ).fetchone()
         return int(row[0]) + 1
 
@@ -294,14 +278,17 @@ class SqliteTransaction(EntityTables):
         Callers pass only a length their lease kept current; one that is too small still cannot
         overwrite anything, as a taken sequence number violates the primary key and the transaction fails.
         """
+        row = self._db.execute(_IKEY[1:-1], (hub, instance_id)).fetchone()
+        if row is None:  # every caller writes to an instance it has read; a history cannot outlive its instance
+            raise LookupError(f"no instance '{instance_id}' in task hub '{hub}' to append history to")
         start = self.history_length(hub, instance_id) if length is None else length
         self._db.executemany(
-            "INSERT INTO history (hub, instance_id, seq, event) VALUES (?, ?, ?, ?)",
-            [(hub, instance_id, start + i, e) for i, e in enumerate(events)],
+            "INSERT INTO history (ikey, seq, event) VALUES (?, ?, ?)",
+            [(row[0], start + i, e) for i, e in enumerate(events)],
         )
 
     def clear_history(self, hub: str, instance_id: str) -> None:
-        self._db.execute("DELETE FROM history WHERE hub = ? AND instance_id = ?", (hub, instance_id))
+        self._db.execute(f"DELETE FROM history WHERE ikey = {_IKEY}", (hub, instance_id))
 
     # Messages --------------------------------------------------------------------------------------
     def add_message(self, hub: str, instance_id: str, event: bytes, visible_at: Micros) -> int:
@@ -432,11 +419,9 @@ class SqliteBackend:
         # Hot pages only (in-flight instances and queues): a file database leaves the rest to the OS page cache,
         # which keeps the emulator's own memory flat over long runs. In memory the cache is the store itself.
         self._conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
-        self._conn.executescript(_SCHEMA + ENTITY_SCHEMA + LISTING_SCHEMA)
+        key_history_by_instance(self._conn)  # a store made before instances had an integer key
+        self._conn.executescript(SCHEMA + ENTITY_SCHEMA + LISTING_SCHEMA)
         add_caller_column(self._conn)
-        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(instances)")}
-        if "trace_context" not in columns:  # a database written before instances kept their trace context
-            self._conn.execute("ALTER TABLE instances ADD COLUMN trace_context BLOB")
         self._tx = SqliteTransaction(self._conn)
         self._checkpointer: sqlite3.Connection | None = None
 

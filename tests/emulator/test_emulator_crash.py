@@ -106,7 +106,10 @@ def test_kill_9_and_restart_loses_nothing(tmp_path: Path, peer_py: Path) -> None
 
     with contextlib.closing(sqlite3.connect(db)) as conn:
         for instance in results:
-            rows = conn.execute("SELECT event FROM history WHERE instance_id = ? ORDER BY seq", (instance,))
+            rows = conn.execute(
+                "SELECT h.event FROM history h JOIN instances i USING (ikey) WHERE i.instance_id = ? ORDER BY seq",
+                (instance,),
+            )
             events = [pb.HistoryEvent.FromString(r[0]) for r in rows]
             completed = [e.taskCompleted.taskScheduledId for e in events if e.HasField("taskCompleted")]
             scheduled = [e.eventId for e in events if e.HasField("taskScheduled")]

@@ -30,6 +30,9 @@ def _put(backend: SqliteBackend, iid: str, status: int, parent: str | None = Non
 
 
 def _left(backend: SqliteBackend, table: str) -> set[str]:
+    if table == "history":  # keyed by the instance's integer key
+        sql = "SELECT DISTINCT i.instance_id FROM history h JOIN instances i ON i.ikey = h.ikey WHERE i.hub = 'h'"
+        return {r[0] for r in backend._conn.execute(sql)}
     return {r[0] for r in backend._conn.execute(f"SELECT DISTINCT instance_id FROM {table} WHERE hub = 'h'")}
 
 

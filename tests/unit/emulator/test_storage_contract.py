@@ -62,8 +62,24 @@ def test_failed_transaction_rolls_back(backend: Backend) -> None:
         assert tx.get_instance("h", "a") is None
 
 
+def test_a_history_belongs_to_a_stored_instance(backend: Backend) -> None:
+    # Histories are keyed by their instance's row: there is nothing to append to before it exists.
+    with pytest.raises(LookupError, match="no instance 'a'"), backend.transaction() as tx:
+        tx.append_history("h", "a", [b"1"])
+    with backend.transaction() as tx:
+        tx.put_instance(_instance("a"))
+        tx.put_instance(_instance("a", hub="other"))
+        tx.append_history("h", "a", [b"1"])
+        tx.append_history("other", "a", [b"2", b"3"])
+        assert tx.history("h", "a") == [b"1"] and tx.history("other", "a") == [b"2", b"3"]
+        tx.delete_instance("h", "a")
+        tx.put_instance(_instance("a"))  # a new instance under the same ID starts with no history
+        assert tx.history("h", "a") == [] and tx.history("other", "a") == [b"2", b"3"]
+
+
 def test_history_appends_in_order(backend: Backend) -> None:
     with backend.transaction() as tx:
+        tx.put_instance(_instance("a"))
         tx.append_history("h", "a", [b"1", b"2"])
         tx.append_history("h", "a", [b"3"])
         assert tx.history("h", "a") == [b"1", b"2", b"3"]
@@ -73,6 +89,7 @@ def test_history_appends_in_order(backend: Backend) -> None:
 
 def test_history_appends_after_a_known_length_and_refuses_a_taken_one(backend: Backend) -> None:
     with backend.transaction() as tx:
+        tx.put_instance(_instance("a"))
         tx.append_history("h", "a", [b"1", b"2"])
         tx.append_history("h", "a", [b"3"], 2)
         assert tx.history("h", "a") == [b"1", b"2", b"3"]
