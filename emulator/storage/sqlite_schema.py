@@ -92,26 +92,28 @@ def key_history_by_instance(db: sqlite3.Connection) -> None:
     copied in ``ikey`` order, so they are appended, not inserted at random. 1.9 minutes at a million
     instances; the indexes over instances are rebuilt afterwards by the schema script.
     """
-    if "instance_id" not in _columns(db, "history"):
+    columns = _columns(db, "instances")
+    if not columns or "ikey" in columns:
         return  # a new store, or already upgraded
     began = time.monotonic()
     log.warning("upgrading the store: keying histories by instance (once; a minute or two per million instances)")
     db.execute("BEGIN IMMEDIATE")
     try:
-        if "trace_context" not in _columns(db, "instances"):  # older still: before instances kept their trace
+        if "trace_context" not in columns:  # older still: before instances kept their trace
             db.execute("ALTER TABLE instances ADD COLUMN trace_context BLOB")
         db.execute(_INSTANCES_TABLE.format(name="instances_keyed"))
         db.execute(
             f"INSERT INTO instances_keyed (ikey, {_COLUMNS}) SELECT rowid, {_COLUMNS} FROM instances ORDER BY rowid"
         )
         db.execute(_HISTORY_TABLE.format(name="history_keyed"))
-        # Walks instances in ikey order and each one's history by its old primary key: appends only.
-        db.execute(
-            "INSERT INTO history_keyed (ikey, seq, event) SELECT i.ikey, h.seq, h.event "
-            "FROM instances_keyed i CROSS JOIN history h ON h.hub = i.hub AND h.instance_id = i.instance_id "
-            "ORDER BY i.ikey, h.seq"
-        )
-        db.execute("DROP TABLE history")
+        if _columns(db, "history"):
+            # Walks instances in ikey order and each one's history by its old primary key: appends only.
+            db.execute(
+                "INSERT INTO history_keyed (ikey, seq, event) SELECT i.ikey, h.seq, h.event "
+                "FROM instances_keyed i CROSS JOIN history h ON h.hub = i.hub AND h.instance_id = i.instance_id "
+                "ORDER BY i.ikey, h.seq"
+            )
+            db.execute("DROP TABLE history")
         db.execute("DROP TABLE instances")  # and its indexes: the schema script makes them on the new table
         db.execute("ALTER TABLE history_keyed RENAME TO history")
         db.execute("ALTER TABLE instances_keyed RENAME TO instances")
