@@ -1,5 +1,6 @@
-# The persistent Durable Task Scheduler emulator: gRPC TaskHubSidecarService on 0.0.0.0:8080, its dashboard on 8082,
-# state in /data/durabletask-emulator.db (mount a volume on /data to keep it across containers).
+# The persistent Durable Task Scheduler emulator, from its own distribution (dtscale-emulator) alone: gRPC
+# TaskHubSidecarService on 0.0.0.0:8080, its dashboard on 8082, state in /data/durabletask-emulator.db (mount a
+# volume on /data to keep it across containers). Build from the repository root: docker build -t dts-emulator .
 FROM python:3.12-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -8,10 +9,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY durabletask ./durabletask
 COPY emulator ./emulator
-RUN pip install ".[dashboard,emulator-otlp]" \
+RUN pip install "./emulator[dashboard,otlp]" \
     && rm -rf /src \
     && useradd --create-home --uid 10001 emulator \
     && mkdir /data \
@@ -29,7 +28,7 @@ EXPOSE 8080 8082
 #   DTS_EMULATOR_TLS_CA                              roots the probe trusts when the certificate is not self-signed
 #   DTS_EMULATOR_TLS_SERVER_NAME                     name the probe checks when the certificate does not cover 127.0.0.1
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
-    CMD ["python", "-m", "emulator.healthcheck", "127.0.0.1:8080"]
+    CMD ["python", "-m", "dtscale_emulator.ops.healthcheck", "127.0.0.1:8080"]
 
 # DTS_EMULATOR_OTLP_ENDPOINT (e.g. http://jaeger:4317) sends the emulator's own spans to that OTLP/gRPC collector.
 ENTRYPOINT ["durabletask-emulator"]

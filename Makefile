@@ -1,6 +1,5 @@
 # Targets mirror CI. Every target runs inside .venv, created on demand by dev.py.
 PY := .venv/bin/python
-PROTO_OUT := durabletask/_proto
 
 .PHONY: venv fmt lint typecheck test bench proto demo
 
@@ -26,9 +25,6 @@ bench: venv
 demo: venv
 	python3 dev.py demo
 
-# Regenerates the checked-in stubs; pinned to the grpcio-tools version in pyproject.toml.
+# Regenerates both distributions' checked-in stubs; pinned to the grpcio-tools version in pyproject.toml.
 proto: venv
-	$(PY) -m grpc_tools.protoc -I protos --python_out=$(PROTO_OUT) --pyi_out=$(PROTO_OUT) \
-		--grpc_python_out=$(PROTO_OUT) protos/orchestrator_service.proto
-	sed -i 's/^import orchestrator_service_pb2 as/from . import orchestrator_service_pb2 as/' \
-		$(PROTO_OUT)/orchestrator_service_pb2_grpc.py
+	$(PY) protos/generate.py

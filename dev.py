@@ -32,6 +32,7 @@ PY = BIN / "python"
 STAMP = VENV / ".installed"
 # Microsoft's official SDK, used only as a test peer from its own interpreter, never imported by the product.
 PEER_VENV = ROOT / ".peer-venv"
+PROJECTS = (ROOT / "emulator" / "pyproject.toml", ROOT / "pyproject.toml")
 PEER_PY = PEER_VENV / ("Scripts" if os.name == "nt" else "bin") / "python"
 PEER_PACKAGES = (
     "durabletask[azure-blob-payloads,history-export-azure]==1.12.0",
@@ -46,7 +47,8 @@ EXTERNAL_ENV = ("DTS_TEST_BACKEND", "DTS_TEST_CONNECTION_STRING")
 
 
 def _requirements_digest() -> str:
-    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    # Both distributions' metadata: the SDK's (this folder) and the emulator's (emulator/).
+    return hashlib.sha256(b"".join(p.read_bytes() for p in PROJECTS)).hexdigest()
 
 
 def ensure_venv() -> None:
@@ -59,7 +61,8 @@ def ensure_venv() -> None:
         return
     print("installing the project and its development dependencies", flush=True)
     pip = [str(PY), "-m", "pip", "--disable-pip-version-check", "install", "-q"]
-    subprocess.run([*pip, "-e", f"{ROOT}[dev]"], check=True, cwd=ROOT)
+    # One resolution for both, so the SDK's dependency on dtscale-emulator is met by this checkout's copy.
+    subprocess.run([*pip, "-e", f"{ROOT / 'emulator'}[dashboard,otlp]", "-e", f"{ROOT}[dev]"], check=True, cwd=ROOT)
     STAMP.write_text(digest)
 
 

@@ -46,8 +46,8 @@ VARIANTS = ("thread", "loop", "unbounded")
 # The emulator process ------------------------------------------------------------------------------------
 def serve(variant: str, db: str, port: int) -> None:
     """Runs the emulator in ``variant`` until stdin closes."""
-    from emulator import queries
-    from emulator.server import EmulatorServer
+    from dtscale_emulator.engine import queries
+    from dtscale_emulator.server import EmulatorServer
 
     async def on_the_loop(work: Any) -> Any:
         return work()
@@ -65,7 +65,7 @@ def serve(variant: str, db: str, port: int) -> None:
 
 
 def seed(db: str, count: int) -> None:
-    from emulator.storage import InstanceRecord, SqliteBackend
+    from dtscale_emulator.storage import InstanceRecord, SqliteBackend
 
     backend = SqliteBackend(db)
     with backend.transaction() as tx:

@@ -21,7 +21,7 @@ def main() -> None:
         backend = create_test_backend(port=args.port, max_history_size=1_000_000)
         stop = backend.stop
     else:
-        from emulator.server import EmulatorServer
+        from dtscale_emulator.server import EmulatorServer
 
         server = EmulatorServer(port=args.port, db_path=args.db if args.kind == "ours-sqlite" else None,
                                 in_memory=args.kind == "ours-memory")

@@ -28,12 +28,12 @@ sys.path.insert(0, str(HERE))
 
 from admin_load import seed  # noqa: E402
 
+from dtscale_emulator.dashboard import start  # noqa: E402
+from dtscale_emulator.dashboard.connect import endpoint_clients  # noqa: E402
+from dtscale_emulator.ops import aio_loop  # noqa: E402
+from dtscale_emulator.server import EmulatorServer  # noqa: E402
 from durabletask import client  # noqa: E402
 from durabletask._client.models import OrchestrationQuery  # noqa: E402
-from durabletask.dashboard import start  # noqa: E402
-from durabletask.dashboard.connect import endpoint_clients  # noqa: E402
-from emulator import aio_loop  # noqa: E402
-from emulator.server import EmulatorServer  # noqa: E402
 
 
 def timed_get(url: str, rounds: int = 5) -> tuple[float, dict[str, Any]]:

@@ -105,8 +105,8 @@ def run(variant: str, count: int, baseline: Path | None, collector_port: int) ->
     code = baseline if variant == "before" and baseline is not None else ROOT
     flags = ["--otlp-endpoint", f"http://127.0.0.1:{collector_port}"] if variant == "on" else []
     emulator = subprocess.Popen(
-        [sys.executable, "-m", "emulator", "--in-memory", "--port", "0", "--no-dashboard", "--log-level", "WARNING",
-         *flags],
+        [sys.executable, "-m", "dtscale_emulator", "--in-memory", "--port", "0", "--no-dashboard",
+         "--log-level", "WARNING", *flags],
         cwd=code, env={**os.environ, "PYTHONPATH": str(code)}, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

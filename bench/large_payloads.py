@@ -155,7 +155,7 @@ def main() -> None:
         port = _free_port()
         address = f"localhost:{port}"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        emulator = subprocess.Popen([sys.executable, "-m", "emulator", "--port", str(port), "--in-memory",
+        emulator = subprocess.Popen([sys.executable, "-m", "dtscale_emulator", "--port", str(port), "--in-memory",
                                      "--log-level", "WARNING"], env=env)
         me = [sys.executable, __file__, "--address", address, "--store", spec, "--mib", str(args.mib)]
         try:

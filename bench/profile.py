@@ -37,7 +37,7 @@ def main() -> None:
     other: subprocess.Popen[str]
     yappi.set_clock_type("cpu")
     if args.side == "emulator":
-        from emulator.server import EmulatorServer
+        from dtscale_emulator.server import EmulatorServer
 
         yappi.start()
         server = EmulatorServer(port=port, db_path=None if args.memory else f"{tmp.name}/p.db", in_memory=args.memory)

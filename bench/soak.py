@@ -53,9 +53,9 @@ def _ledger(path: Path) -> Iterator[sqlite3.Connection]:
 # Worker role ------------------------------------------------------------------------------------------
 def run_worker(address: str, ledger: Path, sessions: bool) -> None:
     """The worker process: registers the soak workflow and runs until SIGTERM."""
+    from dtscale_emulator.ops.stop_signal import StopSignal
     from durabletask import task, worker
     from durabletask.grpc_options import GrpcWorkerResiliencyOptions
-    from emulator.stop_signal import StopSignal
 
     local = threading.local()
 
@@ -136,7 +136,7 @@ class Soak:
         self.warm_event = threading.Event()
 
     def start(self) -> None:
-        emulator = [sys.executable, "-m", "emulator", "--db", str(self.db), "--port", str(self.port)]
+        emulator = [sys.executable, "-m", "dtscale_emulator", "--db", str(self.db), "--port", str(self.port)]
         emulator += ["--log-level", "ERROR", "--health-ping-interval", "1", "--lease-timeout", "60"]
         if self.args.faults:
             emulator += ["--faults", self.args.faults]

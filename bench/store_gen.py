@@ -73,7 +73,7 @@ def _execution_started(iid: str, name: str, start: int) -> bytes:
 
 def generate(db: str, count: int, seed: int = 1) -> dict[str, Any]:
     """Writes ``count`` instances with their histories into a fresh store at ``db``; returns rate and size."""
-    from emulator.storage import SqliteBackend
+    from dtscale_emulator.storage import SqliteBackend
 
     began = time.perf_counter()
     SqliteBackend(db).close()  # the current schema, indexes included

@@ -270,7 +270,7 @@ def purge_beside_calls(address: str, created_to: int) -> dict[str, Any]:
 
 _CONFORM = """
 import os, sqlite3, sys, tempfile, time
-from emulator.storage import SqliteBackend
+from dtscale_emulator.storage import SqliteBackend
 with tempfile.TemporaryDirectory() as folder:
     fresh = os.path.join(folder, "fresh.db")
     SqliteBackend(fresh).close()

@@ -55,7 +55,7 @@ if variant == "otel-export":
 sys.path.insert(0, "bench")
 from concurrent.futures import ThreadPoolExecutor
 from durabletask import client, worker
-from emulator.server import EmulatorServer
+from dtscale_emulator.server import EmulatorServer
 from workloads import chain3, step
 
 server = EmulatorServer(port=0, in_memory=True)

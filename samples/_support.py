@@ -48,7 +48,7 @@ class Runtime:
 
     def __enter__(self) -> Runtime:
         if not self.connection_string and not self.address:
-            from emulator.server import EmulatorServer
+            from dtscale_emulator.server import EmulatorServer
 
             self._server = EmulatorServer(port=0, in_memory=self._db_path is None, db_path=self._db_path,
                                           clock=self._clock, otlp_endpoint=self._otlp_endpoint)

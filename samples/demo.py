@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client, task, worker
-from emulator.server import EmulatorServer
 
 
 @dataclass

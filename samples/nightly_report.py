@@ -76,7 +76,7 @@ def main() -> int:
     simulated = not args.connection_string and not args.address
     clock = None
     if simulated:
-        from emulator.clock import ManualClock
+        from dtscale_emulator.ops.clock import ManualClock
 
         clock = ManualClock(datetime(2030, 3, 1, 9, 30, tzinfo=timezone.utc))
     nights = Nights(clock)

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("durabletask", "emulator")
+# Each import package and the folder that holds it: the SDK at the top, the emulator's distribution in emulator/.
+PACKAGE_HOMES = {"durabletask": ROOT, "dtscale_emulator": ROOT / "emulator"}
+PACKAGES = tuple(PACKAGE_HOMES)
 
 # The layers of docs/architecture.md, bottom first: a module imports only from its own layer or lower ones.
 # A module belongs to the layer of its longest matching prefix (a bare package name means its __init__).
@@ -76,7 +78,7 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask.scheduled._ops",
             "durabletask.scheduled.client",
             "durabletask.extensions",
-            "durabletask.dashboard",
+            "dtscale_emulator.dashboard",
         ),
     ),
 ]
@@ -84,50 +86,38 @@ EMULATOR_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "emulator foundations",
         (
-            "emulator.clock",
-            "emulator.errors",
-            "emulator.events",
-            "emulator.validation",
-            "emulator.aio_loop",
-            "emulator.auth",
-            "emulator.stop_signal",
+            "dtscale_emulator.errors",
+            "dtscale_emulator.protocol",
+            "dtscale_emulator.limits",
+            "dtscale_emulator.ops.clock",
+            "dtscale_emulator.ops.aio_loop",
+            "dtscale_emulator.ops.stop_signal",
+            "dtscale_emulator.rpc.auth",
+            "dtscale_emulator.engine.events",
+            "dtscale_emulator.engine.work",
+            "dtscale_emulator.engine.changes",
         ),
     ),
-    ("storage", ("emulator.storage",)),
-    ("state machine", ("emulator.state_machine", "emulator.actions")),
-    (
-        "engine",
-        (
-            "emulator.engine",
-            "emulator.entities",
-            "emulator.entity_ops",
-            "emulator.delivery",
-            "emulator.outbox",
-            "emulator.queries",
-            "emulator.convert",
-            "emulator.changes",
-            "emulator.work",
-        ),
-    ),
-    (
-        "WorkDispatcher",
-        (
-            "emulator.dispatcher",
-            "emulator.streams",
-            "emulator.sessions",
-            "emulator.waiters",
-            "emulator.refusals",
-            "emulator.tracing",
-        ),
-    ),
-    ("servicer", ("emulator.servicer", "emulator.handlers", "emulator.hubs", "emulator.faults")),
+    ("storage", ("dtscale_emulator.storage",)),
+    ("state machine", ("dtscale_emulator.engine.state_machine", "dtscale_emulator.engine.actions")),
+    ("engine", ("dtscale_emulator.engine",)),
+    ("WorkDispatcher", ("dtscale_emulator.dispatch", "dtscale_emulator.ops.tracing")),
+    ("RPC surface", ("dtscale_emulator.rpc", "dtscale_emulator.ops.faults")),
+    ("dashboard", ("dtscale_emulator.dashboard",)),
     (
         "emulator server",
-        ("emulator", "emulator.server", "emulator.__main__", "emulator.healthcheck", "emulator.worker_view"),
+        (
+            "dtscale_emulator",
+            "dtscale_emulator.server",
+            "dtscale_emulator.__main__",
+            "dtscale_emulator.ops.healthcheck",
+        ),
     ),
 ]
-# The emulator stands on the SDK's foundations only; the in-memory test backend in turn starts the emulator.
-LAYERS = [*SDK_LAYERS, *EMULATOR_LAYERS, ("in-memory test backend", ("durabletask.testing",))]
+# The emulator distribution imports nothing of the SDK, so its layers lie below all of the SDK's: the SDK's
+# in-process test backend starts the emulator, and its `durabletask dashboard` command serves the emulator's
+# dashboard.
+LAYERS = [*EMULATOR_LAYERS, *SDK_LAYERS, ("in-memory test backend", ("durabletask.testing",))]
 
 # Public data models: what the protocol converter converts, so they must not need it.
 MODELS = ("durabletask.task", "durabletask.history", "durabletask.entities", "durabletask._client.models")
@@ -144,8 +134,8 @@ class Edge:
         return f"{self.where}: {self.source} -> {self.target}"
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, home: Path) -> str:
+    parts = list(path.relative_to(home).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -153,7 +143,11 @@ def module_name(path: Path) -> str:
 
 @functools.cache
 def modules() -> dict[str, Path]:
-    return {module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+    return {
+        module_name(path, home): path
+        for package, home in PACKAGE_HOMES.items()
+        for path in sorted((home / package).rglob("*.py"))
+    }
 
 
 def within(name: str, prefixes: Iterable[str]) -> bool:
@@ -219,7 +213,7 @@ def test_the_graph_is_read() -> None:
     # Guards the checks below against passing on an empty or misread graph.
     targets = {e.target for e in edges() if e.source == "durabletask._replay.executor"}
     assert {"durabletask._registry", "durabletask._replay.handlers"} <= targets
-    assert "emulator.storage" in {e.target for e in edges() if e.source == "emulator.engine"}
+    assert "dtscale_emulator.storage" in {e.target for e in edges() if e.source == "dtscale_emulator.engine.instances"}
 
 
 def test_every_import_points_to_the_same_or_a_lower_layer() -> None:
@@ -239,21 +233,37 @@ def test_models_do_not_import_the_grpc_layer() -> None:
     no_edges(broken(MODELS, ["durabletask._grpc", "grpc"]), "models do not import the gRPC layer")
 
 
-# The emulator's command line serves the SDK's web dashboard: its one use of the SDK above the foundations.
-DASHBOARD_HOST = ("emulator.__main__", "durabletask.dashboard")
+def test_the_emulator_imports_nothing_of_the_sdk() -> None:
+    # It installs beside any SDK, Microsoft's included, whose files may then sit in ``durabletask/``.
+    no_edges(broken(["dtscale_emulator"], ["durabletask"]), "the emulator distribution imports nothing of durabletask")
 
 
-def test_the_emulator_uses_only_the_sdk_foundations() -> None:
-    foundations = SDK_LAYERS[0][1]
+def test_the_sdk_uses_the_emulator_only_for_testing_and_the_dashboard() -> None:
+    allowed = {
+        "durabletask.testing": ("dtscale_emulator",),
+        "durabletask._cli.dashboard_command": ("dtscale_emulator.dashboard",),
+    }
     found = [
         str(e)
         for e in edges()
-        if within(e.source, ["emulator"])
-        and within(e.target, ["durabletask"])
-        and not within(e.target, foundations)
-        and not (e.source == DASHBOARD_HOST[0] and within(e.target, [DASHBOARD_HOST[1]]))
+        if within(e.source, ["durabletask"])
+        and within(e.target, ["dtscale_emulator"])
+        and not any(within(e.source, [src]) and within(e.target, targets) for src, targets in allowed.items())
     ]
-    no_edges(found, "the emulator imports the SDK's foundations only")
+    no_edges(found, "the SDK imports the emulator only in durabletask.testing and the dashboard command")
+
+
+def test_the_dashboard_reaches_an_endpoint_only_through_the_protocol() -> None:
+    # It serves any DTS endpoint, so it may not lean on the emulator's engine, storage or RPC internals.
+    inside = ["dtscale_emulator.dashboard", "dtscale_emulator.protocol", "dtscale_emulator.ops.aio_loop"]
+    found = [
+        str(e)
+        for e in edges()
+        if within(e.source, ["dtscale_emulator.dashboard"])
+        and within(e.target, ["dtscale_emulator"])
+        and not within(e.target, inside)
+    ]
+    no_edges(found, "the dashboard uses the emulator's protocol stubs only")
 
 
 def _graph() -> dict[str, set[str]]:
@@ -310,21 +320,33 @@ def test_no_import_cycles() -> None:
     pytest.fail("import cycle:\n  " + "\n  ".join(steps))
 
 
-def test_the_private_protocol_extension_is_defined_once() -> None:
-    home = ROOT / "durabletask" / "_protocol_extensions.py"
+EXTENSION_HOMES = (
+    ROOT / "durabletask" / "_protocol_extensions.py",
+    ROOT / "emulator" / "dtscale_emulator" / "protocol" / "extensions.py",
+)
+EXTENSION_NAMES = ("EXTENDED_SESSIONS_CAPABILITY", "INCLUDE_PAST_EVENTS", "WORKER_VIEW_SERVICE", "WORKER_VIEW_METHOD")
+
+
+def test_the_private_protocol_extensions_are_defined_once_per_distribution() -> None:
     definitions = []
-    for top in (*PACKAGES, "tests"):
+    for top in ("durabletask", "emulator", "tests"):
         for path in sorted((ROOT / top).rglob("*.py")):
-            if path == home:
+            if path in EXTENSION_HOMES:
                 continue
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 targets = getattr(node, "targets", [getattr(node, "target", None)])
                 names = [t.id for t in targets if isinstance(t, ast.Name)]
-                assigned = isinstance(node, ast.Assign | ast.AnnAssign) and bool(
-                    {"EXTENDED_SESSIONS_CAPABILITY", "INCLUDE_PAST_EVENTS"} & set(names)
-                )
+                assigned = isinstance(node, ast.Assign | ast.AnnAssign) and bool(set(EXTENSION_NAMES) & set(names))
                 extension_values = (1001, "IncludePastEvents")
                 literal = top != "tests" and isinstance(node, ast.Constant) and node.value in extension_values
                 if assigned or literal:
                     definitions.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    no_edges(definitions, "the extension's value is defined in durabletask/_protocol_extensions.py only")
+    no_edges(definitions, "the extensions' values are defined only in their one module per distribution")
+
+
+def test_both_distributions_define_the_same_extensions() -> None:
+    # The two sides of one wire contract, kept in two packages that do not import each other.
+    from dtscale_emulator.protocol import extensions as emulator
+    from durabletask import _protocol_extensions as sdk
+
+    assert {n: getattr(sdk, n) for n in EXTENSION_NAMES} == {n: getattr(emulator, n) for n in EXTENSION_NAMES}

@@ -17,8 +17,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 async def _serve(args: argparse.Namespace, out: IO[str]) -> None:
-    from durabletask.dashboard import start
-    from durabletask.dashboard.connect import connection_string_clients, endpoint_clients
+    from dtscale_emulator.dashboard import start
+    from dtscale_emulator.dashboard.connect import connection_string_clients, endpoint_clients
 
     if args.connection_string:
         clients, default_hub = connection_string_clients(args.connection_string)
@@ -35,7 +35,7 @@ async def _serve(args: argparse.Namespace, out: IO[str]) -> None:
 
 
 def cmd_dashboard(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from durabletask.dashboard import missing_server_message
+    from dtscale_emulator.dashboard import missing_server_message
 
     problem = missing_server_message()
     if problem is not None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dtscale_emulator.limits import Limits
+from dtscale_emulator.ops.clock import Clock
+from dtscale_emulator.server import EmulatorServer
 from durabletask.entities.entity_instance_id import EntityInstanceId as EntityInstanceId  # as in Microsoft's module
-from emulator.clock import Clock
-from emulator.server import EmulatorServer
-from emulator.validation import Limits
 
 __all__ = ["InMemoryOrchestrationBackend", "create_test_backend"]
 
@@ -17,7 +17,7 @@ class InMemoryOrchestrationBackend:
         max_history_size: Most history events one orchestration may accumulate; a completion that
             would exceed it is rejected with RESOURCE_EXHAUSTED.
         port: Port to listen on (0 picks a free one; read it back from :attr:`port`).
-        clock: Optional time source, e.g. :class:`emulator.clock.ManualClock` to skip time in tests.
+        clock: Optional time source, e.g. :class:`dtscale_emulator.ManualClock` to skip time in tests.
     """
 
     def __init__(self, max_history_size: int = 10000, port: int = 50051, clock: Clock | None = None) -> None:

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from dtscale_emulator.dashboard import Dashboard, start
+from dtscale_emulator.dashboard.connect import endpoint_clients
+from dtscale_emulator.ops import aio_loop
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client, task, worker
-from durabletask.dashboard import Dashboard, start
-from durabletask.dashboard.connect import endpoint_clients
 from durabletask.entities import EntityContext
 from durabletask.scheduled import ScheduleCreationOptions, ScheduledTaskClient
-from emulator import aio_loop
-from emulator.server import EmulatorServer
 
 HUB = "default"
 # Flipped by a test to let the failing activity succeed, so a rewound instance can complete.

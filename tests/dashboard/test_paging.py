@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from dtscale_emulator.dashboard import listing, views
+from dtscale_emulator.ops import aio_loop
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client
 from durabletask._client import requests as rq
 from durabletask._client.async_client import AsyncTaskHubGrpcClient
-from durabletask.dashboard import listing, views
-from emulator import aio_loop
-from emulator.server import EmulatorServer
 
 
 @pytest.fixture(scope="module")

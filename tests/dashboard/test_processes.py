@@ -23,8 +23,8 @@ from typing import Any
 import grpc
 import pytest
 
+from dtscale_emulator.rpc.methods import SERVICE
 from durabletask import client, task, worker
-from emulator.handlers import SERVICE
 
 ROOT = Path(__file__).resolve().parents[2]
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -85,14 +85,14 @@ def post(url: str, body: dict[str, Any]) -> tuple[int, Any]:
 
 @contextmanager
 def emulator(*extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    with process("-m", "emulator", "--in-memory", "--port", "0", "--log-level", "WARNING", *extra) as proc:
+    with process("-m", "dtscale_emulator", "--in-memory", "--port", "0", "--log-level", "WARNING", *extra) as proc:
         address = read_line(proc, r"listening on (\S+)").group(1)
         yield address, proc
 
 
 def test_dashboard_options_default_to_the_public_emulators_port_and_this_machine() -> None:
+    from dtscale_emulator.__main__ import build_parser as emulator_parser
     from durabletask._cli.parser import build_parser as cli_parser
-    from emulator.__main__ import build_parser as emulator_parser
 
     args = emulator_parser().parse_args([])
     assert (args.dashboard_port, args.no_dashboard) == (8082, False)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from dtscale_emulator.dashboard import schedules
+from dtscale_emulator.ops import aio_loop
+from dtscale_emulator.server import EmulatorServer
 from durabletask._client.async_client import AsyncTaskHubGrpcClient
-from durabletask.dashboard import schedules
-from emulator import aio_loop
-from emulator.server import EmulatorServer
 
 
 def act(address: str, schedule_id: str, action: str) -> dict[str, object]:

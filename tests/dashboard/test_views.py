@@ -6,10 +6,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from dtscale_emulator.dashboard import diagnose, views
+from dtscale_emulator.dashboard.hubs import parse_json
 from durabletask import history
 from durabletask._client.models import OrchestrationState, OrchestrationStatus
-from durabletask.dashboard import diagnose, views
-from durabletask.dashboard.hubs import parse_json
 from durabletask.task import FailureDetails
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)

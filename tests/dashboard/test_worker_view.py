@@ -9,12 +9,12 @@ from typing import Any
 import grpc
 import pytest
 
+from dtscale_emulator.dashboard import workers
+from dtscale_emulator.ops import aio_loop
+from dtscale_emulator.server import EmulatorServer
 from durabletask import task, worker
 from durabletask._client.async_client import AsyncTaskHubGrpcClient
 from durabletask._protocol_extensions import WORKER_VIEW_METHOD, WORKER_VIEW_SERVICE
-from durabletask.dashboard import workers
-from emulator import aio_loop
-from emulator.server import EmulatorServer
 
 TOKEN = "view-secret"
 

@@ -88,7 +88,7 @@ def emulator_server(request: pytest.FixtureRequest) -> Iterator[Any | None]:
     if external_backend(request.config) is not None:
         yield None
         return
-    from emulator.server import EmulatorServer
+    from dtscale_emulator.server import EmulatorServer
 
     server = EmulatorServer(port=0, in_memory=True, dynamic_task_hubs=True)
     server.start()

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client, task, worker
 from durabletask.scheduled import ScheduleDescription, ScheduledTaskClient
-from emulator.clock import ManualClock
-from emulator.server import EmulatorServer
 
 T = TypeVar("T")
 START = datetime(2030, 1, 1, 12, 0, tzinfo=timezone.utc)

@@ -41,7 +41,7 @@ def test_a_20000_event_history_is_streamed_and_replays(hub: Hub) -> None:
         iid = c.schedule_new_orchestration(many_timers, input=TIMERS)
         state = c.wait_for_orchestration_completion(iid, timeout=200)
     finally:
-        from emulator.engine import DEFAULT_HISTORY_STREAMING_THRESHOLD
+        from dtscale_emulator.engine.instances import DEFAULT_HISTORY_STREAMING_THRESHOLD
 
         engine.history_streaming_threshold = DEFAULT_HISTORY_STREAMING_THRESHOLD
     assert state is not None and state.runtime_status == client.OrchestrationStatus.COMPLETED

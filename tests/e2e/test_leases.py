@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client, task, worker
-from emulator.server import EmulatorServer
 
 pytestmark = pytest.mark.adversarial
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from dtscale_emulator.limits import Limits
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client, task, worker
-from emulator.server import EmulatorServer
-from emulator.validation import Limits
 
 from .conftest import Hub
 

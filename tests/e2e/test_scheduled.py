@@ -7,6 +7,8 @@ from datetime import timedelta
 
 import pytest
 
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client
 from durabletask.history import ExecutionStartedEvent
 from durabletask.scheduled import (
@@ -18,8 +20,6 @@ from durabletask.scheduled import (
     ScheduleStatus,
     ScheduleUpdateOptions,
 )
-from emulator.clock import ManualClock
-from emulator.server import EmulatorServer
 
 from .scheduled_support import START, ScheduleHub, next_run_changes, run_id, runs_of, schedule_hub, wait_for
 

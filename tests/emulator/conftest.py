@@ -14,10 +14,10 @@ import grpc
 import pytest
 from google.protobuf import timestamp_pb2, wrappers_pb2
 
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
-from emulator.clock import ManualClock
-from emulator.server import EmulatorServer
 
 
 class HubStub:

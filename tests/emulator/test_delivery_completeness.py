@@ -16,9 +16,9 @@ from typing import Any
 import grpc
 import pytest
 
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator.clock import ManualClock
-from emulator.server import EmulatorServer
 
 from .conftest import HubStub, WorkStream, complete, schedule, start, ts
 

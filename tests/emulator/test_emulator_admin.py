@@ -7,9 +7,9 @@ import threading
 import grpc
 import pytest
 
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator.clock import ManualClock
-from emulator.server import EmulatorServer
 
 from .conftest import HubStub, WorkStream, complete, finish, history, kinds, start, status_of, sv, uid
 
@@ -290,7 +290,7 @@ def test_purge_by_filter(stub: HubStub) -> None:
 def test_purge_by_filter_stops_at_its_timeout_and_says_what_is_left(
     stub: HubStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from emulator import queries
+    from dtscale_emulator.engine import queries
 
     done = [_run_to_completion(stub) for _ in range(5)]
     monkeypatch.setattr(queries, "PURGE_PAGE", 2)
@@ -320,7 +320,7 @@ def test_purge_by_filter_with_out_of_range_timeouts(stub: HubStub) -> None:
 def test_purge_by_filter_with_a_timeout_that_ends_on_the_last_page_is_complete(
     stub: HubStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from emulator import queries
+    from dtscale_emulator.engine import queries
 
     done = [_run_to_completion(stub) for _ in range(2)]
     monkeypatch.setattr(queries, "PURGE_PAGE", 2)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from emulator.__main__ import build_parser
+from dtscale_emulator.__main__ import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def test_options_parse() -> None:
 
 def test_prints_the_address_and_stops_on_sigterm() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "emulator", "--in-memory", "--port", "0", "--log-level", "WARNING"],
+        [sys.executable, "-m", "dtscale_emulator", "--in-memory", "--port", "0", "--log-level", "WARNING"],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,

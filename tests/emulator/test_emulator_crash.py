@@ -37,7 +37,7 @@ def _emulator(db: Path, port: int) -> subprocess.Popen[str]:
         [
             sys.executable,
             "-m",
-            "emulator",
+            "dtscale_emulator",
             "--db",
             str(db),
             "--host",

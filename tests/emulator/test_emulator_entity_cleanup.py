@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from dtscale_emulator.engine import queries
+from dtscale_emulator.server import EmulatorServer
+from dtscale_emulator.storage import EntityRecord
 from durabletask import client
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import queries
-from emulator.server import EmulatorServer
-from emulator.storage import EntityRecord
 
 from .conftest import HubStub, WorkStream, complete, start, sv, uid
 from .test_emulator_entities import _entity_action, _entity_stream, _finish_batch, _ok

@@ -8,8 +8,8 @@ import sqlite3
 import grpc
 import pytest
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator.server import EmulatorServer
 
 from .conftest import HubStub
 
@@ -21,7 +21,7 @@ def test_an_internal_error_answers_an_id_and_logs_the_detail(
         raise sqlite3.OperationalError("no such column: secret_col in SELECT * FROM instances (/var/lib/emu.db)")
 
     monkeypatch.setattr(server.engine, "get", broken)
-    with pytest.raises(grpc.RpcError) as err, caplog.at_level(logging.ERROR, "emulator"):
+    with pytest.raises(grpc.RpcError) as err, caplog.at_level(logging.ERROR, "dtscale_emulator"):
         stub.GetInstance(pb.GetInstanceRequest(instanceId="x"))
     details = err.value.details() or ""
     assert err.value.code() == grpc.StatusCode.INTERNAL
@@ -40,7 +40,7 @@ def test_a_token_without_tls_on_an_outside_address_is_warned_about(
     caplog: pytest.LogCaptureFixture, host: str, tls: bool, warned: bool
 ) -> None:
     with (
-        caplog.at_level(logging.WARNING, "emulator"),
+        caplog.at_level(logging.WARNING, "dtscale_emulator"),
         EmulatorServer(host=host, port=0, in_memory=True, auth_token="t"),
     ):
         pass
@@ -48,6 +48,6 @@ def test_a_token_without_tls_on_an_outside_address_is_warned_about(
 
 
 def test_no_warning_without_a_token(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, "emulator"), EmulatorServer(host="0.0.0.0", port=0, in_memory=True):
+    with caplog.at_level(logging.WARNING, "dtscale_emulator"), EmulatorServer(host="0.0.0.0", port=0, in_memory=True):
         pass
     assert not any("clear text" in r.getMessage() for r in caplog.records)

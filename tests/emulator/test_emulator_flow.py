@@ -6,8 +6,8 @@ import grpc
 import pytest
 from google.protobuf import empty_pb2
 
+from dtscale_emulator.ops.clock import ManualClock
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator.clock import ManualClock
 
 from .conftest import (
     HubStub,

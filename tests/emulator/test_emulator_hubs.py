@@ -8,10 +8,11 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
+from dtscale_emulator.engine import queries
+from dtscale_emulator.rpc import hubs
+from dtscale_emulator.server import EmulatorServer
+from dtscale_emulator.storage import InstanceQueryArgs, InstanceRecord, SqliteBackend
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import hubs, queries
-from emulator.server import EmulatorServer
-from emulator.storage import InstanceQueryArgs, InstanceRecord, SqliteBackend
 
 from .conftest import HubStub, start, uid
 

@@ -7,10 +7,10 @@ import time
 import grpc
 import pytest
 
+from dtscale_emulator.engine.delivery import StartOptions, insert_instance
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator.clock import ManualClock
-from emulator.delivery import StartOptions, insert_instance
-from emulator.server import EmulatorServer
 
 from .conftest import HubStub, WorkStream, complete, finish, schedule, start, status_of, sv
 

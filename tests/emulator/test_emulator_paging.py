@@ -12,10 +12,10 @@ import grpc
 import pytest
 from google.protobuf import wrappers_pb2
 
+from dtscale_emulator.engine import queries
+from dtscale_emulator.server import EmulatorServer
+from dtscale_emulator.storage import EntityRecord, InstanceRecord
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import queries
-from emulator.server import EmulatorServer
-from emulator.storage import EntityRecord, InstanceRecord
 
 from .conftest import HubStub, peer_env, sv, uid
 

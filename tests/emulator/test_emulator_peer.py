@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.server import EmulatorServer
+from dtscale_emulator.server import EmulatorServer
 
 from .conftest import peer_env
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import grpc
 from google.protobuf import empty_pb2
 
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.ops.healthcheck import probe
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.testing import InMemoryOrchestrationBackend, create_test_backend
-from emulator.clock import ManualClock
-from emulator.healthcheck import probe
-from emulator.server import EmulatorServer
 
 from .conftest import HubStub, WorkStream, complete, later, schedule, start, status_of, timer
 
@@ -102,7 +102,7 @@ def test_history_limit_is_enforced() -> None:
 
 
 def test_package_exports_the_server_and_clocks() -> None:
-    import emulator
+    import dtscale_emulator as emulator
 
     assert emulator.EmulatorServer is EmulatorServer and emulator.ManualClock is ManualClock
     assert set(emulator.__all__) == {"Clock", "EmulatorServer", "Limits", "ManualClock", "SystemClock"}

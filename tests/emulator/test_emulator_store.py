@@ -12,11 +12,11 @@ from typing import Any
 import grpc
 import pytest
 
+from dtscale_emulator.__main__ import build_parser
+from dtscale_emulator.errors import DatabaseInUseError, StorageError
+from dtscale_emulator.server import EmulatorServer
+from dtscale_emulator.storage import SqliteBackend
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator.__main__ import build_parser
-from emulator.errors import DatabaseInUseError, StorageError
-from emulator.server import EmulatorServer
-from emulator.storage import SqliteBackend
 from tests.recovery.support import env, free_port, kill, start_emulator
 
 from .conftest import HubStub, start, uid
@@ -38,7 +38,7 @@ def test_a_second_emulator_process_exits_with_a_clear_message(tmp_path: Path) ->
     first = start_emulator(db, free_port())
     try:
         second = subprocess.run(
-            [sys.executable, "-m", "emulator", "--db", str(db), "--port", str(free_port())],
+            [sys.executable, "-m", "dtscale_emulator", "--db", str(db), "--port", str(free_port())],
             env=env(),
             capture_output=True,
             text=True,
@@ -75,7 +75,7 @@ def _records(backend: SqliteBackend) -> list[str]:
 
 
 def _put(backend: SqliteBackend, iid: str) -> None:
-    from emulator.storage import InstanceRecord
+    from dtscale_emulator.storage import InstanceRecord
 
     with backend.transaction() as tx:
         tx.put_instance(InstanceRecord("h", iid, "e", "n", 0, 1, 1, parent_instance_id="parent"))
@@ -87,7 +87,7 @@ def test_a_failed_commit_is_reported_rolled_back_and_the_store_stays_usable(
     backend = SqliteBackend(str(tmp_path / "emu.db"))
     real = backend._conn
     backend._conn = _FailingConnection(real, {"COMMIT"})  # type: ignore[assignment]
-    with pytest.raises(StorageError) as err, caplog.at_level(logging.ERROR, "emulator"):
+    with pytest.raises(StorageError) as err, caplog.at_level(logging.ERROR, "dtscale_emulator"):
         _put(backend, "lost")
     assert "disk" not in str(err.value) and "/secret" not in str(err.value)
     error_id = str(err.value).split("error ")[1].split(";")[0]
@@ -104,7 +104,7 @@ def test_a_failing_rollback_does_not_hide_the_original_error(tmp_path: Path, cap
     backend._conn = _FailingConnection(real, {"ROLLBACK"})  # type: ignore[assignment]
     with (
         pytest.raises(ValueError, match="the original problem"),
-        caplog.at_level(logging.ERROR, "emulator"),
+        caplog.at_level(logging.ERROR, "dtscale_emulator"),
         backend.transaction(),
     ):
         raise ValueError("the original problem")

@@ -10,9 +10,9 @@ import grpc
 import pytest
 from google.protobuf import empty_pb2
 
+from dtscale_emulator.ops import aio_loop
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import aio_loop
-from emulator.server import EmulatorServer
 
 from .conftest import HubStub, WorkStream, start
 
@@ -124,7 +124,7 @@ def test_a_wait_cut_short_by_a_restart_is_unavailable_not_a_deadline(server: Emu
 def test_a_filter_purge_lets_other_calls_run_between_pages(
     server: EmulatorServer, stub: HubStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from emulator import queries
+    from dtscale_emulator.engine import queries
 
     for _ in range(6):
         iid = start(stub)
@@ -168,7 +168,7 @@ def test_a_manual_clock_does_not_keep_a_closed_server_alive() -> None:
     import gc
     import weakref
 
-    from emulator.clock import ManualClock
+    from dtscale_emulator.ops.clock import ManualClock
 
     clock = ManualClock()
     server = EmulatorServer(port=0, in_memory=True, clock=clock).start()

@@ -16,7 +16,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from emulator.server import EmulatorServer
+from dtscale_emulator.server import EmulatorServer
 
 from .conftest import HubStub, WorkStream, start
 
@@ -66,6 +66,6 @@ def test_a_frozen_worker_is_dropped_and_its_work_goes_to_another_before_the_leas
 def test_keepalive_settings_out_of_range_are_refused_naming_the_setting() -> None:
     with pytest.raises(ValueError, match=r"keepalive_timeout must be between 0\.001 and 86400 seconds, got 0"):
         EmulatorServer(port=0, in_memory=True, keepalive_timeout=0)
-    proc = subprocess.run([sys.executable, "-m", "emulator", "--in-memory", "--keepalive-interval", "-1"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "dtscale_emulator", "--in-memory", "--keepalive-interval", "-1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode == 2 and "--keepalive-interval must be between 0.001 and 86400 seconds" in proc.stderr

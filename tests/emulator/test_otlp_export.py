@@ -34,8 +34,8 @@ def collector() -> Iterator[tuple[Collector, int]]:
 @pytest.fixture
 def emulator_address(collector: tuple[Collector, int]) -> Iterator[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "emulator", "--in-memory", "--port", "0", "--no-dashboard", "--log-level", "WARNING",
-         "--otlp-endpoint", f"http://127.0.0.1:{collector[1]}"],
+        [sys.executable, "-m", "dtscale_emulator", "--in-memory", "--port", "0", "--no-dashboard",
+         "--log-level", "WARNING", "--otlp-endpoint", f"http://127.0.0.1:{collector[1]}"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -142,7 +142,7 @@ BLOCKED = textwrap.dedent(
             return None
 
     sys.meta_path.insert(0, NoOpenTelemetry())
-    from emulator.__main__ import main
+    from dtscale_emulator.__main__ import main
     sys.exit(main(sys.argv[1:]))
     """
 )
@@ -158,13 +158,13 @@ def test_the_flag_without_the_extra_is_a_clear_startup_error(tmp_path: Path) -> 
     assert "listening" not in done.stdout
     assert done.stderr.startswith(
         "durabletask-emulator: --otlp-endpoint needs the OpenTelemetry SDK and OTLP exporter: "
-        "pip install 'dtscale[emulator-otlp]' (No module named 'opentelemetry"
+        "pip install 'dtscale-emulator[otlp]' (No module named 'opentelemetry"
     ), done.stderr
     assert not (tmp_path / "x.db").exists()  # refused before anything was opened
 
 
 def test_the_endpoint_can_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from emulator.__main__ import build_parser
+    from dtscale_emulator.__main__ import build_parser
 
     assert build_parser().parse_args([]).otlp_endpoint is None
     monkeypatch.setenv("DTS_EMULATOR_OTLP_ENDPOINT", "http://collector:4317")
@@ -175,9 +175,9 @@ def test_the_endpoint_can_come_from_the_environment(monkeypatch: pytest.MonkeyPa
 def test_the_exporter_keeps_the_callers_sampling_and_trace_state_and_records_errors(
     collector: tuple[Collector, int],
 ) -> None:
+    from dtscale_emulator.ops.tracing import Phase
+    from dtscale_emulator.ops.tracing.otlp import OtlpExport
     from durabletask._trace_context import Parent
-    from emulator.tracing import Phase
-    from emulator.tracing.otlp import OtlpExport
 
     keeper, port = collector
     export = OtlpExport(f"http://127.0.0.1:{port}")

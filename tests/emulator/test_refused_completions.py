@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
+from dtscale_emulator.limits import Limits
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator.clock import ManualClock
-from emulator.server import EmulatorServer
-from emulator.validation import Limits
 
 from .conftest import HubStub, WorkStream, complete, finish, kinds, schedule, start, status_of, sv, uid
 

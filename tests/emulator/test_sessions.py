@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import grpc
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
-from emulator.server import EmulatorServer
 
 from .conftest import HubStub, WorkStream, complete, finish, history, kinds, schedule, start, status_of, sv
 

@@ -11,9 +11,9 @@ from typing import Any
 import grpc
 import pytest
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask import task
 from durabletask.entities import EntityInstanceId
-from emulator.server import EmulatorServer
 from tests.external.backend import ROOT, Backend, TaskHubs
 from tests.interop.endpoint import Made
 

@@ -13,9 +13,9 @@ from typing import Any
 import grpc
 import pytest
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client, task, worker
 from durabletask.grpc_options import GrpcWorkerResiliencyOptions
-from emulator.server import EmulatorServer
 from tests.recovery.support import Ledger, assert_exactly_once, fetch_history, save_history, wait_done
 
 STEPS = 3

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
+from dtscale_emulator.ops.faults import FaultProfile
 from durabletask import client
-from emulator.faults import FaultProfile
 from tests.recovery.support import wait_until
 
 from .conftest import STEPS, Rig, wait_all

@@ -12,9 +12,9 @@ from typing import Any
 import grpc
 import pytest
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
-from emulator.server import EmulatorServer
 from tests.emulator.conftest import HubStub, WorkStream, complete, schedule, sv
 
 

@@ -8,12 +8,12 @@ from typing import Any
 import grpc
 import pytest
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client, task, worker
 from durabletask._errors import PayloadTooLargeError, SerializationError
 from durabletask._grpc.errors import InvalidArgumentError, NotFoundError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.history import TaskScheduledEvent
-from emulator.server import EmulatorServer
 from tests.emulator.conftest import HubStub, sv
 
 MIB = 1024 * 1024

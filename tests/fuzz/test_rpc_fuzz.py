@@ -16,8 +16,8 @@ from google.protobuf.message_factory import GetMessageClass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator.server import EmulatorServer
 from tests.conftest import fuzz_examples
 from tests.emulator.conftest import HubStub, WorkStream, complete, finish, schedule, sv
 

@@ -17,7 +17,7 @@ from durabletask.extensions.history_export import orchestrator as export_orchest
 
 @pytest.fixture(scope="session")
 def emulator_port() -> Iterator[int]:
-    from emulator.server import EmulatorServer
+    from dtscale_emulator.server import EmulatorServer
 
     server = EmulatorServer(port=0, in_memory=True, dynamic_task_hubs=True)
     server.start()

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-import emulator.dispatcher
+from dtscale_emulator.dispatch import dispatcher
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client, task, worker
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
-from emulator.server import EmulatorServer
 
 from .conftest import run_in_peer
 from .test_conformance import EXPECTED
@@ -44,13 +44,13 @@ class Recorder:
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
     server = EmulatorServer(port=0, in_memory=True, dynamic_task_hubs=True)
     rec = Recorder(server)
-    advertised = emulator.dispatcher.advertised
+    advertised = dispatcher.advertised
 
     def recording(request: pb.GetWorkItemsRequest) -> tuple[bool, bool]:
         rec.capabilities.append(list(request.capabilities))
         return advertised(request)
 
-    monkeypatch.setattr(emulator.dispatcher, "advertised", recording)
+    monkeypatch.setattr(dispatcher, "advertised", recording)
     server.start()
     yield rec
     server.stop()

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client, worker
 from durabletask.scheduled import (
     ScheduleCreationOptions,
@@ -24,7 +25,6 @@ from durabletask.scheduled import (
     ScheduleQuery,
     ScheduleStatus,
 )
-from emulator.server import EmulatorServer
 from tests.e2e.scheduled_support import report, runs_of, wait_for
 
 from .conftest import peer_env

@@ -16,7 +16,7 @@ from tests.azurite import Azurite
 
 @pytest.fixture(scope="session")
 def emulator_server() -> Iterator[Any]:
-    from emulator.server import EmulatorServer
+    from dtscale_emulator.server import EmulatorServer
 
     server = EmulatorServer(port=0, in_memory=True, dynamic_task_hubs=True)
     server.start()

@@ -16,11 +16,11 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from dtscale_emulator.ops.stop_signal import StopSignal
 from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.scheduled.orchestrator import execute_schedule_operation_orchestrator
 from durabletask.scheduled.schedule_entity import ENTITY_NAME, Schedule
-from emulator.stop_signal import StopSignal
 from tests.recovery.support import Ledger
 from tests.recovery.worker_app import scheduler_or_plain_worker
 

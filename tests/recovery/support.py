@@ -125,7 +125,8 @@ def env() -> dict[str, str]:
 def start_emulator(db: Path, port: int, *extra: str) -> subprocess.Popen[str]:
     """``python -m emulator`` on ``db`` and ``port``; returns once it is listening."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "emulator", "--db", str(db), "--port", str(port), "--log-level", "WARNING", *extra],
+        [sys.executable, "-m", "dtscale_emulator", "--db", str(db), "--port", str(port), "--log-level", "WARNING",
+         *extra],
         cwd=ROOT,
         env=env(),
         stdout=subprocess.PIPE,

@@ -16,10 +16,10 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from dtscale_emulator.ops.stop_signal import StopSignal
 from durabletask import task, worker
 from durabletask.grpc_options import GrpcWorkerResiliencyOptions
 from durabletask.worker import VersionFailureStrategy, VersioningOptions, VersionMatchStrategy
-from emulator.stop_signal import StopSignal
 from tests.interop import endpoint
 from tests.interop.endpoint import BACKEND_ENV
 from tests.recovery.support import Ledger

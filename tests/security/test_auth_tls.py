@@ -15,13 +15,13 @@ import grpc
 import pytest
 from google.protobuf import empty_pb2
 
+from dtscale_emulator.__main__ import build_parser
+from dtscale_emulator.ops.healthcheck import probe
+from dtscale_emulator.server import EmulatorServer
 from durabletask import client, task, worker
 from durabletask._grpc.channel import create_channel
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
-from emulator.__main__ import build_parser
-from emulator.healthcheck import probe
-from emulator.server import EmulatorServer
 from tests.recovery.support import env, free_port, kill, start_emulator
 
 from .certs import TlsFiles, make_tls
@@ -152,7 +152,7 @@ def test_healthcheck_and_emulator_cli_with_a_token_file(tmp_path: Path) -> None:
     port = free_port()
     proc = start_emulator(tmp_path / "emu.db", port, "--auth-token-file", str(token_file))
     try:
-        check = [sys.executable, "-m", "emulator.healthcheck", f"127.0.0.1:{port}"]
+        check = [sys.executable, "-m", "dtscale_emulator.ops.healthcheck", f"127.0.0.1:{port}"]
         assert subprocess.run(check, env=env(), timeout=30).returncode == 1
         assert subprocess.run([*check, "--auth-token", TOKEN], env=env(), timeout=30).returncode == 0
         assert subprocess.run([*check, "--auth-token-file", str(token_file)], env=env(), timeout=30).returncode == 0
@@ -165,7 +165,7 @@ def test_healthcheck_and_emulator_cli_with_a_token_file(tmp_path: Path) -> None:
 def test_emulator_reads_the_token_from_the_environment(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "emulator", "--in-memory", "--port", str(port), "--log-level", "WARNING"],
+        [sys.executable, "-m", "dtscale_emulator", "--in-memory", "--port", str(port), "--log-level", "WARNING"],
         env={**env(), "DTS_EMULATOR_AUTH_TOKEN": TOKEN},
         stdout=subprocess.PIPE,
         text=True,
@@ -189,7 +189,7 @@ def test_emulator_reads_the_token_from_the_environment(tmp_path: Path) -> None:
 )
 def test_cli_rejects_bad_security_flags(tmp_path: Path, args: list[str], message: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "emulator", "--in-memory", "--port", "0", *args],
+        [sys.executable, "-m", "dtscale_emulator", "--in-memory", "--port", "0", *args],
         env=env(),
         capture_output=True,
         text=True,
@@ -203,7 +203,7 @@ def test_empty_token_file_is_refused(tmp_path: Path) -> None:
     empty = tmp_path / "token"
     empty.write_text("\n")
     result = subprocess.run(
-        [sys.executable, "-m", "emulator", "--in-memory", "--auth-token-file", str(empty)],
+        [sys.executable, "-m", "dtscale_emulator", "--in-memory", "--auth-token-file", str(empty)],
         env=env(),
         capture_output=True,
         text=True,
@@ -256,7 +256,7 @@ def test_cli_serves_tls(tmp_path: Path, tls: TlsFiles) -> None:
     port = free_port()
     proc = start_emulator(tmp_path / "emu.db", port, "--tls-cert", str(tls.cert), "--tls-key", str(tls.key))
     try:
-        check = [sys.executable, "-m", "emulator.healthcheck", f"localhost:{port}"]
+        check = [sys.executable, "-m", "dtscale_emulator.ops.healthcheck", f"localhost:{port}"]
         assert subprocess.run([*check, "--tls-ca", str(tls.ca)], env=env(), timeout=30).returncode == 0
         assert subprocess.run(check, env=env(), timeout=30).returncode == 1
     finally:

@@ -9,8 +9,8 @@ from typing import Any
 import grpc
 import pytest
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator.server import EmulatorServer
 from tests.emulator.conftest import HubStub, WorkStream, complete, finish, kinds, schedule, sv
 
 ENTITY = "@counter@k1"

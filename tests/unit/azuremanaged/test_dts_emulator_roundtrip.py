@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from dtscale_emulator.server import EmulatorServer
 from durabletask.azuremanaged.client import AsyncDurableTaskSchedulerClient, DurableTaskSchedulerClient
 from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
-from emulator.server import EmulatorServer
 
 
 @pytest.fixture(scope="module")

@@ -7,17 +7,16 @@ from collections.abc import Iterator, Mapping
 from datetime import timedelta
 
 import pytest
-from google.protobuf import wrappers_pb2
 
-from durabletask._proto import orchestrator_service_pb2 as pb
+from dtscale_emulator.dispatch.sessions import SessionTable
+from dtscale_emulator.engine.changes import ChangeFeed
+from dtscale_emulator.engine.delivery import StartOptions
+from dtscale_emulator.engine.entities import Entities
+from dtscale_emulator.engine.instances import Engine
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.protocol import StringValue, pb
+from dtscale_emulator.storage import NameFilter, SqliteBackend
 from durabletask._protocol_extensions import INCLUDE_PAST_EVENTS
-from emulator.changes import ChangeFeed
-from emulator.clock import ManualClock
-from emulator.delivery import StartOptions
-from emulator.engine import Engine
-from emulator.entities import Entities
-from emulator.sessions import SessionTable
-from emulator.storage import NameFilter, SqliteBackend
 
 RUNNING = pb.ORCHESTRATION_STATUS_RUNNING
 
@@ -71,7 +70,7 @@ def test_engine_reports_each_change_to_its_subscriber(store: SqliteBackend) -> N
     ]
 
     activities, _ = engine.lease_activities("h", NameFilter(), ["t2"], clock.now() + timedelta(seconds=30))
-    result = pb.ActivityResponse(result=wrappers_pb2.StringValue(value='"done"'))
+    result = pb.ActivityResponse(result=StringValue(value='"done"'))
     engine.complete_activity("h", activities[0].activity_id, "t2", result)
     assert recorder.take() == [("work", "h", ("orchestration",), {"orchestration": frozenset({"Orch"})})]
 

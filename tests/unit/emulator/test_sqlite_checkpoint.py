@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import queries
-from emulator.clock import SystemClock
-from emulator.engine import Engine
-from emulator.storage import InstanceRecord, SqliteBackend
+from dtscale_emulator.engine import queries
+from dtscale_emulator.engine.instances import Engine
+from dtscale_emulator.ops.clock import SystemClock
+from dtscale_emulator.protocol import pb
+from dtscale_emulator.storage import InstanceRecord, SqliteBackend
 
 
 def _log_frames(path: Path) -> tuple[int, int]:

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from emulator.clock import SystemClock
-from emulator.engine import Engine
-from emulator.storage import InstanceQueryArgs, InstanceRecord, SqliteBackend, sqlite_listing
+from dtscale_emulator.engine.instances import Engine
+from dtscale_emulator.ops.clock import SystemClock
+from dtscale_emulator.storage import InstanceQueryArgs, InstanceRecord, SqliteBackend, sqlite_listing
 
 TERMINAL = (1, 3, 5)
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from emulator.storage import EntityRecord, InstanceRecord, NameFilter, SqliteBackend
+from dtscale_emulator.storage import EntityRecord, InstanceRecord, NameFilter, SqliteBackend
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import queries
-from emulator.clock import SystemClock
-from emulator.engine import Engine
-from emulator.storage import InstanceRecord, SqliteBackend
+from dtscale_emulator.engine import queries
+from dtscale_emulator.engine.instances import Engine
+from dtscale_emulator.ops.clock import SystemClock
+from dtscale_emulator.protocol import pb
+from dtscale_emulator.storage import InstanceRecord, SqliteBackend
 
 RUNNING, COMPLETED, FAILED = 0, 1, 3
 
@@ -216,8 +216,8 @@ def test_a_purge_of_everything_older_than_a_time_goes_oldest_first(
 
 
 def test_the_oldest_first_page_seeks_the_created_time_index() -> None:
-    from emulator.storage import InstanceQueryArgs
-    from emulator.storage.sqlite_listing import keys_by_age
+    from dtscale_emulator.storage import InstanceQueryArgs
+    from dtscale_emulator.storage.sqlite_listing import keys_by_age
 
     backend = SqliteBackend(None)
     statements: list[str] = []

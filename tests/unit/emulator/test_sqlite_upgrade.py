@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from emulator.clock import SystemClock
-from emulator.engine import Engine
-from emulator.storage import InstanceRecord, SqliteBackend
+from dtscale_emulator.engine.instances import Engine
+from dtscale_emulator.ops.clock import SystemClock
+from dtscale_emulator.storage import InstanceRecord, SqliteBackend
 
 # The two tables as stores made them before (the other tables did not change).
 _OLD_TABLES = """

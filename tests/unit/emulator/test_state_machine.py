@@ -6,11 +6,10 @@ import itertools
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from google.protobuf import timestamp_pb2, wrappers_pb2
 
-from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import events
-from emulator.state_machine import InstanceView, Transition, advance, open_children, status_after_events
+from dtscale_emulator.engine import events
+from dtscale_emulator.engine.state_machine import InstanceView, Transition, advance, open_children, status_after_events
+from dtscale_emulator.protocol import StringValue, Timestamp, pb
 from tests.conftest import fuzz_examples
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -36,8 +35,8 @@ def _run(
     return advance(inst, past or [], new_events, response, NOW, lambda: f"id{next(counter)}")
 
 
-def _sv(v: str) -> wrappers_pb2.StringValue:
-    return wrappers_pb2.StringValue(value=v)
+def _sv(v: str) -> StringValue:
+    return StringValue(value=v)
 
 
 def _kinds(evts: list[pb.HistoryEvent]) -> list[str | None]:
@@ -67,7 +66,7 @@ def test_schedule_task_records_history_with_the_action_id_and_queues_an_activity
 
 
 def test_create_timer_queues_a_timer_fired_event_due_at_fire_time() -> None:
-    fire = timestamp_pb2.Timestamp()
+    fire = Timestamp()
     fire.FromDatetime(NOW + timedelta(minutes=5))
     t = _run(pb.OrchestratorAction(id=2, createTimer=pb.CreateTimerAction(fireAt=fire)))
     assert t.history[1].timerCreated.fireAt == fire and t.history[1].eventId == 2
@@ -215,7 +214,7 @@ def test_any_mix_of_tasks_and_timers_keeps_action_ids_and_order() -> None:
                     pb.OrchestratorAction(id=action_id, scheduleTask=pb.ScheduleTaskAction(name=f"A{action_id}"))
                 )
             else:
-                fire = timestamp_pb2.Timestamp()
+                fire = Timestamp()
                 fire.FromDatetime(NOW + timedelta(seconds=seconds))
                 actions.append(pb.OrchestratorAction(id=action_id, createTimer=pb.CreateTimerAction(fireAt=fire)))
         t = _run(*actions)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.stop_signal import StopSignal
+from dtscale_emulator.ops.stop_signal import StopSignal
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -35,7 +35,7 @@ def test_a_signal_that_arrives_before_wait_is_not_lost() -> None:
 _OURS_INSIDE_A_LOCK = """
 import signal, sys, threading
 sys.path.insert(0, sys.argv[1])
-from emulator.stop_signal import StopSignal
+from dtscale_emulator.ops.stop_signal import StopSignal
 stop = StopSignal((signal.SIGTERM,))
 handler = signal.getsignal(signal.SIGTERM)
 with threading.Lock():

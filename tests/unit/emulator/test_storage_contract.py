@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, SqliteBackend
+from dtscale_emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, SqliteBackend
 
 PENDING, RUNNING, COMPLETED = 6, 0, 1
 ANY = NameFilter()
@@ -217,7 +217,7 @@ def test_file_database_survives_reopening(tmp_path: Path) -> None:
 
 
 def test_entities_locks_and_lock_requests(backend: Backend) -> None:
-    from emulator.storage import EntityQueryArgs, EntityRecord
+    from dtscale_emulator.storage import EntityQueryArgs, EntityRecord
 
     with backend.transaction() as tx:
         tx.put_entity(EntityRecord("h", "@c@1", "5", 10))
@@ -247,7 +247,7 @@ def test_entities_locks_and_lock_requests(backend: Backend) -> None:
 
 
 def test_ready_entities_filter_by_name_case_insensitively(backend: Backend) -> None:
-    from emulator.storage import EntityRecord
+    from dtscale_emulator.storage import EntityRecord
 
     with backend.transaction() as tx:
         for entity_id in ("@Counter@1", "@other@1", "@count@2"):
@@ -259,7 +259,7 @@ def test_ready_entities_filter_by_name_case_insensitively(backend: Backend) -> N
 
 
 def test_only_entities_with_nothing_left_are_dropped(backend: Backend) -> None:
-    from emulator.storage import EntityRecord
+    from dtscale_emulator.storage import EntityRecord
 
     with backend.transaction() as tx:
         tx.put_entity(EntityRecord("h", "@c@empty", None, 1))
@@ -303,7 +303,7 @@ def test_hub_rows_are_deleted_in_chunks(backend: Backend) -> None:
 
 
 def test_a_locked_entity_is_ready_only_for_its_owners_calls(backend: Backend) -> None:
-    from emulator.storage import EntityRecord
+    from dtscale_emulator.storage import EntityRecord
 
     with backend.transaction() as tx:
         tx.put_entity(EntityRecord("h", "@c@locked", None, 0, locked_by="cs", lock_owner="orch"))
@@ -322,8 +322,8 @@ def test_a_locked_entity_is_ready_only_for_its_owners_calls(backend: Backend) ->
 
 
 def test_a_database_from_before_entity_callers_is_upgraded(tmp_path: Path) -> None:
-    from durabletask._proto import orchestrator_service_pb2 as pb
-    from emulator.storage import EntityRecord
+    from dtscale_emulator.protocol import pb
+    from dtscale_emulator.storage import EntityRecord
 
     path = str(tmp_path / "old.db")
     old = sqlite3.connect(path)

@@ -6,16 +6,15 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from google.protobuf import wrappers_pb2
 
-from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import events
-from emulator.entities import EntityWork
-from emulator.errors import FailedPreconditionError
-from emulator.storage import NameFilter
-from emulator.streams import Lease, StreamState
-from emulator.tracing import Phase, WorkTracer
-from emulator.work import ActivityWork, OrchestrationWork
+from dtscale_emulator.dispatch.streams import Lease, StreamState
+from dtscale_emulator.engine import events
+from dtscale_emulator.engine.entities import EntityWork
+from dtscale_emulator.engine.work import ActivityWork, OrchestrationWork
+from dtscale_emulator.errors import FailedPreconditionError
+from dtscale_emulator.ops.tracing import Phase, WorkTracer
+from dtscale_emulator.protocol import StringValue, pb
+from dtscale_emulator.storage import NameFilter
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
 NS = 1_000_000_000
@@ -63,7 +62,7 @@ def orchestration(*new: pb.HistoryEvent, past: tuple[pb.HistoryEvent, ...] = (),
         instanceId="i1", newEvents=[events.orchestrator_started(T0), *new], pastEvents=past
     )
     if own is not None:
-        request.orchestrationTraceContext.spanID.CopyFrom(wrappers_pb2.StringValue(value=f"{own:016x}"))
+        request.orchestrationTraceContext.spanID.CopyFrom(StringValue(value=f"{own:016x}"))
     work = OrchestrationWork("i1", [1], request, len(past), True)
     return Lease("token", "orchestration", "hub", stream(), work, ns(T0 + timedelta(seconds=5)))
 
@@ -80,7 +79,7 @@ def activity(traceparent: str | None = f"00-{TRACE:032x}-{0x1111:016x}-01") -> L
 def turn(*actions: pb.OrchestratorAction, own: int | None = ORCHESTRATION) -> pb.OrchestratorResponse:
     response = pb.OrchestratorResponse(instanceId="i1", completionToken="token", actions=actions)
     if own is not None:
-        response.orchestrationTraceContext.spanID.CopyFrom(wrappers_pb2.StringValue(value=f"{own:016x}"))
+        response.orchestrationTraceContext.spanID.CopyFrom(StringValue(value=f"{own:016x}"))
     return response
 
 

@@ -6,10 +6,10 @@ import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
+from dtscale_emulator.engine import events
+from dtscale_emulator.storage.sqlite import SqliteBackend
 from durabletask import _trace_context as tc
 from durabletask._proto import orchestrator_service_pb2 as pb
-from emulator import events
-from emulator.storage.sqlite import SqliteBackend
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
     sys.meta_path.insert(0, NoOpenTelemetry())
 
     from durabletask import client, task, worker
-    from emulator.server import EmulatorServer
+    from dtscale_emulator.server import EmulatorServer
 
     def double(ctx, value):
         return value * 2

@@ -1,0 +1,102 @@
+"""A web dashboard for the emulator and any DTS endpoint: orchestrations, instances, entities, workers, actions.
+
+It talks to the backend only through the async client, so it works wherever the public protocol does. The web
+server (aiohttp, the ``dashboard`` extra) is imported only when a dashboard starts, so the SDK installs without it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dtscale_emulator.dashboard.hubs import ClientFactory, Hubs
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+__all__ = ["Dashboard", "missing_server_message", "start"]
+log = logging.getLogger("dtscale_emulator.dashboard")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name other than localhost: assume other machines can reach it
+
+
+def missing_server_message() -> str | None:
+    """Why the dashboard cannot start here (its web server is not installed), or ``None`` if it can."""
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        return "the dashboard needs aiohttp: pip install 'dtscale-emulator[dashboard]'"
+    return None
+
+
+@dataclass
+class Dashboard:
+    """A running dashboard: its address and how to stop it (on the loop that started it)."""
+
+    host: str
+    port: int
+    runner: web.AppRunner
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    async def close(self) -> None:
+        await self.runner.cleanup()
+
+
+async def start(
+    clients: ClientFactory,
+    hubs: Sequence[str],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8082,
+    token: str | None = None,
+    live_interval: float = 1.0,
+) -> Dashboard:
+    """Serves the dashboard for ``hubs`` on the running loop; ``port=0`` picks a free port.
+
+    Raises:
+        ImportError: aiohttp is not installed.
+        OSError: the port cannot be bound.
+    """
+    from aiohttp import web
+
+    from dtscale_emulator.dashboard.app import build_app
+
+    app = build_app(
+        Hubs(clients, tuple(hubs)),
+        token=token,
+        live_interval=live_interval,
+        loopback_only=_is_loopback(host),
+    )
+    # Open live-update streams never end by themselves: on shutdown they are cut after a short grace.
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    if not token and not _is_loopback(host):
+        log.warning(
+            "the dashboard on %s is reachable from other machines and needs no token: anyone who can reach it can "
+            "terminate and purge instances; give --auth-token, or bind 127.0.0.1",
+            host,
+        )
+    server = site._server
+    sockets = getattr(server, "sockets", None) or []
+    bound = sockets[0].getsockname()[1] if sockets else port
+    return Dashboard(host, bound, runner)

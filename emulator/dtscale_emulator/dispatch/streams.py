@@ -1,0 +1,97 @@
+"""One GetWorkItems stream as the dispatcher sees it: its filters and limits, and the leases it holds."""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from dtscale_emulator.dispatch.sessions import StreamSessions
+from dtscale_emulator.engine.changes import KINDS
+from dtscale_emulator.engine.entities import EntityWork
+from dtscale_emulator.engine.work import ActivityWork, OrchestrationWork
+from dtscale_emulator.protocol import pb
+from dtscale_emulator.storage import NameFilter
+
+_stream_ids = itertools.count(1)
+Work = OrchestrationWork | ActivityWork | EntityWork
+
+
+@dataclass
+class StreamState:
+    """One connected GetWorkItems stream: what it accepts, how much it may hold, and what it holds."""
+
+    hub: str
+    filters: dict[str, NameFilter]
+    limits: dict[str, int]
+    id: int = field(default_factory=lambda: next(_stream_ids))
+    in_flight: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    turn: int = 0
+    # Leased in one batch and not yet sent; their leases are tracked, so a dropped stream frees them.
+    ready: deque[pb.WorkItem] = field(default_factory=deque)
+    # Per kind, the change count at which a fetch found nothing: until that kind changes again,
+    # asking once more would find nothing too.
+    empty_at: dict[str, int] = field(default_factory=dict)
+    probed_all_at: float = 0.0
+    due: tuple[int, datetime | None] | None = None  # (change count, next due time) of the last check
+    keeps_sessions: bool = False  # the worker keeps orchestrations live between work items
+    streams_history: bool = False  # the worker fetches large histories with StreamInstanceHistory
+    sessions: StreamSessions | None = None
+
+    def kinds_in_turn(self) -> list[str]:
+        """Work kinds, starting with a different one each time so no kind starves the others."""
+        start = self.turn % len(KINDS)
+        return [*KINDS[start:], *KINDS[:start]]
+
+    def has_room(self, kind: str) -> bool:
+        limit = self.limits[kind]
+        return limit <= 0 or self.in_flight[kind] < limit
+
+    def room(self, kind: str, most: int) -> int:
+        limit = self.limits[kind]
+        return most if limit <= 0 else max(0, min(most, limit - self.in_flight[kind]))
+
+
+@dataclass
+class Lease:
+    token: str
+    kind: str
+    hub: str
+    stream: StreamState
+    work: Work
+    leased_ns: int = 0  # when it was leased (nanoseconds since the epoch), kept only while tracing
+
+    @property
+    def key(self) -> str | int:
+        if isinstance(self.work, OrchestrationWork):
+            return self.work.instance_id
+        if isinstance(self.work, EntityWork):
+            return self.work.entity_id
+        return self.work.activity_id
+
+
+def work_item(work: Work, token: str) -> pb.WorkItem:
+    if isinstance(work, OrchestrationWork):
+        return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
+    if isinstance(work, EntityWork):
+        return pb.WorkItem(entityRequestV2=work.request, completionToken=token)
+    return pb.WorkItem(activityRequest=work.request, completionToken=token)
+
+
+def stream_filters(request: pb.GetWorkItemsRequest) -> dict[str, NameFilter]:
+    """Per-kind filters of a GetWorkItems request (no filters = accept everything).
+
+    Entity names compare case-insensitively, as entity IDs carry the name in lower case.
+    """
+    if not request.HasField("workItemFilters"):
+        return dict.fromkeys(KINDS, NameFilter())
+    wanted = request.workItemFilters
+    found: dict[str, NameFilter] = {}
+    for kind, entries in (("orchestration", wanted.orchestrations), ("activity", wanted.activities)):
+        by_name: dict[str, frozenset[str]] = {}
+        for entry in entries:
+            by_name[entry.name] = by_name.get(entry.name, frozenset()) | frozenset(entry.versions)
+        found[kind] = NameFilter(by_name)
+    found["entity"] = NameFilter({entry.name.lower(): frozenset() for entry in wanted.entities})
+    return found

@@ -1,0 +1,164 @@
+"""Builders for the history events the emulator itself creates (pure, no I/O)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from datetime import datetime, timezone
+
+from google.protobuf import timestamp_pb2, wrappers_pb2
+
+from dtscale_emulator.protocol import StringValue, Timestamp, pb
+
+TERMINAL_STATUSES = frozenset(
+    {pb.ORCHESTRATION_STATUS_COMPLETED, pb.ORCHESTRATION_STATUS_FAILED, pb.ORCHESTRATION_STATUS_TERMINATED}
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _seconds_and_nanos(when: datetime) -> tuple[int, int]:
+    stamp = Timestamp()
+    stamp.FromDatetime(when)
+    return stamp.seconds, stamp.nanos
+
+
+def ts(when: datetime) -> timestamp_pb2.Timestamp:
+    # One transaction stamps many events with the same instant; the conversion is done once.
+    seconds, nanos = _seconds_and_nanos(when)
+    return Timestamp(seconds=seconds, nanos=nanos)
+
+
+def sv(value: str | None) -> wrappers_pb2.StringValue | None:
+    return None if value is None else StringValue(value=value)
+
+
+def opt(message: wrappers_pb2.StringValue, present: bool) -> str | None:
+    """The value of an optional StringValue field, or ``None`` when the field is absent."""
+    return message.value if present else None
+
+
+def event(now: datetime, event_id: int = -1, **kind: object) -> pb.HistoryEvent:
+    """A history event with one ``eventType`` set, e.g. ``event(now, taskCompleted=...)``."""
+    return pb.HistoryEvent(eventId=event_id, timestamp=ts(now), **kind)  # type: ignore[arg-type]
+
+
+def orchestrator_started(now: datetime) -> pb.HistoryEvent:
+    return event(now, orchestratorStarted=pb.OrchestratorStartedEvent())
+
+
+def execution_started(
+    now: datetime,
+    *,
+    instance_id: str,
+    execution_id: str,
+    name: str,
+    version: str | None,
+    input: str | None,
+    tags: dict[str, str] | None = None,
+    parent: pb.ParentInstanceInfo | None = None,
+    scheduled_start: datetime | None = None,
+    trace: pb.TraceContext | None = None,
+) -> pb.HistoryEvent:
+    started = pb.ExecutionStartedEvent(
+        name=name,
+        version=sv(version),
+        input=sv(input),
+        orchestrationInstance=pb.OrchestrationInstance(instanceId=instance_id, executionId=sv(execution_id)),
+        parentInstance=parent,
+        tags=tags or {},
+        parentTraceContext=trace,
+    )
+    if scheduled_start is not None:
+        started.scheduledStartTimestamp.CopyFrom(ts(scheduled_start))
+    return event(now, executionStarted=started)
+
+
+def parent_info(
+    task_id: int, instance_id: str, execution_id: str | None, name: str | None = None, version: str | None = None
+) -> pb.ParentInstanceInfo:
+    """What a sub-orchestration knows of its parent: who it is and which of its tasks is waiting."""
+    return pb.ParentInstanceInfo(
+        taskScheduledId=task_id,
+        name=sv(name),
+        version=sv(version),
+        orchestrationInstance=pb.OrchestrationInstance(instanceId=instance_id, executionId=sv(execution_id)),
+    )
+
+
+def event_raised(now: datetime, name: str, input: str | None) -> pb.HistoryEvent:
+    return event(now, eventRaised=pb.EventRaisedEvent(name=name, input=sv(input)))
+
+
+def terminated(now: datetime, reason: str | None, recurse: bool) -> pb.HistoryEvent:
+    return event(now, executionTerminated=pb.ExecutionTerminatedEvent(input=sv(reason), recurse=recurse))
+
+
+def suspended(now: datetime, reason: str | None) -> pb.HistoryEvent:
+    return event(now, executionSuspended=pb.ExecutionSuspendedEvent(input=sv(reason)))
+
+
+def resumed(now: datetime, reason: str | None) -> pb.HistoryEvent:
+    return event(now, executionResumed=pb.ExecutionResumedEvent(input=sv(reason)))
+
+
+def rewound(now: datetime, reason: str | None, parent_execution_id: str | None = None) -> pb.HistoryEvent:
+    return event(
+        now,
+        executionRewound=pb.ExecutionRewoundEvent(reason=sv(reason), parentExecutionId=sv(parent_execution_id)),
+    )
+
+
+def task_result(now: datetime, response: pb.ActivityResponse) -> pb.HistoryEvent:
+    """The taskCompleted/taskFailed event an activity response turns into."""
+    if response.HasField("failureDetails"):
+        return event(
+            now,
+            taskFailed=pb.TaskFailedEvent(taskScheduledId=response.taskId, failureDetails=response.failureDetails),
+        )
+    return event(
+        now,
+        taskCompleted=pb.TaskCompletedEvent(
+            taskScheduledId=response.taskId, result=response.result if response.HasField("result") else None
+        ),
+    )
+
+
+def failure(error_type: str, message: str) -> pb.TaskFailureDetails:
+    return pb.TaskFailureDetails(errorType=error_type, errorMessage=message, isNonRetriable=True)
+
+
+def to_micros(when: datetime) -> int:
+    """Microseconds since the Unix epoch for an aware datetime."""
+    return int(when.timestamp() * 1_000_000)
+
+
+def from_micros(micros: int) -> datetime:
+    return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
+
+
+def ts_micros(micros: int) -> timestamp_pb2.Timestamp:
+    stamp = Timestamp()
+    stamp.FromMicroseconds(micros)
+    return stamp
+
+
+def to_datetime(stamp: timestamp_pb2.Timestamp) -> datetime:
+    return stamp.ToDatetime(tzinfo=timezone.utc)
+
+
+def started_trace(history: Iterable[pb.HistoryEvent]) -> pb.TraceContext | None:
+    """The trace context of the first ``executionStarted`` in ``history``, if it carries one."""
+    for event in history:
+        if event.HasField("executionStarted"):
+            started = event.executionStarted
+            return started.parentTraceContext if started.HasField("parentTraceContext") else None
+    return None
+
+
+def inherit_trace(started: pb.HistoryEvent, earlier: Iterable[pb.HistoryEvent]) -> None:
+    """Gives ``started`` the trace context ``earlier`` was started with, unless it has one of its own."""
+    if started.executionStarted.HasField("parentTraceContext"):
+        return
+    trace = started_trace(earlier)
+    if trace is not None:
+        started.executionStarted.parentTraceContext.CopyFrom(trace)

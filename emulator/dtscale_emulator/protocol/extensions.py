@@ -1,0 +1,24 @@
+"""The emulator's additions to the public DTS protocol, which the dtscale SDK also speaks.
+
+Each is optional on both sides: a worker that does not send one gets the published behaviour, and a backend
+that does not know one ignores it. The values are part of the wire contract between two distributions that
+do not import each other, so ``tests/test_layering.py`` checks that both sides define the same ones.
+"""
+
+from __future__ import annotations
+
+#: ``GetWorkItemsRequest.capabilities`` value of a worker that keeps orchestrations live between work items
+#: (extended sessions). It lies far above the published ``WorkerCapability`` values to stay clear of new ones.
+#: The emulator then sends such a worker an instance's next turn with only the new events.
+EXTENDED_SESSIONS_CAPABILITY = 1001
+
+#: ``OrchestratorRequest.properties`` key set to ``false`` when the past events are left out because the
+#: worker holds the orchestration from an earlier turn of its session.
+INCLUDE_PAST_EVENTS = "IncludePastEvents"
+
+#: The worker view: a unary gRPC service beside ``TaskHubSidecarService``. Its empty request returns UTF-8
+#: JSON describing the connected workers of the ``taskhub`` in the call's metadata (their filters and
+#: capabilities) and the runnable backlog per name and version; the dashboard uses it to explain PENDING
+#: instances. A backend without it answers UNIMPLEMENTED.
+WORKER_VIEW_SERVICE = "dtscale.WorkerView"
+WORKER_VIEW_METHOD = "GetWorkers"

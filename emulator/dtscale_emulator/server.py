@@ -1,0 +1,255 @@
+"""EmulatorServer: wires storage, engine, dispatcher and servicer into a gRPC server."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import threading
+from collections.abc import Sequence
+from types import TracebackType
+
+import grpc
+
+from dtscale_emulator.dispatch.dispatcher import WorkDispatcher
+from dtscale_emulator.engine.changes import ChangeFeed
+from dtscale_emulator.engine.entities import Entities
+from dtscale_emulator.engine.instances import Engine
+from dtscale_emulator.limits import Limits
+from dtscale_emulator.ops import aio_loop
+from dtscale_emulator.ops.clock import Clock, SystemClock
+from dtscale_emulator.ops.faults import FaultInjector, FaultProfile
+from dtscale_emulator.ops.tracing import WorkTracer
+from dtscale_emulator.ops.tracing.otlp import OtlpExport, work_tracer
+from dtscale_emulator.rpc import worker_view
+from dtscale_emulator.rpc.auth import BearerTokenInterceptor, ServerInterceptor, server_credentials
+from dtscale_emulator.rpc.hubs import DEFAULT_HUB, TaskHubs
+from dtscale_emulator.rpc.methods import service_handler
+from dtscale_emulator.rpc.servicer import Servicer
+from dtscale_emulator.storage import SqliteBackend
+
+log = logging.getLogger("dtscale_emulator")
+
+
+class EmulatorServer:
+    """A local Durable Task Scheduler speaking TaskHubSidecarService over gRPC (plaintext unless given TLS files).
+
+    Args:
+        host: Interface to bind.
+        port: TCP port; 0 picks a free one (read it back from :attr:`port`).
+        db_path: SQLite file for persistent state; ``None`` keeps everything in memory.
+        in_memory: Forces in-memory storage even when ``db_path`` is given.
+        task_hubs: Task hubs that exist from the start.
+        dynamic_task_hubs: Create unknown task hubs on first use instead of answering NOT_FOUND.
+        clock: Time source; pass a :class:`~emulator.clock.ManualClock` to control timers in tests.
+        lease_timeout: Seconds after which an uncompleted work item is offered to another worker.
+        health_ping_interval: Seconds of idleness after which a stream receives a HealthPing.
+        limits: Payload and instance ID limits.
+        auth_token: When set, every call must carry ``authorization: Bearer <token>`` or is refused with
+            UNAUTHENTICATED.
+        tls_cert: PEM certificate (chain) file; with ``tls_key`` the server speaks TLS only.
+        tls_key: PEM private key file for ``tls_cert``.
+        faults: Faults to inject from the start (see :class:`~emulator.faults.FaultProfile`); tests can
+            also drive :attr:`faults` directly.
+        durability: ``"normal"`` (default: a commit survives a process kill, a power loss may lose the last
+            commits) or ``"full"`` (every commit is synced to disk and survives power loss, slower).
+        otlp_endpoint: An OTLP/gRPC collector (``http://host:4317``) to export the emulator's own spans to: the
+            queueing, dispatch and commit of each traced work item, in the trace it carries. Needs the
+            ``otlp`` extra.
+        keepalive_interval: Seconds between the HTTP/2 pings the server sends on a connection with open calls.
+        keepalive_timeout: Seconds a ping may go unanswered before its connection is closed. A worker that
+            froze, or whose host vanished without closing the connection, then loses its stream, and the work
+            items it held are offered again at once rather than after ``lease_timeout``.
+
+    Raises:
+        DatabaseInUseError: another emulator already serves ``db_path``.
+        OtlpUnavailableError: ``otlp_endpoint`` is given but the ``otlp`` extra is not installed.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        db_path: str | None = None,
+        in_memory: bool = False,
+        task_hubs: Sequence[str] = (DEFAULT_HUB,),
+        dynamic_task_hubs: bool = False,
+        clock: Clock | None = None,
+        lease_timeout: float = 300.0,
+        health_ping_interval: float = 15.0,
+        limits: Limits | None = None,
+        auth_token: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        faults: FaultProfile | None = None,
+        durability: str = "normal",
+        otlp_endpoint: str | None = None,
+        keepalive_interval: float = 30.0,
+        keepalive_timeout: float = 20.0,
+    ) -> None:
+        if (tls_cert is None) != (tls_key is None):
+            raise ValueError("tls_cert and tls_key must be given together")
+        for name, value in (("keepalive_interval", keepalive_interval), ("keepalive_timeout", keepalive_timeout)):
+            if not 0.001 <= value <= 86_400:
+                raise ValueError(f"{name} must be between 0.001 and 86400 seconds, got {value}")
+        self._keepalive_ms = (round(keepalive_interval * 1000), round(keepalive_timeout * 1000))
+        # First, so a missing extra is reported before the database is opened.
+        tracer: WorkTracer | None = None
+        self._otlp: OtlpExport | None = None
+        if otlp_endpoint:
+            tracer, self._otlp = work_tracer(otlp_endpoint)
+        self.host = host
+        self._requested_port = port
+        self._port: int | None = None
+        self.clock = clock or SystemClock()
+        self.backend = SqliteBackend(None if in_memory else db_path, durability)
+        self.backend.release_all_leases()
+        self.limits = limits or Limits()
+        changes = ChangeFeed()
+        self.engine = Engine(self.backend, self.clock, changes, max_history_events=self.limits.max_history_events)
+        self.entities = Entities(self.backend, self.clock, changes)
+        self.dispatcher = WorkDispatcher(
+            self.engine, self.entities, lease_timeout, health_ping_interval, self.limits, tracer
+        )
+        changes.subscribe(self.dispatcher)
+        self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
+        self._server: grpc.aio.Server | None = None
+        self._auth = BearerTokenInterceptor(auth_token) if auth_token else None
+        self._tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
+        self._restart_lock = threading.Lock()
+        #: Fault injection hooks (a pass-through until a fault is turned on).
+        self.faults = FaultInjector(
+            abandon=self.dispatcher.abandon, wake=self.dispatcher.wake, restart=lambda grace: self.restart(grace)
+        )
+        self._initial_faults = faults
+
+    @property
+    def port(self) -> int:
+        """The bound port (only known after :meth:`start`)."""
+        if self._port is None:
+            raise RuntimeError("the emulator has not been started")
+        return self._port
+
+    @property
+    def address(self) -> str:
+        """``host:port`` to give to clients and workers."""
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> EmulatorServer:
+        """Binds the port and starts serving; returns ``self``."""
+        self.dispatcher.open()
+        self._server, self._port = aio_loop.run(self._serve(f"{self.host}:{self._requested_port}"))
+        log.info("Durable Task emulator listening on %s%s", self.address, " (TLS)" if self._tls else "")
+        if self._auth is not None and self._tls is None and not _is_loopback(self.host):
+            log.warning(
+                "an auth token is required but TLS is off on %s, which is reachable from other machines: the "
+                "token travels in clear text; give --tls-cert and --tls-key, or bind 127.0.0.1",
+                self.host,
+            )
+        if self._initial_faults is not None:
+            self.faults.apply(self._initial_faults)
+            self._initial_faults = None
+        return self
+
+    async def _serve(self, address: str) -> tuple[grpc.aio.Server, int]:
+        # Authentication is the only interceptor, so no fault and no servicer code sees an unauthenticated call.
+        interceptors: list[ServerInterceptor] = [] if self._auth is None else [self._auth]
+        server = grpc.aio.server(
+            interceptors=interceptors,
+            options=[
+                ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+                ("grpc.max_send_message_length", 64 * 1024 * 1024),
+                # Pings on connections with open calls find peers that stopped answering (see keepalive_timeout).
+                ("grpc.keepalive_time_ms", self._keepalive_ms[0]),
+                ("grpc.keepalive_timeout_ms", self._keepalive_ms[1]),
+                ("grpc.http2.ping_timeout_ms", self._keepalive_ms[1]),
+                ("grpc.keepalive_permit_without_calls", 0),
+                # Keep pinging an idle stream: by default the server stops after two pings without data.
+                ("grpc.http2.max_pings_without_data", 0),
+            ],
+        )
+        servicer = Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits, self.faults)
+        server.add_generic_rpc_handlers(
+            (
+                service_handler(servicer),
+                worker_view.handler(worker_view.WorkerView(self.hubs, self.dispatcher, self.backend, self.clock)),
+            )
+        )
+        if self._tls is not None:
+            bound = server.add_secure_port(address, server_credentials(*self._tls))
+        else:
+            bound = server.add_insecure_port(address)
+        if bound == 0:
+            raise OSError(f"could not bind {address}")
+        await server.start()
+        return server, bound
+
+    @property
+    def otlp(self) -> OtlpExport | None:
+        """The exporter of the emulator's spans, when ``otlp_endpoint`` was given."""
+        return self._otlp
+
+    @property
+    def tls(self) -> bool:
+        """Whether the server speaks TLS."""
+        return self._tls is not None
+
+    def restart(self, grace: float = 1.0) -> None:
+        """Stops serving gracefully and serves again on the same port, keeping all state.
+
+        Connected clients receive GOAWAY and reconnect; open work-item streams end and their work items
+        become available again.
+        """
+        with self._restart_lock:
+            port = self.port
+            self._stop_serving(grace)
+            self._requested_port = port
+            self.start()
+
+    def stop(self, grace: float | None = 0.2) -> None:
+        """Stops serving; open streams end and their work items become available again.
+
+        State is kept, so :meth:`start` may be called again (and :meth:`reset` still works).
+        """
+        self.faults.stop_schedule()
+        self._stop_serving(grace)
+        if self._otlp is not None:
+            self._otlp.flush()
+
+    def _stop_serving(self, grace: float | None) -> None:
+        self.dispatcher.close()
+        if self._server is not None:
+            aio_loop.run(self._server.stop(grace))
+            self._server = None
+        if not self.dispatcher.drain(timeout=5.0):
+            log.warning("some streams were still running when the emulator stopped")
+        self.backend.release_all_leases()
+
+    def close(self) -> None:
+        """Stops serving and closes the database."""
+        self.stop()
+        self.backend.close()
+        if self._otlp is not None:
+            self._otlp.shutdown()
+
+    def reset(self) -> None:
+        """Deletes every instance, history, message and activity in every task hub."""
+        self.backend.reset()
+        self.dispatcher.forget_all()
+        self.dispatcher.wake()
+
+    def __enter__(self) -> EmulatorServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: assume other machines can reach it

@@ -1,0 +1,496 @@
+"""SQLite implementation of the storage seam (one connection, serialized by a lock, WAL on disk)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sqlite3
+import threading
+import uuid
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from dtscale_emulator.errors import StorageError
+from dtscale_emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros, NameFilter
+from dtscale_emulator.storage.lockfile import DatabaseLock
+from dtscale_emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, add_caller_column
+from dtscale_emulator.storage.sqlite_listing import LISTING_SCHEMA, TERMINAL, AgeKey, keys_by_age, query_instance_ids
+from dtscale_emulator.storage.sqlite_schema import SCHEMA, key_history_by_instance
+
+_INSTANCE_COLUMNS = (
+    "hub, instance_id, execution_id, name, version, status, input, output, custom_status, failure, tags, "
+    "created_at, updated_at, completed_at, scheduled_start, parent_instance_id, parent_execution_id, "
+    "parent_task_id, lock_token, lock_expires, trace_context"
+)
+_UPSERT_INSTANCE = (
+    f"INSERT INTO instances ({_INSTANCE_COLUMNS}) VALUES ({','.join('?' * 21)}) "
+    "ON CONFLICT (hub, instance_id) DO UPDATE SET "
+    + ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _INSTANCE_COLUMNS.split(",")[2:])
+)
+_ACTIVITY_COLUMNS = "id, hub, instance_id, task_id, name, version, request, lock_token, lock_expires"
+_PER_INSTANCE_TABLES = ("messages", "activities")
+# History goes first: its rows are found through their instance's row (by ikey).
+_HUB_TABLES = ("history", "instances", *_PER_INSTANCE_TABLES, "entities", "lock_requests")
+#: The instance's integer key (sqlite_schema), from its hub and ID.
+_IKEY = "(SELECT ikey FROM instances WHERE hub = ? AND instance_id = ?)"
+_HUB_IKEYS = "SELECT ikey FROM instances WHERE hub = ?"
+#: IDs bound in one statement (SQLite allows 32,766 parameters; a purge batch is far smaller).
+_ID_BATCH = 500
+
+
+_INSTANCE_FIELDS = [c.strip() for c in _INSTANCE_COLUMNS.split(",")]
+#: ``durability`` choices: what a commit has done to the disk before COMMIT returns.
+SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
+log = logging.getLogger("dtscale_emulator")
+
+
+@functools.cache
+def _update_instance_sql(columns: tuple[int, ...]) -> str:
+    assignments = ", ".join(f"{_INSTANCE_FIELDS[i]} = ?" for i in columns)
+    return f"UPDATE instances SET {assignments} WHERE hub = ? AND instance_id = ?"
+
+
+def _instance(row: Sequence[Any]) -> InstanceRecord:
+    values = list(row)
+    tags = values[10]
+    values[10] = json.loads(tags) if tags and tags != "{}" else {}
+    return InstanceRecord(**dict(zip(_INSTANCE_FIELDS, values, strict=True)))
+
+
+def _activity(row: Sequence[Any]) -> ActivityRecord:
+    return ActivityRecord(*row)
+
+
+def _placeholders(values: Collection[object]) -> str:
+    return ",".join("?" for _ in values)
+
+
+def _accepted(accept: NameFilter, name: str, version: str) -> tuple[str, list[object]]:
+    """An ``AND (...)`` clause, and its parameters, keeping the rows whose name and version ``accept`` takes.
+
+    Versions are matched in SQL too: filtered after a LIMIT, older versions could fill every page.
+    """
+    wanted = accept.versions_by_name
+    if wanted is None:
+        return "", []
+    parts: list[str] = []
+    params: list[object] = []
+    any_version = sorted(n for n, versions in wanted.items() if not versions)
+    if any_version:
+        parts.append(f"{name} IN ({_placeholders(any_version)})")
+        params.extend(any_version)
+    for n, versions in sorted(wanted.items()):
+        if versions:
+            parts.append(f"({name} = ? AND COALESCE({version}, '') IN ({_placeholders(versions)}))")
+            params.extend((n, *sorted(versions)))
+    return f"AND ({' OR '.join(parts) or '0'})", params
+
+
+class SqliteTransaction(EntityTables):
+    """Transaction-scoped primitives over one open SQLite connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._db = conn
+        # Instance rows as read in the current transaction, by key: put_instance compares against them.
+        self._read: dict[tuple[str, str], tuple[InstanceRecord, Sequence[Any]]] = {}
+
+    def begin(self) -> None:
+        """Forgets what the previous transaction read (its rows may have changed since)."""
+        self._read.clear()
+
+    # Task hubs -------------------------------------------------------------------------------------
+    def ensure_hub(self, hub: str) -> None:
+        self._db.execute("INSERT OR IGNORE INTO task_hubs (name) VALUES (?)", (hub,))
+
+    def hub_exists(self, hub: str) -> bool:
+        return self._db.execute("SELECT 1 FROM task_hubs WHERE name = ?", (hub,)).fetchone() is not None
+
+    def hub_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM task_hubs").fetchone()[0])
+
+    def delete_hub(self, hub: str) -> None:
+        self._read.clear()
+        self._db.execute(f"DELETE FROM history WHERE ikey IN ({_HUB_IKEYS})", (hub,))
+        for table in _HUB_TABLES[1:]:
+            self._db.execute(f"DELETE FROM {table} WHERE hub = ?", (hub,))
+        self._db.execute("DELETE FROM task_hubs WHERE name = ?", (hub,))
+
+    def delete_hub_rows(self, hub: str, limit: int) -> int:
+        """Deletes up to ``limit`` rows of the hub's data; returns how many went."""
+        self._read.clear()
+        removed = self._delete_hub_instances(hub, limit)
+        for table in _HUB_TABLES[2:]:
+            if removed >= limit:
+                break
+            sql = f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE hub = ? LIMIT ?)"
+            removed += self._db.execute(sql, (hub, limit - removed)).rowcount
+        return removed
+
+    def _delete_hub_instances(self, hub: str, limit: int) -> int:
+        # A few instances at a time, each one's history before its row: history rows are found through it.
+        removed = 0
+        while removed < limit:
+            keys = [
+                r[0]
+                for r in self._db.execute(
+                    "SELECT ikey FROM instances WHERE hub = ? LIMIT ?", (hub, max(1, (limit - removed) // 50))
+                )
+            ]
+            if not keys:
+                break
+            marks = _placeholders(keys)
+            removed += self._db.execute(
+                f"DELETE FROM history WHERE (ikey, seq) IN (SELECT ikey, seq FROM history WHERE ikey IN ({marks}) "
+                "LIMIT ?)",
+                (*keys, limit - removed),
+            ).rowcount
+            if removed >= limit:
+                break  # some of these histories may be left: their instances stay for the next call
+            keys = keys[: limit - removed]
+            removed += self._db.execute(f"DELETE FROM instances WHERE ikey IN ({_placeholders(keys)})", keys).rowcount
+        return removed
+
+    # Instances -------------------------------------------------------------------------------------
+    def get_instance(self, hub: str, instance_id: str) -> InstanceRecord | None:
+        row = self._db.execute(
+            f"SELECT {_INSTANCE_COLUMNS} FROM instances WHERE hub = ? AND instance_id = ?", (hub, instance_id)
+        ).fetchone()
+        if row is None:
+            return None
+        record = _instance(row)
+        self._read[(hub, instance_id)] = (record, row)
+        return record
+
+    def put_instance(self, record: InstanceRecord) -> None:
+        values = (
+            record.hub, record.instance_id, record.execution_id, record.name, record.version, record.status,
+            record.input, record.output, record.custom_status, record.failure,
+            json.dumps(record.tags) if record.tags else "{}",
+            record.created_at, record.updated_at, record.completed_at, record.scheduled_start,
+            record.parent_instance_id, record.parent_execution_id, record.parent_task_id,
+            record.lock_token, record.lock_expires, record.trace_context,
+        )  # fmt: skip
+        key = (record.hub, record.instance_id)
+        read = self._read.get(key)
+        if read is not None and read[0] is record:
+            # Read in this transaction and untouched since: write only the columns that changed, so
+            # only the indexes over those columns are rewritten (and fewer pages go to the log).
+            changed = tuple(i for i in range(2, len(values)) if values[i] != read[1][i])
+            if not changed:
+                return
+            cursor = self._db.execute(_update_instance_sql(changed), [*(values[i] for i in changed), *key])
+            if cursor.rowcount == 1:
+                self._read[key] = (record, values)
+                return
+        self._db.execute(_UPSERT_INSTANCE, values)
+        self._read[key] = (record, values)
+
+    def delete_instance(self, hub: str, instance_id: str) -> None:
+        self._read.pop((hub, instance_id), None)
+        self.clear_history(hub, instance_id)
+        for table in ("instances", *_PER_INSTANCE_TABLES):
+            self._db.execute(f"DELETE FROM {table} WHERE hub = ? AND instance_id = ?", (hub, instance_id))
+
+    def child_ids(self, hub: str, parent_id: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT instance_id FROM instances WHERE hub = ? AND parent_instance_id = ?", (hub, parent_id)
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def delete_finished(self, hub: str, instance_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Deletes those of the instances that have finished, with everything stored for them.
+
+        Returns the IDs deleted and the IDs of their children (sub-orchestrations). A few statements per batch
+        of IDs, each walking its index in key order, instead of a read and four deletes per instance.
+        """
+        deleted: list[str] = []
+        children: list[str] = []
+        unique = sorted(set(instance_ids))
+        for first in range(0, len(unique), _ID_BATCH):
+            batch = unique[first : first + _ID_BATCH]
+            marks = _placeholders(batch)
+            rows = self._db.execute(
+                f"SELECT instance_id, ikey FROM instances WHERE hub = ? AND instance_id IN ({marks}) "
+                f"AND status IN ({_placeholders(TERMINAL)})",
+                (hub, *batch, *TERMINAL),
+            ).fetchall()
+            if not rows:
+                continue
+            ids = [r[0] for r in rows]
+            # Oldest first, these are neighbours: their histories share (and empty) a few pages.
+            self._db.execute(f"DELETE FROM history WHERE ikey IN ({_placeholders(rows)})", [r[1] for r in rows])
+            marks = _placeholders(ids)
+            found = self._db.execute(
+                f"SELECT instance_id FROM instances WHERE hub = ? AND parent_instance_id IN ({marks})", (hub, *ids)
+            ).fetchall()
+            children.extend(r[0] for r in found)
+            for table in ("instances", *_PER_INSTANCE_TABLES):
+                self._db.execute(f"DELETE FROM {table} WHERE hub = ? AND instance_id IN ({marks})", (hub, *ids))
+            for iid in ids:
+                self._read.pop((hub, iid), None)
+            deleted.extend(ids)
+        return deleted, children
+
+    def instance_ids(self, hub: str, args: InstanceQueryArgs) -> list[str]:
+        return query_instance_ids(self._db, hub, args)
+
+    def instance_keys_by_age(self, hub: str, args: InstanceQueryArgs, after: AgeKey | None) -> list[AgeKey]:
+        return keys_by_age(self._db, hub, args, after)
+
+    def query_instances(self, hub: str, args: InstanceQueryArgs) -> list[InstanceRecord]:
+        # The page's IDs come from covering indexes (sqlite_listing); only the page's own rows are read whole.
+        ids = query_instance_ids(self._db, hub, args)
+        if not ids:
+            return []
+        rows = self._db.execute(
+            f"SELECT {_INSTANCE_COLUMNS} FROM instances WHERE hub = ? AND instance_id IN ({_placeholders(ids)})",
+            (hub, *ids),
+        ).fetchall()
+        rows.sort(key=lambda row: row[1])
+        return [_instance(r) for r in rows]
+
+    def lock_instance(self, hub: str, instance_id: str, token: str | None, expires: Micros | None) -> None:
+        self._db.execute(
+            "UPDATE instances SET lock_token = ?, lock_expires = ? WHERE hub = ? AND instance_id = ?",
+            (token, expires, hub, instance_id),
+        )
+        self._read.pop((hub, instance_id), None)
+
+    # History ---------------------------------------------------------------------------------------
+    def history(self, hub: str, instance_id: str) -> list[bytes]:
+        rows = self._db.execute(
+            f"SELECT event FROM history WHERE ikey = {_IKEY} ORDER BY seq", (hub, instance_id)
+        ).fetchall()
+        return [bytes(r[0]) for r in rows]
+
+    def history_length(self, hub: str, instance_id: str) -> int:
+        # Sequence numbers run from 0 without gaps, so this is one index probe rather than a count.
+        row = self._db.execute(
+            f"SELECT COALESCE(MAX(seq), -1) FROM history WHERE ikey = {_IKEY}", (hub, instance_id)
+        ).fetchone()
+        return int(row[0]) + 1
+
+    def append_history(self, hub: str, instance_id: str, events: Sequence[bytes], length: int | None = None) -> None:
+        """Appends after the stored events; ``length``, when the caller knows it, saves looking it up.
+
+        Callers pass only a length their lease kept current; one that is too small still cannot
+        overwrite anything, as a taken sequence number violates the primary key and the transaction fails.
+        """
+        row = self._db.execute(_IKEY[1:-1], (hub, instance_id)).fetchone()
+        if row is None:  # every caller writes to an instance it has read; a history cannot outlive its instance
+            raise LookupError(f"no instance '{instance_id}' in task hub '{hub}' to append history to")
+        start = self.history_length(hub, instance_id) if length is None else length
+        self._db.executemany(
+            "INSERT INTO history (ikey, seq, event) VALUES (?, ?, ?)",
+            [(row[0], start + i, e) for i, e in enumerate(events)],
+        )
+
+    def clear_history(self, hub: str, instance_id: str) -> None:
+        self._db.execute(f"DELETE FROM history WHERE ikey = {_IKEY}", (hub, instance_id))
+
+    # Messages --------------------------------------------------------------------------------------
+    def add_message(self, hub: str, instance_id: str, event: bytes, visible_at: Micros) -> int:
+        cur = self._db.execute(
+            "INSERT INTO messages (hub, instance_id, event, visible_at) VALUES (?, ?, ?, ?)",
+            (hub, instance_id, event, visible_at),
+        )
+        return int(cur.lastrowid or 0)
+
+    def visible_messages(self, hub: str, instance_id: str, now: Micros) -> list[Message]:
+        rows = self._db.execute(
+            "SELECT id, event, visible_at FROM messages INDEXED BY ix_messages_instance "
+            "WHERE hub = ? AND instance_id = ? AND visible_at <= ? ORDER BY id",
+            (hub, instance_id, now),
+        ).fetchall()
+        return [Message(r[0], bytes(r[1]), r[2]) for r in rows]
+
+    def has_visible_messages(self, hub: str, instance_id: str, now: Micros) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM messages INDEXED BY ix_messages_instance "
+            "WHERE hub = ? AND instance_id = ? AND visible_at <= ? LIMIT 1",
+            (hub, instance_id, now),
+        ).fetchone()
+        return row is not None
+
+    def delete_messages(self, ids: Sequence[int]) -> None:
+        self._db.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in ids])
+
+    def delete_instance_messages(self, hub: str, instance_id: str) -> None:
+        self._db.execute("DELETE FROM messages WHERE hub = ? AND instance_id = ?", (hub, instance_id))
+
+    def ready_instances(
+        self, hub: str, now: Micros, accept: NameFilter, limit: int
+    ) -> tuple[list[tuple[str, str, str | None]], bool]:
+        accept_clause, accept_params = _accepted(accept, "i.name", "i.version")
+        # Walk the visible-time index and stop early: the cost follows the page, not the backlog.
+        rows = self._db.execute(
+            "SELECT i.instance_id, i.name, i.version FROM messages m "
+            "JOIN instances i ON i.hub = m.hub AND i.instance_id = m.instance_id "
+            f"WHERE m.hub = ? AND m.visible_at <= ? AND (i.lock_token IS NULL OR i.lock_expires <= ?) "
+            f"{accept_clause} ORDER BY m.visible_at, m.id LIMIT ?",
+            (hub, now, now, *accept_params, limit * 4),
+        ).fetchall()
+        seen: dict[str, tuple[str, str, str | None]] = {}
+        for row in rows:
+            seen.setdefault(row[0], (row[0], row[1], row[2]))
+        # Complete: every runnable instance is in the page (the scan ended before its limit, nothing cut).
+        return list(seen.values())[:limit], len(rows) < limit * 4 and len(seen) <= limit
+
+    def next_message_time(self, hub: str, after: Micros) -> Micros | None:
+        row = self._db.execute(
+            "SELECT MIN(visible_at) FROM messages WHERE hub = ? AND visible_at > ?", (hub, after)
+        ).fetchone()
+        return None if row[0] is None else int(row[0])
+
+    # Activities ------------------------------------------------------------------------------------
+    def add_activity(
+        self, hub: str, instance_id: str, task_id: int, name: str, version: str | None, request: bytes
+    ) -> int:
+        cur = self._db.execute(
+            "INSERT INTO activities (hub, instance_id, task_id, name, version, request) VALUES (?, ?, ?, ?, ?, ?)",
+            (hub, instance_id, task_id, name, version, request),
+        )
+        return int(cur.lastrowid or 0)
+
+    def get_activity(self, activity_id: int) -> ActivityRecord | None:
+        row = self._db.execute(f"SELECT {_ACTIVITY_COLUMNS} FROM activities WHERE id = ?", (activity_id,)).fetchone()
+        return None if row is None else _activity(row)
+
+    def ready_activities(self, hub: str, now: Micros, accept: NameFilter, limit: int) -> list[ActivityRecord]:
+        accept_clause, accept_params = _accepted(accept, "name", "version")
+        rows = self._db.execute(
+            f"SELECT {_ACTIVITY_COLUMNS} FROM activities WHERE hub = ? "
+            f"AND (lock_token IS NULL OR lock_expires <= ?) {accept_clause} ORDER BY id LIMIT ?",
+            (hub, now, *accept_params, limit),
+        ).fetchall()
+        return [_activity(r) for r in rows]
+
+    def lock_activity(self, activity_id: int, token: str | None, expires: Micros | None) -> None:
+        self._db.execute(
+            "UPDATE activities SET lock_token = ?, lock_expires = ? WHERE id = ?",
+            (token, expires, activity_id),
+        )
+
+    def delete_activity(self, activity_id: int) -> None:
+        self._db.execute("DELETE FROM activities WHERE id = ?", (activity_id,))
+
+    def delete_instance_activities(self, hub: str, instance_id: str, only_idle: bool = False) -> None:
+        idle = " AND lock_token IS NULL" if only_idle else ""
+        self._db.execute(f"DELETE FROM activities WHERE hub = ? AND instance_id = ?{idle}", (hub, instance_id))
+
+    def next_lease_expiry(self, hub: str, after: Micros = -1) -> Micros | None:
+        parts = " UNION ALL ".join(
+            f"SELECT MIN(lock_expires) AS e FROM {table} WHERE hub = ? AND lock_token IS NOT NULL AND lock_expires > ?"
+            for table in ("instances", "activities", "entities")
+        )
+        row = self._db.execute(f"SELECT MIN(e) FROM ({parts})", (hub, after) * 3).fetchone()
+        return None if row[0] is None else int(row[0])
+
+
+class SqliteBackend:
+    """A SQLite store: a file path for persistence, or ``None`` for a private in-memory database.
+
+    A file database is locked for this process (``<path>.lock``); a second backend on the same file raises
+    :class:`~emulator.errors.DatabaseInUseError`. ``durability`` is ``"normal"`` (a commit survives a process
+    kill; a power loss may lose the last commits) or ``"full"`` (every commit is synced to disk: it survives
+    power loss too, at the cost of an fsync per commit).
+    """
+
+    def __init__(self, path: str | None = None, durability: str = "normal") -> None:
+        if durability not in SYNCHRONOUS:
+            raise ValueError(f"durability must be one of {sorted(SYNCHRONOUS)}, not {durability!r}")
+        self.path = path
+        self._lock = threading.RLock()
+        self._file_lock = DatabaseLock(path) if path else None
+        # A larger statement cache keeps every query of the hot paths prepared.
+        self._conn = sqlite3.connect(
+            path or ":memory:", check_same_thread=False, isolation_level=None, cached_statements=512
+        )
+        if path:
+            # WAL + NORMAL survives a process kill: a commit is in the log before COMMIT returns. The log is
+            # synced at checkpoints only, so a power loss can take the last commits; FULL syncs every commit.
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA synchronous={SYNCHRONOUS[durability]}")
+            # Checkpoints copy the log back in bigger, rarer steps.
+            self._conn.execute("PRAGMA wal_autocheckpoint=4000")
+        self._conn.execute("PRAGMA temp_store=MEMORY")
+        # Hot pages only (in-flight instances and queues): a file database leaves the rest to the OS page cache,
+        # which keeps the emulator's own memory flat over long runs. In memory the cache is the store itself.
+        self._conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
+        key_history_by_instance(self._conn)  # a store made before instances had an integer key
+        self._conn.executescript(SCHEMA + ENTITY_SCHEMA + LISTING_SCHEMA)
+        add_caller_column(self._conn)
+        self._tx = SqliteTransaction(self._conn)
+        self._checkpointer: sqlite3.Connection | None = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[SqliteTransaction]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._tx.begin()
+            try:
+                yield self._tx
+            except BaseException:
+                self._roll_back()  # never hides the error that got us here
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as error:
+                # A COMMIT that fails (disk full, I/O error, busy) may leave the transaction open; close it so
+                # the next call starts clean, and report the failure without the database's own words.
+                self._roll_back()
+                error_id = uuid.uuid4().hex[:12]
+                log.error("error %s: commit failed: %s", error_id, error)
+                raise StorageError(
+                    f"the emulator could not save the change (error {error_id}; the server log has the details)"
+                ) from error
+
+    def _roll_back(self) -> None:
+        if not self._conn.in_transaction:
+            return  # SQLite already rolled back (it does after some I/O errors)
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            log.exception("rollback failed; the database connection may be unusable")
+
+    def release_all_leases(self) -> None:
+        with self.transaction():
+            # Only the leased rows (through ix_instances_lease): rewriting every row made a restart grow with the store.
+            self._conn.execute(
+                "UPDATE instances SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
+            )
+            self._conn.execute(
+                "UPDATE activities SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
+            )
+            self._conn.execute(
+                "UPDATE entities SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
+            )
+
+    def reset(self) -> None:
+        with self.transaction():
+            for table in _HUB_TABLES:
+                self._conn.execute(f"DELETE FROM {table}")
+
+    def checkpoint(self) -> None:
+        """Copies committed pages from the write-ahead log into the database, outside the store lock.
+
+        A bulk delete (a filter purge) fills the log quickly; left to the automatic checkpoint, the copy runs
+        inside whichever commit crosses the threshold, often a short call's, and holds the store lock for
+        the whole copy. Run between purge steps from a connection of its own, it overlaps other calls instead
+        (a passive checkpoint never waits for readers or writers).
+        """
+        if not self.path:
+            return
+        if self._checkpointer is None:
+            self._checkpointer = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._checkpointer is not None:
+                self._checkpointer.close()
+            self._conn.close()
+            if self._file_lock is not None:
+                self._file_lock.release()
