@@ -33,7 +33,3 @@ class SerializationError(DurableTaskError, ValueError):
 
 class SyncCallInEventLoopError(DurableTaskError, RuntimeError):
     """A blocking client method was called from inside a running asyncio event loop."""
-
-
-class _ControlFlowSignal(BaseException):
-    """Internal control flow that user code must never swallow, hence ``BaseException``."""

@@ -104,7 +104,7 @@ class AsyncTaskHubGrpcClient:
 
     @property
     def emit_trace_spans(self) -> bool:
-        """Whether lifecycle trace spans were requested (none are emitted by this client)."""
+        """Whether this client records OpenTelemetry producer spans for new orchestrations and raised events."""
         return self._settings.emit_trace_spans
 
     def _new_channel(self) -> grpc.aio.Channel:

@@ -124,7 +124,7 @@ class TaskHubGrpcClient:
 
     @property
     def emit_trace_spans(self) -> bool:
-        """Whether lifecycle trace spans were requested (none are emitted by this client)."""
+        """Whether this client records OpenTelemetry producer spans for new orchestrations and raised events."""
         return self._settings.emit_trace_spans
 
     def _new_channel(self) -> grpc.Channel:

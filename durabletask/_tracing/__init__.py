@@ -96,13 +96,3 @@ def server_span(name: str, attributes: Mapping[str, str], parent: Parent | None,
 def record_failure(span: Any, exc: BaseException) -> None:
     if span is not None:
         api().record_failure(span, exc)
-
-
-def current_ids() -> tuple[str, str] | None:
-    """The active span's trace and span IDs as hex, for log records; ``None`` without one."""
-    if not otel_available():
-        return None
-    parent = api().current_parent()
-    if parent is None:
-        return None
-    return f"{parent.trace_id:032x}", f"{parent.span_id:016x}"

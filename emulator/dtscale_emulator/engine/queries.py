@@ -30,14 +30,11 @@ PURGE_PAGE = 100
 PURGE_MAX_PAGE = 100
 PURGE_STEP_SECONDS = 0.02
 #: A filter purge checkpoints the write-ahead log after about this many instances (and once at its end), from a
-#: connection of its own, so the copy back and its sync never land inside a commit (a short call's, or a purge
-#: step's while it holds the store). Each checkpoint syncs the database file: in-process, checkpointing every 5 steps
-#: instead of every step nearly doubled a purge's rate, but beside other calls, checkpoints every 300 instances gave
-#: starts a p99 above main's while every 100 kept it level with main's (bench/RESULTS.md): a bigger sync stalls the
-#: short calls' own commits longer. A purged instance leaves about 2.4 pages in the log at a million stored (its
-#: entries in the ID and status indexes, ordered by ID, and a share of the pages its row and history emptied), and
-#: the sync writes them back to random places in the file: what bounds a purge's rate. Every 200 instances was no
-#: faster than every 100 beside other calls (bench/RESULTS.md, 2026-12-01 21:05).
+#: connection of its own, so that the copy back and its sync never land inside a commit (a short call's, or a purge
+#: step's while it holds the store). Each checkpoint syncs the database file, and the log pages a purge leaves
+#: (about 2.4 per instance at a million stored: index entries and emptied row and history pages) are written back
+#: to scattered places in it; that sync bounds a purge's rate. Checkpointing less often stalls the short calls'
+#: commits beside a purge for longer, more often costs the purge itself; bench/store_scale.py measures both.
 PURGE_CHECKPOINT_EVERY = 100
 #: Entities one CleanEntityStorage call works through; the answer's continuation token asks for the rest.
 CLEAN_PAGE = 500

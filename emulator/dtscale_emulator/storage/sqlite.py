@@ -15,9 +15,9 @@ from typing import Any
 from dtscale_emulator.errors import StorageError
 from dtscale_emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros, NameFilter
 from dtscale_emulator.storage.lockfile import DatabaseLock
-from dtscale_emulator.storage.sqlite_entities import ENTITY_SCHEMA, EntityTables, add_caller_column
-from dtscale_emulator.storage.sqlite_listing import LISTING_SCHEMA, TERMINAL, AgeKey, keys_by_age, query_instance_ids
-from dtscale_emulator.storage.sqlite_schema import SCHEMA, key_history_by_instance
+from dtscale_emulator.storage.sqlite_entities import EntityTables
+from dtscale_emulator.storage.sqlite_listing import TERMINAL, AgeKey, keys_by_age, query_instance_ids
+from dtscale_emulator.storage.sqlite_migrations import migrate
 
 _INSTANCE_COLUMNS = (
     "hub, instance_id, execution_id, name, version, status, input, output, custom_status, failure, tags, "
@@ -419,9 +419,14 @@ class SqliteBackend:
         # Hot pages only (in-flight instances and queues): a file database leaves the rest to the OS page cache,
         # which keeps the emulator's own memory flat over long runs. In memory the cache is the store itself.
         self._conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
-        key_history_by_instance(self._conn)  # a store made before instances had an integer key
-        self._conn.executescript(SCHEMA + ENTITY_SCHEMA + LISTING_SCHEMA)
-        add_caller_column(self._conn)
+        try:
+            migrate(self._conn)
+        except BaseException:
+            # A store that cannot be opened keeps neither its connection nor the lock on its file.
+            self._conn.close()
+            if self._file_lock is not None:
+                self._file_lock.release()
+            raise
         self._tx = SqliteTransaction(self._conn)
         self._checkpointer: sqlite3.Connection | None = None
 

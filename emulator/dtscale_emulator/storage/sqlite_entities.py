@@ -37,24 +37,21 @@ _CALLER_COLUMN = "caller"
 
 
 def add_caller_column(db: sqlite3.Connection) -> None:
-    """Adds ``messages.caller`` to a database made before it existed, filling it in for queued calls."""
+    """Adds ``messages.caller`` to a store made before it existed, filling it in for queued calls.
+
+    Runs inside the migration's transaction: a column added but left unfilled would make queued calls wait
+    forever on their lock.
+    """
     columns = {row[1] for row in db.execute("PRAGMA table_info(messages)")}
-    if _CALLER_COLUMN in columns:
-        return
-    # One transaction: a column added but left unfilled would make queued calls wait forever on their lock.
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        db.execute(f"ALTER TABLE messages ADD COLUMN {_CALLER_COLUMN} TEXT")
-        rows = db.execute("SELECT id, event FROM messages WHERE instance_id GLOB '@*'").fetchall()
-        for message_id, raw in rows:
-            event = pb.HistoryEvent.FromString(raw)
-            if event.HasField("entityOperationCalled"):
-                caller = event.entityOperationCalled.parentInstanceId.value
-                db.execute("UPDATE messages SET caller = ? WHERE id = ?", (caller, message_id))
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
+    if not columns or _CALLER_COLUMN in columns:
+        return  # no queue yet (the latest schema makes it with the column), or already there
+    db.execute(f"ALTER TABLE messages ADD COLUMN {_CALLER_COLUMN} TEXT")
+    rows = db.execute("SELECT id, event FROM messages WHERE instance_id GLOB '@*'").fetchall()
+    for message_id, raw in rows:
+        event = pb.HistoryEvent.FromString(raw)
+        if event.HasField("entityOperationCalled"):
+            caller = event.entityOperationCalled.parentInstanceId.value
+            db.execute("UPDATE messages SET caller = ? WHERE id = ?", (caller, message_id))
 
 
 def glob_literal(text: str) -> str:

@@ -24,10 +24,8 @@ import sqlite3
 from dtscale_emulator.storage.base import InstanceQueryArgs
 from dtscale_emulator.storage.sqlite_entities import glob_literal
 
-# The older per-time indexes were on (hub, time) only; the wider ones below replace them (built on first open).
+# Wider than the per-time indexes of older stores, which were on (hub, time) only (schema version 3 drops those).
 LISTING_SCHEMA = """
-DROP INDEX IF EXISTS ix_instances_created;
-DROP INDEX IF EXISTS ix_instances_completed;
 CREATE INDEX IF NOT EXISTS ix_instances_status ON instances (hub, status, instance_id, created_at, completed_at);
 CREATE INDEX IF NOT EXISTS ix_instances_created_at ON instances (hub, created_at, status, instance_id);
 CREATE INDEX IF NOT EXISTS ix_instances_completed_at ON instances (hub, completed_at, status, instance_id);

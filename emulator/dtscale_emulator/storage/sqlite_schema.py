@@ -7,7 +7,8 @@ in-flight instances share and that stay in the cache, and a purge of the oldest 
 Keyed by the random ID instead, each instance's events sat on a page of their own somewhere in a large store,
 and a purged instance left about 3.8 pages in the write-ahead log at a million stored, 2.4 when keyed by ``ikey``
 (the rest is its entries in the ID and status indexes, which are ordered by ID whatever the layout). The key
-also makes a history row about 40 bytes shorter: 690 bytes instead of 1,190 for a 12-event history.
+also makes a history row about 40 bytes shorter: 690 bytes instead of 1,190 for a 12-event history. Which of
+these layouts a store has is told by its schema version (``sqlite_migrations``).
 """
 
 from __future__ import annotations
@@ -50,10 +51,7 @@ SCHEMA = (
     + _INSTANCES_TABLE.format(name="instances")
     + """
 -- Only the rows that have a parent, or a lease, are indexed for them: most finished instances have neither, and
--- every index entry is one more page written when an instance is created, leased or purged. (Stores made before
--- had full indexes over every row, ix_instances_parent and ix_instances_lock; opening one swaps them once.)
-DROP INDEX IF EXISTS ix_instances_parent;
-DROP INDEX IF EXISTS ix_instances_lock;
+-- every index entry is one more page written when an instance is created, leased or purged.
 CREATE INDEX IF NOT EXISTS ix_instances_children ON instances (hub, parent_instance_id)
     WHERE parent_instance_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS ix_instances_lease ON instances (hub, lock_expires) WHERE lock_token IS NOT NULL;
@@ -61,10 +59,11 @@ CREATE INDEX IF NOT EXISTS ix_instances_lease ON instances (hub, lock_expires) W
     + _HISTORY_TABLE.format(name="history")
     + """
 -- Pending events per instance (or entity). A durable timer is a timerFired message whose visible_at is
--- its fire time; a scheduled start is an executionStarted message visible at the start time.
+-- its fire time; a scheduled start is an executionStarted message visible at the start time. ``caller`` is
+-- the instance that called a queued entity operation (NULL for signals and for other messages).
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT, hub TEXT NOT NULL, instance_id TEXT NOT NULL,
-    event BLOB NOT NULL, visible_at INTEGER NOT NULL
+    event BLOB NOT NULL, visible_at INTEGER NOT NULL, caller TEXT
 );
 CREATE INDEX IF NOT EXISTS ix_messages_visible ON messages (hub, visible_at, id);
 CREATE INDEX IF NOT EXISTS ix_messages_instance ON messages (hub, instance_id, id);
@@ -85,9 +84,9 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
 
 
 def key_history_by_instance(db: sqlite3.Connection) -> None:
-    """Rewrites a store made before instances had ``ikey`` (its history keyed by hub and instance ID), once.
+    """Rewrites a store made before instances had ``ikey`` (its history keyed by hub and instance ID).
 
-    Both tables are copied in one transaction (a crash leaves the old layout, to be upgraded on the next open):
+    Runs inside the migration's transaction (a crash leaves the old layout, to be upgraded on the next open):
     instances keep their row order, which is the order they were created in, as their ``ikey``; histories are
     copied in ``ikey`` order, so they are appended, not inserted at random. 1.9 minutes at a million
     instances; the indexes over instances are rebuilt afterwards by the schema script.
@@ -97,28 +96,20 @@ def key_history_by_instance(db: sqlite3.Connection) -> None:
         return  # a new store, or already upgraded
     began = time.monotonic()
     log.warning("upgrading the store: keying histories by instance (once; a minute or two per million instances)")
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        if "trace_context" not in columns:  # older still: before instances kept their trace
-            db.execute("ALTER TABLE instances ADD COLUMN trace_context BLOB")
-        db.execute(_INSTANCES_TABLE.format(name="instances_keyed"))
+    if "trace_context" not in columns:  # older still: before instances kept their trace
+        db.execute("ALTER TABLE instances ADD COLUMN trace_context BLOB")
+    db.execute(_INSTANCES_TABLE.format(name="instances_keyed"))
+    db.execute(f"INSERT INTO instances_keyed (ikey, {_COLUMNS}) SELECT rowid, {_COLUMNS} FROM instances ORDER BY rowid")
+    db.execute(_HISTORY_TABLE.format(name="history_keyed"))
+    if _columns(db, "history"):
+        # Walks instances in ikey order and each one's history by its old primary key: appends only.
         db.execute(
-            f"INSERT INTO instances_keyed (ikey, {_COLUMNS}) SELECT rowid, {_COLUMNS} FROM instances ORDER BY rowid"
+            "INSERT INTO history_keyed (ikey, seq, event) SELECT i.ikey, h.seq, h.event "
+            "FROM instances_keyed i CROSS JOIN history h ON h.hub = i.hub AND h.instance_id = i.instance_id "
+            "ORDER BY i.ikey, h.seq"
         )
-        db.execute(_HISTORY_TABLE.format(name="history_keyed"))
-        if _columns(db, "history"):
-            # Walks instances in ikey order and each one's history by its old primary key: appends only.
-            db.execute(
-                "INSERT INTO history_keyed (ikey, seq, event) SELECT i.ikey, h.seq, h.event "
-                "FROM instances_keyed i CROSS JOIN history h ON h.hub = i.hub AND h.instance_id = i.instance_id "
-                "ORDER BY i.ikey, h.seq"
-            )
-            db.execute("DROP TABLE history")
-        db.execute("DROP TABLE instances")  # and its indexes: the schema script makes them on the new table
-        db.execute("ALTER TABLE history_keyed RENAME TO history")
-        db.execute("ALTER TABLE instances_keyed RENAME TO instances")
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
+        db.execute("DROP TABLE history")
+    db.execute("DROP TABLE instances")  # and its indexes: the latest schema makes them on the new table
+    db.execute("ALTER TABLE history_keyed RENAME TO history")
+    db.execute("ALTER TABLE instances_keyed RENAME TO instances")
     log.warning("store upgraded in %.1f s", time.monotonic() - began)

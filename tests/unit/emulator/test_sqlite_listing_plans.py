@@ -146,6 +146,7 @@ def test_an_older_store_gets_the_listing_indexes_on_open(tmp_path: object) -> No
         conn.execute(f"DROP INDEX {name}")
     conn.execute("CREATE INDEX ix_instances_created ON instances (hub, created_at)")
     conn.execute("CREATE INDEX ix_instances_completed ON instances (hub, completed_at)")
+    conn.execute("PRAGMA user_version = 2")  # the version before these indexes were replaced
     conn.commit()
     conn.close()
     SqliteBackend(path).close()

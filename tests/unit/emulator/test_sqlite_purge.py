@@ -153,6 +153,7 @@ def test_an_older_store_gets_the_partial_parent_and_lease_indexes_on_open(tmp_pa
     conn.execute("DROP INDEX ix_instances_children")
     conn.execute("CREATE INDEX ix_instances_parent ON instances (hub, parent_instance_id)")
     conn.execute("CREATE INDEX ix_instances_lock ON instances (lock_token)")
+    conn.execute("PRAGMA user_version = 2")  # the version before these indexes were replaced
     conn.commit()
     conn.close()
     backend = SqliteBackend(str(path))
