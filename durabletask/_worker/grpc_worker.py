@@ -25,7 +25,6 @@ from durabletask._worker.activity_runner import ActivityRunner, is_async_callabl
 from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import WorkItemPools, WorkKind, startable_limits
-from durabletask._worker.entity_batches import EntityBatchRunner
 from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
 from durabletask._worker.large_payloads import PayloadWorkItems
@@ -149,9 +148,6 @@ class TaskHubGrpcWorker:
             self._capabilities.add(pb.WORKER_CAPABILITY_LARGE_PAYLOADS)
         self._work_item_filters: WorkItemFilters | None = None
         self._auto_generate_work_item_filters = False
-        # Seams for the runners: a replacement replay executor or entity runner (None: the built-in ones).
-        self._executor_factory: ExecutorFactory | None = None
-        self._entity_runner: EntityBatchRunner | None = None
         self._is_running = False
         self._lifecycle = threading.Lock()
         self._run: _Run | None = None
@@ -348,6 +344,13 @@ class TaskHubGrpcWorker:
             single_threaded_streams=True,
         )
 
+    def _replay_executor_factory(self, built_in: ExecutorFactory) -> ExecutorFactory:
+        """The replay executor each orchestration turn runs on; the built-in one unless a subclass returns another.
+
+        The one replaceable runner, for tests that drive the stream loop with a scripted executor.
+        """
+        return built_in
+
 
 def _limits(options: ConcurrencyOptions) -> dict[WorkKind, int]:
     # ConcurrencyOptions fills every default in, so these are always set.
@@ -372,13 +375,10 @@ class _Run:
         store = worker._payload_store
         boundary = PayloadBoundary(store) if store is not None else None
         # Orchestration and activity payloads stay out of their work items, taken when decoded; an executor
-        # of the application's own cannot take them, so its work items are restored in place.
+        # of a subclass's own cannot take them, so its work items are restored in place.
         fetched = FetchedPayloads(store) if store is not None else None
-        fetched_kinds = frozenset(
-            {"activityRequest"} | ({"orchestratorRequest"} if worker._executor_factory is None else set())
-        )
         limit = payload_limit(store)
-        executor_factory = worker._executor_factory or default_executor_factory(
+        built_in = default_executor_factory(
             worker._registry,
             logger,
             worker._maximum_timer_interval,
@@ -387,6 +387,9 @@ class _Run:
             payload_limit=limit,
             payloads=fetched,
         )
+        executor_factory = worker._replay_executor_factory(built_in)
+        own_executor = executor_factory is not built_in
+        fetched_kinds = frozenset({"activityRequest"} | (set() if own_executor else {"orchestratorRequest"}))
         self.channels = ChannelProvider(worker._channel, worker._open_channel)
         # A fresh cache per run: a new stream means the backend resends full histories anyway.
         keep = worker._extended_sessions
@@ -421,8 +424,7 @@ class _Run:
             self.sender,
             registry=worker._registry,
             logger=logger,
-            entities=worker._entity_runner
-            or EntityRunner(
+            entities=EntityRunner(
                 worker._registry,
                 logger=logger,
                 data_converter=worker._data_converter,

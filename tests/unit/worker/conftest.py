@@ -37,6 +37,17 @@ FAST = GrpcWorkerResiliencyOptions(
 WorkerFactory = Callable[..., TaskHubGrpcWorker]
 
 
+class _ScriptedWorker(TaskHubGrpcWorker):
+    """A worker whose orchestration turns run on a scripted executor (its one replaceable runner)."""
+
+    def __init__(self, executor: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._scripted = executor
+
+    def _replay_executor_factory(self, built_in: Any) -> Any:
+        return lambda: self._scripted
+
+
 @pytest.fixture
 def make_worker(server: Server, logger: logging.Logger) -> Iterator[WorkerFactory]:
     """Build workers bound to the fake server; each is stopped at the end of the test."""
@@ -46,9 +57,7 @@ def make_worker(server: Server, logger: logging.Logger) -> Iterator[WorkerFactor
         kwargs.setdefault("host_address", server.address)
         kwargs.setdefault("logger", logger)
         kwargs.setdefault("resiliency_options", FAST)
-        worker = TaskHubGrpcWorker(**kwargs)
-        fake = executor if executor is not None else FakeExecutor()
-        worker._executor_factory = lambda: fake
+        worker = _ScriptedWorker(executor if executor is not None else FakeExecutor(), **kwargs)
         made.append(worker)
         return worker
 

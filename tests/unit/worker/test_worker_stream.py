@@ -151,30 +151,6 @@ def test_registered_entity_batch_runs_on_the_default_entity_runner(server: Serve
     assert message.results[0].success.result.value == "5" and message.entityState.value == "5"
 
 
-def test_registered_entity_batch_goes_to_the_entity_runner(server: Server, make_worker: WorkerFactory) -> None:
-    class Counter: ...
-
-    class Runner:
-        def run(self, batch: pb.EntityBatchRequest, infos: list[pb.OperationInfo], token: str) -> pb.EntityBatchResult:
-            ok = pb.OperationResult(success=pb.OperationResultSuccess(result=wrappers_pb2.StringValue(value="1")))
-            return pb.EntityBatchResult(
-                results=[ok] * len(batch.operations),
-                entityState=wrappers_pb2.StringValue(value=batch.instanceId),
-                completionToken=token,
-            )
-
-    worker = make_worker()
-    worker.add_entity(Counter)
-    worker._entity_runner = Runner()
-    worker.start()
-    batch = pb.EntityBatchRequest(instanceId="@counter@k", operations=[pb.OperationRequest(operation="add")])
-    server.sidecar.next_stream().send(pb.WorkItem(entityRequest=batch, completionToken="t-run"))
-
-    rpc, result = server.sidecar.next_completion()
-    assert (rpc, result.completionToken, result.entityState.value) == ("CompleteEntityTask", "t-run", "@counter@k")
-    assert result.results[0].success.result.value == "1"
-
-
 def test_unregistered_entity_operations_fail(server: Server, make_worker: WorkerFactory) -> None:
     worker = make_worker()
     worker.start()
