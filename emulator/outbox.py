@@ -117,6 +117,9 @@ def replace_history(tx: Transaction, record: InstanceRecord, history: list[pb.Hi
     """Installs a rewound history, then rewinds (or re-creates) sub-orchestrations that had not succeeded."""
     hub = record.hub
     tx.clear_history(hub, record.instance_id)
+    # A worker rewrites the history it was given, which has no orchestratorCompleted events; one that adds
+    # some anyway does not get them stored.
+    history = [e for e in history if not e.HasField("orchestratorCompleted")]
     tx.append_history(hub, record.instance_id, [e.SerializeToString() for e in history])
     reason = None
     for e in history:
