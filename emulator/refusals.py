@@ -1,4 +1,4 @@
-"""Completions the emulator cannot store (over a size limit) become failures, so the work does not come back.
+"""Completions the emulator cannot store (over a limit) become failures, so the work does not come back.
 
 Redelivering such work would only produce the same refused completion again, forever.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 from durabletask._proto import orchestrator_service_pb2 as pb
 from emulator import events
 from emulator.errors import EmulatorError, ResourceExhaustedError
+from emulator.validation import RefusedContentError
 
 #: ``errorType`` of the failures recorded here, by the limit that was exceeded.
 PAYLOAD_TOO_LARGE = "PayloadTooLarge"
@@ -15,7 +16,10 @@ HISTORY_TOO_LARGE = "HistoryTooLarge"
 
 
 def _details(error: EmulatorError, what: str) -> pb.TaskFailureDetails:
-    kind = HISTORY_TOO_LARGE if isinstance(error, ResourceExhaustedError) else PAYLOAD_TOO_LARGE
+    if isinstance(error, ResourceExhaustedError):
+        kind = HISTORY_TOO_LARGE
+    else:
+        kind = error.failure_type if isinstance(error, RefusedContentError) else PAYLOAD_TOO_LARGE
     # Non-retriable (as every failure the emulator makes): the same work would exceed the same limit again.
     return events.failure(kind, f"{what} was refused by the emulator: {error}")
 

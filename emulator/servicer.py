@@ -282,6 +282,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     async def SignalEntity(self, request: pb.SignalEntityRequest, context: Context) -> pb.SignalEntityResponse:
         hub = self._hub(context)
         entity_ops.require_entity_id(request.instanceId)
+        self.limits.entity_id(request.instanceId)
         self.limits.payload("input", _opt(request, "input"))
         at = events.to_datetime(request.scheduledTime) if request.HasField("scheduledTime") else None
         self.entities.signal(hub, request.instanceId, request.name, _opt(request, "input"), request.requestId, at)
@@ -289,7 +290,9 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
 
     @_mapped
     async def GetEntity(self, request: pb.GetEntityRequest, context: Context) -> pb.GetEntityResponse:
-        found = self.entities.get(self._hub(context), request.instanceId)
+        hub = self._hub(context)
+        self.limits.entity_id(request.instanceId)
+        found = self.entities.get(hub, request.instanceId)
         if found is None:
             return pb.GetEntityResponse(exists=False)
         return pb.GetEntityResponse(exists=True, entity=entity_metadata(found, request.includeState))
