@@ -263,9 +263,12 @@ class Engine:
         now = self.clock.now()
         with self.backend.transaction() as tx:
             old = self._require(tx, hub, instance_id)
-            if not delivery.is_terminal(old):
+            # As on DTS, a copy under a new ID may start while the original still runs; only a restart in
+            # place needs the original to have finished.
+            if not new_instance_id and not delivery.is_terminal(old):
                 raise FailedPreconditionError(
-                    f"orchestration instance '{instance_id}' has not finished; only finished instances can be restarted"
+                    f"orchestration instance '{instance_id}' has not finished; only a finished instance can be "
+                    "restarted with the same ID (restartWithNewInstanceId restarts an unfinished one)"
                 )
             target = self.new_id() if new_instance_id else instance_id
             # The restarted run joins the trace the original was started in.

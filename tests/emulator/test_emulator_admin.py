@@ -349,6 +349,31 @@ def test_restart_with_same_and_new_id(stub: HubStub) -> None:
     assert state.name == "R" and state.input.value == '"seed"'
 
 
+def test_an_unfinished_instance_restarts_only_under_a_new_id(stub: HubStub) -> None:
+    """DTS restarts a RUNNING instance under a new ID and leaves it running; a same-ID restart needs it finished."""
+    iid = start(stub, "R2", input=sv('"seed"'))
+    work = WorkStream(
+        stub,
+        pb.GetWorkItemsRequest(workItemFilters=pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="R2")])),
+    )
+    complete(stub, work.next())  # it runs and waits (for an event that never comes)
+    assert status_of(stub, iid) == pb.ORCHESTRATION_STATUS_RUNNING
+    with pytest.raises(grpc.RpcError) as err:
+        stub.RestartInstance(pb.RestartInstanceRequest(instanceId=iid))
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "restartWithNewInstanceId" in (err.value.details() or "")
+    new = stub.RestartInstance(pb.RestartInstanceRequest(instanceId=iid, restartWithNewInstanceId=True)).instanceId
+    assert new != iid and status_of(stub, iid) == pb.ORCHESTRATION_STATUS_RUNNING
+    started = work.next().orchestratorRequest
+    assert started.instanceId == new
+    assert started.newEvents[1].executionStarted.input.value == '"seed"'
+    # One still PENDING (never run) restarts under a new ID too, and stays as it is.
+    pending = start(stub, "NobodyRunsThis")
+    copy = stub.RestartInstance(pb.RestartInstanceRequest(instanceId=pending, restartWithNewInstanceId=True))
+    assert copy.instanceId != pending
+    assert status_of(stub, pending) == status_of(stub, copy.instanceId) == pb.ORCHESTRATION_STATUS_PENDING
+
+
 def test_skip_graceful_termination_terminates_at_once(stub: HubStub) -> None:
     done = _run_to_completion(stub, "Other")
     running = start(stub)
