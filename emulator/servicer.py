@@ -27,7 +27,7 @@ from emulator.faults import FaultInjector
 from emulator.handlers import Undecodable
 from emulator.hubs import TaskHubs
 from emulator.storage import InstanceRecord
-from emulator.validation import Limits
+from emulator.validation import Limits, reuse_policy
 
 log = logging.getLogger("emulator")
 R = TypeVar("R")
@@ -115,6 +115,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
             raise InvalidArgumentError("name must not be empty")
         self.limits.payload("input", _opt(request, "input"))
         policy = request.orchestrationIdReusePolicy if request.HasField("orchestrationIdReusePolicy") else None
+        if policy is not None:
+            reuse_policy(policy.replaceableStatus)
         opts = StartOptions(
             instance_id=instance_id,
             name=request.name,

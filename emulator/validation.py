@@ -1,7 +1,8 @@
-"""Request limits: payload sizes and instance ID rules, reported as INVALID_ARGUMENT naming the field."""
+"""Request checks: payload sizes, instance and entity ID rules, reuse policies; INVALID_ARGUMENT naming the field."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,27 @@ class Limits:
         for name in ("input", "result", "data"):
             if name in body.DESCRIPTOR.fields_by_name and body.HasField(name):
                 self.payload(f"{path}.{name}", getattr(body, name).value)
+
+
+#: Statuses of an instance that has not finished: replacing one terminates it before the new one starts.
+_UNFINISHED = (pb.ORCHESTRATION_STATUS_RUNNING, pb.ORCHESTRATION_STATUS_PENDING, pb.ORCHESTRATION_STATUS_SUSPENDED)
+
+
+def reuse_policy(replaceable: Sequence[int], field: str = "orchestrationIdReusePolicy.replaceableStatus") -> None:
+    """Rejects reuse policies DTS rejects: unknown statuses, and unfinished statuses without TERMINATED.
+
+    Replacing an unfinished instance terminates it first, so a policy that allows that but keeps a terminated
+    instance from being replaced contradicts itself; DTS refuses it with the message used here.
+    """
+    unknown = [s for s in replaceable if s not in pb.OrchestrationStatus.values()]
+    if unknown:
+        raise InvalidArgumentError(f"{field} holds {unknown}, which are not orchestration statuses")
+    unfinished = [pb.OrchestrationStatus.Name(s) for s in _UNFINISHED if s in replaceable]
+    if unfinished and pb.ORCHESTRATION_STATUS_TERMINATED not in replaceable:
+        raise InvalidArgumentError(
+            "Invalid reusable statuses: cannot exclude 'Terminated' while also allowing reuse of running instances "
+            f"({field} lists {', '.join(unfinished)} but not ORCHESTRATION_STATUS_TERMINATED)"
+        )
 
 
 #: The statuses an orchestration can end a turn with (continue-as-new starts the next execution).

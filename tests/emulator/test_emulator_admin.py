@@ -114,7 +114,10 @@ def test_reuse_policy_controls_replacement(stub: HubStub) -> None:
         _code(lambda: start(stub, instance_id=iid, orchestrationIdReusePolicy=only_done))
         == grpc.StatusCode.ALREADY_EXISTS
     )
-    pending_ok = pb.OrchestrationIdReusePolicy(replaceableStatus=[pb.ORCHESTRATION_STATUS_PENDING])
+    # Replacing an unfinished instance terminates it first, so TERMINATED must be replaceable too (as on DTS).
+    pending_ok = pb.OrchestrationIdReusePolicy(
+        replaceableStatus=[pb.ORCHESTRATION_STATUS_PENDING, pb.ORCHESTRATION_STATUS_TERMINATED]
+    )
     start(stub, "Replacement", instance_id=iid, orchestrationIdReusePolicy=pending_ok)
     assert stub.GetInstance(pb.GetInstanceRequest(instanceId=iid)).orchestrationState.name == "Replacement"
 
@@ -398,7 +401,9 @@ def test_replacing_a_running_sub_orchestration_tells_its_parent(stub: HubStub) -
     )
     complete(stub, work.next(), create)
     complete(stub, work.next())  # the child starts and waits
-    running_ok = pb.OrchestrationIdReusePolicy(replaceableStatus=[pb.ORCHESTRATION_STATUS_RUNNING])
+    running_ok = pb.OrchestrationIdReusePolicy(
+        replaceableStatus=[pb.ORCHESTRATION_STATUS_RUNNING, pb.ORCHESTRATION_STATUS_TERMINATED]
+    )
     start(stub, "Child", instance_id=parent + "-c", orchestrationIdReusePolicy=running_ok)
     items = [work.next(), work.next()]
     to_parent = next(i for i in items if i.orchestratorRequest.instanceId == parent)
