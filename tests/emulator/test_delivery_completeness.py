@@ -179,7 +179,11 @@ def test_abandoning_a_replaced_instance_frees_the_full_streams_slot_at_once() ->
             first = stream.next()
             # Replacing the running instance clears its lease in storage, so releasing that lease finds nothing.
             replace = pb.OrchestrationIdReusePolicy(
-                replaceableStatus=[pb.ORCHESTRATION_STATUS_PENDING, pb.ORCHESTRATION_STATUS_RUNNING]
+                replaceableStatus=[
+                    pb.ORCHESTRATION_STATUS_PENDING,
+                    pb.ORCHESTRATION_STATUS_RUNNING,
+                    pb.ORCHESTRATION_STATUS_TERMINATED,
+                ]
             )
             start(stub, instance_id="x", orchestrationIdReusePolicy=replace)
             stub.AbandonTaskOrchestratorWorkItem(pb.AbandonOrchestrationTaskRequest(completionToken=first.completionToken))

@@ -114,7 +114,10 @@ def test_reuse_policy_controls_replacement(stub: HubStub) -> None:
         _code(lambda: start(stub, instance_id=iid, orchestrationIdReusePolicy=only_done))
         == grpc.StatusCode.ALREADY_EXISTS
     )
-    pending_ok = pb.OrchestrationIdReusePolicy(replaceableStatus=[pb.ORCHESTRATION_STATUS_PENDING])
+    # Replacing an unfinished instance terminates it first, so TERMINATED must be replaceable too (as on DTS).
+    pending_ok = pb.OrchestrationIdReusePolicy(
+        replaceableStatus=[pb.ORCHESTRATION_STATUS_PENDING, pb.ORCHESTRATION_STATUS_TERMINATED]
+    )
     start(stub, "Replacement", instance_id=iid, orchestrationIdReusePolicy=pending_ok)
     assert stub.GetInstance(pb.GetInstanceRequest(instanceId=iid)).orchestrationState.name == "Replacement"
 
@@ -349,6 +352,31 @@ def test_restart_with_same_and_new_id(stub: HubStub) -> None:
     assert state.name == "R" and state.input.value == '"seed"'
 
 
+def test_an_unfinished_instance_restarts_only_under_a_new_id(stub: HubStub) -> None:
+    """DTS restarts a RUNNING instance under a new ID and leaves it running; a same-ID restart needs it finished."""
+    iid = start(stub, "R2", input=sv('"seed"'))
+    work = WorkStream(
+        stub,
+        pb.GetWorkItemsRequest(workItemFilters=pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="R2")])),
+    )
+    complete(stub, work.next())  # it runs and waits (for an event that never comes)
+    assert status_of(stub, iid) == pb.ORCHESTRATION_STATUS_RUNNING
+    with pytest.raises(grpc.RpcError) as err:
+        stub.RestartInstance(pb.RestartInstanceRequest(instanceId=iid))
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "restartWithNewInstanceId" in (err.value.details() or "")
+    new = stub.RestartInstance(pb.RestartInstanceRequest(instanceId=iid, restartWithNewInstanceId=True)).instanceId
+    assert new != iid and status_of(stub, iid) == pb.ORCHESTRATION_STATUS_RUNNING
+    started = work.next().orchestratorRequest
+    assert started.instanceId == new
+    assert started.newEvents[1].executionStarted.input.value == '"seed"'
+    # One still PENDING (never run) restarts under a new ID too, and stays as it is.
+    pending = start(stub, "NobodyRunsThis")
+    copy = stub.RestartInstance(pb.RestartInstanceRequest(instanceId=pending, restartWithNewInstanceId=True))
+    assert copy.instanceId != pending
+    assert status_of(stub, pending) == status_of(stub, copy.instanceId) == pb.ORCHESTRATION_STATUS_PENDING
+
+
 def test_skip_graceful_termination_terminates_at_once(stub: HubStub) -> None:
     done = _run_to_completion(stub, "Other")
     running = start(stub)
@@ -373,7 +401,9 @@ def test_replacing_a_running_sub_orchestration_tells_its_parent(stub: HubStub) -
     )
     complete(stub, work.next(), create)
     complete(stub, work.next())  # the child starts and waits
-    running_ok = pb.OrchestrationIdReusePolicy(replaceableStatus=[pb.ORCHESTRATION_STATUS_RUNNING])
+    running_ok = pb.OrchestrationIdReusePolicy(
+        replaceableStatus=[pb.ORCHESTRATION_STATUS_RUNNING, pb.ORCHESTRATION_STATUS_TERMINATED]
+    )
     start(stub, "Child", instance_id=parent + "-c", orchestrationIdReusePolicy=running_ok)
     items = [work.next(), work.next()]
     to_parent = next(i for i in items if i.orchestratorRequest.instanceId == parent)

@@ -28,7 +28,7 @@ from dtscale_emulator.errors import (
     ResourceExhaustedError,
     stale_token,
 )
-from dtscale_emulator.limits import Limits, PayloadTooLargeError
+from dtscale_emulator.limits import Limits, PayloadTooLargeError, RefusedContentError
 from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.ops.tracing import WorkTracer
 from dtscale_emulator.protocol import pb
@@ -419,16 +419,17 @@ class WorkDispatcher:
             return
         refused: EmulatorError | None = None
         try:
-            # A malformed response is refused here and keeps its lease; an oversized payload fails the turn.
+            # A malformed response is refused here and keeps its lease; one the emulator cannot store (an
+            # oversized payload, an entity ID over the limit) fails the turn.
             self.limits.orchestrator_response(response)
-        except PayloadTooLargeError as error:
+        except RefusedContentError as error:
             refused = error
         try:
             mark = self._apply_turn(hub, work, lease.token, response, refused)
             if mark is not None and lease.stream.keeps_sessions:
                 self.sessions.keep(lease.stream.id, hub, work.instance_id, mark)
         except EmulatorError as error:
-            if not isinstance(error, FailedPreconditionError | PayloadTooLargeError | ResourceExhaustedError):
+            if not isinstance(error, FailedPreconditionError | RefusedContentError | ResourceExhaustedError):
                 # The response was refused, so the work item goes back to the queue for another try.
                 self.engine.release(hub, lease.kind, lease.key, lease.token)
             raise
@@ -483,7 +484,8 @@ class WorkDispatcher:
         try:
             try:
                 self.limits.payload("entityState", result.entityState.value if result.HasField("entityState") else None)
-            except PayloadTooLargeError as error:
+                self.limits.entity_batch_result(result)
+            except RefusedContentError as error:
                 # Redelivered, the batch would end in the same state: its operations fail instead.
                 self.entities.complete(hub, work, lease.token, refusals.failed_batch(work.request, result, error))
                 raise

@@ -1,4 +1,4 @@
-"""Completions the emulator cannot store (over a size limit) become failures, so the work does not come back.
+"""Completions the emulator cannot store (over a limit) become failures, so the work does not come back.
 
 Redelivering such work would only produce the same refused completion again, forever.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dtscale_emulator.engine import events
 from dtscale_emulator.errors import EmulatorError, ResourceExhaustedError
+from dtscale_emulator.limits import RefusedContentError
 from dtscale_emulator.protocol import pb
 
 #: ``errorType`` of the failures recorded here, by the limit that was exceeded.
@@ -15,7 +16,10 @@ HISTORY_TOO_LARGE = "HistoryTooLarge"
 
 
 def _details(error: EmulatorError, what: str) -> pb.TaskFailureDetails:
-    kind = HISTORY_TOO_LARGE if isinstance(error, ResourceExhaustedError) else PAYLOAD_TOO_LARGE
+    if isinstance(error, ResourceExhaustedError):
+        kind = HISTORY_TOO_LARGE
+    else:
+        kind = error.failure_type if isinstance(error, RefusedContentError) else PAYLOAD_TOO_LARGE
     # Non-retriable (as every failure the emulator makes): the same work would exceed the same limit again.
     return events.failure(kind, f"{what} was refused by the emulator: {error}")
 

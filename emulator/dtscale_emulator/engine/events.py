@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 
 from google.protobuf import timestamp_pb2, wrappers_pb2
@@ -121,6 +121,27 @@ def task_result(now: datetime, response: pb.ActivityResponse) -> pb.HistoryEvent
             taskScheduledId=response.taskId, result=response.result if response.HasField("result") else None
         ),
     )
+
+
+#: How a serialized orchestratorCompleted event ends: its empty field 15, written after eventId and timestamp.
+_ORCHESTRATOR_COMPLETED_TAIL = b"\x7a\x00"
+
+
+def without_orchestrator_completed(raw: Sequence[bytes]) -> list[bytes]:
+    """A stored history without orchestratorCompleted events, which DTS neither stores nor sends.
+
+    Stores written by earlier versions of the emulator hold one per turn; they are left out whenever a history
+    is read, so such stores serve what DTS serves without being rewritten. The tail check only saves parsing
+    the other events: an event is dropped only once parsed and found to be one.
+    """
+    return [
+        event
+        for event in raw
+        if not (
+            event.endswith(_ORCHESTRATOR_COMPLETED_TAIL)
+            and pb.HistoryEvent.FromString(event).HasField("orchestratorCompleted")
+        )
+    ]
 
 
 def failure(error_type: str, message: str) -> pb.TaskFailureDetails:

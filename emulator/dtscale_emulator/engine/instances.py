@@ -42,8 +42,12 @@ def _past_if_needed(
 ) -> list[pb.HistoryEvent]:
     """The stored history, read only when the state machine needs it (a recursive termination)."""
     if any(e.HasField("executionTerminated") and e.executionTerminated.recurse for e in new_events):
-        return _parse(tx.history(hub, work.instance_id))
+        return _parse(_stored_history(tx, hub, work.instance_id))
     return []
+
+
+def _stored_history(tx: Transaction, hub: str, instance_id: str) -> list[bytes]:
+    return events.without_orchestrator_completed(tx.history(hub, instance_id))
 
 
 def _started_first(message: pb.HistoryEvent) -> int:
@@ -204,7 +208,7 @@ class Engine:
     def history(self, hub: str, instance_id: str) -> list[pb.HistoryEvent]:
         with self.backend.transaction() as tx:
             self._require(tx, hub, instance_id)
-            return _parse(tx.history(hub, instance_id))
+            return _parse(_stored_history(tx, hub, instance_id))
 
     def history_chunks(
         self, hub: str, instance_id: str, max_bytes: int = _HISTORY_CHUNK_BYTES
@@ -216,7 +220,7 @@ class Engine:
         """
         with self.backend.transaction() as tx:
             self._require(tx, hub, instance_id)
-            raw = tx.history(hub, instance_id)
+            raw = _stored_history(tx, hub, instance_id)
         chunk: list[bytes] = []
         size = 0
         for event in raw:
@@ -257,9 +261,12 @@ class Engine:
         now = self.clock.now()
         with self.backend.transaction() as tx:
             old = self._require(tx, hub, instance_id)
-            if not delivery.is_terminal(old):
+            # As on DTS, a copy under a new ID may start while the original still runs; only a restart in
+            # place needs the original to have finished.
+            if not new_instance_id and not delivery.is_terminal(old):
                 raise FailedPreconditionError(
-                    f"orchestration instance '{instance_id}' has not finished; only finished instances can be restarted"
+                    f"orchestration instance '{instance_id}' has not finished; only a finished instance can be "
+                    "restarted with the same ID (restartWithNewInstanceId restarts an unfinished one)"
                 )
             target = self.new_id() if new_instance_id else instance_id
             # The restarted run joins the trace the original was started in.
@@ -366,7 +373,7 @@ class Engine:
             request.properties[INCLUDE_PAST_EVENTS].CopyFrom(Value(bool_value=False))
             self.continued_sessions += 1
         elif length:
-            raw = tx.history(hub, instance_id)
+            raw = _stored_history(tx, hub, instance_id)
             if streaming and sum(map(len, raw)) > self.history_streaming_threshold:
                 request.requiresHistoryStreaming = True
                 self.streamed_histories += 1

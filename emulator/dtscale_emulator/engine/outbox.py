@@ -117,6 +117,9 @@ def replace_history(tx: Transaction, record: InstanceRecord, history: list[pb.Hi
     """Installs a rewound history, then rewinds (or re-creates) sub-orchestrations that had not succeeded."""
     hub = record.hub
     tx.clear_history(hub, record.instance_id)
+    # A worker rewrites the history it was given, which has no orchestratorCompleted events; one that adds
+    # some anyway does not get them stored.
+    history = [e for e in history if not e.HasField("orchestratorCompleted")]
     tx.append_history(hub, record.instance_id, [e.SerializeToString() for e in history])
     reason = None
     for e in history:
@@ -165,7 +168,10 @@ def apply(tx: Transaction, hub: str, record: InstanceRecord, outbox: Outbox, now
     """Commits everything an orchestrator's turn asked to happen elsewhere."""
     for task in outbox.activities:
         req = task.request
-        version = req.version.value if req.HasField("version") else None
+        # Work-item filters match an activity scheduled without a version by its orchestration's version, so
+        # a worker filtering both on ["3.0.0"] runs a 3.0.0 orchestration's activities (as on DTS; the
+        # JavaScript and Python SDKs send none). The request the worker gets is left as it was scheduled.
+        version = req.version.value if req.HasField("version") else record.version
         tx.add_activity(hub, record.instance_id, req.taskId, req.name, version, req.SerializeToString())
     for timer in outbox.timers:
         tx.add_message(hub, record.instance_id, timer.event.SerializeToString(), events.to_micros(timer.fire_at))

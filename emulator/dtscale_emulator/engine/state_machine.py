@@ -95,7 +95,7 @@ def advance(
 def _close(transition: Transition, instance: InstanceView, now: datetime) -> None:
     if transition.continue_as_new is not None and transition.terminal:
         transition.continue_as_new = None
-    transition.history.append(events.event(now, orchestratorCompleted=pb.OrchestratorCompletedEvent()))
+    # DTS stores no orchestratorCompleted event: a turn's events end with its last action (or executionCompleted).
     if not transition.terminal:
         return
     transition.history.append(

@@ -21,7 +21,7 @@ from dtscale_emulator.errors import (
     EmulatorError,
     InvalidArgumentError,
 )
-from dtscale_emulator.limits import Limits
+from dtscale_emulator.limits import Limits, reuse_policy
 from dtscale_emulator.ops.faults import FaultInjector
 from dtscale_emulator.protocol import BoolValue, Empty, pb, pb_grpc
 from dtscale_emulator.rpc.hubs import TaskHubs
@@ -114,6 +114,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
             raise InvalidArgumentError("name must not be empty")
         self.limits.payload("input", _opt(request, "input"))
         policy = request.orchestrationIdReusePolicy if request.HasField("orchestrationIdReusePolicy") else None
+        if policy is not None:
+            reuse_policy(policy.replaceableStatus)
         opts = StartOptions(
             instance_id=instance_id,
             name=request.name,
@@ -281,6 +283,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     async def SignalEntity(self, request: pb.SignalEntityRequest, context: Context) -> pb.SignalEntityResponse:
         hub = self._hub(context)
         entity_ops.require_entity_id(request.instanceId)
+        self.limits.entity_id(request.instanceId)
         self.limits.payload("input", _opt(request, "input"))
         at = events.to_datetime(request.scheduledTime) if request.HasField("scheduledTime") else None
         self.entities.signal(hub, request.instanceId, request.name, _opt(request, "input"), request.requestId, at)
@@ -288,7 +291,9 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
 
     @_mapped
     async def GetEntity(self, request: pb.GetEntityRequest, context: Context) -> pb.GetEntityResponse:
-        found = self.entities.get(self._hub(context), request.instanceId)
+        hub = self._hub(context)
+        self.limits.entity_id(request.instanceId)
+        found = self.entities.get(hub, request.instanceId)
         if found is None:
             return pb.GetEntityResponse(exists=False)
         return pb.GetEntityResponse(exists=True, entity=entity_metadata(found, request.includeState))

@@ -3,13 +3,14 @@
 The public protocol cannot tell a client which workers are connected, so the emulator serves this view as its
 own small gRPC service (``dtscale.WorkerView``, described in ``durabletask._protocol_extensions``); the web
 dashboard asks for it through its client, wherever it runs. It reads the dispatcher's open streams and counts
-runnable work in storage; it changes nothing.
+runnable work in storage, with how many of those streams would take each entry; it changes nothing.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ import grpc
 
 from dtscale_emulator.dispatch.dispatcher import WorkDispatcher
 from dtscale_emulator.dispatch.streams import StreamState
+from dtscale_emulator.engine import entity_ops
 from dtscale_emulator.engine.changes import KINDS
 from dtscale_emulator.engine.events import to_micros
 from dtscale_emulator.errors import InvalidArgumentError
@@ -54,22 +56,28 @@ def workers(dispatcher: WorkDispatcher, hub: str) -> list[dict[str, Any]]:
     return [_stream_json(s) for s in sorted(dispatcher.streams.values(), key=lambda s: s.id) if s.hub == hub]
 
 
-def backlog(backend: Backend, clock: Clock, hub: str) -> list[dict[str, Any]]:
-    """Runnable, unleased orchestration and activity work by name and version (up to ``BACKLOG_SCAN`` each).
+def backlog(backend: Backend, clock: Clock, hub: str, streams: Sequence[StreamState] = ()) -> list[dict[str, Any]]:
+    """Runnable, unleased work by kind, name and version (up to ``BACKLOG_SCAN`` items of each kind).
 
-    An entity's queued operations are shown with the entity (the protocol reports them per entity).
+    Entities count once each, by entity name, while operations wait for them. ``takers`` counts the ``streams``
+    whose work-item filters let the entry through: 0 while a stream is connected means that no connected
+    worker will ever be sent it (DTS keeps such work queued and says nothing).
     """
     now = to_micros(clock.now())
     with backend.transaction() as tx:
         ready, _ = tx.ready_instances(hub, now, NameFilter(), BACKLOG_SCAN)
         activities = tx.ready_activities(hub, now, NameFilter(), BACKLOG_SCAN)
+        entities = tx.ready_entities(hub, now, BACKLOG_SCAN)
     counts: Counter[tuple[str, str, str | None]] = Counter()
     for _, name, version in ready:
         counts[("orchestration", name, version)] += 1
     for record in activities:
+        # An activity scheduled without a version is matched by its orchestration's (stored with it).
         counts[("activity", record.name, record.version)] += 1
+    for entity in entities:
+        counts[("entity", entity_ops.entity_name(entity.instance_id) or "", None)] += 1
     return [
-        {"kind": k, "name": n, "version": v, "count": c}
+        {"kind": k, "name": n, "version": v, "count": c, "takers": sum(s.filters[k].accepts(n, v) for s in streams)}
         for (k, n, v), c in sorted(counts.items(), key=lambda i: str(i))
     ]
 
@@ -88,7 +96,8 @@ class WorkerView:
         hub = self.hubs.resolve(context.invocation_metadata() or ())
         if request:
             raise InvalidArgumentError(f"{WORKER_VIEW_SERVICE}/{WORKER_VIEW_METHOD} takes an empty request")
-        found = {"workers": workers(self.dispatcher, hub), "backlog": backlog(self.backend, self.clock, hub)}
+        streams = [s for s in self.dispatcher.streams.values() if s.hub == hub]
+        found = {"workers": workers(self.dispatcher, hub), "backlog": backlog(self.backend, self.clock, hub, streams)}
         return json.dumps(found).encode()
 
 
