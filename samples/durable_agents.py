@@ -5,13 +5,15 @@ is a scripted chat client (samples/_scripted_chat.py), so the sample runs offlin
 every time; swap in a hosted chat client and nothing else changes.
 
 The emulator runs in this process on a SQLite file; the agents live in a worker process started from this
-file (``--worker``). Four scenarios run:
+file (``--worker``). Five scenarios run:
 
 * a durable agent with a tool: the client asks the ``weather`` agent, whose model asks for the
   ``get_forecast`` tool and then answers; the conversation is kept in the agent's durable entity;
 * an orchestration over two agents: ``trip_plan`` asks ``weather`` for a forecast, then ``planner`` for a plan;
 * human in the loop: ``approved_plan`` has ``planner`` draft a plan and waits for an ``approval`` event; a
   rejection with feedback makes the planner revise it in the same conversation, an approval ends the run;
+* a workflow: ``trip_desk`` (an Agent Framework ``Workflow``) routes a question to the weather agent or the
+  planner, then pauses on a human-in-the-loop request until a reviewer answers;
 * recovery: ``trip_plan`` runs on a worker whose planner call never returns; once the weather agent's model
   calls are done, the worker is killed with SIGKILL and a new one started. The run completes, and the call log
   shows that no completed model call ran twice: only the call that was in flight when the worker died ran again.
@@ -26,19 +28,36 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from _scripted_chat import CallRecord, Reply, ScriptedChatClient, ToolCall, Turn, read_call_log
 from _support import Runtime, parse_args, spawn_worker_process, stop_worker_processes, wait_for_custom_status
-from agent_framework import Agent
+from agent_framework import (
+    Agent,
+    AgentExecutorRequest,
+    AgentExecutorResponse,
+    Case,
+    Default,
+    Executor,
+    Message,
+    Workflow,
+    WorkflowBuilder,
+    WorkflowContext,
+    handler,
+    response_handler,
+)
 from agent_framework_durabletask import (
     DurableAgentState,
     DurableAIAgentClient,
     DurableAIAgentOrchestrationContext,
     DurableAIAgentWorker,
+    DurableWorkflowClient,
 )
+from pydantic import BaseModel
+from typing_extensions import Never
 
 from durabletask import client, task
 from durabletask.entities import EntityInstanceId
@@ -99,13 +118,87 @@ def approved_plan(ctx: task.OrchestrationContext, city: str) -> Any:
     return {"status": "rejected", "draft": draft.text}
 
 
+@dataclass
+class TripQuestion:
+    """What the trip desk workflow is asked: a forecast, or a plan, for a city."""
+
+    city: str
+    topic: str  # "forecast" or "plan"
+
+
+@dataclass
+class Draft:
+    """An agent's answer, waiting for a person's review."""
+
+    text: str
+
+
+class Review(BaseModel):
+    """A person's verdict on a draft."""
+
+    approved: bool
+    by: str
+
+
+class Triage(Executor):
+    """Turns a question into a prompt; the workflow's switch then routes it to the right agent."""
+
+    def __init__(self) -> None:
+        super().__init__(id="triage")
+
+    @handler
+    async def ask(self, question: TripQuestion, ctx: WorkflowContext[AgentExecutorRequest]) -> None:
+        prompt = (
+            f"What is the forecast for {question.city}?"
+            if question.topic == "forecast"
+            else f"Please plan a day in {question.city}."
+        )
+        await ctx.send_message(AgentExecutorRequest(messages=[Message(role="user", contents=[prompt])]))
+
+
+class Desk(Executor):
+    """Asks a person to review the agent's answer (a human-in-the-loop request), then publishes it or not."""
+
+    def __init__(self) -> None:
+        super().__init__(id="desk")
+
+    @handler
+    async def review(self, answer: AgentExecutorResponse, ctx: WorkflowContext) -> None:
+        await ctx.request_info(request_data=Draft(answer.agent_response.text), response_type=Review)
+
+    @response_handler
+    async def reviewed(self, draft: Draft, review: Review, ctx: WorkflowContext[Never, str]) -> None:
+        verdict = f"published, approved by {review.by}" if review.approved else f"withdrawn by {review.by}"
+        await ctx.yield_output(f"{draft.text} ({verdict})")
+
+
+def trip_desk(weather: Agent, planner: Agent) -> Workflow:
+    """Triage routes a question to the weather agent or the planner; the desk has a person review the answer."""
+    triage, desk = Triage(), Desk()
+    return (
+        WorkflowBuilder(name="trip_desk", start_executor=triage, output_from=[desk])
+        .add_switch_case_edge_group(
+            triage,
+            [
+                Case(condition=lambda request: "forecast" in request.messages[-1].text, target=weather),
+                Default(target=planner),
+            ],
+        )
+        .add_edge(weather, desk)
+        .add_edge(planner, desk)
+        .build()
+    )
+
+
 def serve(args: argparse.Namespace) -> int:
     """The worker process: hosts both agents and both orchestrations until its stdin closes."""
     rt = Runtime(args.connection_string, args.address)
     with rt.worker() as w:
         hosted = DurableAIAgentWorker(w)
-        for agent in build_agents(Path(args.call_log), args.stall_on):
+        agents = build_agents(Path(args.call_log), args.stall_on)
+        for agent in agents:
             hosted.add_agent(agent)
+        hosted.configure_workflow(trip_desk(*agents))  # its agents become entities of the workflow's own
         w.add_orchestrator(trip_plan)
         w.add_orchestrator(approved_plan)
         w.start()
@@ -149,6 +242,27 @@ def run_approval(c: client.TaskHubGrpcClient, call_log: Path) -> bool:
     # The draft and the request for it come before the feedback: the planner revised its own draft.
     print(f"  the planner revised with {revision.history} earlier messages in its conversation")
     return completed and revision.history == 2
+
+
+def run_desk(c: client.TaskHubGrpcClient) -> bool:
+    """The workflow, twice: a forecast question goes to the weather agent, a plan question to the planner."""
+    desk = DurableWorkflowClient(c, workflow_name="trip_desk")
+    outputs = []
+    for topic in ("forecast", "plan"):
+        iid = desk.start_workflow(input=TripQuestion("Oslo", topic), instance_id=f"desk-{topic}")
+        deadline = time.monotonic() + 60
+        while not (pending := desk.get_pending_hitl_requests(iid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not pending:
+            raise TimeoutError(f"{iid} never asked for a review")
+        print(f"{iid}: {pending[0]['source_executor_id']} asks for a review ({pending[0]['request_type']})")
+        desk.send_hitl_response(iid, pending[0]["request_id"], {"approved": True, "by": "bob"})
+        outputs.append(desk.await_workflow_output(iid, timeout_seconds=60))
+        print(f"{iid}: output {outputs[-1]}")
+    return outputs == [
+        [f"Oslo: {FORECASTS['Oslo']}. (published, approved by bob)"],
+        [f"{SCRIPTS['planner'][0].steps[0].text} (published, approved by bob)"],
+    ]
 
 
 def _report(c: client.TaskHubGrpcClient, iid: str) -> bool:
@@ -249,6 +363,7 @@ def main() -> int:
                     scenario("a durable agent with a tool", call_log, ask_weather, c),
                     scenario("an orchestration over two agents", call_log, run_trip, c, "Oslo"),
                     scenario("human in the loop", call_log, run_approval, c, call_log),
+                    scenario("a workflow with routing and a review", call_log, run_desk, c),
                 ]
             finally:
                 stop_worker_processes([steady])

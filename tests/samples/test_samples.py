@@ -67,6 +67,7 @@ EXPECTED = {
         'trip-oslo: COMPLETED {"forecast": "Oslo: light rain and 7 degrees.", "plan": "Oslo: morning at the fjord',
         'approval-oslo: COMPLETED {"status": "approved", "by": "alice", "rounds": 2',
         "the planner revised with 2 earlier messages in its conversation",
+        "desk-plan: output ['Oslo: morning at the fjord, lunch at the harbour, evening concert. (published, approved",
         "with SIGKILL during the planner's model call",
         'trip-bergen: COMPLETED {"forecast": "Bergen: clear skies and 11 degrees.", "plan": "Bergen:',
         "no completed model call was repeated; only the interrupted one ran again",
