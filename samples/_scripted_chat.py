@@ -19,7 +19,7 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -107,27 +107,32 @@ class ScriptedChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
     def _inner_get_response(
         self, *, messages: Sequence[Message], stream: bool, options: Mapping[str, Any], **kwargs: Any
     ) -> Awaitable[ChatResponse] | ResponseStream[ChatResponseUpdate, ChatResponse]:
+        # Like a hosted model, it can only ask for a tool the agent offers in this call.
+        offered = frozenset(str(getattr(t, "name", t)) for t in options.get("tools") or ())
         if stream:
-            return self._build_response_stream(self._stream(messages))
-        return self._respond(messages)
+            return self._build_response_stream(self._stream(messages, offered))
+        return self._respond(messages, offered)
 
-    async def _respond(self, messages: Sequence[Message]) -> ChatResponse:
-        contents = await self._serve(messages)
+    async def _respond(self, messages: Sequence[Message], offered: frozenset[str]) -> ChatResponse:
+        contents = await self._serve(messages, offered)
         return ChatResponse(messages=[Message(role="assistant", contents=contents)], created_at=_now())
 
-    async def _stream(self, messages: Sequence[Message]) -> AsyncIterator[ChatResponseUpdate]:
-        contents = await self._serve(messages)
+    async def _stream(self, messages: Sequence[Message], offered: frozenset[str]) -> AsyncIterator[ChatResponseUpdate]:
+        contents = await self._serve(messages, offered)
         yield ChatResponseUpdate(role="assistant", contents=contents, created_at=_now())
 
-    async def _serve(self, messages: Sequence[Message]) -> list[Content]:
+    async def _serve(self, messages: Sequence[Message], offered: frozenset[str]) -> list[Content]:
         turn, last_user, results = self._locate(messages)
         step = len(results)
+        due = turn.steps[step]
+        if isinstance(due, ToolCall) and due.name not in offered:
+            raise LookupError(f"{self._agent}: the script asks for tool {due.name!r}; offered: {sorted(offered)}")
         self._log("start", turn.when, step, last_user)
         if turn.when == self._stall_on:
             await _stall(f"{self._agent}: the call for {turn.when!r} was meant to be interrupted")
         # The call ID derives from the conversation, so the same call gets the same ID in any process.
         call_id = f"{self._agent}-{last_user}-{step}"
-        contents = _contents(turn.steps[step], call_id, str(results[-1].result) if results else "")
+        contents = _contents(due, call_id, str(results[-1].result) if results else "")
         self._log("served", turn.when, step, last_user)
         return contents
 
@@ -149,7 +154,7 @@ class ScriptedChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
         record = CallRecord(event=event, agent=self._agent, turn=turn, step=step, history=history, pid=os.getpid())
         # One short line in append mode, flushed and synced, so a SIGKILL right after loses nothing written.
         with self._call_log.open("a", encoding="utf-8") as log:
-            log.write(json.dumps(record.__dict__) + "\n")
+            log.write(json.dumps(asdict(record)) + "\n")
             log.flush()
             os.fsync(log.fileno())
 

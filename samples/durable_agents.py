@@ -191,7 +191,7 @@ def trip_desk(weather: Agent, planner: Agent) -> Workflow:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """The worker process: hosts both agents and both orchestrations until its stdin closes."""
+    """The worker process: hosts both agents, both orchestrations and the workflow until its stdin closes."""
     rt = Runtime(args.connection_string, args.address)
     with rt.worker() as w:
         hosted = DurableAIAgentWorker(w)
@@ -203,9 +203,11 @@ def serve(args: argparse.Namespace) -> int:
         w.add_orchestrator(approved_plan)
         w.start()
         stalls = f", stalling on {args.stall_on!r}" if args.stall_on else ""
-        print(
-            f"[worker pid {os.getpid()}] hosting agents {', '.join(hosted.registered_agent_names)}{stalls}", flush=True
+        agent_names, workflow_names = (
+            ", ".join(hosted.registered_agent_names),
+            ", ".join(hosted.registered_workflow_names),
         )
+        print(f"[worker pid {os.getpid()}] hosting agents {agent_names}; workflow {workflow_names}{stalls}", flush=True)
         sys.stdin.read()  # until the parent closes our stdin (or kills us)
     return 0
 

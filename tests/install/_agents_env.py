@@ -134,9 +134,12 @@ def create_agents_env(root: Path) -> AgentsEnv:
     env_dir = root / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / ("Scripts" if sys.platform == "win32" else "bin") / "python"
-    # 1. our SDK and emulator, by file so no other index's release can stand in, and the integration's
-    #    other requirements
-    _check(_pip(python, "install", "-q", *map(str, wheels.values()), *OTHER_REQUIREMENTS), "installing dtscale")
+    # 1. our SDK and emulator, by file so no other index's release can stand in, and the integration's other
+    #    requirements; --no-compile leaves modules to compile on first import, sparing those never imported
+    _check(
+        _pip(python, "install", "-q", "--no-compile", *map(str, wheels.values()), *OTHER_REQUIREMENTS),
+        "installing dtscale",
+    )
     # 2. the integration itself, without Microsoft's SDK that it names as a requirement
     _check(_pip(python, "install", "-q", "--no-deps", str(integration)), f"installing {INTEGRATION}")
     return AgentsEnv(python=python, wheels=wheels, integration_wheel=integration)
