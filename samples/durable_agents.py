@@ -74,6 +74,7 @@ SCRIPTS = {
         Turn("revise the plan", (Reply("Oslo: Munch museum (it rains), lunch at the harbour, evening concert."),)),
     ],
 }
+WAIT = 120.0  # the longest the sample waits for any one step (seconds): generous, for a busy machine
 STALLED_TURN = "plan a day in Bergen"  # the recovery run's planner call, in flight when its worker is killed
 
 
@@ -214,7 +215,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def ask_weather(c: client.TaskHubGrpcClient) -> bool:
     """A durable agent called from a client: signal its entity, then read the answer from its state."""
-    weather = DurableAIAgentClient(c, max_poll_retries=600, poll_interval_seconds=0.1).get_agent("weather")
+    weather = DurableAIAgentClient(c, max_poll_retries=int(WAIT * 10), poll_interval_seconds=0.1).get_agent("weather")
     session = weather.create_session()
     answer = weather.run("What is the forecast for Oslo?", session=session)
     print(f"weather agent: {answer.text}")
@@ -233,10 +234,10 @@ def run_trip(c: client.TaskHubGrpcClient, city: str) -> bool:
 
 def run_approval(c: client.TaskHubGrpcClient, call_log: Path) -> bool:
     iid = c.schedule_new_orchestration(approved_plan, input="Oslo", instance_id="approval-oslo")
-    wait_for_custom_status(c, iid, '"awaiting_approval": 1')
+    wait_for_custom_status(c, iid, '"awaiting_approval": 1', timeout=WAIT)
     print(f"{iid}: draft waiting for approval; the reviewer asks for an indoor morning")
     c.raise_orchestration_event(iid, "approval", data={"approved": False, "feedback": "it rains, go indoors"})
-    wait_for_custom_status(c, iid, '"awaiting_approval": 2')
+    wait_for_custom_status(c, iid, '"awaiting_approval": 2', timeout=WAIT)
     print(f"{iid}: revised draft waiting for approval; the reviewer approves")
     c.raise_orchestration_event(iid, "approval", data={"approved": True, "by": "alice"})
     completed = _report(c, iid)
@@ -252,14 +253,14 @@ def run_desk(c: client.TaskHubGrpcClient) -> bool:
     outputs = []
     for topic in ("forecast", "plan"):
         iid = desk.start_workflow(input=TripQuestion("Oslo", topic), instance_id=f"desk-{topic}")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + WAIT
         while not (pending := desk.get_pending_hitl_requests(iid)) and time.monotonic() < deadline:
             time.sleep(0.05)
         if not pending:
             raise TimeoutError(f"{iid} never asked for a review")
         print(f"{iid}: {pending[0]['source_executor_id']} asks for a review ({pending[0]['request_type']})")
         desk.send_hitl_response(iid, pending[0]["request_id"], {"approved": True, "by": "bob"})
-        outputs.append(desk.await_workflow_output(iid, timeout_seconds=60))
+        outputs.append(desk.await_workflow_output(iid, timeout_seconds=int(WAIT)))
         print(f"{iid}: output {outputs[-1]}")
     return outputs == [
         [f"Oslo: {FORECASTS['Oslo']}. (published, approved by bob)"],
@@ -268,7 +269,7 @@ def run_desk(c: client.TaskHubGrpcClient) -> bool:
 
 
 def _report(c: client.TaskHubGrpcClient, iid: str) -> bool:
-    state = c.wait_for_orchestration_completion(iid, timeout=120)
+    state = c.wait_for_orchestration_completion(iid, timeout=WAIT)
     assert state is not None
     print(f"{iid}: {state.runtime_status.name} {state.serialized_output}")
     return state.runtime_status == client.OrchestrationStatus.COMPLETED
@@ -294,7 +295,7 @@ def run_recovery(c: client.TaskHubGrpcClient, rt: Runtime, call_log: Path) -> bo
     return _check_recovery(read_call_log(call_log)[before:], first.pid, second.pid) and completed
 
 
-def _wait_for_call(call_log: Path, agent: str, turn: str, timeout: float = 60) -> None:
+def _wait_for_call(call_log: Path, agent: str, turn: str, timeout: float = WAIT) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(r.event == "start" and r.agent == agent and r.turn == turn for r in read_call_log(call_log)):
