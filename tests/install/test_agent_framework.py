@@ -1,7 +1,7 @@
 """Microsoft Agent Framework's Durable Task integration runs unchanged on our SDK, installed as docs/agents.md says.
 
 A fresh venv gets this checkout's wheels, the integration's own requirements apart from Microsoft's SDK, and
-``agent-framework-durabletask`` with ``--no-deps``. samples/durable_agents.py then runs there on the emulator
+``agent-framework-durabletask`` with ``--no-deps``. samples/agent_framework_agents.py then runs there on the emulator
 it embeds: a durable agent with a tool, an orchestration over two agents, a human-in-the-loop approval, a
 workflow that routes to an agent and pauses for a review, and a worker killed mid-run whose replacement repeats
 no completed model call. The venv is built once a session.
@@ -42,7 +42,7 @@ pytestmark = [
     pytest.mark.local_only("builds its own venv and runs the sample on the emulator the sample embeds"),
 ]
 
-SAMPLE_FILES = ("durable_agents.py", "_scripted_chat.py", "_support.py")
+SAMPLE_FILES = ("agent_framework_agents.py", "_scripted_chat.py", "_support.py")
 # What each scenario of the sample must print in its section (its lines after "-- <title>").
 SCENARIOS = {
     "a durable agent with a tool": [
@@ -106,7 +106,7 @@ def sample_run(agents_env: AgentsEnv, tmp_path_factory: pytest.TempPathFactory) 
         shutil.copy2(ROOT / "samples" / name, samples / name)
     env = {k: v for k, v in os.environ.items() if k not in {"DURABLETASK_CONNECTION_STRING", "PYTHONPATH"}}
     return subprocess.run(
-        [str(agents_env.python), "durable_agents.py"], cwd=samples, env=env, capture_output=True, text=True, timeout=300
+        [str(agents_env.python), "agent_framework_agents.py"], cwd=samples, env=env, capture_output=True, text=True, timeout=300
     )
 
 

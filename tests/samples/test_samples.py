@@ -61,7 +61,7 @@ EXPECTED = {
         "agent-large-context: COMPLETED, answer 'clause 3 applies (3 notes)', context of 5243348 bytes",
         "payloads as tokens, e.g. blob:v1:durabletask-payloads:agent-large-context/",
     ],
-    "durable_agents.py": [
+    "agent_framework_agents.py": [
         "weather agent: Oslo: light rain and 7 degrees.",
         "DurableAgentStateFunctionCallContent, DurableAgentStateFunctionResultContent",
         'trip-oslo: COMPLETED {"forecast": "Oslo: light rain and 7 degrees.", "plan": "Oslo: morning at the fjord',
@@ -76,7 +76,7 @@ EXPECTED = {
 }
 # Samples that need a package the dev environment does not install (the module they import, and where they run).
 NEEDS = {
-    "durable_agents.py": (
+    "agent_framework_agents.py": (
         "agent_framework_durabletask",
         "needs agent-framework-durabletask beside the SDK; tests/install/test_agent_framework.py runs it in a "
         "venv built from this checkout's wheels",

@@ -280,14 +280,14 @@ def run_recovery(c: client.TaskHubGrpcClient, rt: Runtime, call_log: Path) -> bo
     print("-- recovery from a killed worker")
     before = len(read_call_log(call_log))
     first = spawn_worker_process(
-        "durable_agents.py", rt, "--worker", "--call-log", str(call_log), "--stall-on", STALLED_TURN
+        "agent_framework_agents.py", rt, "--worker", "--call-log", str(call_log), "--stall-on", STALLED_TURN
     )
     iid = c.schedule_new_orchestration(trip_plan, input="Bergen", instance_id="trip-bergen")
     _wait_for_call(call_log, "planner", STALLED_TURN)
     os.kill(first.pid, signal.SIGKILL)
     first.wait()
     print(f"[main] killed worker pid {first.pid} with SIGKILL during the planner's model call")
-    second = spawn_worker_process("durable_agents.py", rt, "--worker", "--call-log", str(call_log))
+    second = spawn_worker_process("agent_framework_agents.py", rt, "--worker", "--call-log", str(call_log))
     try:
         completed = _report(c, iid)
     finally:
@@ -360,7 +360,7 @@ def main() -> int:
         with Runtime(args.connection_string, args.address, db_path=db) as rt, rt.client() as c:
             if db:
                 print(f"[emulator] state in {db}")
-            steady = spawn_worker_process("durable_agents.py", rt, "--worker", "--call-log", str(call_log))
+            steady = spawn_worker_process("agent_framework_agents.py", rt, "--worker", "--call-log", str(call_log))
             try:
                 ok = [
                     scenario("a durable agent with a tool", call_log, ask_weather, c),
