@@ -15,6 +15,7 @@ Every value but ``None`` needs azure-identity, imported only then (the ``azure``
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -84,12 +85,12 @@ class SchedulerConnection:
         if self.authentication == "None":
             return None
         try:
-            import azure.identity
+            identity = importlib.import_module("azure.identity")
         except ImportError:
             raise MissingAzureIdentityError(
                 f"Authentication={self.authentication} needs azure-identity: {MISSING_AZURE}"
             ) from None
-        return _CREDENTIALS[self.authentication](azure.identity, self)
+        return _CREDENTIALS[self.authentication](identity, self)
 
 
 def _segments(text: str) -> dict[str, str]:
