@@ -199,7 +199,8 @@ def tokens(bearer: CredentialBearer, count: int = 1) -> list[str]:
     async def take() -> list[str]:
         return list(await asyncio.gather(*(bearer.token() for _ in range(count))))
 
-    return asyncio.run(take())
+    # On the emulator's loop thread: the browser tests' Playwright keeps this thread's loop marked running.
+    return aio_loop.run(take())
 
 
 def test_a_token_is_renewed_before_it_expires_and_not_sooner() -> None:
