@@ -36,6 +36,7 @@ async def _serve(args: argparse.Namespace, out: IO[str]) -> None:
 
 def cmd_dashboard(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     from dtscale_emulator.dashboard import missing_server_message
+    from dtscale_emulator.dashboard.connection_string import MissingAzureIdentityError
 
     problem = missing_server_message()
     if problem is not None:
@@ -47,7 +48,7 @@ def cmd_dashboard(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_serve(args, out))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, MissingAzureIdentityError) as error:
         err.write(f"durabletask dashboard: {error}\n")
         return 1
     return 0

@@ -140,8 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _start_dashboard(args: argparse.Namespace, server: EmulatorServer, hubs: tuple[str, ...], token: str | None) -> Any:
     """Serves the web dashboard on the emulator's loop, through a client of the emulator's own gRPC port.
 
-    The dashboard is the SDK's (``dtscale_emulator.dashboard``): the one place the emulator's command line uses more
-    of the SDK than its foundations, so the server itself stays free of it.
+    The dashboard reaches the emulator as it reaches any endpoint, through the public protocol (and the worker
+    view); the server itself never imports it.
     """
     from dtscale_emulator.dashboard import missing_server_message, start
     from dtscale_emulator.dashboard.connect import endpoint_clients

@@ -321,3 +321,24 @@ def test_a_live_refresh_of_the_list_keeps_filter_text_being_typed(page: Any, sce
     prefix.press("End")
     prefix.type("y")  # typing goes on in the same field
     expect(prefix).to_have_value("typing-xy")
+
+
+def test_a_slow_page_left_behind_does_not_replace_the_next(page: Any, scenario: Scenario) -> None:
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:  # the list's answer waits until released
+        held.append(route)
+
+    page.route("**/api/hubs/default/orchestrations*", hold)
+    page.goto(scenario.url)
+    for _ in range(300):  # setup: the page has asked for the list
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the page never asked for the orchestration list"
+    page.get_by_role("link", name="Schedules").click()
+    held[0].continue_()  # the list answers only now, after the move to Schedules
+    page.unroute("**/api/hubs/default/orchestrations*")
+    page.wait_for_function("document.body.dataset.ready === 'true'")  # the first page's render has ended
+    expect(page.get_by_role("heading", level=1)).to_have_text("Schedules")
+    expect(page.get_by_role("table", name="Orchestrations")).to_have_count(0)

@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 
 from dtscale_emulator.dashboard import listing, views
+from dtscale_emulator.dashboard.endpoint import EndpointClient
 from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.server import EmulatorServer
 from durabletask import client
-from durabletask._client import requests as rq
-from durabletask._client.async_client import AsyncTaskHubGrpcClient
 
 
 @pytest.fixture(scope="module")
@@ -28,17 +27,24 @@ def address() -> Iterator[str]:
         server.close()
 
 
+class Recording(EndpointClient):
+    """An endpoint client that records the page size of every ``QueryInstances`` call."""
+
+    def __init__(self, address: str, asked: list[int | None]) -> None:
+        super().__init__(address, "default")
+        self.asked = asked
+
+    async def query_instances(self, *, size: int, **query: Any) -> Any:
+        self.asked.append(size)
+        return await super().query_instances(size=size, **query)
+
+
 def pages(address: str, flt: views.ListFilter, asked: list[int | None]) -> list[list[str]]:
     """Walks every page as the browser does (each page from the previous page's token), recording the sizes asked."""
-    original = rq.build_query_instances_request
-
-    def recording(query: Any, token: str | None = None) -> rq.RpcRequest:
-        asked.append(query.max_instance_count)
-        return original(query, token)
 
     async def walk() -> list[list[str]]:
         found: list[list[str]] = []
-        c = AsyncTaskHubGrpcClient(host_address=address)
+        c = Recording(address, asked)
         try:
             cursor = None
             while True:
@@ -50,11 +56,7 @@ def pages(address: str, flt: views.ListFilter, asked: list[int | None]) -> list[
         finally:
             await c.close()
 
-    rq.build_query_instances_request = recording  # type: ignore[assignment]
-    try:
-        return aio_loop.run(walk())
-    finally:
-        rq.build_query_instances_request = original  # type: ignore[assignment]
+    return aio_loop.run(walk())
 
 
 def test_each_page_asks_the_backend_for_one_page_only(address: str) -> None:
@@ -84,7 +86,7 @@ def test_a_rare_name_stops_the_page_at_the_scan_limit(address: str, monkeypatch:
 
 def test_bulk_reads_every_page(address: str) -> None:
     async def count() -> tuple[int, bool]:
-        c = AsyncTaskHubGrpcClient(host_address=address)
+        c = EndpointClient(address, "default")
         try:
             states, capped = await listing.fetch_all(c, views.ListFilter(name="odd"))
             return len(states), capped

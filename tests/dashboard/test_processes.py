@@ -1,8 +1,8 @@
 """The dashboard as shipped: served by ``durabletask-emulator`` and by ``durabletask dashboard`` for another process.
 
-Each test starts real processes; the ``durabletask dashboard`` ones reach a second emulator only through its
-async client: the public protocol, plus the emulator's worker-view extension (without which the workers page
-says the information is not available).
+Each test starts real processes; the ``durabletask dashboard`` ones reach a second emulator only through the
+dashboard's endpoint client: the public protocol, plus the emulator's worker-view extension (without which the
+workers page says the information is not available).
 """
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ def test_live_updates_report_a_change_made_before_the_stream_opened() -> None:
 
 
 def test_cli_dashboard_through_a_connection_string() -> None:
-    """The managed-DTS path: the scheduler's async client, built from a connection string, reaches the hub."""
+    """The managed-DTS path: the endpoint clients built from a connection string reach the hub."""
     with emulator("--no-dashboard") as (address, _):
         c = client.TaskHubGrpcClient(host_address=address)
         try:

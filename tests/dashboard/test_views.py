@@ -3,27 +3,61 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
 from dtscale_emulator.dashboard import diagnose, views
 from dtscale_emulator.dashboard.hubs import parse_json
-from durabletask import history
-from durabletask._client.models import OrchestrationState, OrchestrationStatus
-from durabletask.task import FailureDetails
+from dtscale_emulator.dashboard.models import HistoryEntry, InstanceRow, history_entry, instance_row
+from dtscale_emulator.protocol import StringValue, Timestamp, pb
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-def state(instance_id: str = "i", name: str = "flow", status: str = "COMPLETED", **kw: object) -> OrchestrationState:
-    return OrchestrationState(
-        instance_id, name, OrchestrationStatus[status], kw.pop("created", T0), T0 + timedelta(seconds=9),  # type: ignore[arg-type]
-        None, None, None, None, **kw,  # type: ignore[arg-type]
-    )  # fmt: skip
+def stamp(value: datetime) -> Any:
+    found = Timestamp()
+    found.FromDatetime(value)
+    return found
+
+
+def state(instance_id: str = "i", name: str = "flow", status: str = "COMPLETED", **kw: Any) -> InstanceRow:
+    """An instance as the backend reports it, read by the dashboard."""
+    message = pb.OrchestrationState(
+        instanceId=instance_id,
+        name=name,
+        orchestrationStatus=getattr(pb, f"ORCHESTRATION_STATUS_{status}"),
+        createdTimestamp=stamp(kw.pop("created", T0)),
+        lastUpdatedTimestamp=stamp(T0 + timedelta(seconds=9)),
+        tags=kw.pop("tags", {}),
+    )
+    if "version" in kw:
+        message.version.CopyFrom(StringValue(value=kw.pop("version")))
+    if "scheduled_start_at" in kw:
+        message.scheduledStartTimestamp.CopyFrom(stamp(kw.pop("scheduled_start_at")))
+    assert not kw, f"unknown fields {kw}"
+    return instance_row(message)
 
 
 def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
+
+
+def event(kind: str, event_id: int, when: datetime, **fields: Any) -> HistoryEntry:
+    """A history event of ``kind`` (the protocol's ``eventType`` name) from the backend, read by the dashboard."""
+    message = pb.HistoryEvent(eventId=event_id, timestamp=stamp(when))
+    getattr(message, kind).SetInParent()
+    for name, value in fields.items():
+        target = getattr(message, kind)
+        if isinstance(value, datetime):
+            getattr(target, name).CopyFrom(stamp(value))
+        elif isinstance(value, str) and name in ("input", "version", "result"):
+            getattr(target, name).CopyFrom(StringValue(value=value))
+        elif isinstance(value, dict):
+            getattr(target, name).CopyFrom(pb.TaskFailureDetails(**value))
+        else:
+            setattr(target, name, value)
+    return history_entry(message)
 
 
 def test_filters_parse_from_the_url_and_bad_ones_name_the_parameter() -> None:
@@ -48,10 +82,10 @@ def test_name_and_tag_filter_locally() -> None:
 
 def test_history_rows_name_what_each_completion_completes() -> None:
     events = [
-        history.ExecutionStartedEvent(-1, at(0), name="flow"),
-        history.TaskScheduledEvent(3, at(1), name="charge", input="42"),
-        history.TaskFailedEvent(-1, at(2), task_scheduled_id=3, failure_details=FailureDetails("no", "E", None)),
-        history.ExecutionCompletedEvent(-1, at(3), orchestration_status=OrchestrationStatus.FAILED.value),
+        event("executionStarted", -1, at(0), name="flow"),
+        event("taskScheduled", 3, at(1), name="charge", input="42"),
+        event("taskFailed", -1, at(2), taskScheduledId=3, failureDetails={"errorMessage": "no", "errorType": "E"}),
+        event("executionCompleted", -1, at(3), orchestrationStatus=pb.ORCHESTRATION_STATUS_FAILED),
     ]
     rows = views.history_rows(events)
     assert [(r["kind"], r["name"], r["completes"]) for r in rows] == [
@@ -63,14 +97,14 @@ def test_history_rows_name_what_each_completion_completes() -> None:
 
 def test_timeline_shows_retries_their_delays_and_unfinished_work() -> None:
     events = [
-        history.ExecutionStartedEvent(-1, at(0), name="flow"),
-        history.TaskScheduledEvent(1, at(1), name="flaky"),
-        history.TaskFailedEvent(-1, at(2), task_scheduled_id=1),
-        history.TimerCreatedEvent(2, at(2), fire_at=at(3)),
-        history.TimerFiredEvent(-1, at(3), fire_at=at(3), timer_id=2),
-        history.TaskScheduledEvent(1, at(3), name="flaky"),
-        history.TaskCompletedEvent(-1, at(4), task_scheduled_id=1),
-        history.SubOrchestrationInstanceCreatedEvent(4, at(5), instance_id="child", name="sub"),
+        event("executionStarted", -1, at(0), name="flow"),
+        event("taskScheduled", 1, at(1), name="flaky"),
+        event("taskFailed", -1, at(2), taskScheduledId=1),
+        event("timerCreated", 2, at(2), fireAt=at(3)),
+        event("timerFired", -1, at(3), fireAt=at(3), timerId=2),
+        event("taskScheduled", 1, at(3), name="flaky"),
+        event("taskCompleted", -1, at(4), taskScheduledId=1),
+        event("subOrchestrationInstanceCreated", 4, at(5), instanceId="child", name="sub"),
     ]
     bars = views.timeline_bars(events, state(status="RUNNING"))
     assert [(b["kind"], b["name"], b["attempt"], b["outcome"], b["sequence_id"]) for b in bars] == [
@@ -86,7 +120,7 @@ def test_timeline_shows_retries_their_delays_and_unfinished_work() -> None:
 
 
 def test_times_carry_their_zone() -> None:
-    assert views.iso(datetime(2026, 1, 1)) == "2026-01-01T00:00:00+00:00"  # the client's naive UTC
+    assert views.iso(datetime(2026, 1, 1)) == "2026-01-01T00:00:00+00:00"  # a naive time is UTC
 
 
 def test_bad_json_names_the_field() -> None:

@@ -10,11 +10,11 @@ import grpc
 import pytest
 
 from dtscale_emulator.dashboard import workers
+from dtscale_emulator.dashboard.endpoint import EndpointClient, StaticBearer
 from dtscale_emulator.ops import aio_loop
+from dtscale_emulator.protocol.extensions import WORKER_VIEW_METHOD, WORKER_VIEW_SERVICE
 from dtscale_emulator.server import EmulatorServer
 from durabletask import task, worker
-from durabletask._client.async_client import AsyncTaskHubGrpcClient
-from durabletask._protocol_extensions import WORKER_VIEW_METHOD, WORKER_VIEW_SERVICE
 
 TOKEN = "view-secret"
 
@@ -34,8 +34,7 @@ def server() -> Iterator[EmulatorServer]:
 
 def view(server: EmulatorServer, hub: str, token: str | None = TOKEN) -> dict[str, Any] | None:
     async def ask() -> dict[str, Any] | None:
-        metadata = [("taskhub", hub)] + ([("authorization", f"Bearer {token}")] if token else [])
-        c = AsyncTaskHubGrpcClient(host_address=server.address, metadata=metadata)
+        c = EndpointClient(server.address, hub, bearer=StaticBearer(token) if token else None)
         try:
             return await workers.fetch(c)
         finally:

@@ -1,7 +1,9 @@
 """A web dashboard for the emulator and any DTS endpoint: orchestrations, instances, entities, workers, actions.
 
-It talks to the backend only through the async client, so it works wherever the public protocol does. The web
-server (aiohttp, the ``dashboard`` extra) is imported only when a dashboard starts, so the SDK installs without it.
+It talks to the backend only through its own endpoint client (``endpoint.py``: the public protocol with the
+emulator's stubs, plus the optional worker view), so it works wherever the public protocol does and imports no
+SDK. The web server (aiohttp, the ``dashboard`` extra) is imported only when a dashboard starts, so the emulator
+installs without it.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ async def start(
     live_interval: float = 1.0,
 ) -> Dashboard:
     """Serves the dashboard for ``hubs`` on the running loop; ``port=0`` picks a free port.
+
+    ``clients`` makes the endpoint client of a hub from its name (see :mod:`dtscale_emulator.dashboard.connect`).
 
     Raises:
         ImportError: aiohttp is not installed.

@@ -1,6 +1,6 @@
 """The dashboard's web server (aiohttp): the page, its JSON API, live updates, and the optional access token.
 
-Every call to the backend goes through the hub's async client on the server's event loop. Errors become JSON
+Every call to the backend goes through the hub's endpoint client on the server's event loop. Errors become JSON
 ``{"error": ...}`` answers: 400 for bad input, 403 on a refused hub, 404 for what does not exist, 409 when the
 service refuses an action (with the service's own message).
 """
@@ -18,6 +18,7 @@ from aiohttp import web
 
 from dtscale_emulator.dashboard import actions, diagnose, listing, schedules, views
 from dtscale_emulator.dashboard.hubs import Hub, Hubs, UnknownHubError, describe
+from dtscale_emulator.dashboard.models import entity_id, entity_row, history_entry, instance_row, parse_entity_id
 
 STATIC = resources.files("dtscale_emulator.dashboard") / "static"
 TOKEN_COOKIE = "dtdash_token"
@@ -152,9 +153,16 @@ async def _orchestrations(request: web.Request, hub: Hub) -> dict[str, Any]:
     }
 
 
+def _instance_id(request: web.Request) -> str:
+    instance_id = request.query.get("id", "")
+    if not instance_id.strip():
+        raise ValueError("id is required (the instance ID)")
+    return instance_id
+
+
 async def _instance_digest(request: web.Request, hub: Hub) -> dict[str, Any]:
-    state = await hub.client.get_orchestration_state(request.query.get("id", ""), fetch_payloads=False)
-    return {"digest": views.digest([] if state is None else [state])}
+    state = await hub.client.get_instance(_instance_id(request), payloads=False)
+    return {"digest": views.digest([] if state is None else [instance_row(state)])}
 
 
 async def _entities(request: web.Request, hub: Hub) -> dict[str, Any]:
@@ -167,19 +175,18 @@ async def _entities(request: web.Request, hub: Hub) -> dict[str, Any]:
 
 
 async def _entity(request: web.Request, hub: Hub) -> dict[str, Any]:
-    from durabletask.entities import EntityInstanceId
-
-    entity_id = request.query.get("id", "")
+    asked = request.query.get("id", "")
     try:
-        found = await hub.client.get_entity(EntityInstanceId.parse(entity_id), include_state=True)
+        name, key = parse_entity_id(asked)
     except ValueError as error:
         raise ValueError(f"entity ID: {error}") from None
+    found = await hub.client.get_entity(entity_id(name, key), include_state=True)
     if found is None:
         raise web.HTTPNotFound(
-            text=json.dumps({"error": f"no entity {entity_id!r} in task hub {hub.name!r}"}),
+            text=json.dumps({"error": f"no entity {asked!r} in task hub {hub.name!r}"}),
             content_type="application/json",
         )
-    shown = views.entity_json(found)
+    shown = views.entity_json(entity_row(found, include_state=True))
     return {**shown, "digest": views.fingerprint(shown)}
 
 
@@ -218,16 +225,17 @@ def _reading(reader: Reader) -> Handler:
 
 async def get_instance(request: web.Request) -> web.StreamResponse:
     hub = await _hub(request)
-    instance_id = request.query.get("id", "")
-    state = await hub.client.get_orchestration_state(instance_id)
+    instance_id = _instance_id(request)
+    state = await hub.client.get_instance(instance_id)
     if state is None:
         return _error(404, f"no instance {instance_id!r} in task hub {hub.name!r}")
-    events = await hub.client.get_orchestration_history(instance_id)
-    page = views.instance_json(state, events)
+    row = instance_row(state)
+    entries = [history_entry(e) for e in await hub.client.history(instance_id)]
+    page = views.instance_json(row, entries)
     workers = await request.app[HUBS_KEY].workers_of(hub.name)
-    page["pending_reason"] = diagnose.pending_reason(state, workers)
+    page["pending_reason"] = diagnose.pending_reason(row, workers)
     page["refused"] = hub.refused
-    page["digest"] = views.digest([state])
+    page["digest"] = views.digest([row])
     return _json(page)
 
 

@@ -1,15 +1,25 @@
-"""Async clients for the dashboard's hubs: a plain endpoint (an emulator) or a DTS connection string."""
+"""Endpoint clients for the dashboard's hubs: a plain endpoint (an emulator) or a DTS connection string."""
 
 from __future__ import annotations
 
-import logging
-
+from dtscale_emulator.dashboard import connection_string
+from dtscale_emulator.dashboard.credentials import CredentialBearer
+from dtscale_emulator.dashboard.endpoint import BearerSource, EndpointClient, StaticBearer
 from dtscale_emulator.dashboard.hubs import ClientFactory
-from durabletask._client.async_client import AsyncTaskHubGrpcClient
 
-# The clients log a line per call; the dashboard's own log says what matters.
-QUIET = logging.getLogger("dtscale_emulator.dashboard.client")
-QUIET.setLevel(logging.WARNING)
+_TLS = ("https://", "grpcs://")
+_PLAIN = ("http://", "grpc://")
+
+
+def split_address(address: str) -> tuple[str, bool]:
+    """``(host:port, TLS)`` of ``host:port`` (plaintext) or an ``https://``/``grpcs://``/``http://`` URL."""
+    text = address.strip()
+    lowered = text.lower()
+    for schemes, secure in ((_TLS, True), (_PLAIN, False)):
+        for scheme in schemes:
+            if lowered.startswith(scheme):
+                return text[len(scheme) :].rstrip("/"), secure
+    return text, False
 
 
 def endpoint_clients(
@@ -19,36 +29,29 @@ def endpoint_clients(
 
     ``root_certificates`` (PEM) lets a TLS endpoint with its own certificate be trusted, as the emulator's is.
     """
-    secure = endpoint.startswith(("https://", "grpcs://"))
+    target, secure = split_address(endpoint)
+    bearer = StaticBearer(token) if token else None
 
-    def make(hub: str) -> AsyncTaskHubGrpcClient:
-        metadata = [("taskhub", hub)]
-        if token:
-            metadata.append(("authorization", f"Bearer {token}"))
-        return AsyncTaskHubGrpcClient(
-            host_address=endpoint,
-            metadata=metadata,
-            secure_channel=secure,
-            logger=QUIET,
-            root_certificates=root_certificates,
-        )
+    def make(hub: str) -> EndpointClient:
+        return EndpointClient(target, hub, secure=secure, root_certificates=root_certificates, bearer=bearer)
 
     return make
 
 
-def connection_string_clients(connection_string: str) -> tuple[ClientFactory, str]:
+def connection_string_clients(text: str) -> tuple[ClientFactory, str]:
     """One managed-DTS client per hub (credentials from ``Authentication``), and the string's own task hub.
 
+    The hubs share one credential and its token.
+
     Raises:
-        ConnectionStringError: the string is invalid.
+        InvalidConnectionStringError: the string is invalid (a ``ValueError``).
+        MissingAzureIdentityError: it asks for Azure credentials and azure-identity is not installed.
     """
-    from durabletask.azuremanaged.client import AsyncDurableTaskSchedulerClient
-    from durabletask.azuremanaged.connection_string import parse_connection_string
+    parsed = connection_string.parse(text)
+    credential = parsed.credential()
+    bearer: BearerSource | None = None if credential is None else CredentialBearer(credential, parsed.scope)
 
-    parsed = parse_connection_string(connection_string)
-    arguments = parsed.client_arguments()
+    def make(hub: str) -> EndpointClient:
+        return EndpointClient(parsed.target, hub, secure=parsed.secure, bearer=bearer)
 
-    def make(hub: str) -> AsyncTaskHubGrpcClient:
-        return AsyncDurableTaskSchedulerClient(**{**arguments, "taskhub": hub}, logger=QUIET)
-
-    return make, str(arguments["taskhub"])
+    return make, parsed.task_hub

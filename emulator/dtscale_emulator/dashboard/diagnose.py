@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from durabletask._client.models import OrchestrationState, OrchestrationStatus
+from dtscale_emulator.dashboard.models import InstanceRow
 
 
 def takes(worker: dict[str, Any], kind: str, name: str, version: str | None) -> bool:
@@ -27,9 +27,9 @@ def takes(worker: dict[str, Any], kind: str, name: str, version: str | None) -> 
     return False
 
 
-def pending_reason(state: OrchestrationState, workers: dict[str, Any] | None) -> str | None:
+def pending_reason(state: InstanceRow, workers: dict[str, Any] | None) -> str | None:
     """A sentence saying why the instance has not started, or ``None`` when it is not PENDING."""
-    if state.runtime_status != OrchestrationStatus.PENDING:
+    if state.status != "PENDING":
         return None
     if state.scheduled_start_at is not None and state.scheduled_start_at > datetime.now(timezone.utc):
         return f"It is scheduled to start at {state.scheduled_start_at.isoformat()}."

@@ -1,4 +1,4 @@
-"""The task hubs the dashboard shows, each reached through one async client (the public protocol only).
+"""The task hubs the dashboard shows, each reached through one endpoint client (the public protocol only).
 
 A hub the backend refuses (unknown hub, missing or wrong credentials) is marked refused with the service's
 message, and the server answers every action on it with 403 instead of forwarding it.
@@ -15,12 +15,12 @@ from typing import Any
 import grpc
 
 from dtscale_emulator.dashboard import workers
-from durabletask._client.async_client import AsyncTaskHubGrpcClient
+from dtscale_emulator.dashboard.endpoint import EndpointClient
 
 # Statuses that mean "this caller may not use this hub", as opposed to a passing failure.
 REFUSALS = (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED)
 
-ClientFactory = Callable[[str], AsyncTaskHubGrpcClient]
+ClientFactory = Callable[[str], EndpointClient]
 
 
 def describe(error: BaseException) -> str:
@@ -57,14 +57,14 @@ class UnknownHubError(LookupError):
 @dataclass
 class Hub:
     name: str
-    client: AsyncTaskHubGrpcClient
+    client: EndpointClient
     refused: str | None = None  # the service's message when it refused this hub
     checked: bool = False
 
     async def check(self) -> None:
         """Asks the backend once whether this caller may use the hub."""
         try:
-            await self.client.list_instance_ids(page_size=1)
+            await self.client.query_instances(size=1)
             self.refused = None
         except Exception as error:
             if not is_refusal(error):
@@ -75,7 +75,7 @@ class Hub:
 
 @dataclass
 class Hubs:
-    """The dashboard's hubs by name, with one client each."""
+    """The dashboard's hubs by name, with one endpoint client each."""
 
     factory: ClientFactory
     names: Sequence[str]

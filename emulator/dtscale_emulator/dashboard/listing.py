@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dtscale_emulator.dashboard.endpoint import EndpointClient
+from dtscale_emulator.dashboard.models import EntityRow, InstanceRow, entity_row, instance_row, status_number
 from dtscale_emulator.dashboard.views import ListFilter
-from durabletask._client import operations as ops
-from durabletask._client import requests as rq
-from durabletask._client.async_client import AsyncTaskHubGrpcClient
-from durabletask._client.models import EntityQuery, OrchestrationQuery, OrchestrationState, OrchestrationStatus
-from durabletask.entities import EntityMetadata
 
 #: Rows one list page reads at most while name or tag filters skip rows.
 SCAN_LIMIT = 2000
@@ -27,74 +24,58 @@ MAX_BULK = 10_000
 
 @dataclass
 class ListPage:
-    items: list[OrchestrationState]
+    items: list[InstanceRow]
     next_token: str | None  # where the next page starts; None: this is the last page
     scanned: int  # rows the backend returned for this page
     stopped: bool  # the scan limit ended the page before it was full
 
 
-def _query(flt: ListFilter, size: int) -> OrchestrationQuery:
-    return OrchestrationQuery(
-        created_time_from=flt.created_from,
-        created_time_to=flt.created_to,
-        runtime_status=[OrchestrationStatus[s] for s in flt.statuses] or None,
-        max_instance_count=size,
-        instance_id_prefix=flt.prefix or None,
-    )
-
-
-def _one_page(
-    client: AsyncTaskHubGrpcClient, query: OrchestrationQuery, token: str | None
-) -> ops.Operation[tuple[list[OrchestrationState], str | None]]:
-    response = yield rq.build_query_instances_request(query, token)
-    return rq.parse_query_instances_response(response, client._settings.converter, token)
-
-
 async def query_page(
-    client: AsyncTaskHubGrpcClient, query: OrchestrationQuery, token: str | None
-) -> tuple[list[OrchestrationState], str | None]:
-    """One ``QueryInstances`` call: a page of states and the token of the next (``None``: no more)."""
-    return await client._run(_one_page(client, query, token))
+    client: EndpointClient, flt: ListFilter, size: int, token: str | None
+) -> tuple[list[InstanceRow], str | None]:
+    """One ``QueryInstances`` call of ``size`` rows for the filters the protocol takes, and the next token."""
+    states, next_token = await client.query_instances(
+        statuses=[status_number(s) for s in flt.statuses],
+        created_from=flt.created_from,
+        created_to=flt.created_to,
+        prefix=flt.prefix or None,
+        size=size,
+        token=token,
+    )
+    return [instance_row(s) for s in states], next_token
 
 
-async def fetch_page(client: AsyncTaskHubGrpcClient, flt: ListFilter) -> ListPage:
+async def fetch_page(client: EndpointClient, flt: ListFilter) -> ListPage:
     """The list page that starts at ``flt.cursor``, filtered as the URL says."""
-    items: list[OrchestrationState] = []
+    items: list[InstanceRow] = []
     token = flt.cursor
     scanned = 0
     while True:
-        states, token = await query_page(client, _query(flt, flt.page_size - len(items)), token)
-        scanned += len(states)
-        items.extend(s for s in states if flt.matches_locally(s))
+        rows, token = await query_page(client, flt, flt.page_size - len(items), token)
+        scanned += len(rows)
+        items.extend(r for r in rows if flt.matches_locally(r))
         if token is None or len(items) >= flt.page_size:
             return ListPage(items, token, scanned, stopped=False)
         if scanned >= SCAN_LIMIT:
             return ListPage(items, token, scanned, stopped=True)
 
 
-async def fetch_all(client: AsyncTaskHubGrpcClient, flt: ListFilter) -> tuple[list[OrchestrationState], bool]:
+async def fetch_all(client: EndpointClient, flt: ListFilter) -> tuple[list[InstanceRow], bool]:
     """Every instance the filters select (for bulk actions), up to :data:`MAX_BULK`; whether that cap cut it."""
-    found: list[OrchestrationState] = []
+    found: list[InstanceRow] = []
     token: str | None = None
     while True:
-        states, token = await query_page(client, _query(flt, BULK_PAGE), token)
-        found.extend(s for s in states if flt.matches_locally(s))
+        rows, token = await query_page(client, flt, BULK_PAGE, token)
+        found.extend(r for r in rows if flt.matches_locally(r))
         if len(found) > MAX_BULK:
             return found[:MAX_BULK], True
         if token is None:
             return found, False
 
 
-def _one_entity_page(
-    client: AsyncTaskHubGrpcClient, query: EntityQuery, token: str | None
-) -> ops.Operation[tuple[list[EntityMetadata], str | None]]:
-    response = yield rq.build_query_entities_request(query, token)
-    return rq.parse_query_entities_response(response, query.include_state, client._settings.converter, token)
-
-
 async def entity_page(
-    client: AsyncTaskHubGrpcClient, prefix: str | None, cursor: str | None, size: int
-) -> tuple[list[EntityMetadata], str | None]:
+    client: EndpointClient, prefix: str | None, cursor: str | None, size: int
+) -> tuple[list[EntityRow], str | None]:
     """One page of the entity list (without states) from ``cursor``, and where the next page starts."""
-    query = EntityQuery(instance_id_starts_with=prefix, include_state=False, page_size=size)
-    return await client._run(_one_entity_page(client, query, cursor))
+    found, token = await client.query_entities(prefix=prefix, include_state=False, size=size, token=cursor)
+    return [entity_row(e, include_state=False) for e in found], token

@@ -1,4 +1,4 @@
-"""What the dashboard's pages show, as JSON-ready dicts built from the client's models (no I/O, no web server).
+"""What the dashboard's pages show, as JSON-ready dicts built from its view models (no I/O, no web server).
 
 Everything here is pure so the page contents are tested without a browser: the list filters and paging, the
 instance overview, the history table with each completion matched to what it completes, and the timeline bars.
@@ -6,7 +6,6 @@ instance overview, the history table with each completion matched to what it com
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -14,26 +13,23 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from durabletask import history
-from durabletask._client.models import OrchestrationState, OrchestrationStatus
-from durabletask.entities import EntityMetadata
+from dtscale_emulator.dashboard.models import STATUSES, EntityRow, HistoryEntry, InstanceRow
 
 PAGE_SIZE = 25
 MAX_PAGE_SIZE = 200
-STATUSES = tuple(s.name for s in OrchestrationStatus)
 
 # A completion names what it completes by the scheduling event's ID (the sequence ID the orchestrator used).
 _COMPLETES = {
-    "TaskCompletedEvent": "task_scheduled_id",
-    "TaskFailedEvent": "task_scheduled_id",
-    "SubOrchestrationInstanceCompletedEvent": "task_scheduled_id",
-    "SubOrchestrationInstanceFailedEvent": "task_scheduled_id",
-    "TimerFiredEvent": "timer_id",
+    "TaskCompleted": "task_scheduled_id",
+    "TaskFailed": "task_scheduled_id",
+    "SubOrchestrationInstanceCompleted": "task_scheduled_id",
+    "SubOrchestrationInstanceFailed": "task_scheduled_id",
+    "TimerFired": "timer_id",
 }
 _OPENS = {
-    "TaskScheduledEvent": "activity",
-    "SubOrchestrationInstanceCreatedEvent": "sub-orchestration",
-    "TimerCreatedEvent": "timer",
+    "TaskScheduled": "activity",
+    "SubOrchestrationInstanceCreated": "sub-orchestration",
+    "TimerCreated": "timer",
 }
 
 
@@ -87,46 +83,35 @@ class ListFilter:
             page_size=size,
         )
 
-    def matches_locally(self, state: OrchestrationState) -> bool:
+    def matches_locally(self, row: InstanceRow) -> bool:
         """The filters the protocol's query cannot express (name and tag) applied to one instance."""
-        if self.name and state.name.lower() != self.name.lower():
+        if self.name and row.name.lower() != self.name.lower():
             return False
         if self.tag:
             key, _, value = self.tag.partition("=")
-            tags = state.tags or {}
+            tags = row.tags
             if key not in tags or ("=" in self.tag and tags[key] != value):
                 return False
         return True
 
 
 def iso(value: datetime | None) -> str | None:
-    """ISO 8601 with its zone: a time without one is UTC (as the client returns them), never the browser's."""
+    """ISO 8601 with its zone: a time without one is UTC, never the browser's."""
     if value is None:
         return None
     return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).isoformat()
 
 
-def failure_json(failure: Any) -> dict[str, Any] | None:
-    if failure is None:
-        return None
-    return {
-        "error_type": failure.error_type,
-        "message": failure.message,
-        "stack_trace": failure.stack_trace,
-        "inner": failure_json(getattr(failure, "inner_failure", None)),
-    }
-
-
-def summary_json(state: OrchestrationState) -> dict[str, Any]:
+def summary_json(row: InstanceRow) -> dict[str, Any]:
     """One row of the orchestration list."""
     return {
-        "instance_id": state.instance_id,
-        "name": state.name,
-        "version": state.version,
-        "status": state.runtime_status.name,
-        "tags": state.tags or {},
-        "created_at": iso(state.created_at),
-        "last_updated_at": iso(state.last_updated_at),
+        "instance_id": row.instance_id,
+        "name": row.name,
+        "version": row.version,
+        "status": row.status,
+        "tags": row.tags,
+        "created_at": iso(row.created_at),
+        "last_updated_at": iso(row.last_updated_at),
     }
 
 
@@ -135,76 +120,53 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def digest(states: Iterable[OrchestrationState]) -> str:
+def digest(rows: Iterable[InstanceRow]) -> str:
     """A short fingerprint of instances' IDs, statuses and update times: it changes when a page should refresh."""
-    seen = sorted((s.instance_id, s.runtime_status.name, iso(s.last_updated_at)) for s in states)
+    seen = sorted((r.instance_id, r.status, iso(r.last_updated_at)) for r in rows)
     return hashlib.sha256(repr(seen).encode()).hexdigest()[:16]
 
 
-def instance_json(state: OrchestrationState, events: Sequence[history.HistoryEvent]) -> dict[str, Any]:
+def instance_json(row: InstanceRow, entries: Sequence[HistoryEntry]) -> dict[str, Any]:
     """The instance page: overview, children, history rows and timeline bars."""
     children = [
-        {"instance_id": e.instance_id, "name": e.name}
-        for e in events
-        if isinstance(e, history.SubOrchestrationInstanceCreatedEvent)
+        {"instance_id": e.fields.get("instance_id", ""), "name": e.fields.get("name", "")}
+        for e in entries
+        if e.kind == "SubOrchestrationInstanceCreated"
     ]
     return {
-        **summary_json(state),
-        "execution_id": state.execution_id,
-        "input": state.serialized_input,
-        "output": state.serialized_output,
-        "custom_status": state.serialized_custom_status,
-        "failure": failure_json(state.failure_details),
-        "scheduled_start_at": iso(state.scheduled_start_at),
-        "completed_at": iso(state.completed_at),
-        "parent_instance_id": state.parent_instance_id,
+        **summary_json(row),
+        "execution_id": row.execution_id,
+        "input": row.input,
+        "output": row.output,
+        "custom_status": row.custom_status,
+        "failure": row.failure,
+        "scheduled_start_at": iso(row.scheduled_start_at),
+        "completed_at": iso(row.completed_at),
+        "parent_instance_id": row.parent_instance_id,
         "children": children,
-        "fingerprint": dict(state._fingerprint_tags),
-        "history": history_rows(events),
-        "timeline": timeline_bars(events, state),
+        "fingerprint": row.fingerprint,
+        "history": history_rows(entries),
+        "timeline": timeline_bars(entries, row),
     }
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _status_name(value: int) -> str | int:
-    try:
-        return OrchestrationStatus(value).name
-    except ValueError:
-        return value
-
-
-def history_rows(events: Sequence[history.HistoryEvent]) -> list[dict[str, Any]]:
+def history_rows(entries: Sequence[HistoryEntry]) -> list[dict[str, Any]]:
     """One row per event with its payload fields; a completion carries ``completes`` (the scheduling event ID)."""
     names: dict[int, str] = {}
     rows = []
-    for event in events:
-        kind = type(event).__name__
-        fields = {k: v for k, v in _plain(event).items() if k not in ("event_id", "timestamp") and v is not None}
-        if isinstance(fields.get("orchestration_status"), int):
-            fields["orchestration_status"] = _status_name(fields["orchestration_status"])
-        ref_field = _COMPLETES.get(kind)
-        ref = getattr(event, ref_field) if ref_field else None
-        if kind in _OPENS:
-            names[event.event_id] = getattr(event, "name", None) or _OPENS[kind]
+    for entry in entries:
+        ref_field = _COMPLETES.get(entry.kind)
+        ref = entry.fields.get(ref_field) if ref_field else None
+        if entry.kind in _OPENS:
+            names[entry.event_id] = entry.name or _OPENS[entry.kind]
         rows.append(
             {
-                "event_id": event.event_id,
-                "kind": kind.removesuffix("Event"),
-                "timestamp": iso(event.timestamp),
-                "name": getattr(event, "name", None) or (names.get(ref, "") if ref is not None else ""),
+                "event_id": entry.event_id,
+                "kind": entry.kind,
+                "timestamp": iso(entry.timestamp),
+                "name": entry.name or (names.get(ref, "") if ref is not None else ""),
                 "completes": ref,
-                "fields": fields,
+                "fields": entry.fields,
             }
         )
     return rows
@@ -222,36 +184,36 @@ def _bar(kind: str, name: str, start: datetime, sequence_id: int | None, attempt
     }
 
 
-def timeline_bars(events: Sequence[history.HistoryEvent], state: OrchestrationState) -> list[dict[str, Any]]:
+def timeline_bars(entries: Sequence[HistoryEntry], row: InstanceRow) -> list[dict[str, Any]]:
     """Gantt bars: the orchestration, then each activity, timer and sub-orchestration from schedule to end.
 
     Work scheduled again under a name whose last attempt failed is a retry (attempt n), and a timer started
     right after a failure is shown as the retry's delay.
     """
-    if not events:
+    if not entries:
         return []
-    whole = _bar("orchestration", state.name, events[0].timestamp, None)
-    terminal = state.runtime_status.name in _TERMINAL
-    whole["end"] = iso(state.last_updated_at) if terminal else iso(datetime.now(timezone.utc))
-    whole["outcome"] = state.runtime_status.name.lower()
+    whole = _bar("orchestration", row.name, entries[0].timestamp, None)
+    terminal = row.status in _TERMINAL
+    whole["end"] = iso(row.last_updated_at) if terminal else iso(datetime.now(timezone.utc))
+    whole["outcome"] = row.status.lower()
     bars = [whole]
     open_bars: dict[int, dict[str, Any]] = {}
     failed_attempts: dict[str, int] = {}
     last_failed = False
-    for event in events:
-        kind = type(event).__name__
+    for entry in entries:
+        kind = entry.kind
         if kind in _OPENS:
-            name = getattr(event, "name", None) or ("retry delay" if last_failed else "timer")
-            attempt = 1 if kind == "TimerCreatedEvent" else failed_attempts.get(name, 0) + 1
-            open_bars[event.event_id] = _bar(_OPENS[kind], name, event.timestamp, event.event_id, attempt)
-            bars.append(open_bars[event.event_id])
+            name = entry.name or ("retry delay" if last_failed else "timer")
+            attempt = 1 if kind == "TimerCreated" else failed_attempts.get(name, 0) + 1
+            open_bars[entry.event_id] = _bar(_OPENS[kind], name, entry.timestamp, entry.event_id, attempt)
+            bars.append(open_bars[entry.event_id])
             last_failed = False
         elif kind in _COMPLETES:
-            bar = open_bars.pop(getattr(event, _COMPLETES[kind]), None)
+            bar = open_bars.pop(entry.fields.get(_COMPLETES[kind], -1), None)
             if bar is None:
                 continue
-            bar["end"] = iso(event.timestamp)
-            last_failed = kind.endswith("FailedEvent")
+            bar["end"] = iso(entry.timestamp)
+            last_failed = kind.endswith("Failed")
             bar["outcome"] = "failed" if last_failed else "completed"
             if last_failed:
                 failed_attempts[str(bar["name"])] = int(bar["attempt"])
@@ -261,15 +223,14 @@ def timeline_bars(events: Sequence[history.HistoryEvent], state: OrchestrationSt
 _TERMINAL = {"COMPLETED", "FAILED", "TERMINATED", "CONTINUED_AS_NEW"}
 
 
-def entity_json(entity: EntityMetadata) -> dict[str, Any]:
+def entity_json(entity: EntityRow) -> dict[str, Any]:
     """One entity: its serialized state as stored, and its lock owner as given (an orchestration's instance ID)."""
-    state = entity.get_state() if entity.includes_state else None
     return {
-        "id": str(entity.id),
-        "name": entity.id.entity,
-        "key": entity.id.key,
+        "id": entity.id,
+        "name": entity.name,
+        "key": entity.key,
         "last_modified": iso(entity.last_modified),
         "backlog_queue_size": entity.backlog_queue_size,
-        "locked_by": entity._locked_by or None,
-        "state": state if state is None or isinstance(state, str) else json.dumps(state),
+        "locked_by": entity.locked_by,
+        "state": entity.state,
     }

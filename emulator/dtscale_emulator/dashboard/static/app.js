@@ -126,11 +126,21 @@ function parseRoute() {
   return { hub: parts[1], section: parts[2] || "orchestrations", id: parts.slice(3).join("/") || null };
 }
 
-async function render(rewatch) {
+// Renders run one after another, each for the URL as it is when it starts: a slow render of the page left behind
+// cannot finish after the page navigated to and show itself in its place.
+let rendering = Promise.resolve();
+
+function render(rewatch) {
+  rendering = rendering.catch(() => {}).then(() => renderNow(rewatch));
+  return rendering;
+}
+
+async function renderNow(rewatch) {
   const { hub, section, id } = parseRoute();
   if (!hub) {
-    if (hubs.length) history.replaceState(null, "", `/hubs/${encodeURIComponent(hubs[0].name)}/orchestrations`);
-    return route();
+    if (!hubs.length) return;
+    history.replaceState(null, "", `/hubs/${encodeURIComponent(hubs[0].name)}/orchestrations`);
+    return renderNow(rewatch);
   }
   const select = document.getElementById("hub-select");
   select.value = hub;
