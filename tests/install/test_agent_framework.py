@@ -106,7 +106,8 @@ def sample_run(agents_env: AgentsEnv, tmp_path_factory: pytest.TempPathFactory) 
         shutil.copy2(ROOT / "samples" / name, samples / name)
     env = {k: v for k, v in os.environ.items() if k not in {"DURABLETASK_CONNECTION_STRING", "PYTHONPATH"}}
     return subprocess.run(
-        [str(agents_env.python), "agent_framework_agents.py"], cwd=samples, env=env, capture_output=True, text=True, timeout=300
+        [str(agents_env.python), "agent_framework_agents.py"],
+        cwd=samples, env=env, capture_output=True, text=True, timeout=300,
     )
 
 
