@@ -27,10 +27,12 @@ INCLUDE_PAST_EVENTS = "IncludePastEvents"
 #:
 #:     {"workers": [{"id": 1, "orchestrations": [{"name": "n", "versions": ["1.0"]}] | null,
 #:                   "activities": ..., "entities": ..., "capabilities": ["extended sessions"], "in_flight": 0}],
-#:      "backlog": [{"kind": "orchestration" | "activity", "name": "n", "version": "1.0" | null, "count": 3}]}
+#:      "backlog": [{"kind": "orchestration" | "activity" | "entity", "name": "n", "version": "1.0" | null,
+#:                   "count": 3, "takers": 1}]}
 #:
 #: where ``null`` for a kind means the worker sent no filter (it takes every name) and an empty ``versions``
-#: list takes every version. It passes the same authentication as the other calls. A backend without it
+#: list takes every version; ``takers`` counts the connected workers whose filters let that backlog entry through
+#: (0: nobody connected can take it). It passes the same authentication as the other calls. A backend without it
 #: answers UNIMPLEMENTED, which a client reads as "this backend cannot tell".
 WORKER_VIEW_SERVICE = "dtscale.WorkerView"
 WORKER_VIEW_METHOD = "GetWorkers"
