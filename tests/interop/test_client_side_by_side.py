@@ -6,15 +6,15 @@ emulator where a server is needed. docs/conformance.md records what each shows.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from . import probes
 from .conftest import ROOT, our_env, peer_env
 
 pytestmark = [
@@ -22,22 +22,9 @@ pytestmark = [
     pytest.mark.local_only("compares both SDKs' plain clients on an emulator of its own"),
 ]
 
-PROBES = Path(__file__).resolve().parent / "peer_scripts" / "client_probes.py"
-
-
-def probe(python: Path | str, env: dict[str, str], cwd: str, *args: str) -> Any:
-    proc = subprocess.run(
-        [str(python), str(PROBES), *args], capture_output=True, text=True, timeout=90, env=env, cwd=cwd
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.splitlines()[-1])
-
-
-def side_by_side(peer_py: Path, *args: str, extra_env: dict[str, str] | None = None) -> tuple[Any, Any]:
-    """(Microsoft's result, ours) for one probe."""
-    theirs = probe(peer_py, {**peer_env(), **(extra_env or {})}, "/", *args)
-    ours = probe(sys.executable, {**our_env(), **(extra_env or {})}, str(ROOT), *args)
-    return theirs, ours
+PROBES = probes.PEER_SCRIPTS / "client_probes.py"
+probe = partial(probes.probe, PROBES)
+side_by_side = partial(probes.side_by_side, PROBES)
 
 
 def hub() -> str:
