@@ -247,7 +247,7 @@ class RuntimeContext(OrchestrationContext):
             except TypeError:  # an unhashable callable
                 name, hinted = get_name(activity), typehints.output_type(activity)
             if return_type is None:
-                return_type = hinted
+                return_type = self.codec.payload_type(hinted)
         encoded = self.codec.encode(input, "input of activity '{}'", name)
         if tags:
             check_tags(tags)
@@ -388,7 +388,11 @@ class RuntimeContext(OrchestrationContext):
         """Call the orchestrator function; a generator or coroutine is then driven as its tasks complete."""
         self.started = True
         self.name = name
-        value = self.codec.decode(encoded_input, typehints.input_type(fn)) if encoded_input else None
+        value = (
+            self.codec.decode(encoded_input, self.codec.payload_type(typehints.input_type(fn)))
+            if encoded_input
+            else None
+        )
         result = fn(self, value)
         if isinstance(result, GeneratorType):
             self._gen = result

@@ -175,7 +175,11 @@ class EntityRunner:
             raise EntityNotRegisteredError(f"Entity function named '{entity_id.entity}' was not registered!")
         if isinstance(entity, type):
             return self._invoke_method(entity, entity_id, operation, encoded_input, state)
-        value = self._codec.decode(encoded_input, typehints.input_type(entity, 1)) if encoded_input else None
+        value = (
+            self._codec.decode(encoded_input, self._codec.payload_type(typehints.input_type(entity, 1)))
+            if encoded_input
+            else None
+        )
         context = EntityContext(
             str(entity_id), operation, state, entity_id, codec=self._codec, encoded_input=encoded_input, input=value
         )
@@ -190,7 +194,11 @@ class EntityRunner:
                 f"entity '{entity_id.entity}' ({cls.__name__}) has no operation named '{operation}'"
             )
         function = getattr(cls, method_name)
-        value = self._codec.decode(encoded_input, typehints.input_type(function, 1)) if encoded_input else None
+        value = (
+            self._codec.decode(encoded_input, self._codec.payload_type(typehints.input_type(function, 1)))
+            if encoded_input
+            else None
+        )
         context = EntityContext(
             str(entity_id), operation, state, entity_id, codec=self._codec, encoded_input=encoded_input, input=value
         )

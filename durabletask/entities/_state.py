@@ -42,7 +42,8 @@ class EntityState:
             return default
         value = self._codec.decode(self._text, intended_type)
         if isinstance(intended_type, type) and not isinstance(value, intended_type):
-            raise TypeError(f"the entity state is a {type(value).__name__}, which is not a {intended_type.__name__}")
+            # Microsoft's words: the default converter returned the raw value, which is not the type asked for.
+            raise TypeError(f"Could not convert state of type '{type(value).__name__}' to '{intended_type.__name__}'")
         return value
 
     def set(self, value: Any) -> None:
