@@ -35,7 +35,7 @@ def test_first_episode_schedules_the_first_activity_with_id_one() -> None:
     assert action.scheduleTask.name == "greet"
     assert action.scheduleTask.input.value == '"a"'
     assert not action.scheduleTask.HasField("version")
-    assert result.custom_status is None
+    assert result.encoded_custom_status is None
 
 
 def test_replay_resumes_with_results_and_schedules_the_next_call() -> None:
