@@ -11,7 +11,7 @@ from typing import Any
 
 from durabletask import _coercion, _payload
 
-__all__ = ["DEFAULT_DATA_CONVERTER", "DataConverter", "JsonDataConverter"]
+__all__ = ["DEFAULT_DATA_CONVERTER", "DataConverter", "JsonDataConverter", "logger"]
 
 _logger = logging.getLogger("durabletask")
 logger = _logger  # the name Microsoft's module gives it

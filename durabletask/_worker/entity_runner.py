@@ -20,7 +20,7 @@ from durabletask._registry import EntityNotRegisteredError, Registry
 from durabletask._replay import typehints
 from durabletask._replay.codec import Codec
 from durabletask._replay.failures import proto_from_exception
-from durabletask.entities._state import EntityState
+from durabletask.entities._state import StateShim
 from durabletask.entities.durable_entity import DurableEntity
 from durabletask.entities.entity_context import EntityContext
 from durabletask.entities.entity_instance_id import EntityInstanceId
@@ -101,7 +101,8 @@ class EntityRunner:
     ) -> pb.EntityBatchResult:
         entity_id = EntityInstanceId.parse(batch.instanceId)
         codec = self._codec.for_instance(batch.instanceId)
-        state = EntityState(batch.entityState.value if batch.HasField("entityState") else None, codec)
+        encoded = batch.entityState.value if batch.HasField("entityState") else None
+        state = StateShim(encoded, is_serialized=True, codec=codec)
         result = pb.EntityBatchResult(completionToken=completion_token)
         # Each operation's result is written in place in the batch's message: built apart and then passed
         # in, every result (and its timestamps) would be copied once per level of nesting.
@@ -109,10 +110,10 @@ class EntityRunner:
         recording = tracing.recording(self._emit_trace_spans)
         for operation in batch.operations:
             self._traced(batch.instanceId, entity_id, operation, state, results.add(), recording)
-        result.actions.extend(state.actions)
+        result.actions.extend(state.get_operation_actions())
         result.operationInfos.extend(operation_infos[: len(results)])
-        if state.encoded is not None:
-            result.entityState.value = state.encoded
+        if (text := state.encode_state()) is not None:
+            result.entityState.value = text
         return result
 
     def _traced(
@@ -120,7 +121,7 @@ class EntityRunner:
         instance_id: str,
         entity_id: EntityInstanceId,
         operation: pb.OperationRequest,
-        state: EntityState,
+        state: StateShim,
         out: pb.OperationResult,
         recording: bool,
     ) -> None:
@@ -142,7 +143,7 @@ class EntityRunner:
         self,
         entity_id: EntityInstanceId,
         operation: pb.OperationRequest,
-        state: EntityState,
+        state: StateShim,
         out: pb.OperationResult,
         span: Any = None,
     ) -> None:
@@ -168,7 +169,7 @@ class EntityRunner:
             success.result.value = encoded
 
     def _invoke(
-        self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: EntityState
+        self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: StateShim
     ) -> Any:
         entity = self._registry.get_entity(entity_id.entity)
         if entity is None:
@@ -186,7 +187,7 @@ class EntityRunner:
         return _settle(entity(context, value))
 
     def _invoke_method(
-        self, cls: type[Any], entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: EntityState
+        self, cls: type[Any], entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: StateShim
     ) -> Any:
         method_name = _operations(cls).get(operation.casefold())
         if method_name is None:
