@@ -144,8 +144,9 @@ class OrchestrationExecutor:
         except ProtocolError:
             raise
         except Exception as error:
-            if not replaying or self._logger.isEnabledFor(logging.DEBUG):
-                self._logger.info("%s: orchestration '%s' failed: %s", rt.instance_id, rt.name, error)
+            # Logged whether the code raised on new events or while replaying old ones: either way the
+            # orchestration fails now, in this turn (Microsoft's executor logs both at INFO too).
+            self._logger.info("%s: orchestration '%s' failed: %s", rt.instance_id, rt.name, error)
             rt.fail(error)
             return False
         finally:

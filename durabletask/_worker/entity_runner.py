@@ -155,7 +155,9 @@ class EntityRunner:
         except Exception as error:
             tracing.record_failure(span, error)
             state.rollback()
-            self._logger.info("%s: operation '%s' failed: %s", entity_id, operation.operation, error)
+            # ERROR with the traceback, as Microsoft's worker logs a failed operation: the failure reaches a
+            # caller only as details, and a signal's failure reaches no one.
+            self._logger.error("%s: operation '%s' failed: %s", entity_id, operation.operation, error, exc_info=error)
             failure = out.failure
             failure.failureDetails.CopyFrom(proto_from_exception(error, properties_of=self._properties_of))
             _stamp(failure.startTimeUtc, started)
@@ -168,9 +170,7 @@ class EntityRunner:
         if encoded is not None:
             success.result.value = encoded
 
-    def _invoke(
-        self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: StateShim
-    ) -> Any:
+    def _invoke(self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: StateShim) -> Any:
         entity = self._registry.get_entity(entity_id.entity)
         if entity is None:
             raise EntityNotRegisteredError(f"Entity function named '{entity_id.entity}' was not registered!")
