@@ -45,7 +45,7 @@ def coerce(value: Any, target: Any, converter: Any = None) -> Any:
     if isinstance(value, target):
         return value
     hook = getattr(target, "from_json", None)
-    if callable(hook) and not pydantic_model(target):
+    if callable(hook):
         return _call_hook(hook, value, converter)
     if dataclasses.is_dataclass(target) and isinstance(value, dict):
         return _build_dataclass(target, value, converter)
