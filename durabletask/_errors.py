@@ -11,6 +11,10 @@ class ProtocolError(DurableTaskError):
     """The peer sent something the Durable Task protocol does not allow."""
 
 
+class HistoryEventError(ProtocolError, ValueError):
+    """A history event without a kind, or of a kind this SDK does not know (a ``ValueError``, as in Microsoft's)."""
+
+
 class PayloadTooLargeError(DurableTaskError, ValueError):
     """A payload exceeds the configured size limit (1 MiB by default, as in the service)."""
 

@@ -33,6 +33,7 @@ from durabletask._grpc.errors import (
     RpcStatusError,
     UnavailableError,
 )
+from durabletask._grpc.resiliency import AsyncClientResiliencyInterceptor, ClientResiliencyInterceptor, FailureTracker
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata
@@ -45,17 +46,20 @@ __all__ = [
     "DEFAULT_DATA_CONVERTER",
     "AlreadyExistsError",
     "AsyncAttachedOrchestration",
+    "AsyncClientResiliencyInterceptor",
     "AsyncTaskHubGrpcClient",
     "AttachAction",
     "AttachedInstanceFailedError",
     "AttachedOrchestration",
     "CleanEntityStorageResult",
+    "ClientResiliencyInterceptor",
     "DataConverter",
     "DeadlineExceededError",
     "EntityInstanceId",
     "EntityMetadata",
     "EntityQuery",
     "FailedPreconditionError",
+    "FailureTracker",
     "FingerprintMismatchError",
     "GrpcChannelOptions",
     "GrpcClientResiliencyOptions",

@@ -47,17 +47,63 @@ __all__ = [
 ]
 
 
-def _plain(value: Any) -> Any:
-    """Dataclasses → dicts, datetimes → ISO 8601 text, containers walked; everything else as is."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+#: Leaf types that are already JSON values and immutable: returned as they are.
+_NATIVE: frozenset[type] = frozenset({bool, int, float, str, type(None)})
+
+
+@dataclass
+class _Holder:
+    """Lets :func:`dataclasses.asdict` convert one free-standing value."""
+
+    value: Any
+
+
+def _copied(value: Any) -> Any:
+    """A value of any other shape, converted as ``dataclasses.asdict`` and then the walk below convert it.
+
+    Free-form fields (``orchestration_state``, ``tags``, inputs set by an application) may hold tuples,
+    namedtuples, container subclasses or arbitrary objects. Microsoft's ``to_dict`` hands those to
+    ``asdict``, which rebuilds tuples and containers with their own type and deep-copies other leaves, so
+    the result never shares a mutable value with the event; the interpreter's own ``asdict`` gives the same
+    result on every Python version, including its quirks (a ``defaultdict`` raises ``TypeError`` on 3.11).
+    """
+    return _walk_copy(dataclasses.asdict(_Holder(value))["value"])
+
+
+def _walk_copy(value: Any) -> Any:
+    # After asdict: only datetimes and the (possibly subclassed) lists and dicts are converted further;
+    # tuples stay as asdict rebuilt them, with whatever they hold.
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, list):
-        return [_plain(item) for item in value]
+        return [_walk_copy(item) for item in value]
     if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
+        return {key: _walk_copy(item) for key, item in value.items()}
     return value
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses → dicts, datetimes → ISO 8601 text, lists and dicts walked, everything else copied.
+
+    Only the exact built-in types are converted in place (that is the common case, and cheap); anything
+    else goes through :func:`_copied`. A dict with a key that is not a plain JSON scalar goes there whole,
+    because rebuilding such keys can make two of them equal, and which entry then survives decides which
+    values are ever converted.
+    """
+    kind = type(value)
+    if kind in _NATIVE:
+        return value
+    if hasattr(kind, "__dataclass_fields__"):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if kind is datetime:
+        return value.isoformat()
+    if kind is list:
+        return [_plain(item) for item in value]
+    if kind is dict:
+        if any(type(key) not in _NATIVE for key in value):
+            return _copied(value)
+        return {key: _plain(item) for key, item in value.items()}
+    return _copied(value)
 
 
 @dataclass(slots=True)

@@ -9,13 +9,20 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any
 
-from durabletask import _payload
-from durabletask._replay.typehints import reconstructable
+from durabletask import _coercion, _payload
 
-__all__ = ["DEFAULT_DATA_CONVERTER", "DataConverter", "JsonDataConverter"]
+__all__ = ["DEFAULT_DATA_CONVERTER", "DataConverter", "JsonDataConverter", "logger"]
 
 _logger = logging.getLogger("durabletask")
 logger = _logger  # the name Microsoft's module gives it
+
+
+def _log_fallback(target_type: Any, error: Exception) -> None:
+    _logger.debug(
+        "payload not rebuilt as %s (%s): returning the parsed value",
+        getattr(target_type, "__name__", target_type),
+        error,
+    )
 
 
 class DataConverter(ABC):
@@ -46,9 +53,10 @@ class JsonDataConverter(DataConverter):
     """The default converter: the JSON text Microsoft's converter writes (``json.dumps`` defaults).
 
     Enums are written as their value; dataclasses, ``SimpleNamespace`` and pydantic models as objects;
-    classes may write themselves with ``to_json`` and be rebuilt with a ``from_json`` classmethod.
+    classes may write themselves with ``to_json`` and be rebuilt with a ``from_json`` classmethod. Other
+    values JSON cannot hold (bytes, sets, datetimes, arbitrary objects) raise ``TypeError``.
     Reconstruction is best-effort: when a payload does not fit ``target_type`` the plain JSON value is
-    returned (and logged at debug level) instead of raising.
+    returned (and logged at debug level) instead of raising. A union of several types is left as parsed.
     """
 
     def serialize(self, value: Any) -> str | None:
@@ -64,20 +72,20 @@ class JsonDataConverter(DataConverter):
         try:
             return _payload.from_json(data, target_type, self)
         except Exception as error:  # best-effort, as Microsoft's: a from_json hook may raise anything
-            _logger.debug("returning the raw payload: %s", error)
+            _log_fallback(target_type, error)
             return _payload.from_json(data)
 
     def coerce(self, value: Any, target_type: type | None = None) -> Any:
         if target_type is None or value is None:
             return value
         try:
-            return _payload.coerce(value, target_type, self)
+            return _coercion.coerce(value, target_type, self)
         except Exception as error:
-            _logger.debug("returning the raw payload: %s", error)
+            _log_fallback(target_type, error)
             return value
 
     def can_reconstruct(self, target_type: Any) -> bool:
-        return reconstructable(target_type)
+        return _coercion.reconstructable(target_type)
 
 
 #: The converter used when none is configured.

@@ -5,7 +5,9 @@ Compatible with the ``durabletask.task`` module of Microsoft's ``durabletask`` p
 
 from __future__ import annotations
 
-from durabletask._errors import DurableTaskError, PayloadTooLargeError, SerializationError
+from durabletask._errors import DurableTaskError as DurableTaskError
+from durabletask._errors import PayloadTooLargeError as PayloadTooLargeError
+from durabletask._errors import SerializationError as SerializationError
 from durabletask._replay.contexts import (
     Activity,
     ActivityContext,
@@ -19,8 +21,8 @@ from durabletask._replay.contexts import (
     get_entity_name,
     get_name,
 )
+from durabletask._replay.failures import EventTimeoutError as EventTimeoutError
 from durabletask._replay.failures import (
-    EventTimeoutError,
     FailureDetails,
     NonDeterminismError,
     OrchestrationStateError,
@@ -32,7 +34,6 @@ from durabletask._replay.tasks import (
     CancellableTask,
     CompletableTask,
     CompositeTask,
-    LockTask,
     RetryableTask,
     Task,
     TimerTask,
@@ -41,6 +42,7 @@ from durabletask._replay.tasks import (
     when_all,
     when_any,
 )
+from durabletask._replay.tasks import LockTask as LockTask
 
 # The compatible API also exported the entity types from this module; their home is ``durabletask.entities``.
 from durabletask.entities import DurableEntity as DurableEntity
@@ -48,26 +50,27 @@ from durabletask.entities import EntityContext as EntityContext
 from durabletask.entities import EntityInstanceId as EntityInstanceId
 from durabletask.entities import EntityLock as EntityLock
 
+# What ``from durabletask.task import *`` gives in Microsoft's module (which has no ``__all__``); the errors
+# and task classes of ours imported above as themselves are importable from here all the same.
 __all__ = [
     "Activity",
     "ActivityContext",
     "CancellableTask",
     "CompletableTask",
     "CompositeTask",
-    "DurableTaskError",
+    "DurableEntity",
     "Entity",
-    "EventTimeoutError",
+    "EntityContext",
+    "EntityInstanceId",
+    "EntityLock",
     "FailureDetails",
-    "LockTask",
     "NonDeterminismError",
     "OrchestrationContext",
     "OrchestrationStateError",
     "Orchestrator",
-    "PayloadTooLargeError",
     "ReplaySafeLogger",
     "RetryPolicy",
     "RetryableTask",
-    "SerializationError",
     "T",
     "TInput",
     "TOutput",

@@ -30,6 +30,7 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask.internal",
             "durabletask._errors",
             "durabletask._payload",
+            "durabletask._coercion",
             "durabletask.exception_properties",
             "durabletask._registry",
             "durabletask._protocol_extensions",

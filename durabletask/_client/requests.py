@@ -25,6 +25,7 @@ from durabletask._client.models import (
     PurgeInstancesResult,
 )
 from durabletask._grpc import convert
+from durabletask._grpc.resiliency import LONG_POLL_RPCS
 from durabletask._payload import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId
@@ -45,7 +46,7 @@ IDEMPOTENT_RPCS = frozenset(
 )
 
 #: Calls that block on the server until something happens, so their deadline is the caller's wait timeout.
-WAITING_RPCS = frozenset({"WaitForInstanceStart", "WaitForInstanceCompletion"})
+WAITING_RPCS = LONG_POLL_RPCS
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,53 +13,43 @@ import grpc
 
 from durabletask._client.requests import WAITING_RPCS, RpcRequest
 from durabletask._grpc.errors import RpcStatusError
+from durabletask._grpc.resiliency import FailureTracker, is_transport_failure
 from durabletask.grpc_options import GrpcClientResiliencyOptions, GrpcRetryPolicyOptions
-
-
-def is_transport_failure(method: str, code: grpc.StatusCode) -> bool:
-    """Whether a failure says the connection, not the request, is the problem.
-
-    A deadline on a call that waits for an instance is the caller's timeout expiring, not a sign of a
-    broken channel.
-    """
-    if code == grpc.StatusCode.UNAVAILABLE:
-        return True
-    return code == grpc.StatusCode.DEADLINE_EXCEEDED and method not in WAITING_RPCS
 
 
 @dataclass
 class ChannelHealth:
-    """Counts consecutive transport failures and decides when an owned channel should be rebuilt.
-
-    Thread-safe because one sync client is commonly shared by many threads.
+    """Decides when an owned channel should be rebuilt: after the threshold of consecutive transport failures
+    (counted by a :class:`FailureTracker`, as Microsoft's client counts them), at most once per
+    ``min_recreate_interval_seconds``.
     """
 
     options: GrpcClientResiliencyOptions
     clock: Callable[[], float] = time.monotonic
-    _failures: int = 0
     _last_rebuild: float | None = None
+    _tracker: FailureTracker = field(init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def __post_init__(self) -> None:
+        self._tracker = FailureTracker(threshold=self.options.channel_recreate_failure_threshold)
+
     def record_success(self) -> None:
-        with self._lock:
-            self._failures = 0
+        self._tracker.record_success()
 
     def record_failure(self, method: str, code: grpc.StatusCode) -> bool:
         """Count a failure; ``True`` means the caller should rebuild the channel now."""
+        if not is_transport_failure(method, code):
+            self._tracker.record_success()
+            return False
+        if not self._tracker.record_failure():
+            return False
         with self._lock:
-            if not is_transport_failure(method, code):
-                self._failures = 0
-                return False
-            self._failures += 1
-            threshold = self.options.channel_recreate_failure_threshold
-            if threshold <= 0 or self._failures < threshold:
-                return False
             now = self.clock()
             if self._last_rebuild is not None and now - self._last_rebuild < self.options.min_recreate_interval_seconds:
                 return False
             self._last_rebuild = now
-            self._failures = 0
-            return True
+        self._tracker.record_success()  # counting starts again on the new channel
+        return True
 
 
 @dataclass(frozen=True)

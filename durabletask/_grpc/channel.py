@@ -83,7 +83,7 @@ def _merged(existing: Any, extra: Metadata) -> list[tuple[str, Any]]:
     return merged
 
 
-class MetadataInterceptor(
+class DefaultClientInterceptorImpl(
     _UnaryUnary,
     _UnaryStream,
     _StreamUnary,
@@ -91,20 +91,28 @@ class MetadataInterceptor(
 ):
     """Adds metadata (e.g. a task hub name or auth header) to every call on a sync channel.
 
-    Subclasses may override :meth:`metadata` to compute headers per call (e.g. a refreshed access token).
+    The name and hooks are those of Microsoft's class, which applications subclass: ``self._metadata`` is the
+    list of headers (kept as given, so changing it changes later calls), and ``_intercept_call(details)``
+    returns the call details to use, which an override may compute per call before calling the base.
+    :meth:`metadata` is a further hook of ours for headers computed per call.
+
+    Args:
+        metadata: ``(key, value)`` pairs sent with every call; ``None`` sends none.
     """
 
-    def __init__(self, metadata: Metadata) -> None:
-        self._metadata = list(metadata)
+    def __init__(self, metadata: list[tuple[str, str]] | None) -> None:
+        super().__init__()
+        self._metadata = metadata
 
     def metadata(self) -> Metadata:
         """The headers for the next call."""
-        return self._metadata
+        return self._metadata or ()
 
-    def _details(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+    def _intercept_call(self, client_call_details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
         extra = self.metadata()
         if not extra:
-            return details
+            return client_call_details
+        details = client_call_details
         return _SyncCallDetails(
             details.method,
             details.timeout,
@@ -114,45 +122,43 @@ class MetadataInterceptor(
             getattr(details, "compression", None),
         )
 
-    def _forward(self, continuation: Callable[..., Any], details: grpc.ClientCallDetails, arg: Any) -> Any:
-        return continuation(self._details(details), arg)
-
     def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return self._forward(continuation, client_call_details, request)
+        return continuation(self._intercept_call(client_call_details), request)
 
     def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return self._forward(continuation, client_call_details, request)
+        return continuation(self._intercept_call(client_call_details), request)
 
     def intercept_stream_unary(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
-        return self._forward(continuation, client_call_details, request_iterator)
+        return continuation(self._intercept_call(client_call_details), request_iterator)
 
     def intercept_stream_stream(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
-        return self._forward(continuation, client_call_details, request_iterator)
+        return continuation(self._intercept_call(client_call_details), request_iterator)
 
 
-class AsyncMetadataInterceptor(
+class DefaultAsyncClientInterceptorImpl(
     _AioUnaryUnary,
     _AioUnaryStream,
     _AioStreamUnary,
     _AioStreamStream,
 ):
-    """Adds fixed metadata to every call on an asyncio channel.
+    """The asyncio counterpart of :class:`DefaultClientInterceptorImpl` (Microsoft's name and hooks as well).
 
-    Subclasses may override :meth:`metadata` (awaitable) to compute headers per call, e.g. to refresh
-    an access token without blocking the event loop.
+    ``_intercept_call`` and :meth:`metadata` are awaitables here, so an override can refresh a token without
+    blocking the event loop.
     """
 
-    def __init__(self, metadata: Metadata) -> None:
-        self._metadata = list(metadata)
+    def __init__(self, metadata: list[tuple[str, str]] | None) -> None:
+        self._metadata = metadata
 
     async def metadata(self) -> Metadata:
         """The headers to add to the next call."""
-        return self._metadata
+        return self._metadata or ()
 
-    async def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+    async def _intercept_call(self, client_call_details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
         extra = await self.metadata()
         if not extra:
-            return details
+            return client_call_details
+        details = client_call_details
         return grpc.aio.ClientCallDetails(
             details.method,
             details.timeout,
@@ -162,16 +168,16 @@ class AsyncMetadataInterceptor(
         )
 
     async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(await self._details(client_call_details), request)
+        return await continuation(await self._intercept_call(client_call_details), request)
 
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(await self._details(client_call_details), request)
+        return await continuation(await self._intercept_call(client_call_details), request)
 
     async def intercept_stream_unary(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
-        return await continuation(await self._details(client_call_details), request_iterator)
+        return await continuation(await self._intercept_call(client_call_details), request_iterator)
 
     async def intercept_stream_stream(self, continuation: Any, client_call_details: Any, request_iterator: Any) -> Any:
-        return await continuation(await self._details(client_call_details), request_iterator)
+        return await continuation(await self._intercept_call(client_call_details), request_iterator)
 
 
 class _AioUnaryStreamOnly(_AioUnaryStream):
@@ -241,7 +247,7 @@ def create_channel(
         host_address: ``host:port``, optionally prefixed by ``http://``, ``https://``, ``grpc://`` or
             ``grpcs://`` (the secure schemes force TLS); ``None`` means :data:`DEFAULT_HOST_ADDRESS`.
         secure_channel: Use TLS when the address has no scheme.
-        interceptors: Extra client interceptors, applied after the metadata interceptor.
+        interceptors: Extra client interceptors, applied before the metadata interceptor.
         options: Channel arguments (message sizes, keepalive, retries).
         metadata: Headers attached to every call.
         root_certificates: PEM roots for TLS; ``None`` uses the system defaults.
@@ -259,10 +265,11 @@ def create_channel(
         if use_tls
         else grpc.insecure_channel(target, options=args)
     )
-    chain: list[ClientInterceptor] = []
+    # The caller's interceptors run first and the metadata interceptor last, as in Microsoft's SDK, so
+    # their headers come first on the wire.
+    chain: list[ClientInterceptor] = list(interceptors or ())
     if metadata:
-        chain.append(MetadataInterceptor(metadata))
-    chain.extend(interceptors or ())
+        chain.append(DefaultClientInterceptorImpl(list(metadata)))
     return grpc.intercept_channel(channel, *chain) if chain else channel
 
 
@@ -274,10 +281,11 @@ def intercept_given_channel(
     Microsoft's SDK drops them silently when ``channel=`` is given, so a scheduler worker would serve the
     ``default`` task hub; here they apply exactly as on a channel the SDK opens itself.
     """
-    chain: list[ClientInterceptor] = []
+    # The caller's interceptors run first and the metadata interceptor last, as in Microsoft's SDK, so
+    # their headers come first on the wire.
+    chain: list[ClientInterceptor] = list(interceptors or ())
     if metadata:
-        chain.append(MetadataInterceptor(metadata))
-    chain.extend(interceptors or ())
+        chain.append(DefaultClientInterceptorImpl(list(metadata)))
     return grpc.intercept_channel(channel, *chain) if chain else channel
 
 
@@ -293,10 +301,9 @@ def create_aio_channel(
     """Open an asyncio channel; arguments as for :func:`create_channel`."""
     target, use_tls = parse_address(host_address, secure_channel)
     args = options.to_grpc_options() if options is not None else None
-    chain: list[AsyncClientInterceptor] = []
+    chain: list[AsyncClientInterceptor] = list(interceptors or ())
     if metadata:
-        chain.append(AsyncMetadataInterceptor(metadata))
-    chain.extend(interceptors or ())
+        chain.append(DefaultAsyncClientInterceptorImpl(list(metadata)))
     chain = split_aio_interceptors(chain)
     if use_tls:
         return grpc.aio.secure_channel(

@@ -12,7 +12,7 @@ from google.protobuf.message import Message
 from durabletask import history as h
 from durabletask._attach.fingerprint import split_tags
 from durabletask._client.models import DEFAULT_CONVERTER, DataConverter, OrchestrationState, OrchestrationStatus
-from durabletask._errors import ProtocolError
+from durabletask._errors import HistoryEventError, ProtocolError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.failures import FailureDetails, details_from_proto
 
@@ -277,13 +277,14 @@ def history_event_from_pb(event: pb.HistoryEvent) -> h.HistoryEvent:
     """The public history event for a wire event.
 
     Raises:
-        ProtocolError: the event has no kind, or one this SDK does not know.
+        HistoryEventError: the event has no kind, or one this SDK does not know (a ``ProtocolError`` and a
+            ``ValueError``).
     """
     kind = event.WhichOneof("eventType")
     if kind is None:
-        raise ProtocolError(f"history event {event.eventId} has no event type")
+        raise HistoryEventError(f"history event {event.eventId} has no event type")
     convert = _HISTORY.get(kind)
     if convert is None:
-        raise ProtocolError(f"history event {event.eventId} has an unsupported type {kind!r}")
+        raise HistoryEventError(f"history event {event.eventId} has an unsupported type {kind!r}")
     base = {"event_id": event.eventId, "timestamp": from_timestamp(event.timestamp)}
     return convert(getattr(event, kind), base)

@@ -7,7 +7,7 @@ from json.decoder import JSONDecoder
 from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING, Any, Protocol
 
-from durabletask import _payload
+from durabletask import _coercion, _payload
 from durabletask.serialization import DEFAULT_DATA_CONVERTER
 
 if TYPE_CHECKING:
@@ -109,5 +109,18 @@ class Codec:
             else:
                 if end == len(text) and (target_type is None or type(value) is target_type):
                     return value
-        # The default converter is what a ``from_json(cls, value, converter)`` hook is given.
-        return _payload.from_json(text, target_type, DEFAULT_DATA_CONVERTER)
+        # Best-effort as the default converter is (the raw value when the payload does not fit the type); it is
+        # also what a ``from_json(cls, value, converter)`` hook is given.
+        return DEFAULT_DATA_CONVERTER.deserialize(text, target_type)
+
+    def can_reconstruct(self, annotation: Any) -> bool:
+        """Whether payloads for a function annotated ``annotation`` are rebuilt as it (the converter decides)."""
+        if annotation is None:
+            return False
+        if self._converter is None:
+            return _coercion.reconstructable(annotation)
+        return bool(self._converter.can_reconstruct(annotation))
+
+    def payload_type(self, annotation: Any) -> Any:
+        """``annotation`` when the converter rebuilds it, else ``None`` (the payload is passed as parsed)."""
+        return annotation if self.can_reconstruct(annotation) else None

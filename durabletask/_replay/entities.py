@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay.critical_section import OrchestrationEntityContext
 from durabletask._replay.entity_actions import CallEntity, EntityMessage, LockEntities, SignalEntity, UnlockEntity
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError
 from durabletask._replay.handlers import Handler, HandlerTable
@@ -27,26 +27,12 @@ _ADVICE = (
 )
 
 
-class EntityLockingError(OrchestrationStateError, RuntimeError):
-    """An entity call, signal or lock request that the critical-section rules do not allow."""
-
-
-@dataclass
-class _Section:
-    """The critical section the orchestration is in: its locks, and which of them are free to call."""
-
-    id: str
-    locks: list[EntityInstanceId]
-    granted: bool = False
-    available: set[EntityInstanceId] = field(default_factory=set)
-
-
 class OrchestrationEntities:
     """Entity support for one orchestration execution (see :class:`~durabletask._replay.runtime.EntitySupport`)."""
 
     def __init__(self, rt: RuntimeContext) -> None:
         self._rt = rt
-        self._section: _Section | None = None
+        self.section = OrchestrationEntityContext(rt.instance_id)
         # requestId → (sequence ID of the call, entity, operation), for matching results to calls.
         self.calls: dict[str, tuple[int, EntityInstanceId, str]] = {}
         # criticalSectionId → sequence ID of the lock request.
@@ -54,7 +40,7 @@ class OrchestrationEntities:
 
     @property
     def in_critical_section(self) -> bool:
-        return self._section is not None
+        return self.section.is_inside_critical_section
 
     # ---- calls from the orchestrator ---------------------------------------------------------
     def call_entity(
@@ -66,7 +52,7 @@ class OrchestrationEntities:
         seq = rt.next_sequence_id()
         entity_id = to_entity_id(entity)
         _require_operation(operation)
-        self._check_call(entity_id)
+        _allowed(self.section.validate_operation_transition(entity_id, one_way=False))
         encoded = rt.codec.encode(input, "input of entity operation '{}'", operation)
         request_id = rt.new_uuid()
         task: CompletableTask[Any] = CompletableTask(return_type)
@@ -81,12 +67,7 @@ class OrchestrationEntities:
         seq = rt.next_sequence_id()
         target = to_entity_id(entity_id)
         _require_operation(operation_name)
-        section = self._section
-        if section is not None and target in section.locks:
-            raise EntityLockingError(
-                f"cannot signal {target} from inside a critical section that locks it; "
-                "call it with call_entity, or signal it after leaving the critical section"
-            )
+        _allowed(self.section.validate_operation_transition(target, one_way=True))
         if signal_time is not None and not isinstance(signal_time, datetime):
             raise TypeError(f"signal_time must be a datetime, not {type(signal_time).__name__}")
         encoded = rt.codec.encode(input, "input of entity operation '{}'", operation_name)
@@ -96,59 +77,45 @@ class OrchestrationEntities:
     def lock_entities(self, entities: list[Any]) -> LockTask[EntityLock]:
         rt = self._rt
         seq = rt.next_sequence_id()
-        if self._section is not None:
-            raise EntityLockingError(
-                "cannot lock entities from inside a critical section; leave it first "
-                "(critical sections cannot be nested)"
-            )
+        _allowed(self.section.validate_acquire_transition())
         if isinstance(entities, (str, EntityInstanceId)):
             raise TypeError("lock_entities takes a list of entities")
-        locks = sorted(set(to_entity_id(entity) for entity in entities))
-        if not locks:
-            raise ValueError("lock_entities needs at least one entity to lock")
         section_id = rt.new_uuid()
+        request, _ = self.section.emit_acquire_message(section_id, [to_entity_id(entity) for entity in entities])
+        if request is None:
+            raise ValueError("lock_entities needs at least one entity to lock")
         task: LockTask[EntityLock] = LockTask()
-        rt.schedule(LockEntities(seq, section_id, [str(lock) for lock in locks], rt.instance_id), task)
+        lock_set = list(request.entityLockRequested.lockSet)
+        rt.schedule(LockEntities(seq, section_id, lock_set, rt.instance_id), task)
         self.lock_requests[section_id] = seq
-        self._section = _Section(section_id, locks)
         return task
 
     def exit_critical_section(self) -> None:
-        section, self._section = self._section, None
-        if section is None:
-            return  # already left, e.g. by continue_as_new inside the with block
         rt = self._rt
-        for lock in section.locks:
-            rt.schedule(UnlockEntity(rt.next_sequence_id(), section.id, str(lock), rt.instance_id), None)
-
-    def _check_call(self, entity_id: EntityInstanceId) -> None:
-        section = self._section
-        if section is None:
-            return
-        if not section.granted:
-            raise EntityLockingError("wait for the lock_entities task to complete before calling an entity")
-        if entity_id not in section.locks:
-            held = ", ".join(str(lock) for lock in section.locks)
-            raise EntityLockingError(
-                f"cannot call {entity_id} from a critical section that does not lock it (locked: {held})"
-            )
-        if entity_id not in section.available:
-            raise EntityLockingError(
-                f"cannot call {entity_id} again before its previous call in this critical section has completed"
-            )
-        section.available.discard(entity_id)
+        # Nothing to send once the section was left, e.g. by continue_as_new inside the with block.
+        for message in self.section.emit_lock_release_messages():
+            unlock = message.entityUnlockSent
+            target = unlock.targetInstanceId.value
+            rt.schedule(UnlockEntity(rt.next_sequence_id(), unlock.criticalSectionId, target, rt.instance_id), None)
 
     # ---- results -----------------------------------------------------------------------------
     def lock_granted(self, section_id: str) -> None:
-        section = self._section
-        if section is not None and section.id == section_id:
-            section.granted = True
-            section.available = set(section.locks)
+        if self.section.critical_section_id == section_id:
+            self.section.complete_acquire(section_id)
 
     def call_returned(self, entity_id: EntityInstanceId) -> None:
-        section = self._section
-        if section is not None and section.granted and entity_id in section.locks:
-            section.available.add(entity_id)
+        section = self.section
+        # Only a locked entity becomes callable again (a call made before the section may return inside it).
+        if not section.lock_acquisition_pending and entity_id in section.critical_section_locks:
+            section.recover_lock_after_call(entity_id)
+
+
+def _allowed(verdict: tuple[bool, str]) -> None:
+    # Refusals are RuntimeErrors with the critical-section rule's own words, as in Microsoft's SDK (the recorded
+    # failure type, builtins.RuntimeError, is then the same under both).
+    allowed, reason = verdict
+    if not allowed:
+        raise RuntimeError(reason)
 
 
 def _require_operation(operation: str) -> None:

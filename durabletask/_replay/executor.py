@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -25,12 +24,28 @@ if TYPE_CHECKING:
 DEFAULT_MAXIMUM_TIMER_INTERVAL = timedelta(days=3)
 
 
-@dataclass(frozen=True)
-class ExecutionResult:
-    """What one orchestration episode produced."""
+class ExecutionResults:
+    """What one orchestration episode produced: its actions and its custom status (JSON text, ``None`` if never set).
+
+    Microsoft's executor returns a class of this name and shape (``durabletask.worker.ExecutionResults``); the
+    trace context is the orchestration's span, which our worker's tracing keeps elsewhere (``None`` here).
+    """
 
     actions: list[pb.OrchestratorAction]
-    custom_status: str | None  # already JSON-encoded, None when never set
+    encoded_custom_status: str | None
+
+    def __init__(
+        self,
+        actions: list[pb.OrchestratorAction],
+        encoded_custom_status: str | None,
+        orchestration_trace_context: pb.TraceContext | None = None,
+    ) -> None:
+        self.actions = actions
+        self.encoded_custom_status = encoded_custom_status
+        self._orchestration_trace_context = orchestration_trace_context
+
+    def __repr__(self) -> str:
+        return f"ExecutionResults(actions=<{len(self.actions)}>, encoded_custom_status={self.encoded_custom_status!r})"
 
 
 class OrchestrationExecutor:
@@ -82,7 +97,7 @@ class OrchestrationExecutor:
 
     def execute(
         self, instance_id: str, old_events: Sequence[pb.HistoryEvent], new_events: Sequence[pb.HistoryEvent]
-    ) -> ExecutionResult:
+    ) -> ExecutionResults:
         """Replay ``old_events``, then apply ``new_events``, and return the resulting actions.
 
         A rewind request (``executionRewound`` arriving after a failed execution) does not run the
@@ -91,8 +106,8 @@ class OrchestrationExecutor:
         if rewind.is_rewind_request(old_events, new_events):
             self._runtime = None
             self._logger.info("%s: rewinding the failed orchestration", instance_id)
-            return ExecutionResult(
-                actions=[rewind.rewind_action(instance_id, old_events, new_events)], custom_status=None
+            return ExecutionResults(
+                actions=[rewind.rewind_action(instance_id, old_events, new_events)], encoded_custom_status=None
             )
         rt = RuntimeContext(
             instance_id,
@@ -112,7 +127,7 @@ class OrchestrationExecutor:
             raise ProtocolError(f"history of orchestration '{instance_id}' has no executionStarted event")
         return self._result(rt)
 
-    def resume(self, new_events: Sequence[pb.HistoryEvent]) -> ExecutionResult:
+    def resume(self, new_events: Sequence[pb.HistoryEvent]) -> ExecutionResults:
         """Apply only the events that arrived since the last call (an extended session)."""
         rt = self._runtime
         if rt is None:
@@ -129,19 +144,20 @@ class OrchestrationExecutor:
         except ProtocolError:
             raise
         except Exception as error:
-            if not replaying or self._logger.isEnabledFor(logging.DEBUG):
-                self._logger.info("%s: orchestration '%s' failed: %s", rt.instance_id, rt.name, error)
+            # Logged whether the code raised on new events or while replaying old ones: either way the
+            # orchestration fails now, in this turn (Microsoft's executor logs both at INFO too).
+            self._logger.info("%s: orchestration '%s' failed: %s", rt.instance_id, rt.name, error)
             rt.fail(error)
             return False
         finally:
             rt.end_batch()
         return True
 
-    def _result(self, rt: RuntimeContext) -> ExecutionResult:
+    def _result(self, rt: RuntimeContext) -> ExecutionResults:
         try:
             actions = rt.drain_actions()
         except Exception as error:  # an action the wire format cannot carry: fail rather than raise
             rt.pending.clear()
             rt.fail(error, force=True)
             actions = rt.drain_actions()
-        return ExecutionResult(actions=actions, custom_status=rt.custom_status)
+        return ExecutionResults(actions=actions, encoded_custom_status=rt.custom_status)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from google.protobuf import timestamp_pb2
 
 from durabletask._attach.fingerprint import TAG_PREFIX, is_reserved_tag
+from durabletask._errors import PayloadTooLargeError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import typehints
 from durabletask._replay.actions import (
@@ -39,6 +40,7 @@ from durabletask._replay.tasks import (
     TimerTask,
     is_task_class,
 )
+from durabletask.internal.json_encode_output_exception import JsonEncodeOutputException
 
 if TYPE_CHECKING:
     from durabletask.entities.entity_lock import EntityLock
@@ -247,7 +249,7 @@ class RuntimeContext(OrchestrationContext):
             except TypeError:  # an unhashable callable
                 name, hinted = get_name(activity), typehints.output_type(activity)
             if return_type is None:
-                return_type = hinted
+                return_type = self.codec.payload_type(hinted)
         encoded = self.codec.encode(input, "input of activity '{}'", name)
         if tags:
             check_tags(tags)
@@ -388,7 +390,11 @@ class RuntimeContext(OrchestrationContext):
         """Call the orchestrator function; a generator or coroutine is then driven as its tasks complete."""
         self.started = True
         self.name = name
-        value = self.codec.decode(encoded_input, typehints.input_type(fn)) if encoded_input else None
+        value = (
+            self.codec.decode(encoded_input, self.codec.payload_type(typehints.input_type(fn)))
+            if encoded_input
+            else None
+        )
         result = fn(self, value)
         if isinstance(result, GeneratorType):
             self._gen = result
@@ -441,7 +447,14 @@ class RuntimeContext(OrchestrationContext):
             return
         try:
             encoded = self.codec.encode(result, "orchestration output")
-        except Exception as error:  # output that cannot be sent fails the orchestration
+        except PayloadTooLargeError as error:  # our size limit, named as such (docs/conformance.md, (4))
+            self.fail(error)
+            return
+        except (TypeError, ValueError):
+            # As Microsoft's executor: the failure names the value, not the encoder's complaint about it.
+            self.fail(JsonEncodeOutputException(result))
+            return
+        except Exception as error:  # e.g. a to_json hook's own error
             self.fail(error)
             return
         self._end(COMPLETED, encoded)

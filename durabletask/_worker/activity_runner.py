@@ -127,7 +127,7 @@ class ActivityRunner:
             raise ActivityNotRegisteredError(f"Activity function named '{request.name}' was not registered!")
         self._logger.debug("%s/%d: running activity '%s'", instance_id, request.taskId, request.name)
         text = request.input.value if request.HasField("input") else None
-        value = self._codec.decode(text, input_type(fn) if text else None)
+        value = self._codec.decode(text, self._codec.payload_type(input_type(fn)) if text else None)
         return fn, self._new_context(instance_id, request.taskId), value
 
     def _encode(self, request: pb.ActivityRequest, output: Any) -> str | None:

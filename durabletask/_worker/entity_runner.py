@@ -20,7 +20,7 @@ from durabletask._registry import EntityNotRegisteredError, Registry
 from durabletask._replay import typehints
 from durabletask._replay.codec import Codec
 from durabletask._replay.failures import proto_from_exception
-from durabletask.entities._state import EntityState
+from durabletask.entities._state import StateShim
 from durabletask.entities.durable_entity import DurableEntity
 from durabletask.entities.entity_context import EntityContext
 from durabletask.entities.entity_instance_id import EntityInstanceId
@@ -101,7 +101,8 @@ class EntityRunner:
     ) -> pb.EntityBatchResult:
         entity_id = EntityInstanceId.parse(batch.instanceId)
         codec = self._codec.for_instance(batch.instanceId)
-        state = EntityState(batch.entityState.value if batch.HasField("entityState") else None, codec)
+        encoded = batch.entityState.value if batch.HasField("entityState") else None
+        state = StateShim(encoded, is_serialized=True, codec=codec)
         result = pb.EntityBatchResult(completionToken=completion_token)
         # Each operation's result is written in place in the batch's message: built apart and then passed
         # in, every result (and its timestamps) would be copied once per level of nesting.
@@ -109,10 +110,10 @@ class EntityRunner:
         recording = tracing.recording(self._emit_trace_spans)
         for operation in batch.operations:
             self._traced(batch.instanceId, entity_id, operation, state, results.add(), recording)
-        result.actions.extend(state.actions)
+        result.actions.extend(state.get_operation_actions())
         result.operationInfos.extend(operation_infos[: len(results)])
-        if state.encoded is not None:
-            result.entityState.value = state.encoded
+        if (text := state.encode_state()) is not None:
+            result.entityState.value = text
         return result
 
     def _traced(
@@ -120,7 +121,7 @@ class EntityRunner:
         instance_id: str,
         entity_id: EntityInstanceId,
         operation: pb.OperationRequest,
-        state: EntityState,
+        state: StateShim,
         out: pb.OperationResult,
         recording: bool,
     ) -> None:
@@ -142,7 +143,7 @@ class EntityRunner:
         self,
         entity_id: EntityInstanceId,
         operation: pb.OperationRequest,
-        state: EntityState,
+        state: StateShim,
         out: pb.OperationResult,
         span: Any = None,
     ) -> None:
@@ -154,7 +155,9 @@ class EntityRunner:
         except Exception as error:
             tracing.record_failure(span, error)
             state.rollback()
-            self._logger.info("%s: operation '%s' failed: %s", entity_id, operation.operation, error)
+            # ERROR with the traceback, as Microsoft's worker logs a failed operation: the failure reaches a
+            # caller only as details, and a signal's failure reaches no one.
+            self._logger.error("%s: operation '%s' failed: %s", entity_id, operation.operation, error, exc_info=error)
             failure = out.failure
             failure.failureDetails.CopyFrom(proto_from_exception(error, properties_of=self._properties_of))
             _stamp(failure.startTimeUtc, started)
@@ -167,22 +170,24 @@ class EntityRunner:
         if encoded is not None:
             success.result.value = encoded
 
-    def _invoke(
-        self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: EntityState
-    ) -> Any:
+    def _invoke(self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: StateShim) -> Any:
         entity = self._registry.get_entity(entity_id.entity)
         if entity is None:
             raise EntityNotRegisteredError(f"Entity function named '{entity_id.entity}' was not registered!")
         if isinstance(entity, type):
             return self._invoke_method(entity, entity_id, operation, encoded_input, state)
-        value = self._codec.decode(encoded_input, typehints.input_type(entity, 1)) if encoded_input else None
+        value = (
+            self._codec.decode(encoded_input, self._codec.payload_type(typehints.input_type(entity, 1)))
+            if encoded_input
+            else None
+        )
         context = EntityContext(
             str(entity_id), operation, state, entity_id, codec=self._codec, encoded_input=encoded_input, input=value
         )
         return _settle(entity(context, value))
 
     def _invoke_method(
-        self, cls: type[Any], entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: EntityState
+        self, cls: type[Any], entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: StateShim
     ) -> Any:
         method_name = _operations(cls).get(operation.casefold())
         if method_name is None:
@@ -190,7 +195,11 @@ class EntityRunner:
                 f"entity '{entity_id.entity}' ({cls.__name__}) has no operation named '{operation}'"
             )
         function = getattr(cls, method_name)
-        value = self._codec.decode(encoded_input, typehints.input_type(function, 1)) if encoded_input else None
+        value = (
+            self._codec.decode(encoded_input, self._codec.payload_type(typehints.input_type(function, 1)))
+            if encoded_input
+            else None
+        )
         context = EntityContext(
             str(entity_id), operation, state, entity_id, codec=self._codec, encoded_input=encoded_input, input=value
         )

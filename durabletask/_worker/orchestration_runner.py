@@ -33,7 +33,7 @@ class ExecutionResultLike(Protocol):
     def actions(self) -> Sequence[pb.OrchestratorAction]: ...
 
     @property
-    def custom_status(self) -> str | None: ...
+    def encoded_custom_status(self) -> str | None: ...
 
 
 class Executor(Protocol):
@@ -273,8 +273,8 @@ class OrchestrationRunner:
                 self._logger.warning("%s: could not store the turn's payloads: %s", instance_id, exc)
                 return OrchestrationOutcome(None, f"its payloads could not be stored ({exc})")
         response = pb.OrchestratorResponse(instanceId=instance_id, actions=actions, completionToken=completion_token)
-        if result.custom_status is not None:
-            response.customStatus.value = result.custom_status  # in place: building it apart would copy it
+        if result.encoded_custom_status is not None:
+            response.customStatus.value = result.encoded_custom_status  # in place: building it apart would copy it
         return OrchestrationOutcome(response)
 
 

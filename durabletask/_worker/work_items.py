@@ -157,7 +157,10 @@ class WorkItemHandler:
                 # As the compatible worker does: operations on an entity with no code here fail,
                 # instead of the batch bouncing between this worker and the backend.
                 missing = name or batch.instanceId
-                self._logger.warning("entity '%s' is not registered; failing its operations", missing)
+                # ERROR, as Microsoft's worker logs each of these failed operations.
+                self._logger.error(
+                    "entity '%s' is not registered; failing its %d operation(s)", missing, len(batch.operations)
+                )
                 result = unregistered_result(batch, infos, item.completionToken, missing)
             self._sender.send(
                 f"the entity batch result for '{batch.instanceId}'",

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from durabletask import DISTRIBUTION_NAME, __version__
 from durabletask._grpc.channel import (
     AsyncClientInterceptor,
-    AsyncMetadataInterceptor,
     ClientInterceptor,
-    MetadataInterceptor,
+    DefaultAsyncClientInterceptorImpl,
+    DefaultClientInterceptorImpl,
 )
 from durabletask.azuremanaged._tokens import (
     AsyncTokenCache,
@@ -83,7 +83,7 @@ def default_channel_options() -> GrpcChannelOptions:
     )
 
 
-class SchedulerInterceptor(MetadataInterceptor):
+class SchedulerInterceptor(DefaultClientInterceptorImpl):
     """Adds the scheduler headers, and a bearer token when a credential is configured, to every sync call.
 
     Args:
@@ -94,20 +94,24 @@ class SchedulerInterceptor(MetadataInterceptor):
 
     def __init__(self, taskhub: str, *, token_cache: TokenCache | None = None, worker_id: str | None = None):
         super().__init__(scheduler_headers(taskhub, worker_id))
-        self._static = self._metadata
         self._token_cache = token_cache
 
     def metadata(self) -> list[tuple[str, str]]:
         return self.headers()
 
     def headers(self) -> list[tuple[str, str]]:
-        """The headers for the next call; may block on a token refresh."""
+        """The headers for the next call; may block on a token refresh.
+
+        ``self._metadata`` (the compatible API's attribute) holds the fixed ones, so a subclass that changes it
+        changes what is sent.
+        """
+        fixed = list(self._metadata or ())
         if self._token_cache is None:
-            return list(self._static)
-        return [*self._static, (AUTHORIZATION_HEADER, f"Bearer {self._token_cache.get_token()}")]
+            return fixed
+        return [*fixed, (AUTHORIZATION_HEADER, f"Bearer {self._token_cache.get_token()}")]
 
 
-class AsyncSchedulerInterceptor(AsyncMetadataInterceptor):
+class AsyncSchedulerInterceptor(DefaultAsyncClientInterceptorImpl):
     """The asyncio counterpart of :class:`SchedulerInterceptor`; token refreshes never block the loop."""
 
     def __init__(self, taskhub: str, *, token_cache: AsyncTokenCache | None = None, worker_id: str | None = None):

@@ -13,6 +13,12 @@ from durabletask._grpc.channel import AsyncClientInterceptor, ClientInterceptor
 from durabletask.azuremanaged._metadata import async_interceptors, default_channel_options, sync_interceptors
 from durabletask.azuremanaged._tokens import AsyncTokenCredentialLike, TokenCredentialLike
 from durabletask.azuremanaged.connection_string import parse_connection_string
+from durabletask.azuremanaged.internal.durabletask_grpc_interceptor import (
+    DTSAsyncDefaultClientInterceptorImpl as DTSAsyncDefaultClientInterceptorImpl,  # importable here, as in Microsoft's
+)
+from durabletask.azuremanaged.internal.durabletask_grpc_interceptor import (
+    DTSDefaultClientInterceptorImpl as DTSDefaultClientInterceptorImpl,
+)
 from durabletask.client import AsyncTaskHubGrpcClient, TaskHubGrpcClient
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions
 from durabletask.payload.store import PayloadStore

@@ -12,6 +12,9 @@ from durabletask._grpc.channel import ClientInterceptor
 from durabletask.azuremanaged._metadata import default_channel_options, new_worker_id, sync_interceptors
 from durabletask.azuremanaged._tokens import TokenCredentialLike
 from durabletask.azuremanaged.connection_string import parse_connection_string
+from durabletask.azuremanaged.internal.durabletask_grpc_interceptor import (
+    DTSDefaultClientInterceptorImpl as DTSDefaultClientInterceptorImpl,  # importable here, as in Microsoft's
+)
 from durabletask.exception_properties import ExceptionPropertiesProvider
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
 from durabletask.payload.store import PayloadStore

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.codec import Codec
-from durabletask.entities._state import EntityState
+from durabletask.entities._state import StateShim
 from durabletask.entities.entity_instance_id import EntityInstanceId
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter
 
-__all__ = ["EntityContext"]
+__all__ = ["EntityContext", "StateShim"]
 
 TState = TypeVar("TState")
 
@@ -39,7 +39,7 @@ class EntityContext:
         self,
         orchestration_id: str,
         operation: str,
-        state: EntityState,
+        state: StateShim,
         entity_id: EntityInstanceId,
         data_converter: DataConverter | None = None,
         *,
@@ -100,15 +100,15 @@ class EntityContext:
         Raises:
             TypeError: The state cannot be read as ``intended_type``.
         """
-        return self._state.get(intended_type, default)
+        return self._state.get_state(intended_type, default)
 
     def set_state(self, new_state: Any) -> None:
         """Replace the entity's state; ``None`` deletes it."""
-        self._state.set(new_state)
+        self._state.set_state(new_state)
 
     def delete_state(self) -> None:
         """Delete the entity's state (an entity without state and without pending work disappears)."""
-        self._state.delete()
+        self._state.set_state(None)
 
     def signal_entity(
         self,
@@ -127,7 +127,7 @@ class EntityContext:
             signal.input.value = encoded
         if signal_time is not None:
             signal.scheduledTime.FromDatetime(signal_time)
-        self._state.add_action(pb.OperationAction(sendSignal=signal))
+        self._state.add_operation_action(pb.OperationAction(sendSignal=signal))
 
     def schedule_new_orchestration(
         self, orchestration_name: str, input: Any | None = None, instance_id: str | None = None
@@ -140,5 +140,5 @@ class EntityContext:
         encoded = self._codec.encode(input, "input of orchestration '{}'", orchestration_name)
         if encoded is not None:
             start.input.value = encoded
-        self._state.add_action(pb.OperationAction(startNewOrchestration=start))
+        self._state.add_operation_action(pb.OperationAction(startNewOrchestration=start))
         return new_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from durabletask._errors import DurableTaskError
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._proto.orchestrator_service_pb2 import TaskFailureDetails as TaskFailureDetails  # as in Microsoft's
 from durabletask.entities.entity_instance_id import EntityInstanceId
 
 __all__ = ["EntityOperationFailedException"]

@@ -6,10 +6,11 @@ A payload (input, output, event data, custom status, entity state) over ``thresh
 Azure Blob Storage, :class:`FilePayloadStore` in a local folder.
 """
 
-from durabletask.payload.file_store import FilePayloadStore, FilePayloadStoreOptions
+from durabletask.payload.file_store import FilePayloadStore as FilePayloadStore
+from durabletask.payload.file_store import FilePayloadStoreOptions as FilePayloadStoreOptions
+from durabletask.payload.helpers import PayloadStoreError as PayloadStoreError
+from durabletask.payload.helpers import StoredPayloadTooLargeError as StoredPayloadTooLargeError
 from durabletask.payload.helpers import (
-    PayloadStoreError,
-    StoredPayloadTooLargeError,
     deexternalize_payloads,
     deexternalize_payloads_async,
     externalize_payloads,
@@ -17,13 +18,10 @@ from durabletask.payload.helpers import (
 )
 from durabletask.payload.store import LargePayloadStorageOptions, PayloadStore
 
+# Microsoft's list; our additions imported above (as themselves) are importable from here all the same.
 __all__ = [
-    "FilePayloadStore",
-    "FilePayloadStoreOptions",
     "LargePayloadStorageOptions",
     "PayloadStore",
-    "PayloadStoreError",
-    "StoredPayloadTooLargeError",
     "deexternalize_payloads",
     "deexternalize_payloads_async",
     "externalize_payloads",

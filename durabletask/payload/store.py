@@ -9,6 +9,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+# What ``from durabletask.payload.store import *`` gives in Microsoft's module; the token and packing helpers
+# below are ours and are imported by name.
+__all__ = ["LargePayloadStorageOptions", "PayloadStore"]
+
 #: Every token names the blob holding a payload: ``blob:v1:<container>:<blob name>``, as the other SDKs write it.
 TOKEN_PREFIX = "blob:v1:"
 

@@ -2,12 +2,102 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
 from dtscale_emulator.limits import Limits
 from dtscale_emulator.ops.clock import Clock
 from dtscale_emulator.server import EmulatorServer
+from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId as EntityInstanceId  # as in Microsoft's module
 
 __all__ = ["InMemoryOrchestrationBackend", "create_test_backend"]
+
+
+# The records Microsoft's in-memory backend keeps its state in, with its fields and defaults, for code that
+# builds or reads them. This backend keeps that state in the emulator's store instead, so none of its methods
+# return one.
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class OrchestrationInstance:
+    """An orchestration instance as the in-memory backend records it."""
+
+    instance_id: str
+    name: str
+    status: pb.OrchestrationStatus
+    version: str | None = None
+    input: str | None = None
+    output: str | None = None
+    custom_status: str | None = None
+    created_at: datetime = field(default_factory=_now)
+    last_updated_at: datetime = field(default_factory=_now)
+    completed_at: datetime | None = None
+    failure_details: pb.TaskFailureDetails | None = None
+    history: list[pb.HistoryEvent] = field(default_factory=list)
+    pending_events: list[pb.HistoryEvent] = field(default_factory=list)
+    dispatched_events: list[pb.HistoryEvent] = field(default_factory=list)
+    completion_token: int = 0
+    tags: dict[str, str] | None = None
+
+
+@dataclass
+class ActivityWorkItem:
+    """An activity waiting to be run."""
+
+    instance_id: str
+    name: str
+    task_id: int
+    input: str | None
+    completion_token: int
+    version: str | None = None
+
+
+@dataclass
+class EntityState:
+    """An entity as the in-memory backend records it: its state, lock and queued operations."""
+
+    instance_id: str
+    serialized_state: str | None = None
+    last_modified_at: datetime = field(default_factory=_now)
+    locked_by: str | None = None
+    pending_operations: list[pb.HistoryEvent] = field(default_factory=list)
+    dispatched_operations: list[pb.HistoryEvent] = field(default_factory=list)
+    completion_token: int = 0
+
+
+@dataclass
+class PendingLockRequest:
+    """An orchestration's request to lock a set of entities, not yet granted."""
+
+    critical_section_id: str
+    parent_instance_id: str
+    lock_set: list[str]
+
+
+@dataclass
+class EntityWorkItem:
+    """A batch of operations waiting to be run on one entity."""
+
+    instance_id: str
+    entity_state: str | None
+    operations: list[pb.HistoryEvent]
+    completion_token: int
+
+
+@dataclass
+class StateWaiter:
+    """A caller waiting for an instance to reach a state: set ``result`` and ``event`` when ``predicate`` holds."""
+
+    predicate: Callable[[OrchestrationInstance], bool]
+    event: threading.Event = field(default_factory=threading.Event)
+    result: OrchestrationInstance | None = None
 
 
 class InMemoryOrchestrationBackend:

@@ -6,15 +6,15 @@ emulator where a server is needed. docs/conformance.md records what each shows.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from . import probes
 from .conftest import ROOT, our_env, peer_env
 
 pytestmark = [
@@ -22,22 +22,9 @@ pytestmark = [
     pytest.mark.local_only("compares both SDKs' plain clients on an emulator of its own"),
 ]
 
-PROBES = Path(__file__).resolve().parent / "peer_scripts" / "client_probes.py"
-
-
-def probe(python: Path | str, env: dict[str, str], cwd: str, *args: str) -> Any:
-    proc = subprocess.run(
-        [str(python), str(PROBES), *args], capture_output=True, text=True, timeout=90, env=env, cwd=cwd
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.splitlines()[-1])
-
-
-def side_by_side(peer_py: Path, *args: str, extra_env: dict[str, str] | None = None) -> tuple[Any, Any]:
-    """(Microsoft's result, ours) for one probe."""
-    theirs = probe(peer_py, {**peer_env(), **(extra_env or {})}, "/", *args)
-    ours = probe(sys.executable, {**our_env(), **(extra_env or {})}, str(ROOT), *args)
-    return theirs, ours
+PROBES = probes.PEER_SCRIPTS / "client_probes.py"
+probe = partial(probes.probe, PROBES)
+side_by_side = partial(probes.side_by_side, PROBES)
 
 
 def hub() -> str:
@@ -109,3 +96,35 @@ def test_invocations_per_turn_with_extended_sessions_off_and_on(
     assert theirs == ours_off == {"output": 3, "turns": 4, "calls": 4}
     # With extended sessions (our default) the live orchestration resumes: one call for the whole run.
     assert ours_default == {"output": 3, "turns": 4, "calls": 1}
+
+
+def _severity(records: list[list[Any]]) -> list[tuple[str, str | None]]:
+    """(level, exception logged with its traceback) of the records above INFO."""
+    return [(level, error) for level, error, _ in records if level not in ("DEBUG", "INFO")]
+
+
+def test_failures_are_logged_at_microsofts_levels(peer_py: Path, emulator_port: int) -> None:
+    address = f"localhost:{emulator_port}"
+    theirs = probes.probe(PROBES, peer_py, peer_env(), "/", "failure_logs", address, hub())
+    # Extended sessions off: the orchestrator that raises while replaying must replay, as in Microsoft's worker.
+    ours = probes.probe(PROBES, sys.executable, our_env(), str(ROOT), "failure_logs", address, hub(), "off")
+    assert set(ours) == set(theirs)
+    for case in theirs:
+        assert ours[case]["status"] == theirs[case]["status"] == "FAILED", case
+    # A failed entity operation: ERROR with the traceback, naming the error, in both.
+    assert _severity(theirs["entity"]["records"]) == _severity(ours["entity"]["records"]) == [("ERROR", "ValueError")]
+    assert any("entity boom" in text for _, _, text in ours["entity"]["records"])
+    # Operations on an entity no code is registered for: ERROR in both; Microsoft's worker raises and logs the
+    # error per operation, ours fails the batch without running code and says so once (docs/conformance.md).
+    assert _severity(theirs["missing_entity"]["records"]) == [("ERROR", "EntityNotRegisteredError")]
+    assert _severity(ours["missing_entity"]["records"]) == [("ERROR", None)]
+    # Orchestrations that fail, also while replaying: INFO, without a traceback, in both (ours names the error).
+    errors = {"orchestrator": "orchestrator boom", "replay": "replay boom", "missing_orchestrator": "not registered"}
+    for case, error in errors.items():
+        assert _severity(theirs[case]["records"]) == _severity(ours[case]["records"]) == [], case
+        assert any("completed with status: FAILED" in text for _, _, text in theirs[case]["records"]), case
+        assert [(level, error in text) for level, _, text in ours[case]["records"]] == [("INFO", True)], case
+    # A failed activity: Microsoft's worker logs nothing for it, ours one WARNING line (docs/conformance.md).
+    for case in ("activity", "missing_activity"):
+        assert _severity(theirs[case]["records"]) == [], case
+        assert _severity(ours[case]["records"]) == [("WARNING", None)], case

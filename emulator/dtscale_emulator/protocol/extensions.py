@@ -19,6 +19,7 @@ INCLUDE_PAST_EVENTS = "IncludePastEvents"
 #: The worker view: a unary gRPC service beside ``TaskHubSidecarService``. Its empty request returns UTF-8
 #: JSON describing the connected workers of the ``taskhub`` in the call's metadata (their filters and
 #: capabilities) and the runnable backlog per kind, name and version, each entry with ``takers``, the number
-#: of connected workers whose filters let it through; the dashboard uses it to explain PENDING instances. A backend without it answers UNIMPLEMENTED.
+#: of connected workers whose filters let it through; the dashboard uses it to explain PENDING instances. A
+#: backend without it answers UNIMPLEMENTED.
 WORKER_VIEW_SERVICE = "dtscale.WorkerView"
 WORKER_VIEW_METHOD = "GetWorkers"

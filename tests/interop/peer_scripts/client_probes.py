@@ -206,6 +206,96 @@ def invocations(address: str, taskhub: str, sessions: str = "default") -> Any:
     return {"output": state.get_output() if state else None, "turns": turns, "calls": calls}
 
 
+def probe_failing_activity(ctx: task.ActivityContext, _: Any) -> None:
+    raise ValueError("activity boom")
+
+
+def probe_calls_failing_activity(ctx: task.OrchestrationContext, _: Any) -> Any:
+    return (yield ctx.call_activity(probe_failing_activity))
+
+
+def probe_calls_missing_activity(ctx: task.OrchestrationContext, _: Any) -> Any:
+    return (yield ctx.call_activity("probe_no_such_activity"))
+
+
+def probe_raising(ctx: task.OrchestrationContext, _: Any) -> Any:
+    raise ValueError("orchestrator boom")
+
+
+def probe_raises_on_replay(ctx: task.OrchestrationContext, _: Any) -> Any:
+    if ctx.is_replaying:
+        raise ValueError("replay boom")
+    return (yield ctx.call_activity(probe_step, input=1))
+
+
+def probe_failing_entity(ctx: Any, _: Any) -> Any:
+    if ctx.operation == "fail":
+        raise ValueError("entity boom")
+    return None
+
+
+def probe_calls_entity(ctx: task.OrchestrationContext, name: str) -> Any:
+    from durabletask.entities import EntityInstanceId
+
+    return (yield ctx.call_entity(EntityInstanceId(name, "k"), "fail"))
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def take(self, *marks: str) -> list[Any]:
+        """The records naming one of ``marks`` (in the message or the traceback), then forget all."""
+        out = []
+        for record in self.records:
+            text = record.getMessage()
+            trace = logging.Formatter().formatException(record.exc_info) if record.exc_info else ""
+            if any(mark in text or mark in trace for mark in marks):
+                error = record.exc_info[1] if record.exc_info else None
+                out.append([record.levelname, type(error).__name__ if error is not None else None, text])
+        self.records.clear()
+        return out
+
+
+def failure_logs(address: str, taskhub: str, sessions: str = "default") -> Any:
+    """What the worker logs at INFO and above for each kind of failure: the records naming the instance or the error."""
+    logging.disable(logging.NOTSET)
+    records = _Records()
+    log = logging.Logger("probe-worker", logging.INFO)
+    log.addHandler(records)
+    options: dict[str, Any] = {"logger": log}
+    if sessions == "off":  # our SDK only: every turn replays, as in Microsoft's
+        options["extended_sessions"] = worker.ExtendedSessionOptions(max_cached_orchestrations=0)  # type: ignore[attr-defined]
+    make = _plain_worker(address, taskhub, **options)
+    c = _client(address, taskhub)
+    cases: list[tuple[str, Any, Any]] = [
+        ("activity", probe_calls_failing_activity, None),
+        ("missing_activity", probe_calls_missing_activity, None),
+        ("orchestrator", probe_raising, None),
+        ("replay", probe_raises_on_replay, None),
+        ("entity", probe_calls_entity, "probe_failing_entity"),
+        ("missing_entity", probe_calls_entity, "probe_no_such_entity"),
+        ("missing_orchestrator", "probe_no_such_orchestrator", None),
+    ]
+    out: dict[str, Any] = {}
+    orchestrators = dict.fromkeys(fn for _, fn, _ in cases if callable(fn))
+    w = make()
+    w.add_entity(probe_failing_entity)
+    with _worker(lambda: w, *orchestrators, activities=(probe_failing_activity, probe_step)):
+        for label, fn, arg in cases:
+            iid = f"{label}-{time.time_ns()}"
+            c.schedule_new_orchestration(fn, input=arg, instance_id=iid)
+            state = c.wait_for_orchestration_completion(iid, timeout=30)
+            status = state.runtime_status.name if state else None
+            out[label] = {"status": status, "records": records.take(iid, "boom", "probe_no_such")}
+    c.close()
+    return out
+
+
 def main(argv: list[str]) -> int:
     probe, *args = argv
     probes: dict[str, Callable[..., Any]] = {
@@ -214,6 +304,7 @@ def main(argv: list[str]) -> int:
         "logs": logs,
         "channel": channel,
         "invocations": invocations,
+        "failure_logs": failure_logs,
     }
     logging.disable(logging.CRITICAL)  # the SDKs' INFO lines go to stderr; keep the output to the one JSON line
     print(json.dumps(probes[probe](*args)), flush=True)

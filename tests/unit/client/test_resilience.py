@@ -6,8 +6,9 @@ import grpc
 import pytest
 
 from durabletask._client import requests as rq
-from durabletask._client.resilience import ChannelHealth, RetryPlan, is_transport_failure
+from durabletask._client.resilience import ChannelHealth, RetryPlan
 from durabletask._grpc.errors import NotFoundError, UnavailableError
+from durabletask._grpc.resiliency import is_transport_failure
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.grpc_options import GrpcClientResiliencyOptions, GrpcRetryPolicyOptions
 

@@ -12,7 +12,7 @@ import pytest
 
 from durabletask import entities, task
 from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._replay.executor import ExecutionResult
+from durabletask._replay.executor import ExecutionResults
 from durabletask.entities import EntityInstanceId, EntityLock
 from tests.unit.replay.history import INSTANCE, T0, History, completion, failed_with, failure, kinds, output, run
 
@@ -21,15 +21,15 @@ B = EntityInstanceId("account", "b")
 COUNTER = EntityInstanceId("counter", "c1")
 
 
-def messages(result: ExecutionResult) -> list[pb.SendEntityMessageAction]:
+def messages(result: ExecutionResults) -> list[pb.SendEntityMessageAction]:
     return [a.sendEntityMessage for a in result.actions if a.HasField("sendEntityMessage")]
 
 
-def message_kinds(result: ExecutionResult) -> list[str]:
+def message_kinds(result: ExecutionResults) -> list[str]:
     return [str(m.WhichOneof("EntityMessageType")) for m in messages(result)]
 
 
-def advance(history: History, result: ExecutionResult) -> History:
+def advance(history: History, result: ExecutionResults) -> History:
     """Record the episode's entity messages as the backend would, and open the next episode."""
     history.commit()
     for action in result.actions:
@@ -49,10 +49,10 @@ class Steps:
         self.history = History().new().started(task.get_name(orchestrator), input)
         self.last = self.run()
 
-    def run(self) -> ExecutionResult:
+    def run(self) -> ExecutionResults:
         return run(self.history, self.orchestrator)
 
-    def next(self, deliver: Callable[[History, ExecutionResult], Any]) -> ExecutionResult:
+    def next(self, deliver: Callable[[History, ExecutionResults], Any]) -> ExecutionResults:
         previous = self.last
         advance(self.history, previous)
         deliver(self.history, previous)
@@ -60,12 +60,12 @@ class Steps:
         return self.last
 
 
-def request_id(result: ExecutionResult, index: int = 0) -> str:
+def request_id(result: ExecutionResults, index: int = 0) -> str:
     calls = [m.entityOperationCalled for m in messages(result) if m.HasField("entityOperationCalled")]
     return str(calls[index].requestId)
 
 
-def section_id(result: ExecutionResult) -> str:
+def section_id(result: ExecutionResults) -> str:
     (lock,) = [m.entityLockRequested for m in messages(result) if m.HasField("entityLockRequested")]
     return str(lock.criticalSectionId)
 
@@ -121,7 +121,7 @@ def test_results_match_calls_by_request_id_in_any_order() -> None:
 
     steps = Steps(two)
 
-    def deliver(h: History, r: ExecutionResult) -> None:
+    def deliver(h: History, r: ExecutionResults) -> None:
         h.entity_completed(request_id(r, 1), "b").entity_completed(request_id(r, 0), "a")
 
     assert output(steps.next(deliver)) == ["a", "b"]
@@ -310,15 +310,17 @@ def test_calling_an_entity_that_is_not_locked_fails() -> None:
         yield ctx.call_entity(COUNTER, "get")
 
     details = in_section(body)
-    assert "cannot call @counter@c1 from a critical section that does not lock it" in details.errorMessage
-    assert details.errorType.endswith("EntityLockingError")
+    assert details.errorMessage == (
+        "Must not call an entity from a critical section if it is not one of the locked entities."
+    )
+    assert details.errorType == "builtins.RuntimeError"
 
 
 def test_calling_a_locked_entity_twice_at_once_fails() -> None:
     def body(ctx: task.OrchestrationContext) -> Any:
         yield task.when_all([ctx.call_entity(A, "balance"), ctx.call_entity(A, "balance")])
 
-    assert "before its previous call in this critical section has completed" in in_section(body).errorMessage
+    assert "while a prior call to the same entity is still pending" in in_section(body).errorMessage
 
 
 def test_signalling_a_locked_entity_fails() -> None:
@@ -326,7 +328,7 @@ def test_signalling_a_locked_entity_fails() -> None:
         ctx.signal_entity(A, "deposit", 1)
         yield ctx.call_entity(A, "balance")
 
-    assert "cannot signal @account@a from inside a critical section that locks it" in in_section(body).errorMessage
+    assert in_section(body).errorMessage == "Must not signal a locked entity from a critical section."
 
 
 def test_signalling_an_unlocked_entity_inside_a_section_is_allowed() -> None:
@@ -347,7 +349,7 @@ def test_nested_critical_sections_fail() -> None:
     def body(ctx: task.OrchestrationContext) -> Any:
         yield ctx.lock_entities([B])
 
-    assert "critical sections cannot be nested" in in_section(body).errorMessage
+    assert "Must not enter another critical section from within a critical section" in in_section(body).errorMessage
 
 
 def test_calling_before_the_lock_is_granted_fails() -> None:
@@ -356,7 +358,7 @@ def test_calling_before_the_lock_is_granted_fails() -> None:
         yield ctx.call_entity(A, "balance")
 
     details = failed_with(run(History().new().started("eager"), eager))
-    assert "wait for the lock_entities task to complete" in details.errorMessage
+    assert "Must await the completion of the lock request prior to calling any entity" in details.errorMessage
 
 
 @pytest.mark.parametrize(("call", "message"), [

@@ -12,7 +12,7 @@ from durabletask._errors import DurableTaskError
 from durabletask._grpc import errors
 from durabletask._grpc.channel import (
     DEFAULT_HOST_ADDRESS,
-    AsyncMetadataInterceptor,
+    DefaultAsyncClientInterceptorImpl,
     create_aio_channel,
     create_channel,
     parse_address,
@@ -191,7 +191,7 @@ def test_sync_channel_adds_metadata_to_unary_and_streaming_calls(sidecar: Sideca
     assert stream.metadata["taskhub"] == "h1"
 
 
-class CountingInterceptor(AsyncMetadataInterceptor):
+class CountingInterceptor(DefaultAsyncClientInterceptorImpl):
     """Computes headers per call, as a token-refreshing interceptor would."""
 
     def __init__(self) -> None:
@@ -223,7 +223,7 @@ class UnaryOnly(grpc.aio.UnaryUnaryClientInterceptor):
 
 
 def test_split_keeps_single_kind_interceptors_and_expands_multi_kind_ones() -> None:
-    multi = AsyncMetadataInterceptor([("a", "b")])
+    multi = DefaultAsyncClientInterceptorImpl([("a", "b")])
     single = UnaryOnly()
     split = split_aio_interceptors([single, multi])
     assert split[0] is single and split[1] is multi

@@ -9,7 +9,7 @@ from typing import Any
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import Registry
-from durabletask._replay.executor import ExecutionResult, OrchestrationExecutor
+from durabletask._replay.executor import ExecutionResults, OrchestrationExecutor
 
 T0 = datetime(2025, 1, 1, 12, 0, 0)
 INSTANCE = "abc123"
@@ -195,28 +195,28 @@ def registry(*orchestrators: Callable[..., Any], activities: tuple[Callable[...,
     return reg
 
 
-def run(history: History, *orchestrators: Callable[..., Any], **options: Any) -> ExecutionResult:
+def run(history: History, *orchestrators: Callable[..., Any], **options: Any) -> ExecutionResults:
     executor = OrchestrationExecutor(registry(*orchestrators), **options)
     return executor.execute(history.instance_id, history.old, history.new_events)
 
 
-def kinds(result: ExecutionResult) -> list[str]:
+def kinds(result: ExecutionResults) -> list[str]:
     return [str(action.WhichOneof("orchestratorActionType")) for action in result.actions]
 
 
-def completion(result: ExecutionResult) -> pb.CompleteOrchestrationAction:
+def completion(result: ExecutionResults) -> pb.CompleteOrchestrationAction:
     last = result.actions[-1]
     assert last.HasField("completeOrchestration"), f"expected a completion, got {kinds(result)}"
     return last.completeOrchestration
 
 
-def output(result: ExecutionResult) -> Any:
+def output(result: ExecutionResults) -> Any:
     done = completion(result)
     assert done.orchestrationStatus == pb.ORCHESTRATION_STATUS_COMPLETED, done.failureDetails
     return json.loads(done.result.value) if done.HasField("result") else None
 
 
-def failed_with(result: ExecutionResult) -> pb.TaskFailureDetails:
+def failed_with(result: ExecutionResults) -> pb.TaskFailureDetails:
     done = completion(result)
     assert done.orchestrationStatus == pb.ORCHESTRATION_STATUS_FAILED, done
     return done.failureDetails

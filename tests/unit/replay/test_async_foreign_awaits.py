@@ -108,7 +108,7 @@ def test_a_refusal_swallowed_by_the_orchestrator_still_fails_it_and_finally_bloc
     details = failed_with(result)
     assert details.errorType == NON_DURABLE
     assert "awaited asyncio.tasks.sleep()" in details.errorMessage
-    assert result.custom_status == '"cleaned up"'
+    assert result.encoded_custom_status == '"cleaned up"'
 
 
 def test_the_refusal_names_the_orchestrators_own_helper_and_what_it_reached() -> None:

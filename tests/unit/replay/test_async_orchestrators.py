@@ -169,11 +169,11 @@ def test_a_generator_history_replays_under_the_async_rewrite_with_the_same_actio
     script, episodes = play(order_generator, events)
     for old, new, expected in episodes:
         replayed = OrchestrationExecutor(order_registry(order_async)).execute("order-1", old, new)
-        assert replayed == expected
+        assert (replayed.actions, replayed.encoded_custom_status) == (expected.actions, expected.encoded_custom_status)
     done = completion(episodes[-1][2])
     assert done.orchestrationStatus == pb.ORCHESTRATION_STATUS_COMPLETED, done.failureDetails
     assert json.loads(done.result.value) == ["reserve done", "pay done", "shipped", bool(events), 7, 7, "flaky done"]
-    assert episodes[-1][2].custom_status == '"settled"'
+    assert episodes[-1][2].encoded_custom_status == '"settled"'
 
     # Written by the rewrite itself, the history is the same, event for event.
     own, _ = play(order_async, events)

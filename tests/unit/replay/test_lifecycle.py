@@ -23,9 +23,9 @@ def test_custom_status_is_encoded_once_and_reported() -> None:
         yield ctx.call_activity("a")
         ctx.set_custom_status({"step": 2})
 
-    assert run(History().new().started("status"), status).custom_status == '{"step": 1}'
+    assert run(History().new().started("status"), status).encoded_custom_status == '{"step": 1}'
     history = History().started("status").task_scheduled(1, "a").new().orchestrator_started().task_completed(1)
-    assert run(history, status).custom_status == '{"step": 2}'
+    assert run(history, status).encoded_custom_status == '{"step": 2}'
 
 
 def test_oversized_custom_status_raises_at_the_call_site() -> None:

@@ -22,7 +22,7 @@ from durabletask import task
 from durabletask._errors import ProtocolError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import rewind
-from durabletask._replay.executor import ExecutionResult, OrchestrationExecutor
+from durabletask._replay.executor import ExecutionResults, OrchestrationExecutor
 from durabletask._replay.failures import OrchestrationStateError
 
 from .history import History, failed_with, failure, output, registry, run
@@ -86,7 +86,7 @@ def request_rewind(history: History, orchestrator: Callable[..., Any], *,
 def rewritten(history: History) -> list[pb.HistoryEvent]:
     """The new history a rewind request is answered with; no orchestrator is registered, none may run."""
     result = run(history)
-    assert result.custom_status is None
+    assert result.encoded_custom_status is None
     (action,) = result.actions
     assert action.id == -1 and action.HasField("rewindOrchestration")
     return list(action.rewindOrchestration.newHistory)
@@ -427,7 +427,7 @@ def test_a_rewind_without_an_execution_start_is_a_protocol_error() -> None:
 def test_a_rewind_leaves_nothing_to_resume() -> None:
     h = etl_failing_at_load()
     executor = OrchestrationExecutor(registry(etl))
-    result: ExecutionResult = executor.execute(h.instance_id, h.old, h.new_events)
+    result: ExecutionResults = executor.execute(h.instance_id, h.old, h.new_events)
     assert result.actions[0].HasField("rewindOrchestration")
     assert not executor.is_complete
     with pytest.raises(OrchestrationStateError):

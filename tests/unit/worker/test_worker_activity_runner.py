@@ -199,7 +199,7 @@ class Positive:
             raise TypeError("value must not be negative")
 
 
-def test_an_input_its_type_rejects_fails_the_activity_instead_of_arriving_raw() -> None:
+def test_an_input_its_type_rejects_arrives_as_parsed() -> None:
     seen: list[Any] = []
 
     def take(ctx: Any, value: Positive) -> None:
@@ -207,6 +207,6 @@ def test_an_input_its_type_rejects_fails_the_activity_instead_of_arriving_raw() 
 
     runner = runner_for(take)
     assert runner.run(request("take", '{"value": 2}'), "t").HasField("result") is False and seen == [Positive(2)]
-    details = runner.run(request("take", '{"value": -1}'), "t").failureDetails
-    assert details.errorType == "durabletask._errors.SerializationError"
-    assert "value must not be negative" in details.errorMessage and seen == [Positive(2)]  # never called with a dict
+    # Best-effort, as Microsoft's converter: the dataclass refuses the payload, so the activity gets the dict.
+    assert not runner.run(request("take", '{"value": -1}'), "t").HasField("failureDetails")
+    assert seen == [Positive(2), {"value": -1}]

@@ -172,7 +172,7 @@ def health_ping() -> pb.WorkItem:
 @dataclass(frozen=True)
 class FakeResult:
     actions: list[pb.OrchestratorAction]
-    custom_status: str | None = None
+    encoded_custom_status: str | None = None
 
 
 @dataclass
