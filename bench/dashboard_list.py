@@ -33,7 +33,7 @@ from dtscale_emulator.dashboard.connect import endpoint_clients  # noqa: E402
 from dtscale_emulator.ops import aio_loop  # noqa: E402
 from dtscale_emulator.server import EmulatorServer  # noqa: E402
 from durabletask import client  # noqa: E402
-from durabletask._client.models import OrchestrationQuery  # noqa: E402
+from durabletask._instance_models import OrchestrationQuery  # noqa: E402
 
 
 def timed_get(url: str, rounds: int = 5) -> tuple[float, dict[str, Any]]:

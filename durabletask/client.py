@@ -10,16 +10,6 @@ from durabletask import task as task
 from durabletask._attach.decision import AttachAction, AttachedInstanceFailedError, FingerprintMismatchError
 from durabletask._client.async_client import AsyncTaskHubGrpcClient
 from durabletask._client.attach import AsyncAttachedOrchestration, AttachedOrchestration
-from durabletask._client.models import (
-    CleanEntityStorageResult,
-    EntityQuery,
-    OrchestrationFailedError,
-    OrchestrationQuery,
-    OrchestrationState,
-    OrchestrationStatus,
-    Page,
-    PurgeInstancesResult,
-)
 from durabletask._client.requests import parse_get_orchestration_state_response, parse_purge_response
 from durabletask._client.sync_client import TaskHubGrpcClient
 from durabletask._errors import SyncCallInEventLoopError
@@ -34,6 +24,16 @@ from durabletask._grpc.errors import (
     UnavailableError,
 )
 from durabletask._grpc.resiliency import AsyncClientResiliencyInterceptor, ClientResiliencyInterceptor, FailureTracker
+from durabletask._instance_models import (
+    CleanEntityStorageResult,
+    EntityQuery,
+    OrchestrationFailedError,
+    OrchestrationQuery,
+    OrchestrationState,
+    OrchestrationStatus,
+    Page,
+    PurgeInstancesResult,
+)
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata

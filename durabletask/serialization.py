@@ -9,7 +9,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any
 
-from durabletask import _coercion, _payload
+from durabletask import _coercion, _json_codec
 
 __all__ = ["DEFAULT_DATA_CONVERTER", "DataConverter", "JsonDataConverter", "logger"]
 
@@ -62,18 +62,18 @@ class JsonDataConverter(DataConverter):
     def serialize(self, value: Any) -> str | None:
         if value is None:
             return None
-        return _payload.to_json(value)
+        return _json_codec.to_json(value)
 
     def deserialize(self, data: str | None, target_type: type | None = None) -> Any:
         if data is None or data == "":
             return None
         if target_type is None:
-            return _payload.from_json(data)
+            return _json_codec.from_json(data)
         try:
-            return _payload.from_json(data, target_type, self)
+            return _json_codec.from_json(data, target_type, self)
         except Exception as error:  # best-effort, as Microsoft's: a from_json hook may raise anything
             _log_fallback(target_type, error)
-            return _payload.from_json(data)
+            return _json_codec.from_json(data)
 
     def coerce(self, value: Any, target_type: type | None = None) -> Any:
         if target_type is None or value is None:

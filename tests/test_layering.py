@@ -29,7 +29,8 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask._proto",
             "durabletask.internal",
             "durabletask._errors",
-            "durabletask._payload",
+            "durabletask._json_codec",
+            "durabletask._logging",
             "durabletask._coercion",
             "durabletask.exception_properties",
             "durabletask._registry",
@@ -43,12 +44,13 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "replay core and models",
         (
             "durabletask._replay",
+            "durabletask._codec",
             "durabletask.task",
             "durabletask.entities",
             "durabletask.history",
             "durabletask.serialization",
             "durabletask.grpc_options",
-            "durabletask._client.models",
+            "durabletask._instance_models",
         ),
     ),
     (
@@ -121,7 +123,7 @@ EMULATOR_LAYERS: list[tuple[str, tuple[str, ...]]] = [
 LAYERS = [*EMULATOR_LAYERS, *SDK_LAYERS, ("in-memory test backend", ("durabletask.testing",))]
 
 # Public data models: what the protocol converter converts, so they must not need it.
-MODELS = ("durabletask.task", "durabletask.history", "durabletask.entities", "durabletask._client.models")
+MODELS = ("durabletask.task", "durabletask.history", "durabletask.entities", "durabletask._instance_models")
 UPPER = ("durabletask._worker", "durabletask._client", "durabletask._grpc")
 
 
@@ -228,6 +230,20 @@ def test_every_import_points_to_the_same_or_a_lower_layer() -> None:
 
 def test_the_replay_core_imports_no_worker_client_or_grpc() -> None:
     no_edges(broken(["durabletask._replay"], [*UPPER, "grpc"]), "the replay core imports no worker, client or gRPC")
+
+
+# Packages whose modules share a layer in LAYERS still stack: the one on the left sits above the one on the
+# right, so it may import it but never the reverse. A piece both need lives below both.
+PACKAGE_ORDER = (
+    ("durabletask._client", "durabletask._grpc"),
+    ("durabletask._worker", "durabletask._client"),
+    ("durabletask._replay", "durabletask.entities"),
+)
+
+
+def test_packages_of_one_layer_point_one_way() -> None:
+    found = [edge for upper, lower in PACKAGE_ORDER for edge in broken([lower], [upper])]
+    no_edges(found, "a lower package imports nothing of the one above it")
 
 
 def test_models_do_not_import_the_grpc_layer() -> None:

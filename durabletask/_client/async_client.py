@@ -17,7 +17,10 @@ from durabletask._client import operations as ops
 from durabletask._client import requests as rq
 from durabletask._client.attach import AsyncAttachedOrchestration
 from durabletask._client.base import ClientSettings, deadline_for, describe, time_left
-from durabletask._client.models import (
+from durabletask._client.payload_purge import purge_with_payload_owners
+from durabletask._grpc.channel import AsyncClientInterceptor, create_aio_channel
+from durabletask._grpc.errors import RpcStatusError
+from durabletask._instance_models import (
     CleanEntityStorageResult,
     DataConverter,
     EntityQuery,
@@ -27,9 +30,6 @@ from durabletask._client.models import (
     Page,
     PurgeInstancesResult,
 )
-from durabletask._client.payload_purge import purge_with_payload_owners
-from durabletask._grpc.channel import AsyncClientInterceptor, create_aio_channel
-from durabletask._grpc.errors import RpcStatusError
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata

@@ -11,10 +11,10 @@ from durabletask._attach.fingerprint import Fingerprint
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
 from durabletask._client import validation as check
-from durabletask._client.models import DataConverter, OrchestrationState
 from durabletask._errors import DurableTaskError
 from durabletask._grpc.errors import AlreadyExistsError
-from durabletask._payload import MAX_PAYLOAD_BYTES
+from durabletask._instance_models import DataConverter, OrchestrationState
+from durabletask._json_codec import MAX_PAYLOAD_BYTES
 
 
 # The handles need only a way to wait; typing them by these protocols keeps this module below the clients.

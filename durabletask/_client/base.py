@@ -11,14 +11,14 @@ from typing import Any, NamedTuple, TypeVar
 
 import grpc
 
-from durabletask._client.models import DEFAULT_CONVERTER, DataConverter
 from durabletask._client.requests import RpcRequest
 from durabletask._client.resilience import ChannelHealth, RetryPlan
 from durabletask._errors import SyncCallInEventLoopError
 from durabletask._grpc.channel import get_default_host_address
 from durabletask._grpc.errors import RpcStatusError, map_rpc_error
 from durabletask._grpc.large_payloads import PayloadBoundary, payload_limit
-from durabletask._worker.logs import resolve_logger
+from durabletask._instance_models import DEFAULT_CONVERTER, DataConverter
+from durabletask._logging import resolve_logger
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions, GrpcRetryPolicyOptions
 from durabletask.payload.store import PayloadStore
 

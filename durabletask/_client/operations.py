@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 from durabletask import _tracing as tracing
 from durabletask import history
 from durabletask._client import requests as rq
-from durabletask._client.models import (
+from durabletask._grpc.errors import DeadlineExceededError
+from durabletask._instance_models import (
     CleanEntityStorageResult,
     DataConverter,
     EntityQuery,
@@ -24,8 +25,7 @@ from durabletask._client.models import (
     Page,
     PurgeInstancesResult,
 )
-from durabletask._grpc.errors import DeadlineExceededError
-from durabletask._payload import MAX_PAYLOAD_BYTES
+from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
-from durabletask._client.models import PurgeInstancesResult
+from durabletask._instance_models import PurgeInstancesResult
 from durabletask._proto import orchestrator_service_pb2 as pb
 
 #: Instances listed per page when finding those a filter purge matches.

@@ -14,7 +14,9 @@ from google.protobuf.message import Message
 from durabletask import history
 from durabletask._attach.fingerprint import Fingerprint
 from durabletask._client import validation as check
-from durabletask._client.models import (
+from durabletask._grpc import convert
+from durabletask._grpc.resiliency import LONG_POLL_RPCS
+from durabletask._instance_models import (
     CleanEntityStorageResult,
     DataConverter,
     EntityQuery,
@@ -24,9 +26,7 @@ from durabletask._client.models import (
     Page,
     PurgeInstancesResult,
 )
-from durabletask._grpc import convert
-from durabletask._grpc.resiliency import LONG_POLL_RPCS
-from durabletask._payload import MAX_PAYLOAD_BYTES
+from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata

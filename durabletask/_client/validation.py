@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from durabletask import _payload
+from durabletask import _json_codec
 from durabletask._attach.fingerprint import TAG_PREFIX, is_reserved_tag
-from durabletask._client.models import DataConverter, OrchestrationStatus
 from durabletask._grpc.errors import InvalidArgumentError
+from durabletask._instance_models import DataConverter, OrchestrationStatus
 from durabletask._registry import RegistrationError, function_name
 
 #: Longest instance ID accepted; IDs are stored and indexed by the service, so keep them short.
@@ -133,12 +133,12 @@ def payload(
     converter: DataConverter,
     value: Any,
     field: str,
-    limit: int = _payload.MAX_PAYLOAD_BYTES,
+    limit: int = _json_codec.MAX_PAYLOAD_BYTES,
     instance_id: str | None = None,
 ) -> str | None:
     """Serialize a payload with ``converter`` and enforce the size limit (the service's, or a payload store's)."""
     if value is None:
         return None
     text = converter.serialize(value)
-    _payload.check_size(field, text, limit, instance_id)
+    _json_codec.check_size(field, text, limit, instance_id)
     return text

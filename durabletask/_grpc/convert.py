@@ -11,8 +11,8 @@ from google.protobuf.message import Message
 
 from durabletask import history as h
 from durabletask._attach.fingerprint import split_tags
-from durabletask._client.models import DEFAULT_CONVERTER, DataConverter, OrchestrationState, OrchestrationStatus
 from durabletask._errors import HistoryEventError, ProtocolError
+from durabletask._instance_models import DEFAULT_CONVERTER, DataConverter, OrchestrationState, OrchestrationStatus
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.failures import FailureDetails, details_from_proto
 

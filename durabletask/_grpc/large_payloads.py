@@ -16,7 +16,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from durabletask._payload import MAX_PAYLOAD_BYTES
+from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask.payload.helpers import (
     MAX_TOKEN_BYTES,
     deexternalize_payloads,
@@ -145,7 +145,7 @@ _NOT_DECODED = (
 
 
 class FetchedPayloads:
-    """The worker's :class:`~durabletask._replay.codec.PayloadSource`: payloads fetched on a work item's arrival,
+    """The worker's :class:`~durabletask._codec.PayloadSource`: payloads fetched on a work item's arrival,
     kept apart from its message (which keeps the tokens), each handed over once, when the runner decodes it.
 
     Restored into the message instead, a payload stays in protobuf's memory for the whole work item (one arena

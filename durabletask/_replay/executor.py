@@ -7,12 +7,12 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from durabletask._codec import Codec, PayloadSource
 from durabletask._errors import ProtocolError
-from durabletask._payload import MAX_PAYLOAD_BYTES
+from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import Registry
 from durabletask._replay import entities, rewind
-from durabletask._replay.codec import Codec, PayloadSource
 from durabletask._replay.failures import OrchestrationStateError
 from durabletask._replay.handlers import HandlerTable
 from durabletask._replay.runtime import EntitySupport, RuntimeContext

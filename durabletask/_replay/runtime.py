@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from google.protobuf import timestamp_pb2
 
 from durabletask._attach.fingerprint import TAG_PREFIX, is_reserved_tag
+from durabletask._codec import Codec
 from durabletask._errors import PayloadTooLargeError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import typehints
@@ -24,7 +25,6 @@ from durabletask._replay.actions import (
     SendEvent,
     complete_action,
 )
-from durabletask._replay.codec import Codec
 from durabletask._replay.contexts import Activity, OrchestrationContext, Orchestrator, get_name
 from durabletask._replay.coroutines import AsyncOrchestration
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError, proto_from_exception

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from durabletask import _trace_context as trace_context
 from durabletask import _tracing as tracing
-from durabletask._payload import MAX_PAYLOAD_BYTES
+from durabletask._codec import Codec, PayloadSource
+from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import ActivityNotRegisteredError, Registry
-from durabletask._replay.codec import Codec, PayloadSource
 from durabletask._replay.contexts import ActivityContext
 from durabletask._replay.failures import proto_from_exception
 from durabletask._replay.typehints import input_type

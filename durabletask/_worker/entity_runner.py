@@ -14,11 +14,11 @@ from google.protobuf import timestamp_pb2
 
 from durabletask import _trace_context as trace_context
 from durabletask import _tracing as tracing
-from durabletask._payload import MAX_PAYLOAD_BYTES
+from durabletask._codec import Codec
+from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import EntityNotRegisteredError, Registry
 from durabletask._replay import typehints
-from durabletask._replay.codec import Codec
 from durabletask._replay.failures import proto_from_exception
 from durabletask.entities._state import StateShim
 from durabletask.entities.durable_entity import DurableEntity

@@ -18,6 +18,7 @@ from durabletask._grpc.channel import (
     intercept_given_channel,
 )
 from durabletask._grpc.large_payloads import FetchedPayloads, PayloadBoundary, payload_limit
+from durabletask._logging import resolve_logger
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._protocol_extensions import EXTENDED_SESSIONS_CAPABILITY
 from durabletask._tracing.orchestration import OrchestrationTracer
@@ -28,7 +29,6 @@ from durabletask._worker.dispatch import WorkItemPools, WorkKind, startable_limi
 from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
 from durabletask._worker.large_payloads import PayloadWorkItems
-from durabletask._worker.logs import resolve_logger
 from durabletask._worker.options import ConcurrencyOptions, VersioningOptions
 from durabletask._worker.orchestration_runner import (
     Executor,

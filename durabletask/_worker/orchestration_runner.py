@@ -9,10 +9,10 @@ from datetime import timedelta
 from itertools import chain
 from typing import TYPE_CHECKING, Protocol, cast
 
-from durabletask._payload import MAX_PAYLOAD_BYTES
+from durabletask._codec import PayloadSource
+from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import trace_ids
-from durabletask._replay.codec import PayloadSource
 from durabletask._replay.executor import OrchestrationExecutor
 from durabletask._replay.failures import proto_from_exception
 from durabletask._tracing.orchestration import OrchestrationTracer, Turn

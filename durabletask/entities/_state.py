@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from durabletask._codec import Codec
 from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._replay.codec import Codec
 
 if TYPE_CHECKING:
     from durabletask.serialization import DataConverter

@@ -6,8 +6,8 @@ import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from durabletask._codec import Codec
 from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._replay.codec import Codec
 from durabletask.entities._state import StateShim
 from durabletask.entities.entity_instance_id import EntityInstanceId
 

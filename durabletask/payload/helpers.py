@@ -18,7 +18,7 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from durabletask._errors import DurableTaskError, PayloadTooLargeError
-from durabletask._payload import utf8_size
+from durabletask._json_codec import utf8_size
 
 if TYPE_CHECKING:
     from durabletask.payload.store import PayloadStore

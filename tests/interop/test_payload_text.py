@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from durabletask._replay.codec import Codec
+from durabletask._codec import Codec
 from durabletask.serialization import JsonDataConverter
 
 from . import payload_corpus

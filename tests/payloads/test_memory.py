@@ -324,22 +324,22 @@ def test_an_event_s_text_is_let_go_once_decoded_before_the_orchestration_runs_on
 def test_checking_a_payload_s_size_makes_no_encoded_copy_of_it() -> None:
     import pytest
 
-    from durabletask import _payload
+    from durabletask import _json_codec
     from durabletask._errors import PayloadTooLargeError
 
     text = "a" * (8 * MIB)
     tracemalloc.start()
     try:
-        _payload.check_size("input", text, limit=9 * MIB)  # 4 bytes per character could be over: it is measured
+        _json_codec.check_size("input", text, limit=9 * MIB)  # 4 bytes per character could be over: it is measured
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < MIB, peak  # text.encode() made an 8 MiB copy just to take its length
     wide = "é" * (5 * MIB)  # 10 MiB of UTF-8
     with pytest.raises(PayloadTooLargeError, match=str(10 * MIB)):
-        _payload.check_size("input", wide, limit=9 * MIB)
-    _payload.check_size("input", wide, limit=10 * MIB)
-    assert _payload.utf8_size("aé€😀" * 100_000) == 10 * 100_000
+        _json_codec.check_size("input", wide, limit=9 * MIB)
+    _json_codec.check_size("input", wide, limit=10 * MIB)
+    assert _json_codec.utf8_size("aé€😀" * 100_000) == 10 * 100_000
 
 
 _UPLOAD_PEAK = """

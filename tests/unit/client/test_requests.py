@@ -12,12 +12,12 @@ import grpc
 import pytest
 from google.protobuf import timestamp_pb2, wrappers_pb2
 
-from durabletask import _payload
+from durabletask import _json_codec
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
-from durabletask._client.models import EntityQuery, OrchestrationQuery, OrchestrationStatus
 from durabletask._errors import PayloadTooLargeError
 from durabletask._grpc.errors import DeadlineExceededError, InvalidArgumentError, NotFoundError
+from durabletask._instance_models import EntityQuery, OrchestrationQuery, OrchestrationStatus
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities import EntityInstanceId
 from durabletask.serialization import DEFAULT_DATA_CONVERTER
@@ -129,7 +129,7 @@ def test_orchestrator_names_are_validated() -> None:
 
 
 def test_oversized_payloads_are_refused_before_sending() -> None:
-    big = "x" * _payload.MAX_PAYLOAD_BYTES
+    big = "x" * _json_codec.MAX_PAYLOAD_BYTES
     with pytest.raises(PayloadTooLargeError) as info:
         rq.build_schedule_new_orchestration_request("flow", input=big, converter=CONV)
     assert info.value.field == "input" and info.value.size > info.value.limit
@@ -138,8 +138,8 @@ def test_oversized_payloads_are_refused_before_sending() -> None:
     with pytest.raises(PayloadTooLargeError, match="output"):
         rq.build_terminate_orchestration_request("i", output=big, converter=CONV)
     # Just under the limit still goes through (the JSON quotes add two bytes).
-    ok = rq.build_raise_event_request("i", "go", data="x" * (_payload.MAX_PAYLOAD_BYTES - 2), converter=CONV)
-    assert len(ok.request.input.value) == _payload.MAX_PAYLOAD_BYTES
+    ok = rq.build_raise_event_request("i", "go", data="x" * (_json_codec.MAX_PAYLOAD_BYTES - 2), converter=CONV)
+    assert len(ok.request.input.value) == _json_codec.MAX_PAYLOAD_BYTES
 
 
 # ------------------------------------------------------------------------------------------- other builders

@@ -9,9 +9,9 @@ from typing import Any
 import pydantic
 import pytest
 
-from durabletask import _payload, task
+from durabletask import _json_codec, task
+from durabletask._codec import Codec
 from durabletask._errors import PayloadTooLargeError
-from durabletask._replay.codec import Codec
 from durabletask.serialization import DEFAULT_DATA_CONVERTER, DataConverter, JsonDataConverter
 
 from .history import History, output, run
@@ -113,7 +113,7 @@ def test_a_value_that_already_has_the_type_is_returned_as_is() -> None:
     # As Microsoft's converter: no copy of a value the caller holds.
     mine: dict[str, Any] = {"a": [1]}
     assert JsonDataConverter().coerce(mine, dict) is mine
-    assert _payload.coerce("text", str) == "text"
+    assert _json_codec.coerce("text", str) == "text"
 
 
 def test_values_json_cannot_hold_raise_type_error_in_microsofts_words() -> None:
@@ -126,4 +126,4 @@ def test_values_json_cannot_hold_raise_type_error_in_microsofts_words() -> None:
 def test_a_legacy_marker_is_dropped_from_a_plain_dict_target() -> None:
     text = json.dumps({"__durabletask_autoobject__": True, "a": 1})
     assert Codec().decode(text, dict) == {"a": 1}
-    assert _payload.from_json(text, dict) == {"a": 1}
+    assert _json_codec.from_json(text, dict) == {"a": 1}

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from durabletask._codec import Codec
 from durabletask._replay import typehints
-from durabletask._replay.codec import Codec
 from durabletask.serialization import JsonDataConverter
 
 

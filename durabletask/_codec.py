@@ -7,7 +7,7 @@ from json.decoder import JSONDecoder
 from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING, Any, Protocol
 
-from durabletask import _coercion, _payload
+from durabletask import _coercion, _json_codec
 from durabletask.serialization import DEFAULT_DATA_CONVERTER
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 # Replay encodes every call's input and decodes every result, so the common scalar cases skip the
 # general machinery (a fresh JSONEncoder per call, regex whitespace checks). Output is identical to
-# ``_payload.to_json`` / ``_payload.from_json``.
+# ``_json_codec.to_json`` / ``_json_codec.from_json``.
 # The decoder's C scanner: typeshed does not declare the attribute.
 _scan_once: Callable[[str, int], tuple[Any, int]] = JSONDecoder().scan_once  # type: ignore[attr-defined]
 _int_repr = int.__repr__
@@ -42,7 +42,7 @@ class Codec:
     def __init__(
         self,
         converter: DataConverter | None = None,
-        limit: int = _payload.MAX_PAYLOAD_BYTES,
+        limit: int = _json_codec.MAX_PAYLOAD_BYTES,
         instance_id: str | None = None,
         payloads: PayloadSource | None = None,
     ) -> None:
@@ -74,9 +74,9 @@ class Codec:
         elif kind is bool:
             text = "true" if value else "false"
         else:
-            text = _payload.to_json(value)
+            text = _json_codec.to_json(value)
         if text is not None and len(text) * 4 > self.limit:
-            _payload.check_size(field.format(name), text, self.limit, self.instance_id)
+            _json_codec.check_size(field.format(name), text, self.limit, self.instance_id)
         return text
 
     def resolve(self, text: str | None) -> str | None:
@@ -100,8 +100,8 @@ class Codec:
             return self._converter.deserialize(text, target_type)
         # Untyped, or typed as a plain JSON type (e.g. ``get_state(int)``): the value parsed is the result when its
         # type is the one asked for. (``type(...) is type`` first: only a plain class is looked up in the set.)
-        plain = target_type is None or (type(target_type) is type and target_type in _payload.JSON_TYPES)
-        if plain and _payload.AUTO_OBJECT_MARKER not in text:
+        plain = target_type is None or (type(target_type) is type and target_type in _json_codec.JSON_TYPES)
+        if plain and _json_codec.AUTO_OBJECT_MARKER not in text:
             try:
                 value, end = _scan_once(text, 0)
             except (StopIteration, ValueError):
