@@ -13,13 +13,13 @@ import grpc.aio
 
 from durabletask import history
 from durabletask._client import attach as attach_ops
+from durabletask._client import call_plan
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
 from durabletask._client.attach import AsyncAttachedOrchestration
-from durabletask._client.base import ClientSettings, deadline_for, describe, time_left
+from durabletask._client.base import ClientSettings
 from durabletask._client.payload_purge import purge_with_payload_owners
 from durabletask._grpc.channel import AsyncClientInterceptor, create_aio_channel
-from durabletask._grpc.errors import RpcStatusError
 from durabletask._instance_models import (
     CleanEntityStorageResult,
     DataConverter,
@@ -154,53 +154,45 @@ class AsyncTaskHubGrpcClient:
 
     # -------------------------------------------------------------------------------------------- driving
 
-    async def _invoke(self, request: rq.RpcRequest, timeout: float | None) -> Any:
-        method: Callable[..., Any] = getattr(self._get_stub(), request.method)
-        if request.streaming:
-            return [chunk async for chunk in method(request.request, timeout=timeout)]
-        return await method(request.request, timeout=timeout)
-
     async def _call(self, request: rq.RpcRequest) -> Any:
-        """One RPC with deadline, retries of idempotent reads, error mapping and channel health."""
-        s = self._settings
-        if s.payloads is not None:
-            await s.payloads.outgoing_async(request.request)
-        deadline = deadline_for(request)
-        attempt = 0
-        while True:
-            attempt += 1
-            remaining = time_left(deadline)
-            if attempt == 1:
-                self._logger.info("%s", describe(request))
-            self._logger.debug("calling %s (attempt %d, timeout %s)", request.method, attempt, remaining)
-            try:
-                result = await self._invoke(request, remaining)
-            except grpc.RpcError as raw:
-                outcome = s.after_failure(request, raw, attempt, deadline)
-                if outcome.rebuild_channel and self._owns_channel:
-                    self._rebuild_channel()
-                if outcome.pause is None:
-                    raise outcome.error from raw
-                await asyncio.sleep(outcome.pause)
-                continue
-            s.health.record_success()
-            if s.payloads is not None and not request.keep_payloads:
-                await s.payloads.incoming_async(result)
-            return result
+        return await self._perform(call_plan.call(self._settings, request))
 
     async def _run(self, operation: ops.Operation[T]) -> T:
-        try:
-            request = next(operation)
-            while True:
-                try:
-                    response = await self._call(request)
-                except RpcStatusError as error:
-                    request = operation.throw(error)
-                else:
-                    request = operation.send(response)
-        except StopIteration as done:
-            result: T = done.value
-            return result
+        return await self._perform(call_plan.run(self._settings, operation))
+
+    async def _perform(self, plan: call_plan.Plan[T]) -> T:
+        """Carries out a plan's steps on the event loop."""
+        reply: Any = None
+        failure: grpc.RpcError | None = None
+        while True:
+            try:
+                step = plan.send(reply) if failure is None else plan.throw(failure)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+            reply, failure = None, None
+            try:
+                reply = await self._step(step)
+            except grpc.RpcError as raw:
+                failure = raw
+
+    async def _step(self, step: call_plan.Step) -> Any:
+        payloads = self._settings.payloads
+        if isinstance(step, call_plan.Invoke):
+            method: Callable[..., Any] = getattr(self._get_stub(), step.request.method)
+            if step.request.streaming:
+                return [chunk async for chunk in method(step.request.request, timeout=step.timeout)]
+            return await method(step.request.request, timeout=step.timeout)
+        if isinstance(step, call_plan.Pause):
+            await asyncio.sleep(step.seconds)
+        elif isinstance(step, call_plan.RebuildChannel):
+            if self._owns_channel:
+                self._rebuild_channel()
+        elif isinstance(step, call_plan.StorePayloads) and payloads is not None:
+            await payloads.outgoing_async(step.message)
+        elif isinstance(step, call_plan.FetchPayloads) and payloads is not None:
+            await payloads.incoming_async(step.response)
+        return None
 
     # --------------------------------------------------------------------------------------- orchestrations
 

@@ -13,13 +13,13 @@ import grpc
 
 from durabletask import history
 from durabletask._client import attach as attach_ops
+from durabletask._client import call_plan
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
 from durabletask._client.attach import AttachedOrchestration
-from durabletask._client.base import ClientSettings, blocking, deadline_for, describe, time_left
+from durabletask._client.base import ClientSettings, blocking
 from durabletask._client.payload_purge import purge_with_payload_owners
 from durabletask._grpc.channel import ClientInterceptor, create_channel, intercept_given_channel
-from durabletask._grpc.errors import RpcStatusError
 from durabletask._instance_models import (
     CleanEntityStorageResult,
     DataConverter,
@@ -166,49 +166,43 @@ class TaskHubGrpcClient:
     # -------------------------------------------------------------------------------------------- driving
 
     def _call(self, request: rq.RpcRequest) -> Any:
-        """One RPC with deadline, retries of idempotent reads, error mapping and channel health."""
-        s = self._settings
-        if s.payloads is not None:
-            s.payloads.outgoing(request.request)
-        deadline = deadline_for(request)
-        attempt = 0
-        while True:
-            attempt += 1
-            remaining = time_left(deadline)
-            if attempt == 1:
-                self._logger.info("%s", describe(request))
-            self._logger.debug("calling %s (attempt %d, timeout %s)", request.method, attempt, remaining)
-            try:
-                method: Callable[..., Any] = getattr(self._stub, request.method)
-                result = method(request.request, timeout=remaining)
-                if request.streaming:
-                    result = list(result)
-            except grpc.RpcError as raw:
-                outcome = s.after_failure(request, raw, attempt, deadline)
-                if outcome.rebuild_channel and self._owns_channel:
-                    self._rebuild_channel()
-                if outcome.pause is None:
-                    raise outcome.error from raw
-                time.sleep(outcome.pause)
-                continue
-            s.health.record_success()
-            if s.payloads is not None and not request.keep_payloads:
-                s.payloads.incoming(result)
-            return result
+        return self._perform(call_plan.call(self._settings, request))
 
     def _run(self, operation: ops.Operation[T]) -> T:
-        try:
-            request = next(operation)
-            while True:
-                try:
-                    response = self._call(request)
-                except RpcStatusError as error:
-                    request = operation.throw(error)
-                else:
-                    request = operation.send(response)
-        except StopIteration as done:
-            result: T = done.value
-            return result
+        return self._perform(call_plan.run(self._settings, operation))
+
+    def _perform(self, plan: call_plan.Plan[T]) -> T:
+        """Carries out a plan's steps with blocking I/O."""
+        reply: Any = None
+        failure: grpc.RpcError | None = None
+        while True:
+            try:
+                step = plan.send(reply) if failure is None else plan.throw(failure)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+            reply, failure = None, None
+            try:
+                reply = self._step(step)
+            except grpc.RpcError as raw:
+                failure = raw
+
+    def _step(self, step: call_plan.Step) -> Any:
+        payloads = self._settings.payloads
+        if isinstance(step, call_plan.Invoke):
+            method: Callable[..., Any] = getattr(self._stub, step.request.method)
+            result = method(step.request.request, timeout=step.timeout)
+            return list(result) if step.request.streaming else result
+        if isinstance(step, call_plan.Pause):
+            time.sleep(step.seconds)
+        elif isinstance(step, call_plan.RebuildChannel):
+            if self._owns_channel:
+                self._rebuild_channel()
+        elif isinstance(step, call_plan.StorePayloads) and payloads is not None:
+            payloads.outgoing(step.message)
+        elif isinstance(step, call_plan.FetchPayloads) and payloads is not None:
+            payloads.incoming(step.response)
+        return None
 
     # --------------------------------------------------------------------------------------- orchestrations
 

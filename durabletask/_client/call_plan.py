@@ -1,0 +1,105 @@
+"""The one implementation of a client call and of an operation's calls, as plans of I/O steps.
+
+A plan is a generator: it yields each piece of I/O it needs (invoke the RPC, pause before a retry, rebuild the
+channel, move payloads to or from the store) and is sent the result, or thrown the ``grpc.RpcError`` the
+invocation raised. Deadlines, retries, error mapping, logging and channel health live here once; the sync and
+async clients only perform the steps, each in its own I/O style.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from durabletask._client import operations as ops
+from durabletask._client import requests as rq
+from durabletask._client.base import ClientSettings, deadline_for, describe, time_left
+from durabletask._grpc.errors import RpcStatusError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Invoke:
+    """Call ``request`` once, with this many seconds left (``None``: no deadline); send back its response."""
+
+    request: rq.RpcRequest
+    timeout: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Wait this long before the next attempt."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildChannel:
+    """The channel looks dead: replace it, when the client made it itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class StorePayloads:
+    """Swap the large payloads of an outgoing message for tokens in the payload store."""
+
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPayloads:
+    """Swap the tokens of a response (a message, or a list of streamed ones) for their payloads."""
+
+    response: Any
+
+
+Step = Invoke | Pause | RebuildChannel | StorePayloads | FetchPayloads
+Plan = Generator[Step, Any, T]
+
+
+def call(settings: ClientSettings, request: rq.RpcRequest) -> Plan[Any]:
+    """One RPC with deadline, retries of idempotent reads, error mapping and channel health."""
+    if settings.payloads is not None:
+        yield StorePayloads(request.request)
+    deadline = deadline_for(request)
+    attempt = 0
+    while True:
+        attempt += 1
+        remaining = time_left(deadline)
+        if attempt == 1:
+            settings.logger.info("%s", describe(request))
+        settings.logger.debug("calling %s (attempt %d, timeout %s)", request.method, attempt, remaining)
+        try:
+            result = yield Invoke(request, remaining)
+        except grpc.RpcError as raw:
+            outcome = settings.after_failure(request, raw, attempt, deadline)
+            if outcome.rebuild_channel:
+                yield RebuildChannel()
+            if outcome.pause is None:
+                raise outcome.error from raw
+            yield Pause(outcome.pause)
+            continue
+        settings.health.record_success()
+        if settings.payloads is not None and not request.keep_payloads:
+            yield FetchPayloads(result)
+        return result
+
+
+def run(settings: ClientSettings, operation: ops.Operation[T]) -> Plan[T]:
+    """Every call an operation makes, in turn; a call's failure goes back into the operation to handle."""
+    try:
+        request = next(operation)
+        while True:
+            try:
+                response = yield from call(settings, request)
+            except RpcStatusError as error:
+                request = operation.throw(error)
+            else:
+                request = operation.send(response)
+    except StopIteration as done:
+        result: T = done.value
+        return result
