@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -16,9 +15,11 @@ from typing import Any
 import grpc
 import pytest
 
+from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.ops.clock import ManualClock
 from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
+from tests.recovery.support import wait_until
 
 from .conftest import HubStub, WorkStream, complete, schedule, start, ts
 
@@ -31,6 +32,19 @@ def stub() -> Iterator[HubStub]:
             yield HubStub(channel, "default")
     finally:
         server.close()
+
+
+def _caught_up(server: EmulatorServer, streams: int) -> None:
+    """Waits until ``streams`` streams are open and each has looked for work after the latest change.
+
+    From then on, a stream that was woken and would look for work has done so.
+    """
+    dispatcher = server.dispatcher
+    wait_until(
+        lambda: len(dispatcher.streams) == streams and dispatcher.streams_caught_up(),
+        10,
+        f"{streams} streams to wait for work, having looked after the latest change",
+    )
 
 
 def _take(stream: WorkStream, count: int, pick: str) -> list[str]:
@@ -93,8 +107,42 @@ def test_a_waiter_hears_of_an_instance_another_turn_terminated(stub: HubStub) ->
     assert answers == [pb.ORCHESTRATION_STATUS_TERMINATED]
 
 
+# For the tests that count the streams' looks: no health ping falls due during the test, so every look
+# is one that a change caused.
+NO_PINGS = 3600.0
+
+
+def test_a_stream_is_behind_from_a_change_until_it_has_looked_again() -> None:
+    server = EmulatorServer(port=0, in_memory=True, health_ping_interval=NO_PINGS).start()
+    looked: list[str] = []
+    lease = server.engine.lease_orchestrations
+
+    def counting(hub: str, *args: Any) -> Any:
+        looked.append(hub)
+        return lease(hub, *args)
+
+    server.engine.lease_orchestrations = counting  # type: ignore[method-assign]
+
+    async def change() -> bool:
+        # On the loop, so the woken stream cannot run before the answer is read.
+        server.dispatcher.work_changed("default", ("orchestration",))
+        return server.dispatcher.streams_caught_up()
+
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            stream = WorkStream(HubStub(channel, "default"))
+            _caught_up(server, 1)
+            assert looked == ["default"]
+            assert aio_loop.run(change()) is False
+            _caught_up(server, 1)
+            assert looked == ["default", "default"]  # caught up again only once it had looked
+            stream.cancel()
+    finally:
+        server.close()
+
+
 def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
-    server = EmulatorServer(port=0, in_memory=True, health_ping_interval=15.0).start()
+    server = EmulatorServer(port=0, in_memory=True, health_ping_interval=NO_PINGS).start()
     looked: list[str] = []
     lease = server.engine.lease_activities
 
@@ -118,11 +166,9 @@ def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
                     workItemFilters=pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="Orch")])
                 ),
             )
-            # Wait until every stream has looked once and found nothing (a fixed sleep is too short under load).
-            deadline = time.monotonic() + 10.0
-            while set(looked) != {"A", "B", "C", "D", "E", "*"} and time.monotonic() < deadline:
-                time.sleep(0.02)
-            time.sleep(0.1)
+            # Every stream has looked once, found nothing, and waits.
+            _caught_up(server, 6)
+            assert set(looked) == {"A", "B", "C", "D", "E", "*"}
             looked.clear()
             for i in range(5):
                 start(stub, instance_id=f"job-{i}")
@@ -132,7 +178,7 @@ def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
             specialists["C"].cancel()
             specialists["C"] = WorkStream(stub, only("C"))
             assert sorted(specialists["C"].next().activityRequest.name for _ in range(5)) == ["C"] * 5
-            time.sleep(0.2)  # time enough for a wrongly woken stream to have looked
+            _caught_up(server, 6)  # the old "C" stream is gone; a wrongly woken stream has looked by now
             seen = set(looked)
             for stream in (*specialists.values(), orchestrators):
                 stream.cancel()
@@ -144,7 +190,7 @@ def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
 
 
 def test_streams_do_not_look_for_work_made_in_another_task_hub() -> None:
-    server = EmulatorServer(port=0, in_memory=True, task_hubs=("busy", "quiet"), health_ping_interval=15.0).start()
+    server = EmulatorServer(port=0, in_memory=True, task_hubs=("busy", "quiet"), health_ping_interval=NO_PINGS).start()
     looked: list[str] = []
     lease = server.engine.lease_orchestrations
 
@@ -157,16 +203,18 @@ def test_streams_do_not_look_for_work_made_in_another_task_hub() -> None:
         with grpc.insecure_channel(server.address) as channel:
             busy, quiet = HubStub(channel, "busy"), HubStub(channel, "quiet")
             worker, bystander = WorkStream(busy), WorkStream(quiet)
-            time.sleep(0.3)  # both streams have looked once and found nothing
+            _caught_up(server, 2)  # both streams have looked once, found nothing, and wait
+            assert set(looked) == {"busy", "quiet"}
             looked.clear()
             for i in range(5):
                 start(busy, instance_id=f"job-{i}")
                 assert worker.next().orchestratorRequest.instanceId == f"job-{i}"
+            _caught_up(server, 2)  # had the bystander been woken for these, it would have looked by now
             worker.cancel()
             bystander.cancel()
     finally:
         server.close()
-    assert "quiet" not in looked
+    assert "quiet" not in looked and "busy" in looked
 
 
 def test_abandoning_a_replaced_instance_frees_the_full_streams_slot_at_once() -> None:

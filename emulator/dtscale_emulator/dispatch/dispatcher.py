@@ -267,13 +267,27 @@ class WorkDispatcher:
             if until is not None:
                 timeout = min(timeout, until + 0.001)
         if self._changes == seen and not self._closed:
-            await aio_loop.wait(changed, timeout)
+            state.idle_after = seen
+            try:
+                await aio_loop.wait(changed, timeout)
+            finally:
+                state.idle_after = None
         if self._changes == seen:
             # Woken by time, not by a change: a timer or lease may be due, so ask for every kind.
             state.empty_at.clear()
         # While idle, time-based work was watched for (the wait ends when the next one is due): the
         # periodic ask-for-everything is only for streams that stay busy.
         state.probed_all_at = time.monotonic()
+
+    def streams_caught_up(self) -> bool:
+        """Whether every open stream waits for a change, having looked for work after the latest one.
+
+        Until then a stream woken by a change may still go looking; once it holds, every stream that was to
+        look has looked, so one can tell that a stream which did not look was never going to.
+        """
+        with self._cond:
+            changes = self._changes
+        return all(state.idle_after == changes for state in list(self.streams.values()))
 
     def _next_due(self, state: StreamState) -> datetime | None:
         changes = self._due_changes

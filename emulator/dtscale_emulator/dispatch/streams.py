@@ -35,6 +35,8 @@ class StreamState:
     empty_at: dict[str, int] = field(default_factory=dict)
     probed_all_at: float = 0.0
     due: tuple[int, datetime | None] | None = None  # (change count, next due time) of the last check
+    # While the stream waits for a change: the dispatcher's change count it has already looked past.
+    idle_after: int | None = None
     keeps_sessions: bool = False  # the worker keeps orchestrations live between work items
     streams_history: bool = False  # the worker fetches large histories with StreamInstanceHistory
     sessions: StreamSessions | None = None
