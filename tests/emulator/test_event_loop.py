@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import grpc
 import pytest
@@ -13,6 +12,7 @@ from google.protobuf import empty_pb2
 from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
+from tests.recovery.support import wait_until
 
 from .conftest import HubStub, WorkStream, start
 
@@ -25,18 +25,21 @@ def test_bytes_that_are_not_the_request_message_are_refused_naming_the_type(chan
     assert "CreateInstanceRequest" in (caught.value.details() or "")
 
 
-def test_open_waits_do_not_hold_up_other_calls(stub: HubStub) -> None:
-    iid = start(stub)
+def test_open_waits_do_not_hold_up_other_calls(server: EmulatorServer, stub: HubStub) -> None:
+    ids = [start(stub) for _ in range(20)]
     answers: list[int] = []
-    waits = [threading.Thread(target=_wait_for_end, args=(stub, iid, answers), daemon=True) for _ in range(20)]
+    waits = [threading.Thread(target=_wait_for_end, args=(stub, iid, answers), daemon=True) for iid in ids]
     for thread in waits:
         thread.start()
-    time.sleep(0.2)  # the waits are now parked on the server
+    # One instance each, so the server's count of waited-on instances shows every wait open on it.
+    wait_until(lambda: len(server.dispatcher.waiters) == 20, 30, "twenty waits to be open on the server")
     for _ in range(20):
         stub.Hello(empty_pb2.Empty())
     # Twenty short calls were answered while twenty waits stayed open: none queued behind a wait.
     assert all(thread.is_alive() for thread in waits) and not answers
-    stub.TerminateInstance(pb.TerminateRequest(instanceId=iid))
+    assert len(server.dispatcher.waiters) == 20
+    for iid in ids:
+        stub.TerminateInstance(pb.TerminateRequest(instanceId=iid))
     for thread in waits:
         thread.join(10)
     assert answers == [pb.ORCHESTRATION_STATUS_TERMINATED] * 20
@@ -52,10 +55,7 @@ def test_a_caller_that_gives_up_leaves_no_waiter_behind(server: EmulatorServer, 
     for _ in range(5):
         with pytest.raises(grpc.RpcError):
             stub.WaitForInstanceCompletion(pb.GetInstanceRequest(instanceId=iid), timeout=0.2)
-    deadline = time.monotonic() + 5
-    while server.dispatcher.waiters and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not server.dispatcher.waiters
+    wait_until(lambda: not server.dispatcher.waiters, 5, "the abandoned waits to be dropped")
 
 
 def test_a_stream_whose_caller_leaves_hands_its_work_back(server: EmulatorServer, stub: HubStub) -> None:
@@ -111,9 +111,7 @@ def test_a_wait_cut_short_by_a_restart_is_unavailable_not_a_deadline(server: Emu
 
     waiter = threading.Thread(target=wait, daemon=True)
     waiter.start()
-    deadline = time.monotonic() + 10
-    while not server.dispatcher.waiters and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(server.dispatcher.waiters) == 1, 10, "the wait to be open on the server")
     server.faults.goaway(grace=1.0)
     waiter.join(10)
     # UNAVAILABLE tells the caller to try again (the SDK does); DEADLINE_EXCEEDED would claim its time ran out.
@@ -180,7 +178,7 @@ def test_a_manual_clock_does_not_keep_a_closed_server_alive() -> None:
     assert ref() is None
 
 
-def test_recreating_a_task_hub_answers_its_waiters(channel: grpc.Channel) -> None:
+def test_recreating_a_task_hub_answers_its_waiters(server: EmulatorServer, channel: grpc.Channel) -> None:
     stub = HubStub(channel, "alpha")
     iid = start(stub)
     answers: list[bool] = []
@@ -191,7 +189,7 @@ def test_recreating_a_task_hub_answers_its_waiters(channel: grpc.Channel) -> Non
 
     waiter = threading.Thread(target=wait, daemon=True)
     waiter.start()
-    time.sleep(0.2)  # the wait is now parked on the server
+    wait_until(lambda: len(server.dispatcher.waiters) == 1, 30, "the wait to be open on the server")
     stub.CreateTaskHub(pb.CreateTaskHubRequest(recreateIfExists=True))
     waiter.join(3.0)  # well before the waits' own periodic re-read
     assert answers == [False]
