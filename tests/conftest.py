@@ -8,9 +8,12 @@ examples; the seed is printed at the end of the run, and ``FUZZ_SEED=<seed>`` (w
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -70,6 +73,50 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         terminalreporter.write_line(
             f"hypothesis: seed {seed}, {FUZZ_SCALE}x examples; replay with FUZZ_SEED={seed} FUZZ_SCALE={FUZZ_SCALE}"
         )
+
+
+class LogWatch(logging.Handler):
+    """Counts the records whose message starts with ``prefix``, so a test can wait for something logged."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+        self._count = 0
+        self._changed = threading.Condition()
+
+    @property
+    def count(self) -> int:
+        with self._changed:
+            return self._count
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith(self.prefix):
+            with self._changed:
+                self._count += 1
+                self._changed.notify_all()
+
+    def wait_for(self, count: int = 1, timeout: float = 30.0) -> None:
+        """Waits until ``count`` such records have arrived; fails after ``timeout`` seconds."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._count >= count, timeout):
+                raise AssertionError(
+                    f"{self._count} of {count} log records starting {self.prefix!r} arrived within {timeout}s"
+                )
+
+
+@contextmanager
+def watch_log(logger: logging.Logger, prefix: str, level: int | None = None) -> Iterator[LogWatch]:
+    """A :class:`LogWatch` on ``logger`` for the block (``level``: the logger's level meanwhile)."""
+    watch = LogWatch(prefix)
+    previous = logger.level
+    if level is not None:
+        logger.setLevel(level)
+    logger.addHandler(watch)
+    try:
+        yield watch
+    finally:
+        logger.removeHandler(watch)
+        logger.setLevel(previous)
 
 
 def peer_python() -> Path | None:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import pytest
 
 from durabletask import client, task
 from durabletask.worker import CodeMismatchPolicy
+from tests.conftest import watch_log
 
-from .conftest import Hub
+from .conftest import Hub, unique_id
 
 
 def flow(ctx: task.OrchestrationContext, value: int) -> Any:
@@ -36,14 +36,20 @@ def test_fail_policy_fails_a_mismatched_instance(hub: Hub) -> None:
 
 
 def test_abandon_policy_leaves_it_for_a_matching_worker(hub: Hub) -> None:
-    stale = hub.worker()
-    stale.add_orchestrator(flow_changed, name="flow")
-    stale.use_code_mismatch_policy(CodeMismatchPolicy.ABANDON)
-    stale.start()
-    c = hub.client()
-    iid = c.schedule_new_orchestration(flow, input=1)
-    time.sleep(1.0)  # the stale worker keeps handing it back; nothing may run it meanwhile
-    state = c.get_orchestration_state(iid)
+    iid = unique_id("stale")
+    log = logging.getLogger(f"tests.code_policy.{iid}")
+    hand_back = f"handing back the orchestration work item for '{iid}'"
+    with watch_log(log, hand_back, logging.INFO) as hand_backs:
+        stale = hub.worker(logger=log)
+        stale.add_orchestrator(flow_changed, name="flow")
+        stale.use_code_mismatch_policy(CodeMismatchPolicy.ABANDON)
+        stale.start()
+        c = hub.client()
+        c.schedule_new_orchestration(flow, input=1, instance_id=iid)
+        # A third hand-back means the backend took the first two back and delivered the item again each
+        # time; had the stale worker run it instead, nothing would come back and the wait would fail.
+        hand_backs.wait_for(3)
+        state = c.get_orchestration_state(iid)
     assert state is not None and state.runtime_status == client.OrchestrationStatus.PENDING
     stale.stop()
     hub.start_worker([flow])
