@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Collection, Coroutine, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from enum import Enum
+from functools import partial
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -36,14 +37,19 @@ def startable_limits(
 
 
 class Slots:
-    """A bounded semaphore whose waiters can be woken for shutdown instead of waiting for a release."""
+    """A bounded semaphore whose waiters can be woken for shutdown instead of waiting for a release.
 
-    def __init__(self, limit: int) -> None:
+    ``on_full`` is called (holding the slots' lock) by each :meth:`acquire` that finds every slot taken
+    and so has to wait.
+    """
+
+    def __init__(self, limit: int, on_full: Callable[[], None] | None = None) -> None:
         if limit < 1:
             raise ValueError(f"a concurrency limit must be at least 1, got {limit}")
         self.limit = limit
         self._used = 0
         self._cond = threading.Condition()
+        self._on_full = on_full
 
     @property
     def used(self) -> int:
@@ -53,6 +59,8 @@ class Slots:
     def acquire(self, abandon: threading.Event) -> bool:
         """Take a slot, waiting while all are in use; ``False`` if ``abandon`` was set first."""
         with self._cond:
+            if self._used >= self.limit and not abandon.is_set() and self._on_full is not None:
+                self._on_full()
             while self._used >= self.limit and not abandon.is_set():
                 self._cond.wait()
             if abandon.is_set():
@@ -83,9 +91,9 @@ class WorkItemPools:
     """
 
     def __init__(self, limits: Mapping[WorkKind, int], *, max_threads: int, logger: logging.Logger) -> None:
-        self._slots = {kind: Slots(limits[kind]) for kind in WorkKind}
-        self._max_threads = max_threads
         self._logger = logger
+        self._slots = {kind: Slots(limits[kind], on_full=partial(self._reading_waits, kind)) for kind in WorkKind}
+        self._max_threads = max_threads
         self._stopping = threading.Event()
         self._idle = threading.Condition()
         self._in_flight = 0
@@ -95,6 +103,12 @@ class WorkItemPools:
 
     def slots(self, kind: WorkKind) -> Slots:
         return self._slots[kind]
+
+    def _reading_waits(self, kind: WorkKind) -> None:
+        # Backpressure is otherwise invisible: the stream simply stops being read.
+        self._logger.debug(
+            "all %d %s slots are in use; reading work items waits for one", self._slots[kind].limit, kind.value
+        )
 
     @property
     def in_flight(self) -> int:

@@ -15,14 +15,17 @@ from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import Slots, WorkItemPools, WorkKind
 from durabletask._worker.failures import is_lease_lost
 from durabletask._worker.stream import ChannelProvider, backoff_delay
+from tests.conftest import watch_log
 
 LOG = logging.getLogger("durabletask-worker-tests")
 
 
 def test_slots_block_at_the_limit_until_released() -> None:
-    slots = Slots(1)
+    full = threading.Event()
+    slots = Slots(1, on_full=full.set)
     never = threading.Event()
     assert slots.acquire(never)
+    assert not full.is_set()  # a free slot is taken without waiting
     acquired = threading.Event()
 
     def second() -> None:
@@ -31,7 +34,8 @@ def test_slots_block_at_the_limit_until_released() -> None:
 
     waiter = threading.Thread(target=second)
     waiter.start()
-    assert not acquired.wait(0.1)
+    assert full.wait(WAIT)  # the second acquire found no free slot, and waits
+    assert not acquired.is_set()
     slots.release()
     assert acquired.wait(WAIT)
     waiter.join(WAIT)
@@ -39,12 +43,14 @@ def test_slots_block_at_the_limit_until_released() -> None:
 
 
 def test_slots_waiters_give_up_when_woken_for_shutdown() -> None:
-    slots = Slots(1)
+    full = threading.Event()
+    slots = Slots(1, on_full=full.set)
     stop = threading.Event()
     assert slots.acquire(stop)
     outcome: list[bool] = []
     waiter = threading.Thread(target=lambda: outcome.append(slots.acquire(stop)))
     waiter.start()
+    assert full.wait(WAIT)  # it waits for a slot, not yet for the shutdown
     stop.set()
     slots.wake()
     waiter.join(WAIT)
@@ -81,6 +87,27 @@ def test_limit_is_per_kind(pools: WorkItemPools) -> None:
     gate.set()
     assert pools.wait_idle(WAIT)
     assert pools.slots(WorkKind.ACTIVITY).used == 0
+
+
+def test_an_acquire_that_must_wait_says_so_at_debug_level(pools: WorkItemPools) -> None:
+    gate = threading.Event()
+    with watch_log(LOG, "all 2 activity slots are in use", logging.DEBUG) as full:
+        for _ in range(2):
+            assert pools.acquire(WorkKind.ACTIVITY)
+            pools.submit(WorkKind.ACTIVITY, lambda: gate.wait(WAIT) and None)
+        assert full.count == 0
+
+        def take_and_give_back() -> None:
+            if pools.acquire(WorkKind.ACTIVITY):
+                pools.slots(WorkKind.ACTIVITY).release()
+
+        third = threading.Thread(target=take_and_give_back)
+        third.start()
+        full.wait_for(1)
+        gate.set()
+        third.join(WAIT)
+    assert full.count == 1 and not third.is_alive()
+    assert pools.wait_idle(WAIT)
 
 
 def test_a_failing_job_releases_its_slot(pools: WorkItemPools) -> None:

@@ -27,6 +27,8 @@ from durabletask.worker import (
     VersionMatchStrategy,
     WorkItemFilters,
 )
+from tests.conftest import watch_log
+from tests.recovery.support import wait_until
 
 
 def double(ctx: object, value: int) -> int:
@@ -299,7 +301,9 @@ def test_async_activity_runs_on_the_event_loop(server: Server, make_worker: Work
     assert json.loads(server.sidecar.next_completion()[1].result.value) == "HI"
 
 
-def test_concurrency_limit_holds_back_reading(server: Server, make_worker: WorkerFactory) -> None:
+def test_concurrency_limit_holds_back_reading(
+    server: Server, make_worker: WorkerFactory, logger: logging.Logger
+) -> None:
     release = threading.Event()
     running: list[int] = []
     peak = [0]
@@ -318,13 +322,13 @@ def test_concurrency_limit_holds_back_reading(server: Server, make_worker: Worke
     worker.add_activity(slow)
     worker.start()
     stream = server.sidecar.next_stream()
-    for i in range(5):
-        stream.send(activity_item("slow", str(i), task_id=i))
-    deadline = time.monotonic() + WAIT
-    while len(running) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.2)  # give a third item the chance to start if the limit were broken
-    assert len(running) == 2
+    with watch_log(logger, "all 2 activity slots are in use") as full:
+        for i in range(5):
+            stream.send(activity_item("slow", str(i), task_id=i))
+        # The third item was read and waits for a slot: had the limit been broken, it would be running instead.
+        full.wait_for(1, WAIT)
+        wait_until(lambda: len(running) == 2, WAIT, "the first two activities to run")
+        assert len(running) == 2 and full.count == 1  # reading stopped at the third item
     release.set()
     results = sorted(json.loads(server.sidecar.next_completion()[1].result.value) for _ in range(5))
     assert results == [0, 1, 2, 3, 4]
@@ -428,9 +432,10 @@ def test_reconnects_when_the_server_is_down_at_start(logger: logging.Logger) -> 
     address, port = srv.address, srv.port
     srv.stop()
     worker = TaskHubGrpcWorker(host_address=address, logger=logger, resiliency_options=FAST)
-    worker.start()
     try:
-        time.sleep(0.2)  # let a few connection attempts fail
+        with watch_log(logger, f"could not connect to {address}") as refused:
+            worker.start()
+            refused.wait_for(2, WAIT)  # the worker has kept trying while nothing listened
         sidecar = FakeSidecar()
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         pb_grpc.add_TaskHubSidecarServiceServicer_to_server(sidecar, server)
