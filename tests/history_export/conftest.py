@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -67,19 +68,22 @@ class ExportHub:
     def async_client(self) -> client.AsyncTaskHubGrpcClient:
         return client.AsyncTaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
 
-    def worker(self) -> worker.TaskHubGrpcWorker:
-        w = worker.TaskHubGrpcWorker(host_address=self.address, metadata=self.metadata)
+    def worker(self, logger: logging.Logger | None = None) -> worker.TaskHubGrpcWorker:
+        w = worker.TaskHubGrpcWorker(host_address=self.address, metadata=self.metadata, logger=logger)
         self._stack.callback(w.stop)
         return w
 
-    def export_client(self, writer: HistoryWriter, *, start_worker: bool = True) -> ExportHistoryClient:
-        """An export client; with ``start_worker``, also the hub's one worker, running the app and the exports.
+    def export_client(
+        self, writer: HistoryWriter, *, start_worker: bool = True, logger: logging.Logger | None = None
+    ) -> ExportHistoryClient:
+        """An export client; with ``start_worker``, also the hub's one worker, running the app and the exports
+        (and writing to ``logger`` when given).
 
         Every worker of a task hub must know every orchestration, activity and entity, so there is one.
         """
         exporter = ExportHistoryClient(self.client(), writer)
         if start_worker:
-            w = self.worker()
+            w = self.worker(logger)
             w.add_orchestrator(greet)
             w.add_activity(hello)
             exporter.register_worker(w)

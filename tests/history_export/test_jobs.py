@@ -15,6 +15,7 @@ from durabletask.extensions.history_export import (
     ExportDestination,
     ExportHistoryClient,
     ExportJobCreationOptions,
+    ExportJobDescription,
     ExportJobNotFoundError,
     ExportJobQuery,
     ExportJobStatus,
@@ -23,6 +24,7 @@ from durabletask.extensions.history_export import (
     orchestrator_instance_id_for,
     read_exported_history,
 )
+from tests.conftest import watch_log
 from tests.history_export.conftest import ExportHub
 
 
@@ -56,6 +58,26 @@ def _until(check: object, seconds: float = 60) -> None:
         time.sleep(0.1)
 
 
+def _checkpoints_after_all_counted(exporter: ExportHistoryClient, job_id: str, scanned: int, sweeps: int) -> None:
+    """Waits until the job has counted ``scanned`` instances and then committed ``sweeps`` more checkpoints.
+
+    Each commit ends a listing that began after the previous one was stored, so those listings all ran once
+    every instance had been exported and counted.
+    """
+
+    def job() -> ExportJobDescription:
+        return exporter.get_job(job_id) or pytest.fail(f"job {job_id!r} vanished")
+
+    _until(lambda: job().scanned_instances >= scanned)
+    stamps = {job().last_checkpoint_time}
+
+    def more_checkpoints() -> bool:
+        stamps.add(job().last_checkpoint_time)  # every commit stamps its own time
+        return len(stamps) > sweeps
+
+    _until(more_checkpoints)
+
+
 def test_continuous_job_picks_up_instances_finishing_after_it_started_each_once(
     export_hub: ExportHub, tmp_path: Path, short_waits: None
 ) -> None:
@@ -67,9 +89,8 @@ def test_continuous_job_picks_up_instances_finishing_after_it_started_each_once(
     # IDs sorting before and after those already exported: a cursor over instance IDs alone would miss "a-…".
     later = export_hub.run_instances(["e", "f"], prefix="a") + export_hub.run_instances(["g", "h", "i"], prefix="z")
     _until(lambda: set(_exported(folder)) == set(before) | set(later))
-    # Several idle sweeps later, nothing was exported twice and the counters agree with the files.
-    _until(lambda: (exporter.get_job("tail") or pytest.fail("job vanished")).last_checkpoint_time is not None)
-    time.sleep(1.5)
+    # Sweeps that listed after every instance was counted did not export any of them again.
+    _checkpoints_after_all_counted(exporter, "tail", scanned=9, sweeps=2)
     counts = _exported(folder)
     assert set(counts.values()) == {1}
     desc = exporter.get_job("tail")
@@ -84,16 +105,18 @@ def test_continuous_job_picks_up_instances_finishing_after_it_started_each_once(
 def test_an_active_job_keeps_its_configuration_when_created_again_but_a_finished_one_starts_over(
     export_hub: ExportHub, tmp_path: Path, short_waits: None, caplog: pytest.LogCaptureFixture
 ) -> None:
-    exporter = export_hub.export_client(LocalFolderHistoryWriter(tmp_path))
-    export_hub.run_instances(["a", "b"], prefix="r")
-    exporter.create_job(_continuous(datetime.now(timezone.utc) - timedelta(hours=1)), job_id="again")
-    _until(lambda: exporter.get_job("again") is not None)
-    # As with Microsoft's client, creating it again returns normally (an application may create its job at every
-    # start); the running job refuses it and keeps its configuration, and the log says so.
-    with caplog.at_level(logging.WARNING):
-        exporter.create_job(_batch(), job_id="again")
-    assert "export job 'again' is still Active: the job refuses a new create" in caplog.text
-    time.sleep(0.5)  # time for the entity to have run (and refused) the signal
+    worker_log = logging.getLogger(f"tests.history_export.{export_hub.taskhub}")
+    with watch_log(worker_log, "@exportjobentity@again: operation 'create' failed", logging.INFO) as refused:
+        exporter = export_hub.export_client(LocalFolderHistoryWriter(tmp_path), logger=worker_log)
+        export_hub.run_instances(["a", "b"], prefix="r")
+        exporter.create_job(_continuous(datetime.now(timezone.utc) - timedelta(hours=1)), job_id="again")
+        _until(lambda: exporter.get_job("again") is not None)
+        # As with Microsoft's client, creating it again returns normally (an application may create its job at
+        # every start); the running job refuses it and keeps its configuration, and the log says so.
+        with caplog.at_level(logging.WARNING):
+            exporter.create_job(_batch(), job_id="again")
+        assert "export job 'again' is still Active: the job refuses a new create" in caplog.text
+        refused.wait_for(1)  # the entity has run the signal, and refused it
     kept = exporter.get_job("again")
     assert kept is not None and kept.status is ExportJobStatus.ACTIVE and kept.config.mode is ExportMode.CONTINUOUS
     exporter.delete_job("again")
