@@ -112,8 +112,8 @@ def test_a_waiter_hears_of_an_instance_another_turn_terminated(stub: HubStub) ->
 NO_PINGS = 3600.0
 
 
-def test_a_stream_is_behind_from_a_change_until_it_has_looked_again() -> None:
-    server = EmulatorServer(port=0, in_memory=True, health_ping_interval=NO_PINGS).start()
+def _orchestration_looks(server: EmulatorServer) -> list[str]:
+    """The task hub of every look for orchestration work from now on, in order."""
     looked: list[str] = []
     lease = server.engine.lease_orchestrations
 
@@ -122,6 +122,12 @@ def test_a_stream_is_behind_from_a_change_until_it_has_looked_again() -> None:
         return lease(hub, *args)
 
     server.engine.lease_orchestrations = counting  # type: ignore[method-assign]
+    return looked
+
+
+def test_a_stream_is_behind_from_a_change_until_it_has_looked_again() -> None:
+    server = EmulatorServer(port=0, in_memory=True, health_ping_interval=NO_PINGS).start()
+    looked = _orchestration_looks(server)
 
     async def change() -> bool:
         # On the loop, so the woken stream cannot run before the answer is read.
@@ -191,14 +197,7 @@ def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
 
 def test_streams_do_not_look_for_work_made_in_another_task_hub() -> None:
     server = EmulatorServer(port=0, in_memory=True, task_hubs=("busy", "quiet"), health_ping_interval=NO_PINGS).start()
-    looked: list[str] = []
-    lease = server.engine.lease_orchestrations
-
-    def counting(hub: str, *args: Any) -> Any:
-        looked.append(hub)
-        return lease(hub, *args)
-
-    server.engine.lease_orchestrations = counting  # type: ignore[method-assign]
+    looked = _orchestration_looks(server)
     try:
         with grpc.insecure_channel(server.address) as channel:
             busy, quiet = HubStub(channel, "busy"), HubStub(channel, "quiet")
