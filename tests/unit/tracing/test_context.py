@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dtscale_emulator.engine import events
+from dtscale_emulator.protocol import pb as emulator_pb
 from dtscale_emulator.storage.sqlite import SqliteBackend
 from durabletask import _trace_context as tc
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -33,7 +34,7 @@ def test_malformed_or_zero_traceparents_are_ignored() -> None:
 
 
 def test_a_continued_execution_inherits_the_trace_it_was_started_in() -> None:
-    trace = pb.TraceContext(traceParent=PARENT, spanID="b7ad6b7169203331")
+    trace = emulator_pb.TraceContext(traceParent=PARENT, spanID="b7ad6b7169203331")
     first = events.execution_started(NOW, instance_id="i", execution_id="e1", name="o",
                                      version=None, input=None, trace=trace)  # fmt: skip
     nxt = events.execution_started(NOW, instance_id="i", execution_id="e2", name="o",
