@@ -491,14 +491,18 @@ class Engine:
         hub, instance_id = record.hub, record.instance_id
         tx.clear_history(hub, instance_id)
         at = events.to_micros(now)
-        # Results addressed to the finished execution (timers, tasks) would confuse the new one; events stay.
-        for message in tx.visible_messages(hub, instance_id, 2**62):
-            if not pb.HistoryEvent.FromString(message.event).HasField("eventRaised"):
-                tx.delete_messages([message.id])
+        # What is still queued arrived while this turn was out, after the events the turn carries over:
+        # the queue is delivered in insertion order, so it is taken out and queued again behind them.
+        waiting = tx.visible_messages(hub, instance_id, 2**62)
+        tx.delete_messages([m.id for m in waiting])
         tx.delete_instance_activities(hub, instance_id, only_idle=True)
         tx.add_message(hub, instance_id, can.started.SerializeToString(), at)
         for carried in can.carryover:
             tx.add_message(hub, instance_id, carried.SerializeToString(), at)
+        for message in waiting:
+            # Results addressed to the finished execution (timers, tasks) would confuse the new one; events stay.
+            if pb.HistoryEvent.FromString(message.event).HasField("eventRaised"):
+                tx.add_message(hub, instance_id, message.event, message.visible_at)
         record.execution_id = can.execution_id
         record.trace_context = None  # a new execution, a new orchestration span
         record.version = can.version
