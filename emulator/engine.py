@@ -33,6 +33,8 @@ _CANDIDATES = 64
 DEFAULT_HISTORY_STREAMING_THRESHOLD = 1024 * 1024
 _HISTORY_CHUNK_BYTES = 1024 * 1024
 _HISTORY_CHUNK_EVENTS = 200
+#: Queued event kinds addressed to the instance rather than to one execution: a continue-as-new keeps them.
+_FOR_THE_INSTANCE = frozenset(("eventRaised", "executionTerminated", "executionSuspended", "executionResumed"))
 
 
 def _parse(raw: Sequence[bytes]) -> list[pb.HistoryEvent]:
@@ -500,8 +502,9 @@ class Engine:
         for carried in can.carryover:
             tx.add_message(hub, instance_id, carried.SerializeToString(), at)
         for message in waiting:
-            # Results addressed to the finished execution (timers, tasks) would confuse the new one; events stay.
-            if pb.HistoryEvent.FromString(message.event).HasField("eventRaised"):
+            # Results addressed to the finished execution (timers, tasks) would confuse the new one; events
+            # and requests addressed to the instance (terminate, suspend, resume) are for the new one.
+            if pb.HistoryEvent.FromString(message.event).WhichOneof("eventType") in _FOR_THE_INSTANCE:
                 tx.add_message(hub, instance_id, message.event, message.visible_at)
         record.execution_id = can.execution_id
         record.trace_context = None  # a new execution, a new orchestration span

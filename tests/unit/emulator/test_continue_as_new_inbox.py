@@ -7,7 +7,7 @@ The interleavings are played by hand against the engine (no worker, no gRPC), so
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
@@ -112,3 +112,26 @@ def test_every_event_is_seen_once_and_in_order_across_generations(
     assert seen == [1, 2, 3, 4, 5, 6, 7, 8]
     final = _lease(engine, "last")
     assert _started_input(final) == seen and _raised(final) == []
+
+
+@pytest.mark.parametrize(
+    ("request_change", "expected"),
+    [
+        (lambda engine: engine.terminate(HUB, "i", "stop", recursive=False), "executionTerminated"),
+        (lambda engine: engine.suspend(HUB, "i", "hold"), "executionSuspended"),
+    ],
+)
+def test_a_lifecycle_request_during_a_continuing_turn_reaches_the_new_execution(
+    engine: Engine, request_change: Callable[[Engine], None], expected: str
+) -> None:
+    engine.create(HUB, StartOptions("i", "Orch", input="[]"))
+    _raise(engine, 1)
+    first = _lease(engine, "t1")
+    request_change(engine)  # while the turn is out
+    _raise(engine, 2)
+    response, _ = _turn(first)
+    engine.complete_orchestration(HUB, first, "t1", response)
+
+    second = _lease(engine, "t2")
+    kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
+    assert kinds == ["orchestratorStarted", "executionStarted", expected, "eventRaised"]
