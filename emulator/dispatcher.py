@@ -23,15 +23,16 @@ from emulator.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     ResourceExhaustedError,
+    StreamDroppedError,
     stale_token,
 )
 from emulator.sessions import SessionTable, advertised
 from emulator.storage import InstanceRecord
-from emulator.streams import Lease, StreamState, Work, stream_filters, work_item
+from emulator.streams import Lease, StreamState, Work, stream_filters, work_item, work_key
 from emulator.tracing import WorkTracer
 from emulator.validation import Limits, PayloadTooLargeError
 from emulator.waiters import InstanceWaiters
-from emulator.work import ActivityWork, OrchestrationWork, SessionMark
+from emulator.work import BATCH, DUE, SEND, SEND_CHOICES, ActivityWork, Interleaver, OrchestrationWork, SessionMark
 
 #: Work items of one kind leased for a stream in one transaction (within its concurrency limit).
 FETCH_BATCH = 16
@@ -71,8 +72,11 @@ class WorkDispatcher:
         health_ping_interval: float,
         limits: Limits | None = None,
         tracer: WorkTracer | None = None,
+        interleaver: Interleaver | None = None,
     ) -> None:
         self.engine = engine
+        #: Perturbs the order of concurrent work in tests (``None``: work goes as it comes, nothing to pay).
+        self.interleaver = interleaver
         #: Records the emulator's spans of each work item (``None``: no tracing, nothing to pay).
         self.tracer = tracer
         self.limits = limits or Limits()
@@ -256,7 +260,22 @@ class WorkDispatcher:
                     await self._idle(state, seen, changed, last_sent)
                     continue
             last_sent = time.monotonic()
+            if self.interleaver is not None and item.completionToken:
+                await self._before_send(self.interleaver, item.completionToken)
             await send(item)
+
+    async def _before_send(self, interleaver: Interleaver, token: str) -> None:
+        """Lets other work run before the item goes out; then its lease may end, or its stream may drop."""
+        key = self.lease_key(token)
+        if key is None:
+            return
+        await interleaver.pause(SEND, key)
+        choice = interleaver.choose(SEND, key, SEND_CHOICES)
+        if choice == "expire":
+            self.expire(token)
+        elif choice == "drop":
+            # Ends the call as a broken connection would; serve() then offers what the stream held again.
+            raise StreamDroppedError(f"work-item stream dropped before sending the work item for '{key}'")
 
     async def _idle(self, state: StreamState, seen: int, changed: asyncio.Event, last_sent: float) -> None:
         timeout = max(0.0, self.health_ping_interval - (time.monotonic() - last_sent))
@@ -270,6 +289,8 @@ class WorkDispatcher:
         if self._changes == seen:
             # Woken by time, not by a change: a timer or lease may be due, so ask for every kind.
             state.empty_at.clear()
+            if self.interleaver is not None:
+                await self.interleaver.pause(DUE, state.hub)
         # While idle, time-based work was watched for (the wait ends when the next one is due): the
         # periodic ask-for-everything is only for streams that stay busy.
         state.probed_all_at = time.monotonic()
@@ -328,7 +349,10 @@ class WorkDispatcher:
             state.turn += 1
             tracer = self.tracer
             leased_ns = 0 if tracer is None else tracer.now()
-            for token, work in zip(tokens, found, strict=False):
+            leased = list(zip(tokens, found, strict=False))
+            if self.interleaver is not None:
+                leased = self.interleaver.shuffle(BATCH, leased)
+            for token, work in leased:
                 lease = Lease(token, kind, state.hub, state, work, leased_ns)
                 if tracer is not None:
                     tracer.dispatched(lease)
@@ -424,6 +448,7 @@ class WorkDispatcher:
             refused = error
         try:
             mark = self._apply_turn(hub, work, lease.token, response, refused)
+            self._accepted(lease)
             if mark is not None and lease.stream.keeps_sessions:
                 self.sessions.keep(lease.stream.id, hub, work.instance_id, mark)
         except EmulatorError as error:
@@ -472,6 +497,7 @@ class WorkDispatcher:
                 self.engine.complete_activity(hub, work.activity_id, lease.token, failed)
                 raise
             self.engine.complete_activity(hub, work.activity_id, lease.token, response)
+            self._accepted(lease)
         finally:
             self._end_lease(lease)
 
@@ -487,8 +513,27 @@ class WorkDispatcher:
                 self.entities.complete(hub, work, lease.token, refusals.failed_batch(work.request, result, error))
                 raise
             self.entities.complete(hub, work, lease.token, result)
+            self._accepted(lease)
         finally:
             self._end_lease(lease)
+
+    def _accepted(self, lease: Lease) -> None:
+        if self.interleaver is not None:
+            self.interleaver.committed(lease.kind, lease.token)
+
+    def lease_key(self, token: str) -> str | None:
+        """The interleaving key of the work a token leases (``None``: no such lease)."""
+        with self._cond:
+            lease = self._leases.get(token) or self._orphans.get(token)
+        return None if lease is None else work_key(lease.work)
+
+    def expire(self, token: str) -> None:
+        """Ends a lease in storage as its timeout would: the work is offered again at once, and the holder's
+        completion still counts until another lease replaces it."""
+        with self._cond:
+            lease = self._leases.get(token) or self._orphans.get(token)
+        if lease is not None:
+            self.engine.release(lease.hub, lease.kind, lease.key, token, keep_token=True)
 
     def _end_lease(self, lease: Lease) -> None:
         """Drops a completed lease; wakes streams only if its stream had no room left for that kind.

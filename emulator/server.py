@@ -25,6 +25,7 @@ from emulator.storage import SqliteBackend
 from emulator.tracing import WorkTracer
 from emulator.tracing.otlp import OtlpExport, work_tracer
 from emulator.validation import Limits
+from emulator.work import Interleaver
 
 log = logging.getLogger("emulator")
 
@@ -58,6 +59,9 @@ class EmulatorServer:
         keepalive_timeout: Seconds a ping may go unanswered before its connection is closed. A worker that
             froze, or whose host vanished without closing the connection, then loses its stream, and the work
             items it held are offered again at once rather than after ``lease_timeout``.
+        interleaver: Perturbs where concurrent work meets (sends, completions, arrivals, timers, stream drops) to
+            make races show in tests, e.g. a :class:`~emulator.faults.SeededInterleaver`; ``None`` (the default)
+            costs nothing.
 
     Raises:
         DatabaseInUseError: another emulator already serves ``db_path``.
@@ -84,6 +88,7 @@ class EmulatorServer:
         otlp_endpoint: str | None = None,
         keepalive_interval: float = 30.0,
         keepalive_timeout: float = 20.0,
+        interleaver: Interleaver | None = None,
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
@@ -107,7 +112,7 @@ class EmulatorServer:
         self.engine = Engine(self.backend, self.clock, changes, max_history_events=self.limits.max_history_events)
         self.entities = Entities(self.backend, self.clock, changes)
         self.dispatcher = WorkDispatcher(
-            self.engine, self.entities, lease_timeout, health_ping_interval, self.limits, tracer
+            self.engine, self.entities, lease_timeout, health_ping_interval, self.limits, tracer, interleaver
         )
         changes.subscribe(self.dispatcher)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
