@@ -24,7 +24,7 @@ from emulator.errors import (
     stale_token,
 )
 from emulator.state_machine import advance
-from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, Transaction
+from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, Message, NameFilter, Transaction
 from emulator.work import ActivityWork, Affinity, OrchestrationWork, SessionMark
 
 _CANDIDATES = 64
@@ -34,7 +34,7 @@ DEFAULT_HISTORY_STREAMING_THRESHOLD = 1024 * 1024
 _HISTORY_CHUNK_BYTES = 1024 * 1024
 _HISTORY_CHUNK_EVENTS = 200
 #: Queued event kinds addressed to the instance rather than to one execution: a continue-as-new keeps them.
-_FOR_THE_INSTANCE = frozenset(("eventRaised", "executionTerminated", "executionSuspended", "executionResumed"))
+_FOR_THE_INSTANCE = frozenset(("eventRaised", "executionTerminated"))
 
 
 def _parse(raw: Sequence[bytes]) -> list[pb.HistoryEvent]:
@@ -53,6 +53,24 @@ def _past_if_needed(
 def _started_first(message: pb.HistoryEvent) -> int:
     # A continued-as-new execution must see its executionStarted before events that arrived earlier.
     return 0 if message.HasField("executionStarted") else 1
+
+
+def _for_new_execution(waiting: Sequence[Message]) -> Iterator[Message]:
+    """The queued messages a continued-as-new execution receives, in their order.
+
+    Results addressed to the finished execution (timers, tasks) would confuse the new one; events and
+    terminations are for the instance. The new execution starts running, so of the suspends and resumes only
+    those that change that are kept: a resume whose suspend the finished execution took would reach an
+    execution that was never suspended, which a worker may fail.
+    """
+    suspended = False
+    for message in waiting:
+        kind = pb.HistoryEvent.FromString(message.event).WhichOneof("eventType")
+        if kind in _FOR_THE_INSTANCE:
+            yield message
+        elif kind in ("executionSuspended", "executionResumed") and suspended != (kind == "executionSuspended"):
+            suspended = not suspended
+            yield message
 
 
 def _new_work_kinds(transition: Transition, pending: bool, released: bool) -> tuple[str, ...] | None:
@@ -501,11 +519,8 @@ class Engine:
         tx.add_message(hub, instance_id, can.started.SerializeToString(), at)
         for carried in can.carryover:
             tx.add_message(hub, instance_id, carried.SerializeToString(), at)
-        for message in waiting:
-            # Results addressed to the finished execution (timers, tasks) would confuse the new one; events
-            # and requests addressed to the instance (terminate, suspend, resume) are for the new one.
-            if pb.HistoryEvent.FromString(message.event).WhichOneof("eventType") in _FOR_THE_INSTANCE:
-                tx.add_message(hub, instance_id, message.event, message.visible_at)
+        for message in _for_new_execution(waiting):
+            tx.add_message(hub, instance_id, message.event, message.visible_at)
         record.execution_id = can.execution_id
         record.trace_context = None  # a new execution, a new orchestration span
         record.version = can.version

@@ -135,3 +135,35 @@ def test_a_lifecycle_request_during_a_continuing_turn_reaches_the_new_execution(
     second = _lease(engine, "t2")
     kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
     assert kinds == ["orchestratorStarted", "executionStarted", expected, "eventRaised"]
+
+
+def test_a_resume_for_the_finished_execution_is_not_handed_to_the_new_one(engine: Engine) -> None:
+    # The suspend reached the turn that continues as new (after its event), the resume came while it was out:
+    # the new execution starts running, and a worker may fail an execution that is resumed without a suspend.
+    engine.create(HUB, StartOptions("i", "Orch", input="[]"))
+    _raise(engine, 1)
+    engine.suspend(HUB, "i", "hold")
+    first = _lease(engine, "t1")
+    engine.suspend(HUB, "i", "go on", resume=True)
+    _raise(engine, 2)
+    response, _ = _turn(first)
+    engine.complete_orchestration(HUB, first, "t1", response)
+
+    second = _lease(engine, "t2")
+    kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
+    assert kinds == ["orchestratorStarted", "executionStarted", "eventRaised"]
+
+
+def test_a_suspend_and_resume_during_a_continuing_turn_both_reach_the_new_execution(engine: Engine) -> None:
+    engine.create(HUB, StartOptions("i", "Orch", input="[]"))
+    _raise(engine, 1)
+    first = _lease(engine, "t1")
+    engine.suspend(HUB, "i", "hold")
+    _raise(engine, 2)
+    engine.suspend(HUB, "i", "go on", resume=True)
+    response, _ = _turn(first)
+    engine.complete_orchestration(HUB, first, "t1", response)
+
+    second = _lease(engine, "t2")
+    kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
+    assert kinds == ["orchestratorStarted", "executionStarted", "executionSuspended", "eventRaised", "executionResumed"]
