@@ -24,7 +24,7 @@ from emulator.errors import (
     stale_token,
 )
 from emulator.state_machine import advance
-from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, Message, NameFilter, Transaction
+from emulator.storage import Backend, InstanceQueryArgs, InstanceRecord, NameFilter, Transaction
 from emulator.work import ActivityWork, Affinity, OrchestrationWork, SessionMark
 
 _CANDIDATES = 64
@@ -33,8 +33,6 @@ _CANDIDATES = 64
 DEFAULT_HISTORY_STREAMING_THRESHOLD = 1024 * 1024
 _HISTORY_CHUNK_BYTES = 1024 * 1024
 _HISTORY_CHUNK_EVENTS = 200
-#: Queued event kinds addressed to the instance rather than to one execution: a continue-as-new keeps them.
-_FOR_THE_INSTANCE = frozenset(("eventRaised", "executionTerminated"))
 
 
 def _parse(raw: Sequence[bytes]) -> list[pb.HistoryEvent]:
@@ -48,29 +46,6 @@ def _past_if_needed(
     if any(e.HasField("executionTerminated") and e.executionTerminated.recurse for e in new_events):
         return _parse(tx.history(hub, work.instance_id))
     return []
-
-
-def _started_first(message: pb.HistoryEvent) -> int:
-    # A continued-as-new execution must see its executionStarted before events that arrived earlier.
-    return 0 if message.HasField("executionStarted") else 1
-
-
-def _for_new_execution(waiting: Sequence[Message]) -> Iterator[Message]:
-    """The queued messages a continued-as-new execution receives, in their order.
-
-    Results addressed to the finished execution (timers, tasks) would confuse the new one; events and
-    terminations are for the instance. The new execution starts running, so of the suspends and resumes only
-    those that change that are kept: a resume whose suspend the finished execution took would reach an
-    execution that was never suspended, which a worker may fail.
-    """
-    suspended = False
-    for message in waiting:
-        kind = pb.HistoryEvent.FromString(message.event).WhichOneof("eventType")
-        if kind in _FOR_THE_INSTANCE:
-            yield message
-        elif kind in ("executionSuspended", "executionResumed") and suspended != (kind == "executionSuspended"):
-            suspended = not suspended
-            yield message
 
 
 def _new_work_kinds(transition: Transition, pending: bool, released: bool) -> tuple[str, ...] | None:
@@ -372,7 +347,7 @@ class Engine:
         if record is None or delivery.is_terminal(record):
             tx.delete_messages([m.id for m in messages])
             return None
-        new_events = sorted(_parse([m.event for m in messages]), key=_started_first)
+        message_ids, new_events = delivery.inbox(messages)
         if not (new_events and new_events[0].HasField("orchestratorStarted")):
             new_events.insert(0, events.orchestrator_started(now))
         length = tx.history_length(hub, instance_id)
@@ -396,7 +371,7 @@ class Engine:
                 request.pastEvents.extend(_parse(raw))
                 has_past = True
         tx.lock_instance(hub, instance_id, token, events.to_micros(expires))
-        return OrchestrationWork(instance_id, [m.id for m in messages], request, length, has_past or not length)
+        return OrchestrationWork(instance_id, message_ids, request, length, has_past or not length)
 
     def lease_activities(
         self, hub: str, accept: NameFilter, tokens: Sequence[str], expires: datetime
@@ -508,19 +483,9 @@ class Engine:
         tx.delete_instance_activities(record.hub, record.instance_id, only_idle=True)
 
     def _continue_as_new(self, tx: Transaction, record: InstanceRecord, can: ContinueAsNew, now: datetime) -> None:
-        hub, instance_id = record.hub, record.instance_id
-        tx.clear_history(hub, instance_id)
-        at = events.to_micros(now)
-        # What is still queued arrived while this turn was out, after the events the turn carries over:
-        # the queue is delivered in insertion order, so it is taken out and queued again behind them.
-        waiting = tx.visible_messages(hub, instance_id, 2**62)
-        tx.delete_messages([m.id for m in waiting])
-        tx.delete_instance_activities(hub, instance_id, only_idle=True)
-        tx.add_message(hub, instance_id, can.started.SerializeToString(), at)
-        for carried in can.carryover:
-            tx.add_message(hub, instance_id, carried.SerializeToString(), at)
-        for message in _for_new_execution(waiting):
-            tx.add_message(hub, instance_id, message.event, message.visible_at)
+        tx.clear_history(record.hub, record.instance_id)
+        tx.delete_instance_activities(record.hub, record.instance_id, only_idle=True)
+        delivery.queue_new_execution(tx, record, can, now)
         record.execution_id = can.execution_id
         record.trace_context = None  # a new execution, a new orchestration span
         record.version = can.version

@@ -16,6 +16,7 @@ import pytest
 from durabletask import client
 from emulator.clock import ManualClock
 from emulator.work import ARRIVE, COMPLETE, SEND, Interleaver, T
+from tests.recovery.support import wait_until
 
 from . import rig
 from .event_order import order_round
@@ -93,3 +94,36 @@ def test_events_raised_back_to_back_keep_their_order(sdk: str) -> None:
         r.start_worker(sdk)
         seen = [order_round(r.client, EVENTS) for _ in range(3)]
     assert seen == [list(range(1, EVENTS + 1))] * 3
+
+
+@pytest.mark.parametrize("sdk", rig.SDKS)
+def test_events_after_a_suspend_in_a_continuing_turn_are_not_lost(sdk: str) -> None:
+    # Everything is queued before a worker connects, so the first work item would hold [1, suspend, 2, 3]:
+    # both SDKs set 2 and 3 aside while suspended, and forgot them as the turn continued as new on 1.
+    instance_id = f"paused-{uuid.uuid4().hex[:10]}"
+    with rig.open_rig() as r:
+        c = r.client
+        c.schedule_new_orchestration("collect", input={"n": 3, "seen": [], "save": True}, instance_id=instance_id)
+        c.raise_orchestration_event(instance_id, "e", data=1)
+        c.suspend_orchestration(instance_id)
+        c.raise_orchestration_event(instance_id, "e", data=2)
+        c.raise_orchestration_event(instance_id, "e", data=3)
+        r.start_worker(sdk)
+        # The new execution inherits the suspend: it is suspended with 2 and 3 set aside, until resumed.
+        suspended = client.OrchestrationStatus.SUSPENDED
+        wait_until(lambda: _status(c, instance_id) == suspended and _seen(r, instance_id) == [1], 30, "the suspend")
+        c.resume_orchestration(instance_id)
+        state = c.wait_for_orchestration_completion(instance_id, timeout=60)
+    assert state is not None and state.runtime_status == client.OrchestrationStatus.COMPLETED, state
+    assert json.loads(state.serialized_output or "[]") == [1, 2, 3]
+
+
+def _status(c: client.TaskHubGrpcClient, instance_id: str) -> client.OrchestrationStatus | None:
+    state = c.get_orchestration_state(instance_id)
+    return None if state is None else state.runtime_status
+
+
+def _seen(r: rig.Rig, instance_id: str) -> list[int]:
+    _, history, _ = r.record_and_history(instance_id)
+    started = [e.executionStarted.input.value for e in history if e.HasField("executionStarted")]
+    return list(json.loads(started[0])["seen"]) if started else []

@@ -134,12 +134,28 @@ def test_a_lifecycle_request_during_a_continuing_turn_reaches_the_new_execution(
 
     second = _lease(engine, "t2")
     kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
-    assert kinds == ["orchestratorStarted", "executionStarted", expected, "eventRaised"]
+    if expected == "executionSuspended":  # a work item ends at a suspend; the event waits for the next one
+        assert kinds == ["orchestratorStarted", "executionStarted", expected]
+    else:
+        assert kinds == ["orchestratorStarted", "executionStarted", expected, "eventRaised"]
 
 
-def test_a_resume_for_the_finished_execution_is_not_handed_to_the_new_one(engine: Engine) -> None:
-    # The suspend reached the turn that continues as new (after its event), the resume came while it was out:
-    # the new execution starts running, and a worker may fail an execution that is resumed without a suspend.
+def test_a_resume_for_an_instance_that_is_not_suspended_is_not_handed_to_the_new_execution(engine: Engine) -> None:
+    # Microsoft's worker fails an execution that is resumed without having been suspended.
+    engine.create(HUB, StartOptions("i", "Orch", input="[]"))
+    _raise(engine, 1)
+    first = _lease(engine, "t1")
+    engine.suspend(HUB, "i", "go on", resume=True)
+    _raise(engine, 2)
+    response, _ = _turn(first)
+    engine.complete_orchestration(HUB, first, "t1", response)
+
+    second = _lease(engine, "t2")
+    kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
+    assert kinds == ["orchestratorStarted", "executionStarted", "eventRaised"]
+
+
+def test_a_resume_after_the_suspend_a_continuing_turn_took_reaches_the_new_execution(engine: Engine) -> None:
     engine.create(HUB, StartOptions("i", "Orch", input="[]"))
     _raise(engine, 1)
     engine.suspend(HUB, "i", "hold")
@@ -151,7 +167,11 @@ def test_a_resume_for_the_finished_execution_is_not_handed_to_the_new_one(engine
 
     second = _lease(engine, "t2")
     kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
-    assert kinds == ["orchestratorStarted", "executionStarted", "eventRaised"]
+    assert kinds == ["orchestratorStarted", "executionStarted", "executionSuspended"]
+    engine.complete_orchestration(HUB, second, "t2", pb.OrchestratorResponse())
+    third = _lease(engine, "t3")
+    kinds = [e.WhichOneof("eventType") for e in third.request.newEvents]
+    assert kinds == ["orchestratorStarted", "executionResumed", "eventRaised"]
 
 
 def test_a_suspend_and_resume_during_a_continuing_turn_both_reach_the_new_execution(engine: Engine) -> None:
@@ -166,4 +186,48 @@ def test_a_suspend_and_resume_during_a_continuing_turn_both_reach_the_new_execut
 
     second = _lease(engine, "t2")
     kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
-    assert kinds == ["orchestratorStarted", "executionStarted", "executionSuspended", "eventRaised", "executionResumed"]
+    assert kinds == ["orchestratorStarted", "executionStarted", "executionSuspended"]
+    engine.complete_orchestration(HUB, second, "t2", pb.OrchestratorResponse())
+    third = _lease(engine, "t3")
+    assert [e.WhichOneof("eventType") for e in third.request.newEvents] == [
+        "orchestratorStarted",
+        "eventRaised",
+        "executionResumed",
+    ]
+
+
+def test_a_work_item_ends_at_a_suspend_so_later_events_reach_the_suspended_orchestration_later(
+    engine: Engine,
+) -> None:
+    # Both SDKs set aside events that follow a suspend in the same work item, and forget them if that turn
+    # continues as new: the work item stops at the suspend, and the rest wait for the next one.
+    engine.create(HUB, StartOptions("i", "Orch", input="[]"))
+    _raise(engine, 1)
+    engine.suspend(HUB, "i", "hold")
+    _raise(engine, 2)
+    first = _lease(engine, "t1")
+    kinds = [e.WhichOneof("eventType") for e in first.request.newEvents]
+    assert kinds == ["orchestratorStarted", "executionStarted", "eventRaised", "executionSuspended"]
+    engine.complete_orchestration(HUB, first, "t1", pb.OrchestratorResponse())
+    second = _lease(engine, "t2")
+    assert [e.WhichOneof("eventType") for e in second.request.newEvents] == ["orchestratorStarted", "eventRaised"]
+
+
+def test_a_suspend_taken_by_a_continuing_turn_suspends_the_new_execution(engine: Engine) -> None:
+    engine.create(HUB, StartOptions("i", "Orch", input="[]"))
+    _raise(engine, 1, 2)
+    engine.suspend(HUB, "i", "hold")
+    _raise(engine, 3)
+    first = _lease(engine, "t1")
+    response, _ = _turn(first)  # takes 1, carries 2 over; the suspend came after the event it took
+    engine.complete_orchestration(HUB, first, "t1", response)
+    engine.suspend(HUB, "i", "go on", resume=True)
+
+    second = _lease(engine, "t2")
+    kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
+    assert kinds == ["orchestratorStarted", "executionStarted", "executionSuspended"]
+    assert second.request.newEvents[2].executionSuspended.input.value == "hold"
+    engine.complete_orchestration(HUB, second, "t2", pb.OrchestratorResponse())
+    third = _lease(engine, "t3")
+    assert _raised(third) == ["2", "3"]
+    assert [e.WhichOneof("eventType") for e in third.request.newEvents][-1] == "executionResumed"
