@@ -128,6 +128,15 @@ class Rig:
             length = tx.history_length(self.hub, instance_id)
         return record, [pb.HistoryEvent.FromString(r) for r in raw], length
 
+    def queued(self, instance_id: str) -> list[str]:
+        """The kinds of the messages queued for an instance, and its lease, for a report."""
+        with self.server.backend.transaction() as tx:
+            record = tx.get_instance(self.hub, instance_id)
+            messages = tx.visible_messages(self.hub, instance_id, 2**62)
+        kinds = [str(pb.HistoryEvent.FromString(m.event).WhichOneof("eventType")) for m in messages]
+        lease = "none" if record is None or record.lock_token is None else f"until {record.lock_expires}"
+        return [*kinds, f"lease {lease}, clock {self.clock.now() if self.clock else None}"]
+
     def entity_state(self, entity_id: str) -> Any:
         found = self.server.entities.get(self.hub, entity_id)
         return None if found is None or found.record.state is None else json.loads(found.record.state)

@@ -6,7 +6,6 @@ Shared by the test suite and ``bench/interleavings.py``.
 from __future__ import annotations
 
 import random
-import traceback
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,8 +41,18 @@ class Report:
 def _scenario(run: Run, name: str) -> Outcome:
     try:
         return SCENARIOS[name](run)
-    except Exception:
-        return Outcome(problems=[f"scenario {name} raised:\n{traceback.format_exc()}"])
+    except Exception as error:
+        # What the instances it started were left in says more than where the client gave up.
+        found = [f"scenario {name} raised {type(error).__name__}: {error}"]
+        for instance_id in run.started:
+            record, history, _ = run.rig.record_and_history(instance_id)
+            status = "missing" if record is None else pb.OrchestrationStatus.Name(record.status)
+            kinds = [e.WhichOneof("eventType") for e in history[-8:]]
+            started = [e.executionStarted.input.value for e in history if e.HasField("executionStarted")]
+            found.append(
+                f"{instance_id}: {status}, history ends {kinds}, input {started}, queued {run.rig.queued(instance_id)}"
+            )
+        return Outcome(instances=list(run.started), problems=found)
 
 
 def _checked(rig: Rig, instance_id: str) -> list[str]:

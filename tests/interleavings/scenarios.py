@@ -36,6 +36,7 @@ class Run:
     tag: str
     rng: random.Random
     workdir: Path
+    started: list[str] = field(default_factory=list)
 
     def id(self, name: str) -> str:
         return f"{self.tag}-{name}"
@@ -46,6 +47,7 @@ class Run:
 
     def start(self, name: str, orchestrator: str, value: Any) -> str:
         instance_id = self.id(name)
+        self.started.append(instance_id)
         self.client.schedule_new_orchestration(orchestrator, input=value, instance_id=instance_id)
         return instance_id
 
@@ -67,7 +69,9 @@ class Outcome:
     def expect(self, state: OrchestrationState, status: OrchestrationStatus, output: Any = None) -> None:
         self.instances.append(state.instance_id)
         if state.runtime_status != status:
-            self.problems.append(f"{state.instance_id}: {state.runtime_status.name}, expected {status.name}")
+            failure = state.failure_details
+            why = f" ({failure.error_type}: {failure.message})" if failure is not None else ""
+            self.problems.append(f"{state.instance_id}: {state.runtime_status.name}, expected {status.name}{why}")
         elif output is not None and _output(state) != output:
             self.problems.append(f"{state.instance_id}: output {_output(state)!r}, expected {output!r}")
 
@@ -90,6 +94,23 @@ def events_saved(run: Run) -> Outcome:
     iid = run.start("saved", "collect", {"n": len(sent), "seen": [], "save": True})
     for value in sent:
         run.client.raise_orchestration_event(iid, "e", data=value)
+    outcome = Outcome()
+    state = run.finish(iid)
+    outcome.expect(state, COMPLETED)
+    outcome.problems.extend(f"{iid}: {p}" for p in exactly_once_in_order(_output(state) or [], sent))
+    return outcome
+
+
+def events_suspended(run: Run) -> Outcome:
+    """Events raised back to back while the orchestration is suspended and resumed between them."""
+    sent = list(range(1, 9))
+    iid = run.start("suspended", "collect", {"n": len(sent), "seen": [], "save": True})
+    for value in sent:
+        run.client.raise_orchestration_event(iid, "e", data=value)
+        if value in (2, 5):
+            run.client.suspend_orchestration(iid)
+            run.jitter()
+            run.client.resume_orchestration(iid)
     outcome = Outcome()
     state = run.finish(iid)
     outcome.expect(state, COMPLETED)
@@ -186,9 +207,8 @@ def timers(run: Run) -> Outcome:
 
 
 def retries(run: Run) -> Outcome:
-    iid = run.id("retrying")
-    args = {"failures": 2, "dir": str(run.workdir), "name": iid}
-    run.client.schedule_new_orchestration("retrying", input=args, instance_id=iid)
+    name = run.id("retrying")
+    iid = run.start("retrying", "retrying", {"failures": 2, "dir": str(run.workdir), "name": name})
     outcome = Outcome()
     outcome.expect(run.finish(iid), COMPLETED, "ok")
     return outcome
@@ -241,8 +261,34 @@ def lifecycle(run: Run) -> Outcome:
     return outcome
 
 
+def terminate_tree(run: Run) -> Outcome:
+    """A recursive terminate while a parent's sub-orchestrations run: the whole tree ends, each one once."""
+    count = 3
+    iid = run.start("tree", "parent", count)
+    run.jitter()
+    run.jitter()
+    _racing(lambda: run.client.terminate_orchestration(iid, output="cut", recursive=True))
+    outcome = Outcome()
+    state = run.finish(iid)
+    finished = state.runtime_status == COMPLETED
+    outcome.expect(state, COMPLETED if finished else TERMINATED)
+    for n in range(count):
+        child = f"{iid}-c{n}"
+        if run.client.get_orchestration_state(child) is None:
+            if finished:
+                outcome.problems.append(f"{child}: missing under a completed parent")
+            continue  # terminated before the parent created it
+        child_state = run.finish(child)
+        outcome.expect(
+            child_state,
+            child_state.runtime_status if child_state.runtime_status in (COMPLETED, TERMINATED) else TERMINATED,
+        )
+    return outcome
+
+
 SCENARIOS: dict[str, Callable[[Run], Outcome]] = {
     "events_saved": events_saved,
+    "events_suspended": events_suspended,
     "events_unsaved": events_unsaved,
     "messages": messages,
     "entities": entities,
@@ -252,4 +298,5 @@ SCENARIOS: dict[str, Callable[[Run], Outcome]] = {
     "countdown": countdown,
     "rewind": rewind,
     "lifecycle": lifecycle,
+    "terminate_tree": terminate_tree,
 }
