@@ -1,7 +1,7 @@
 """Seeds for the interleaving suite: a fixed few locally, one fresh seed more in CI, or one given to replay.
 
 ``DTS_INTERLEAVING_SEED=<n>`` runs only seed ``n``; in CI (``CI=true``) a fresh seed joins the fixed ones. The
-seeds a run used are printed at its end (and are in the test IDs), so a failure can be replayed.
+seeds a run used are printed at its end, and each failure names its seed, so it can be replayed.
 """
 
 from __future__ import annotations
