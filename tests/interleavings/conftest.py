@@ -16,7 +16,8 @@ from tests.conftest import running_in_ci
 from .runner import SEED_ENV
 
 FIXED_SEEDS = (1, 2, 3)
-_used: list[int] = []
+_used: list[int] = []  # the seeds this run used, for the summary
+_fresh: list[int] = []  # the run's one fresh seed, once drawn
 
 
 def interleaving_seeds(fixed: tuple[int, ...] = FIXED_SEEDS) -> list[int]:
@@ -31,14 +32,11 @@ def interleaving_seeds(fixed: tuple[int, ...] = FIXED_SEEDS) -> list[int]:
     return list(fixed)
 
 
-_FRESH: list[int] = []
-
-
 def _fresh_seed() -> int:
     # One fresh seed per test run, shared by every test that asks.
-    if not _FRESH:
-        _FRESH.append(random.SystemRandom().randrange(10**9))
-    return _FRESH[0]
+    if not _fresh:
+        _fresh.append(random.SystemRandom().randrange(10**9))
+    return _fresh[0]
 
 
 def note_seed(seed: int) -> None:
