@@ -182,6 +182,25 @@ def entities(run: Run) -> Outcome:
     return outcome
 
 
+def entity_signals(run: Run) -> Outcome:
+    """An entity signals another as it runs each operation; the client signals the second one too."""
+    key, count = f"{run.tag}-relay", 8
+    for seq in range(1, count + 1):
+        run.client.signal_entity(EntityInstanceId("relay", key), "forward", input=seq)
+        run.client.signal_entity(EntityInstanceId("journal", key), "add", input=["client", seq])
+        run.jitter()
+    outcome = Outcome()
+    entity = f"@journal@{key}"
+    try:
+        wait_until(lambda: len(run.rig.entity_state(entity) or []) >= 2 * count, WAIT, f"{2 * count} journal entries")
+    except AssertionError as error:
+        outcome.problems.append(str(error))
+    sent = {"client": list(range(1, count + 1)), f"relay-{key}": list(range(1, count + 1))}
+    entries = run.rig.entity_state(entity) or []
+    outcome.problems.extend(f"{entity}: {p}" for p in journal_problems(entries, sent, {}))
+    return outcome
+
+
 def sub_orchestrations(run: Run) -> Outcome:
     count = 3
     iid = run.start("parent", "parent", count)
@@ -233,6 +252,22 @@ def rewind(run: Run) -> Outcome:
     marker.touch()
     run.client.rewind_orchestration(iid, reason="mended")
     outcome.expect(run.finish(iid), COMPLETED, [2, "mended"])
+    return outcome
+
+
+def rewind_tree(run: Run) -> Outcome:
+    """A parent failed by its sub-orchestration is rewound: the child is rewound with it, and both complete."""
+    marker = run.workdir / run.id("mended")
+    iid = run.start("tree", "rewindable_parent", str(marker))
+    outcome = Outcome()
+    failed = run.finish(iid)
+    if failed.runtime_status != client.OrchestrationStatus.FAILED:
+        outcome.expect(failed, client.OrchestrationStatus.FAILED)
+        return outcome
+    marker.touch()
+    run.client.rewind_orchestration(iid, reason="mended")
+    outcome.expect(run.finish(iid), COMPLETED, [4, [2, "mended"]])
+    outcome.expect(run.finish(f"{iid}-child"), COMPLETED, [2, "mended"])
     return outcome
 
 
@@ -292,11 +327,13 @@ SCENARIOS: dict[str, Callable[[Run], Outcome]] = {
     "events_unsaved": events_unsaved,
     "messages": messages,
     "entities": entities,
+    "entity_signals": entity_signals,
     "sub_orchestrations": sub_orchestrations,
     "timers": timers,
     "retries": retries,
     "countdown": countdown,
     "rewind": rewind,
+    "rewind_tree": rewind_tree,
     "lifecycle": lifecycle,
     "terminate_tree": terminate_tree,
 }

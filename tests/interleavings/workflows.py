@@ -59,6 +59,14 @@ def journal(ctx: Any, entry: Any) -> Any:
     raise ValueError(f"unknown operation {ctx.operation}")
 
 
+def relay(ctx: Any, seq: int) -> None:
+    """Passes each ``forward`` on to the journal of its own key as a signal, naming itself as the sender."""
+    if ctx.operation != "forward":
+        raise ValueError(f"unknown operation {ctx.operation}")
+    me = ctx.entity_id
+    ctx.signal_entity(EntityInstanceId("journal", me.key), "add", [f"relay-{me.key}", seq])
+
+
 # Orchestrators ---------------------------------------------------------------------------------------------------
 
 
@@ -145,6 +153,13 @@ def rewindable(ctx: task.OrchestrationContext, marker: str) -> Orchestration:
     return [first, second]
 
 
+def rewindable_parent(ctx: task.OrchestrationContext, marker: str) -> Orchestration:
+    """Fails through its sub-orchestration until the marker exists; a rewind reruns the failed child."""
+    first = yield ctx.call_activity(double, input=2)
+    second = yield ctx.call_sub_orchestrator(rewindable, input=marker, instance_id=f"{ctx.instance_id}-child")
+    return [first, second]
+
+
 def steps(ctx: task.OrchestrationContext, count: int) -> Orchestration:
     """Activities one after another: many turns for a terminate, suspend or resume to land in."""
     total = 0
@@ -153,6 +168,18 @@ def steps(ctx: task.OrchestrationContext, count: int) -> Orchestration:
     return total
 
 
-ORCHESTRATORS = (collect, sender, entity_user, child, parent, timers, retrying, countdown, rewindable, steps)
+ORCHESTRATORS = (
+    collect,
+    sender,
+    entity_user,
+    child,
+    parent,
+    timers,
+    retrying,
+    countdown,
+    rewindable,
+    rewindable_parent,
+    steps,
+)
 ACTIVITIES = (double, flaky, fragile)
-ENTITIES = (journal,)
+ENTITIES = (journal, relay)
