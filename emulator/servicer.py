@@ -96,9 +96,6 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self.limits = limits
         self.interleaver: Interleaver | None = dispatcher.interleaver
 
-    async def _arrive(self, interleaver: Interleaver, key: str) -> None:
-        await interleaver.pause(ARRIVE, key)
-
     async def _interleaved_completion(self, interleaver: Interleaver, token: str, apply: Callable[[], None]) -> None:
         """Applies a completion after other work had its chance: its lease may have ended first (another stream
         can take the work meanwhile), or the worker may send it again once it has landed."""
@@ -186,7 +183,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
             raise InvalidArgumentError("name must not be empty")
         self.limits.payload("input", _opt(request, "input"))
         if self.interleaver is not None:
-            await self._arrive(self.interleaver, request.instanceId)
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.engine.raise_event(hub, request.instanceId, request.name, _opt(request, "input"))
         return pb.RaiseEventResponse()
 
@@ -195,21 +192,21 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         hub = self._hub(context)
         self.limits.payload("output", _opt(request, "output"))
         if self.interleaver is not None:
-            await self._arrive(self.interleaver, request.instanceId)
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.engine.terminate(hub, request.instanceId, _opt(request, "output"), request.recursive)
         return pb.TerminateResponse()
 
     @_mapped
     async def SuspendInstance(self, request: pb.SuspendRequest, context: Context) -> pb.SuspendResponse:
         if self.interleaver is not None:
-            await self._arrive(self.interleaver, request.instanceId)
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.engine.suspend(self._hub(context), request.instanceId, _opt(request, "reason"))
         return pb.SuspendResponse()
 
     @_mapped
     async def ResumeInstance(self, request: pb.ResumeRequest, context: Context) -> pb.ResumeResponse:
         if self.interleaver is not None:
-            await self._arrive(self.interleaver, request.instanceId)
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.engine.suspend(self._hub(context), request.instanceId, _opt(request, "reason"), resume=True)
         return pb.ResumeResponse()
 
@@ -237,7 +234,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     @_mapped
     async def RewindInstance(self, request: pb.RewindInstanceRequest, context: Context) -> pb.RewindInstanceResponse:
         if self.interleaver is not None:
-            await self._arrive(self.interleaver, request.instanceId)
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.engine.rewind(self._hub(context), request.instanceId, _opt(request, "reason"))
         return pb.RewindInstanceResponse()
 
@@ -329,7 +326,7 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self.limits.payload("input", _opt(request, "input"))
         at = events.to_datetime(request.scheduledTime) if request.HasField("scheduledTime") else None
         if self.interleaver is not None:
-            await self._arrive(self.interleaver, request.instanceId)
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.entities.signal(hub, request.instanceId, request.name, _opt(request, "input"), request.requestId, at)
         return pb.SignalEntityResponse()
 

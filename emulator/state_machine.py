@@ -97,9 +97,9 @@ def advance(
             if handler is None:
                 raise ValueError(f"unknown orchestrator action kind {kind!r} (action id {action.id})")
             handler(ctx, action)
-        suspended = _suspended_by(instance.status, new_events, now)
-        if transition.continue_as_new is not None and suspended is not None:
-            # The orchestrator continued before it saw the suspend; the instance stays suspended.
+        if transition.continue_as_new is not None:
+            # The orchestrator may have continued before it saw a suspend: the instance stays suspended.
+            suspended = _suspended_by(instance.status, new_events, now)
             transition.continue_as_new = replace(transition.continue_as_new, suspended=suspended)
     _close(transition, instance, now)
     return transition
