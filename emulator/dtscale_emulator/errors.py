@@ -51,6 +51,12 @@ class ResourceExhaustedError(EmulatorError):
     code_name = "RESOURCE_EXHAUSTED"
 
 
+class StreamDroppedError(EmulatorError):
+    """A GetWorkItems stream ended by the emulator itself (an injected drop); the worker connects again."""
+
+    code_name = "CANCELLED"
+
+
 def stale_token(token: str) -> FailedPreconditionError:
     """The error for a completion or abandon whose token no longer names an outstanding work item."""
     return FailedPreconditionError(

@@ -14,6 +14,7 @@ from dtscale_emulator.dispatch.dispatcher import WorkDispatcher
 from dtscale_emulator.engine.changes import ChangeFeed
 from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.instances import Engine
+from dtscale_emulator.engine.work import Interleaver
 from dtscale_emulator.limits import Limits
 from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.ops.clock import Clock, SystemClock
@@ -59,6 +60,9 @@ class EmulatorServer:
         keepalive_timeout: Seconds a ping may go unanswered before its connection is closed. A worker that
             froze, or whose host vanished without closing the connection, then loses its stream, and the work
             items it held are offered again at once rather than after ``lease_timeout``.
+        interleaver: Perturbs where concurrent work meets (sends, completions, arrivals, timers, stream drops) to
+            make races show in tests, e.g. a :class:`~emulator.faults.SeededInterleaver`; ``None`` (the default)
+            costs nothing.
 
     Raises:
         DatabaseInUseError: another emulator already serves ``db_path``.
@@ -85,6 +89,7 @@ class EmulatorServer:
         otlp_endpoint: str | None = None,
         keepalive_interval: float = 30.0,
         keepalive_timeout: float = 20.0,
+        interleaver: Interleaver | None = None,
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
@@ -108,7 +113,7 @@ class EmulatorServer:
         self.engine = Engine(self.backend, self.clock, changes, max_history_events=self.limits.max_history_events)
         self.entities = Entities(self.backend, self.clock, changes)
         self.dispatcher = WorkDispatcher(
-            self.engine, self.entities, lease_timeout, health_ping_interval, self.limits, tracer
+            self.engine, self.entities, lease_timeout, health_ping_interval, self.limits, tracer, interleaver
         )
         changes.subscribe(self.dispatcher)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)

@@ -15,17 +15,27 @@ from datetime import datetime, timedelta
 
 from dtscale_emulator.dispatch import refusals
 from dtscale_emulator.dispatch.sessions import SessionTable, advertised
-from dtscale_emulator.dispatch.streams import Lease, StreamState, Work, stream_filters, work_item
+from dtscale_emulator.dispatch.streams import Lease, StreamState, Work, stream_filters, work_item, work_key
 from dtscale_emulator.dispatch.waiters import InstanceWaiters
 from dtscale_emulator.engine.changes import KINDS
 from dtscale_emulator.engine.entities import Entities, EntityWork
 from dtscale_emulator.engine.instances import Engine
-from dtscale_emulator.engine.work import ActivityWork, OrchestrationWork, SessionMark
+from dtscale_emulator.engine.work import (
+    BATCH,
+    DUE,
+    SEND,
+    SEND_CHOICES,
+    ActivityWork,
+    Interleaver,
+    OrchestrationWork,
+    SessionMark,
+)
 from dtscale_emulator.errors import (
     EmulatorError,
     FailedPreconditionError,
     InvalidArgumentError,
     ResourceExhaustedError,
+    StreamDroppedError,
     stale_token,
 )
 from dtscale_emulator.limits import Limits, PayloadTooLargeError, RefusedContentError
@@ -72,8 +82,11 @@ class WorkDispatcher:
         health_ping_interval: float,
         limits: Limits | None = None,
         tracer: WorkTracer | None = None,
+        interleaver: Interleaver | None = None,
     ) -> None:
         self.engine = engine
+        #: Perturbs the order of concurrent work in tests (``None``: work goes as it comes, nothing to pay).
+        self.interleaver = interleaver
         #: Records the emulator's spans of each work item (``None``: no tracing, nothing to pay).
         self.tracer = tracer
         self.limits = limits or Limits()
@@ -257,7 +270,22 @@ class WorkDispatcher:
                     await self._idle(state, seen, changed, last_sent)
                     continue
             last_sent = time.monotonic()
+            if self.interleaver is not None and item.completionToken:
+                await self._before_send(self.interleaver, item.completionToken)
             await send(item)
+
+    async def _before_send(self, interleaver: Interleaver, token: str) -> None:
+        """Lets other work run before the item goes out; then its lease may end, or its stream may drop."""
+        key = self.lease_key(token)
+        if key is None:
+            return
+        await interleaver.pause(SEND, key)
+        choice = interleaver.choose(SEND, key, SEND_CHOICES)
+        if choice == "expire":
+            self.expire(token)
+        elif choice == "drop":
+            # Ends the call as a broken connection would; serve() then offers what the stream held again.
+            raise StreamDroppedError(f"work-item stream dropped before sending the work item for '{key}'")
 
     async def _idle(self, state: StreamState, seen: int, changed: asyncio.Event, last_sent: float) -> None:
         timeout = max(0.0, self.health_ping_interval - (time.monotonic() - last_sent))
@@ -275,6 +303,8 @@ class WorkDispatcher:
         if self._changes == seen:
             # Woken by time, not by a change: a timer or lease may be due, so ask for every kind.
             state.empty_at.clear()
+            if self.interleaver is not None:
+                await self.interleaver.pause(DUE, state.hub)
         # While idle, time-based work was watched for (the wait ends when the next one is due): the
         # periodic ask-for-everything is only for streams that stay busy.
         state.probed_all_at = time.monotonic()
@@ -343,7 +373,10 @@ class WorkDispatcher:
             state.turn += 1
             tracer = self.tracer
             leased_ns = 0 if tracer is None else tracer.now()
-            for token, work in zip(tokens, found, strict=False):
+            leased = list(zip(tokens, found, strict=False))
+            if self.interleaver is not None:
+                leased = self.interleaver.shuffle(BATCH, leased)
+            for token, work in leased:
                 lease = Lease(token, kind, state.hub, state, work, leased_ns)
                 if tracer is not None:
                     tracer.dispatched(lease)
@@ -440,6 +473,7 @@ class WorkDispatcher:
             refused = error
         try:
             mark = self._apply_turn(hub, work, lease.token, response, refused)
+            self._accepted(lease)
             if mark is not None and lease.stream.keeps_sessions:
                 self.sessions.keep(lease.stream.id, hub, work.instance_id, mark)
         except EmulatorError as error:
@@ -488,6 +522,7 @@ class WorkDispatcher:
                 self.engine.complete_activity(hub, work.activity_id, lease.token, failed)
                 raise
             self.engine.complete_activity(hub, work.activity_id, lease.token, response)
+            self._accepted(lease)
         finally:
             self._end_lease(lease)
 
@@ -504,8 +539,27 @@ class WorkDispatcher:
                 self.entities.complete(hub, work, lease.token, refusals.failed_batch(work.request, result, error))
                 raise
             self.entities.complete(hub, work, lease.token, result)
+            self._accepted(lease)
         finally:
             self._end_lease(lease)
+
+    def _accepted(self, lease: Lease) -> None:
+        if self.interleaver is not None:
+            self.interleaver.committed(lease.kind, lease.token)
+
+    def lease_key(self, token: str) -> str | None:
+        """The interleaving key of the work a token leases (``None``: no such lease)."""
+        with self._cond:
+            lease = self._leases.get(token) or self._orphans.get(token)
+        return None if lease is None else work_key(lease.work)
+
+    def expire(self, token: str) -> None:
+        """Ends a lease in storage as its timeout would: the work is offered again at once, and the holder's
+        completion still counts until another lease replaces it."""
+        with self._cond:
+            lease = self._leases.get(token) or self._orphans.get(token)
+        if lease is not None:
+            self.engine.release(lease.hub, lease.kind, lease.key, token, keep_token=True)
 
     def _end_lease(self, lease: Lease) -> None:
         """Drops a completed lease; wakes streams only if its stream had no room left for that kind.

@@ -73,6 +73,15 @@ class Lease:
         return self.work.activity_id
 
 
+def work_key(work: Work) -> str:
+    """What an interleaver knows the work by: stable across runs, unlike tokens and activity row IDs."""
+    if isinstance(work, OrchestrationWork):
+        return work.instance_id
+    if isinstance(work, EntityWork):
+        return work.entity_id
+    return f"{work.request.orchestrationInstance.instanceId}/{work.request.taskId}"
+
+
 def work_item(work: Work, token: str) -> pb.WorkItem:
     if isinstance(work, OrchestrationWork):
         return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)

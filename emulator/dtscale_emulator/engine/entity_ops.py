@@ -26,13 +26,20 @@ def require_entity_id(entity_id: str, field: str = "instanceId") -> None:
         raise InvalidArgumentError(f"{field} '{entity_id}' is not an entity ID of the form '@name@key'")
 
 
-def queue_operation(tx: Transaction, hub: str, entity_id: str, event: pb.HistoryEvent, visible_at: int) -> None:
-    """Adds an operation to an entity's queue, creating the entity (without state) on first use."""
+def queue_operation(
+    tx: Transaction, hub: str, entity_id: str, event: pb.HistoryEvent, visible_at: int, sender: str | None = None
+) -> None:
+    """Adds an operation to an entity's queue, creating the entity (without state) on first use.
+
+    Args:
+        sender: The orchestration that sent it, if one did. While the entity is locked only its lock's owner's
+            operations run, its signals too: one it sent before asking for the lock, still queued when the
+            lock was granted, must run before the calls it makes inside the critical section.
+    """
     if tx.get_entity(hub, entity_id) is None:
         tx.put_entity(EntityRecord(hub, entity_id, None, event.timestamp.ToMicroseconds()))
-    # While the entity is locked, only operations the lock's owner called may run: store who called.
     called = event.entityOperationCalled.parentInstanceId.value if event.HasField("entityOperationCalled") else None
-    tx.add_entity_operation(hub, entity_id, event.SerializeToString(), visible_at, called)
+    tx.add_entity_operation(hub, entity_id, event.SerializeToString(), visible_at, called or sender)
 
 
 def _visible_at(message: pb.EntityOperationSignaledEvent | pb.EntityOperationCalledEvent, now: datetime) -> int:
@@ -48,11 +55,11 @@ def from_orchestration(
     if kind == "entityOperationSignaled":
         signaled = message.entityOperationSignaled
         event = events.event(now, entityOperationSignaled=signaled)
-        queue_operation(tx, hub, signaled.targetInstanceId.value, event, _visible_at(signaled, now))
+        queue_operation(tx, hub, signaled.targetInstanceId.value, event, _visible_at(signaled, now), sender)
     elif kind == "entityOperationCalled":
         called = message.entityOperationCalled
         event = events.event(now, entityOperationCalled=called)
-        queue_operation(tx, hub, called.targetInstanceId.value, event, _visible_at(called, now))
+        queue_operation(tx, hub, called.targetInstanceId.value, event, _visible_at(called, now), sender)
     elif kind == "entityLockRequested":
         req = message.entityLockRequested
         owner = req.parentInstanceId.value or sender

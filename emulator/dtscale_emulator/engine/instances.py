@@ -50,11 +50,6 @@ def _stored_history(tx: Transaction, hub: str, instance_id: str) -> list[bytes]:
     return events.without_orchestrator_completed(tx.history(hub, instance_id))
 
 
-def _started_first(message: pb.HistoryEvent) -> int:
-    # A continued-as-new execution must see its executionStarted before events that arrived earlier.
-    return 0 if message.HasField("executionStarted") else 1
-
-
 def _new_work_kinds(transition: Transition, pending: bool, released: bool) -> tuple[str, ...] | None:
     """The work kinds a turn can have made available, or None when it may have made any (or timed) work.
 
@@ -357,7 +352,7 @@ class Engine:
         if record is None or delivery.is_terminal(record):
             tx.delete_messages([m.id for m in messages])
             return None
-        new_events = sorted(_parse([m.event for m in messages]), key=_started_first)
+        message_ids, new_events = delivery.inbox(messages)
         if not (new_events and new_events[0].HasField("orchestratorStarted")):
             new_events.insert(0, events.orchestrator_started(now))
         length = tx.history_length(hub, instance_id)
@@ -381,7 +376,7 @@ class Engine:
                 request.pastEvents.extend(_parse(raw))
                 has_past = True
         tx.lock_instance(hub, instance_id, token, events.to_micros(expires))
-        return OrchestrationWork(instance_id, [m.id for m in messages], request, length, has_past or not length)
+        return OrchestrationWork(instance_id, message_ids, request, length, has_past or not length)
 
     def lease_activities(
         self, hub: str, accept: NameFilter, tokens: Sequence[str], expires: datetime
@@ -493,17 +488,9 @@ class Engine:
         tx.delete_instance_activities(record.hub, record.instance_id, only_idle=True)
 
     def _continue_as_new(self, tx: Transaction, record: InstanceRecord, can: ContinueAsNew, now: datetime) -> None:
-        hub, instance_id = record.hub, record.instance_id
-        tx.clear_history(hub, instance_id)
-        at = events.to_micros(now)
-        # Results addressed to the finished execution (timers, tasks) would confuse the new one; events stay.
-        for message in tx.visible_messages(hub, instance_id, 2**62):
-            if not pb.HistoryEvent.FromString(message.event).HasField("eventRaised"):
-                tx.delete_messages([message.id])
-        tx.delete_instance_activities(hub, instance_id, only_idle=True)
-        tx.add_message(hub, instance_id, can.started.SerializeToString(), at)
-        for carried in can.carryover:
-            tx.add_message(hub, instance_id, carried.SerializeToString(), at)
+        tx.clear_history(record.hub, record.instance_id)
+        tx.delete_instance_activities(record.hub, record.instance_id, only_idle=True)
+        delivery.queue_new_execution(tx, record, can, now)
         record.execution_id = can.execution_id
         record.trace_context = None  # a new execution, a new orchestration span
         record.version = can.version

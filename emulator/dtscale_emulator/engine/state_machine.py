@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from dtscale_emulator.engine import events
@@ -22,6 +23,14 @@ def status_after_events(status: int, new_events: Sequence[pb.HistoryEvent]) -> i
         elif kind == "executionSuspended" and status not in events.TERMINAL_STATUSES:
             status = pb.ORCHESTRATION_STATUS_SUSPENDED
     return status
+
+
+def _suspended_by(status: int, new_events: Sequence[pb.HistoryEvent], now: datetime) -> pb.HistoryEvent | None:
+    """The executionSuspended that leaves the instance suspended after ``new_events``, if they do."""
+    if status_after_events(status, new_events) != pb.ORCHESTRATION_STATUS_SUSPENDED:
+        return None
+    found = [e for e in new_events if e.HasField("executionSuspended")]
+    return found[-1] if found else events.suspended(now, None)
 
 
 def _termination(new_events: Sequence[pb.HistoryEvent]) -> pb.ExecutionTerminatedEvent | None:
@@ -88,6 +97,10 @@ def advance(
             if handler is None:
                 raise ValueError(f"unknown orchestrator action kind {kind!r} (action id {action.id})")
             handler(ctx, action)
+        if transition.continue_as_new is not None:
+            # The orchestrator may have continued before it saw a suspend: the instance stays suspended.
+            suspended = _suspended_by(instance.status, new_events, now)
+            transition.continue_as_new = replace(transition.continue_as_new, suspended=suspended)
     _close(transition, instance, now)
     return transition
 

@@ -1,15 +1,17 @@
-"""Fault injection: cut or stalled work-item streams, server restarts (GOAWAY), delayed and rejected completions."""
+"""Fault injection: cut or stalled work-item streams, server restarts (GOAWAY), delayed and rejected completions,
+and seeded interleavings of concurrent work."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import random
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
@@ -18,6 +20,7 @@ from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.rpc.hubs import TaskHubs
 
 log = logging.getLogger("dtscale_emulator.faults")
+T = TypeVar("T")
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
 
@@ -300,3 +303,113 @@ class FaultInjector:
             if reject:
                 self.stats.rejected += 1
             return reject
+
+
+@dataclass(frozen=True)
+class InterleavingRates:
+    """How often a :class:`SeededInterleaver` perturbs each point (shares between 0 and 1).
+
+    Args:
+        pause: Points at which other work runs first (half of them yield once, half wait up to ``max_delay``).
+        max_delay: The longest pause, in seconds.
+        expire: Sends and completions whose lease ends first, as if it had timed out.
+        drop: Sends that drop their stream instead.
+        repeat: Completions the worker sends twice.
+        tick: Pauses during which time moves on (with ``advance``): timers and leases come due mid-flight.
+        shuffle: Batches of work items leased together that go out in another order.
+    """
+
+    pause: float = 0.5
+    max_delay: float = 0.01
+    expire: float = 0.04
+    drop: float = 0.01
+    repeat: float = 0.05
+    tick: float = 0.1
+    shuffle: float = 0.5
+
+
+class SeededInterleaver:
+    """An :class:`~emulator.work.Interleaver` whose every decision follows from a seed.
+
+    A decision depends on the seed, the point, the key and how often that key met that point before, not on
+    what other work did first: the same seed perturbs the same work the same way in another run, although
+    the workers' own timing can still vary what meets what.
+
+    Args:
+        seed: Chooses every decision.
+        rates: How often each point is perturbed.
+        advance: Moves the emulator's clock on (a :class:`~emulator.clock.ManualClock` step), for ``tick``.
+    """
+
+    def __init__(
+        self, seed: int, rates: InterleavingRates | None = None, advance: Callable[[], object] | None = None
+    ) -> None:
+        self.rates = rates or InterleavingRates()
+        self._advance = advance
+        self._lock = threading.Lock()
+        self.reseed(seed)
+
+    def reseed(self, seed: int) -> None:
+        """Starts over with ``seed``: counts, statistics and accepted tokens are forgotten."""
+        with self._lock:
+            self.seed = seed
+            self._met: dict[tuple[str, str], int] = {}
+            #: Points met so far.
+            self.steps = 0
+            #: How often each perturbation happened: pause, tick, expire, drop, repeat, shuffle.
+            self.stats: dict[str, int] = {}
+            self._accepted: set[str] = set()
+            #: ``(kind, token)`` of every completion accepted more than once.
+            self.double_completions: list[tuple[str, str]] = []
+            #: ``(point, key, choice)`` of every choice other than the usual one, in the order made.
+            self.choices: list[tuple[str, str, str]] = []
+
+    def _rng(self, point: str, key: str) -> random.Random:
+        with self._lock:
+            count = self._met.get((point, key), 0)
+            self._met[(point, key)] = count + 1
+            self.steps += 1
+            seed = self.seed
+        return random.Random(f"{seed}/{point}/{key}/{count}")
+
+    def _count(self, what: str) -> None:
+        with self._lock:
+            self.stats[what] = self.stats.get(what, 0) + 1
+
+    async def pause(self, point: str, key: str) -> None:
+        rng = self._rng(point, key)
+        rates = self.rates
+        if self._advance is not None and rng.random() < rates.tick:
+            self._count("tick")
+            self._advance()
+        if rng.random() >= rates.pause:
+            return
+        self._count("pause")
+        await asyncio.sleep(rng.uniform(0.0, rates.max_delay) if rng.random() < 0.5 else 0)
+
+    def choose(self, point: str, key: str, options: Sequence[str]) -> str:
+        rng = self._rng(point, key)
+        rates = {"expire": self.rates.expire, "drop": self.rates.drop, "repeat": self.rates.repeat}
+        for option in options[1:]:
+            if rng.random() < rates.get(option, 0.0):
+                self._count(option)
+                with self._lock:
+                    self.choices.append((point, key, option))
+                return option
+        return options[0]
+
+    def shuffle(self, point: str, items: list[T]) -> list[T]:
+        rng = self._rng(point, str(len(items)))
+        if rng.random() >= self.rates.shuffle:
+            return items
+        shuffled = list(items)
+        rng.shuffle(shuffled)
+        if any(a is not b for a, b in zip(shuffled, items, strict=True)):
+            self._count("shuffle")
+        return shuffled
+
+    def committed(self, kind: str, token: str) -> None:
+        with self._lock:
+            if token in self._accepted:
+                self.double_completions.append((kind, token))
+            self._accepted.add(token)

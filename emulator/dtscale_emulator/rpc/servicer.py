@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import uuid
@@ -17,6 +18,7 @@ from dtscale_emulator.engine.delivery import StartOptions
 from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.instances import Engine
 from dtscale_emulator.engine.wire_states import entity_metadata, orchestration_state
+from dtscale_emulator.engine.work import ARRIVE, COMPLETE, COMPLETE_CHOICES, Interleaver
 from dtscale_emulator.errors import (
     EmulatorError,
     InvalidArgumentError,
@@ -91,6 +93,25 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self.dispatcher = dispatcher
         self.hubs = hubs
         self.limits = limits
+        self.interleaver: Interleaver | None = dispatcher.interleaver
+
+    async def _interleaved_completion(self, interleaver: Interleaver, token: str, apply: Callable[[], None]) -> None:
+        """Applies a completion after other work had its chance: its lease may have ended first (another stream
+        can take the work meanwhile), or the worker may send it again once it has landed."""
+        key = self.dispatcher.lease_key(token)
+        if key is None:
+            apply()  # refused as stale, as without an interleaver
+            return
+        await interleaver.pause(COMPLETE, key)
+        choice = interleaver.choose(COMPLETE, key, COMPLETE_CHOICES)
+        if choice == "expire":
+            self.dispatcher.expire(token)
+            await interleaver.pause(COMPLETE, key)
+        apply()
+        if choice == "repeat":
+            # A retry of a completion that has landed: refused, since its lease is over.
+            with contextlib.suppress(EmulatorError):
+                apply()
 
     def _hub(self, context: Context) -> str:
         return self.hubs.resolve(context.invocation_metadata() or ())
@@ -162,6 +183,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         if not request.name:
             raise InvalidArgumentError("name must not be empty")
         self.limits.payload("input", _opt(request, "input"))
+        if self.interleaver is not None:
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.engine.raise_event(hub, request.instanceId, request.name, _opt(request, "input"))
         return pb.RaiseEventResponse()
 
@@ -169,16 +192,22 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     async def TerminateInstance(self, request: pb.TerminateRequest, context: Context) -> pb.TerminateResponse:
         hub = self._hub(context)
         self.limits.payload("output", _opt(request, "output"))
+        if self.interleaver is not None:
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.engine.terminate(hub, request.instanceId, _opt(request, "output"), request.recursive)
         return pb.TerminateResponse()
 
     @_mapped
     async def SuspendInstance(self, request: pb.SuspendRequest, context: Context) -> pb.SuspendResponse:
+        if self.interleaver is not None:
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.engine.suspend(self._hub(context), request.instanceId, _opt(request, "reason"))
         return pb.SuspendResponse()
 
     @_mapped
     async def ResumeInstance(self, request: pb.ResumeRequest, context: Context) -> pb.ResumeResponse:
+        if self.interleaver is not None:
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.engine.suspend(self._hub(context), request.instanceId, _opt(request, "reason"), resume=True)
         return pb.ResumeResponse()
 
@@ -205,6 +234,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
 
     @_mapped
     async def RewindInstance(self, request: pb.RewindInstanceRequest, context: Context) -> pb.RewindInstanceResponse:
+        if self.interleaver is not None:
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.engine.rewind(self._hub(context), request.instanceId, _opt(request, "reason"))
         return pb.RewindInstanceResponse()
 
@@ -233,7 +264,12 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     @_mapped
     async def CompleteActivityTask(self, request: pb.ActivityResponse, context: Context) -> pb.CompleteTaskResponse:
         await self.faults.before_completion(request, context, "activity")
-        self.dispatcher.complete_activity(self._hub(context), request)
+        hub = self._hub(context)
+        if self.interleaver is None:
+            self.dispatcher.complete_activity(hub, request)
+        else:
+            apply = functools.partial(self.dispatcher.complete_activity, hub, request)
+            await self._interleaved_completion(self.interleaver, request.completionToken, apply)
         return pb.CompleteTaskResponse()
 
     @_mapped
@@ -241,7 +277,12 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self, request: pb.OrchestratorResponse, context: Context
     ) -> pb.CompleteTaskResponse:
         await self.faults.before_completion(request, context, "orchestration")
-        self.dispatcher.complete_orchestration(self._hub(context), request)
+        hub = self._hub(context)
+        if self.interleaver is None:
+            self.dispatcher.complete_orchestration(hub, request)
+        else:
+            apply = functools.partial(self.dispatcher.complete_orchestration, hub, request)
+            await self._interleaved_completion(self.interleaver, request.completionToken, apply)
         return pb.CompleteTaskResponse()
 
     @_mapped
@@ -286,6 +327,8 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self.limits.entity_id(request.instanceId)
         self.limits.payload("input", _opt(request, "input"))
         at = events.to_datetime(request.scheduledTime) if request.HasField("scheduledTime") else None
+        if self.interleaver is not None:
+            await self.interleaver.pause(ARRIVE, request.instanceId)
         self.entities.signal(hub, request.instanceId, request.name, _opt(request, "input"), request.requestId, at)
         return pb.SignalEntityResponse()
 
@@ -313,7 +356,12 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     @_mapped
     async def CompleteEntityTask(self, request: pb.EntityBatchResult, context: Context) -> pb.CompleteTaskResponse:
         await self.faults.before_completion(request, context, "entity")
-        self.dispatcher.complete_entity(self._hub(context), request)
+        hub = self._hub(context)
+        if self.interleaver is None:
+            self.dispatcher.complete_entity(hub, request)
+        else:
+            apply = functools.partial(self.dispatcher.complete_entity, hub, request)
+            await self._interleaved_completion(self.interleaver, request.completionToken, apply)
         return pb.CompleteTaskResponse()
 
     @_mapped

@@ -31,8 +31,9 @@ _EMPTY = (
     "state IS NULL AND locked_by IS NULL AND lock_token IS NULL AND NOT EXISTS "
     "(SELECT 1 FROM messages m WHERE m.hub = entities.hub AND m.instance_id = entities.instance_id)"
 )
-#: An entity's queued operation runs while the entity is locked only if the lock's owner called it; the
-#: messages table keeps that caller (NULL for signals) so queries can tell without parsing events.
+#: An entity's queued operation runs while the entity is locked only if the lock's owner sent it; the
+#: messages table keeps that sender (NULL for signals from clients and entities) so queries can tell without
+#: parsing events.
 _CALLER_COLUMN = "caller"
 
 

@@ -71,6 +71,8 @@ class ContinueAsNew:
     input: str | None
     started: pb.HistoryEvent
     carryover: list[pb.HistoryEvent]
+    #: The executionSuspended the continuing turn ended suspended by, which the new execution starts with.
+    suspended: pb.HistoryEvent | None = None
 
 
 @dataclass

@@ -183,7 +183,7 @@ class WorkTracer:
             own = _own_span(response)
             if own is not None:
                 parent = parent.child(own)
-            attributes["emulator.actions"] = len(response.actions)
+            attributes["dtscale_emulator.engine.actions"] = len(response.actions)
         self._sink.record(Phase(f"emulator.commit:{subject.name}", parent, attributes, received, committed, error))
 
     def _subject(self, lease: Lease) -> Subject | None:
