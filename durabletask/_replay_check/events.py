@@ -1,13 +1,15 @@
-"""Public history events (``durabletask.history``) back to protocol events, so that what clients and files return
-can be replayed by the executor, which reads protocol events."""
+"""Public history events back to protocol events, so that the executor (which reads protocol events) can replay what
+clients return (``durabletask.history`` classes) and what export files and JSON dumps hold (those classes' fields as
+JSON, the event's class named by ``event_type``)."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
 from durabletask import history as h
@@ -22,6 +24,16 @@ _KIND_BY_MESSAGE = {
     for f in pb.HistoryEvent.DESCRIPTOR.oneofs_by_name["eventType"].fields
     if f.message_type is not None
 }
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# Written apart (the event's ID and time) or naming the event's class (export records, history --json items).
+_NOT_FIELDS = frozenset({"event_id", "timestamp", "event_type", "type"})
+
+# How one model field is written into its message, by (message type, model field name): a value of the model, or
+# its JSON form, goes in through the setter (built once from the field's descriptor).
+_Setter = Callable[[Message, Any], None]
+_setters: dict[tuple[str, str], _Setter | None] = {}
+# For the model classes: their fields' setters, in field order.
+_plans: dict[type[Any], tuple[tuple[str, _Setter], ...]] = {}
 
 
 def _camel(name: str) -> str:
@@ -32,8 +44,12 @@ def _camel(name: str) -> str:
     return first + "".join(part.title() for part in rest)
 
 
-def failure_to_pb(details: FailureDetails, target: pb.TaskFailureDetails | None = None) -> pb.TaskFailureDetails:
-    """The wire failure details for the public model (inner failures and properties included)."""
+def failure_to_pb(
+    details: FailureDetails | Mapping[str, Any], target: pb.TaskFailureDetails | None = None
+) -> pb.TaskFailureDetails:
+    """The wire failure details for the public model or its JSON form (inner failures and properties included)."""
+    if isinstance(details, Mapping):
+        details = _failure_model(details)
     out = target if target is not None else pb.TaskFailureDetails()
     out.errorMessage = details.message
     out.errorType = details.error_type
@@ -46,48 +62,103 @@ def failure_to_pb(details: FailureDetails, target: pb.TaskFailureDetails | None 
     return out
 
 
-def _timestamp(value: datetime) -> datetime:
-    # Export files and JSON dumps may carry naive times; the history model means UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+def _failure_model(data: Mapping[str, Any]) -> FailureDetails:
+    inner = data.get("inner_failure")
+    return FailureDetails(
+        data.get("message") or "",
+        data.get("error_type") or "",
+        data.get("stack_trace"),
+        None if inner is None else _failure_model(inner),
+        data.get("properties"),
+    )
+
+
+def set_timestamp(target: timestamp_pb2.Timestamp, value: datetime | str) -> None:
+    """``target`` set to ``value`` (an ISO 8601 text in JSON); naive times are UTC, as the history model means."""
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    # Computed here rather than with FromDatetime, which costs several times as much, for every event replayed.
+    delta = aware - _EPOCH
+    target.seconds = delta.days * 86_400 + delta.seconds
+    target.nanos = delta.microseconds * 1000
+
+
+def _setter(name: str, field: Any) -> _Setter:
+    """How a value is written into the field named ``name``, by the field's descriptor."""
+    nested = field.message_type
+    kind = nested.full_name if nested is not None else None
+    if field.is_repeated:
+        if nested is not None and nested.GetOptions().map_entry:
+            return lambda message, value: getattr(message, name).update(value)
+        return lambda message, value: getattr(message, name).extend(value)
+    if kind == "google.protobuf.StringValue":
+        return lambda message, value: setattr(getattr(message, name), "value", value)
+    if kind == "google.protobuf.Timestamp":
+        return lambda message, value: set_timestamp(getattr(message, name), value)
+    if kind == "TaskFailureDetails":
+        return lambda message, value: failure_to_pb(value, getattr(message, name))
+    if kind == "OrchestrationState":  # a snapshot, kept in the model as the wire fields
+        return lambda message, value: json_format.ParseDict(value, getattr(message, name))
+    if kind is not None:
+        return lambda message, value: _fill(getattr(message, name), value)
+    return lambda message, value: setattr(message, name, value)
+
+
+def _setter_for(message: Message, attribute: str) -> _Setter | None:
+    descriptor = message.DESCRIPTOR
+    key = (descriptor.full_name, attribute)
+    try:
+        return _setters[key]
+    except KeyError:
+        pass
+    field = descriptor.fields_by_name.get(_camel(attribute))
+    found = None if field is None else _setter(field.name, field)
+    _setters[key] = found
+    return found
+
+
+def _plan(message: Message, model_type: type[Any]) -> tuple[tuple[str, _Setter], ...]:
+    """The model class's fields that have a setter into ``message``'s type, worked out once per class."""
+    plan = _plans.get(model_type)
+    if plan is None:
+        steps = []
+        for item in dataclasses.fields(model_type):
+            if item.name in _NOT_FIELDS:
+                continue
+            write = _setter_for(message, item.name)
+            if write is None:
+                raise ValueError(f"{type(message).__name__} has no protocol field for {item.name!r}")
+            steps.append((item.name, write))
+        plan = _plans[model_type] = tuple(steps)
+    return plan
 
 
 def _fill(message: Message, model: Any) -> None:
-    """Copy a model dataclass's set fields into ``message``, guided by the message's field descriptors."""
-    fields = message.DESCRIPTOR.fields_by_name
-    for item in dataclasses.fields(model):
-        value = getattr(model, item.name)
-        if value is None or item.name in ("event_id", "timestamp"):
+    """Copy a model dataclass's set fields (or the fields of its JSON form) into ``message``."""
+    message.SetInParent()  # an empty nested message is still present
+    if not isinstance(model, Mapping):
+        for attribute, write in _plan(message, type(model)):
+            value = getattr(model, attribute)
+            if value is not None:
+                write(message, value)
+        return
+    for attribute, value in model.items():
+        if value is None or attribute in _NOT_FIELDS:
             continue
-        name = _camel(item.name)
-        field = fields.get(name)
-        if field is None:
-            raise ValueError(f"{type(model).__name__}.{item.name} has no protocol field {name!r}")
-        _set(message, field, value)
+        found = _setter_for(message, attribute)
+        if found is None:
+            raise ValueError(f"{type(message).__name__} has no protocol field for {attribute!r}")
+        found(message, value)
 
 
-def _set(message: Message, field: Any, value: Any) -> None:
-    name = field.name
-    nested_type = field.message_type
-    kind = nested_type.full_name if nested_type is not None else None
-    if field.is_repeated:
-        if nested_type is not None and nested_type.GetOptions().map_entry:
-            getattr(message, name).update(value)
-        else:
-            getattr(message, name).extend(value)
-    elif kind == "google.protobuf.StringValue":
-        getattr(message, name).value = value
-    elif kind == "google.protobuf.Timestamp":
-        getattr(message, name).FromDatetime(_timestamp(value))
-    elif kind == "TaskFailureDetails":
-        failure_to_pb(value, getattr(message, name))
-    elif kind is not None and isinstance(value, dict):
-        json_format.ParseDict(value, getattr(message, name))  # a snapshot kept as the wire fields
-    elif kind is not None:
-        nested = getattr(message, name)
-        nested.SetInParent()
-        _fill(nested, value)
-    else:
-        setattr(message, name, value)
+def _event(kind_name: str, event_id: int, timestamp: datetime | str, body: Any) -> pb.HistoryEvent:
+    kind = _KIND_BY_MESSAGE.get(kind_name)
+    if kind is None:
+        raise ValueError(f"{kind_name} is not a history event kind of the protocol")
+    out = pb.HistoryEvent(eventId=event_id)
+    set_timestamp(out.timestamp, timestamp)
+    _fill(getattr(out, kind), body)
+    return out
 
 
 def history_event_to_pb(event: h.HistoryEvent) -> pb.HistoryEvent:
@@ -96,12 +167,20 @@ def history_event_to_pb(event: h.HistoryEvent) -> pb.HistoryEvent:
     Raises:
         ValueError: the event is of a class the protocol has no event kind for.
     """
-    kind = _KIND_BY_MESSAGE.get(type(event).__name__)
-    if kind is None:
-        raise ValueError(f"{type(event).__name__} is not a history event kind of the protocol")
-    out = pb.HistoryEvent(eventId=event.event_id)
-    out.timestamp.FromDatetime(_timestamp(event.timestamp))
-    body = getattr(out, kind)
-    body.SetInParent()  # events without fields (orchestratorStarted) are still of their kind
-    _fill(body, event)
-    return out
+    return _event(type(event).__name__, event.event_id, event.timestamp, event)
+
+
+def record_to_pb(record: Mapping[str, Any], kind_key: str = "event_type") -> pb.HistoryEvent:
+    """The protocol event for an event's JSON form (an export file's record, or ``history --json``'s item, whose
+    class name is under ``type``).
+
+    Raises:
+        ValueError: the record names no event class of the protocol, or has fields its event kind has not.
+    """
+    kind_name = record.get(kind_key)
+    if not isinstance(kind_name, str):
+        raise ValueError(f"a history event record needs its class name under {kind_key!r}")
+    try:
+        return _event(kind_name, int(record["event_id"]), record["timestamp"], record)
+    except KeyError as missing:
+        raise ValueError(f"a {kind_name} record has no {missing}") from None

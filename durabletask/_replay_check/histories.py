@@ -7,24 +7,52 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from durabletask import history as h
+from durabletask._grpc.convert import history_event_from_pb
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay_check.events import history_event_to_pb
 
 
-@dataclass(frozen=True)
 class OrchestrationHistory:
     """One orchestration instance's recorded history, as a client, an export file or a JSON dump gives it.
 
-    Attributes:
+    Args:
         instance_id: The instance the events belong to.
-        events: Its history events, oldest first (``durabletask.history`` classes). Several executions, one
-            after the other, are checked one by one.
+        events: Its history events, oldest first (``durabletask.history`` classes, as
+            ``TaskHubGrpcClient.get_orchestration_history`` returns them). Several executions, one after the
+            other, are checked one by one.
         source: Where the history came from, shown in reports (an endpoint, a file path).
     """
 
-    instance_id: str
-    events: Sequence[h.HistoryEvent]
-    source: str = ""
+    __slots__ = ("_events", "_protocol", "instance_id", "source")
+
+    def __init__(self, instance_id: str, events: Sequence[h.HistoryEvent], source: str = "") -> None:
+        self.instance_id = instance_id
+        self.source = source
+        self._events: Sequence[h.HistoryEvent] | None = events
+        self._protocol: list[pb.HistoryEvent] | None = None
+
+    @classmethod
+    def of_protocol_events(cls, instance_id: str, events: list[pb.HistoryEvent], source: str) -> OrchestrationHistory:
+        """A history read straight into protocol events (from files): the checker's own form of it."""
+        made = cls(instance_id, (), source)
+        made._events, made._protocol = None, events
+        return made
+
+    @property
+    def events(self) -> Sequence[h.HistoryEvent]:
+        """The history events, oldest first."""
+        if self._events is None:
+            self._events = [history_event_from_pb(e) for e in self.protocol_events()]
+        return self._events
+
+    def protocol_events(self) -> list[pb.HistoryEvent]:
+        """The events as the executor reads them (converted once)."""
+        if self._protocol is None:
+            self._protocol = [history_event_to_pb(e) for e in self.events]
+        return self._protocol
+
+    def __repr__(self) -> str:
+        return f"OrchestrationHistory({self.instance_id!r}, {len(self.protocol_events())} events, {self.source!r})"
 
 
 @dataclass(frozen=True)
@@ -91,6 +119,5 @@ def _described(instance_id: str, index: int, events: list[pb.HistoryEvent], sour
 
 def executions(history: OrchestrationHistory) -> list[Execution]:
     """The executions of ``history``, oldest first, as protocol events."""
-    events = [history_event_to_pb(event) for event in history.events]
-    runs = split_executions(events)
+    runs = split_executions(history.protocol_events())
     return [_described(history.instance_id, i, run, history.source) for i, run in enumerate(runs)]

@@ -12,8 +12,10 @@ from typing import Any
 from durabletask import history as h
 from durabletask._client.models import OrchestrationQuery, OrchestrationStatus
 from durabletask._client.sync_client import TaskHubGrpcClient
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay_check.events import record_to_pb
 from durabletask._replay_check.histories import OrchestrationHistory
-from durabletask.extensions.history_export.reader import event_from_dict, read_exported_history
+from durabletask.extensions.history_export.reader import iter_exported_records
 
 #: File names read from a folder: both export formats (JSON dumps of ``history --json`` are ``.json`` too).
 _SUFFIXES = (".json", ".jsonl.gz")
@@ -77,18 +79,26 @@ def histories_from_client(
 
 def _dumped(path: Path, records: list[Any]) -> OrchestrationHistory:
     """A ``durabletask history --json`` document: each event's fields and its class name under ``type``."""
-    events: list[h.HistoryEvent] = []
+    events: list[pb.HistoryEvent] = []
     for number, record in enumerate(records):
         if not isinstance(record, dict) or "type" not in record:
             raise ValueError(f"{path}: item {number} is not a history event (no 'type')")
-        fields = {k: v for k, v in record.items() if k != "type"}
-        events.append(event_from_dict({**fields, "event_type": record["type"]}))
+        events.append(record_to_pb(record, kind_key="type"))
     instance_id = path.name.removesuffix(".json")
     for event in events:
-        if isinstance(event, h.ExecutionStartedEvent) and event.orchestration_instance is not None:
-            instance_id = event.orchestration_instance.instance_id
+        if event.HasField("executionStarted") and event.executionStarted.orchestrationInstance.instanceId:
+            instance_id = event.executionStarted.orchestrationInstance.instanceId
             break
-    return OrchestrationHistory(instance_id, events, str(path))
+    return OrchestrationHistory.of_protocol_events(instance_id, events, str(path))
+
+
+def _exported(path: Path) -> OrchestrationHistory:
+    records = iter_exported_records(path)
+    header = next(records, None)
+    if not isinstance(header, dict) or "instance_id" not in header:
+        raise ValueError(f"{path}: not an exported history (its first record has no 'instance_id')")
+    events = [record_to_pb(record) for record in records]
+    return OrchestrationHistory.of_protocol_events(str(header["instance_id"]), events, str(path))
 
 
 def read_history_file(path: str | Path) -> OrchestrationHistory:
@@ -102,8 +112,7 @@ def read_history_file(path: str | Path) -> OrchestrationHistory:
         head = f.read(64).lstrip()
     if head.startswith(b"["):
         return _dumped(path, json.loads(path.read_text(encoding="utf-8")))
-    exported = read_exported_history(path)
-    return OrchestrationHistory(exported.instance_id, exported.events(), str(path))
+    return _exported(path)
 
 
 def _files(paths: Iterable[str | Path]) -> Iterator[Path]:
@@ -115,21 +124,22 @@ def _files(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield path
 
 
-def status_of(history: OrchestrationHistory) -> OrchestrationStatus:
+def status_of(events: Iterable[pb.HistoryEvent]) -> OrchestrationStatus:
     """The runtime status a history implies (its last execution's)."""
     status = OrchestrationStatus.PENDING
-    for event in history.events:
-        if isinstance(event, h.ExecutionStartedEvent | h.ExecutionResumedEvent):
+    for event in events:
+        kind = event.WhichOneof("eventType")
+        if kind in ("executionStarted", "executionResumed"):
             status = OrchestrationStatus.RUNNING
-        elif isinstance(event, h.ExecutionSuspendedEvent):
+        elif kind == "executionSuspended":
             status = OrchestrationStatus.SUSPENDED
-        elif isinstance(event, h.ExecutionCompletedEvent):
-            status = OrchestrationStatus(event.orchestration_status)
+        elif kind == "executionCompleted":
+            status = OrchestrationStatus(event.executionCompleted.orchestrationStatus)
     return status
 
 
-def _name_of(history: OrchestrationHistory) -> str:
-    return next((e.name for e in history.events if isinstance(e, h.ExecutionStartedEvent)), "")
+def _name_of(events: Iterable[pb.HistoryEvent]) -> str:
+    return next((e.executionStarted.name for e in events if e.HasField("executionStarted")), "")
 
 
 def histories_from_files(
@@ -149,8 +159,8 @@ def histories_from_files(
         history = read_history_file(path)
         if instance_ids and history.instance_id not in instance_ids:
             continue
-        if not _wanted(_name_of(history), names):
+        if not _wanted(_name_of(history.protocol_events()), names):
             continue
-        if statuses and status_of(history) not in statuses:
+        if statuses and status_of(history.protocol_events()) not in statuses:
             continue
         yield history

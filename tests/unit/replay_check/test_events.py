@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import datetime, timezone
 from typing import Any
 
@@ -14,7 +15,8 @@ from durabletask import history as h
 from durabletask._grpc.convert import history_event_from_pb
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.failures import FailureDetails
-from durabletask._replay_check.events import failure_to_pb, history_event_to_pb
+from durabletask._replay_check.events import failure_to_pb, history_event_to_pb, record_to_pb
+from durabletask.extensions.history_export.serialization import event_to_dict
 
 KINDS = [f.name for f in pb.HistoryEvent.DESCRIPTOR.oneofs_by_name["eventType"].fields]
 WHEN = datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=timezone.utc)
@@ -87,6 +89,24 @@ def test_every_field_of_the_public_model_survives_the_way_back(kind: str) -> Non
         "orchestratorStarted",
         "orchestratorCompleted",
     )
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_field_survives_the_way_back_from_an_export_record(kind: str) -> None:
+    model = history_event_from_pb(_full_event(kind))
+    record = json.loads(json.dumps(event_to_dict(model)))  # as an export file holds it
+    assert history_event_from_pb(record_to_pb(record)) == model
+    dumped = {"type": record.pop("event_type"), **record}  # as `durabletask history --json` prints it
+    assert history_event_from_pb(record_to_pb(dumped, kind_key="type")) == model
+
+
+def test_a_record_without_its_class_or_with_an_unknown_field_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs its class name under 'event_type'"):
+        record_to_pb({"event_id": 1, "timestamp": WHEN.isoformat()})
+    with pytest.raises(ValueError, match="no 'timestamp'"):
+        record_to_pb({"event_type": "TimerFiredEvent", "event_id": 1})
+    with pytest.raises(ValueError, match="no protocol field for 'color'"):
+        record_to_pb({"event_type": "TimerFiredEvent", "event_id": 1, "timestamp": WHEN.isoformat(), "color": 1})
 
 
 def test_the_scheduling_fields_replay_reads_are_restored_exactly() -> None:
