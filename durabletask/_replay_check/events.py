@@ -30,7 +30,7 @@ _NOT_FIELDS = frozenset({"event_id", "timestamp", "event_type", "type"})
 
 # How one model field is written into its message, by (message type, model field name): a value of the model, or
 # its JSON form, goes in through the setter (built once from the field's descriptor).
-_Setter = Callable[[Message, Any], None]
+_Setter = Callable[[Message, Any], object]
 _setters: dict[tuple[str, str], _Setter | None] = {}
 # For the model classes: their fields' setters, in field order.
 _plans: dict[type[Any], tuple[tuple[str, _Setter], ...]] = {}
