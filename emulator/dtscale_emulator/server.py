@@ -11,12 +11,13 @@ from types import TracebackType
 import grpc
 
 from dtscale_emulator.dispatch.dispatcher import WorkDispatcher
+from dtscale_emulator.dispatch.time_skipping import TimeSkipper, skipping_clock
 from dtscale_emulator.engine.changes import ChangeFeed
 from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.instances import Engine
 from dtscale_emulator.limits import Limits
 from dtscale_emulator.ops import aio_loop
-from dtscale_emulator.ops.clock import Clock, SystemClock
+from dtscale_emulator.ops.clock import Clock, ManualClock, SystemClock
 from dtscale_emulator.ops.faults import FaultInjector, FaultProfile
 from dtscale_emulator.ops.tracing import WorkTracer
 from dtscale_emulator.ops.tracing.otlp import OtlpExport, work_tracer
@@ -59,6 +60,10 @@ class EmulatorServer:
         keepalive_timeout: Seconds a ping may go unanswered before its connection is closed. A worker that
             froze, or whose host vanished without closing the connection, then loses its stream, and the work
             items it held are offered again at once rather than after ``lease_timeout``.
+        time_skipping: For tests: whenever no work item is leased or ready, the clock jumps to the next due timer
+            (see :class:`~dtscale_emulator.dispatch.time_skipping.TimeSkipper`). The clock is then a
+            :class:`ManualClock` (``clock`` if one is given, else one starting at the current time), which moves
+            only by those jumps and :meth:`ManualClock.advance`.
 
     Raises:
         DatabaseInUseError: another emulator already serves ``db_path``.
@@ -85,6 +90,7 @@ class EmulatorServer:
         otlp_endpoint: str | None = None,
         keepalive_interval: float = 30.0,
         keepalive_timeout: float = 20.0,
+        time_skipping: bool = False,
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
@@ -100,7 +106,7 @@ class EmulatorServer:
         self.host = host
         self._requested_port = port
         self._port: int | None = None
-        self.clock = clock or SystemClock()
+        self.clock = skipping_clock(clock) if time_skipping else clock or SystemClock()
         self.backend = SqliteBackend(None if in_memory else db_path, durability)
         self.backend.release_all_leases()
         self.limits = limits or Limits()
@@ -111,6 +117,13 @@ class EmulatorServer:
             self.engine, self.entities, lease_timeout, health_ping_interval, self.limits, tracer
         )
         changes.subscribe(self.dispatcher)
+        #: Jumps the clock while the emulator is idle (``time_skipping``), else ``None``.
+        self.time_skipper: TimeSkipper | None = None
+        if time_skipping:
+            assert isinstance(self.clock, ManualClock)
+            self.time_skipper = TimeSkipper(self.backend, self.clock, task_hubs)
+            changes.subscribe(self.time_skipper)
+            self.dispatcher.on_lease_end(self.time_skipper.lease_ended)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
         self._server: grpc.aio.Server | None = None
         self._auth = BearerTokenInterceptor(auth_token) if auth_token else None
@@ -148,6 +161,8 @@ class EmulatorServer:
         if self._initial_faults is not None:
             self.faults.apply(self._initial_faults)
             self._initial_faults = None
+        if self.time_skipper is not None:
+            self.time_skipper.start()
         return self
 
     async def _serve(self, address: str) -> tuple[grpc.aio.Server, int]:
@@ -211,6 +226,8 @@ class EmulatorServer:
         State is kept, so :meth:`start` may be called again (and :meth:`reset` still works).
         """
         self.faults.stop_schedule()
+        if self.time_skipper is not None:
+            self.time_skipper.stop()
         self._stop_serving(grace)
         if self._otlp is not None:
             self._otlp.flush()
