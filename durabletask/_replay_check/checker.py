@@ -139,6 +139,10 @@ class ReplayChecker:
             return [
                 ReplayResult(history.instance_id, "", None, Verdict.DIVERGES, source=history.source, divergence=bad)
             ]
+        if not runs:
+            # Between a continue-as-new and the new execution's first turn, or before a scheduled start.
+            reason = "nothing is recorded yet (it has not started, or has just continued as new)"
+            return [ReplayResult(history.instance_id, "", None, Verdict.SKIPPED, source=history.source, reason=reason)]
         return [self.check_execution(run) for run in runs]
 
     def check_execution(self, execution: Execution) -> ReplayResult:

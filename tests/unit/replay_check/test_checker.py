@@ -265,6 +265,12 @@ def test_a_history_without_its_start_event_is_reported_as_unreplayable() -> None
     assert divergence.kind is DivergenceKind.HISTORY
 
 
+def test_an_instance_with_nothing_recorded_yet_is_skipped() -> None:
+    (result,) = ReplayChecker({"order": waited_order}).check([recorded(History("new"))]).results
+    assert (result.instance_id, result.verdict) == ("new", Verdict.SKIPPED)
+    assert "nothing is recorded yet" in result.reason
+
+
 def parent(ctx: task.OrchestrationContext, _: Any) -> Any:
     yield ctx.call_sub_orchestrator("child_v2", instance_id="kid")  # renamed child
 
