@@ -113,15 +113,15 @@ def _async_client_fixture() -> Any:
         import pytest_asyncio
     except ImportError:
 
-        @pytest.fixture
-        def durabletask_async_client() -> None:
+        @pytest.fixture(name="durabletask_async_client")
+        def without_pytest_asyncio() -> None:
             """An async client of the test's backend (needs pytest-asyncio)."""
             pytest.fail("durabletask_async_client needs pytest-asyncio (pip install pytest-asyncio)")
 
-        return durabletask_async_client
+        return without_pytest_asyncio
 
-    @pytest_asyncio.fixture
-    async def durabletask_async_client(
+    @pytest_asyncio.fixture(name="durabletask_async_client")
+    async def async_client(
         durabletask_backend: InMemoryOrchestrationBackend,
     ) -> AsyncIterator[AsyncTaskHubGrpcClient]:
         """An async client of the test's backend, closed on the test's event loop."""
@@ -131,7 +131,7 @@ def _async_client_fixture() -> Any:
         yield made
         await made.close()
 
-    return durabletask_async_client
+    return async_client
 
 
 durabletask_async_client = _async_client_fixture()

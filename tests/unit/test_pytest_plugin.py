@@ -140,13 +140,15 @@ def test_a_session_that_does_not_use_the_fixtures_loads_nothing_of_the_sdk(tmp_p
 
 
 def _fixture_names(path: Path) -> set[str]:
+    """The names of the fixtures a file defines (a ``name=`` given to the decorator, else the function's)."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for decorator in node.decorator_list:
                 target = decorator.func if isinstance(decorator, ast.Call) else decorator
                 if isinstance(target, ast.Attribute) and target.attr == "fixture":
-                    names.add(node.name)
+                    given = [k.value for k in getattr(decorator, "keywords", []) if k.arg == "name"]
+                    names.add(given[0].value if given and isinstance(given[0], ast.Constant) else node.name)
     return names
 
 
