@@ -18,6 +18,7 @@ from durabletask._replay_check.callsites import CallSites
 from durabletask._replay_check.histories import Execution, OrchestrationHistory, executions
 from durabletask._replay_check.probe import Probe
 from durabletask._replay_check.report import Divergence, DivergenceKind, ReplayReport, ReplayResult, Verdict
+from durabletask._worker.filters import WorkItemFilters, filters_from_registry
 from durabletask._worker.grpc_worker import TaskHubGrpcWorker
 from durabletask._worker.options import VersioningOptions
 from durabletask._worker.orchestration_runner import (
@@ -49,6 +50,7 @@ class _Settings:
     factory: ExecutorFactory
     fetched: FetchedPayloads | None
     properties: Any
+    filters: WorkItemFilters | None  # what the worker asks the backend to send it (None: everything)
 
 
 def _quiet_logger() -> logging.Logger:
@@ -71,7 +73,10 @@ def _from_worker(worker: TaskHubGrpcWorker, logger: logging.Logger) -> _Settings
         payload_limit=payload_limit(store),
         payloads=fetched,
     )
-    return _Settings(worker._registry, factory, fetched, worker._exception_properties_provider)
+    filters = worker._work_item_filters
+    if worker._auto_generate_work_item_filters:
+        filters = filters_from_registry(worker._registry)  # as start() generates them
+    return _Settings(worker._registry, factory, fetched, worker._exception_properties_provider, filters)
 
 
 def _from_functions(
@@ -97,7 +102,8 @@ class ReplayChecker:
     Each history is run through the same orchestration runner a started worker uses, with the worker's
     registrations, versioning policy, code-mismatch policy, maximum timer interval, data converter and payload
     store, so an instance the worker would hand on (another version) is reported as skipped, and one it would fail
-    as diverging. Each continue-as-new execution in a history is checked on its own.
+    (an unregistered name among them) as diverging. An instance its work-item filters leave to other workers is
+    skipped. Each continue-as-new execution in a history is checked on its own.
 
     Args:
         orchestrators: An unstarted :class:`~durabletask.worker.TaskHubGrpcWorker` with the application's
@@ -150,8 +156,8 @@ class ReplayChecker:
         if not execution.started:
             unreadable = Divergence(DivergenceKind.HISTORY, "the history has no executionStarted event to replay from")
             return _result(execution, Verdict.DIVERGES, divergence=unreadable)
-        if self._settings.registry.get_orchestrator(execution.name) is None:
-            reason = f"no orchestrator named '{execution.name}' is registered on this worker"
+        if not _delivered(self._settings.filters, execution):
+            reason = "this worker's work-item filters leave it to other workers"
             return _result(execution, Verdict.SKIPPED, reason=reason)
         request = _request(execution)
         outcome = self._run(self._runner, request)
@@ -195,6 +201,14 @@ class ReplayChecker:
         if problem is _Problem.ENDS_DIFFERENTLY and ending is not None:
             return explain.from_ending(ending, actions, sites)
         return explain.from_failure(probe.failure, sites, _failure_of(actions))
+
+
+def _delivered(filters: WorkItemFilters | None, execution: Execution) -> bool:
+    """Whether the backend would send this worker the instance's work items (as it matches filters)."""
+    if filters is None:
+        return True
+    version = execution.version or ""
+    return any(f.name == execution.name and (not f.versions or version in f.versions) for f in filters.orchestrations)
 
 
 def _request(execution: Execution) -> pb.OrchestratorRequest:

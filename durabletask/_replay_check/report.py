@@ -21,7 +21,7 @@ class Verdict(Enum):
     DIVERGES = "diverges"
     """The current code would fail this instance (or end it differently) when it next runs."""
     SKIPPED = "skipped"
-    """This worker would not run the instance (its version policy hands it on, or the name is not registered)."""
+    """This worker would not run the instance (its version policy hands it on, its filters leave it to others)."""
 
 
 class DivergenceKind(Enum):

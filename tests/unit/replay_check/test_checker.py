@@ -12,10 +12,12 @@ from durabletask import task
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.testing import DivergenceKind, ReplayChecker, ReplayDivergenceError, Verdict
 from durabletask.worker import (
+    OrchestrationWorkItemFilter,
     TaskHubGrpcWorker,
     VersionFailureStrategy,
     VersioningOptions,
     VersionMatchStrategy,
+    WorkItemFilters,
 )
 from tests.unit.replay.history import T0, History, failure
 
@@ -252,11 +254,23 @@ def test_a_worker_is_checked_with_its_own_registrations_and_versioning() -> None
         ReplayChecker(worker, versioning=VersioningOptions())
 
 
-def test_an_orchestrator_this_worker_does_not_register_is_skipped() -> None:
+def test_an_unregistered_orchestrator_diverges_unless_the_workers_filters_leave_it_to_others() -> None:
     history = History("x").started("someone_else").task_scheduled(1, "a").orchestrator_completed()
-    result = check(waited_order, history)
+    # A worker that sends no filters receives every instance, and would fail this one.
+    divergence = check(waited_order, history).divergence
+    assert divergence.kind is DivergenceKind.ERROR
+    assert "OrchestratorNotRegisteredError" in divergence.message and "someone_else" in divergence.message
+    worker = TaskHubGrpcWorker()
+    worker.add_orchestrator(waited_order, name="order")
+    worker.use_work_item_filters()  # generated from what is registered when it starts
+    (result,) = ReplayChecker(worker).check([recorded(history)]).results
     assert result.verdict is Verdict.SKIPPED
-    assert "someone_else" in result.reason
+    assert "filters" in result.reason
+    explicit = TaskHubGrpcWorker()
+    explicit.add_orchestrator(waited_order, name="someone_else")
+    explicit.use_work_item_filters(WorkItemFilters(orchestrations=[OrchestrationWorkItemFilter("someone_else", ["2"])]))
+    (result,) = ReplayChecker(explicit).check([recorded(history)]).results
+    assert result.verdict is Verdict.SKIPPED  # only version 2 is sent to it
 
 
 def test_a_history_without_its_start_event_is_reported_as_unreplayable() -> None:
