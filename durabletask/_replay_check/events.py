@@ -48,7 +48,7 @@ def failure_to_pb(
     details: FailureDetails | Mapping[str, Any], target: pb.TaskFailureDetails | None = None
 ) -> pb.TaskFailureDetails:
     """The wire failure details for the public model or its JSON form (inner failures and properties included)."""
-    if isinstance(details, Mapping):
+    if isinstance(details, dict):
         details = _failure_model(details)
     out = target if target is not None else pb.TaskFailureDetails()
     out.errorMessage = details.message
@@ -136,7 +136,7 @@ def _plan(message: Message, model_type: type[Any]) -> tuple[tuple[str, _Setter],
 def _fill(message: Message, model: Any) -> None:
     """Copy a model dataclass's set fields (or the fields of its JSON form) into ``message``."""
     message.SetInParent()  # an empty nested message is still present
-    if not isinstance(model, Mapping):
+    if not isinstance(model, dict):  # a model dataclass (JSON forms are plain dicts; dict is faster to test)
         for attribute, write in _plan(message, type(model)):
             value = getattr(model, attribute)
             if value is not None:

@@ -335,3 +335,27 @@ def test_a_report_raises_for_its_diverging_executions_only() -> None:
     data = report.to_dict()
     assert (data["ok"], data["diverges"]) == (False, 1)
     assert data["results"][0]["divergence"]["location"]["line"] == line_of(order_with_check_first, "# inserted")
+
+
+def decides_on_a_large_result(ctx: task.OrchestrationContext, _: Any) -> Any:
+    report = yield ctx.call_activity("build_report")
+    if report["rows"] > 1000:  # reads the payload the history holds as a token
+        yield ctx.call_activity("archive")
+
+
+def test_payloads_kept_in_the_workers_store_are_fetched_for_the_replay(tmp_path: Any) -> None:
+    from durabletask.payload.file_store import FilePayloadStore
+
+    store = FilePayloadStore(tmp_path)
+    token = store.upload(b'{"rows": 5000}', instance_id="big")
+    history = (
+        History("big").started("order").task_scheduled(1, "build_report").orchestrator_completed()
+        .orchestrator_started().task_completed(1, raw=token).task_scheduled(2, "archive").orchestrator_completed()
+    )  # fmt: skip
+    worker = TaskHubGrpcWorker(payload_store=store)
+    worker.add_orchestrator(decides_on_a_large_result, name="order")
+    assert ReplayChecker(worker).check([recorded(history)]).ok
+    # Without the store the token is all there is, and the code cannot read it.
+    divergence = check(decides_on_a_large_result, history).divergence
+    assert divergence.kind is DivergenceKind.ERROR
+    assert "SerializationError" in divergence.message
