@@ -45,7 +45,7 @@ def _camel(name: str) -> str:
 
 
 def failure_to_pb(
-    details: FailureDetails | Mapping[str, Any], target: pb.TaskFailureDetails | None = None
+    details: FailureDetails | dict[str, Any], target: pb.TaskFailureDetails | None = None
 ) -> pb.TaskFailureDetails:
     """The wire failure details for the public model or its JSON form (inner failures and properties included)."""
     if isinstance(details, dict):

@@ -17,7 +17,7 @@ from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.instances import Engine
 from dtscale_emulator.limits import Limits
 from dtscale_emulator.ops import aio_loop
-from dtscale_emulator.ops.clock import Clock, ManualClock, SystemClock
+from dtscale_emulator.ops.clock import Clock, SystemClock
 from dtscale_emulator.ops.faults import FaultInjector, FaultProfile
 from dtscale_emulator.ops.tracing import WorkTracer
 from dtscale_emulator.ops.tracing.otlp import OtlpExport, work_tracer
@@ -106,7 +106,8 @@ class EmulatorServer:
         self.host = host
         self._requested_port = port
         self._port: int | None = None
-        self.clock = skipping_clock(clock) if time_skipping else clock or SystemClock()
+        skipping = skipping_clock(clock) if time_skipping else None
+        self.clock: Clock = skipping or clock or SystemClock()
         self.backend = SqliteBackend(None if in_memory else db_path, durability)
         self.backend.release_all_leases()
         self.limits = limits or Limits()
@@ -118,10 +119,8 @@ class EmulatorServer:
         )
         changes.subscribe(self.dispatcher)
         #: Jumps the clock while the emulator is idle (``time_skipping``), else ``None``.
-        self.time_skipper: TimeSkipper | None = None
-        if time_skipping:
-            assert isinstance(self.clock, ManualClock)
-            self.time_skipper = TimeSkipper(self.backend, self.clock, task_hubs)
+        self.time_skipper = None if skipping is None else TimeSkipper(self.backend, skipping, task_hubs)
+        if self.time_skipper is not None:
             changes.subscribe(self.time_skipper)
             self.dispatcher.on_lease_end(self.time_skipper.lease_ended)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
