@@ -77,6 +77,7 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask.azuremanaged",
             "durabletask.cli",
             "durabletask._cli",
+            "durabletask._replay_check",
             "durabletask.scheduled",
             "durabletask.scheduled._ops",
             "durabletask.scheduled.client",

@@ -16,6 +16,7 @@ from durabletask._cli.entity_commands import cmd_entity
 from durabletask._cli.export_command import cmd_export, cmd_history_from_export
 from durabletask._cli.parser import build_parser
 from durabletask._cli.render import Renderer
+from durabletask._cli.replay_check_command import cmd_replay_check
 from durabletask._cli.schedule_commands import COMMAND_NAMES as SCHEDULE_COMMANDS
 from durabletask._cli.schedule_commands import cmd_schedules
 from durabletask._errors import DurableTaskError
@@ -62,6 +63,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         handler = cmd_schedules
     elif args.command == "export":
         handler = cmd_export
+    elif args.command == "replay-check":
+        handler = cmd_replay_check
     else:
         handler = cmd_entity if args.command in ("entities", "entity") else COMMANDS[args.command]
     try:

@@ -8,6 +8,7 @@ import os
 from durabletask._cli.dashboard_command import add_parser as add_dashboard_parser
 from durabletask._cli.export_command import add_parser as add_export_parser
 from durabletask._cli.payloads import add_store_options
+from durabletask._cli.replay_check_command import add_parser as add_replay_check_parser
 from durabletask._cli.schedule_commands import add_schedule_commands
 
 STATUS_NAMES = ("RUNNING", "COMPLETED", "FAILED", "TERMINATED", "CONTINUED_AS_NEW", "PENDING", "SUSPENDED")
@@ -178,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_schedule_commands(sub)
     add_dashboard_parser(sub)
     add_export_parser(sub, _status)
+    add_replay_check_parser(sub, _status)
     # As with az, kubectl and gh, the global options may also follow the command: 'list --json --endpoint ...'.
     for command in _command_parsers(parser):
         _add_global_options(command, with_defaults=False)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from dtscale_emulator.limits import Limits
-from dtscale_emulator.ops.clock import Clock
+from dtscale_emulator.ops.clock import Clock, ManualClock
 from dtscale_emulator.server import EmulatorServer
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask.entities.entity_instance_id import EntityInstanceId as EntityInstanceId  # as in Microsoft's module
@@ -108,9 +109,19 @@ class InMemoryOrchestrationBackend:
             would exceed it is rejected with RESOURCE_EXHAUSTED.
         port: Port to listen on (0 picks a free one; read it back from :attr:`port`).
         clock: Optional time source, e.g. :class:`dtscale_emulator.ManualClock` to skip time in tests.
+        time_skipping: Whenever no work item is leased or ready (no orchestration turn, activity or entity batch),
+            the backend's clock jumps to the next due timer: a month-long workflow runs in moments, and never
+            faster than its work. The clock then moves only by those jumps and :meth:`advance_time`.
     """
 
-    def __init__(self, max_history_size: int = 10000, port: int = 50051, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        max_history_size: int = 10000,
+        port: int = 50051,
+        clock: Clock | None = None,
+        *,
+        time_skipping: bool = False,
+    ) -> None:
         self._server = EmulatorServer(
             host="localhost",
             port=port,
@@ -118,6 +129,7 @@ class InMemoryOrchestrationBackend:
             clock=clock,
             dynamic_task_hubs=True,
             limits=Limits(max_history_events=max_history_size),
+            time_skipping=time_skipping,
         )
 
     @property
@@ -129,6 +141,37 @@ class InMemoryOrchestrationBackend:
     def address(self) -> str:
         """``localhost:<port>``, ready for ``TaskHubGrpcClient(host_address=...)``."""
         return f"localhost:{self.port}"
+
+    @property
+    def time_skipping(self) -> bool:
+        """Whether the clock jumps to the next due timer whenever the backend is idle."""
+        return self._server.time_skipper is not None
+
+    def now(self) -> datetime:
+        """The backend's current time (UTC): the time orchestrations see on their next turn."""
+        return self._server.clock.now()
+
+    def advance_time(self, delta: timedelta) -> datetime:
+        """Moves the backend's clock forward by ``delta`` and returns the new time; timers now due fire.
+
+        Needs a clock that can be moved: ``time_skipping=True`` or a :class:`~dtscale_emulator.ManualClock`.
+        """
+        clock = self._server.clock
+        if not isinstance(clock, ManualClock):
+            raise RuntimeError("advance_time() needs a backend made with time_skipping=True or clock=ManualClock()")
+        if not isinstance(delta, timedelta):
+            raise TypeError(f"advance_time() takes a timedelta, not {type(delta).__name__}")
+        return clock.advance(delta)
+
+    @contextmanager
+    def time_skipping_paused(self) -> Iterator[None]:
+        """Within the block the clock does not jump (e.g. to raise an event before a timeout may fire)."""
+        skipper = self._server.time_skipper
+        if skipper is None:
+            yield
+            return
+        with skipper.paused():
+            yield
 
     def start(self) -> str:
         """Starts serving and returns the address."""
@@ -144,16 +187,20 @@ class InMemoryOrchestrationBackend:
         self._server.reset()
 
 
-def create_test_backend(port: int = 50051, max_history_size: int = 10000) -> InMemoryOrchestrationBackend:
+def create_test_backend(
+    port: int = 50051, max_history_size: int = 10000, *, time_skipping: bool = False
+) -> InMemoryOrchestrationBackend:
     """Creates and starts an in-memory backend listening on ``localhost:<port>``.
 
     Args:
         port: Port to listen on (default 50051).
         max_history_size: Most history events one orchestration may accumulate.
+        time_skipping: Jump the clock to the next due timer whenever no work is leased or ready (see
+            :class:`InMemoryOrchestrationBackend`); an addition to the compatible API.
 
     Returns:
         The started backend; call ``stop()`` when done and ``reset()`` to clear state between tests.
     """
-    backend = InMemoryOrchestrationBackend(max_history_size=max_history_size, port=port)
+    backend = InMemoryOrchestrationBackend(max_history_size=max_history_size, port=port, time_skipping=time_skipping)
     backend.start()
     return backend

@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
         f"OTLP/gRPC collector, e.g. http://localhost:4317 (or set {ENDPOINT_ENV}; needs the '{EXTRA}' extra)",
     )
     parser.add_argument(
+        "--time-skipping",
+        action="store_true",
+        help="for tests: whenever no work item is leased or ready, jump the clock to the next due timer "
+        "(the clock then moves only by these jumps)",
+    )
+    parser.add_argument(
         "--faults",
         type=_fault_profile,
         help="inject faults for testing, e.g. 'cut_stream_every=5s,stall_every=20s,stall_for=3s,goaway_every=30s,"
@@ -129,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with StopSignal() as stop:
         server.start()
         print(f"Durable Task emulator listening on {server.address}", flush=True)
+        if server.time_skipper is not None:
+            print(f"time skipping: on, the clock starts at {server.clock.now().isoformat()}", flush=True)
         dashboard = None if args.no_dashboard else _start_dashboard(args, server, hubs, token)
         stop.wait()
     if dashboard is not None:
@@ -189,6 +197,7 @@ def _server(args: argparse.Namespace, hubs: tuple[str, ...], token: str | None) 
         otlp_endpoint=args.otlp_endpoint,
         keepalive_interval=args.keepalive_interval,
         keepalive_timeout=args.keepalive_timeout,
+        time_skipping=args.time_skipping,
     )
 
 

@@ -11,6 +11,7 @@ from types import TracebackType
 import grpc
 
 from dtscale_emulator.dispatch.dispatcher import WorkDispatcher
+from dtscale_emulator.dispatch.time_skipping import TimeSkipper, skipping_clock
 from dtscale_emulator.engine.changes import ChangeFeed
 from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.instances import Engine
@@ -61,8 +62,12 @@ class EmulatorServer:
             froze, or whose host vanished without closing the connection, then loses its stream, and the work
             items it held are offered again at once rather than after ``lease_timeout``.
         interleaver: Perturbs where concurrent work meets (sends, completions, arrivals, timers, stream drops) to
-            make races show in tests, e.g. a :class:`~emulator.faults.SeededInterleaver`; ``None`` (the default)
-            costs nothing.
+            make races show in tests, e.g. a :class:`~dtscale_emulator.ops.faults.SeededInterleaver`; ``None`` (the
+            default) costs nothing.
+        time_skipping: For tests: whenever no work item is leased or ready, the clock jumps to the next due timer
+            (see :class:`~dtscale_emulator.dispatch.time_skipping.TimeSkipper`). The clock is then a
+            :class:`ManualClock` (``clock`` if one is given, else one starting at the current time), which moves
+            only by those jumps and :meth:`ManualClock.advance`.
 
     Raises:
         DatabaseInUseError: another emulator already serves ``db_path``.
@@ -90,6 +95,7 @@ class EmulatorServer:
         keepalive_interval: float = 30.0,
         keepalive_timeout: float = 20.0,
         interleaver: Interleaver | None = None,
+        time_skipping: bool = False,
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
@@ -105,7 +111,8 @@ class EmulatorServer:
         self.host = host
         self._requested_port = port
         self._port: int | None = None
-        self.clock = clock or SystemClock()
+        skipping = skipping_clock(clock) if time_skipping else None
+        self.clock: Clock = skipping or clock or SystemClock()
         self.backend = SqliteBackend(None if in_memory else db_path, durability)
         self.backend.release_all_leases()
         self.limits = limits or Limits()
@@ -116,6 +123,11 @@ class EmulatorServer:
             self.engine, self.entities, lease_timeout, health_ping_interval, self.limits, tracer, interleaver
         )
         changes.subscribe(self.dispatcher)
+        #: Jumps the clock while the emulator is idle (``time_skipping``), else ``None``.
+        self.time_skipper = None if skipping is None else TimeSkipper(self.backend, skipping, task_hubs)
+        if self.time_skipper is not None:
+            changes.subscribe(self.time_skipper)
+            self.dispatcher.on_lease_end(self.time_skipper.lease_ended)
         self.hubs = TaskHubs(self.backend, task_hubs, dynamic_task_hubs)
         self._server: grpc.aio.Server | None = None
         self._auth = BearerTokenInterceptor(auth_token) if auth_token else None
@@ -153,6 +165,8 @@ class EmulatorServer:
         if self._initial_faults is not None:
             self.faults.apply(self._initial_faults)
             self._initial_faults = None
+        if self.time_skipper is not None:
+            self.time_skipper.start()
         return self
 
     async def _serve(self, address: str) -> tuple[grpc.aio.Server, int]:
@@ -216,6 +230,8 @@ class EmulatorServer:
         State is kept, so :meth:`start` may be called again (and :meth:`reset` still works).
         """
         self.faults.stop_schedule()
+        if self.time_skipper is not None:
+            self.time_skipper.stop()
         self._stop_serving(grace)
         if self._otlp is not None:
             self._otlp.flush()

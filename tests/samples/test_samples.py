@@ -57,6 +57,17 @@ EXPECTED = {
         "night 4: nightly-sales-report-2030-03-05T02:00:00+00:00 COMPLETED",
         "reports started: 3 (none during the maintenance night)",
     ],
+    "replay_check_deploy.py": [
+        "release 2a: BLOCKED",
+        "history records create_timer() with ID 2, but the current code calls call_activity('fraud_check')",
+        "at replay_check_deploy.py:",
+        "release 2b: OK",
+        "release 2c: OK",
+        "release 2c-unversioned: BLOCKED",
+        "replay_check_deploy:release_2a --status RUNNING  -> exit code 1",
+        "replay_check_deploy:release_2b --status RUNNING  -> exit code 0",
+        "sub-fast continued as new with version 2; fraud checks run: ['sub-fast']",
+    ],
     "large_context_agent.py": [
         "agent-large-context: COMPLETED, answer 'clause 3 applies (3 notes)', context of 5243348 bytes",
         "payloads as tokens, e.g. blob:v1:durabletask-payloads:agent-large-context/",

@@ -118,7 +118,13 @@ class WorkDispatcher:
         # prefix), without a fresh UUID for each of the up to FETCH_BATCH tokens a fetch prepares.
         self._token_prefix = uuid.uuid4().hex[:16]
         self._token_serial = itertools.count(1)
+        # Told the hub of every lease that ends (time skipping looks for idleness then).
+        self._lease_listeners: tuple[Callable[[str], None], ...] = ()
         engine.clock.subscribe(_weak_wake(self))
+
+    def on_lease_end(self, listener: Callable[[str], None]) -> None:
+        """Calls ``listener(hub)`` after each completion or abandon has ended its lease (must not block)."""
+        self._lease_listeners = (*self._lease_listeners, listener)
 
     def _tokens(self, count: int) -> list[str]:
         """``count`` fresh tokens, all from one serial number (most fetches lease one or none)."""
@@ -574,6 +580,8 @@ class WorkDispatcher:
                 self._changes += 1
         if woke:
             self._signal.set()
+        for listener in self._lease_listeners:
+            listener(lease.hub)
 
     def abandon(self, hub: str, token: str, kind: str) -> None:
         lease = self._take(hub, token, kind)

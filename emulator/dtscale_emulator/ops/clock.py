@@ -57,19 +57,30 @@ class ManualClock:
         with self._lock:
             self._callbacks.append(callback)
 
-    def advance(self, delta: timedelta | float) -> datetime:
-        """Moves time forward by ``delta`` (a timedelta or seconds) and wakes everything waiting on time."""
+    def advance(self, delta: timedelta | float, *, announce: bool = True) -> datetime:
+        """Moves time forward by ``delta`` (a timedelta or seconds) and wakes everything waiting on time.
+
+        Args:
+            announce: ``False`` leaves the waking to a later :meth:`announce` (a caller that moves time while
+                holding a lock that what wakes up would need).
+        """
         step = delta if isinstance(delta, timedelta) else timedelta(seconds=delta)
         if step < timedelta(0):
             raise ValueError("a manual clock cannot move backwards")
         with self._lock:
             self._now += step
             now = self._now
+        if announce:
+            self.announce()
+        return now
+
+    def set(self, when: datetime, *, announce: bool = True) -> datetime:
+        """Moves time forward to ``when``."""
+        return self.advance(max(timedelta(0), when - self.now()), announce=announce)
+
+    def announce(self) -> None:
+        """Wakes everything waiting on time."""
+        with self._lock:
             callbacks = list(self._callbacks)
         for callback in callbacks:
             callback()
-        return now
-
-    def set(self, when: datetime) -> datetime:
-        """Moves time forward to ``when``."""
-        return self.advance(max(timedelta(0), when - self.now()))

@@ -1,0 +1,1 @@
+"""Replay-safety checks: replaying recorded histories with the current orchestrator code, as a worker would."""
