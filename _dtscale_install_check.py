@@ -1,0 +1,162 @@
+"""Warns, once per process, when another distribution has written into dtscale's ``durabletask`` package.
+
+dtscale's wheel puts this module and ``dtscale-install-check.pth`` (written by setup.py) at the top of
+site-packages. The .pth line runs at every interpreter start and only puts a finder at the head of
+``sys.meta_path``; the finder does nothing until ``durabletask`` is first imported, then reads this folder's
+listing once and leaves. The check cannot live inside ``durabletask/``: Microsoft's ``durabletask`` installed
+over dtscale (pip lets two distributions write the same files) replaces ``__init__``, ``client`` and ``worker``
+with its own, where no code of ours runs. At start this module needs only ``os`` and ``sys``, which ``site``
+has loaded already; everything else is imported only when there is something to report.
+"""
+
+import os
+import sys
+
+PACKAGE = "durabletask"
+DISTRIBUTION = "dtscale"
+#: Where this module was installed: the site-packages folder that holds dtscale's ``durabletask`` as well.
+SITE_DIR = os.path.dirname(__file__)
+#: Where a package that requires Microsoft's SDK learns how to live beside dtscale.
+GUIDE = "the Install section of dtscale's README"
+_METADATA_SUFFIXES = (".dist-info", ".egg-info")
+KEEP_BESIDE = (
+    f"To use a package that requires Microsoft's SDK (agent-framework-durabletask, for one) with {DISTRIBUTION}, "
+    "install it with 'pip install --no-deps PACKAGE' plus its other requirements, or drop durabletask and "
+    f"durabletask-azuremanaged with uv's override-dependencies; see {GUIDE}."
+)
+
+
+class DurableTaskInstallWarning(UserWarning):
+    """Another distribution has written into dtscale's ``durabletask`` package, or removed files from it."""
+
+
+def _name_and_version(entry: str) -> tuple[str, str]:
+    # "durabletask_azuremanaged-1.12.0.dist-info" -> ("durabletask-azuremanaged", "1.12.0"); egg-info names may
+    # carry a Python tag after the version ("durabletask-1.0.0-py3.11.egg-info").
+    stem = entry.rsplit(".", 1)[0]
+    name, _, rest = stem.partition("-")
+    return name.lower().replace("_", "-").replace(".", "-"), rest.split("-", 1)[0]
+
+
+def _writes_into_package(metadata_dir: str) -> bool:
+    """Whether the distribution recorded in ``metadata_dir`` installed files under ``durabletask/``."""
+    for listing, prefix in (("RECORD", PACKAGE + "/"), ("installed-files.txt", f"../{PACKAGE}/")):
+        try:
+            with open(os.path.join(metadata_dir, listing), encoding="utf-8") as f:
+                return any(line.startswith(prefix) for line in f)
+        except OSError:
+            continue
+    return True  # no file list to read: a distribution named after the package is taken to ship it
+
+
+def scan(site_dir: str = SITE_DIR) -> tuple[str | None, list[tuple[str, str]]]:
+    """dtscale's version in ``site_dir`` (None if absent) and the other distributions there that wrote files into
+    ``durabletask/``, as (name, version) pairs.
+
+    Only distributions named ``durabletask`` or ``durabletask-*`` (Microsoft's SDK and its providers) have their
+    file lists read, so the common case costs one directory listing; ``durabletask doctor`` reads every RECORD.
+    """
+    try:
+        entries = sorted(os.listdir(site_dir))
+    except OSError:
+        return None, []
+    ours: str | None = None
+    others: list[tuple[str, str]] = []
+    for entry in entries:
+        if not entry.endswith(_METADATA_SUFFIXES):
+            continue
+        head = entry[: len(PACKAGE) + 1].lower()
+        if head.startswith(DISTRIBUTION + "-"):
+            ours = _name_and_version(entry)[1]
+        elif head in (PACKAGE + "-", PACKAGE + "_", PACKAGE + ".") and _writes_into_package(
+            os.path.join(site_dir, entry)
+        ):
+            others.append(_name_and_version(entry))
+    return ours, others
+
+
+def quote(word: str) -> str:
+    """``word`` as one shell word."""
+    import shlex
+
+    return shlex.quote(word)
+
+
+def repair_commands(python: str, others: list[str], version: str | None) -> list[str]:
+    """The commands that give dtscale back its files: remove ``others`` (which take shared files with them),
+    then write dtscale's files again without touching its dependencies."""
+    pip = f"{quote(python)} -m pip"
+    pinned = f"{DISTRIBUTION}=={version}" if version else DISTRIBUTION
+    commands = [f"{pip} uninstall -y {' '.join(others)}"] if others else []
+    return [*commands, f"{pip} install --force-reinstall --no-deps {pinned}"]
+
+
+def problem(site_dir: str = SITE_DIR) -> str | None:
+    """What is wrong with dtscale's ``durabletask`` package in ``site_dir``, with the repair, or None if nothing."""
+    ours, others = scan(site_dir)
+    package_dir = os.path.join(site_dir, PACKAGE)
+    if others:
+        named = ", ".join(f"{name} {version}" for name, version in others)
+        ourselves = f"{DISTRIBUTION} {ours}" if ours else DISTRIBUTION
+        lead = (
+            f"{package_dir} holds the files of two SDKs: {ourselves} and {named} (Microsoft's) all install the "
+            f"'{PACKAGE}' package, and pip let one overwrite the other's files, so what is imported is a mix of both."
+        )
+    elif ours is not None and not os.path.isfile(os.path.join(package_dir, "__init__.py")):
+        lead = (
+            f"{DISTRIBUTION} {ours} is installed in {site_dir}, but {package_dir}/__init__.py is gone: uninstalling "
+            f"a distribution that shared the folder (Microsoft's durabletask or durabletask-azuremanaged) removed "
+            f"the files both had written."
+        )
+    else:
+        return None
+    commands = repair_commands(sys.executable, [name for name, _ in others], ours)
+    return "\n".join(
+        [
+            lead,
+            f"To keep {DISTRIBUTION}, run:",
+            *(f"    {command}" for command in commands),
+            KEEP_BESIDE,
+            "'durabletask doctor' lists which distribution wrote which file.",
+        ]
+    )
+
+
+_reported = False
+
+
+def report(site_dir: str = SITE_DIR, stacklevel: int = 2) -> str | None:
+    """Issues a :class:`DurableTaskInstallWarning` for :func:`problem`, once per process; returns the problem."""
+    global _reported
+    found = problem(site_dir)
+    if found is not None and not _reported:
+        import warnings
+
+        _reported = True
+        warnings.warn(found, DurableTaskInstallWarning, stacklevel=stacklevel + 1)
+    return found
+
+
+class _FirstImportFinder:
+    """Runs the check when ``durabletask`` is first looked for, then leaves ``sys.meta_path``; finds nothing."""
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
+        if fullname == PACKAGE and path is None:
+            uninstall()
+            # Frames: report -> find_spec -> the import system's (skipped by warnings) -> the importing line.
+            report(stacklevel=2)
+
+
+_FINDER = _FirstImportFinder()
+
+
+def install() -> None:
+    """Arms the check for this process's first ``import durabletask`` (called by the .pth at start-up)."""
+    if PACKAGE not in sys.modules and _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
+
+
+def uninstall() -> None:
+    """Disarms the check (it runs once per process)."""
+    while _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)
