@@ -49,13 +49,14 @@ def _writes_into_package(metadata_dir: str) -> bool:
     return True  # no file list to read: a distribution named after the package is taken to ship it
 
 
-def scan(site_dir: str = SITE_DIR) -> tuple[str | None, list[tuple[str, str]]]:
+def scan(site_dir: str | None = None) -> tuple[str | None, list[tuple[str, str]]]:
     """dtscale's version in ``site_dir`` (None if absent) and the other distributions there that wrote files into
     ``durabletask/``, as (name, version) pairs.
 
     Only distributions named ``durabletask`` or ``durabletask-*`` (Microsoft's SDK and its providers) have their
     file lists read, so the common case costs one directory listing; ``durabletask doctor`` reads every RECORD.
     """
+    site_dir = site_dir or SITE_DIR
     try:
         entries = sorted(os.listdir(site_dir))
     except OSError:
@@ -91,8 +92,10 @@ def repair_commands(python: str, others: list[str], version: str | None) -> list
     return [*commands, f"{pip} install --force-reinstall --no-deps {pinned}"]
 
 
-def problem(site_dir: str = SITE_DIR) -> str | None:
-    """What is wrong with dtscale's ``durabletask`` package in ``site_dir``, with the repair, or None if nothing."""
+def problem(site_dir: str | None = None) -> str | None:
+    """What is wrong with dtscale's ``durabletask`` package in ``site_dir`` (default: where this module is), with
+    the repair, or None if nothing."""
+    site_dir = site_dir or SITE_DIR
     ours, others = scan(site_dir)
     package_dir = os.path.join(site_dir, PACKAGE)
     if others:
@@ -125,7 +128,7 @@ def problem(site_dir: str = SITE_DIR) -> str | None:
 _reported = False
 
 
-def report(site_dir: str = SITE_DIR, stacklevel: int = 2) -> str | None:
+def report(site_dir: str | None = None, stacklevel: int = 1) -> str | None:
     """Issues a :class:`DurableTaskInstallWarning` for :func:`problem`, once per process; returns the problem."""
     global _reported
     found = problem(site_dir)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.metadata as metadata
 import importlib.util
 import json
@@ -148,16 +149,22 @@ def _package_distributions(dists: list[metadata.Distribution]) -> list[Distribut
         if files or name == install_check.DISTRIBUTION:
             location = Path(str(dist.locate_file(""))).resolve()
             found.append(
-                DistributionFiles(name, dist.version, location, _is_editable(dist), required_by.get(name, []), files)
+                DistributionFiles(
+                    name, dist.version, location, _is_editable(dist), sorted(required_by.get(name, [])), files
+                )
             )
     return found
 
 
-def _imported_from() -> list[Path]:
+def _imported_from(search_path: list[str] | None) -> list[Path]:
+    """The folders of the ``durabletask`` package that Python imports (from ``search_path`` instead if given)."""
     module = sys.modules.get(install_check.PACKAGE)
-    if module is not None and getattr(module, "__path__", None) is not None:
+    if search_path is None and module is not None and getattr(module, "__path__", None) is not None:
         return [Path(p).resolve() for p in module.__path__]
-    spec = importlib.util.find_spec(install_check.PACKAGE)
+    if search_path is None:
+        spec = importlib.util.find_spec(install_check.PACKAGE)
+    else:
+        spec = importlib.machinery.PathFinder.find_spec(install_check.PACKAGE, search_path)
     locations = spec.submodule_search_locations if spec is not None else None
     return [Path(p).resolve() for p in locations or ()]
 
@@ -191,9 +198,10 @@ def _unclaimed(imported: list[Path], claimed: set[Path]) -> list[Path]:
     return sorted(found)
 
 
-def inspect() -> InstallState:
-    """Reads the installed distributions' RECORD files and the disk; changes nothing."""
-    dists = _unique(metadata.distributions())
+def inspect(search_path: list[str] | None = None) -> InstallState:
+    """Reads the installed distributions' RECORD files and the disk, on ``sys.path`` or ``search_path``; changes
+    nothing."""
+    dists = _unique(metadata.distributions() if search_path is None else metadata.distributions(path=search_path))
     package_dists = _package_distributions(dists)
     sdk = next((d for d in package_dists if d.name == install_check.DISTRIBUTION), None)
     others = [d for d in package_dists if d is not sdk]
@@ -201,13 +209,13 @@ def inspect() -> InstallState:
     for dist in package_dists:
         for recorded in dist.files:
             owners.setdefault(recorded.path, []).append(dist.name)
-    shared = {path: names for path, names in owners.items() if len(names) > 1}
+    shared = {path: sorted(names) for path, names in owners.items() if len(names) > 1}
     content_of = {
         path: next((d.name for d in package_dists for f in d.files if f.path == path and f.state == "ok"), None)
         for path in shared
     }
     sdk_meta = next((d for d in dists if normalize(d.metadata["Name"] or "") == install_check.DISTRIBUTION), None)
-    imported = _imported_from()
+    imported = _imported_from(search_path)
     state = InstallState(
         python=sys.executable,
         imported_from=imported,
