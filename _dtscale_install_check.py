@@ -1,12 +1,11 @@
 """Warns, once per process, when another distribution has written into dtscale's ``durabletask`` package.
 
-dtscale's wheel puts this module and ``dtscale-install-check.pth`` (written by setup.py) at the top of
-site-packages. The .pth line runs at every interpreter start and only puts a finder at the head of
-``sys.meta_path``; the finder does nothing until ``durabletask`` is first imported, then reads this folder's
-listing once and leaves. The check cannot live inside ``durabletask/``: Microsoft's ``durabletask`` installed
+dtscale's wheel puts this module at the top of site-packages, beside the package. ``_dtscale_install_hook``
+(armed at start-up by the wheel's .pth) imports it at the first ``import durabletask``; ``durabletask doctor``
+and the command line use it too. It cannot live inside ``durabletask/``: Microsoft's ``durabletask`` installed
 over dtscale (pip lets two distributions write the same files) replaces ``__init__``, ``client`` and ``worker``
-with its own, where no code of ours runs. At start this module needs only ``os`` and ``sys``, which ``site``
-has loaded already; everything else is imported only when there is something to report.
+with its own, where no code of ours runs. It reads one directory listing; everything else is imported only
+when there is something to report.
 """
 
 import os
@@ -19,6 +18,8 @@ SITE_DIR = os.path.dirname(__file__)
 #: Where a package that requires Microsoft's SDK learns how to live beside dtscale.
 GUIDE = "the Install section of dtscale's README"
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
+#: dtscale's metadata folder, and those of distributions named after the package (Microsoft's and its providers').
+_NAME_PREFIXES = (f"{DISTRIBUTION}-", f"{PACKAGE}-", f"{PACKAGE}_", f"{PACKAGE}.")
 KEEP_BESIDE = (
     f"To use a package that requires Microsoft's SDK (agent-framework-durabletask, for one) with {DISTRIBUTION}, "
     "install it with 'pip install --no-deps PACKAGE' plus its other requirements, or drop durabletask and "
@@ -58,20 +59,17 @@ def scan(site_dir: str | None = None) -> tuple[str | None, list[tuple[str, str]]
     """
     site_dir = site_dir or SITE_DIR
     try:
-        entries = sorted(os.listdir(site_dir))
+        entries = os.listdir(site_dir)
     except OSError:
         return None, []
+    # The names installers write are lower-case for these projects; the filter runs in C, entry by entry.
+    named = sorted(e for e in entries if e.startswith(_NAME_PREFIXES) and e.endswith(_METADATA_SUFFIXES))
     ours: str | None = None
     others: list[tuple[str, str]] = []
-    for entry in entries:
-        if not entry.endswith(_METADATA_SUFFIXES):
-            continue
-        head = entry[: len(PACKAGE) + 1].lower()
-        if head.startswith(DISTRIBUTION + "-"):
+    for entry in named:
+        if entry.startswith(DISTRIBUTION + "-"):
             ours = _name_and_version(entry)[1]
-        elif head in (PACKAGE + "-", PACKAGE + "_", PACKAGE + ".") and _writes_into_package(
-            os.path.join(site_dir, entry)
-        ):
+        elif _writes_into_package(os.path.join(site_dir, entry)):
             others.append(_name_and_version(entry))
     return ours, others
 
@@ -138,28 +136,3 @@ def report(site_dir: str | None = None, stacklevel: int = 1) -> str | None:
         _reported = True
         warnings.warn(found, DurableTaskInstallWarning, stacklevel=stacklevel + 1)
     return found
-
-
-class _FirstImportFinder:
-    """Runs the check when ``durabletask`` is first looked for, then leaves ``sys.meta_path``; finds nothing."""
-
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
-        if fullname == PACKAGE and path is None:
-            uninstall()
-            # Frames: report -> find_spec -> the import system's (skipped by warnings) -> the importing line.
-            report(stacklevel=2)
-
-
-_FINDER = _FirstImportFinder()
-
-
-def install() -> None:
-    """Arms the check for this process's first ``import durabletask`` (called by the .pth at start-up)."""
-    if PACKAGE not in sys.modules and _FINDER not in sys.meta_path:
-        sys.meta_path.insert(0, _FINDER)
-
-
-def uninstall() -> None:
-    """Disarms the check (it runs once per process)."""
-    while _FINDER in sys.meta_path:
-        sys.meta_path.remove(_FINDER)

@@ -1,6 +1,6 @@
 """The one build step of dtscale's wheel that pyproject.toml cannot declare: a .pth file in site-packages.
 
-The .pth arms ``_dtscale_install_check`` at interpreter start, so a ``durabletask`` package overwritten by
+The .pth arms ``_dtscale_install_hook`` at interpreter start, so a ``durabletask`` package overwritten by
 another distribution is reported even where the overwritten modules are no longer ours. Everything else about
 the build is in pyproject.toml.
 """
@@ -12,7 +12,7 @@ from setuptools.command.build_py import build_py
 
 PTH_NAME = "dtscale-install-check.pth"
 # site runs .pth lines that start with "import"; this one only puts a finder on sys.meta_path.
-PTH_LINE = "import _dtscale_install_check; _dtscale_install_check.install()\n"
+PTH_LINE = "import _dtscale_install_hook; _dtscale_install_hook.install()\n"
 
 
 class BuildPyWithPth(build_py):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import _dtscale_install_check as install_check
+import _dtscale_install_hook as install_hook
 from durabletask._cli import doctor_command
 from durabletask._cli.install_state import inspect
 from tests.install.support import record_hash
@@ -109,8 +110,8 @@ def test_the_finder_checks_at_the_first_lookup_of_durabletask_and_leaves(
     microsofts_over_dtscale(tmp_path)
     monkeypatch.setattr(install_check, "SITE_DIR", str(tmp_path))
     monkeypatch.setattr(install_check, "_reported", False)
-    monkeypatch.setattr(sys, "meta_path", [install_check._FINDER, *sys.meta_path])
-    finder = install_check._FINDER
+    monkeypatch.setattr(sys, "meta_path", [install_hook._FINDER, *sys.meta_path])
+    finder = install_hook._FINDER
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert finder.find_spec("grpc") is None and finder.find_spec("durabletask.client", ["x"]) is None
