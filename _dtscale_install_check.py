@@ -1,25 +1,25 @@
 """Warns, once per process, when another distribution has written into dtscale's ``durabletask`` package.
 
 dtscale's wheel puts this module at the top of site-packages, beside the package. ``_dtscale_install_hook``
-(armed at start-up by the wheel's .pth) imports it at the first ``import durabletask``; ``durabletask doctor``
-and the command line use it too. It cannot live inside ``durabletask/``: Microsoft's ``durabletask`` installed
-over dtscale (pip lets two distributions write the same files) replaces ``__init__``, ``client`` and ``worker``
-with its own, where no code of ours runs. It reads one directory listing; everything else is imported only
-when there is something to report.
+(armed at start-up by the wheel's .pth) imports it at the first ``import durabletask`` when its listing of the
+folder looks wrong; ``durabletask doctor`` and the command line use it too. It cannot live inside
+``durabletask/``: Microsoft's ``durabletask`` installed over dtscale (pip lets two distributions write the same
+files) replaces ``__init__``, ``client`` and ``worker`` with its own, where no code of ours runs.
 """
 
 import os
 import sys
 
-PACKAGE = "durabletask"
+from _dtscale_install_hook import FOREIGN_PREFIXES, METADATA_SUFFIXES
+from _dtscale_install_hook import PACKAGE as PACKAGE  # the package both modules guard
+
 DISTRIBUTION = "dtscale"
 #: Where this module was installed: the site-packages folder that holds dtscale's ``durabletask`` as well.
 SITE_DIR = os.path.dirname(__file__)
 #: Where a package that requires Microsoft's SDK learns how to live beside dtscale.
 GUIDE = "the Install section of dtscale's README"
-_METADATA_SUFFIXES = (".dist-info", ".egg-info")
 #: dtscale's metadata folder, and those of distributions named after the package (Microsoft's and its providers').
-_NAME_PREFIXES = (f"{DISTRIBUTION}-", f"{PACKAGE}-", f"{PACKAGE}_", f"{PACKAGE}.")
+_NAME_PREFIXES = (f"{DISTRIBUTION}-", *FOREIGN_PREFIXES)
 KEEP_BESIDE = (
     f"To use a package that requires Microsoft's SDK (agent-framework-durabletask, for one) with {DISTRIBUTION}, "
     "install it with 'pip install --no-deps PACKAGE' plus its other requirements, or drop durabletask and "
@@ -63,7 +63,7 @@ def scan(site_dir: str | None = None) -> tuple[str | None, list[tuple[str, str]]
     except OSError:
         return None, []
     # The names installers write are lower-case for these projects; the filter runs in C, entry by entry.
-    named = sorted(e for e in entries if e.startswith(_NAME_PREFIXES) and e.endswith(_METADATA_SUFFIXES))
+    named = sorted(e for e in entries if e.startswith(_NAME_PREFIXES) and e.endswith(METADATA_SUFFIXES))
     ours: str | None = None
     others: list[tuple[str, str]] = []
     for entry in named:

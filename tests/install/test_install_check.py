@@ -53,12 +53,14 @@ def microsofts_over_dtscale(site: Path) -> None:
 
 def test_dtscale_alone_is_no_problem(tmp_path: Path) -> None:
     dtscale(tmp_path)
+    assert not install_hook.suspect(str(tmp_path))  # the start-up side does not even load the check
     assert install_check.scan(str(tmp_path)) == ("0.1.0", [])
     assert install_check.problem(str(tmp_path)) is None
 
 
 def test_microsofts_distributions_are_named_with_the_commands_that_repair(tmp_path: Path) -> None:
     microsofts_over_dtscale(tmp_path)
+    assert install_hook.suspect(str(tmp_path))
     assert install_check.scan(str(tmp_path)) == (
         "0.1.0", [("durabletask", "1.12.0"), ("durabletask-azuremanaged", "1.12.0")]
     )
@@ -74,6 +76,7 @@ def test_microsofts_distributions_are_named_with_the_commands_that_repair(tmp_pa
 def test_a_durabletask_named_distribution_without_files_in_the_package_is_no_conflict(tmp_path: Path) -> None:
     dtscale(tmp_path)
     install(tmp_path, "durabletask-tools", "2.0", {"durabletask_tools/__init__.py": b""})
+    assert install_hook.suspect(str(tmp_path))  # named like Microsoft's: the check reads its RECORD
     assert install_check.problem(str(tmp_path)) is None
 
 
@@ -88,6 +91,7 @@ def test_an_egg_info_install_of_microsofts_sdk_counts(tmp_path: Path) -> None:
 def test_a_package_that_lost_its_init_is_reported(tmp_path: Path) -> None:
     dtscale(tmp_path)
     (tmp_path / "durabletask" / "__init__.py").unlink()  # what uninstalling Microsoft's SDK over dtscale leaves
+    assert install_hook.suspect(str(tmp_path))
     found = install_check.problem(str(tmp_path))
     assert found is not None and "__init__.py is gone" in found
     assert "pip uninstall" not in found and "install --force-reinstall --no-deps dtscale==0.1.0" in found
@@ -108,7 +112,7 @@ def test_the_finder_checks_at_the_first_lookup_of_durabletask_and_leaves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     microsofts_over_dtscale(tmp_path)
-    monkeypatch.setattr(install_check, "SITE_DIR", str(tmp_path))
+    monkeypatch.setattr(install_hook, "SITE_DIR", str(tmp_path))
     monkeypatch.setattr(install_check, "_reported", False)
     monkeypatch.setattr(sys, "meta_path", [install_hook._FINDER, *sys.meta_path])
     finder = install_hook._FINDER
