@@ -81,13 +81,29 @@ def quote(word: str) -> str:
     return shlex.quote(word)
 
 
-def repair_commands(python: str, others: list[str], version: str | None) -> list[str]:
+def installer(site_dir: str, version: str | None) -> str:
+    """The tool that installed dtscale in ``site_dir``, as its INSTALLER file names it ("pip" when unknown)."""
+    try:
+        with open(os.path.join(site_dir, f"{DISTRIBUTION}-{version}.dist-info", "INSTALLER"), encoding="utf-8") as f:
+            return f.read().strip() or "pip"
+    except OSError:
+        return "pip"
+
+
+def installer_command(python: str, tool: str, verb: str) -> str:
+    """The start of an installer command for ``python``'s environment: pip's, or uv's where uv installed dtscale
+    (its environments have no pip)."""
+    return f"uv pip {verb} --python {quote(python)}" if tool == "uv" else f"{quote(python)} -m pip {verb}"
+
+
+def repair_commands(python: str, others: list[str], version: str | None, tool: str = "pip") -> list[str]:
     """The commands that give dtscale back its files: remove ``others`` (which take shared files with them),
     then write dtscale's files again without touching its dependencies."""
-    pip = f"{quote(python)} -m pip"
     pinned = f"{DISTRIBUTION}=={version}" if version else DISTRIBUTION
-    commands = [f"{pip} uninstall -y {' '.join(others)}"] if others else []
-    return [*commands, f"{pip} install --force-reinstall --no-deps {pinned}"]
+    removal = installer_command(python, tool, "uninstall") + ("" if tool == "uv" else " -y")
+    reinstall = installer_command(python, tool, "install")
+    reinstall += f" --reinstall --no-deps {pinned}" if tool == "uv" else f" --force-reinstall --no-deps {pinned}"
+    return [*([f"{removal} {' '.join(others)}"] if others else []), reinstall]
 
 
 def problem(site_dir: str | None = None) -> str | None:
@@ -101,7 +117,8 @@ def problem(site_dir: str | None = None) -> str | None:
         ourselves = f"{DISTRIBUTION} {ours}" if ours else DISTRIBUTION
         lead = (
             f"{package_dir} holds the files of two SDKs: {ourselves} and {named} (Microsoft's) all install the "
-            f"'{PACKAGE}' package, and pip let one overwrite the other's files, so what is imported is a mix of both."
+            f"'{PACKAGE}' package, and neither pip nor uv stops one from overwriting the other's files, so what is "
+            "imported is a mix of both."
         )
     elif ours is not None and not os.path.isfile(os.path.join(package_dir, "__init__.py")):
         lead = (
@@ -111,7 +128,7 @@ def problem(site_dir: str | None = None) -> str | None:
         )
     else:
         return None
-    commands = repair_commands(sys.executable, [name for name, _ in others], ours)
+    commands = repair_commands(sys.executable, [name for name, _ in others], ours, installer(site_dir, ours))
     return "\n".join(
         [
             lead,

@@ -49,6 +49,7 @@ class DistributionFiles:
     version: str
     location: Path
     editable: bool = False
+    installer: str = "pip"  # as its INSTALLER file says
     required_by: list[str] = field(default_factory=list)
     files: list[RecordedFile] = field(default_factory=list)
 
@@ -148,9 +149,10 @@ def _package_distributions(dists: list[metadata.Distribution]) -> list[Distribut
         files = _recorded(dist)
         if files or name == install_check.DISTRIBUTION:
             location = Path(str(dist.locate_file(""))).resolve()
+            tool = (dist.read_text("INSTALLER") or "").strip() or "pip"
             found.append(
                 DistributionFiles(
-                    name, dist.version, location, _is_editable(dist), sorted(required_by.get(name, [])), files
+                    name, dist.version, location, _is_editable(dist), tool, sorted(required_by.get(name, [])), files
                 )
             )
     return found
@@ -231,18 +233,20 @@ def inspect(search_path: list[str] | None = None) -> InstallState:
 
 
 def _emulator_problems(state: InstallState) -> tuple[list[str], list[str]]:
-    emulator, pip = state.emulator, f"{install_check.quote(state.python)} -m pip"
+    tool = state.sdk.installer if state.sdk is not None else "pip"
+    emulator, install = state.emulator, install_check.installer_command(state.python, tool, "install")
     wanted = f"{EMULATOR}{emulator.required or ''}"
     needs = f" ({install_check.DISTRIBUTION} requires {wanted})"
     if emulator.installed is None:
-        return [f"{EMULATOR} is not installed{needs}"], [f"{pip} install {install_check.quote(wanted)}"]
+        return [f"{EMULATOR} is not installed{needs}"], [f"{install} {install_check.quote(wanted)}"]
     problems = []
     pinned = emulator.required.startswith("==") if emulator.required else False
     if pinned and emulator.required is not None and emulator.installed != emulator.required[2:]:
         problems.append(f"{EMULATOR} {emulator.installed} is installed{needs}")
     if not emulator.importable:
         problems.append(f"{EMULATOR_PACKAGE} cannot be imported: {emulator.error}")
-    return problems, ([f"{pip} install --force-reinstall {install_check.quote(wanted)}"] if problems else [])
+    again = "--reinstall" if tool == "uv" else "--force-reinstall"
+    return problems, ([f"{install} {again} {install_check.quote(wanted)}"] if problems else [])
 
 
 def _package_problems(state: InstallState, sdk: DistributionFiles) -> list[str]:
@@ -271,13 +275,14 @@ def judge(state: InstallState) -> None:
     sdk = state.sdk
     if sdk is None:
         state.problems.append(f"{install_check.DISTRIBUTION} is not installed for {state.python}")
-        state.repair.append(f"{install_check.quote(state.python)} -m pip install {install_check.DISTRIBUTION}")
+        install = install_check.installer_command(state.python, "pip", "install")
+        state.repair.append(f"{install} {install_check.DISTRIBUTION}")
     else:
         package = _package_problems(state, sdk)
         state.problems.extend(package)
         if package:
             state.repair.extend(
-                install_check.repair_commands(state.python, [d.name for d in state.others], sdk.version)
+                install_check.repair_commands(state.python, [d.name for d in state.others], sdk.version, sdk.installer)
             )
     if state.unclaimed:
         state.problems.append(

@@ -73,6 +73,19 @@ def test_microsofts_distributions_are_named_with_the_commands_that_repair(tmp_pa
     assert install_check.KEEP_BESIDE in found
 
 
+def test_where_uv_installed_dtscale_the_repair_uses_uv(tmp_path: Path) -> None:
+    microsofts_over_dtscale(tmp_path)
+    (tmp_path / "dtscale-0.1.0.dist-info" / "INSTALLER").write_text("uv\n")  # uv's environments have no pip
+    uv = f"uv pip {{}} --python {shlex.quote(sys.executable)}"
+    commands = [
+        f"{uv.format('uninstall')} durabletask durabletask-azuremanaged",
+        f"{uv.format('install')} --reinstall --no-deps dtscale==0.1.0",
+    ]
+    found = install_check.problem(str(tmp_path))
+    assert found is not None and all(f"\n    {command}\n" in found for command in commands)
+    assert inspect([str(tmp_path)]).repair[:2] == commands
+
+
 def test_a_durabletask_named_distribution_without_files_in_the_package_is_no_conflict(tmp_path: Path) -> None:
     dtscale(tmp_path)
     install(tmp_path, "durabletask-tools", "2.0", {"durabletask_tools/__init__.py": b""})
