@@ -1,6 +1,6 @@
 """The ``durabletask`` console script: operator commands to inspect, terminate, rewind, restart and purge."""
 
-from durabletask._cli.main import main
+from durabletask._cli.launch import main
 
 __all__ = ["main"]
 

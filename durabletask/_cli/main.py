@@ -12,6 +12,7 @@ import grpc
 from durabletask import client as dt_client
 from durabletask._cli.commands import COMMANDS, Handler, UsageError
 from durabletask._cli.dashboard_command import cmd_dashboard
+from durabletask._cli.doctor_command import cmd_doctor
 from durabletask._cli.entity_commands import cmd_entity
 from durabletask._cli.export_command import cmd_export, cmd_history_from_export
 from durabletask._cli.parser import build_parser
@@ -55,6 +56,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     args = build_parser().parse_args(argv)
     if args.command == "dashboard":
         return cmd_dashboard(args, out, err)
+    if args.command == "doctor":
+        return cmd_doctor(args, out, err)  # inspects this environment: no connection needed
     if args.command == "history" and args.from_export:
         return cmd_history_from_export(args, out, err)  # a file: no connection needed
     renderer = Renderer(out, as_json=args.json)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from durabletask._cli.dashboard_command import add_parser as add_dashboard_parser
+from durabletask._cli.doctor_command import add_parser as add_doctor_parser
 from durabletask._cli.export_command import add_parser as add_export_parser
+from durabletask._cli.options import command_line_parser
 from durabletask._cli.payloads import add_store_options
 from durabletask._cli.replay_check_command import add_parser as add_replay_check_parser
 from durabletask._cli.schedule_commands import add_schedule_commands
@@ -123,56 +124,7 @@ def _entity_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     c.add_argument("--keep-locks", action="store_true")
 
 
-def _add_global_options(parser: argparse.ArgumentParser, *, with_defaults: bool) -> None:
-    """The connection and output options every command takes, before or after the command name."""
-
-    def default(value: object) -> object:
-        # A command's copy must not reset what was given before the command: without a value it sets nothing.
-        return value if with_defaults else argparse.SUPPRESS
-
-    parser.add_argument(
-        "--endpoint",
-        default=default(os.environ.get("DURABLETASK_ENDPOINT", "localhost:8080")),
-        help="host:port or URL (env DURABLETASK_ENDPOINT, default localhost:8080)",
-    )
-    parser.add_argument(
-        "--taskhub",
-        default=default(os.environ.get("DURABLETASK_TASKHUB", "default")),
-        help="task hub name (env DURABLETASK_TASKHUB, default 'default')",
-    )
-    parser.add_argument(
-        "--connection-string",
-        default=default(os.environ.get("DURABLETASK_CONNECTION_STRING")),
-        help="a DTS connection string 'Endpoint=...;Authentication=...;TaskHub=...' "
-        "(env DURABLETASK_CONNECTION_STRING); overrides --endpoint and --taskhub",
-    )
-    parser.add_argument(
-        "--token",
-        default=default(os.environ.get("DURABLETASK_TOKEN")),
-        help="bearer token sent as 'authorization' (env DURABLETASK_TOKEN)",
-    )
-    parser.add_argument("--json", action="store_true", default=default(False), help="machine-readable JSON output")
-
-
-def _command_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
-    """Every parser that ends a command line (aliases share one parser), nested actions included."""
-    found: dict[int, argparse.ArgumentParser] = {}
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in action.choices.values():
-                nested = _command_parsers(child)
-                for leaf in nested or [child]:
-                    found[id(leaf)] = leaf
-    return list(found.values())
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="durabletask",
-        description="Inspect and steer Durable Task orchestrations on an emulator or a Durable Task Scheduler.",
-    )
-    _add_global_options(parser, with_defaults=True)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _all_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _listing_commands(sub)
     _instance_commands(sub)
     _entity_commands(sub)
@@ -180,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_dashboard_parser(sub)
     add_export_parser(sub, _status)
     add_replay_check_parser(sub, _status)
-    # As with az, kubectl and gh, the global options may also follow the command: 'list --json --endpoint ...'.
-    for command in _command_parsers(parser):
-        _add_global_options(command, with_defaults=False)
-    return parser
+    add_doctor_parser(sub)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return command_line_parser(_all_commands)
