@@ -28,6 +28,9 @@ import pytest
 from tests.conftest import running_in_ci
 
 ROOT = Path(__file__).resolve().parents[2]
+#: What dtscale's wheel puts into site-packages to arm the install check at start-up (setup.py writes it).
+PTH = "dtscale-install-check.pth"
+PTH_LINE = "import _dtscale_install_hook; _dtscale_install_hook.install()\n"
 PIP_TIMEOUT = 900.0  # one install step on a loaded machine with a cold cache
 #: What a copy of the checkout leaves out: version control, environments, caches and earlier build output.
 _NOT_SOURCES = shutil.ignore_patterns(
