@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
@@ -19,7 +17,6 @@ from worker_fakes import WAIT, FakeExecutor, FakeSidecar, Server, activity_item,
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
-from durabletask._worker import stream as stream_module
 from durabletask._worker.stream import ChannelProvider, StreamLoop
 from durabletask.grpc_options import GrpcWorkerResiliencyOptions
 from durabletask.worker import (
@@ -212,93 +209,6 @@ def test_reconnects_after_the_server_ends_the_stream(server: Server, make_worker
     assert server.sidecar.hellos == 2  # every connection starts with the handshake
     second.send(activity_item("double", "1"))
     assert json.loads(server.sidecar.next_completion()[1].result.value) == 2
-
-
-SILENCE = GrpcWorkerResiliencyOptions(
-    hello_timeout_seconds=5,
-    silent_disconnect_timeout_seconds=1.0,
-    reconnect_backoff_base_seconds=0.01,
-    reconnect_backoff_cap_seconds=0.05,
-)
-
-
-class HeldWatchdog:
-    """Stands in for a stream's watchdog: counts the stream's armings and fires only when the test says."""
-
-    def __init__(self, timeout: float, on_silence: Callable[[], None]) -> None:
-        self.timeout = timeout
-        self._on_silence = on_silence
-        self.fired = False
-        self._armings = 0
-        self._changed = threading.Condition()
-
-    def arm(self) -> None:
-        with self._changed:
-            self._armings += 1
-            self._changed.notify_all()
-
-    def disarm(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-    def wait_armed(self, count: int) -> None:
-        with self._changed:
-            assert self._changed.wait_for(lambda: self._armings >= count, WAIT), f"armed {self._armings} times"
-
-    def fire(self) -> None:
-        self.fired = True
-        self._on_silence()
-
-
-@pytest.fixture
-def held_watchdogs(monkeypatch: pytest.MonkeyPatch) -> queue.Queue[HeldWatchdog]:
-    """Every watchdog the worker's streams make from now on, in order; none fires on its own."""
-    made: queue.Queue[HeldWatchdog] = queue.Queue()
-
-    def make(timeout: float, on_silence: Callable[[], None]) -> HeldWatchdog:
-        watchdog = HeldWatchdog(timeout, on_silence)
-        made.put(watchdog)
-        return watchdog
-
-    monkeypatch.setattr(stream_module, "Watchdog", make)
-    return made
-
-
-def test_health_pings_keep_the_stream_and_its_watchdog_replaces_it_once_silent(
-    server: Server, make_worker: WorkerFactory, held_watchdogs: queue.Queue[HeldWatchdog]
-) -> None:
-    worker = make_worker(resiliency_options=SILENCE)
-    worker.add_activity(double)
-    worker.start()
-    first = server.sidecar.next_stream()
-    watchdog = held_watchdogs.get(timeout=WAIT)
-    assert watchdog.timeout == 1.0
-    watchdog.wait_armed(1)  # waiting for the first message
-    # Health pings count as life: after each one the stream reads on, its silence measured afresh.
-    for armings in (2, 3, 4):
-        first.send(health_ping())
-        watchdog.wait_armed(armings)
-    assert server.sidecar.streams.empty() and held_watchdogs.empty()  # still the first stream
-    watchdog.fire()
-    second = server.sidecar.next_stream()
-    assert first.closed.wait(WAIT)  # the worker cancelled the silent call
-    second.send(activity_item("double", "5"))
-    assert json.loads(server.sidecar.next_completion()[1].result.value) == 10
-
-
-def test_a_silent_stream_is_replaced_once_its_timeout_has_passed(server: Server, make_worker: WorkerFactory) -> None:
-    worker = make_worker(resiliency_options=SILENCE)
-    worker.add_activity(double)
-    started = time.monotonic()  # before the stream exists, so before its watchdog is first armed
-    worker.start()
-    first = server.sidecar.next_stream()
-    second = server.sidecar.next_stream()
-    assert time.monotonic() - started >= 1.0  # the whole timeout of silence, never less
-    assert first.closed.wait(WAIT)
-    second.send(activity_item("double", "5"))
-    assert json.loads(server.sidecar.next_completion()[1].result.value) == 10
 
 
 def test_lost_lease_completion_is_dropped_and_the_loop_continues(server: Server, make_worker: WorkerFactory) -> None:
