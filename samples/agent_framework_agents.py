@@ -1,6 +1,7 @@
 """Durable agents with Microsoft Agent Framework (``agent-framework-durabletask``) on this SDK and its emulator.
 
-Needs Agent Framework's Durable Task integration installed beside the SDK (see the README's Durable agents section). The "model"
+Needs Agent Framework's Durable Task integration installed beside the SDK (see the README's Durable agents
+section). The "model"
 is a scripted chat client (samples/_scripted_chat.py), so the sample runs offline and gives the same answers
 every time; swap in a hosted chat client and nothing else changes.
 
