@@ -7,7 +7,6 @@ import itertools
 import threading
 import time
 import uuid
-import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -17,6 +16,7 @@ from dtscale_emulator.dispatch import refusals
 from dtscale_emulator.dispatch.sessions import SessionTable, advertised
 from dtscale_emulator.dispatch.streams import Lease, StreamState, Work, stream_filters, work_item, work_key
 from dtscale_emulator.dispatch.waiters import InstanceWaiters
+from dtscale_emulator.dispatch.wake import CHANGE_LOG, FETCH_BATCH, MAX_ORPHANS, PROBE_ALL_SECONDS, weak_wake
 from dtscale_emulator.engine.changes import KINDS
 from dtscale_emulator.engine.entities import Entities, EntityWork
 from dtscale_emulator.engine.instances import Engine
@@ -44,35 +44,11 @@ from dtscale_emulator.ops.tracing import WorkTracer
 from dtscale_emulator.protocol import pb
 from dtscale_emulator.storage import InstanceRecord
 
-#: Work items of one kind leased for a stream in one transaction (within its concurrency limit).
-FETCH_BATCH = 16
-#: Recent changes per kind remembered with the names of the work they made (older ones: fetch to find out).
-CHANGE_LOG = 512
-#: Leases of vanished streams remembered so their late completions still count (the oldest are forgotten).
-MAX_ORPHANS = 10_000
-#: A busy stream still asks for every kind this often: work can also appear as time passes
-#: (an expired lease), which no change announces.
-PROBE_ALL_SECONDS = 0.05
 _UNTRACED = nullcontext()
 
 
-def _weak_wake(dispatcher: WorkDispatcher) -> Callable[[], None]:
-    """A clock callback that wakes ``dispatcher`` without keeping it (and its server's store) alive."""
-    ref = weakref.ref(dispatcher)
-
-    def wake() -> None:
-        found = ref()
-        if found is not None:
-            found.wake()
-
-    return wake
-
-
 class WorkDispatcher:
-    """Hands work to streams, tracks who holds what, and wakes waiters when anything changes.
-
-    It is the engine's :class:`~emulator.changes.ChangeSubscriber`: subscribe it to the engine's changes.
-    """
+    """Hands work to streams, tracks who holds what, and wakes waiters: the engine's ``ChangeSubscriber``."""
 
     def __init__(
         self,
@@ -120,7 +96,7 @@ class WorkDispatcher:
         self._token_serial = itertools.count(1)
         # Told the hub of every lease that ends (time skipping looks for idleness then).
         self._lease_listeners: tuple[Callable[[str], None], ...] = ()
-        engine.clock.subscribe(_weak_wake(self))
+        engine.clock.subscribe(weak_wake(self))
 
     def on_lease_end(self, listener: Callable[[str], None]) -> None:
         """Calls ``listener(hub)`` after each completion or abandon has ended its lease (must not block)."""
