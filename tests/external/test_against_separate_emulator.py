@@ -98,7 +98,11 @@ def test_the_scenario_suites_pass_against_a_separate_emulator_with_token_and_tls
     tail = proc.stdout[-6000:]
     section = tail[tail.find("= external backend ="):]
     report_nested_run(request.config, [line for line in section.splitlines()[1:] if not line.startswith("=")])
-    assert proc.returncode == 0, f"the run against the separate emulator failed:\n{tail}\n{proc.stderr[-3000:]}"
+    # The summary's skip lines can push the failures out of the tail: name the failed tests first.
+    failed = "\n".join(line for line in proc.stdout.splitlines() if line.startswith(("FAILED ", "ERROR ")))
+    assert proc.returncode == 0, (
+        f"the run against the separate emulator failed:\n{failed}\n{tail}\n{proc.stderr[-3000:]}"
+    )
     summary = json.loads(summary_file.read_text())
     assert summary["endpoint"] == separate_emulator.url
     assert summary["totals"].get("failed", 0) == summary["totals"].get("error", 0) == 0
