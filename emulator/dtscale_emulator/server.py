@@ -42,7 +42,7 @@ class EmulatorServer:
         in_memory: Forces in-memory storage even when ``db_path`` is given.
         task_hubs: Task hubs that exist from the start.
         dynamic_task_hubs: Create unknown task hubs on first use instead of answering NOT_FOUND.
-        clock: Time source; pass a :class:`~emulator.clock.ManualClock` to control timers in tests.
+        clock: Time source; pass a :class:`~dtscale_emulator.ops.clock.ManualClock` to control timers in tests.
         lease_timeout: Seconds after which an uncompleted work item is offered to another worker.
         health_ping_interval: Seconds of idleness after which a stream receives a HealthPing.
         limits: Payload and instance ID limits.
@@ -50,7 +50,7 @@ class EmulatorServer:
             UNAUTHENTICATED.
         tls_cert: PEM certificate (chain) file; with ``tls_key`` the server speaks TLS only.
         tls_key: PEM private key file for ``tls_cert``.
-        faults: Faults to inject from the start (see :class:`~emulator.faults.FaultProfile`); tests can
+        faults: Faults to inject from the start (see :class:`~dtscale_emulator.ops.faults.FaultProfile`); tests can
             also drive :attr:`faults` directly.
         durability: ``"normal"`` (default: a commit survives a process kill, a power loss may lose the last
             commits) or ``"full"`` (every commit is synced to disk and survives power loss, slower).

@@ -329,7 +329,7 @@ class InterleavingRates:
 
 
 class SeededInterleaver:
-    """An :class:`~emulator.work.Interleaver` whose every decision follows from a seed.
+    """An :class:`~dtscale_emulator.engine.work.Interleaver` whose every decision follows from a seed.
 
     A decision depends on the seed, the point, the key and how often that key met that point before, not on
     what other work did first: the same seed perturbs the same work the same way in another run, although
@@ -338,7 +338,7 @@ class SeededInterleaver:
     Args:
         seed: Chooses every decision.
         rates: How often each point is perturbed.
-        advance: Moves the emulator's clock on (a :class:`~emulator.clock.ManualClock` step), for ``tick``.
+        advance: Moves the emulator's clock on (a :class:`~dtscale_emulator.ops.clock.ManualClock` step), for ``tick``.
     """
 
     def __init__(

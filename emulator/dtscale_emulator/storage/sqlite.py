@@ -393,7 +393,7 @@ class SqliteBackend:
     """A SQLite store: a file path for persistence, or ``None`` for a private in-memory database.
 
     A file database is locked for this process (``<path>.lock``); a second backend on the same file raises
-    :class:`~emulator.errors.DatabaseInUseError`. ``durability`` is ``"normal"`` (a commit survives a process
+    :class:`~dtscale_emulator.errors.DatabaseInUseError`. ``durability`` is ``"normal"`` (a commit survives a process
     kill; a power loss may lose the last commits) or ``"full"`` (every commit is synced to disk: it survives
     power loss too, at the cost of an fsync per commit).
     """

@@ -109,7 +109,7 @@ def test_a_first_turn_waits_under_the_request_and_commits_under_the_orchestratio
         "durabletask.task.instance_id": "i1",
         "emulator.new_events": 2,
         "emulator.task_hub": "hub",
-        "dtscale_emulator.engine.actions": 1,
+        "emulator.actions": 1,
     }
     # The activity it scheduled was queued from that commit until it was leased.
     phases.clear()

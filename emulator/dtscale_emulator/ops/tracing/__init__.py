@@ -4,7 +4,7 @@ A work item spends time in three places between a client and a worker: queued in
 leases it, out with the worker until its completion arrives, and in the commit of that completion. With
 ``--otlp-endpoint`` the emulator records one span for each, in the trace the work item carries (the
 orchestration's or the activity's parent context), so a trace shows where the time went. This module holds
-what those spans are, without OpenTelemetry; :mod:`emulator.tracing.otlp` records and exports them.
+what those spans are, without OpenTelemetry; :mod:`dtscale_emulator.ops.tracing.otlp` records and exports them.
 
 Entity work items carry no trace context in the protocol (their operations are history events without one),
 so they get no spans.
@@ -183,7 +183,7 @@ class WorkTracer:
             own = _own_span(response)
             if own is not None:
                 parent = parent.child(own)
-            attributes["dtscale_emulator.engine.actions"] = len(response.actions)
+            attributes["emulator.actions"] = len(response.actions)
         self._sink.record(Phase(f"emulator.commit:{subject.name}", parent, attributes, received, committed, error))
 
     def _subject(self, lease: Lease) -> Subject | None:
