@@ -141,7 +141,7 @@ def deploy_check(c: client.TaskHubGrpcClient, release: str) -> bool:
 def command_line_check(rt: Runtime, release: str) -> int:
     where = ["--connection-string", rt.connection_string] if rt.connection_string else ["--endpoint", str(rt.address)]
     command = ["replay-check", "--worker", f"replay_check_deploy:release_{release}", "--status", "RUNNING"]
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-m", "durabletask.cli", *command, *where],
                           cwd=HERE, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     print(f"$ durabletask {' '.join(command)}  -> exit code {done.returncode}")
