@@ -32,7 +32,7 @@ class OtlpUnavailableError(EmulatorError):
 
 
 class OtlpExport:
-    """The sink of :class:`~dtscale_emulator.ops.tracing.WorkTracer`: OpenTelemetry spans, batched and sent to ``endpoint``.
+    """The sink of :class:`~dtscale_emulator.ops.tracing.WorkTracer`: OpenTelemetry spans, sent to ``endpoint``.
 
     Args:
         endpoint: The collector's OTLP/gRPC address: ``http://host:4317`` for plaintext, ``https://host:4317``
