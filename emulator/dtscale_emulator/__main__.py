@@ -120,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key must be given together")
+    for flag in ("tls_cert", "tls_key"):
+        path = getattr(args, flag)
+        if path is not None and not os.access(path, os.R_OK):
+            parser.error(f"--{flag.replace('_', '-')}: cannot read {path!r} (a PEM file is required)")
     for flag in ("keepalive_interval", "keepalive_timeout"):
         if not 0.001 <= getattr(args, flag) <= 86_400:
             parser.error(f"--{flag.replace('_', '-')} must be between 0.001 and 86400 seconds")

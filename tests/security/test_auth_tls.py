@@ -183,6 +183,7 @@ def test_emulator_reads_the_token_from_the_environment(tmp_path: Path) -> None:
     [
         (["--auth-token", " "], "--auth-token must not be empty"),
         (["--tls-cert", "x.pem"], "--tls-cert and --tls-key must be given together"),
+        (["--tls-cert", "missing.pem", "--tls-key", "missing.key"], "--tls-cert: cannot read 'missing.pem'"),
         (["--auth-token", "a", "--auth-token-file", "f"], "not allowed with argument"),
         (["--faults", "bogus=1"], "unknown fault setting"),
     ],
