@@ -16,9 +16,10 @@ import pytest
 from dtscale_emulator.server import EmulatorServer
 from durabletask import client, task, worker
 from durabletask.grpc_options import GrpcWorkerResiliencyOptions
-from tests.recovery.support import Ledger, assert_exactly_once, fetch_history, save_history, wait_done
+from tests.recovery.support import Ledger, assert_exactly_once, fetch_history, save_history, wait_done, wait_until
 
 STEPS = 3
+Client = client.TaskHubGrpcClient  # the Rig's own method is called client
 # Short enough that a stalled stream is noticed quickly, long enough to stay well above the ping interval.
 RESILIENCY = GrpcWorkerResiliencyOptions(
     hello_timeout_seconds=5,
@@ -65,31 +66,41 @@ class Rig:
         self.stack.callback(w.stop)
         return w
 
-    def await_server(self, timeout: float = 10.0) -> None:
-        """Waits until a channel to the server is connected again after restarts.
+    def reachable_client(self, timeout: float = 10.0) -> client.TaskHubGrpcClient:
+        """A client whose own channel has reached the server again after restarts.
 
-        gRPC shares one connection per address among a process's channels; after a refused connection it
-        fails new calls at once until its reconnect backoff (about a second) has passed, and a start is
-        a write that no client retries.
+        After a refused connection, gRPC fails a channel's new calls at once until its reconnect backoff has
+        passed, and a start is a write that no client retries; so a read on this very client must answer first.
         """
-        with grpc.insecure_channel(self.address) as channel:
-            grpc.channel_ready_future(channel).result(timeout=timeout)
+        c = self.client()
+
+        def answers() -> bool:
+            try:
+                c.get_orchestration_state("rig-reachability-probe")
+            except grpc.RpcError as error:
+                if error.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                return False
+            return True
+
+        wait_until(answers, timeout, "the client's channel to reach the server again")
+        return c
 
     def client(self) -> client.TaskHubGrpcClient:
         c = client.TaskHubGrpcClient(host_address=self.address)
         self.stack.callback(c.close)
         return c
 
-    def schedule(self, count: int) -> list[str]:
-        c = self.client()
+    def schedule(self, count: int, via: Client | None = None) -> list[str]:
+        c = via or self.client()
         return [
             c.schedule_new_orchestration(pipeline, input=STEPS, instance_id=f"f-{uuid.uuid4().hex[:10]}")
             for _ in range(count)
         ]
 
-    def run(self, count: int, timeout: float = 60.0) -> list[str]:
-        ids = self.schedule(count)
-        wait_all(self.client(), ids, timeout)
+    def run(self, count: int, timeout: float = 60.0, via: Client | None = None) -> list[str]:
+        ids = self.schedule(count, via)
+        wait_all(via or self.client(), ids, timeout)
         return ids
 
     def verify(self, ids: Sequence[str], artifact: str) -> None:
