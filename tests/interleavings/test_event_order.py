@@ -118,6 +118,35 @@ def test_events_after_a_suspend_in_a_continuing_turn_are_not_lost(sdk: str) -> N
     assert json.loads(state.serialized_output or "[]") == [1, 2, 3]
 
 
+@pytest.mark.parametrize("sdk", rig.SDKS)
+def test_what_a_turn_schedules_is_recorded_before_a_suspend_that_arrived_with_its_events(sdk: str) -> None:
+    # Queued before a worker connects, the start and the suspend would make one work item: the activity the turn
+    # schedules was recorded after the suspend, and Microsoft's worker, replaying while suspended, scheduled it
+    # again (a second taskScheduled with the same ID, then a non-determinism failure on resume).
+    instance_id = f"paused-{uuid.uuid4().hex[:10]}"
+    with rig.open_rig() as r:
+        c = r.client
+        c.schedule_new_orchestration("steps", input=3, instance_id=instance_id)
+        c.suspend_orchestration(instance_id)
+        r.start_worker(sdk)
+        # The activity scheduled on the start completes while the instance is suspended, in a turn of its own.
+        wait_until(lambda: _kinds(r, instance_id).count("taskCompleted") == 1, 30, "the first activity's result")
+        wait_until(lambda: _kinds(r, instance_id).count("orchestratorStarted") >= 3, 30, "the suspended turn")
+        assert _status(c, instance_id) == client.OrchestrationStatus.SUSPENDED
+        c.resume_orchestration(instance_id)
+        state = c.wait_for_orchestration_completion(instance_id, timeout=60)
+        _, history, _ = r.record_and_history(instance_id)
+    assert state is not None and state.runtime_status == client.OrchestrationStatus.COMPLETED, state
+    assert json.loads(state.serialized_output or "null") == sum(2 * n for n in range(3))
+    scheduled = [e.eventId for e in history if e.HasField("taskScheduled")]
+    assert scheduled == sorted(set(scheduled)) and len(scheduled) == 3, scheduled
+
+
+def _kinds(r: rig.Rig, instance_id: str) -> list[str]:
+    _, history, _ = r.record_and_history(instance_id)
+    return [str(e.WhichOneof("eventType")) for e in history]
+
+
 def _status(c: client.TaskHubGrpcClient, instance_id: str) -> client.OrchestrationStatus | None:
     state = c.get_orchestration_state(instance_id)
     return None if state is None else state.runtime_status

@@ -103,17 +103,20 @@ def insert_instance(tx: Transaction, hub: str, opts: StartOptions, now: datetime
 
 
 def inbox(messages: Sequence[Message]) -> tuple[list[int], list[pb.HistoryEvent]]:
-    """The queued messages a work item takes, and their events: executionStarted first, and none after a suspend.
+    """The queued messages a work item takes, and their events: executionStarted first, and a suspend alone.
 
     Both SDKs set aside the events that follow a suspend in one work item, and forget them if that turn
-    continues as new; left queued, they reach the suspended orchestration in its next work item.
+    continues as new; left queued, they reach the suspended orchestration in its next work item. Events before
+    a suspend go in a work item of their own too: what the turn schedules on them is recorded after the turn's
+    events, so it would follow the suspend, and Microsoft's worker, replaying, sets such a record aside with
+    the events and schedules the same call again.
     """
     # A started execution must see its executionStarted before events that arrived earlier.
     parsed = [pb.HistoryEvent.FromString(m.event) for m in messages]
     taken = sorted(zip(messages, parsed, strict=True), key=_started_first)
     for i, (_, event) in enumerate(taken):
         if event.HasField("executionSuspended"):
-            taken = taken[: i + 1]
+            taken = taken[: max(i, 1)]
             break
     return [m.id for m, _ in taken], [e for _, e in taken]
 

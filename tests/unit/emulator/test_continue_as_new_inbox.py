@@ -53,6 +53,16 @@ def _continue(values: list[int], carryover: list[pb.HistoryEvent]) -> pb.Orchest
     return pb.OrchestratorResponse(actions=[pb.OrchestratorAction(id=0, completeOrchestration=done)])
 
 
+def _items(engine: Engine, count: int) -> list[list[str]]:
+    """The new events (after orchestratorStarted) of the next ``count`` work items, each completed with no actions."""
+    kinds = []
+    for n in range(count):
+        item = _lease(engine, f"next-{n}")
+        kinds.append([str(e.WhichOneof("eventType")) for e in item.request.newEvents][1:])
+        engine.complete_orchestration(HUB, item, f"next-{n}", pb.OrchestratorResponse())
+    return kinds
+
+
 def _turn(work: OrchestrationWork) -> tuple[pb.OrchestratorResponse, int | None]:
     """What a ``save_events=True`` orchestrator does: take the first event, carry the others over."""
     raised = [e for e in work.request.newEvents if e.HasField("eventRaised")]
@@ -134,8 +144,11 @@ def test_a_lifecycle_request_during_a_continuing_turn_reaches_the_new_execution(
 
     second = _lease(engine, "t2")
     kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
-    if expected == "executionSuspended":  # a work item ends at a suspend; the event waits for the next one
-        assert kinds == ["orchestratorStarted", "executionStarted", expected]
+    if expected == "executionSuspended":  # a suspend makes a work item of its own; the event waits for the next
+        assert kinds == ["orchestratorStarted", "executionStarted"]
+        engine.complete_orchestration(HUB, second, "t2", _turn(second)[0])
+        third = _lease(engine, "t3")
+        assert [e.WhichOneof("eventType") for e in third.request.newEvents] == ["orchestratorStarted", expected]
     else:
         assert kinds == ["orchestratorStarted", "executionStarted", expected, "eventRaised"]
 
@@ -165,13 +178,8 @@ def test_a_resume_after_the_suspend_a_continuing_turn_took_reaches_the_new_execu
     response, _ = _turn(first)
     engine.complete_orchestration(HUB, first, "t1", response)
 
-    second = _lease(engine, "t2")
-    kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
-    assert kinds == ["orchestratorStarted", "executionStarted", "executionSuspended"]
-    engine.complete_orchestration(HUB, second, "t2", pb.OrchestratorResponse())
-    third = _lease(engine, "t3")
-    kinds = [e.WhichOneof("eventType") for e in third.request.newEvents]
-    assert kinds == ["orchestratorStarted", "executionResumed", "eventRaised"]
+    # The suspend made a work item of its own, after the turn that continued: the new execution receives it.
+    assert _items(engine, 3) == [["executionStarted"], ["executionSuspended"], ["executionResumed", "eventRaised"]]
 
 
 def test_a_suspend_and_resume_during_a_continuing_turn_both_reach_the_new_execution(engine: Engine) -> None:
@@ -184,19 +192,10 @@ def test_a_suspend_and_resume_during_a_continuing_turn_both_reach_the_new_execut
     response, _ = _turn(first)
     engine.complete_orchestration(HUB, first, "t1", response)
 
-    second = _lease(engine, "t2")
-    kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
-    assert kinds == ["orchestratorStarted", "executionStarted", "executionSuspended"]
-    engine.complete_orchestration(HUB, second, "t2", pb.OrchestratorResponse())
-    third = _lease(engine, "t3")
-    assert [e.WhichOneof("eventType") for e in third.request.newEvents] == [
-        "orchestratorStarted",
-        "eventRaised",
-        "executionResumed",
-    ]
+    assert _items(engine, 3) == [["executionStarted"], ["executionSuspended"], ["eventRaised", "executionResumed"]]
 
 
-def test_a_work_item_ends_at_a_suspend_so_later_events_reach_the_suspended_orchestration_later(
+def test_a_suspend_makes_a_work_item_of_its_own_so_later_events_reach_the_suspended_orchestration_later(
     engine: Engine,
 ) -> None:
     # Both SDKs set aside events that follow a suspend in the same work item, and forget them if that turn
@@ -205,29 +204,24 @@ def test_a_work_item_ends_at_a_suspend_so_later_events_reach_the_suspended_orche
     _raise(engine, 1)
     engine.suspend(HUB, "i", "hold")
     _raise(engine, 2)
-    first = _lease(engine, "t1")
-    kinds = [e.WhichOneof("eventType") for e in first.request.newEvents]
-    assert kinds == ["orchestratorStarted", "executionStarted", "eventRaised", "executionSuspended"]
-    engine.complete_orchestration(HUB, first, "t1", pb.OrchestratorResponse())
-    second = _lease(engine, "t2")
-    assert [e.WhichOneof("eventType") for e in second.request.newEvents] == ["orchestratorStarted", "eventRaised"]
+    # What the first turn schedules on its events is recorded after them, so a suspend in the same work item
+    # would precede it, and Microsoft's worker sets such a record aside on replay: the suspend goes alone.
+    assert _items(engine, 3) == [["executionStarted", "eventRaised"], ["executionSuspended"], ["eventRaised"]]
 
 
-def test_a_suspend_taken_by_a_continuing_turn_suspends_the_new_execution(engine: Engine) -> None:
+def test_a_suspend_queued_behind_a_continuing_turns_events_suspends_the_new_execution(engine: Engine) -> None:
     engine.create(HUB, StartOptions("i", "Orch", input="[]"))
     _raise(engine, 1, 2)
     engine.suspend(HUB, "i", "hold")
     _raise(engine, 3)
     first = _lease(engine, "t1")
-    response, _ = _turn(first)  # takes 1, carries 2 over; the suspend came after the event it took
+    assert _raised(first) == ["1", "2"]  # the suspend waits for a work item of its own
+    response, _ = _turn(first)  # takes 1, carries 2 over
     engine.complete_orchestration(HUB, first, "t1", response)
     engine.suspend(HUB, "i", "go on", resume=True)
 
-    second = _lease(engine, "t2")
-    kinds = [e.WhichOneof("eventType") for e in second.request.newEvents]
-    assert kinds == ["orchestratorStarted", "executionStarted", "executionSuspended"]
-    assert second.request.newEvents[2].executionSuspended.input.value == "hold"
-    engine.complete_orchestration(HUB, second, "t2", pb.OrchestratorResponse())
-    third = _lease(engine, "t3")
-    assert _raised(third) == ["2", "3"]
-    assert [e.WhichOneof("eventType") for e in third.request.newEvents][-1] == "executionResumed"
+    assert _items(engine, 3) == [
+        ["executionStarted", "eventRaised"],
+        ["executionSuspended"],
+        ["eventRaised", "executionResumed"],
+    ]

@@ -34,17 +34,13 @@ def _send(entities: Entities, sender: str, message: pb.SendEntityMessageAction) 
 
 
 def _signal(seq: int) -> pb.SendEntityMessageAction:
-    signaled = pb.EntityOperationSignaledEvent(
-        requestId=f"s{seq}", operation="add", input=StringValue(value=str(seq))
-    )
+    signaled = pb.EntityOperationSignaledEvent(requestId=f"s{seq}", operation="add", input=StringValue(value=str(seq)))
     signaled.targetInstanceId.value = ENTITY
     return pb.SendEntityMessageAction(entityOperationSignaled=signaled)
 
 
 def _call(sender: str, seq: int) -> pb.SendEntityMessageAction:
-    called = pb.EntityOperationCalledEvent(
-        requestId=f"c{seq}", operation="add", input=StringValue(value=str(seq))
-    )
+    called = pb.EntityOperationCalledEvent(requestId=f"c{seq}", operation="add", input=StringValue(value=str(seq)))
     called.targetInstanceId.value = ENTITY
     called.parentInstanceId.value = sender
     return pb.SendEntityMessageAction(entityOperationCalled=called)
