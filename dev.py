@@ -40,8 +40,8 @@ PEER_PACKAGES = (
     "opentelemetry-api",
     "opentelemetry-sdk",
 )
-# The suites whose scenarios run against an external endpoint (tests/external/plugin.py skips the rest there).
-EXTERNAL_SUITES = ("tests/e2e", "tests/interop", "tests/samples", "tests/recovery")
+# The suites whose scenarios run against an external endpoint (tests/support/external/plugin.py skips the rest there).
+EXTERNAL_SUITES = ("tests/e2e", "tests/interop", "tests/system/samples", "tests/system/recovery")
 EXTERNAL_OPTIONS = ("--backend", "--endpoint", "--connection-string")
 EXTERNAL_ENV = ("DTS_TEST_BACKEND", "DTS_TEST_CONNECTION_STRING")
 

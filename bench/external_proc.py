@@ -3,7 +3,7 @@
     python external_proc.py worker URL TASKHUB                 -> prints ``ready``, runs until stdin closes
     python external_proc.py client URL TASKHUB SCENARIO SIZE   -> prints one JSON line with the figures
 
-Both use the DurableTaskScheduler classes with the credential tests/interop/endpoint.py reads from the
+Both use the DurableTaskScheduler classes with the credential tests/support/endpoint.py reads from the
 environment (``DTS_TEST_TOKEN``, ``DTS_TEST_AUTHENTICATION``); TLS follows the URL's scheme. The client purges
 the instances it started once they are measured, so a shared scheduler keeps nothing from the run.
 """

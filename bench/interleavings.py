@@ -3,7 +3,7 @@
     python bench/interleavings.py [--sdk ours|microsoft|both] [--seeds 200 | --minutes 10] [--start N]
                                   [--scenarios a,b] [--rates expire=0.2,drop=0.05] [--json]
 
-Each seed runs every scenario of tests/interleavings at once against one in-process emulator while the
+Each seed runs every scenario of tests/system/interleavings at once against one in-process emulator while the
 interleaver perturbs it, then checks the invariants (order, exactly once, no double completion, well-formed
 histories, status agrees with history). Seeds run one after another from ``--start`` (random unless given);
 ``DTS_INTERLEAVING_SEED`` runs just that one. At the end it reports how many seeds and interleaving steps it
@@ -30,9 +30,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from dtscale_emulator.ops.faults import InterleavingRates  # noqa: E402 - after the path is set
-from tests.interleavings import rig  # noqa: E402
-from tests.interleavings.runner import SEED_ENV, Report, run_seed  # noqa: E402
-from tests.interleavings.scenarios import SCENARIOS  # noqa: E402
+from tests.system.interleavings import rig  # noqa: E402
+from tests.system.interleavings.runner import SEED_ENV, Report, run_seed  # noqa: E402
+from tests.system.interleavings.scenarios import SCENARIOS  # noqa: E402
 
 
 def _seeds(args: argparse.Namespace) -> tuple[int, int | None]:

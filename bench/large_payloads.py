@@ -146,7 +146,7 @@ def main() -> None:
     azurite = None
     with tempfile.TemporaryDirectory() as folder:
         if args.blob:
-            from tests.azurite import Azurite
+            from tests.support.azurite import Azurite
 
             azurite = Azurite()
             spec = f"blob={azurite.connection_string}"

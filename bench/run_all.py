@@ -11,7 +11,7 @@ container, managed DTS, a separate emulator of ours), through their DurableTaskS
   ours      our SDK on the endpoint
   theirs    Microsoft's SDK on the endpoint
 (throughput, latency, fan-out and chains; the credential comes from DTS_TEST_TOKEN or DTS_TEST_AUTHENTICATION,
-see tests/interop/endpoint.py).
+see tests/support/endpoint.py).
 
 Sections 7 (worker: bench/worker_cpu.py) and 8 (store: bench/store_scale.py) measure the worker alone on a feed of
 pre-built work items, and the emulator over a generated store (100,000 instances by default, --store-instances

@@ -16,8 +16,8 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from tests.dashboard.conftest import CHROMIUM_ARGS, chromium_path  # noqa: E402
-from tests.dashboard.scenario import populate, running  # noqa: E402
+from tests.integration.dashboard.conftest import CHROMIUM_ARGS, chromium_path  # noqa: E402
+from tests.integration.dashboard.scenario import populate, running  # noqa: E402
 
 OUT = ROOT / "docs" / "img"
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from tests.azurite import Azurite, azurite_or_skip
+from tests.support.azurite import Azurite, azurite_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent
 # --backend / --connection-string: the scenario suites against an external DTS endpoint.
-pytest_plugins = ("tests.external.plugin",)
+pytest_plugins = ("tests.support.external.plugin",)
 
 
 def running_in_ci() -> bool:

@@ -368,3 +368,53 @@ def test_both_distributions_define_the_same_extensions() -> None:
     from durabletask import _protocol_extensions as sdk
 
     assert {n: getattr(sdk, n) for n in EXTENSION_NAMES} == {n: getattr(emulator, n) for n in EXTENSION_NAMES}
+
+
+# The suite's own layers, bottom first: each folder under tests/ is one, and a test module imports only from its
+# own layer or lower ones (the top-level conftest counts as support). docs/architecture.md describes each.
+TEST_LAYERS = ("support", "unit", "e2e", "interop", "integration", "system")
+TESTS = ROOT / "tests"
+
+
+def _test_layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "tests":
+        return None
+    if len(parts) == 1 or parts[1] == "conftest":
+        return 0
+    return TEST_LAYERS.index(parts[1]) if parts[1] in TEST_LAYERS else None
+
+
+def _test_imports(path: Path) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.lineno, node.module
+        elif isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+
+
+def test_the_suite_has_one_folder_per_layer_and_only_house_checks_beside_them() -> None:
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(TEST_LAYERS)
+    files = {p.name for p in TESTS.glob("*.py")}
+    assert files - {"__init__.py", "conftest.py"} == {p.name for p in TESTS.glob("test_*.py")}
+    assert not list((TESTS / "support").rglob("test_*.py")), "tests/support holds helpers, not tests"
+
+
+def test_every_test_module_imports_only_its_own_layer_of_the_suite_or_lower_ones() -> None:
+    found = []
+    for own, layer in enumerate(TEST_LAYERS):
+        for path in sorted((TESTS / layer).rglob("*.py")):
+            for line, module in _test_imports(path):
+                target = _test_layer(module)
+                if target is None and module.startswith("tests."):
+                    found.append(f"{path.relative_to(ROOT)}:{line} imports {module}, in no layer of the suite")
+                elif target is not None and target > own:
+                    found.append(f"{path.relative_to(ROOT)}:{line} ({layer}) imports {module} ({TEST_LAYERS[target]})")
+    no_edges(found, "a test module imports only from its own layer of the suite or lower ones")
+
+
+def test_a_layer_of_the_suite_that_imports_a_higher_one_is_reported() -> None:
+    assert _test_layer("tests.system.recovery.worker_app") == TEST_LAYERS.index("system")
+    assert _test_layer("tests.conftest") == 0 and _test_layer("tests.elsewhere") is None
+    assert _test_layer("durabletask.task") is None

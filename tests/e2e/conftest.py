@@ -2,7 +2,7 @@
 
 Each test gets its own task hub, so tests are isolated without restarting the server. ``--backend`` (or
 ``--endpoint``), ``--taskhub`` and ``--connection-string`` point the same suite at another DTS endpoint through
-the ``durabletask.azuremanaged`` classes (see tests/external/plugin.py): each test then gets a fresh task hub
+the ``durabletask.azuremanaged`` classes (see tests/support/external/plugin.py): each test then gets a fresh task hub
 where the backend creates them, else the shared one, from which it purges what it made.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from durabletask import client, worker
-from tests.external.backend import Backend, Made
-from tests.external.plugin import external_backend, taskhubs
+from tests.support.external.backend import Backend, Made
+from tests.support.external.plugin import external_backend, taskhubs
 
 
 class Hub:

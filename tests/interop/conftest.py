@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import pytest
 
-from tests.external.plugin import taskhubs
+from tests.support.external.plugin import taskhubs
 
 from . import harness, runners
 

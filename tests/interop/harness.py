@@ -20,9 +20,10 @@ from typing import Any
 from durabletask import client, worker
 
 if __package__:
-    from . import endpoint
+    from tests.support import endpoint
+
     from . import scenarios as sc
-else:  # the peer imports this folder's modules as top-level ones, never through the repository root
+else:  # the peer imports these folders' modules as top-level ones, never through the repository root
     import endpoint  # type: ignore[no-redef,import-not-found]
     import scenarios as sc  # type: ignore[no-redef,import-not-found]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.external.backend import TaskHubs, new_taskhub_name
-from tests.external.plugin import taskhubs
+from tests.support.external.backend import TaskHubs, new_taskhub_name
+from tests.support.external.plugin import taskhubs
 
 from .conftest import ROOT, Batch, background_batch, our_env, peer_env
 from .test_conformance import EXPECTED, OFFICIAL_ON_OURS, OURS, expected

@@ -6,7 +6,8 @@ Usage:
 
 MODE is ``dts`` (DurableTaskScheduler client and worker with a task hub) or ``grpc`` (plain client and worker).
 ``{scenario}`` in TASKHUB is replaced by each scenario's name, so scenarios can have task hubs of their own.
-Only the interop folder is put on ``sys.path``: the SDK comes from the interpreter's own environment.
+Only the interop folder and tests/support are put on ``sys.path``: the SDK comes from the interpreter's own
+environment.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import sys
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import harness  # type: ignore[import-not-found]
 import runners  # type: ignore[import-not-found]

@@ -16,6 +16,7 @@ from durabletask.azuremanaged.client import (
     DurableTaskSchedulerClient,
 )
 from durabletask.azuremanaged.connection_string import ConnectionStringError
+from tests.support.self_signed import localhost_certificate
 
 from ._fakes import (
     FakeAsyncCredential,
@@ -24,7 +25,6 @@ from ._fakes import (
     RecordingServer,
     start_recording_server,
 )
-from ._tls import localhost_certificate
 
 
 @pytest.fixture

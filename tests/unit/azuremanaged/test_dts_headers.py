@@ -24,9 +24,9 @@ from durabletask.azuremanaged._metadata import (
     user_agent,
 )
 from durabletask.azuremanaged._tokens import AsyncTokenCache, TokenCache
+from tests.support.self_signed import localhost_certificate
 
 from ._fakes import FakeAsyncCredential, FakeCredential, ManualClock, RecordingServer, start_recording_server
-from ._tls import localhost_certificate
 
 SCOPE = "https://durabletask.io/.default"
 

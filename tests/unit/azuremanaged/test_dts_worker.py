@@ -13,9 +13,9 @@ from durabletask.azuremanaged._metadata import user_agent
 from durabletask.azuremanaged.connection_string import ConnectionStringError
 from durabletask.azuremanaged.worker import DurableTaskSchedulerWorker
 from durabletask.grpc_options import GrpcChannelOptions
+from tests.support.self_signed import localhost_certificate
 
 from ._fakes import FakeAsyncCredential, FakeCredential, ManualClock, RecordingServer, start_recording_server
-from ._tls import localhost_certificate
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Recorded histories in tests/golden replay to the actions recorded with them."""
+"""Recorded histories in tests/unit/replay/golden replay to the actions recorded with them."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from tests.golden.orchestrators import CODE
-from tests.golden.record import replay
+from tests.unit.replay.golden.orchestrators import CODE
+from tests.unit.replay.golden.record import replay
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden"
+GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
 def load(name: str) -> dict[str, Any]:

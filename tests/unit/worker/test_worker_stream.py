@@ -28,7 +28,7 @@ from durabletask.worker import (
     WorkItemFilters,
 )
 from tests.conftest import watch_log
-from tests.recovery.support import wait_until
+from tests.support.reliability import wait_until
 
 
 def double(ctx: object, value: int) -> int:

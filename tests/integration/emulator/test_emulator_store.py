@@ -1,0 +1,148 @@
+"""One store, one server: the database lock, failed COMMITs and ROLLBACKs, the durability setting."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from dtscale_emulator.__main__ import build_parser
+from dtscale_emulator.errors import DatabaseInUseError, StorageError
+from dtscale_emulator.server import EmulatorServer
+from dtscale_emulator.storage import SqliteBackend
+from durabletask._proto import orchestrator_service_pb2 as pb
+from tests.support.reliability import env, free_port, kill, start_emulator
+
+from .conftest import HubStub, start, uid
+
+
+def test_a_second_server_on_the_same_database_is_refused(tmp_path: Path) -> None:
+    db = str(tmp_path / "emu.db")
+    with (
+        EmulatorServer(port=0, db_path=db),
+        pytest.raises(DatabaseInUseError, match="already served by another emulator"),
+    ):
+        EmulatorServer(port=0, db_path=db)
+    with EmulatorServer(port=0, db_path=db):  # the lock goes with the first server
+        pass
+
+
+def test_a_second_emulator_process_exits_with_a_clear_message(tmp_path: Path) -> None:
+    db = tmp_path / "emu.db"
+    first = start_emulator(db, free_port())
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "dtscale_emulator", "--db", str(db), "--port", str(free_port())],
+            env=env(),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert second.returncode == 1
+        assert f"the database {db} is already served by another emulator (process {first.pid}" in second.stderr
+    finally:
+        kill(first)
+    restarted = start_emulator(db, free_port())  # a killed holder leaves no lock behind
+    kill(restarted, 15)
+
+
+class _FailingConnection:
+    """A connection whose COMMIT (and optionally ROLLBACK) fails the way a full disk makes it fail."""
+
+    def __init__(self, real: sqlite3.Connection, fail: set[str]) -> None:
+        self._real = real
+        self.fail = fail
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql in self.fail:
+            self.fail.discard(sql)
+            raise sqlite3.OperationalError(f"database or disk is full (while running {sql} on /secret/emu.db)")
+        return self._real.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _records(backend: SqliteBackend) -> list[str]:
+    with backend.transaction() as tx:
+        return sorted(tx.child_ids("h", "parent"))
+
+
+def _put(backend: SqliteBackend, iid: str) -> None:
+    from dtscale_emulator.storage import InstanceRecord
+
+    with backend.transaction() as tx:
+        tx.put_instance(InstanceRecord("h", iid, "e", "n", 0, 1, 1, parent_instance_id="parent"))
+
+
+def test_a_failed_commit_is_reported_rolled_back_and_the_store_stays_usable(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = SqliteBackend(str(tmp_path / "emu.db"))
+    real = backend._conn
+    backend._conn = _FailingConnection(real, {"COMMIT"})  # type: ignore[assignment]
+    with pytest.raises(StorageError) as err, caplog.at_level(logging.ERROR, "dtscale_emulator"):
+        _put(backend, "lost")
+    assert "disk" not in str(err.value) and "/secret" not in str(err.value)
+    error_id = str(err.value).split("error ")[1].split(";")[0]
+    assert any(error_id in r.getMessage() and "disk is full" in r.getMessage() for r in caplog.records)
+    assert not real.in_transaction
+    _put(backend, "kept")
+    assert _records(backend) == ["kept"]
+    backend.close()
+
+
+def test_a_failing_rollback_does_not_hide_the_original_error(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    backend = SqliteBackend(str(tmp_path / "emu.db"))
+    real = backend._conn
+    backend._conn = _FailingConnection(real, {"ROLLBACK"})  # type: ignore[assignment]
+    with (
+        pytest.raises(ValueError, match="the original problem"),
+        caplog.at_level(logging.ERROR, "dtscale_emulator"),
+        backend.transaction(),
+    ):
+        raise ValueError("the original problem")
+    assert any("rollback failed" in r.getMessage() for r in caplog.records)
+    real.execute("ROLLBACK")  # what the failed rollback left open
+    _put(backend, "after")
+    assert _records(backend) == ["after"]
+    backend.close()
+
+
+def test_a_failed_commit_answers_the_call_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    with (
+        EmulatorServer(port=0, db_path=str(tmp_path / "emu.db")) as server,
+        grpc.insecure_channel(server.address) as ch,
+    ):
+        stub = HubStub(ch, "default")
+        server.backend._conn = _FailingConnection(server.backend._conn, {"COMMIT"})  # type: ignore[assignment]
+        lost = uid()
+        with pytest.raises(grpc.RpcError) as err:
+            start(stub, instance_id=lost)
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "error " in (err.value.details() or "") and "disk" not in (err.value.details() or "")
+        assert not stub.GetInstance(pb.GetInstanceRequest(instanceId=lost)).exists
+        kept = start(stub)
+        assert stub.GetInstance(pb.GetInstanceRequest(instanceId=kept)).exists
+
+
+@pytest.mark.parametrize(("durability", "synchronous"), [("normal", 1), ("full", 2)])
+def test_durability_sets_how_commits_reach_the_disk(tmp_path: Path, durability: str, synchronous: int) -> None:
+    backend = SqliteBackend(str(tmp_path / "emu.db"), durability)
+    assert backend._conn.execute("PRAGMA synchronous").fetchone()[0] == synchronous
+    backend.close()
+
+
+def test_durability_option() -> None:
+    assert build_parser().parse_args([]).durability == "normal"
+    assert build_parser().parse_args(["--durability", "full"]).durability == "full"
+    with pytest.raises(ValueError, match="durability must be one of"):
+        SqliteBackend(None, "paranoid")
+    with EmulatorServer(port=0, in_memory=True, durability="full"):
+        pass

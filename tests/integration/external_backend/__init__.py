@@ -1,0 +1,1 @@
+"""The external-backend switch on an emulator of its own."""

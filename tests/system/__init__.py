@@ -1,0 +1,1 @@
+"""Tests of whole processes: installs from wheels, samples, worker processes, faults and long seeded schedules."""

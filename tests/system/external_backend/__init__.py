@@ -1,0 +1,1 @@
+"""The external-backend switch against a separately started emulator."""

@@ -1,0 +1,146 @@
+"""What the Agent Framework install test runs in: wheels of this checkout, and a fresh venv holding them with
+Microsoft Agent Framework's Durable Task integration installed beside them by the documented pip path."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from dataclasses import dataclass
+from email.parser import Parser
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[3]
+INTEGRATION = "agent-framework-durabletask"
+INTEGRATION_VERSION = "1.0.0b260922"
+# Microsoft's SDK distributions, which the integration requires and our SDK replaces (same import packages).
+REPLACED = frozenset({"durabletask", "durabletask-azuremanaged"})
+# The integration's other requirements, listed by hand because it is installed with --no-deps
+# (the README's Durable agents section).
+OTHER_REQUIREMENTS = ("agent-framework-core>=1.13.0,<2", "python-dateutil>=2.8.0,<3")
+# Left out of the copy the wheels are built from: version control, environments, caches, build output.
+_NOT_SOURCES = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    ".peer-venv",
+    "__pycache__",
+    "build",
+    "dist",
+    "*.egg-info",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    ".cache",
+    "artifacts",
+    "*.db",
+    "*.db-wal",
+    "*.db-shm",
+)
+PIP_TIMEOUT = 600.0
+
+
+class RegistryUnreachableError(RuntimeError):
+    """The package registry did not serve the integration (no network, or the release is gone)."""
+
+
+@dataclass(frozen=True)
+class AgentsEnv:
+    """A venv with our SDK, our emulator and the integration, and the wheels it was built from."""
+
+    python: Path
+    wheels: dict[str, Path]
+    integration_wheel: Path
+
+
+def _pip(python: Path | str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-m", "pip", "--disable-pip-version-check", *args],
+        capture_output=True,
+        text=True,
+        timeout=PIP_TIMEOUT,
+        cwd=cwd,
+    )
+
+
+def _check(proc: subprocess.CompletedProcess[str], what: str) -> None:
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+
+
+def download_integration(dest: Path, index: str | None = None) -> Path:
+    """The integration's wheel, fetched without its dependencies (as the documented install does).
+
+    ``index``: ask only that index, ignoring pip's configuration, and give up at the first failure.
+    """
+    where = ["--isolated", "--retries", "0", "--timeout", "5", "--index-url", index] if index else []
+    proc = _pip(
+        sys.executable,
+        "download",
+        *where,
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "-d",
+        str(dest),
+        f"{INTEGRATION}=={INTEGRATION_VERSION}",
+    )
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        raise RegistryUnreachableError(f"pip could not download {INTEGRATION}=={INTEGRATION_VERSION}: {tail}")
+    found = sorted(dest.glob("agent_framework_durabletask-*.whl"))
+    if len(found) != 1:
+        raise RuntimeError(f"expected one {INTEGRATION} wheel in {dest}, found {[p.name for p in found]}")
+    return found[0]
+
+
+def requires_dist(wheel: Path) -> list[Requirement]:
+    """The Requires-Dist entries of a wheel's METADATA."""
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = Parser().parsestr(archive.read(name).decode("utf-8"))
+    return [Requirement(line) for line in metadata.get_all("Requires-Dist") or []]
+
+
+def build_wheels(dest: Path, scratch: Path) -> dict[str, Path]:
+    """Wheels of both distributions, built from a copy of the checkout so no build output lands in it."""
+    source = scratch / "checkout"
+    shutil.copytree(ROOT, source, ignore=_NOT_SOURCES, symlinks=True)
+    _check(
+        _pip(sys.executable, "wheel", "--no-deps", "-q", "-w", str(dest), str(source), str(source / "emulator")),
+        "building the wheels",
+    )
+    wheels = {
+        "dtscale": sorted(dest.glob("dtscale-*.whl")),
+        "dtscale-emulator": sorted(dest.glob("dtscale_emulator-*.whl")),
+    }
+    if any(len(found) != 1 for found in wheels.values()):
+        raise RuntimeError(
+            f"expected one wheel of each distribution in {dest}: {sorted(p.name for p in dest.iterdir())}"
+        )
+    return {name: found[0] for name, found in wheels.items()}
+
+
+def create_agents_env(root: Path) -> AgentsEnv:
+    """Wheels of this checkout, then a fresh venv installed from them by the documented pip path."""
+    wheels_dir, downloads = root / "wheels", root / "downloads"
+    wheels_dir.mkdir()
+    downloads.mkdir()
+    integration = download_integration(downloads)
+    wheels = build_wheels(wheels_dir, root)
+    env_dir = root / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / ("Scripts" if sys.platform == "win32" else "bin") / "python"
+    # 1. our SDK and emulator, by file so no other index's release can stand in, and the integration's other
+    #    requirements; --no-compile leaves modules to compile on first import, sparing those never imported
+    _check(
+        _pip(python, "install", "-q", "--no-compile", *map(str, wheels.values()), *OTHER_REQUIREMENTS),
+        "installing dtscale",
+    )
+    # 2. the integration itself, without Microsoft's SDK that it names as a requirement
+    _check(_pip(python, "install", "-q", "--no-deps", str(integration)), f"installing {INTEGRATION}")
+    return AgentsEnv(python=python, wheels=wheels, integration_wheel=integration)
