@@ -36,7 +36,17 @@ def throughput(c: client.TaskHubGrpcClient, count: int) -> dict[str, Any]:
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(wait, ids))
     elapsed = time.perf_counter() - start
-    return {"count": count, "seconds": elapsed, "per_second": count / elapsed}
+    return {"count": count, "seconds": elapsed, "per_second": count / elapsed, "latencies": _latencies(c, ids)}
+
+
+def _latencies(c: client.TaskHubGrpcClient, ids: list[str]) -> list[float]:
+    """Each orchestration's seconds from its creation to its completion, both stamped by the backend."""
+    found = []
+    for iid in ids:
+        state = c.get_orchestration_state(iid, fetch_payloads=False)
+        if state is not None:
+            found.append((state.last_updated_at - state.created_at).total_seconds())
+    return found
 
 
 def main() -> None:

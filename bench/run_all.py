@@ -13,6 +13,7 @@ container, managed DTS, a separate emulator of ours), through their DurableTaskS
 (throughput, latency, fan-out and chains; the credential comes from DTS_TEST_TOKEN or DTS_TEST_AUTHENTICATION,
 see tests/support/endpoint.py).
 
+Section 7b (bench/worker_e2e.py) runs each SDK's worker end to end on our emulator, beside a worker with no SDK.
 Sections 7 (worker: bench/worker_cpu.py) and 8 (store: bench/store_scale.py) measure the worker alone on a feed of
 pre-built work items, and the emulator over a generated store (100,000 instances by default, --store-instances
 1000000 for the full size; the generation alone then takes about two minutes).
@@ -20,8 +21,8 @@ pre-built work items, and the emulator over a generated store (100,000 instances
 Section 9 (history export: bench/history_export.py) exports 10,000 finished instances of a generated store with
 `durabletask export`, our export job and Microsoft's, each on its own copy of the store.
 
-Usage: python3 dev.py bench [--quick] [--only transport,throughput,latency,fan_out,chain,replay,admin,worker,store,
-       history_export]
+Usage: python3 dev.py bench [--quick] [--only transport,throughput,latency,fan_out,chain,replay,admin,worker,
+       worker_e2e,store,history_export]
        [--backend URL] [--store-instances N]
    or: DTS_PEER_PYTHON=<python with durabletask 1.12> .venv/bin/python bench/run_all.py [--quick]
 """
@@ -120,7 +121,9 @@ def external_pair(sdk: str) -> Iterator[tuple[str, str, list[subprocess.Popen[st
 
 
 @contextmanager
-def pair(sdk: str, backend: str) -> Iterator[tuple[str, str, list[subprocess.Popen[str]]]]:
+def pair(
+    sdk: str, backend: str, worker_script: str = "worker_proc.py", worker_args: tuple[str, ...] = ()
+) -> Iterator[tuple[str, str, list[subprocess.Popen[str]]]]:
     """Starts a backend process and a worker process; yields (client python, address, [backend, worker])."""
     if EXTERNAL:
         with external_pair(sdk) as found:
@@ -136,7 +139,7 @@ def pair(sdk: str, backend: str) -> Iterator[tuple[str, str, list[subprocess.Pop
     try:
         _await_ready(b, f"backend {backend}")
         address = f"localhost:{port}"
-        w = _spawn(sdk_py, ["worker_proc.py", address], for_peer=sdk == "theirs")
+        w = _spawn(sdk_py, [worker_script, address, *worker_args], for_peer=sdk == "theirs")
         _await_ready(w, f"worker {sdk}")
         yield sdk_py, address, [b, w]
     finally:
@@ -174,10 +177,15 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def scenario(name: str, scenario_name: str, size: int) -> dict[str, Any]:
-    """Runs one client scenario; the result also has the CPU seconds the backend and worker spent on it."""
+def scenario(
+    name: str, scenario_name: str, size: int, worker: tuple[str, ...] = ("worker_proc.py",)
+) -> dict[str, Any]:
+    """Runs one client scenario; the result also has the CPU seconds the backend and worker spent on it.
+
+    ``worker`` is the worker process's script and its arguments after the address.
+    """
     sdk, backend = PAIRS[name]
-    with pair(sdk, backend) as (python, address, procs):
+    with pair(sdk, backend, worker[0], worker[1:]) as (python, address, procs):
         before = [_cpu_seconds(p.pid) for p in procs]
         args = ["client_proc.py", address, scenario_name, str(size)]
         if EXTERNAL:
@@ -453,6 +461,12 @@ def bench_worker(quick: bool, out: list[str]) -> None:
     _section(title, "worker_cpu.py", ["--quick"] if quick else [], out)
 
 
+def bench_worker_e2e(quick: bool, out: list[str]) -> None:
+    title = ("## 7b. The worker end to end: 3-activity chains on our emulator, worker CPU per orchestration, "
+             "throughput and latency (bench/worker_e2e.py, target >= 3x)")  # fmt: skip
+    _section(title, "worker_e2e.py", ["--count", "100", "--rounds", "1"] if quick else [], out)
+
+
 def bench_store(quick: bool, out: list[str], instances: int | None) -> None:
     count = instances or (20_000 if quick else 100_000)
     title = f"## 8. The emulator over a store of {count:,} finished orchestrations (bench/store_scale.py)"
@@ -470,7 +484,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument(
-        "--only", default="transport,throughput,latency,fan_out,chain,replay,admin,worker,store,history_export"
+        "--only",
+        default="transport,throughput,latency,fan_out,chain,replay,admin,worker,worker_e2e,store,history_export",
     )
     parser.add_argument("--store-instances", type=int, help="size of section 8's store (default 100,000)")
     parser.add_argument("--pairs", default=",".join(PAIRS), help="which SDK/backend pairs to run (default: all)")
@@ -490,7 +505,7 @@ def main() -> int:
         EXTERNAL.update(address=address, taskhub=args.taskhub)
         # Both SDKs on the one endpoint: the pairs that start a backend of their own do not apply.
         SELECTED.intersection_update({"ours", "theirs"})
-        only -= {"transport", "replay", "admin", "worker", "store", "history_export"}  # servers of their own
+        only -= {"transport", "replay", "admin", "worker", "worker_e2e", "store", "history_export"}  # own servers
         where = f", against {address} (task hub {args.taskhub!r}): ours = our SDK, theirs = Microsoft's SDK"
     out = [
         f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
@@ -506,6 +521,7 @@ def main() -> int:
         ("replay", lambda: bench_replay(args.quick, out)),
         ("admin", lambda: bench_admin(args.quick, out)),
         ("worker", lambda: bench_worker(args.quick, out)),
+        ("worker_e2e", lambda: bench_worker_e2e(args.quick, out)),
         ("store", lambda: bench_store(args.quick, out, args.store_instances)),
         ("history_export", lambda: bench_history_export(args.quick, out)),
     ]

@@ -37,7 +37,9 @@ FLOOR = ("bare loop", "floor", [], [])
 # The same, each item answered on a pool thread: the least a worker that reads on one thread and runs items on
 # others (as both SDKs do) can spend per item.
 HANDOFF = ("bare + hand-off", "floor", ["--handoff"], [])
-SIDES_PLAIN = [("ours", "ours", [], []), ("microsoft", "theirs", [], []), FLOOR, HANDOFF]
+# The bare loop again, its stream read on the reading thread (gRPC's SingleThreadedUnaryStream channel option).
+SINGLE = ("bare, stream on one thread", "floor", ["--single-threaded"], [])
+SIDES_PLAIN = [("ours", "ours", [], []), ("microsoft", "theirs", [], []), FLOOR, HANDOFF, SINGLE]
 SIDES_SESSIONS = [
     ("ours, sessions", "ours", [], ["--sessions"]),
     ("ours, no sessions", "ours", ["--cache", "0"], []),
@@ -118,7 +120,7 @@ def bench_rows(names: list[str], quick: bool, rounds: int, out: list[str]) -> No
         for label, results in runs.items():
             text, rates[label] = _line(label, results)
             out.append(text)
-        floors = (FLOOR[0], HANDOFF[0])
+        floors = (FLOOR[0], HANDOFF[0], SINGLE[0])
         ratios = [f"{label} / microsoft {rate / rates['microsoft']:.2f}x" for label, rate in rates.items()
                   if label not in ("microsoft", *floors) and rates["microsoft"]]  # fmt: skip
         handoff = (
@@ -126,6 +128,8 @@ def bench_rows(names: list[str], quick: bool, rounds: int, out: list[str]) -> No
             if HANDOFF[0] in rates
             else ""
         )
+        if SINGLE[0] in rates:
+            handoff += f"; its stream read on one thread {rates[SINGLE[0]] / rates['microsoft']:.2f}x"
         out.append(
             f"    {'; '.join(ratios)} (target >= 3x); the bare loop reaches {rates[FLOOR[0]] / rates['microsoft']:.2f}x"
             f" microsoft: the most any Python gRPC worker can reach here{handoff}"

@@ -1,14 +1,16 @@
 """The least a Python gRPC worker can do per work item: read it from the stream and complete it, with no SDK.
 
-Usage: worker_floor_proc.py ADDRESS [--handoff]; prints ``ready``, runs until stdin closes. Each item is answered on the
-stream's own thread with the smallest completion that reports success (the orchestration completes, the
-activity returns ``1``, or for ``big`` the same 10 KB text the real one returns, since every worker sends it;
-every entity operation succeeds), so its CPU per item is the transport's share of any
+Usage: worker_floor_proc.py ADDRESS [--handoff] [--single-threaded]; prints ``ready``, runs until stdin closes.
+Each item is answered on the stream's own thread with the smallest completion that reports success (the
+orchestration completes, the activity returns ``1``, or for ``big`` the same 10 KB text the real one returns,
+since every worker sends it; every entity operation succeeds), so its CPU per item is the transport's share of any
 worker's: what bench/worker_cpu.py's ratios can at most reach.
 
 With ``--handoff`` each item is answered on a thread of a pool instead (as an SDK worker must, so that one long
 work item does not stop the stream being read while the leases of the items behind it run out): the difference
-is what that one hand-over between threads costs per item.
+is what that one hand-over between threads costs per item. With ``--single-threaded`` the channel reads its
+unary-stream calls on the reading thread (gRPC's experimental ``SingleThreadedUnaryStream`` option) instead of
+through gRPC's own polling thread.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import grpc
+import grpc.experimental
 from google.protobuf import empty_pb2, wrappers_pb2
 
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -56,7 +59,9 @@ def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem) -> None:
 
 def main() -> None:
     pool = ThreadPoolExecutor(max_workers=6) if "--handoff" in sys.argv else None  # CPUs + 4, as a worker's pool
-    channel = grpc.insecure_channel(sys.argv[1])
+    single = "--single-threaded" in sys.argv
+    options = [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)] if single else []
+    channel = grpc.insecure_channel(sys.argv[1], options=options)
     stub = pb_grpc.TaskHubSidecarServiceStub(channel)
     stub.Hello(empty_pb2.Empty(), timeout=30)
     call = stub.GetWorkItems(pb.GetWorkItemsRequest())
