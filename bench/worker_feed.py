@@ -7,7 +7,8 @@ worker's GetWorkItems stream is open; streams nothing until a line arrives on st
 Each workload is a set of sequences (one per orchestration, or single items): an item is sent once the one
 before it in its sequence was completed, so an orchestration's turns arrive in order as a backend would send
 them; at most WINDOW items are out at once. Orchestrator turns carry the history a backend would have stored:
-with ``--sessions``, turns after the first carry only their new events (our extended-sessions continuation).
+with ``--sessions``, turns after the first carry only their new events (our extended-sessions continuation), and
+the first says the worker may keep the orchestration; without it, the feed is a backend that never continues one.
 """
 
 from __future__ import annotations
@@ -47,13 +48,15 @@ def _ev(at: int, event_id: int = -1, **kind: Any) -> pb.HistoryEvent:
     return pb.HistoryEvent(eventId=event_id, timestamp=_ts(at), **kind)
 
 
-def _turn(iid: str, past: list[pb.HistoryEvent], new: list[pb.HistoryEvent], continuation: bool) -> pb.WorkItem:
+def _turn(
+    iid: str, past: list[pb.HistoryEvent], new: list[pb.HistoryEvent], continuation: bool, sessions: bool = False
+) -> pb.WorkItem:
     request = pb.OrchestratorRequest(
         instanceId=iid, executionId=wrappers_pb2.StringValue(value="e1"), pastEvents=[] if continuation else past,
         newEvents=new,
     )  # fmt: skip
-    if continuation:
-        request.properties[INCLUDE_PAST_EVENTS].CopyFrom(struct_pb2.Value(bool_value=False))
+    if sessions:  # as our emulator does for a worker that keeps sessions: false on continuations, true otherwise
+        request.properties[INCLUDE_PAST_EVENTS].CopyFrom(struct_pb2.Value(bool_value=not continuation))
     return pb.WorkItem(orchestratorRequest=request)
 
 
@@ -69,7 +72,7 @@ def chain_turns(iid: str, n: int, sessions: bool, first: int | None = None) -> l
     turns, past = [], []
     new = [_ev(0, orchestratorStarted=pb.OrchestratorStartedEvent()), _started(iid, "chain", n)]
     for i in range(n + 1):
-        turns.append(_turn(iid, list(past), new, sessions and i > 0))
+        turns.append(_turn(iid, list(past), new, sessions and i > 0, sessions))
         if i == n or len(turns) == first:
             break
         past += [*new, _ev(i * 10 + 1, i + 1, taskScheduled=pb.TaskScheduledEvent(name="step", input=_text(i)))]

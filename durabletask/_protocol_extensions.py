@@ -16,7 +16,9 @@ EXTENDED_SESSIONS_CAPABILITY = 1001
 
 #: The ``OrchestratorRequest.properties`` key a backend sets to ``false`` when it leaves out the past events
 #: because the worker holds the orchestration from an earlier work item (of an extended session). The worker
-#: answers ``requiresHistory`` when it no longer holds it.
+#: answers ``requiresHistory`` when it no longer holds it. A backend that sends such continuations sets it to
+#: ``true`` on full work items; the worker keeps an orchestration only from those, since a backend that never
+#: continues (one that does not know the extension) would leave every kept orchestration unused.
 INCLUDE_PAST_EVENTS = "IncludePastEvents"
 
 #: The worker view: a gRPC service of its own, next to ``TaskHubSidecarService``, that tells a client which

@@ -18,7 +18,7 @@ from durabletask._replay.failures import proto_from_exception
 from durabletask._tracing.orchestration import OrchestrationTracer, Turn
 from durabletask._worker.code_check import CodeMismatchPolicy, check_code, recorded_start
 from durabletask._worker.registry import WorkerRegistry
-from durabletask._worker.session_cache import SessionCache, is_continuation
+from durabletask._worker.session_cache import SessionCache, is_continuation, offers_session
 from durabletask._worker.versioning import check_orchestration_version, rejects
 from durabletask.exception_properties import ExceptionPropertiesProvider, properties_reader
 
@@ -159,7 +159,8 @@ class OrchestrationRunner:
         if code_outcome is not None:
             return code_outcome
         executor = self._executor_factory()
-        ticket = self._sessions.begin(instance_id) if self._sessions and _is_resumable(executor) else None
+        keep = self._sessions is not None and offers_session(request) and _is_resumable(executor)
+        ticket = self._sessions.begin(instance_id) if self._sessions is not None and keep else None
         new_events = request.newEvents
         turn = self._begin_trace(request, past, continuation=False)
         outcome = self._execute(
@@ -235,9 +236,11 @@ class OrchestrationRunner:
         self, request: pb.OrchestratorRequest, executor: Executor, outcome: OrchestrationOutcome, ticket: int | None
     ) -> None:
         sessions = self._sessions
-        if sessions is None or not _is_resumable(executor):
+        if sessions is None:
             return
-        if outcome.failed or cast("_Resumable", executor).is_complete:
+        # Without a ticket the backend will not continue the session (it sends full histories): keep nothing,
+        # and let go of anything kept for the instance before.
+        if ticket is None or outcome.failed or cast("_Resumable", executor).is_complete:
             sessions.discard(request.instanceId, ticket)
             return
         sessions.put(request.instanceId, request.executionId.value, executor, ticket)

@@ -21,7 +21,8 @@ class ExtendedSessionOptions:
 
     A kept orchestration resumes with only the events that arrived since its last step instead of
     replaying its whole history, which makes each step cost the same however long the history is.
-    Only backends that know the protocol extension use it; others keep sending full histories.
+    Only backends that know the protocol extension use it; others keep sending full histories, and with
+    them the worker keeps nothing.
     A kept orchestration's function is not called again for its next step, so it is called fewer times
     than with Microsoft's SDK (which calls it once per work item); ``max_cached_orchestrations=0`` restores
     one call per work item.
@@ -44,6 +45,12 @@ class ExtendedSessionOptions:
     @property
     def enabled(self) -> bool:
         return self.max_cached_orchestrations > 0
+
+
+def offers_session(request: pb.OrchestratorRequest) -> bool:
+    """Whether the backend will continue this orchestration with new events alone if the worker keeps it."""
+    value = request.properties.get(INCLUDE_PAST_EVENTS)
+    return value is not None and value.WhichOneof("kind") == "bool_value"
 
 
 def is_continuation(request: pb.OrchestratorRequest) -> bool:

@@ -363,7 +363,7 @@ class WorkDispatcher:
                 if tracer is not None:
                     tracer.dispatched(lease)
                 self._track(lease)
-                state.ready.append(work_item(work, token))
+                state.ready.append(work_item(work, token, keeps_sessions=state.keeps_sessions))
             return state.ready.popleft()
         return None
 

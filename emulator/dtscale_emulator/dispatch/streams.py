@@ -12,6 +12,7 @@ from dtscale_emulator.engine.changes import KINDS
 from dtscale_emulator.engine.entities import EntityWork
 from dtscale_emulator.engine.work import ActivityWork, OrchestrationWork
 from dtscale_emulator.protocol import pb
+from dtscale_emulator.protocol.extensions import INCLUDE_PAST_EVENTS
 from dtscale_emulator.storage import NameFilter
 
 _stream_ids = itertools.count(1)
@@ -82,9 +83,14 @@ def work_key(work: Work) -> str:
     return f"{work.request.orchestrationInstance.instanceId}/{work.request.taskId}"
 
 
-def work_item(work: Work, token: str) -> pb.WorkItem:
+def work_item(work: Work, token: str, *, keeps_sessions: bool = False) -> pb.WorkItem:
+    """The message a stream sends; a full orchestration turn to a session-keeping worker says it may be kept."""
     if isinstance(work, OrchestrationWork):
-        return pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
+        item = pb.WorkItem(orchestratorRequest=work.request, completionToken=token)
+        properties = item.orchestratorRequest.properties
+        if keeps_sessions and INCLUDE_PAST_EVENTS not in properties:
+            properties[INCLUDE_PAST_EVENTS].bool_value = True
+        return item
     if isinstance(work, EntityWork):
         return pb.WorkItem(entityRequestV2=work.request, completionToken=token)
     return pb.WorkItem(activityRequest=work.request, completionToken=token)

@@ -13,7 +13,9 @@ from __future__ import annotations
 EXTENDED_SESSIONS_CAPABILITY = 1001
 
 #: ``OrchestratorRequest.properties`` key set to ``false`` when the past events are left out because the
-#: worker holds the orchestration from an earlier turn of its session.
+#: worker holds the orchestration from an earlier turn of its session, and to ``true`` on a full work item
+#: sent to a worker that keeps sessions: only such an item's orchestration is worth keeping, since only this
+#: backend will continue it with new events alone.
 INCLUDE_PAST_EVENTS = "IncludePastEvents"
 
 #: The worker view: a unary gRPC service beside ``TaskHubSidecarService``. Its empty request returns UTF-8

@@ -41,6 +41,8 @@ def test_a_session_stream_gets_only_new_events_after_its_first_completion(stub: 
     work = WorkStream(stub, SESSIONS)
     first = work.next()
     assert not is_continuation(first.orchestratorRequest)
+    # A full work item to a worker that keeps sessions says this backend will continue it.
+    assert first.orchestratorRequest.properties["IncludePastEvents"].bool_value is True
     complete(stub, first, schedule(1, "A"))
     run_activity(stub, work, '"a"')
 
@@ -63,6 +65,7 @@ def test_streams_without_the_capability_always_get_full_histories(stub: HubStub)
     second = work.next().orchestratorRequest
     assert not is_continuation(second)
     assert kinds(second.pastEvents)[:2] == ["orchestratorStarted", "executionStarted"]
+    assert "IncludePastEvents" not in second.properties  # nothing offered to a worker that keeps no sessions
 
 
 def test_requires_history_redelivers_the_same_events_in_full(stub: HubStub, server: EmulatorServer) -> None:

@@ -14,7 +14,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay.executor import OrchestrationExecutor
 from durabletask._worker.orchestration_runner import Executor, OrchestrationRunner
 from durabletask._worker.registry import WorkerRegistry
-from durabletask._worker.session_cache import ExtendedSessionOptions, SessionCache, is_continuation
+from durabletask._worker.session_cache import ExtendedSessionOptions, SessionCache, is_continuation, offers_session
 
 LOG = logging.getLogger("durabletask-session-tests")
 
@@ -79,6 +79,15 @@ def continuation(new_events: Sequence[pb.HistoryEvent], execution_id: str = "e1"
     return request
 
 
+def full(new_events: Sequence[pb.HistoryEvent], *, offered: bool = True) -> pb.OrchestratorRequest:
+    """A work item with its whole history; ``offered``: from a backend that continues kept sessions."""
+    request = pb.OrchestratorRequest(instanceId="i", newEvents=list(new_events))
+    request.executionId.value = "e1"
+    if offered:
+        request.properties["IncludePastEvents"].CopyFrom(struct_pb2.Value(bool_value=True))
+    return request
+
+
 def started(name: str) -> list[pb.HistoryEvent]:
     begin = pb.HistoryEvent(eventId=-1, orchestratorStarted=pb.OrchestratorStartedEvent())
     start = pb.HistoryEvent(eventId=-1, executionStarted=pb.ExecutionStartedEvent(name=name))
@@ -119,14 +128,31 @@ def kinds(response: pb.OrchestratorResponse | None) -> list[str | None]:
 def test_is_continuation_reads_the_property() -> None:
     assert is_continuation(continuation([]))
     assert not is_continuation(pb.OrchestratorRequest(instanceId="i"))
+    assert not is_continuation(full([]))
+    assert offers_session(full([])) and offers_session(continuation([]))
+    assert not offers_session(full([], offered=False))
+
+
+def test_from_a_backend_that_never_continues_sessions_nothing_is_kept() -> None:
+    calls.clear()
+    cache: SessionCache[Executor] = SessionCache(ExtendedSessionOptions())
+    runner = make_runner(cache)
+    assert kinds(runner.run(full(started("two_steps")), "t1").response) == ["scheduleTask"]
+    assert len(cache) == 1
+    # The same instance from a backend that sends full histories only: what was kept for it goes too.
+    scheduled = pb.HistoryEvent(eventId=1, taskScheduled=pb.TaskScheduledEvent(name="step"))
+    history = [*started("two_steps"), scheduled, *completed(1, "2")]
+    assert kinds(runner.run(full(history, offered=False), "t2").response) == ["scheduleTask"]
+    assert len(cache) == 0
+    assert kinds(runner.run(full([*started("two_steps")], offered=False), "t3").response) == ["scheduleTask"]
+    assert len(cache) == 0 and calls == [1, 1, 1]  # each full work item ran the code again
 
 
 def test_runner_resumes_a_held_executor_without_rerunning_the_code() -> None:
     calls.clear()
     cache: SessionCache[Executor] = SessionCache(ExtendedSessionOptions())
     runner = make_runner(cache)
-    first = pb.OrchestratorRequest(instanceId="i", newEvents=started("two_steps"))
-    first.executionId.value = "e1"
+    first = full(started("two_steps"))
     assert kinds(runner.run(first, "t1").response) == ["scheduleTask"]
     assert len(cache) == 1
 
@@ -152,8 +178,7 @@ def test_a_missing_executor_asks_for_the_history() -> None:
 def test_a_continuation_for_another_execution_asks_for_the_history() -> None:
     cache: SessionCache[Executor] = SessionCache(ExtendedSessionOptions())
     runner = make_runner(cache)
-    first = pb.OrchestratorRequest(instanceId="i", newEvents=started("two_steps"))
-    first.executionId.value = "e1"
+    first = full(started("two_steps"))
     runner.run(first, "t1")
     response = runner.run(continuation(completed(0, "2"), execution_id="e2"), "t2").response
     assert response is not None and response.requiresHistory
