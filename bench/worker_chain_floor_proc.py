@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import grpc
-import grpc.experimental
-from google.protobuf import empty_pb2, wrappers_pb2
+from google.protobuf import wrappers_pb2
+from worker_floor_proc import serve_until_stdin_closes
 
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
@@ -76,28 +73,7 @@ def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem) -> None:
 
 
 def main() -> None:
-    pool = None if "--inline" in sys.argv else ThreadPoolExecutor(max_workers=6)  # CPUs + 4, as a worker's pool
-    options = [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
-    channel = grpc.insecure_channel(sys.argv[1], options=options)
-    stub = pb_grpc.TaskHubSidecarServiceStub(channel)
-    stub.Hello(empty_pb2.Empty(), timeout=30)
-    call = stub.GetWorkItems(pb.GetWorkItemsRequest())
-
-    def serve() -> None:
-        try:
-            for item in call:
-                if pool is None:
-                    answer(stub, item)
-                else:
-                    pool.submit(answer, stub, item)
-        except grpc.RpcError:
-            pass  # cancelled at the end
-
-    threading.Thread(target=serve, daemon=True).start()
-    print("ready", flush=True)
-    sys.stdin.read()
-    call.cancel()
-    channel.close()
+    serve_until_stdin_closes(sys.argv[1], answer, handoff="--inline" not in sys.argv, single_threaded=True)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -57,11 +58,14 @@ def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem) -> None:
         stub.CompleteEntityTask(pb.EntityBatchResult(results=[ok] * ops, completionToken=token))
 
 
-def main() -> None:
-    pool = ThreadPoolExecutor(max_workers=6) if "--handoff" in sys.argv else None  # CPUs + 4, as a worker's pool
-    single = "--single-threaded" in sys.argv
-    options = [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)] if single else []
-    channel = grpc.insecure_channel(sys.argv[1], options=options)
+Answer = Callable[[pb_grpc.TaskHubSidecarServiceStub, pb.WorkItem], None]
+
+
+def serve_until_stdin_closes(address: str, answer: Answer, *, handoff: bool, single_threaded: bool) -> None:
+    """Reads work items and answers each (on a pool thread with ``handoff``); prints ``ready``, ends at EOF."""
+    pool = ThreadPoolExecutor(max_workers=6) if handoff else None  # CPUs + 4, as a worker's pool
+    options = [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)] if single_threaded else []
+    channel = grpc.insecure_channel(address, options=options)
     stub = pb_grpc.TaskHubSidecarServiceStub(channel)
     stub.Hello(empty_pb2.Empty(), timeout=30)
     call = stub.GetWorkItems(pb.GetWorkItemsRequest())
@@ -76,12 +80,17 @@ def main() -> None:
         except grpc.RpcError:
             pass  # cancelled at the end
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    threading.Thread(target=serve, daemon=True).start()
     print("ready", flush=True)
     sys.stdin.read()
     call.cancel()
     channel.close()
+
+
+def main() -> None:
+    serve_until_stdin_closes(
+        sys.argv[1], answer, handoff="--handoff" in sys.argv, single_threaded="--single-threaded" in sys.argv
+    )
 
 
 if __name__ == "__main__":
