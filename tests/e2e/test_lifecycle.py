@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from durabletask import client, task
+from tests.support.reliability import wait_until
 
 from .conftest import Hub, unique_id
 
@@ -126,6 +127,8 @@ def test_recursive_terminate_and_purge(hub: Hub) -> None:
     iid = c.schedule_new_orchestration(parent_of_waiters, instance_id=unique_id("p"))
     children = [f"{iid}-w{i}" for i in range(2)]
     for cid in children:
+        # The parent's first turn makes the children; waiting for the start of one not made yet returns at once.
+        wait_until(lambda cid=cid: c.get_orchestration_state(cid) is not None, 30, f"{cid} to be created")
         c.wait_for_orchestration_start(cid, timeout=30)
     c.terminate_orchestration(iid, output="stop all")
     for target in [iid, *children]:

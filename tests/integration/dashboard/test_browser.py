@@ -287,7 +287,8 @@ def test_pending_instance_says_which_worker_is_missing(page: Any, scenario: Scen
     )
     page.get_by_role("link", name="Workers").click()
     expect(page.get_by_role("table", name="Connected workers")).to_contain_text("approval, checkout")
-    expect(page.get_by_role("table", name="Pending backlog")).to_contain_text("nobody_runs_this")
+    unserved = page.get_by_role("table", name="Pending backlog").get_by_role("row").filter(has_text="nobody_runs_this")
+    expect(unserved.get_by_role("cell").nth(3)).to_have_text("0: no connected worker takes it")
 
 
 def test_an_externalized_payload_is_shown_as_its_token_with_how_to_fetch_it(page: Any, scenario: Scenario) -> None:

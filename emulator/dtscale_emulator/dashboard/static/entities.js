@@ -111,8 +111,13 @@ export async function renderWorkers(main, hub) {
   const workers = data.workers.map((w) => el("tr", {},
     el("td", {}, String(w.id)), el("td", {}, filterText(w.orchestrations)), el("td", {}, filterText(w.activities)),
     el("td", {}, filterText(w.entities)), el("td", {}, w.capabilities.join(", ")), el("td", {}, String(w.in_flight))));
+  // takers: how many connected workers' filters let the entry through; with workers connected and none of them
+  // taking it, nobody will ever be sent it.
+  const unserved = (b) => b.takers === 0 && data.workers.length > 0;
+  const takers = (b) => unserved(b) ? "0: no connected worker takes it" : b.takers === undefined ? "" : String(b.takers);
   const backlog = data.backlog.map((b) => el("tr", {},
-    el("td", {}, b.kind), el("td", {}, b.name), el("td", {}, b.version || ""), el("td", {}, String(b.count))));
+    el("td", {}, b.kind), el("td", {}, b.name), el("td", {}, b.version || ""),
+    el("td", unserved(b) ? { class: "error" } : {}, takers(b)), el("td", {}, String(b.count))));
   show(main, el("h1", {}, "Workers"),
     el("table", { class: "grid", "aria-label": "Connected workers" },
       el("thead", {}, el("tr", {}, ["Stream", "Orchestrations", "Activities", "Entities", "Capabilities", "In flight"]
@@ -120,7 +125,8 @@ export async function renderWorkers(main, hub) {
       el("tbody", {}, workers.length ? workers : el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No worker connected")))),
     el("h2", {}, "Pending backlog"),
     el("table", { class: "grid", "aria-label": "Pending backlog" },
-      el("thead", {}, el("tr", {}, ["Kind", "Name", "Version", "Pending"].map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", {}, backlog.length ? backlog : el("tr", {}, el("td", { colspan: 4, class: "muted" }, "Nothing pending")))));
+      el("thead", {}, el("tr", {}, ["Kind", "Name", "Version", "Workers that take it", "Pending"]
+        .map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, backlog.length ? backlog : el("tr", {}, el("td", { colspan: 5, class: "muted" }, "Nothing pending")))));
   return data.digest;
 }
