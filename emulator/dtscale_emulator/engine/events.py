@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from google.protobuf import timestamp_pb2, wrappers_pb2
 
 from dtscale_emulator.protocol import StringValue, Timestamp, pb
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
 TERMINAL_STATUSES = frozenset(
     {pb.ORCHESTRATION_STATUS_COMPLETED, pb.ORCHESTRATION_STATUS_FAILED, pb.ORCHESTRATION_STATUS_TERMINATED}
 )
@@ -149,12 +151,16 @@ def failure(error_type: str, message: str) -> pb.TaskFailureDetails:
 
 
 def to_micros(when: datetime) -> int:
-    """Microseconds since the Unix epoch for an aware datetime."""
-    return int(when.timestamp() * 1_000_000)
+    """Microseconds since the Unix epoch for an aware datetime, exactly.
+
+    Integer arithmetic, not ``timestamp() * 1e6``: a float holds whole microseconds only up to 2**53 (the year
+    2255), and beyond it rounding could carry a valid instant past the last one a Timestamp can hold.
+    """
+    return (when - _EPOCH) // _MICROSECOND
 
 
 def from_micros(micros: int) -> datetime:
-    return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
+    return _EPOCH + timedelta(microseconds=micros)
 
 
 def ts_micros(micros: int) -> timestamp_pb2.Timestamp:

@@ -99,6 +99,19 @@ def test_oversized_payload_is_stopped_by_the_sdk_first(sdk: client.TaskHubGrpcCl
     )
 
 
+def test_the_last_instant_a_timestamp_holds_is_stored_and_served_back_exactly(raw: HubStub) -> None:
+    # Found by the RPC fuzzer: 9999-12-31T23:59:59.999999999 was stored through float seconds, rounded up to the
+    # year 10000, and every later listing of the hub failed with INTERNAL.
+    last = pb.CreateInstanceRequest(instanceId="last-instant", name="echo")
+    last.scheduledStartTimestamp.seconds, last.scheduledStartTimestamp.nanos = 253402300799, 999999999
+    raw.StartInstance(last)
+    found = raw.GetInstance(pb.GetInstanceRequest(instanceId="last-instant")).orchestrationState
+    assert (found.scheduledStartTimestamp.seconds, found.scheduledStartTimestamp.nanos) == (253402300799, 999999000)
+    listed = raw.QueryInstances(pb.QueryInstancesRequest(query=pb.InstanceQuery(instanceIdPrefix=sv("last-"))))
+    assert [s.instanceId for s in listed.orchestrationState] == ["last-instant"]
+    raw.TerminateInstance(pb.TerminateRequest(instanceId="last-instant"))
+
+
 def test_unknown_task_hub(server: EmulatorServer) -> None:
     ghost = client.TaskHubGrpcClient(host_address=server.address, metadata=[("taskhub", "ghost")])
     try:
