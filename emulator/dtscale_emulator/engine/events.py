@@ -12,6 +12,7 @@ from dtscale_emulator.protocol import StringValue, Timestamp, pb
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
+_LAST_MICROS = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z, the last microsecond a Timestamp holds
 TERMINAL_STATUSES = frozenset(
     {pb.ORCHESTRATION_STATUS_COMPLETED, pb.ORCHESTRATION_STATUS_FAILED, pb.ORCHESTRATION_STATUS_TERMINATED}
 )
@@ -164,8 +165,9 @@ def from_micros(micros: int) -> datetime:
 
 
 def ts_micros(micros: int) -> timestamp_pb2.Timestamp:
+    """A Timestamp; a stored instant past the last one it can hold (written by older versions) is served as that."""
     stamp = Timestamp()
-    stamp.FromMicroseconds(micros)
+    stamp.FromMicroseconds(min(micros, _LAST_MICROS))
     return stamp
 
 
