@@ -159,8 +159,10 @@ class OrchestrationRunner:
         if code_outcome is not None:
             return code_outcome
         executor = self._executor_factory()
-        keep = self._sessions is not None and offers_session(request) and _is_resumable(executor)
-        ticket = self._sessions.begin(instance_id) if self._sessions is not None and keep else None
+        sessions = self._sessions
+        # Kept only for a backend that will continue it with new events alone (see offers_session).
+        offered = sessions is not None and offers_session(request) and _is_resumable(executor)
+        ticket = sessions.begin(instance_id) if offered and sessions is not None else None
         new_events = request.newEvents
         turn = self._begin_trace(request, past, continuation=False)
         outcome = self._execute(
