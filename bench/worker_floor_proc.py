@@ -24,6 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+# First, as in a program using the SDK: the gRPC client polling of durabletask/_grpc_polling.py.
+import durabletask  # noqa: F401
+
+# isort: split
 import grpc
 import grpc.experimental
 from google.protobuf import empty_pb2, wrappers_pb2

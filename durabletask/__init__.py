@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from durabletask import _grpc_polling
+
+# Before anything imports grpc: its client connections are then read by the threads waiting on the calls.
+_grpc_polling.arm()
+
 if TYPE_CHECKING:
     from durabletask.exception_properties import ExceptionPropertiesProvider
     from durabletask.grpc_options import GrpcChannelOptions, GrpcRetryPolicyOptions

@@ -31,6 +31,7 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask._errors",
             "durabletask._json_codec",
             "durabletask._logging",
+            "durabletask._grpc_polling",
             "durabletask._coercion",
             "durabletask.exception_properties",
             "durabletask._registry",
