@@ -1,13 +1,16 @@
 """The least a Python worker can do to run bench/workloads.py's 3-activity chain end to end: no SDK at all.
 
-Usage: worker_chain_floor_proc.py ADDRESS [--inline]; prints ``ready``, runs until stdin closes. It reads work
-items as our worker does (one stream, read on its own thread with gRPC's ``SingleThreadedUnaryStream`` option)
-and hands each to a pool thread (as any SDK worker must, so that a long item does not stop the stream being
-read), where it is answered with hand-built protobuf: an orchestrator turn counts the completed tasks in its
-history and schedules the next ``step`` or completes with the last result; an activity returns its input plus
-one. So its CPU per orchestration is the transport's and the hand-over's share of any worker's: what
-bench/worker_e2e.py's ratio can at most reach. With ``--inline`` every item is answered on the reading thread
-instead, with no hand-over: what running orchestrator turns on the stream's thread could at most save.
+Usage: worker_chain_floor_proc.py ADDRESS [--all-handed-over | --inline]; prints ``ready``, runs until stdin
+closes. It reads work items as our worker does (one stream, read on its own thread with gRPC's
+``SingleThreadedUnaryStream`` option) and answers them with hand-built protobuf: an orchestrator turn counts the
+completed tasks in its history and schedules the next ``step`` or completes with the last result; an activity
+returns its input plus one. By default it places the work as our worker does: a turn is answered on the reading
+thread and its completion sent as a future that thread does not wait for, an activity is handed to a pool thread
+(as any SDK worker must, so that a long activity does not stop the stream being read) and completed there with a
+blocking call. So its CPU per orchestration is the transport's and the hand-overs' share of our worker's: what
+bench/worker_e2e.py's ratio can at most reach with that design. ``--all-handed-over`` hands every item to the
+pool (our worker's design until 2026-12-04, and Microsoft's); ``--inline`` answers every item on the reading
+thread with blocking calls: no hand-over at all, at the price of one round trip of waiting per item.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import grpc
 from google.protobuf import wrappers_pb2
 from worker_floor_proc import serve_until_stdin_closes
 
@@ -41,7 +46,13 @@ def _turn(events: Iterable[pb.HistoryEvent]) -> tuple[int, str]:
     return done, value
 
 
-def orchestrate(stub: pb_grpc.TaskHubSidecarServiceStub, request: pb.OrchestratorRequest, token: str) -> None:
+# Completions sent as futures: gRPC cancels a call whose future is collected, so each is kept until it is over.
+_PENDING: set[grpc.Future[Any]] = set()
+
+
+def orchestrate(
+    stub: pb_grpc.TaskHubSidecarServiceStub, request: pb.OrchestratorRequest, token: str, *, wait: bool
+) -> None:
     done, value = _turn([*request.pastEvents, *request.newEvents])
     text = wrappers_pb2.StringValue(value=value)
     if done < STEPS:
@@ -50,9 +61,13 @@ def orchestrate(stub: pb_grpc.TaskHubSidecarServiceStub, request: pb.Orchestrato
         action = pb.OrchestratorAction(
             id=done, completeOrchestration=pb.CompleteOrchestrationAction(orchestrationStatus=COMPLETED, result=text)
         )
-    stub.CompleteOrchestratorTask(
-        pb.OrchestratorResponse(instanceId=request.instanceId, completionToken=token, actions=[action])
-    )
+    response = pb.OrchestratorResponse(instanceId=request.instanceId, completionToken=token, actions=[action])
+    if wait:
+        stub.CompleteOrchestratorTask(response)
+        return
+    future = stub.CompleteOrchestratorTask.future(response)
+    _PENDING.add(future)
+    future.add_done_callback(_PENDING.discard)
 
 
 def activity(stub: pb_grpc.TaskHubSidecarServiceStub, request: pb.ActivityRequest, token: str) -> None:
@@ -65,15 +80,25 @@ def activity(stub: pb_grpc.TaskHubSidecarServiceStub, request: pb.ActivityReques
     )  # fmt: skip
 
 
-def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem) -> None:
+def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem, *, wait: bool = True) -> None:
     if item.HasField("orchestratorRequest"):
-        orchestrate(stub, item.orchestratorRequest, item.completionToken)
+        orchestrate(stub, item.orchestratorRequest, item.completionToken, wait=wait)
     elif item.HasField("activityRequest"):
         activity(stub, item.activityRequest, item.completionToken)
 
 
 def main() -> None:
-    serve_until_stdin_closes(sys.argv[1], answer, handoff="--inline" not in sys.argv, single_threaded=True)
+    if "--inline" in sys.argv:
+        serve_until_stdin_closes(sys.argv[1], answer, handoff=False, single_threaded=True)
+    elif "--all-handed-over" in sys.argv:
+        serve_until_stdin_closes(sys.argv[1], answer, handoff=True, single_threaded=True)
+    else:
+        serve_until_stdin_closes(
+            sys.argv[1],
+            lambda stub, item: answer(stub, item, wait=False),
+            handoff=lambda item: not item.HasField("orchestratorRequest"),
+            single_threaded=True,
+        )
 
 
 if __name__ == "__main__":

@@ -63,11 +63,14 @@ def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem) -> None:
 
 
 Answer = Callable[[pb_grpc.TaskHubSidecarServiceStub, pb.WorkItem], None]
+# Whether a work item is answered on a pool thread (True) or on the reading thread.
+HandOff = Callable[[pb.WorkItem], bool]
 
 
-def serve_until_stdin_closes(address: str, answer: Answer, *, handoff: bool, single_threaded: bool) -> None:
-    """Reads work items and answers each (on a pool thread with ``handoff``); prints ``ready``, ends at EOF."""
-    pool = ThreadPoolExecutor(max_workers=6) if handoff else None  # CPUs + 4, as a worker's pool
+def serve_until_stdin_closes(address: str, answer: Answer, *, handoff: bool | HandOff, single_threaded: bool) -> None:
+    """Reads work items and answers each (on a pool thread where ``handoff`` says so); prints ``ready``, ends at EOF."""
+    hand_off: HandOff = handoff if callable(handoff) else (lambda item: handoff)
+    pool = ThreadPoolExecutor(max_workers=6)  # CPUs + 4, as a worker's pool; threads start only when used
     options = [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)] if single_threaded else []
     channel = grpc.insecure_channel(address, options=options)
     stub = pb_grpc.TaskHubSidecarServiceStub(channel)
@@ -77,10 +80,10 @@ def serve_until_stdin_closes(address: str, answer: Answer, *, handoff: bool, sin
     def serve() -> None:
         try:
             for item in call:
-                if pool is None:
-                    answer(stub, item)
-                else:
+                if hand_off(item):
                     pool.submit(answer, stub, item)
+                else:
+                    answer(stub, item)
         except grpc.RpcError:
             pass  # cancelled at the end
 
