@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from functools import partial
-from typing import Any
 
 import grpc
 
@@ -70,121 +68,31 @@ class CompletionSender:
             try:
                 call()
                 return True
-            except Exception as error:
-                delay = self._retry_delay_after(what, error, attempt)
-                # A stopping worker gets no second chance: its channel is about to close.
-                if delay is None or self._stopping.wait(delay):
+            except grpc.RpcError as error:
+                if is_lease_lost(error):
+                    self._logger.warning("dropping %s: the work item is no longer leased (%s)", what, describe(error))
                     return False
+                code = status_code(error)
+                if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    self._logger.error(
+                        "the backend refused %s as over one of its limits (%s); not retrying it, the backend decides"
+                        " what becomes of the work item",
+                        what,
+                        describe(error),
+                    )
+                    return False
+                if code not in _RETRYABLE or attempt == self._attempts:
+                    self._logger.error("could not deliver %s: %s", what, describe(error))
+                    return False
+                self._logger.info("retrying %s after %s", what, describe(error))
+                # A stopping worker gets no second chance: its channel is about to close.
+                if self._stopping.wait(self._retry_delay * attempt):
+                    return False
+            except Exception as error:
+                if self._stopping.is_set():
+                    # Expected for work that outlived stop()'s grace period: the channel is closed.
+                    self._logger.warning("could not deliver %s after the worker stopped: %s", what, error)
+                else:
+                    self._logger.exception("could not deliver %s", what)
+                return False
         return False
-
-    def send_async(self, what: str, start: Callable[[], grpc.Future[Any]], finished: Callable[[], None]) -> None:
-        """Start one unary RPC (``start`` returns its future) without waiting for it, retrying as :meth:`send`.
-
-        ``finished`` is called exactly once, when the completion is delivered or given up: on the thread gRPC
-        completes the call on, on a retry's own thread, or on this one when the call cannot start.
-        """
-        with self._gate:
-            closed = self._closed
-            if not closed:
-                self._in_flight += 1
-        if closed:
-            self._logger.warning("could not deliver %s: the worker has stopped", what)
-            _call_safely(finished, self._logger)
-            return
-        _PendingSend(self, what, start, finished).attempt(1)
-
-    def _settle(self, finished: Callable[[], None]) -> None:
-        try:
-            _call_safely(finished, self._logger)
-        finally:
-            with self._gate:
-                self._in_flight -= 1
-                self._gate.notify_all()
-
-    def _retry_delay_after(self, what: str, error: BaseException, attempt: int) -> float | None:
-        """After attempt ``attempt`` failed with ``error``: seconds until the next one, or ``None`` to give up."""
-        if not isinstance(error, grpc.RpcError):
-            if self._stopping.is_set():
-                # Expected for work that outlived stop()'s grace period: the channel is closed.
-                self._logger.warning("could not deliver %s after the worker stopped: %s", what, error)
-            else:
-                self._logger.error("could not deliver %s", what, exc_info=error)
-            return None
-        if is_lease_lost(error):
-            self._logger.warning("dropping %s: the work item is no longer leased (%s)", what, describe(error))
-            return None
-        code = status_code(error)
-        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-            self._logger.error(
-                "the backend refused %s as over one of its limits (%s); not retrying it, the backend decides"
-                " what becomes of the work item",
-                what,
-                describe(error),
-            )
-            return None
-        if code not in _RETRYABLE or attempt == self._attempts:
-            self._logger.error("could not deliver %s: %s", what, describe(error))
-            return None
-        self._logger.info("retrying %s after %s", what, describe(error))
-        return self._retry_delay * attempt
-
-
-def _call_safely(fn: Callable[[], None], logger: logging.Logger) -> None:
-    try:
-        fn()
-    except Exception:
-        logger.exception("a completion's follow-up failed")
-
-
-class _PendingSend:
-    """One completion sent without waiting: each attempt's future calls back :meth:`_done` when it is over."""
-
-    __slots__ = ("_finished", "_future", "_sender", "_start", "_what")
-
-    def __init__(
-        self, sender: CompletionSender, what: str, start: Callable[[], grpc.Future[Any]], finished: Callable[[], None]
-    ) -> None:
-        self._sender = sender
-        self._what = what
-        self._start = start
-        self._finished = finished
-        # gRPC cancels a call whose future is collected, and nothing else holds it: this keeps it until it is
-        # over (gRPC holds this object through the callback meanwhile).
-        self._future: grpc.Future[Any] | None = None
-
-    def attempt(self, number: int) -> None:
-        try:
-            future = self._start()
-        except Exception as error:  # the call could not even start (a closed channel, an interceptor's failure)
-            self._failed(error, number)
-            return
-        self._future = future
-        future.add_done_callback(partial(self._done, number))
-
-    def _done(self, number: int, future: grpc.Future[Any]) -> None:
-        try:
-            future.result()
-        except Exception as error:  # an RpcError, or the cancellation of a call cut by a closing channel
-            self._failed(error, number)
-            return
-        finally:
-            self._future = None
-        self._sender._settle(self._finished)
-
-    def _failed(self, error: BaseException, number: int) -> None:
-        sender = self._sender
-        delay = sender._retry_delay_after(self._what, error, number)
-        if delay is None:
-            sender._settle(self._finished)
-            return
-        # Waiting happens on a thread of its own: never on gRPC's, which completes every other call too.
-        threading.Thread(
-            target=self._retry, args=(delay, number + 1), name="durabletask-completion-retry", daemon=True
-        ).start()
-
-    def _retry(self, delay: float, number: int) -> None:
-        # A stopping worker gets no second chance: its channel is about to close.
-        if self._sender._stopping.wait(delay):
-            self._sender._settle(self._finished)
-            return
-        self.attempt(number)

@@ -81,22 +81,6 @@ class Slots:
             self._cond.notify_all()
 
 
-class _Once:
-    """Calls ``fn`` on the first call only; later calls (from any thread) do nothing."""
-
-    __slots__ = ("_fn", "_lock")
-
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self._fn: Callable[[], None] | None = fn
-        self._lock = threading.Lock()
-
-    def __call__(self) -> None:
-        with self._lock:
-            fn, self._fn = self._fn, None
-        if fn is not None:
-            fn()
-
-
 class WorkItemPools:
     """Runs work items with per-kind limits; reading the stream waits for a free slot (backpressure).
 
@@ -153,21 +137,6 @@ class WorkItemPools:
         except BaseException:
             self._end(kind)
             raise
-
-    def run_here(self, kind: WorkKind, job: Callable[[Callable[[], None]], None]) -> None:
-        """Run ``job`` on the calling thread in a slot already taken with :meth:`acquire`.
-
-        ``job`` is given the function that ends the work item (frees its slot, and lets :meth:`wait_idle`
-        return): it calls it once its work is over, which may be later and on another thread (a completion
-        still being sent). If ``job`` raises, the item ends then; a later call of that function does nothing.
-        """
-        self._begin()
-        end = _Once(partial(self._end, kind))
-        try:
-            job(end)
-        except Exception:
-            self._logger.exception("a %s work item failed unexpectedly", kind.value)
-            end()
 
     def submit_async(self, kind: WorkKind, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run the coroutine made by ``job`` on the event loop in a slot taken with :meth:`acquire`."""

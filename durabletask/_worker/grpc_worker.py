@@ -432,8 +432,6 @@ class _Run:
                 emit_trace_spans=worker._emit_trace_spans,
                 payload_limit=limit,
             ),
-            # Turns read nothing from elsewhere only on the built-in executor with no payload store.
-            orchestrations_here=store is None and not own_executor,
         )
         request = worker._work_items_request()
         self.payloads = (

@@ -45,11 +45,6 @@ class WorkItemHandler:
 
     Entity batches for registered entities go to ``entities`` (by default an :class:`EntityRunner`
     over ``registry``); operations on entities with no code here fail.
-
-    With ``orchestrations_here``, an orchestration turn that needs no I/O (its history came with it) runs on
-    the calling thread, the stream's, and its completion goes out without that thread waiting for it: a turn
-    is replay of code that must not do I/O, so handing it to a pool thread cost more than the turn itself.
-    Only for the built-in executor with no payload store, whose turns read nothing from elsewhere.
     """
 
     def __init__(
@@ -62,9 +57,7 @@ class WorkItemHandler:
         registry: Registry,
         logger: logging.Logger,
         entities: EntityBatchRunner | None = None,
-        orchestrations_here: bool = False,
     ) -> None:
-        self._orchestrations_here = orchestrations_here
         self._registry = registry
         self._entities: EntityBatchRunner = entities if entities is not None else EntityRunner(registry, logger=logger)
         self._pools = pools
@@ -99,11 +92,6 @@ class WorkItemHandler:
         if not self._pools.acquire(WorkKind.ORCHESTRATION):
             self._abandon_orchestration(request.instanceId, token, stub, "the worker is stopping")
             return False
-        if self._orchestrations_here and not request.requiresHistoryStreaming:
-            self._pools.run_here(
-                WorkKind.ORCHESTRATION, lambda end: self._orchestration_here(request, token, stub, _then(done, end))
-            )
-            return True
 
         def job() -> None:
             outcome = self._orchestrations.run(request, token)
@@ -117,28 +105,6 @@ class WorkItemHandler:
 
         self._pools.submit(WorkKind.ORCHESTRATION, _then(job, done))
         return True
-
-    def _orchestration_here(
-        self, request: pb.OrchestratorRequest, token: str, stub: Stub, finished: Callable[[], None]
-    ) -> None:
-        """Run one turn on this thread; ``finished`` is called once its completion is delivered or given up."""
-        instance_id = request.instanceId
-        outcome = self._orchestrations.run(request, token)
-        if outcome.response is None:
-            self._logger.info("handing back the orchestration work item for '%s': %s", instance_id, outcome.reason)
-            abandon = pb.AbandonOrchestrationTaskRequest(completionToken=token)
-            self._sender.send_async(
-                f"the abandonment of '{instance_id}'",
-                lambda: stub.AbandonTaskOrchestratorWorkItem.future(abandon, timeout=self._sender.timeout),
-                finished,
-            )
-            return
-        response = outcome.response
-        self._sender.send_async(
-            f"the orchestration result for '{instance_id}'",
-            lambda: stub.CompleteOrchestratorTask.future(response, timeout=self._sender.timeout),
-            finished,
-        )
 
     def _abandon_orchestration(self, instance_id: str, token: str, stub: Stub, reason: str) -> None:
         self._logger.info("handing back the orchestration work item for '%s': %s", instance_id, reason)

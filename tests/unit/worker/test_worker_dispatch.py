@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -119,45 +118,6 @@ def test_a_failing_job_releases_its_slot(pools: WorkItemPools) -> None:
     pools.submit(WorkKind.ORCHESTRATION, boom)
     assert pools.wait_idle(WAIT)
     assert pools.slots(WorkKind.ORCHESTRATION).used == 0
-
-
-def test_a_job_run_here_holds_its_slot_until_it_ends_its_item_later_on_another_thread(pools: WorkItemPools) -> None:
-    ran_on: list[str] = []
-    ends: list[Callable[[], None]] = []
-
-    def job(end: Callable[[], None]) -> None:
-        ran_on.append(threading.current_thread().name)
-        ends.append(end)  # its completion is still being sent
-
-    assert pools.acquire(WorkKind.ORCHESTRATION)
-    pools.run_here(WorkKind.ORCHESTRATION, job)
-    assert ran_on == [threading.current_thread().name]
-    assert pools.in_flight == 1 and pools.slots(WorkKind.ORCHESTRATION).used == 1
-    assert not pools.wait_idle(0.05)  # a stopping worker waits for it
-    ender = threading.Thread(target=ends[0])
-    ender.start()
-    ender.join(WAIT)
-    assert pools.wait_idle(WAIT)
-    ends[0]()  # a second call changes nothing
-    assert pools.in_flight == 0 and pools.slots(WorkKind.ORCHESTRATION).used == 0
-
-
-def test_a_job_run_here_that_raises_ends_its_item_once(pools: WorkItemPools) -> None:
-    ends: list[Callable[[], None]] = []
-
-    def job(end: Callable[[], None]) -> None:
-        ends.append(end)
-        raise RuntimeError("turn failed")
-
-    with watch_log(LOG, "a orchestration work item failed unexpectedly", logging.ERROR) as failed:
-        assert pools.acquire(WorkKind.ORCHESTRATION)
-        pools.run_here(WorkKind.ORCHESTRATION, job)
-    assert failed.count == 1
-    assert pools.wait_idle(0) and pools.slots(WorkKind.ORCHESTRATION).used == 0
-    ends[0]()  # the send it had started finishing later does not release the slot twice
-    assert pools.slots(WorkKind.ORCHESTRATION).used == 0
-    assert pools.acquire(WorkKind.ORCHESTRATION)  # and the one slot is free for the next item
-    pools.slots(WorkKind.ORCHESTRATION).release()
 
 
 def test_async_jobs_share_one_loop_and_run_together(pools: WorkItemPools) -> None:
