@@ -1,16 +1,16 @@
 """The least a Python worker can do to run bench/workloads.py's 3-activity chain end to end: no SDK at all.
 
-Usage: worker_chain_floor_proc.py ADDRESS [--all-handed-over | --inline]; prints ``ready``, runs until stdin
-closes. It reads work items as our worker does (one stream, read on its own thread with gRPC's
-``SingleThreadedUnaryStream`` option) and answers them with hand-built protobuf: an orchestrator turn counts the
-completed tasks in its history and schedules the next ``step`` or completes with the last result; an activity
-returns its input plus one. By default it places the work as our worker does: a turn is answered on the reading
-thread and its completion sent as a future that thread does not wait for, an activity is handed to a pool thread
-(as any SDK worker must, so that a long activity does not stop the stream being read) and completed there with a
-blocking call. So its CPU per orchestration is the transport's and the hand-overs' share of our worker's: what
-bench/worker_e2e.py's ratio can at most reach with that design. ``--all-handed-over`` hands every item to the
-pool (our worker's design until 2026-12-04, and Microsoft's); ``--inline`` answers every item on the reading
-thread with blocking calls: no hand-over at all, at the price of one round trip of waiting per item.
+Usage: worker_chain_floor_proc.py ADDRESS [--turns-here | --inline]; prints ``ready``, runs until stdin closes.
+It reads work items as our worker does (one stream, read on its own thread with gRPC's ``SingleThreadedUnaryStream``
+option) and answers them with hand-built protobuf: an orchestrator turn counts the completed tasks in its history
+and schedules the next ``step`` or completes with the last result; an activity returns its input plus one. By
+default it places the work as our worker (and Microsoft's) does: every item is handed to a pool thread (so that a
+long item does not stop the stream being read) and completed there with a blocking call. So its CPU per
+orchestration is the transport's and the hand-over's share of any such worker's: what bench/worker_e2e.py's ratio
+can at most reach. ``--turns-here`` answers each turn on the reading thread and sends its completion as a future
+that thread does not wait for (activities still go to the pool): the design of running turns on the stream's
+thread. ``--inline`` answers every item on the reading thread with blocking calls: no hand-over at all, at the
+price of one round trip of waiting per item.
 """
 
 from __future__ import annotations
@@ -90,15 +90,15 @@ def answer(stub: pb_grpc.TaskHubSidecarServiceStub, item: pb.WorkItem, *, wait: 
 def main() -> None:
     if "--inline" in sys.argv:
         serve_until_stdin_closes(sys.argv[1], answer, handoff=False, single_threaded=True)
-    elif "--all-handed-over" in sys.argv:
-        serve_until_stdin_closes(sys.argv[1], answer, handoff=True, single_threaded=True)
-    else:
+    elif "--turns-here" in sys.argv:
         serve_until_stdin_closes(
             sys.argv[1],
             lambda stub, item: answer(stub, item, wait=False),
             handoff=lambda item: not item.HasField("orchestratorRequest"),
             single_threaded=True,
         )
+    else:
+        serve_until_stdin_closes(sys.argv[1], answer, handoff=True, single_threaded=True)
 
 
 if __name__ == "__main__":
