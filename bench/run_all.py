@@ -14,6 +14,7 @@ container, managed DTS, a separate emulator of ours), through their DurableTaskS
 see tests/support/endpoint.py).
 
 Section 7b (bench/worker_e2e.py) runs each SDK's worker end to end on our emulator, beside a worker with no SDK.
+Section 7c (bench/grpc_polling.py) measures what the SDK's gRPC client polling saves per unary call.
 Sections 7 (worker: bench/worker_cpu.py) and 8 (store: bench/store_scale.py) measure the worker alone on a feed of
 pre-built work items, and the emulator over a generated store (100,000 instances by default, --store-instances
 1000000 for the full size; the generation alone then takes about two minutes).
@@ -22,7 +23,7 @@ Section 9 (history export: bench/history_export.py) exports 10,000 finished inst
 `durabletask export`, our export job and Microsoft's, each on its own copy of the store.
 
 Usage: python3 dev.py bench [--quick] [--only transport,throughput,latency,fan_out,chain,replay,admin,worker,
-       worker_e2e,store,history_export]
+       worker_e2e,grpc_polling,store,history_export]
        [--backend URL] [--store-instances N]
    or: DTS_PEER_PYTHON=<python with durabletask 1.12> .venv/bin/python bench/run_all.py [--quick]
 """
@@ -467,6 +468,12 @@ def bench_worker_e2e(quick: bool, out: list[str]) -> None:
     _section(title, "worker_e2e.py", ["--count", "100", "--rounds", "1"] if quick else [], out)
 
 
+def bench_grpc_polling(quick: bool, out: list[str]) -> None:
+    title = ("## 7c. The SDK's gRPC client polling: client CPU per unary call against grpc's default "
+             "(bench/grpc_polling.py)")  # fmt: skip
+    _section(title, "grpc_polling.py", ["--rounds", "1", "--calls", "1000"] if quick else [], out)
+
+
 def bench_store(quick: bool, out: list[str], instances: int | None) -> None:
     count = instances or (20_000 if quick else 100_000)
     title = f"## 8. The emulator over a store of {count:,} finished orchestrations (bench/store_scale.py)"
@@ -485,7 +492,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument(
         "--only",
-        default="transport,throughput,latency,fan_out,chain,replay,admin,worker,worker_e2e,store,history_export",
+        default="transport,throughput,latency,fan_out,chain,replay,admin,worker,worker_e2e,grpc_polling,store,"
+        "history_export",
     )
     parser.add_argument("--store-instances", type=int, help="size of section 8's store (default 100,000)")
     parser.add_argument("--pairs", default=",".join(PAIRS), help="which SDK/backend pairs to run (default: all)")
@@ -505,7 +513,8 @@ def main() -> int:
         EXTERNAL.update(address=address, taskhub=args.taskhub)
         # Both SDKs on the one endpoint: the pairs that start a backend of their own do not apply.
         SELECTED.intersection_update({"ours", "theirs"})
-        only -= {"transport", "replay", "admin", "worker", "worker_e2e", "store", "history_export"}  # own servers
+        # These sections start servers of their own.
+        only -= {"transport", "replay", "admin", "worker", "worker_e2e", "grpc_polling", "store", "history_export"}
         where = f", against {address} (task hub {args.taskhub!r}): ours = our SDK, theirs = Microsoft's SDK"
     out = [
         f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
@@ -522,6 +531,7 @@ def main() -> int:
         ("admin", lambda: bench_admin(args.quick, out)),
         ("worker", lambda: bench_worker(args.quick, out)),
         ("worker_e2e", lambda: bench_worker_e2e(args.quick, out)),
+        ("grpc_polling", lambda: bench_grpc_polling(args.quick, out)),
         ("store", lambda: bench_store(args.quick, out, args.store_instances)),
         ("history_export", lambda: bench_history_export(args.quick, out)),
     ]

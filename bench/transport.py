@@ -18,6 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+# First, as in a program using the SDK: its gRPC client polling (durabletask/_grpc_polling.py) is the floor measured.
+import durabletask  # noqa: F401
+
+# isort: split
 import grpc
 from google.protobuf import empty_pb2
 
