@@ -19,6 +19,7 @@ restores the environment right after it, so that child processes never inherit i
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import sys
@@ -103,7 +104,7 @@ class _FirstGrpcImportFinder:
         if fullname != "grpc" or path is not None:
             return None
         disarm()
-        spec = _spec_from_others(fullname)
+        spec = importlib.util.find_spec(fullname)  # through the finders after this one, now that it has left
         if spec is None or spec.loader is None or not spec.submodule_search_locations:
             _state = Polling.NO_GRPC
             return spec
@@ -116,17 +117,6 @@ class _FirstGrpcImportFinder:
             return spec
         spec.loader = _SetWhileImporting(spec.loader)  # type: ignore[assignment]
         return spec
-
-
-def _spec_from_others(fullname: str) -> ModuleSpec | None:
-    for finder in sys.meta_path:
-        find = getattr(finder, "find_spec", None)
-        if find is None:
-            continue
-        spec: ModuleSpec | None = find(fullname, None, None)
-        if spec is not None:
-            return spec
-    return None
 
 
 _FINDER = _FirstGrpcImportFinder()
