@@ -343,6 +343,7 @@ EXTENSION_HOMES = (
     ROOT / "durabletask" / "_protocol_extensions.py",
     ROOT / "emulator" / "dtscale_emulator" / "protocol" / "extensions.py",
 )
+BUILD_OUTPUT = {"build", "dist"}
 EXTENSION_NAMES = ("EXTENDED_SESSIONS_CAPABILITY", "INCLUDE_PAST_EVENTS", "WORKER_VIEW_SERVICE", "WORKER_VIEW_METHOD")
 
 
@@ -350,7 +351,8 @@ def test_the_private_protocol_extensions_are_defined_once_per_distribution() -> 
     definitions = []
     for top in ("durabletask", "emulator", "tests"):
         for path in sorted((ROOT / top).rglob("*.py")):
-            if path in EXTENSION_HOMES:
+            # A wheel built from the checkout leaves copies in build/ (git-ignored): they are not sources.
+            if path in EXTENSION_HOMES or BUILD_OUTPUT.intersection(path.relative_to(ROOT).parts):
                 continue
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 targets = getattr(node, "targets", [getattr(node, "target", None)])
