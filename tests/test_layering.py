@@ -260,7 +260,7 @@ def test_the_emulator_imports_nothing_of_the_sdk() -> None:
 def test_the_sdk_uses_the_emulator_only_for_testing_and_the_dashboard() -> None:
     allowed = {
         "durabletask.testing": ("dtscale_emulator",),
-        "durabletask._cli.dashboard_command": ("dtscale_emulator.dashboard",),
+        "durabletask._cli.commands.dashboard": ("dtscale_emulator.dashboard",),
     }
     found = [
         str(e)

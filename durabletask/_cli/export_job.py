@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from durabletask import client as dt_client
-from durabletask._cli.commands import UsageError
+from durabletask._cli.arguments import UsageError
 from durabletask._cli.export_run import Selection
 from durabletask._cli.render import Renderer
 

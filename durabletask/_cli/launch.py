@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import IO
 
 import _dtscale_install_check as install_check
-from durabletask._cli.doctor_command import add_parser as add_doctor_parser
-from durabletask._cli.doctor_command import cmd_doctor
+from durabletask._cli.commands.doctor import add_parser as add_doctor_parser
+from durabletask._cli.commands.doctor import cmd_doctor
 from durabletask._cli.options import add_global_options, command_line_parser
 
 EXIT_BROKEN = 1

@@ -10,16 +10,17 @@ from typing import IO
 import grpc
 
 from durabletask import client as dt_client
-from durabletask._cli.commands import COMMANDS, Handler, UsageError
-from durabletask._cli.dashboard_command import cmd_dashboard
-from durabletask._cli.doctor_command import cmd_doctor
-from durabletask._cli.entity_commands import cmd_entity
-from durabletask._cli.export_command import cmd_export, cmd_history_from_export
+from durabletask._cli.arguments import UsageError
+from durabletask._cli.commands.dashboard import cmd_dashboard
+from durabletask._cli.commands.doctor import cmd_doctor
+from durabletask._cli.commands.entities import cmd_entity
+from durabletask._cli.commands.export import cmd_export, cmd_history_from_export
+from durabletask._cli.commands.instances import COMMANDS, Handler
+from durabletask._cli.commands.replay_check import cmd_replay_check
+from durabletask._cli.commands.schedules import COMMAND_NAMES as SCHEDULE_COMMANDS
+from durabletask._cli.commands.schedules import cmd_schedules
 from durabletask._cli.parser import build_parser
 from durabletask._cli.render import Renderer
-from durabletask._cli.replay_check_command import cmd_replay_check
-from durabletask._cli.schedule_commands import COMMAND_NAMES as SCHEDULE_COMMANDS
-from durabletask._cli.schedule_commands import cmd_schedules
 from durabletask._errors import DurableTaskError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from durabletask._cli.dashboard_command import add_parser as add_dashboard_parser
-from durabletask._cli.doctor_command import add_parser as add_doctor_parser
-from durabletask._cli.export_command import add_parser as add_export_parser
+from durabletask._cli.commands.dashboard import add_parser as add_dashboard_parser
+from durabletask._cli.commands.doctor import add_parser as add_doctor_parser
+from durabletask._cli.commands.export import add_parser as add_export_parser
+from durabletask._cli.commands.replay_check import add_parser as add_replay_check_parser
+from durabletask._cli.commands.schedules import add_schedule_commands
 from durabletask._cli.options import command_line_parser
 from durabletask._cli.payloads import add_store_options
-from durabletask._cli.replay_check_command import add_parser as add_replay_check_parser
-from durabletask._cli.schedule_commands import add_schedule_commands
 
 STATUS_NAMES = ("RUNNING", "COMPLETED", "FAILED", "TERMINATED", "CONTINUED_AS_NEW", "PENDING", "SUSPENDED")
 

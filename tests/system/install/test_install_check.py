@@ -15,7 +15,7 @@ import pytest
 
 import _dtscale_install_check as install_check
 import _dtscale_install_hook as install_hook
-from durabletask._cli import doctor_command
+from durabletask._cli.commands import doctor as doctor_command
 from durabletask._cli.install_state import inspect
 from tests.system.install.support import record_hash
 

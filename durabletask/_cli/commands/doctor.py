@@ -1,6 +1,6 @@
 """``durabletask doctor``: reports whether this environment's ``durabletask`` package is dtscale's, whole.
 
-It needs no endpoint and imports nothing of ``durabletask`` beyond this folder's install_state, so it runs even
+It needs no endpoint and imports nothing of ``durabletask`` beyond the command line's install_state, so it runs even
 where another distribution has overwritten the package's other modules.
 """
 
@@ -96,7 +96,10 @@ def _file_lines(state: InstallState) -> list[str]:
         for path, names in sorted(state.shared.items()):
             lines.append(f"  {_shown(state, path):<60} {', '.join(names)}: {state.content_of[path] or 'neither'}'s")
     changed = [
-        (d.name, f) for d in [state.sdk, *state.others] if d is not None for f in d.files
+        (d.name, f)
+        for d in [state.sdk, *state.others]
+        if d is not None
+        for f in d.files
         if f.state != "ok" and f.path not in state.shared
     ]
     if changed:

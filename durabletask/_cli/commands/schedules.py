@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from durabletask import client as dt_client
-from durabletask._cli.commands import UsageError, parse_json, parse_time
+from durabletask._cli.arguments import UsageError, parse_json, parse_time
 from durabletask._cli.render import Renderer
 from durabletask.scheduled import (
     ScheduleCreationOptions,

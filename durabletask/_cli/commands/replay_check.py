@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from durabletask import client as dt_client
-from durabletask._cli.commands import UsageError, parse_time
+from durabletask._cli.arguments import UsageError, parse_time
 from durabletask._cli.render import Renderer
 from durabletask._replay_check.checker import ReplayChecker
 from durabletask._replay_check.histories import OrchestrationHistory

@@ -22,7 +22,7 @@ from durabletask import client as dt_client
 from durabletask import history
 from durabletask._attach.fingerprint import split_tags
 from durabletask._cli import export_destination
-from durabletask._cli.commands import UsageError, parse_time
+from durabletask._cli.arguments import UsageError, parse_time
 from durabletask._cli.export_checkpoint import Checkpoint, CheckpointMismatchError, fingerprint
 from durabletask._cli.export_progress import reporter
 from durabletask._cli.export_run import Exporter, Selection, Summary, count_matching, library_export_one

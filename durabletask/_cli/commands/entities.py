@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from durabletask import client as dt_client
-from durabletask._cli.commands import parse_json
+from durabletask._cli.arguments import parse_json
 from durabletask._cli.render import Renderer
 from durabletask.entities import EntityInstanceId
 
