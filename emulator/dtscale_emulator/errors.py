@@ -77,3 +77,12 @@ class DatabaseInUseError(EmulatorError):
     """Another emulator process already serves this database file."""
 
     code_name = "FAILED_PRECONDITION"
+
+
+class StoreUnusableError(EmulatorError):
+    """The file given as the store cannot serve as one (missing folder, read-only, not a store, damaged, too new).
+
+    Raised before anything in the file is changed; the message names the file, the cause and what to do.
+    """
+
+    code_name = "FAILED_PRECONDITION"
