@@ -3,48 +3,29 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from dtscale_emulator.dispatch import refusals
+from dtscale_emulator.dispatch.completions import Completions
+from dtscale_emulator.dispatch.leases import LeaseBook
 from dtscale_emulator.dispatch.sessions import SessionTable, advertised
 from dtscale_emulator.dispatch.streams import Lease, StreamState, Work, stream_filters, work_item, work_key
 from dtscale_emulator.dispatch.waiters import InstanceWaiters
-from dtscale_emulator.dispatch.wake import CHANGE_LOG, FETCH_BATCH, MAX_ORPHANS, PROBE_ALL_SECONDS, weak_wake
+from dtscale_emulator.dispatch.wake import CHANGE_LOG, FETCH_BATCH, PROBE_ALL_SECONDS, weak_wake
 from dtscale_emulator.engine.changes import KINDS
-from dtscale_emulator.engine.entities import Entities, EntityWork
+from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.instances import Engine
-from dtscale_emulator.engine.work import (
-    BATCH,
-    DUE,
-    SEND,
-    SEND_CHOICES,
-    ActivityWork,
-    Interleaver,
-    OrchestrationWork,
-    SessionMark,
-)
-from dtscale_emulator.errors import (
-    EmulatorError,
-    FailedPreconditionError,
-    InvalidArgumentError,
-    ResourceExhaustedError,
-    StreamDroppedError,
-    stale_token,
-)
-from dtscale_emulator.limits import Limits, PayloadTooLargeError, RefusedContentError
+from dtscale_emulator.engine.work import BATCH, DUE, SEND, SEND_CHOICES, Interleaver
+from dtscale_emulator.errors import StreamDroppedError
+from dtscale_emulator.limits import Limits
 from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.ops.tracing import WorkTracer
 from dtscale_emulator.protocol import pb
 from dtscale_emulator.storage import InstanceRecord
-
-_UNTRACED = nullcontext()
 
 
 class WorkDispatcher:
@@ -79,33 +60,23 @@ class WorkDispatcher:
         self._due_changes = 0  # changes that may have brought a timer or lease expiry forward
         self._closed = False
         self._active = 0
-        self._leases: dict[str, Lease] = {}
+        self.leases = LeaseBook()
         #: Open streams by ID, read by the dashboard's worker view (changed on the loop thread only).
         self.streams: dict[int, StreamState] = {}
-        self._by_key: dict[tuple[str, str, str | int], str] = {}
-        # Leases of vanished streams, oldest first: their completions count until the work is leased again.
-        self._orphans: dict[str, Lease] = {}
         self.sessions = SessionTable()
-        self.history_requests = 0  # continuations answered with requiresHistory (observability)
         self.waiters = InstanceWaiters(engine.get, lambda: self._closed)
         # Idle streams wait on this (on the server's loop); every change to what they decide on sets it.
         self._signal = aio_loop.Signal()
-        # Completion tokens: unique per lease and never reused by another emulator process (a random
-        # prefix), without a fresh UUID for each of the up to FETCH_BATCH tokens a fetch prepares.
-        self._token_prefix = uuid.uuid4().hex[:16]
-        self._token_serial = itertools.count(1)
         # Told the hub of every lease that ends (time skipping looks for idleness then).
         self._lease_listeners: tuple[Callable[[str], None], ...] = ()
+        self.completions = Completions(
+            engine, entities, self.limits, self.leases, self.sessions, self._end_lease, tracer, interleaver
+        )
         engine.clock.subscribe(weak_wake(self))
 
     def on_lease_end(self, listener: Callable[[str], None]) -> None:
         """Calls ``listener(hub)`` after each completion or abandon has ended its lease (must not block)."""
         self._lease_listeners = (*self._lease_listeners, listener)
-
-    def _tokens(self, count: int) -> list[str]:
-        """``count`` fresh tokens, all from one serial number (most fetches lease one or none)."""
-        prefix = f"{self._token_prefix}{next(self._token_serial):012x}"
-        return [f"{prefix}{i:04x}" for i in range(count)]
 
     def wake(self, hub: str | None = None) -> None:
         """Something changed in ``hub`` (or anywhere, with ``None``): streams look for work again.
@@ -344,7 +315,7 @@ class WorkDispatcher:
                 # Specialist streams: what changed since they last found nothing is for other names.
                 state.empty_at[kind] = changes
                 continue
-            tokens = self._tokens(room)
+            tokens = self.leases.tokens(room)
             found, exhausted = self._fetch(kind, state, tokens)
             if exhausted or not found:
                 # Nothing more this stream may take was there as of ``changes``: asking again before that
@@ -362,42 +333,10 @@ class WorkDispatcher:
                 lease = Lease(token, kind, state.hub, state, work, leased_ns)
                 if tracer is not None:
                     tracer.dispatched(lease)
-                self._track(lease)
+                self.leases.track(lease)
                 state.ready.append(work_item(work, token, keeps_sessions=state.keeps_sessions))
             return state.ready.popleft()
         return None
-
-    def _track(self, lease: Lease) -> None:
-        with self._cond:
-            previous = self._by_key.get((lease.hub, lease.kind, lease.key))
-            if previous is not None:
-                # An expired lease was redelivered; the old holder's token is now stale.
-                self._forget(previous)
-            self._leases[lease.token] = lease
-            self._by_key[(lease.hub, lease.kind, lease.key)] = lease.token
-            lease.stream.in_flight[lease.kind] += 1
-
-    def _forget(self, token: str) -> Lease | None:
-        """Drops a lease (live or orphaned) from the books (caller holds the condition)."""
-        lease = self._leases.pop(token, None)
-        if lease is not None:
-            lease.stream.in_flight[lease.kind] -= 1
-        else:
-            lease = self._orphans.pop(token, None)
-        if lease is not None and self._by_key.get((lease.hub, lease.kind, lease.key)) == token:
-            del self._by_key[(lease.hub, lease.kind, lease.key)]
-        return lease
-
-    def _orphan(self, token: str) -> Lease | None:
-        """Moves a dropped stream's lease to the orphans (caller holds the condition)."""
-        lease = self._leases.pop(token, None)
-        if lease is None:
-            return None
-        lease.stream.in_flight[lease.kind] -= 1
-        self._orphans[token] = lease
-        if len(self._orphans) > MAX_ORPHANS:
-            self._forget(next(iter(self._orphans)))
-        return lease
 
     def _drop_stream(self, state: StreamState) -> None:
         """Offers a vanished stream's work again at once.
@@ -405,9 +344,7 @@ class WorkDispatcher:
         Its leases only expire: a worker that lost its stream in a network blip may still complete
         what it holds, and that completion counts as long as nothing else has taken the work.
         """
-        with self._cond:
-            held = [t for t, lease in self._leases.items() if lease.stream is state]
-            leases = [lease for t in held if (lease := self._orphan(t)) is not None]
+        leases = self.leases.orphan_all(state)
         freed = self.sessions.drop_stream(state.id)
         # Each release announces its own item; instances the stream's sessions kept from others are
         # orchestration work again in their hubs. A stream that held nothing sends nobody looking.
@@ -417,129 +354,36 @@ class WorkDispatcher:
             self._wake_streams(("orchestration",), hub)
 
     # Completions -----------------------------------------------------------------------------------
-    def _take(self, hub: str, token: str, kind: str) -> Lease:
-        with self._cond:
-            lease = self._leases.get(token) or self._orphans.get(token)
-            if lease is None or lease.kind != kind or lease.hub != hub:
-                raise stale_token(token)
-            return lease
-
-    def _completing(
-        self, lease: Lease, response: pb.OrchestratorResponse | pb.ActivityResponse
-    ) -> AbstractContextManager[None]:
-        return _UNTRACED if self.tracer is None else self.tracer.completing(lease, response)
-
     def complete_orchestration(self, hub: str, response: pb.OrchestratorResponse) -> None:
-        lease = self._take(hub, response.completionToken, "orchestration")
-        with self._completing(lease, response):
-            self._complete_orchestration(hub, lease, response)
-
-    def _complete_orchestration(self, hub: str, lease: Lease, response: pb.OrchestratorResponse) -> None:
-        work = lease.work
-        assert isinstance(work, OrchestrationWork)
-        if response.instanceId and response.instanceId != work.instance_id:
-            raise InvalidArgumentError(
-                f"instanceId '{response.instanceId}' does not match the work item's instance '{work.instance_id}'"
-            )
-        if response.requiresHistory:
-            # The worker no longer holds the orchestration: hand the work item out again, in full.
-            self.history_requests += 1
-            self.abandon(hub, lease.token, "orchestration")
-            return
-        refused: EmulatorError | None = None
-        try:
-            # A malformed response is refused here and keeps its lease; one the emulator cannot store (an
-            # oversized payload, an entity ID over the limit) fails the turn.
-            self.limits.orchestrator_response(response)
-        except RefusedContentError as error:
-            refused = error
-        try:
-            mark = self._apply_turn(hub, work, lease.token, response, refused)
-            self._accepted(lease)
-            if mark is not None and lease.stream.keeps_sessions:
-                self.sessions.keep(lease.stream.id, hub, work.instance_id, mark)
-        except EmulatorError as error:
-            if not isinstance(error, FailedPreconditionError | RefusedContentError | ResourceExhaustedError):
-                # The response was refused, so the work item goes back to the queue for another try.
-                self.engine.release(hub, lease.kind, lease.key, lease.token)
-            raise
-        finally:
-            self._end_lease(lease)
-
-    def _apply_turn(
-        self,
-        hub: str,
-        work: OrchestrationWork,
-        token: str,
-        response: pb.OrchestratorResponse,
-        refused: EmulatorError | None,
-    ) -> SessionMark | None:
-        """Applies a turn; one over a size limit fails the orchestration and then raises why.
-
-        Redelivered, the same turn would be refused the same way, forever.
-        """
-        if refused is None:
-            try:
-                return self.engine.complete_orchestration(hub, work, token, response)
-            except ResourceExhaustedError as error:
-                refused = error
-        failed = refusals.failed_turn(work.instance_id, response, refused)
-        self.engine.complete_orchestration(hub, work, token, failed, limited=False)
-        raise refused
+        self.completions.orchestration(hub, response)
 
     def complete_activity(self, hub: str, response: pb.ActivityResponse) -> None:
-        lease = self._take(hub, response.completionToken, "activity")
-        with self._completing(lease, response):
-            self._complete_activity(hub, lease, response)
-
-    def _complete_activity(self, hub: str, lease: Lease, response: pb.ActivityResponse) -> None:
-        work = lease.work
-        assert isinstance(work, ActivityWork)
-        try:
-            try:
-                self.limits.payload("result", response.result.value if response.HasField("result") else None)
-            except PayloadTooLargeError as error:
-                # Redelivered, the activity would return the same result: it fails instead.
-                failed = refusals.failed_activity(work.request, response, error)
-                self.engine.complete_activity(hub, work.activity_id, lease.token, failed)
-                raise
-            self.engine.complete_activity(hub, work.activity_id, lease.token, response)
-            self._accepted(lease)
-        finally:
-            self._end_lease(lease)
+        self.completions.activity(hub, response)
 
     def complete_entity(self, hub: str, result: pb.EntityBatchResult) -> None:
-        lease = self._take(hub, result.completionToken, "entity")
-        work = lease.work
-        assert isinstance(work, EntityWork)
-        try:
-            try:
-                self.limits.payload("entityState", result.entityState.value if result.HasField("entityState") else None)
-                self.limits.entity_batch_result(result)
-            except RefusedContentError as error:
-                # Redelivered, the batch would end in the same state: its operations fail instead.
-                self.entities.complete(hub, work, lease.token, refusals.failed_batch(work.request, result, error))
-                raise
-            self.entities.complete(hub, work, lease.token, result)
-            self._accepted(lease)
-        finally:
-            self._end_lease(lease)
+        self.completions.entity(hub, result)
 
-    def _accepted(self, lease: Lease) -> None:
-        if self.interleaver is not None:
-            self.interleaver.committed(lease.kind, lease.token)
+    def abandon(self, hub: str, token: str, kind: str) -> None:
+        self.completions.abandon(hub, token, kind)
+
+    @property
+    def history_requests(self) -> int:
+        """Continuations answered with requiresHistory (observability)."""
+        return self.completions.history_requests
+
+    @property
+    def _leases(self) -> dict[str, Lease]:
+        return self.leases.live
 
     def lease_key(self, token: str) -> str | None:
         """The interleaving key of the work a token leases (``None``: no such lease)."""
-        with self._cond:
-            lease = self._leases.get(token) or self._orphans.get(token)
+        lease = self.leases.find(token)
         return None if lease is None else work_key(lease.work)
 
     def expire(self, token: str) -> None:
         """Ends a lease in storage as its timeout would: the work is offered again at once, and the holder's
         completion still counts until another lease replaces it."""
-        with self._cond:
-            lease = self._leases.get(token) or self._orphans.get(token)
+        lease = self.leases.find(token)
         if lease is not None:
             self.engine.release(lease.hub, lease.kind, lease.key, token, keep_token=True)
 
@@ -549,37 +393,22 @@ class WorkDispatcher:
         Otherwise the freed slot changes nothing a stream decides on, and whatever the completion made
         runnable has already announced itself.
         """
-        with self._cond:
-            full = not lease.stream.has_room(lease.kind)
-            woke = self._forget(lease.token) is not None and full
-            if woke:
+        if self.leases.end(lease):
+            with self._cond:
                 self._changes += 1
-        if woke:
             self._signal.set()
         for listener in self._lease_listeners:
             listener(lease.hub)
 
-    def abandon(self, hub: str, token: str, kind: str) -> None:
-        lease = self._take(hub, token, kind)
-        # A stream that was full is woken for its freed slot even when the release finds that the lease had
-        # moved on in storage (the instance was replaced meanwhile) and so announces nothing.
-        self._end_lease(lease)
-        self.engine.release(hub, kind, lease.key, token)
-
     def forget_all(self) -> None:
         """Drops every lease and session mark (after the store was emptied: none of them names anything)."""
         self.sessions.drop_all()
-        with self._cond:
-            for token in [*self._leases, *self._orphans]:
-                self._forget(token)
+        self.leases.forget_all()
         self._wake_streams()
 
     def forget_hub(self, hub: str) -> None:
         self.sessions.drop_hub(hub)
-        with self._cond:
-            held = [*self._leases.items(), *self._orphans.items()]
-            for token in [t for t, lease in held if lease.hub == hub]:
-                self._forget(token)
+        self.leases.forget_hub(hub)
 
     # Waiters ---------------------------------------------------------------------------------------
     async def wait_for(
