@@ -1,4 +1,4 @@
-"""Request checks: payload sizes, instance and entity ID rules, reuse policies; INVALID_ARGUMENT naming the field."""
+"""Request checks: the configurable limits, orchestrator and entity results against them, reuse policies."""
 
 from __future__ import annotations
 
@@ -7,72 +7,53 @@ from dataclasses import dataclass
 from typing import Any
 
 from dtscale_emulator.errors import InvalidArgumentError
+from dtscale_emulator.limits_rules import (
+    MIB,
+    EntityIdTooLongError,
+    FieldLimits,
+    FieldTooLargeError,
+    PayloadTooLargeError,
+    RefusedContentError,
+    TimestampOutOfRangeError,
+    TooManyActionsError,
+)
 from dtscale_emulator.protocol import pb
 
-MIB = 1024 * 1024
+#: Actions one orchestrator turn may carry: Durable Functions' documented default for its own cap
+#: (``maxOrchestrationActions``, 100,000); DTS documents none.
+MAX_ACTIONS_PER_TURN = 100_000
 
-
-class RefusedContentError(InvalidArgumentError):
-    """A completion carries what the emulator cannot store: it fails its work instead of coming back.
-
-    Redelivered, the same work would produce the same refused completion again, forever.
-    """
-
-    #: ``errorType`` of the failure recorded in place of the refused completion.
-    failure_type = "InvalidArgument"
-
-
-class PayloadTooLargeError(RefusedContentError):
-    """A payload is over the size limit."""
-
-    failure_type = "PayloadTooLarge"
-
-
-class EntityIdTooLongError(RefusedContentError):
-    """An entity ID (``@name@key``) is over the instance ID length limit."""
-
-    failure_type = "EntityIdTooLong"
+__all__ = [
+    "MIB",
+    "EntityIdTooLongError",
+    "FieldTooLargeError",
+    "Limits",
+    "PayloadTooLargeError",
+    "RefusedContentError",
+    "TimestampOutOfRangeError",
+    "TooManyActionsError",
+    "reuse_policy",
+]
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Configurable limits; the defaults match the managed service's documented limits."""
+class Limits(FieldLimits):
+    """Configurable limits; the defaults match the managed service's documented limits where it has any."""
 
-    max_payload_bytes: int = MIB
-    max_instance_id_length: int = 100
     max_history_events: int | None = None
-
-    def instance_id(self, value: str, field: str = "instanceId") -> None:
-        """Rejects IDs that are too long, non-printable-ASCII or start with '@' (reserved for entities)."""
-        if len(value) > self.max_instance_id_length:
-            raise InvalidArgumentError(
-                f"{field} is {len(value)} characters; the limit is {self.max_instance_id_length}"
-            )
-        if not all(" " <= ch <= "~" for ch in value):
-            raise InvalidArgumentError(f"{field} must contain only printable ASCII characters")
-        if value.startswith("@"):
-            raise InvalidArgumentError(f"{field} must not start with '@' (reserved for entity IDs)")
-
-    def entity_id(self, value: str, field: str = "instanceId") -> None:
-        """Rejects entity IDs over the limit: DTS applies the instance ID limit to ``@name@key`` as a whole."""
-        if len(value) > self.max_instance_id_length:
-            raise EntityIdTooLongError(
-                f"{field} is {len(value)} characters; the limit is {self.max_instance_id_length} "
-                "(for an entity, '@name@key' as a whole)"
-            )
-
-    def payload(self, field: str, value: str | None) -> None:
-        if value is None:
-            return
-        size = len(value.encode("utf-8"))
-        if size > self.max_payload_bytes:
-            raise PayloadTooLargeError(
-                f"{field} is {size} bytes; the limit is {self.max_payload_bytes} bytes (larger payloads: give the "
-                "client and worker a payload_store=, which stores them externally and sends a token)"
-            )
+    max_actions_per_turn: int = MAX_ACTIONS_PER_TURN
 
     def orchestrator_response(self, response: pb.OrchestratorResponse) -> None:
-        """Checks every payload an orchestrator's actions carry before anything is applied."""
+        """Checks every field an orchestrator's actions carry before anything is applied.
+
+        Raises:
+            InvalidArgumentError: the response is malformed (it keeps its lease).
+            RefusedContentError: a field is over a limit (the turn fails the orchestration).
+        """
+        if len(response.actions) > self.max_actions_per_turn:
+            raise TooManyActionsError(
+                f"actions holds {len(response.actions)} actions; the limit is {self.max_actions_per_turn} per turn"
+            )
         if response.HasField("customStatus"):
             self.payload("customStatus", response.customStatus.value)
         for action in response.actions:
@@ -95,25 +76,28 @@ class Limits:
                     continue
                 body, path = getattr(body, inner), f"{path}.{inner}"
                 self._entity_targets(path, body)
-            self._fields(path, body)
+            elif kind == "createSubOrchestration" and body.instanceId:
+                self.instance_id(body.instanceId, f"{path}.instanceId")
+            self.message(body, path)
 
     def entity_batch_result(self, result: pb.EntityBatchResult) -> None:
-        """Checks the entity IDs an entity's operations signal before anything is applied."""
+        """Checks the entity IDs and fields an entity's results and actions carry before anything is applied."""
         for action in result.actions:
             if action.HasField("sendSignal"):
                 self.entity_id(action.sendSignal.instanceId, f"actions[{action.id}].sendSignal.instanceId")
+            elif action.HasField("startNewOrchestration") and action.startNewOrchestration.instanceId:
+                start = action.startNewOrchestration
+                self.instance_id(start.instanceId, f"actions[{action.id}].startNewOrchestration.instanceId")
+        self.message(result)
+
+    def activity_response(self, response: pb.ActivityResponse) -> None:
+        """Checks an activity's failure details (its result is a payload the dispatcher checks itself)."""
+        if response.HasField("failureDetails"):
+            self.failure("failureDetails", response.failureDetails)
 
     def _entity_targets(self, path: str, message: Any) -> None:
         if "targetInstanceId" in message.DESCRIPTOR.fields_by_name:
             self.entity_id(message.targetInstanceId.value, f"{path}.targetInstanceId")
-        if "lockSet" in message.DESCRIPTOR.fields_by_name:
-            for index, entity in enumerate(message.lockSet):
-                self.entity_id(entity, f"{path}.lockSet[{index}]")
-
-    def _fields(self, path: str, body: Any) -> None:
-        for name in ("input", "result", "data"):
-            if name in body.DESCRIPTOR.fields_by_name and body.HasField(name):
-                self.payload(f"{path}.{name}", getattr(body, name).value)
 
 
 #: Statuses of an instance that has not finished: replacing one terminates it before the new one starts.

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from dtscale_emulator.engine import entity_ops, events
+from dtscale_emulator.engine import entity_ops, events, work_size
 from dtscale_emulator.engine.changes import ChangeFeed, ChangeSubscriber
 from dtscale_emulator.errors import stale_token
 from dtscale_emulator.ops.clock import Clock
@@ -107,6 +107,9 @@ class Entities:
                 # While locked, the entity only runs operations called by the orchestration holding the lock.
                 owner = entity.lock_owner if entity.locked_by is not None else None
                 batch = tx.entity_operations(hub, entity.instance_id, at, _MAX_BATCH, owner)
+                # No larger than an entity worker receives, with the state it is sent beside the operations.
+                state_bytes = len((entity.state or "").encode("utf-8"))
+                batch = work_size.taken_within(batch, work_size.WORK_ITEM_BYTES - work_size.ITEM_OVERHEAD - state_bytes)
                 if not batch:
                     continue
                 tx.lock_entity(hub, entity.instance_id, token, events.to_micros(expires))

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from itertools import chain
 
-from dtscale_emulator.engine import delivery, entity_ops, events, outbox
+from dtscale_emulator.engine import delivery, entity_ops, events, outbox, work_size
 from dtscale_emulator.engine.actions.base import ContinueAsNew, Transition
 from dtscale_emulator.engine.changes import ChangeFeed, ChangeSubscriber
 from dtscale_emulator.engine.delivery import StartOptions
@@ -90,6 +90,8 @@ class Engine:
         self.changes: ChangeSubscriber = changes if changes is not None else ChangeFeed()
         self.new_id = new_id
         self.history_streaming_threshold = DEFAULT_HISTORY_STREAMING_THRESHOLD
+        #: The most a work item may be, serialized: what a worker receives by default.
+        self.max_work_item_bytes = work_size.WORK_ITEM_BYTES
         # Observability for tests and benchmarks: work items sent without their history, because it
         # was large (the worker streams it) or because the worker holds the orchestration live.
         self.streamed_histories = 0
@@ -295,8 +297,12 @@ class Engine:
         """
         now = self.clock.now()
         found: list[OrchestrationWork] = []
+        failed: list[str] = []
         with self.backend.transaction() as tx:
-            complete = self._lease_ready(tx, hub, accept, tokens, expires, now, affinity, streaming, found)
+            complete = self._lease_ready(tx, hub, accept, tokens, expires, now, affinity, streaming, found, failed)
+        for instance_id in failed:
+            # Failed here instead of leased: its parent and entity locks may have work now, its waiters an answer.
+            self._changed(hub, instance_id)
         if affinity is not None:
             # Only now that the leases are stored are the session marks they used spent: had the
             # transaction failed, the stream would still hold the instances it saw.
@@ -315,8 +321,10 @@ class Engine:
         affinity: Affinity | None,
         streaming: bool,
         found: list[OrchestrationWork],
+        failed: list[str],
     ) -> bool:
-        """Leases into ``found``; returns whether nothing else runnable was left for this stream."""
+        """Leases into ``found`` (and fails into ``failed`` those whose work item would be too large to send);
+        returns whether nothing else runnable was left for this stream."""
         at = events.to_micros(now)
         # A small page first: in the usual case its first rows are taken. A bigger one only when the
         # small page was full of instances other streams' sessions hold.
@@ -329,7 +337,7 @@ class Engine:
                     continue
                 mark = affinity.mark(hub, instance_id) if affinity is not None else None
                 token = tokens[len(found)]
-                work = self._lease_instance(tx, hub, instance_id, token, expires, now, mark, streaming)
+                work = self._lease_instance(tx, hub, instance_id, token, expires, now, mark, streaming, failed)
                 if work is not None:
                     found.append(work)
             if found or complete:
@@ -346,37 +354,52 @@ class Engine:
         now: datetime,
         mark: SessionMark | None,
         streaming: bool,
+        failed: list[str],
     ) -> OrchestrationWork | None:
         record = tx.get_instance(hub, instance_id)
         messages = tx.visible_messages(hub, instance_id, events.to_micros(now))
         if record is None or delivery.is_terminal(record):
             tx.delete_messages([m.id for m in messages])
             return None
-        message_ids, new_events = delivery.inbox(messages)
+        length = tx.history_length(hub, instance_id)
+        continued = mark is not None and mark.execution_id == record.execution_id and mark.history_length == length
+        raw = _stored_history(tx, hub, instance_id) if length and not continued else []
+        past_bytes = sum(map(len, raw))
+        streamed = streaming and past_bytes > self.history_streaming_threshold
+        inline = 0 if streamed else past_bytes
+        # The new events fill what the past events leave of a work item; the rest wait for the next one.
+        taken = work_size.taken_within(messages, self.max_work_item_bytes - work_size.ITEM_OVERHEAD - inline)
+        message_ids, new_events = delivery.inbox(taken)
         if not (new_events and new_events[0].HasField("orchestratorStarted")):
             new_events.insert(0, events.orchestrator_started(now))
-        length = tx.history_length(hub, instance_id)
         if not length and not (len(new_events) > 1 and new_events[1].HasField("executionStarted")):
+            return None
+        kept = set(message_ids)
+        new_bytes = sum(len(m.event) for m in taken if m.id in kept)
+        if inline + new_bytes + work_size.ITEM_OVERHEAD > self.max_work_item_bytes:
+            problem = f"its new events are {new_bytes} bytes" + (
+                f" and its history {past_bytes} bytes, which this worker does not stream (requiresHistoryStreaming)"
+                if inline
+                else ""
+            )
+            work_size.fail_unsendable(tx, record, (message_ids, new_events), length, problem, now, self.new_id)
+            failed.append(instance_id)
             return None
         request = pb.OrchestratorRequest(
             instanceId=instance_id, executionId=events.sv(record.execution_id), newEvents=new_events
         )
         if record.trace_context is not None:
             request.orchestrationTraceContext.ParseFromString(record.trace_context)
-        has_past = False
-        if mark is not None and mark.execution_id == record.execution_id and mark.history_length == length:
+        if continued:
             request.properties[INCLUDE_PAST_EVENTS].CopyFrom(Value(bool_value=False))
             self.continued_sessions += 1
+        elif streamed:
+            request.requiresHistoryStreaming = True
+            self.streamed_histories += 1
         elif length:
-            raw = _stored_history(tx, hub, instance_id)
-            if streaming and sum(map(len, raw)) > self.history_streaming_threshold:
-                request.requiresHistoryStreaming = True
-                self.streamed_histories += 1
-            else:
-                request.pastEvents.extend(_parse(raw))
-                has_past = True
+            request.pastEvents.extend(_parse(raw))
         tx.lock_instance(hub, instance_id, token, events.to_micros(expires))
-        return OrchestrationWork(instance_id, message_ids, request, length, has_past or not length)
+        return OrchestrationWork(instance_id, message_ids, request, length, not (continued or streamed) or not length)
 
     def lease_activities(
         self, hub: str, accept: NameFilter, tokens: Sequence[str], expires: datetime
@@ -452,7 +475,7 @@ class Engine:
                 history = [e.SerializeToString() for e in transition.history]
                 tx.append_history(hub, record.instance_id, history, work.history_length)
             if transition.terminal:
-                self._finish(tx, record, transition.output, transition.failure)
+                outbox.finish(tx, record, transition.output, transition.failure)
             tx.put_instance(record)
             outbox.apply(tx, hub, record, transition.outbox, now)
             released = transition.terminal and entity_ops.release_owner(tx, hub, record.instance_id, now)
@@ -475,17 +498,6 @@ class Engine:
             # replaced by a new one): their waiters re-read them.
             self.changes.instance_changed(hub, None)
         return SessionMark(record.execution_id, length) if keep else None
-
-    @staticmethod
-    def _finish(
-        tx: Transaction, record: InstanceRecord, output: str | None, failure: pb.TaskFailureDetails | None
-    ) -> None:
-        record.output = output
-        record.failure = None if failure is None else failure.SerializeToString()
-        record.completed_at = record.updated_at
-        # Nothing can consume these any more, and activities not yet handed out need not run.
-        tx.delete_instance_messages(record.hub, record.instance_id)
-        tx.delete_instance_activities(record.hub, record.instance_id, only_idle=True)
 
     def _continue_as_new(self, tx: Transaction, record: InstanceRecord, can: ContinueAsNew, now: datetime) -> None:
         tx.clear_history(record.hub, record.instance_id)

@@ -101,6 +101,16 @@ def finish_terminated(
         deliver(tx, hub, notice, now)
 
 
+def finish(tx: Transaction, record: InstanceRecord, output: str | None, failure: pb.TaskFailureDetails | None) -> None:
+    """Records how a turn ended an instance and drops the work nothing can consume any more."""
+    record.output = output
+    record.failure = None if failure is None else failure.SerializeToString()
+    record.completed_at = record.updated_at
+    tx.delete_instance_messages(record.hub, record.instance_id)
+    # Activities not yet handed out need not run.
+    tx.delete_instance_activities(record.hub, record.instance_id, only_idle=True)
+
+
 def rewind(
     tx: Transaction, record: InstanceRecord, reason: str | None, now: datetime, parent_execution: str | None
 ) -> None:

@@ -1,4 +1,8 @@
-"""Query, list and purge requests: paging and filters translated to storage queries."""
+"""Query, list and purge requests: paging and filters translated to storage queries.
+
+Pages are bounded by count and by bytes (:mod:`dtscale_emulator.engine.pages`): a page ends early when its
+next item would take the answer over what a client receives by default.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from dtscale_emulator.engine import events
-from dtscale_emulator.engine.entities import Entities
+from dtscale_emulator.engine.entities import Entities, EntityView
 from dtscale_emulator.engine.instances import Engine
+from dtscale_emulator.engine.pages import PAGE_BYTES, PAYLOAD_READ, Page
 from dtscale_emulator.engine.wire_states import entity_metadata, orchestration_state
 from dtscale_emulator.protocol import pb
-from dtscale_emulator.storage import EntityQueryArgs, InstanceQueryArgs
+from dtscale_emulator.storage import EntityQueryArgs, InstanceQueryArgs, InstanceRecord
 
 T = TypeVar("T")
 DEFAULT_PAGE = 100
@@ -71,7 +76,10 @@ def _micros(message: object, name: str) -> int | None:
     return events.to_micros(events.to_datetime(getattr(message, name)))
 
 
-def query_instances(engine: Engine, hub: str, query: pb.InstanceQuery) -> pb.QueryInstancesResponse:
+def query_instances(
+    engine: Engine, hub: str, query: pb.InstanceQuery, max_bytes: int | None = PAGE_BYTES
+) -> pb.QueryInstancesResponse:
+    """One page of instances: at most the page size, and at most ``max_bytes`` serialized (``None``: no bound)."""
     limit = page_size(query.maxInstanceCount)
     args = InstanceQueryArgs(
         statuses=list(query.runtimeStatus),
@@ -79,33 +87,42 @@ def query_instances(engine: Engine, hub: str, query: pb.InstanceQuery) -> pb.Que
         created_to=_micros(query, "createdTimeTo"),
         id_prefix=query.instanceIdPrefix.value if query.HasField("instanceIdPrefix") else None,
         after_id=query.continuationToken.value if query.HasField("continuationToken") else None,
-        limit=limit + 1,
     )
-    # One row more than the page says whether another page follows: the last page carries no token, so a
-    # client never makes a round trip that can only come back empty.
-    records = engine.query(hub, args)
-    response = pb.QueryInstancesResponse(
-        orchestrationState=[orchestration_state(r, query.fetchInputsAndOutputs) for r in records[:limit]]
+    payloads = query.fetchInputsAndOutputs
+
+    def read(after: str | None, count: int) -> list[InstanceRecord]:
+        return engine.query(hub, dataclasses.replace(args, after_id=after, limit=count))
+
+    page = Page[InstanceRecord, pb.OrchestrationState](
+        read, lambda r: orchestration_state(r, payloads), lambda r: r.instance_id, max_bytes
     )
-    if len(records) > limit:
-        response.continuationToken.value = records[limit - 1].instance_id
+    states, token = page.fill(args.after_id, limit, PAYLOAD_READ if payloads else limit + 1)
+    response = pb.QueryInstancesResponse(orchestrationState=states)
+    if token is not None:
+        response.continuationToken.value = token
     return response
 
 
-def list_instance_ids(engine: Engine, hub: str, request: pb.ListInstanceIdsRequest) -> pb.ListInstanceIdsResponse:
+def list_instance_ids(
+    engine: Engine, hub: str, request: pb.ListInstanceIdsRequest, max_bytes: int | None = PAGE_BYTES
+) -> pb.ListInstanceIdsResponse:
     limit = page_size(request.pageSize)
     args = InstanceQueryArgs(
         statuses=list(request.runtimeStatus),
         completed_from=_micros(request, "completedTimeFrom"),
         completed_to=_micros(request, "completedTimeTo"),
         after_id=request.lastInstanceKey.value if request.HasField("lastInstanceKey") else None,
-        limit=limit + 1,
         terminal_only=True,
     )
-    records = engine.query(hub, args)
-    response = pb.ListInstanceIdsResponse(instanceIds=[r.instance_id for r in records[:limit]])
-    if len(records) > limit:
-        response.lastInstanceKey.value = records[limit - 1].instance_id
+
+    def read(after: str | None, count: int) -> list[str]:
+        return engine.instance_ids(hub, dataclasses.replace(args, after_id=after, limit=count))
+
+    page = Page[str, str](read, lambda iid: iid, lambda iid: iid, max_bytes)
+    ids, token = page.fill(args.after_id, limit, limit + 1)
+    response = pb.ListInstanceIdsResponse(instanceIds=ids)
+    if token is not None:
+        response.lastInstanceKey.value = token
     return response
 
 
@@ -198,7 +215,9 @@ def _purge_page(
     return [(iid,) for iid in ids]
 
 
-def query_entities(entities: Entities, hub: str, query: pb.EntityQuery) -> pb.QueryEntitiesResponse:
+def query_entities(
+    entities: Entities, hub: str, query: pb.EntityQuery, max_bytes: int | None = PAGE_BYTES
+) -> pb.QueryEntitiesResponse:
     limit = page_size(query.pageSize.value if query.HasField("pageSize") else 0)
     args = EntityQueryArgs(
         id_prefix=query.instanceIdStartsWith.value if query.HasField("instanceIdStartsWith") else None,
@@ -206,12 +225,19 @@ def query_entities(entities: Entities, hub: str, query: pb.EntityQuery) -> pb.Qu
         modified_to=_micros(query, "lastModifiedTo"),
         include_transient=query.includeTransient,
         after_id=query.continuationToken.value if query.HasField("continuationToken") else None,
-        limit=limit + 1,
     )
-    found = entities.query(hub, args)
-    response = pb.QueryEntitiesResponse(entities=[entity_metadata(v, query.includeState) for v in found[:limit]])
-    if len(found) > limit:
-        response.continuationToken.value = found[limit - 1].record.instance_id
+    with_state = query.includeState
+
+    def read(after: str | None, count: int) -> list[EntityView]:
+        return entities.query(hub, dataclasses.replace(args, after_id=after, limit=count))
+
+    page = Page[EntityView, pb.EntityMetadata](
+        read, lambda v: entity_metadata(v, with_state), lambda v: v.record.instance_id, max_bytes
+    )
+    found, token = page.fill(args.after_id, limit, PAYLOAD_READ if with_state else limit + 1)
+    response = pb.QueryEntitiesResponse(entities=found)
+    if token is not None:
+        response.continuationToken.value = token
     return response
 
 

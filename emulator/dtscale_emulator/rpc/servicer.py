@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import logging
@@ -23,7 +25,7 @@ from dtscale_emulator.errors import (
     EmulatorError,
     InvalidArgumentError,
 )
-from dtscale_emulator.limits import Limits, reuse_policy
+from dtscale_emulator.limits import Limits, RefusedContentError, reuse_policy
 from dtscale_emulator.ops.faults import FaultInjector
 from dtscale_emulator.protocol import BoolValue, Empty, pb, pb_grpc
 from dtscale_emulator.rpc.hubs import TaskHubs
@@ -44,14 +46,29 @@ def _status_code(error: Exception) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+#: Requests whose fields are checked against the limits elsewhere: a completion over a limit fails its work
+#: instead of being refused (the dispatcher), and a work-item stream's filters are no data to store.
+_CHECKED_ELSEWHERE = frozenset(
+    {"CompleteOrchestratorTask", "CompleteActivityTask", "CompleteEntityTask", "GetWorkItems"}
+)
+#: A turn with more actions than this, or more bytes, is applied on a thread of its own: applied on the event
+#: loop, it kept every other call (a Hello, another worker's completion) waiting until it had committed.
+LARGE_TURN_ACTIONS = 256
+LARGE_TURN_BYTES = 256 * 1024
+_TURNS = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="emulator-turns")
+
+
 def _mapped(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
-    """The one place emulator errors become gRPC status codes."""
+    """The one place emulator errors become gRPC status codes; every request's fields meet the limits here."""
+    checked = method.__name__ not in _CHECKED_ELSEWHERE
 
     @functools.wraps(method)
     async def wrapper(self: Servicer, request: Any, context: Context) -> R:
         try:
             if isinstance(request, Undecodable):
                 raise InvalidArgumentError(f"the request is not a valid {request.type_name} message: {request.problem}")
+            if checked:
+                self.limits.message(request)
             return await method(self, request, context)
         except grpc.aio.AbortError:
             raise  # already a status (a refused or cut call)
@@ -69,6 +86,25 @@ def _mapped(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
         raise AssertionError("abort returned")  # pragma: no cover - abort always raises
 
     return wrapper
+
+
+def _failure_refused(response: pb.ActivityResponse, error: RefusedContentError) -> pb.ActivityResponse:
+    """An activity's failure in place of one over a limit: what the limit is, and how the original began."""
+    original = response.failureDetails
+    details = pb.TaskFailureDetails(
+        errorType=error.failure_type,
+        errorMessage=(
+            f"the activity failed ({original.errorType[:200]}: {original.errorMessage[:1000]}), and its failure "
+            f"details were refused by the emulator: {error}"
+        ),
+        isNonRetriable=original.isNonRetriable,
+    )
+    return pb.ActivityResponse(
+        instanceId=response.instanceId,
+        taskId=response.taskId,
+        completionToken=response.completionToken,
+        failureDetails=details,
+    )
 
 
 def _opt(message: Any, name: str) -> str | None:
@@ -265,11 +301,19 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     async def CompleteActivityTask(self, request: pb.ActivityResponse, context: Context) -> pb.CompleteTaskResponse:
         await self.faults.before_completion(request, context, "activity")
         hub = self._hub(context)
+        refused: RefusedContentError | None = None
+        try:
+            self.limits.activity_response(request)
+        except RefusedContentError as error:
+            # The activity failed already; it fails with a failure the emulator can store, naming the limit.
+            refused, request = error, _failure_refused(request, error)
         if self.interleaver is None:
             self.dispatcher.complete_activity(hub, request)
         else:
             apply = functools.partial(self.dispatcher.complete_activity, hub, request)
             await self._interleaved_completion(self.interleaver, request.completionToken, apply)
+        if refused is not None:
+            raise refused
         return pb.CompleteTaskResponse()
 
     @_mapped
@@ -278,7 +322,13 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     ) -> pb.CompleteTaskResponse:
         await self.faults.before_completion(request, context, "orchestration")
         hub = self._hub(context)
-        if self.interleaver is None:
+        if self.interleaver is None and (
+            len(request.actions) > LARGE_TURN_ACTIONS or request.ByteSize() > LARGE_TURN_BYTES
+        ):
+            await asyncio.get_running_loop().run_in_executor(
+                _TURNS, self.dispatcher.complete_orchestration, hub, request
+            )
+        elif self.interleaver is None:
             self.dispatcher.complete_orchestration(hub, request)
         else:
             apply = functools.partial(self.dispatcher.complete_orchestration, hub, request)
