@@ -1,11 +1,12 @@
 """What the SDK's gRPC client polling saves per call: client CPU per unary call, grpc's default against the SDK's.
 
-``import durabletask`` turns grpc's ``event_engine_client`` experiment off for grpc's first import
-(durabletask/_grpc_polling.py). This starts bench/bare_server.py (answers at once, does no work) and, round after
-round, a client process of each kind: ``default`` imports grpc before durabletask (grpc's own polling), ``sdk``
-imports durabletask first, as any program of the SDK's does. Each client makes empty unary ``Hello`` calls in four
-ways (one after another; from 6 threads, as a worker's completion threads; 8 futures in flight; 8 ``grpc.aio``
-calls in flight) and reports its own CPU per call over the measured loop. Prints medians and ratios, never asserts.
+``durabletask.grpc_options.enable_thread_polling()`` imports grpc with its ``event_engine_client`` experiment off
+(durabletask/_grpc_polling.py); it is opt-in. This starts bench/bare_server.py (answers at once, does no work) and,
+round after round, a client process of each kind: ``default`` imports durabletask and grpc without opting in
+(grpc's own polling), ``sdk`` calls ``enable_thread_polling()`` first, as a program that opts in does. Each client
+makes empty unary ``Hello`` calls in four ways (one after another; from 6 threads, as a worker's completion threads;
+8 futures in flight; 8 ``grpc.aio`` calls in flight) and reports its own CPU per call over the measured loop. Prints
+medians and ratios, never asserts.
 
 Usage: .venv/bin/python bench/grpc_polling.py [--calls 3000] [--rounds 3]
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import resource
 import statistics
@@ -86,12 +86,14 @@ async def _aio_calls(address: str, calls: int) -> None:
 
 def _client(address: str, calls: int, polling: str) -> dict[str, Any]:
     """Runs in the client process: the calls of each way, with this process's CPU per call."""
-    # ``default``: grpc first, so it keeps its own polling; ``sdk``: durabletask first, as SDK programs import.
-    for name in ("grpc", "durabletask") if polling == "default" else ("durabletask", "grpc"):
-        importlib.import_module(name)
+    # ``default``: no opt-in, so grpc keeps its own polling; ``sdk``: opted in before grpc's first import.
+    from durabletask import _grpc_polling
+    from durabletask.grpc_options import enable_thread_polling
+
+    if polling == "sdk":
+        enable_thread_polling()
     import grpc
 
-    from durabletask import _grpc_polling
     from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 
     channel = grpc.insecure_channel(address)

@@ -18,16 +18,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-# First, as in a program using the SDK: its gRPC client polling (durabletask/_grpc_polling.py) is the floor measured.
-import durabletask  # noqa: F401
+from durabletask.grpc_options import enable_thread_polling
+
+# First, before grpc is imported: the floor measured is the SDK's, with its opt-in client polling on.
+enable_thread_polling()
 
 # isort: split
-import grpc
-from google.protobuf import empty_pb2
+import grpc  # noqa: E402
+from google.protobuf import empty_pb2  # noqa: E402
 
-from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
-from durabletask._worker.options import ConcurrencyOptions
+from durabletask._proto import orchestrator_service_pb2 as pb  # noqa: E402
+from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc  # noqa: E402
+from durabletask._worker.options import ConcurrencyOptions  # noqa: E402
 
 # Our worker sends each completion as one blocking unary call from the thread that ran the work item, so
 # completions go out from at most this many threads at once (its default pool size).

@@ -1,17 +1,14 @@
 """Python SDK for the Durable Task Scheduler: durable orchestrations, activities and entities over gRPC.
 
 The option and filter classes are importable from the package itself, as from Microsoft's; they (and the
-submodules below) load on first use, so ``import durabletask`` stays cheap for client-only programs.
+submodules below) load on first use, so ``import durabletask`` stays cheap for client-only programs. Importing
+it changes nothing of the process (environment, grpc's settings, logging, OpenTelemetry, import machinery); the
+one process-wide setting the SDK offers, ``durabletask.grpc_options.enable_thread_polling()``, is opt-in.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-
-from durabletask import _grpc_polling
-
-# Before anything imports grpc: its client connections are then read by the threads waiting on the calls.
-_grpc_polling.arm()
 
 if TYPE_CHECKING:
     from durabletask.exception_properties import ExceptionPropertiesProvider

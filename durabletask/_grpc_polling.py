@@ -1,33 +1,35 @@
-"""Who reads this process's gRPC client connections: the threads that wait on the calls, unless told otherwise.
+"""The opt-in thread polling of gRPC clients: the threads that wait on calls read their connections themselves.
 
 grpcio 1.85 reads and writes every client connection on its event engine's own threads and hands each
 message over to the thread that waits for it. With its ``event_engine_client`` experiment off, the waiting
 thread reads the socket itself, which saves that hand-over on every call a worker makes (bench/RESULTS.md,
 2026-12-04).
 
-gRPC reads ``GRPC_EXPERIMENTS`` once, while ``grpc`` is first imported. So :func:`arm` (run by
-``import durabletask``) puts a finder on ``sys.meta_path`` that sets the variable for that one import and
-restores the environment right after it, so that child processes never inherit it. Nothing is changed when:
+gRPC reads ``GRPC_EXPERIMENTS`` once, while ``grpc`` is first imported, and the setting then holds for every
+gRPC client of the process, not only the SDK's. So nothing here runs at import: :func:`enable` (public as
+``durabletask.grpc_options.enable_thread_polling``) is called by the program's owner, and imports ``grpc`` at
+once with the setting in the environment, restoring the environment right after so that child processes never
+inherit it. It changes nothing when:
 
-- ``GRPC_EXPERIMENTS`` is already set, even to an empty value (the process's owner chose);
-- ``grpc`` was imported before ``durabletask`` (it has read its settings already);
+- ``GRPC_EXPERIMENTS`` is already set, even to an empty value (the environment chose);
+- ``grpc`` was imported before the call (it has read its settings already: too late, and a warning says so);
 - the installed grpcio is not a version this setting was verified on (:data:`VERIFIED_SERIES`), since a
   grpcio that no longer knows the experiment logs an error for it.
 
-:func:`state` says which of these happened.
+:func:`state` says which of these happened; ``durabletask doctor`` reports what a call would do
+(:func:`in_a_new_program`).
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import re
 import sys
-from collections.abc import Sequence
+import threading
+import warnings
 from enum import Enum
-from importlib.machinery import ModuleSpec
-from types import ModuleType
-from typing import Any
 
 VARIABLE = "GRPC_EXPERIMENTS"
 SETTING = "-event_engine_client"
@@ -36,23 +38,23 @@ VERIFIED_SERIES = ("1.85.",)
 _VERSION = re.compile(r"""__version__\s*=\s*["']+([^"']+)["']+""")
 
 
-class Polling(Enum):
-    """What :func:`arm` did about how gRPC clients poll in this process."""
+class ThreadPolling(Enum):
+    """How gRPC clients poll in this process, as far as :func:`enable` is concerned."""
 
-    NOT_ARMED = "not armed: durabletask has not been imported through its package"
-    PENDING = "waiting for the first import of grpc"
+    NOT_REQUESTED = "grpc's default: durabletask.grpc_options.enable_thread_polling() was not called"
     APPLIED = "applied: client connections are read by the threads waiting on their calls"
     CHOSEN_BY_ENVIRONMENT = "left alone: GRPC_EXPERIMENTS was set by the environment"
-    GRPC_ALREADY_IMPORTED = "left alone: grpc was imported before durabletask"
+    GRPC_ALREADY_IMPORTED = "not applied: grpc was imported before enable_thread_polling() was called"
     UNVERIFIED_GRPC = "left alone: the installed grpcio is not a version this was verified on"
     NO_GRPC = "left alone: grpc is not installed"
 
 
-_state = Polling.NOT_ARMED
+_state = ThreadPolling.NOT_REQUESTED
+_lock = threading.Lock()
 
 
-def state() -> Polling:
-    """What happened to the polling setting in this process so far."""
+def state() -> ThreadPolling:
+    """What :func:`enable` did in this process (``NOT_REQUESTED`` until it is called)."""
     return _state
 
 
@@ -71,73 +73,55 @@ def grpcio_version(package_dir: str) -> str | None:
     return found.group(1) if found else None
 
 
-class _SetWhileImporting:
-    """The ``grpc`` package's own loader, run with the setting in the environment and then put back in place."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        result: ModuleType | None = self._inner.create_module(spec)
-        return result
-
-    def exec_module(self, module: ModuleType) -> None:
-        global _state
-        os.environ[VARIABLE] = SETTING
-        try:
-            self._inner.exec_module(module)
-            _state = Polling.APPLIED
-        finally:
-            if os.environ.get(VARIABLE) == SETTING:
-                del os.environ[VARIABLE]
-            # Nothing after this import sees the wrapper: resources and reloads use grpc's own loader.
-            module.__loader__ = self._inner
-            if module.__spec__ is not None:
-                module.__spec__.loader = self._inner
+def installed_grpcio() -> str | None:
+    """The version of the grpcio ``import grpc`` would load, found without importing it (None: not installed)."""
+    spec = importlib.util.find_spec("grpc") if "grpc" not in sys.modules else sys.modules["grpc"].__spec__
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return grpcio_version(spec.submodule_search_locations[0])
 
 
-class _FirstGrpcImportFinder:
-    """Wraps the loader of the first ``import grpc``, then leaves ``sys.meta_path``."""
+def in_a_new_program() -> ThreadPolling:
+    """What :func:`enable` would do as the first thing of a program started with this environment.
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None, target: object = None) -> ModuleSpec | None:
-        global _state
-        if fullname != "grpc" or path is not None:
-            return None
-        disarm()
-        spec = importlib.util.find_spec(fullname)  # through the finders after this one, now that it has left
-        if spec is None or spec.loader is None or not spec.submodule_search_locations:
-            _state = Polling.NO_GRPC
-            return spec
-        if VARIABLE in os.environ:
-            _state = Polling.CHOSEN_BY_ENVIRONMENT
-            return spec
-        version = grpcio_version(spec.submodule_search_locations[0])
-        if version is None or not verified(version):
-            _state = Polling.UNVERIFIED_GRPC
-            return spec
-        spec.loader = _SetWhileImporting(spec.loader)  # type: ignore[assignment]
-        return spec
-
-
-_FINDER = _FirstGrpcImportFinder()
-
-
-def arm() -> None:
-    """Set the polling up for this process's first ``import grpc``; once per process, from ``import durabletask``."""
-    global _state
-    if _state is not Polling.NOT_ARMED:
-        return
-    if "grpc" in sys.modules:
-        _state = Polling.GRPC_ALREADY_IMPORTED
-        return
+    For ``durabletask doctor``, whose own process has imported grpc by the time it reports.
+    """
     if VARIABLE in os.environ:
-        _state = Polling.CHOSEN_BY_ENVIRONMENT
-        return
-    _state = Polling.PENDING
-    sys.meta_path.insert(0, _FINDER)
+        return ThreadPolling.CHOSEN_BY_ENVIRONMENT
+    if importlib.util.find_spec("grpc") is None:
+        return ThreadPolling.NO_GRPC
+    version = installed_grpcio()
+    return ThreadPolling.APPLIED if version is not None and verified(version) else ThreadPolling.UNVERIFIED_GRPC
 
 
-def disarm() -> None:
-    """Take the finder off ``sys.meta_path``."""
-    while _FINDER in sys.meta_path:
-        sys.meta_path.remove(_FINDER)
+def enable() -> ThreadPolling:
+    """Import grpc now with its client connections read by the threads waiting on the calls; see the module doc."""
+    global _state
+    with _lock:
+        if _state is ThreadPolling.NOT_REQUESTED:
+            _state = _apply()
+        found = _state
+    if found is ThreadPolling.GRPC_ALREADY_IMPORTED:
+        warnings.warn(
+            "durabletask.grpc_options.enable_thread_polling() was called after grpc was imported, so it changes "
+            "nothing: gRPC reads its settings at its first import. Call it at the start of the program, before "
+            "anything imports grpc (durabletask.client, durabletask.worker and most gRPC libraries do).",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return found
+
+
+def _apply() -> ThreadPolling:
+    if VARIABLE not in os.environ and "grpc" in sys.modules:
+        return ThreadPolling.GRPC_ALREADY_IMPORTED
+    outcome = in_a_new_program()
+    if outcome is not ThreadPolling.APPLIED:
+        return outcome
+    os.environ[VARIABLE] = SETTING
+    try:
+        importlib.import_module("grpc")
+    finally:
+        if os.environ.get(VARIABLE) == SETTING:
+            del os.environ[VARIABLE]
+    return ThreadPolling.APPLIED

@@ -10,6 +10,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from durabletask import _grpc_polling
+from durabletask._grpc_polling import ThreadPolling
+
+# Microsoft's names only: `from durabletask.grpc_options import *` binds what it binds with Microsoft's module.
+# enable_thread_polling and ThreadPolling are additions, imported by name.
 __all__ = [
     "GrpcChannelOptions",
     "GrpcClientResiliencyOptions",
@@ -162,3 +167,22 @@ class GrpcClientResiliencyOptions:
     def __post_init__(self) -> None:
         _require(self.channel_recreate_failure_threshold >= 0, "channel_recreate_failure_threshold must be >= 0")
         _require(self.min_recreate_interval_seconds >= 0, "min_recreate_interval_seconds must be >= 0")
+
+
+def enable_thread_polling() -> ThreadPolling:
+    """Opt in to thread polling for this process's gRPC clients; call it before anything imports ``grpc``.
+
+    By default grpcio reads every client connection on threads of its own and hands each message over to the
+    thread waiting for it. This imports ``grpc`` now with its ``event_engine_client`` experiment off, so the
+    waiting thread reads the connection itself: less CPU per call (README, "gRPC client polling"). The setting
+    holds for every gRPC client of the process, not only the SDK's, which is why it is never made implicitly.
+    The environment is restored right after the import, so child processes inherit nothing. An addition to
+    the compatible API.
+
+    Returns:
+        What happened: ``APPLIED``; ``CHOSEN_BY_ENVIRONMENT`` when ``GRPC_EXPERIMENTS`` is set (even empty);
+        ``UNVERIFIED_GRPC`` on a grpcio it was not verified on (1.85.x so far); ``NO_GRPC``; or
+        ``GRPC_ALREADY_IMPORTED``, with a ``RuntimeWarning``, when it was called too late to change anything.
+        Later calls return the first call's result.
+    """
+    return _grpc_polling.enable()

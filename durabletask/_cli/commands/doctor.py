@@ -1,13 +1,15 @@
 """``durabletask doctor``: reports whether this environment's ``durabletask`` package is dtscale's, whole.
 
-It needs no endpoint and imports nothing of ``durabletask`` beyond the command line's install_state, so it runs even
-where another distribution has overwritten the package's other modules.
+It needs no endpoint and imports nothing of ``durabletask`` beyond the command line's install_state and the
+standalone ``_grpc_polling`` (when it is there), so it runs even where another distribution has overwritten the
+package's other modules. It also tells what ``durabletask.grpc_options.enable_thread_polling()`` would do here.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,6 +47,38 @@ def _distribution(dist: DistributionFiles, state: InstallState) -> dict[str, Any
     }
 
 
+def grpc_polling() -> dict[str, Any]:
+    """What enable_thread_polling() would do in a program of this environment, found without importing grpc."""
+    try:
+        from durabletask import _grpc_polling as polling
+    except ImportError as error:  # the module was overwritten or removed by another distribution
+        return {"state": None, "grpcio": None, "verified_series": [], "environment": None, "note": str(error)}
+    outcome = polling.in_a_new_program()
+    notes: dict[polling.ThreadPolling, str] = {
+        polling.ThreadPolling.APPLIED: "a call would turn it on: this grpcio is a version it was verified on",
+        polling.ThreadPolling.CHOSEN_BY_ENVIRONMENT: "a call would change nothing: GRPC_EXPERIMENTS is set here",
+        polling.ThreadPolling.UNVERIFIED_GRPC: "a call would change nothing: this grpcio was not verified with it",
+        polling.ThreadPolling.NO_GRPC: "a call would change nothing: grpc is not installed",
+    }
+    return {
+        "state": outcome.name,
+        "grpcio": polling.installed_grpcio(),
+        "verified_series": [f"{series}x" for series in polling.VERIFIED_SERIES],
+        "environment": os.environ.get(polling.VARIABLE),
+        "note": notes[outcome],
+    }
+
+
+def _polling_line(found: dict[str, Any]) -> str:
+    grpcio = f"grpcio {found['grpcio']}" if found["grpcio"] else "grpcio unknown"
+    verified = ", ".join(found["verified_series"]) or "none"
+    environment = "" if found["environment"] is None else f"; GRPC_EXPERIMENTS={found['environment']!r}"
+    return (
+        "gRPC client thread polling: opt-in (durabletask.grpc_options.enable_thread_polling(), before grpc's first"
+        f" import); {found['note']} ({grpcio}, verified on {verified}{environment})"
+    )
+
+
 def as_json(state: InstallState) -> dict[str, Any]:
     """The report as JSON-ready data; every list in full."""
     emulator = state.emulator
@@ -71,6 +105,7 @@ def as_json(state: InstallState) -> dict[str, Any]:
             "importable": emulator.importable,
             "error": emulator.error,
         },
+        "grpc_client_polling": grpc_polling(),
         "problems": state.problems,
         "repair": state.repair,
     }
@@ -121,7 +156,7 @@ def render(state: InstallState) -> str:
     installed = emulator.installed or "not installed"
     importable = "importable" if emulator.importable else f"not importable ({emulator.error})"
     required = f", {install_check.DISTRIBUTION} requires {emulator.required}" if emulator.required else ""
-    lines += ["", f"dtscale-emulator: {installed}{required}; {importable}", ""]
+    lines += ["", f"dtscale-emulator: {installed}{required}; {importable}", _polling_line(grpc_polling()), ""]
     if state.consistent:
         lines.append("Verdict: consistent: no other distribution has written into the durabletask package.")
     else:
