@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from dtscale_emulator.errors import DatabaseInUseError
+from dtscale_emulator.errors import EmulatorError
 from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.ops.faults import FaultProfile
 from dtscale_emulator.ops.stop_signal import StopSignal
-from dtscale_emulator.ops.tracing.otlp import ENDPOINT_ENV, EXTRA, OtlpUnavailableError
+from dtscale_emulator.ops.tracing.otlp import ENDPOINT_ENV, EXTRA
 from dtscale_emulator.rpc.auth import TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_ENV, TOKEN_FILE_ENV, read_token_file
 from dtscale_emulator.server import EmulatorServer
 
@@ -70,10 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--durability",
-        choices=("normal", "full"),
-        default="normal",
-        help="normal: a commit survives a process kill, a power loss may lose the last commits; "
-        "full: every commit is synced to disk (survives power loss, slower)",
+        choices=("full", "normal"),
+        default="full",
+        help="full (default): every change is synced to disk before the call is answered, so acknowledged work "
+        "survives an OS crash or power loss; normal: faster, survives a crash of the emulator's process, but an OS "
+        "crash or power loss may lose the changes since the last checkpoint",
+    )
+    parser.add_argument(
+        "--skip-integrity-check",
+        action="store_true",
+        help="do not check every page of an existing --db with SQLite's quick_check at start (it reads the whole "
+        "file; a damaged store is then found only when a call reads the damaged page)",
     )
     parser.add_argument(
         "--dashboard-port",
@@ -82,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="port of the web dashboard, on the same host; 0 picks one (default 8082; needs the 'dashboard' extra)",
     )
     parser.add_argument("--no-dashboard", action="store_true", help="do not serve the web dashboard")
+    parser.add_argument(
+        "--dashboard-insecure-http",
+        action="store_true",
+        help="with --tls-cert, serve the dashboard over plain HTTP anyway (by default it serves HTTPS with the same "
+        "certificate and key)",
+    )
     parser.add_argument(
         "--otlp-endpoint",
         default=os.environ.get(ENDPOINT_ENV) or None,
@@ -120,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key must be given together")
+    if args.dashboard_insecure_http and args.tls_cert is None:
+        parser.error("--dashboard-insecure-http applies only with --tls-cert (without it the dashboard is plain HTTP)")
     for flag in ("tls_cert", "tls_key"):
         path = getattr(args, flag)
         if path is not None and not os.access(path, os.R_OK):
@@ -132,8 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     hubs = tuple(h.strip() for h in args.task_hubs.split(",") if h.strip())
     try:
         server = _server(args, hubs, token)
-    except (DatabaseInUseError, OtlpUnavailableError) as error:
+    except EmulatorError as error:  # the store is in use or unusable, or the OTLP extra is missing
         print(f"durabletask-emulator: {error}", file=sys.stderr, flush=True)
+        return 1
+    except sqlite3.Error as error:  # the first writes to a store whose check was skipped
+        print(f"durabletask-emulator: cannot use {args.db} as the store: {error}", file=sys.stderr, flush=True)
         return 1
     # Handlers go in before the address is printed, so a supervisor that reacts to it can stop us cleanly.
     with StopSignal() as stop:
@@ -155,7 +174,7 @@ def _start_dashboard(args: argparse.Namespace, server: EmulatorServer, hubs: tup
     The dashboard reaches the emulator as it reaches any endpoint, through the public protocol (and the worker
     view); the server itself never imports it.
     """
-    from dtscale_emulator.dashboard import missing_server_message, start
+    from dtscale_emulator.dashboard import missing_server_message, server_tls, start
     from dtscale_emulator.dashboard.connect import endpoint_clients
 
     problem = missing_server_message()
@@ -170,7 +189,9 @@ def _start_dashboard(args: argparse.Namespace, server: EmulatorServer, hubs: tup
         target = f"grpcs://{target}"
     clients = endpoint_clients(target, token, root_certificates=certificate)
     try:
-        dashboard = aio_loop.run(start(clients, hubs, host=server.host, port=args.dashboard_port, token=token))
+        tls = None if args.dashboard_insecure_http else server_tls(args.tls_cert, args.tls_key)
+        serving = start(clients, hubs, host=server.host, port=args.dashboard_port, token=token, tls=tls)
+        dashboard = aio_loop.run(serving)
     except OSError as error:
         print(f"durabletask-emulator: no dashboard: {error}", file=sys.stderr, flush=True)
         return None
@@ -202,6 +223,7 @@ def _server(args: argparse.Namespace, hubs: tuple[str, ...], token: str | None) 
         keepalive_interval=args.keepalive_interval,
         keepalive_timeout=args.keepalive_timeout,
         time_skipping=args.time_skipping,
+        integrity_check=not args.skip_integrity_check,
     )
 
 

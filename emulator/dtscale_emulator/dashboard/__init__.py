@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ from dtscale_emulator.dashboard.hubs import ClientFactory, Hubs
 if TYPE_CHECKING:
     from aiohttp import web
 
-__all__ = ["Dashboard", "missing_server_message", "start"]
+__all__ = ["Dashboard", "missing_server_message", "server_tls", "start"]
 log = logging.getLogger("dtscale_emulator.dashboard")
 
 
@@ -48,14 +49,48 @@ class Dashboard:
     host: str
     port: int
     runner: web.AppRunner
+    tls: bool = False
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/"
 
     async def close(self) -> None:
         await self.runner.cleanup()
+
+
+def server_tls(cert: str | None, key: str | None) -> ssl.SSLContext | None:
+    """The TLS settings of a dashboard served with the PEM certificate (chain) ``cert`` and its key ``key``.
+
+    Raises:
+        ValueError: only one of the two is given.
+        OSError: a file cannot be read or does not hold what it should (``ssl.SSLError`` is an ``OSError``).
+    """
+    if (cert is None) != (key is None):
+        raise ValueError("the dashboard's TLS needs both a certificate and its key")
+    if cert is None or key is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+def _warn_if_exposed(host: str, token: str | None, tls: bool) -> None:
+    if _is_loopback(host):
+        return
+    if not token:
+        log.warning(
+            "the dashboard on %s is reachable from other machines and needs no token: anyone who can reach it can "
+            "terminate and purge instances; give --auth-token, or bind 127.0.0.1",
+            host,
+        )
+    elif not tls:
+        log.warning(
+            "the dashboard on %s takes its access token over plain HTTP, which anyone on the network path can "
+            "read; serve it with a TLS certificate (--tls-cert and --tls-key), or bind 127.0.0.1",
+            host,
+        )
 
 
 async def start(
@@ -66,10 +101,12 @@ async def start(
     port: int = 8082,
     token: str | None = None,
     live_interval: float = 1.0,
+    tls: ssl.SSLContext | None = None,
 ) -> Dashboard:
     """Serves the dashboard for ``hubs`` on the running loop; ``port=0`` picks a free port.
 
     ``clients`` makes the endpoint client of a hub from its name (see :mod:`dtscale_emulator.dashboard.connect`).
+    ``tls`` (see :func:`server_tls`) serves it over HTTPS; its token cookie is then ``Secure``.
 
     Raises:
         ImportError: aiohttp is not installed.
@@ -88,19 +125,12 @@ async def start(
     # Open live-update streams never end by themselves: on shutdown they are cut after a short grace.
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
     try:
-        await site.start()
+        await web.TCPSite(runner, host, port, ssl_context=tls).start()
     except BaseException:
         await runner.cleanup()
         raise
-    if not token and not _is_loopback(host):
-        log.warning(
-            "the dashboard on %s is reachable from other machines and needs no token: anyone who can reach it can "
-            "terminate and purge instances; give --auth-token, or bind 127.0.0.1",
-            host,
-        )
-    server = site._server
-    sockets = getattr(server, "sockets", None) or []
-    bound = sockets[0].getsockname()[1] if sockets else port
-    return Dashboard(host, bound, runner)
+    _warn_if_exposed(host, token, tls is not None)
+    # Each bound socket's address; with port 0 every one has the port the system chose for the first.
+    bound = runner.addresses[0][1] if runner.addresses else port
+    return Dashboard(host, bound, runner, tls=tls is not None)

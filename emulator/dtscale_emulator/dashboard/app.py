@@ -19,6 +19,7 @@ from aiohttp import web
 from dtscale_emulator.dashboard import actions, diagnose, listing, schedules, views
 from dtscale_emulator.dashboard.hubs import Hub, Hubs, UnknownHubError, describe
 from dtscale_emulator.dashboard.models import entity_id, entity_row, history_entry, instance_row, parse_entity_id
+from dtscale_emulator.dashboard.protection import add_security_headers, same_origin_json
 
 STATIC = resources.files("dtscale_emulator.dashboard") / "static"
 TOKEN_COOKIE = "dtdash_token"
@@ -54,7 +55,7 @@ async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         return web.Response(status=401, text=_LOGIN, content_type="text/html")
     response = await handler(request)
     if "token" in request.query:  # remember it for the page's API calls, never readable by scripts
-        response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
+        response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict", secure=request.secure)
     return response
 
 
@@ -101,9 +102,7 @@ async def _hub(request: web.Request, *, acting: bool = False) -> Hub:
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
-    # Actions take JSON only: a cross-site form cannot send it without a preflight the server never grants.
-    if request.content_type != "application/json":
-        raise ValueError("actions take a JSON body (Content-Type: application/json)")
+    # Its content type and origin were checked by the same_origin_json middleware, as every action's are.
     try:
         body = await request.json()
     except json.JSONDecodeError:
@@ -312,7 +311,8 @@ def build_app(
 
     ``loopback_only``: served on a loopback address, so requests must name a loopback host.
     """
-    app = web.Application(middlewares=[_loopback_names, _auth, _errors])
+    app = web.Application(middlewares=[_loopback_names, same_origin_json, _auth, _errors])
+    app.on_response_prepare.append(add_security_headers)
     app[HUBS_KEY] = hubs
     app[LIVE_INTERVAL_KEY] = live_interval
     app[LOOPBACK_ONLY_KEY] = loopback_only

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from concurrent import futures
@@ -73,9 +74,10 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
 
 
 def post(url: str, body: dict[str, Any]) -> tuple[int, Any]:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
+    """A POST as the dashboard's page makes it: a JSON body, from the dashboard's own origin."""
+    parts = urllib.parse.urlsplit(url)
+    headers = {"Content-Type": "application/json", "Origin": f"{parts.scheme}://{parts.netloc}"}
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request) as response:
             return response.status, json.loads(response.read())

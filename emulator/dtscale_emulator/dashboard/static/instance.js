@@ -108,7 +108,7 @@ function timeline(d) {
       el("div", { class: "gantt-label", role: "rowheader" }, el("span", { class: `kind kind-${b.kind}` }, b.kind), label),
       el("div", { class: "gantt-track", role: "cell" },
         el("div", { class: `gantt-bar outcome-${b.outcome}`, title, "aria-label": title,
-          style: `left:${(100 * start) / span}%;width:${Math.max(0.5, (100 * (end - start)) / span)}%` })),
+          style: { left: `${(100 * start) / span}%`, width: `${Math.max(0.5, (100 * (end - start)) / span)}%` } })),
       el("div", { class: "gantt-time", role: "cell" }, `${b.outcome} · ${seconds(end - start)}`));
   });
   section.append(el("div", { class: "gantt", role: "table", "aria-label": "Timeline" }, rows),

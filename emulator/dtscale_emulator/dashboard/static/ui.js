@@ -7,6 +7,8 @@ export function el(tag, attrs = {}, ...children) {
   for (const [key, value] of Object.entries(attrs)) {
     if (value === null || value === undefined || value === false) continue;
     if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    // Through the CSSOM: the Content-Security-Policy (style-src 'self') refuses style attributes in markup.
+    else if (key === "style") Object.assign(node.style, value);
     else node.setAttribute(key, value === true ? "" : value);
   }
   for (const child of children.flat()) {

@@ -1,0 +1,89 @@
+"""What the dashboard asks of every request that changes state, and the headers every response carries.
+
+Only the dashboard's own page may change anything: a request other than GET or HEAD must name the dashboard's own
+origin in ``Origin`` (browsers always send it on such requests and scripts cannot forge it) and carry a JSON body.
+A cross-site HTML form can send neither, and a page on another port of the same host is another origin, even
+though it is the same *site* and its requests carry the SameSite cookie. The check is a middleware, so a route
+added later is covered without doing anything.
+
+Every response forbids framing (clickjacking), sniffing and referrers (an address may hold ``?token=``), and
+limits the page to its own scripts, styles and API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+from aiohttp import web
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+#: The methods that only read: the dashboard has no route that changes state on them.
+SAFE_METHODS: Final = frozenset({"GET", "HEAD"})
+CONTENT_SECURITY_POLICY: Final = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+SECURITY_HEADERS: Final = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def own_origin(request: web.Request) -> str:
+    """The origin a page of this dashboard has, as the request reached it (scheme, host name and port)."""
+    return f"{request.scheme}://{request.host}".lower()
+
+
+def _refusal(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def refusal_of(request: web.Request) -> web.Response | None:
+    """Why a state-changing request does not come from the dashboard's own page, or ``None`` if it does."""
+    expected = own_origin(request)
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return _refusal(403, f"a {request.method} request needs an Origin header naming this dashboard ({expected})")
+    if origin.lower() != expected:
+        return _refusal(
+            403, f"a {request.method} request must come from this dashboard's page ({expected}), not {origin!r}"
+        )
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None and site != "same-origin":
+        return _refusal(403, f"a {request.method} request must come from this dashboard's page, not a {site} one")
+    if request.content_type != "application/json":
+        return _refusal(
+            415,
+            f"a {request.method} request takes a JSON body (Content-Type: application/json), "
+            f"not {request.content_type!r}",
+        )
+    return None
+
+
+@web.middleware
+async def same_origin_json(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuses every request but GET and HEAD unless it comes from the dashboard's page with a JSON body."""
+    if request.method not in SAFE_METHODS:
+        refused = refusal_of(request)
+        if refused is not None:
+            return refused
+    return await handler(request)
+
+
+async def add_security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """An ``on_response_prepare`` hook: every answer, errors and the live stream included, gets the headers."""
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
