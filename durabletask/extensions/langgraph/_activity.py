@@ -1,0 +1,121 @@
+"""The activity that runs one Pregel task: the node's code, its writers and conditional edges, on a worker.
+
+It rebuilds the task LangGraph's loop planned (same path, same task id, checked) from the checkpoint the
+orchestrator sent, runs it once, and returns its writes, its interrupts or its error. Retries are the
+orchestrator's (durable): a failure that a node's ``RetryPolicy`` retries is raised, anything else is
+returned as data so the run can route it as LangGraph does.
+"""
+
+from __future__ import annotations
+
+import binascii
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.config import get_config
+from langgraph.errors import GraphInterrupt
+from langgraph.runtime import Runtime
+
+from durabletask._replay.failures import qualified_name
+from durabletask.extensions.langgraph import _internals as lg
+from durabletask.extensions.langgraph._serde import dump, load
+
+# The configurable key under which a node finds its idempotency key.
+IDEMPOTENCY_KEY = "durabletask_idempotency_key"
+
+
+def idempotency_key(config: Any = None) -> str:
+    """The idempotency key of the running node's task: ``{instance_id}:{task_id}``.
+
+    It is the same every time this task is delivered (after a worker crash, or a durable retry), and
+    differs between tasks, so it can deduplicate a node's side effects (a payment, an email).
+    Call it inside a node, or pass the node's ``config``.
+    """
+    found = (config if config is not None else get_config()).get("configurable", {}).get(IDEMPOTENCY_KEY)
+    if not found:
+        raise RuntimeError("idempotency_key() is only available inside a node run by durabletask.extensions.langgraph")
+    return str(found)
+
+
+def _task_config(payload: dict[str, Any], settings: dict[str, Any], collect: Callable[[Any], None]) -> dict[str, Any]:
+    modes = payload.get("stream") or ()
+    runtime = Runtime(
+        context=settings.get("context"),
+        store=None,
+        stream_writer=(lambda chunk: collect(("custom", chunk))) if "custom" in modes else (lambda chunk: None),
+    )
+    configurable = {
+        **settings["configurable"],
+        "thread_id": settings["thread_id"],
+        "checkpoint_ns": "",
+        lg.CONFIG_KEY_RUNTIME: runtime,
+        IDEMPOTENCY_KEY: f"{payload['instance']}:{payload['task_id']}",
+    }
+    if settings.get("resume_map") is not None:
+        configurable[lg.CONFIG_KEY_RESUME_MAP] = settings["resume_map"]
+    config: dict[str, Any] = {"configurable": configurable}
+    if settings.get("recursion_limit") is not None:
+        config["recursion_limit"] = settings["recursion_limit"]
+    if "messages" in modes:
+        handler = lg.StreamMessagesHandler(lambda chunk: collect((chunk[1], chunk[2])), False)
+        config["callbacks"] = [handler]
+    return dict(lg.ensure_config(config))  # type: ignore[arg-type]
+
+
+def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], None]) -> Any:
+    """The executable task the orchestrator planned, rebuilt here (its id checked against the plan)."""
+    checkpoint = load(payload["checkpoint"])
+    settings = load(payload["config"])
+    channels, managed = lg.channels_from_checkpoint(graph.channels, checkpoint)
+    task = lg.prepare_single_task(
+        tuple(load(payload["path"])),
+        payload["task_id"],
+        checkpoint=checkpoint,
+        checkpoint_id_bytes=binascii.unhexlify(checkpoint["id"].replace("-", "")),
+        checkpoint_null_version=lg.checkpoint_null_version(checkpoint),
+        pending_writes=[tuple(w) for w in load(payload["pending"])],
+        processes=graph.nodes,
+        channels=channels,
+        managed=managed,
+        config=_task_config(payload, settings, collect),  # type: ignore[arg-type]
+        step=payload["step"],
+        stop=payload["stop"],
+        for_execution=True,
+        retry_policy=graph.retry_policy,
+    )
+    if task is None:
+        raise RuntimeError(f"task '{payload['task_id']}' of node '{payload['node']}' no longer exists in this graph")
+    return task
+
+
+def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    """Run one task and report its outcome (see the module docstring for what is raised)."""
+    chunks: list[Any] = []
+    task = prepare_task(graph, payload, chunks.append)
+    policies = task.retry_policy
+    task = dataclasses.replace(task, retry_policy=())  # retries are durable, in the orchestrator
+    result: dict[str, Any] = {}
+    try:
+        lg.run_with_retry(task, None)
+    except GraphInterrupt as exc:
+        result["interrupts"] = dump(list(exc.args[0]) if exc.args else [], "an interrupt's value")
+    except Exception as exc:
+        if policies and any(lg.should_retry_on(policy, exc) for policy in policies):
+            raise
+        result["error"] = {"type": qualified_name(type(exc)), "message": str(exc)}
+    writes = list(task.writes)
+    lg.ensure_message_ids(graph.channels, writes)
+    result["writes"] = dump(writes if "error" not in result else [], f"the writes of node '{task.name}'")
+    if chunks:
+        result["chunks"] = dump(chunks, f"the stream chunks of node '{task.name}'")
+    return result
+
+
+def task_activity(graph: Any) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:
+    """The activity function for every node of ``graph``."""
+
+    def run_langgraph_task(ctx: Any, payload: dict[str, Any]) -> dict[str, Any]:
+        return execute_task(graph, payload)
+
+    return run_langgraph_task

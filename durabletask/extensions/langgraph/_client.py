@@ -1,0 +1,278 @@
+"""``DurableGraph``: a compiled graph's run and state methods, served by the thread's orchestration.
+
+The sync methods need a ``TaskHubGrpcClient``, the ``a``-prefixed ones an ``AsyncTaskHubGrpcClient``; both
+carry out the same plans from ``_requests``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from typing import Any
+
+from durabletask.client import AlreadyExistsError
+from durabletask.extensions.langgraph import _internals as lg
+from durabletask.extensions.langgraph import _requests as rq
+from durabletask.extensions.langgraph._naming import fingerprint, instance_id, orchestrator_name, thread_id_of
+from durabletask.extensions.langgraph._saver import ReplaySaver
+from durabletask.extensions.langgraph._serde import load
+
+Plan = Generator[rq.Op, Any, Any]
+
+
+def _format(chunks: list[tuple[str, Any]], stream_mode: str | Sequence[str]) -> list[Any]:
+    if isinstance(stream_mode, str):
+        return [payload for mode, payload in chunks if mode == stream_mode]
+    return [(mode, payload) for mode, payload in chunks if mode in stream_mode]
+
+
+class DurableGraph:
+    """A LangGraph graph whose runs execute durably on DTS, one orchestration per thread.
+
+    Args:
+        client: A ``TaskHubGrpcClient`` (for the sync methods) or ``AsyncTaskHubGrpcClient`` (for the
+            ``a``-prefixed ones).
+        name: The name the workers registered the graph under with :func:`register_graph`.
+        graph: The same compiled graph (or an identical build); it must match the workers' graph.
+        start_timeout: Seconds a new thread may wait for a worker before :class:`GraphNotRegisteredError`.
+        poll_interval: Seconds between reads of the thread's status while a request runs.
+    """
+
+    def __init__(
+        self, client: Any, name: str, graph: Any, *, start_timeout: float = 30.0, poll_interval: float = 0.05
+    ) -> None:
+        lg.install_id_shim()
+        self.client = client
+        self.name = name
+        self.graph = graph
+        self.fingerprint = fingerprint(graph)
+        self._waiting = rq.Waiting(start_timeout, poll_interval)
+
+    # ------------------------------------------------------------------------------------ plans
+
+    def _instance(self, config: Any) -> tuple[str, str]:
+        thread = thread_id_of(config)
+        return thread, instance_id(self.name, thread)
+
+    def _run_plan(self, input: Any, config: Any, stream_modes: list[str], invoke: bool, **options: Any) -> Plan:
+        thread, instance = self._instance(config)
+        body = rq.run_body(input, config, stream_modes=stream_modes, invoke=invoke, **options)
+        req = rq.request("run", self.fingerprint, thread, body)
+        checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
+
+        def precheck(status: dict[str, Any] | None) -> None:
+            rq.check_resume_locally(input, checkpoint_id, status, thread)
+
+        result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting, precheck)
+        if invoke:
+            return load(result["output"])
+        return [tuple(chunk) for chunk in load(result["chunks"])]
+
+    def _saver_plan(self, config: Any) -> Plan:
+        thread, instance = self._instance(config)
+        status = yield from rq.read_status(instance)
+        if status is None:
+            return ReplaySaver()
+        req = rq.request("state", self.fingerprint, thread, {})
+        result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting)
+        return ReplaySaver.restore(result["saver"])
+
+    def _update_plan(self, config: Any, values: Any, as_node: str | None, task_id: str | None) -> Plan:
+        thread, instance = self._instance(config)
+        body = {
+            "values": values,
+            "as_node": as_node,
+            "task_id": task_id,
+            "configurable": rq.user_configurable(config),
+            "checkpoint_id": ((config or {}).get("configurable") or {}).get("checkpoint_id"),
+        }
+        req = rq.request("update", self.fingerprint, thread, body)
+        result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting)
+        return load(result["config"])
+
+    def _local(self, saver: ReplaySaver) -> Any:
+        return self.graph.copy(update={"checkpointer": saver})
+
+    # ------------------------------------------------------------------------------ carrying out
+
+    def _do(self, op: rq.Op) -> Any:
+        if op.kind == "get":
+            return self.client.get_orchestration_state(op.instance_id)
+        if op.kind == "start":
+            try:
+                self.client.schedule_new_orchestration(
+                    orchestrator_name(self.name), input=op.data, instance_id=op.instance_id
+                )
+            except AlreadyExistsError:
+                return False
+            return True
+        if op.kind == "raise_event":
+            return self.client.raise_orchestration_event(op.instance_id, rq.RUN_EVENT, data=op.data)
+        time.sleep(op.data)
+        return None
+
+    async def _ado(self, op: rq.Op) -> Any:
+        if op.kind == "get":
+            return await self.client.get_orchestration_state(op.instance_id)
+        if op.kind == "start":
+            try:
+                await self.client.schedule_new_orchestration(
+                    orchestrator_name(self.name), input=op.data, instance_id=op.instance_id
+                )
+            except AlreadyExistsError:
+                return False
+            return True
+        if op.kind == "raise_event":
+            return await self.client.raise_orchestration_event(op.instance_id, rq.RUN_EVENT, data=op.data)
+        await asyncio.sleep(op.data)
+        return None
+
+    def _sync(self, plan: Plan) -> Any:
+        if inspect.iscoroutinefunction(self.client.get_orchestration_state):
+            raise TypeError("this DurableGraph has an async client: use ainvoke, astream, aget_state, ...")
+        sent: Any = None
+        while True:
+            try:
+                op = plan.send(sent)
+            except StopIteration as stop:
+                return stop.value
+            sent = self._do(op)
+
+    async def _async(self, plan: Plan) -> Any:
+        if not inspect.iscoroutinefunction(self.client.get_orchestration_state):
+            raise TypeError("this DurableGraph has a sync client: use invoke, stream, get_state, ...")
+        sent: Any = None
+        while True:
+            try:
+                op = plan.send(sent)
+            except StopIteration as stop:
+                return stop.value
+            sent = await self._ado(op)
+
+    # ----------------------------------------------------------------------------- public: sync
+
+    def invoke(
+        self,
+        input: Any,
+        config: Any = None,
+        *,
+        context: Any = None,
+        stream_mode: str = "values",
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+    ) -> Any:
+        """Run the graph on the config's thread and return what ``graph.invoke`` returns.
+
+        Returns at END or at an interrupt (with ``"__interrupt__"``), as LangGraph does. Raises
+        :class:`GraphRunError` when the run fails, :class:`ResumeRejectedError` for a resume nothing waits for.
+        """
+        options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        if stream_mode != "values":
+            return list(self.stream(input, config, stream_mode=stream_mode, **options))
+        return self._sync(self._run_plan(input, config, ["values", "updates"], True, **options))
+
+    def stream(
+        self,
+        input: Any,
+        config: Any = None,
+        *,
+        context: Any = None,
+        stream_mode: str | Sequence[str] | None = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+    ) -> Iterator[Any]:
+        """The run's chunks, as ``graph.stream`` yields them; delivered once the run has reached END or an interrupt."""
+        mode = stream_mode if stream_mode is not None else self.graph.stream_mode
+        modes = [mode] if isinstance(mode, str) else list(mode)
+        chunks = self._sync(
+            self._run_plan(
+                input,
+                config,
+                modes,
+                False,
+                context=context,
+                interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after,
+            )
+        )
+        yield from _format(chunks, mode)
+
+    def get_state(self, config: Any) -> Any:
+        """LangGraph's ``StateSnapshot`` of the thread (at ``checkpoint_id`` if the config names one)."""
+        return self._local(self._sync(self._saver_plan(config))).get_state(config)
+
+    def get_state_history(
+        self, config: Any, *, filter: dict[str, Any] | None = None, before: Any = None, limit: int | None = None
+    ) -> Iterator[Any]:
+        """The thread's ``StateSnapshot`` s, newest first, as ``graph.get_state_history`` lists them."""
+        local = self._local(self._sync(self._saver_plan(config)))
+        yield from local.get_state_history(config, filter=filter, before=before, limit=limit)
+
+    def update_state(self, config: Any, values: Any, as_node: str | None = None, task_id: str | None = None) -> Any:
+        """Apply ``values`` as if ``as_node`` wrote them (in the thread's orchestration); returns the new config."""
+        return self._sync(self._update_plan(config, values, as_node, task_id))
+
+    # ---------------------------------------------------------------------------- public: async
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: Any = None,
+        *,
+        context: Any = None,
+        stream_mode: str = "values",
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+    ) -> Any:
+        """:meth:`invoke` with an ``AsyncTaskHubGrpcClient``."""
+        options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        if stream_mode != "values":
+            return [c async for c in self.astream(input, config, stream_mode=stream_mode, **options)]
+        return await self._async(self._run_plan(input, config, ["values", "updates"], True, **options))
+
+    async def astream(
+        self,
+        input: Any,
+        config: Any = None,
+        *,
+        context: Any = None,
+        stream_mode: str | Sequence[str] | None = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+    ) -> AsyncIterator[Any]:
+        """:meth:`stream` with an ``AsyncTaskHubGrpcClient``."""
+        mode = stream_mode if stream_mode is not None else self.graph.stream_mode
+        modes = [mode] if isinstance(mode, str) else list(mode)
+        chunks = await self._async(
+            self._run_plan(
+                input,
+                config,
+                modes,
+                False,
+                context=context,
+                interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after,
+            )
+        )
+        for chunk in _format(chunks, mode):
+            yield chunk
+
+    async def aget_state(self, config: Any) -> Any:
+        """:meth:`get_state` with an ``AsyncTaskHubGrpcClient``."""
+        return self._local(await self._async(self._saver_plan(config))).get_state(config)
+
+    async def aget_state_history(
+        self, config: Any, *, filter: dict[str, Any] | None = None, before: Any = None, limit: int | None = None
+    ) -> AsyncIterator[Any]:
+        """:meth:`get_state_history` with an ``AsyncTaskHubGrpcClient``."""
+        local = self._local(await self._async(self._saver_plan(config)))
+        for snapshot in local.get_state_history(config, filter=filter, before=before, limit=limit):
+            yield snapshot
+
+    async def aupdate_state(
+        self, config: Any, values: Any, as_node: str | None = None, task_id: str | None = None
+    ) -> Any:
+        """:meth:`update_state` with an ``AsyncTaskHubGrpcClient``."""
+        return await self._async(self._update_plan(config, values, as_node, task_id))

@@ -1,0 +1,253 @@
+"""One LangGraph run driven step by step: LangGraph's own loop plans and commits, the caller executes tasks.
+
+``drive_run`` is a generator with no I/O: it yields each superstep's tasks as :class:`TaskCall` s and is sent
+back one :class:`TaskOutcome` per call, in the same order. The orchestrator turns the calls into activities;
+tests can run them in-process. Everything here runs in the orchestrator, so it must be deterministic: it is,
+as long as the graph's reducers are (node and edge code runs in the activities).
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.errors import ErrorCode, GraphInterrupt, GraphRecursionError, create_error_message
+from langgraph.pregel.protocol import StreamProtocol
+from langgraph.types import RetryPolicy
+
+from durabletask.extensions.langgraph import _internals as lg
+from durabletask.extensions.langgraph._errors import NodeFailedError
+from durabletask.extensions.langgraph._serde import dump, load
+
+Chunk = tuple[tuple[str, ...], str, Any]
+# The modes LangGraph's loop emits by itself; "custom" and "messages" come from the activities.
+LOOP_MODES = frozenset({"values", "updates", "checkpoints", "tasks", "debug"})
+ACTIVITY_MODES = frozenset({"custom", "messages"})
+
+
+@dataclass
+class RunSpec:
+    """What a client asked one run to do (decoded from its request)."""
+
+    input: Any
+    configurable: dict[str, Any] = field(default_factory=dict)
+    checkpoint_id: str | None = None
+    stream_modes: tuple[str, ...] = ("updates", "values")
+    interrupt_before: Any = None
+    interrupt_after: Any = None
+    recursion_limit: int | None = None
+    context: Any = None
+
+
+@dataclass
+class TaskCall:
+    """One Pregel task to execute: the node, the activity input, and the node's LangGraph retry policies."""
+
+    node: str
+    task_id: str
+    payload: dict[str, Any]
+    retry_policy: Sequence[RetryPolicy] | None
+
+
+@dataclass
+class TaskOutcome:
+    """What executing a task produced: its writes, and interrupts or an error; stream chunks it emitted."""
+
+    writes: list[tuple[str, Any]]
+    interrupts: list[Any] | None = None
+    error: tuple[str, str] | None = None  # (type name, message)
+    chunks: list[Chunk] = field(default_factory=list)
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> TaskOutcome:
+        error = payload.get("error")
+        return cls(
+            writes=[tuple(w) for w in load(payload["writes"])],
+            interrupts=load(payload["interrupts"]) if payload.get("interrupts") else None,
+            error=(error["type"], error["message"]) if error else None,
+            chunks=[((), str(mode), value) for mode, value in load(payload["chunks"])] if payload.get("chunks") else [],
+        )
+
+
+@dataclass
+class RunResult:
+    """The chunks a run emitted, in order, and the error that ended it (``None`` at END or an interrupt)."""
+
+    chunks: list[Chunk]
+    error: BaseException | None = None
+
+
+def run_config(graph: Any, thread_id: str, spec: RunSpec) -> dict[str, Any]:
+    configurable: dict[str, Any] = {**spec.configurable, "thread_id": thread_id, "checkpoint_ns": ""}
+    if spec.checkpoint_id:
+        configurable["checkpoint_id"] = spec.checkpoint_id
+    config: dict[str, Any] = {"configurable": configurable}
+    if spec.recursion_limit is not None:
+        config["recursion_limit"] = spec.recursion_limit
+    return dict(lg.ensure_config(graph.config, config))  # type: ignore[arg-type]
+
+
+def drive_run(
+    graph: Any, saver: Any, thread_id: str, spec: RunSpec, *, graph_name: str, instance_id: str
+) -> Generator[list[TaskCall], list[TaskOutcome], RunResult]:
+    """Run ``spec`` on ``graph`` with ``saver`` as its checkpointer, yielding the tasks of each superstep."""
+    config = run_config(graph, thread_id, spec)
+    modes = set(spec.stream_modes) | {"values", "updates"}
+    stream_modes, output_keys, before, after, *_ = graph._defaults(
+        config,
+        stream_mode=sorted(modes & LOOP_MODES),
+        print_mode=(),
+        output_keys=None,
+        interrupt_before=spec.interrupt_before,
+        interrupt_after=spec.interrupt_after,
+        durability="sync",
+    )
+    chunks: list[Chunk] = []
+    stream = StreamProtocol(chunks.append, set(stream_modes))
+    wanted_from_tasks = sorted(modes & ACTIVITY_MODES)
+    try:
+        with lg.SyncPregelLoop(
+            spec.input,
+            stream=stream,
+            config=config,  # type: ignore[arg-type]
+            store=None,
+            cache=None,
+            checkpointer=saver,
+            nodes=graph.nodes,
+            specs=graph.channels,
+            output_keys=output_keys,
+            input_keys=graph.input_channels,
+            stream_keys=graph.stream_channels_asis,
+            interrupt_before=before,
+            interrupt_after=after,
+            manager=None,
+            durability="sync",
+            trigger_to_nodes=graph.trigger_to_nodes,
+            migrate_checkpoint=graph._migrate_checkpoint,
+            retry_policy=graph.retry_policy,
+            cache_policy=graph.cache_policy,
+        ) as loop:
+            runner = lg.PregelRunner(
+                submit=weakref.WeakMethod(loop.submit),
+                put_writes=weakref.WeakMethod(loop.put_writes),
+                node_error_handler_map=graph.node_error_handler_map,
+                schedule_error_handler=loop.schedule_error_handler,
+            )
+            while loop.tick():
+                pending = [t for t in loop.tasks.values() if not t.writes]
+                if pending:
+                    calls = describe_tasks(loop, pending, spec, graph_name, instance_id, wanted_from_tasks)
+                    outcomes = yield calls
+                    settle(runner, pending, outcomes, chunks)
+                loop.after_tick()
+                if (put := getattr(loop, "_put_checkpoint_fut", None)) is not None:
+                    put.result()
+        if loop.status == "out_of_steps":
+            raise GraphRecursionError(recursion_message(config["recursion_limit"]))
+    except Exception as exc:  # the run's end: reported to the client, the thread stays usable
+        return RunResult(chunks, exc)
+    return RunResult(chunks)
+
+
+def recursion_message(limit: int) -> str:
+    return create_error_message(
+        message=(
+            f"Recursion limit of {limit} reached without hitting a stop condition. "
+            "You can increase the limit by setting the `recursion_limit` config key."
+        ),
+        error_code=ErrorCode.GRAPH_RECURSION_LIMIT,
+    )
+
+
+def describe_tasks(
+    loop: Any, tasks: list[Any], spec: RunSpec, graph_name: str, instance_id: str, stream_modes: list[str]
+) -> list[TaskCall]:
+    """The activity inputs for ``tasks``: each carries the superstep's checkpoint and its own pending writes."""
+    checkpoint = dump(loop.checkpoint, "the thread's state")
+    configurable = {k: v for k, v in loop.config["configurable"].items() if k in spec.configurable}
+    resume_map = loop.config["configurable"].get(lg.CONFIG_KEY_RESUME_MAP)
+    shared = {
+        "graph": graph_name,
+        "instance": instance_id,
+        "step": loop.step,
+        "stop": loop.stop,
+        "checkpoint": checkpoint,
+        "config": dump(
+            {
+                "configurable": configurable,
+                "thread_id": loop.config["configurable"]["thread_id"],
+                "resume_map": resume_map,
+                "recursion_limit": loop.config.get("recursion_limit"),
+                "context": spec.context,
+            },
+            "the run's config",
+        ),
+        "stream": stream_modes,
+    }
+    calls = []
+    for task in tasks:
+        pending = [w for w in loop.checkpoint_pending_writes if w[0] in (task.id, lg.NULL_TASK_ID)]
+        payload = {
+            **shared,
+            "node": task.name,
+            "task_id": task.id,
+            "path": dump(task.path[:2], "a task path"),
+            "pending": dump(pending, f"the pending writes of node '{task.name}'"),
+        }
+        calls.append(TaskCall(task.name, task.id, payload, task.retry_policy))
+    return calls
+
+
+@functools.cache
+def _failure_type(qualified: str) -> type[NodeFailedError]:
+    # A subclass named after the node's exception, so the orchestration's failure details record
+    # the original type (e.g. ``builtins.ValueError``) and LangGraph's handlers see its name.
+    module, _, name = qualified.rpartition(".")
+    cls = type(name or qualified, (NodeFailedError,), {})
+    cls.__module__ = module or "builtins"
+    cls.__qualname__ = name or qualified
+    return cls
+
+
+def node_error(error_type: str, message: str) -> NodeFailedError:
+    return _failure_type(error_type)(error_type, message)
+
+
+def settle(runner: Any, tasks: list[Any], outcomes: list[TaskOutcome], chunks: list[Chunk]) -> None:
+    """Commit each task's outcome as ``PregelRunner`` does, then raise as its superstep would."""
+    interrupts: list[Any] = []
+    failure: BaseException | None = None
+    for task, outcome in zip(tasks, outcomes, strict=True):
+        chunks.extend(outcome.chunks)
+        task.writes.clear()
+        task.writes.extend(outcome.writes)
+        if outcome.interrupts is not None:
+            runner.commit(task, GraphInterrupt(tuple(outcome.interrupts)))
+            interrupts.extend(outcome.interrupts)
+        elif outcome.error is not None:
+            exc = node_error(*outcome.error)
+            runner.commit(task, exc)
+            failure = failure or exc
+        else:
+            runner.commit(task, None)
+    if failure is not None:
+        raise failure
+    if interrupts:
+        raise GraphInterrupt(tuple(interrupts))
+
+
+def invoke_output(chunks: list[Chunk]) -> Any:
+    """What ``Pregel.invoke`` returns for a run that emitted ``chunks`` (the last values, plus interrupts)."""
+    latest: Any = None
+    interrupts: list[Any] = []
+    for _, mode, payload in chunks:
+        if mode == "updates" and isinstance(payload, dict) and (found := payload.get(lg.INTERRUPT)) is not None:
+            interrupts.extend(found)
+        elif mode == "values":
+            latest = payload
+    if interrupts:
+        return {**latest, lg.INTERRUPT: interrupts} if isinstance(latest, dict) else {lg.INTERRUPT: interrupts}
+    return latest

@@ -1,0 +1,58 @@
+"""The errors of the LangGraph integration, all under the SDK's root error."""
+
+from __future__ import annotations
+
+from durabletask._errors import DurableTaskError
+
+
+class LangGraphError(DurableTaskError):
+    """Base class of the errors raised by ``durabletask.extensions.langgraph``."""
+
+
+class GraphRunError(LangGraphError):
+    """A graph run failed: a node raised, or LangGraph itself stopped the run (e.g. the recursion limit).
+
+    Attributes:
+        error_type: The type name of the original exception, e.g. ``"ValueError"`` or
+            ``"langgraph.errors.GraphRecursionError"``.
+        error_message: The original exception's message.
+        instance_id: The thread's orchestration instance.
+    """
+
+    def __init__(self, error_type: str, error_message: str, instance_id: str) -> None:
+        super().__init__(f"graph run on instance '{instance_id}' failed: {error_type}: {error_message}")
+        self.error_type = error_type
+        self.error_message = error_message
+        self.instance_id = instance_id
+
+
+class NodeFailedError(Exception):
+    """A node's exception as the orchestrator sees it: the original type name and message, re-raised.
+
+    LangGraph's error handlers and the run's failure see this in place of the exception raised in the
+    activity (whose object stays in the worker that ran the node).
+    """
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+class ResumeRejectedError(LangGraphError, ValueError):
+    """A ``Command(resume=...)`` that no pending interrupt can take; the thread keeps waiting."""
+
+
+class GraphNotRegisteredError(LangGraphError, LookupError):
+    """No worker serves the graph name (nothing picked the thread up before the timeout)."""
+
+
+class GraphMismatchError(LangGraphError, ValueError):
+    """The client's graph differs from the one the workers run (nodes, edges or channels)."""
+
+
+class StateSerializationError(LangGraphError, TypeError):
+    """A value (input, state or a node's writes) that LangGraph's serializer cannot write."""
+
+
+class MissingThreadIdError(LangGraphError, ValueError):
+    """The config has no ``configurable.thread_id``; every durable run belongs to a thread."""

@@ -1,0 +1,198 @@
+"""The orchestrator of one LangGraph thread: runs, state reads and updates arrive as events and run in order.
+
+Each run is :func:`_driver.drive_run`, its tasks scheduled as activities (all of a superstep at once, in
+LangGraph's task order). The thread's checkpoints live in a :class:`ReplaySaver` rebuilt by replay; the
+client learns a request's result from the custom status, which keeps the last few results by request ID.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from datetime import timedelta
+from typing import Any
+
+from langgraph.types import Command, RetryPolicy
+
+from durabletask import task as dt
+from durabletask.extensions.langgraph import _internals as lg
+from durabletask.extensions.langgraph._driver import (
+    RunSpec,
+    TaskCall,
+    TaskOutcome,
+    drive_run,
+    invoke_output,
+)
+from durabletask.extensions.langgraph._errors import GraphMismatchError, ResumeRejectedError
+from durabletask.extensions.langgraph._naming import RUN_EVENT, activity_name
+from durabletask.extensions.langgraph._saver import ReplaySaver
+from durabletask.extensions.langgraph._serde import dump, load
+
+# Results kept in the custom status, so a client whose request was followed by others still finds its own.
+KEEP_RESULTS = 8
+# Activities after which the thread continues as new at its next run boundary, to bound its history.
+TASKS_PER_EXECUTION = 500
+
+
+def dts_retry(policies: Sequence[RetryPolicy] | None) -> dt.RetryPolicy | None:
+    """The DTS retry policy for a node's LangGraph policies (the first one's timing; no jitter).
+
+    Which exceptions are retried is decided in the activity by each policy's ``retry_on``.
+    """
+    if not policies:
+        return None
+    first = policies[0]
+    return dt.RetryPolicy(
+        first_retry_interval=timedelta(seconds=first.initial_interval),
+        max_number_of_attempts=max(1, first.max_attempts),
+        backoff_coefficient=max(1.0, first.backoff_factor),
+        max_retry_interval=timedelta(seconds=first.max_interval),
+    )
+
+
+def pending_interrupts(graph: Any, saver: ReplaySaver, thread_id: str) -> list[str]:
+    """The IDs of the interrupts the thread's latest checkpoint waits on."""
+    snapshot = graph.copy(update={"checkpointer": saver}).get_state({"configurable": {"thread_id": thread_id}})
+    return [i.id for i in snapshot.interrupts]
+
+
+def check_resume(graph: Any, saver: ReplaySaver, thread_id: str, value: Any, checkpoint_id: str | None) -> None:
+    """Refuse a resume that nothing waits for, or one naming interrupts that are not pending."""
+    if not isinstance(value, Command) or value.resume is None or checkpoint_id:
+        return
+    waiting = pending_interrupts(graph, saver, thread_id)
+    if not waiting:
+        raise ResumeRejectedError(f"thread '{thread_id}' has no pending interrupt to resume")
+    resume = value.resume
+    if isinstance(resume, dict) and resume and all(lg.is_xxh3_128_hexdigest(k) for k in resume):
+        unknown = sorted(set(resume) - set(waiting))
+        if unknown:
+            raise ResumeRejectedError(
+                f"thread '{thread_id}' has no pending interrupt with ID {', '.join(unknown)}; "
+                f"pending: {', '.join(waiting)}"
+            )
+
+
+class ThreadRuntime:
+    """One thread's orchestration: its saver, id source, results, and the handling of each request."""
+
+    def __init__(self, ctx: Any, graph: Any, graph_name: str, fingerprint: str, carry: dict[str, Any] | None) -> None:
+        carry = carry or {}
+        self.ctx = ctx
+        self.graph = graph
+        self.graph_name = graph_name
+        self.fingerprint = fingerprint
+        self.saver = ReplaySaver.restore(carry.get("saver"))
+        self.ids = lg.IdSource(ctx.instance_id, carry.get("counter", 0))
+        self.done: list[list[Any]] = carry.get("done", [])
+        self.thread_id: str | None = carry.get("thread_id")
+        self.tasks_run = 0
+
+    def carry(self) -> dict[str, Any]:
+        return {
+            "saver": self.saver.export(),
+            "counter": self.ids.counter,
+            "done": self.done,
+            "thread_id": self.thread_id,
+        }
+
+    def publish(self) -> None:
+        waiting = pending_interrupts(self.graph, self.saver, self.thread_id) if self.thread_id else []
+        self.ctx.set_custom_status({"fp": self.fingerprint, "done": self.done, "interrupts": waiting})
+
+    def handle(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
+        """Run one request and record its result; a failed run raises (and so fails the orchestration)."""
+        body = load(request["body"])
+        self.thread_id = body["thread_id"]
+        try:
+            if request.get("fp") != self.fingerprint:
+                raise GraphMismatchError(
+                    f"the client's graph (fingerprint {request.get('fp')}) differs from the graph '{self.graph_name}' "
+                    f"this worker runs (fingerprint {self.fingerprint}): nodes, edges or channels changed"
+                )
+            kind = request["kind"]
+            if kind == "run":
+                result = yield from self._run(body)
+            elif kind == "update":
+                result = self._update(body)
+            elif kind == "state":
+                result = {"saver": self.saver.export()}
+            else:
+                raise ValueError(f"unknown request kind '{kind}'")
+        except (ResumeRejectedError, GraphMismatchError) as refused:
+            result = {"refused": {"type": type(refused).__name__, "message": str(refused)}}
+        self.done = [*self.done, [request["id"], result]][-KEEP_RESULTS:]
+
+    def _run(self, body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
+        spec = RunSpec(**body["spec"])
+        check_resume(self.graph, self.saver, self.thread_id or "", spec.input, spec.checkpoint_id)
+        gen = drive_run(
+            self.graph,
+            self.saver,
+            self.thread_id or "",
+            spec,
+            graph_name=self.graph_name,
+            instance_id=self.ctx.instance_id,
+        )
+        sent: list[TaskOutcome] | None = None
+        while True:
+            with lg.deterministic_ids(self.ids):
+                try:
+                    calls = gen.send(sent)  # type: ignore[arg-type]
+                except StopIteration as stop:
+                    outcome = stop.value
+                    break
+            sent = yield from self._execute(calls)
+        if outcome.error is not None:
+            raise outcome.error
+        if body.get("invoke"):
+            return {"output": dump(invoke_output(outcome.chunks), "the run's output")}
+        wanted = set(spec.stream_modes)
+        chunks = [(mode, payload) for _, mode, payload in outcome.chunks if mode in wanted]
+        return {"chunks": dump(chunks, "the run's stream")}
+
+    def _execute(self, calls: list[TaskCall]) -> Generator[Any, Any, list[TaskOutcome]]:
+        scheduled = [
+            self.ctx.call_activity(
+                activity_name(self.graph_name, call.node), input=call.payload, retry_policy=dts_retry(call.retry_policy)
+            )
+            for call in calls
+        ]
+        self.tasks_run += len(scheduled)
+        outcomes = []
+        for pending in scheduled:
+            try:
+                payload = yield pending
+            except dt.TaskFailedError as failed:
+                outcomes.append(TaskOutcome([], error=(failed.details.error_type, failed.details.message)))
+            else:
+                outcomes.append(TaskOutcome.from_payload(payload))
+        return outcomes
+
+    def _update(self, body: dict[str, Any]) -> dict[str, Any]:
+        config: dict[str, Any] = {"configurable": {**body.get("configurable", {}), "thread_id": self.thread_id}}
+        if body.get("checkpoint_id"):
+            config["configurable"]["checkpoint_id"] = body["checkpoint_id"]
+        with lg.deterministic_ids(self.ids):
+            updated = self.graph.copy(update={"checkpointer": self.saver}).update_state(
+                config, body.get("values"), as_node=body.get("as_node"), task_id=body.get("task_id")
+            )
+        return {"config": dump(updated, "the updated config")}
+
+
+def thread_orchestrator(graph: Any, graph_name: str, fingerprint: str) -> Any:
+    """The orchestrator function for every thread of ``graph``."""
+
+    def langgraph_thread(ctx: Any, payload: dict[str, Any]) -> Generator[Any, Any, None]:
+        thread = ThreadRuntime(ctx, graph, graph_name, fingerprint, payload.get("carry"))
+        request = payload.get("request")
+        while True:
+            if request is None:
+                if thread.tasks_run >= TASKS_PER_EXECUTION:
+                    ctx.continue_as_new({"carry": thread.carry()}, save_events=True)
+                    return
+                thread.publish()
+                request = yield ctx.wait_for_external_event(RUN_EVENT)
+            yield from thread.handle(request)
+            request = None
+
+    return langgraph_thread

@@ -1,0 +1,43 @@
+"""``register_graph``: a compiled graph's orchestrator and node activities on a worker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from durabletask.extensions.langgraph import _internals as lg
+from durabletask.extensions.langgraph._activity import task_activity
+from durabletask.extensions.langgraph._naming import activity_name, fingerprint, orchestrator_name
+from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
+
+
+def register_graph(
+    worker: Any, name: str, graph: Any, *, nodes: Iterable[str] | None = None, orchestrator: bool = True
+) -> None:
+    """Register ``graph`` on ``worker`` under ``name`` (before ``worker.start()``).
+
+    Registers the orchestrator ``lg:{name}`` that drives the graph's threads, and one activity
+    ``lg:{name}:{node}`` per node that runs that node's tasks.
+
+    Args:
+        worker: A ``TaskHubGrpcWorker``.
+        name: The graph's name on the task hub; clients use the same name in :class:`DurableGraph`.
+        graph: A compiled graph without a checkpointer (DTS history is the thread's record).
+        nodes: Only these nodes' activities (default: all). With the worker's work-item filters, this pins
+            nodes to workers, e.g. a node that needs a GPU registered only on the GPU workers.
+        orchestrator: Whether this worker also drives threads (``False`` for a worker that only runs nodes).
+    """
+    if not name or ":" in name:
+        raise ValueError(f"graph name {name!r}: a non-empty name without ':' is required")
+    if getattr(graph, "checkpointer", None) not in (None, False):
+        raise ValueError(f"graph '{name}' has a checkpointer: compile it without one, DTS keeps the thread's state")
+    chosen = list(graph.nodes) if nodes is None else list(nodes)
+    unknown = sorted(set(chosen) - set(graph.nodes))
+    if unknown:
+        raise ValueError(f"graph '{name}' has no node named {', '.join(unknown)}; nodes: {', '.join(graph.nodes)}")
+    lg.install_id_shim()
+    if orchestrator:
+        worker.add_orchestrator(thread_orchestrator(graph, name, fingerprint(graph)), name=orchestrator_name(name))
+    run_task = task_activity(graph)
+    for node in chosen:
+        worker.add_activity(run_task, name=activity_name(name, node))

@@ -1,0 +1,183 @@
+"""The client's side of a thread, without I/O: requests to send, and the plan that sends one and waits for it.
+
+A plan is a generator of :class:`Op` s (read the instance, start it, raise the event, sleep); the sync and
+async façades in ``_client`` only carry them out, so both share every rule here.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.types import Command
+
+from durabletask._instance_models import OrchestrationState, OrchestrationStatus
+from durabletask.extensions.langgraph import _internals as lg
+from durabletask.extensions.langgraph._errors import (
+    GraphMismatchError,
+    GraphNotRegisteredError,
+    GraphRunError,
+    LangGraphError,
+    ResumeRejectedError,
+)
+from durabletask.extensions.langgraph._naming import RUN_EVENT, orchestrator_name
+from durabletask.extensions.langgraph._serde import dump
+
+# Configurable keys a run reads from the config itself (the rest pass to the nodes).
+_COORDINATES = ("thread_id", "checkpoint_id", "checkpoint_ns")
+_REFUSALS: dict[str, type[LangGraphError]] = {
+    "ResumeRejectedError": ResumeRejectedError,
+    "GraphMismatchError": GraphMismatchError,
+}
+
+
+@dataclass(frozen=True)
+class Op:
+    """One thing a plan needs done: ``get`` / ``start`` / ``raise_event`` / ``sleep``."""
+
+    kind: str
+    instance_id: str = ""
+    data: Any = None
+
+
+def request(kind: str, fingerprint: str, thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A request for the thread's orchestrator, with a fresh ID the client waits for."""
+    payload = {"thread_id": thread_id, **body}
+    return {"id": uuid.uuid4().hex, "kind": kind, "fp": fingerprint, "body": dump(payload, f"the {kind} request")}
+
+
+def user_configurable(config: Any) -> dict[str, Any]:
+    configurable = dict((config or {}).get("configurable") or {})
+    ns = configurable.get("checkpoint_ns")
+    if ns:
+        raise ValueError(f"checkpoint_ns '{ns}': only the root graph's namespace ('') is supported")
+    return {k: v for k, v in configurable.items() if k not in _COORDINATES}
+
+
+def run_body(
+    input: Any,
+    config: Any,
+    *,
+    stream_modes: list[str],
+    invoke: bool,
+    context: Any,
+    interrupt_before: Any,
+    interrupt_after: Any,
+) -> dict[str, Any]:
+    configurable = (config or {}).get("configurable") or {}
+    spec = {
+        "input": input,
+        "configurable": user_configurable(config),
+        "checkpoint_id": configurable.get("checkpoint_id"),
+        "stream_modes": tuple(stream_modes),
+        "interrupt_before": interrupt_before,
+        "interrupt_after": interrupt_after,
+        "recursion_limit": (config or {}).get("recursion_limit"),
+        "context": context,
+    }
+    return {"spec": spec, "invoke": invoke}
+
+
+def check_resume_locally(input: Any, checkpoint_id: Any, status: dict[str, Any] | None, thread_id: str) -> None:
+    """Refuse before sending a resume the thread's last published state cannot take."""
+    if not isinstance(input, Command) or input.resume is None or checkpoint_id:
+        return
+    waiting = list((status or {}).get("interrupts") or [])
+    if not waiting:
+        raise ResumeRejectedError(f"thread '{thread_id}' has no pending interrupt to resume")
+    resume = input.resume
+    if isinstance(resume, dict) and resume and all(lg.is_xxh3_128_hexdigest(k) for k in resume):
+        unknown = sorted(set(resume) - set(waiting))
+        if unknown:
+            raise ResumeRejectedError(
+                f"thread '{thread_id}' has no pending interrupt with ID {', '.join(unknown)}; "
+                f"pending: {', '.join(waiting)}"
+            )
+
+
+def _status(state: OrchestrationState | None) -> dict[str, Any] | None:
+    if state is None or state.serialized_custom_status is None:
+        return None
+    found = state.get_custom_status()
+    return found if isinstance(found, dict) else None
+
+
+def _ended(state: OrchestrationState, graph_name: str) -> LangGraphError:
+    details = state.failure_details
+    if state.runtime_status == OrchestrationStatus.FAILED and details is not None:
+        if details.error_type.endswith("OrchestratorNotRegisteredError"):
+            return GraphNotRegisteredError(f"no worker registered graph '{graph_name}': {details.message}")
+        return GraphRunError(details.error_type, details.message, state.instance_id)
+    return GraphRunError("ThreadEnded", f"the thread's orchestration is {state.runtime_status}", state.instance_id)
+
+
+_TERMINAL = (
+    OrchestrationStatus.FAILED,
+    OrchestrationStatus.TERMINATED,
+    OrchestrationStatus.COMPLETED,
+    OrchestrationStatus.CANCELED,
+)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """How long and how often a plan polls."""
+
+    start_timeout: float
+    poll_interval: float
+
+
+def send_and_wait(
+    instance_id: str, graph_name: str, fingerprint: str, req: dict[str, Any], waiting: Waiting, precheck: Any = None
+) -> Generator[Op, Any, dict[str, Any]]:
+    """Deliver ``req`` to the thread (starting its orchestration if needed) and return its result."""
+    state: OrchestrationState | None = yield Op("get", instance_id)
+    if state is not None and state.runtime_status in _TERMINAL:
+        raise _ended(state, graph_name)
+    status = _status(state)
+    if status is not None and status.get("fp") != fingerprint:
+        raise GraphMismatchError(
+            f"graph '{graph_name}' differs from the one the workers run (fingerprint {fingerprint}, "
+            f"workers: {status.get('fp')}): nodes, edges or channels changed"
+        )
+    if precheck is not None:
+        precheck(status)
+    started = False
+    if state is None:
+        started = yield Op("start", instance_id, {"request": req})
+    if not started:
+        yield Op("raise_event", instance_id, req)
+    since = time.monotonic()
+    while True:
+        state = yield Op("get", instance_id)
+        if state is not None:
+            if state.runtime_status in _TERMINAL:
+                raise _ended(state, graph_name)
+            for rid, result in (_status(state) or {}).get("done", []):
+                if rid == req["id"]:
+                    return _accepted(result)
+        pending = state is None or state.runtime_status == OrchestrationStatus.PENDING
+        if pending and time.monotonic() - since > waiting.start_timeout:
+            raise GraphNotRegisteredError(
+                f"no worker picked up graph '{graph_name}' (orchestrator '{orchestrator_name(graph_name)}') "
+                f"within {waiting.start_timeout:g} s: is the graph registered with register_graph on a running worker?"
+            )
+        yield Op("sleep", data=waiting.poll_interval)
+
+
+def _accepted(result: dict[str, Any]) -> dict[str, Any]:
+    refused = result.get("refused")
+    if refused:
+        raise _REFUSALS.get(refused["type"], LangGraphError)(refused["message"])
+    return result
+
+
+def read_status(instance_id: str) -> Generator[Op, Any, dict[str, Any] | None]:
+    state = yield Op("get", instance_id)
+    return _status(state)
+
+
+__all__ = ["RUN_EVENT", "Op", "Waiting", "check_resume_locally", "read_status", "request", "run_body", "send_and_wait"]

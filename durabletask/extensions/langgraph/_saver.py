@@ -1,0 +1,60 @@
+"""The thread's checkpointer inside the orchestrator: LangGraph's in-memory saver with replay-safe versions.
+
+DTS history is the durable record; this saver is rebuilt from it on every replay, so nothing it makes may
+depend on chance or the clock (checkpoint ids come from ``_internals.IdSource``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from durabletask.extensions.langgraph._serde import dump, load, serializer
+
+
+class ReplaySaver(InMemorySaver):
+    """An ``InMemorySaver`` whose channel versions are plain counters (no random suffix)."""
+
+    def __init__(self) -> None:
+        super().__init__(serde=serializer())
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(current.split(".")[0])
+        return f"{number + 1:032}.{0:016}"
+
+    def export(self) -> dict[str, str]:
+        """Everything saved, as one JSON-safe payload (the values stay in LangGraph's serialized form)."""
+        storage = [
+            [thread, ns, cid, list(entry)]
+            for thread, spaces in self.storage.items()
+            for ns, checkpoints in spaces.items()
+            for cid, entry in checkpoints.items()
+        ]
+        writes = [
+            [list(outer), list(inner), list(entry)]
+            for outer, inner_map in self.writes.items()
+            for inner, entry in inner_map.items()
+        ]
+        blobs = [[list(key), list(value)] for key, value in self.blobs.items()]
+        return dump({"storage": storage, "writes": writes, "blobs": blobs}, "the thread's checkpoints")
+
+    @classmethod
+    def restore(cls, payload: dict[str, str] | None) -> ReplaySaver:
+        """A saver holding what :meth:`export` wrote (an empty one for ``None``)."""
+        saver = cls()
+        if payload is None:
+            return saver
+        data: dict[str, Any] = load(payload)
+        for thread, ns, cid, (cp, md, parent) in data["storage"]:
+            saver.storage[thread][ns][cid] = (tuple(cp), tuple(md), parent)
+        for outer, inner, (task_id, channel, typed, path) in data["writes"]:
+            saver.writes[tuple(outer)][tuple(inner)] = (task_id, channel, tuple(typed), path)
+        for key, value in data["blobs"]:
+            saver.blobs[tuple(key)] = tuple(value)
+        return saver
