@@ -14,10 +14,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--port", type=int, default=8082, help="port to serve on; 0 picks one (default 8082)")
     p.add_argument("--task-hubs", help="comma-separated task hubs to show (default: --taskhub)")
     p.add_argument("--auth-token", help="require this token to open the dashboard (as ?token=, cookie or bearer)")
+    p.add_argument("--tls-cert", help="PEM certificate (chain) file: serve the dashboard over HTTPS (with --tls-key)")
+    p.add_argument("--tls-key", help="PEM private key file of --tls-cert")
 
 
 async def _serve(args: argparse.Namespace, out: IO[str]) -> None:
-    from dtscale_emulator.dashboard import start
+    from dtscale_emulator.dashboard import server_tls, start
     from dtscale_emulator.dashboard.connect import connection_string_clients, endpoint_clients
 
     if args.connection_string:
@@ -25,7 +27,8 @@ async def _serve(args: argparse.Namespace, out: IO[str]) -> None:
     else:
         clients, default_hub = endpoint_clients(args.endpoint, args.token), args.taskhub
     hubs = [h.strip() for h in (args.task_hubs or default_hub).split(",") if h.strip()]
-    dashboard = await start(clients, hubs, host=args.host, port=args.port, token=args.auth_token)
+    tls = server_tls(args.tls_cert, args.tls_key)
+    dashboard = await start(clients, hubs, host=args.host, port=args.port, token=args.auth_token, tls=tls)
     out.write(f"Durable Task dashboard on {dashboard.url} for {', '.join(hubs)}\n")
     out.flush()
     try:

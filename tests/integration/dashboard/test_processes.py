@@ -7,9 +7,11 @@ workers page says the information is not available).
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import urllib.error
@@ -26,6 +28,7 @@ import pytest
 
 from dtscale_emulator.rpc.methods import SERVICE
 from durabletask import client, task, worker
+from tests.support.certs import make_tls
 
 ROOT = Path(__file__).resolve().parents[3]
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -114,6 +117,57 @@ def test_the_emulator_serves_the_dashboard_with_its_workers() -> None:
         status, body = get(f"{url}api/hubs", {"Host": "attacker.example:8082"})
         assert status == 403 and "only to localhost names" in body["error"]
         assert get(f"{url}api/hubs", {"Host": "localhost"})[0] == 200
+
+
+@pytest.mark.adversarial
+def test_with_a_certificate_the_emulators_dashboard_serves_https_only(tmp_path: Path) -> None:
+    tls = make_tls(tmp_path)
+    files = ("--tls-cert", str(tls.cert), "--tls-key", str(tls.key))
+    with emulator("--dashboard-port", "0", "--auth-token", "s3cret", *files) as (_, proc):
+        url = read_line(proc, r"dashboard on (https://127\.0\.0\.1:\d+/)").group(1)
+        trusting = ssl.create_default_context(cafile=str(tls.ca))
+        with urllib.request.urlopen(f"{url}?token=s3cret", context=trusting) as response:
+            assert response.status == 200
+            cookie = response.headers["Set-Cookie"]
+        assert "dtdash_token=" in cookie and "Secure" in cookie
+        with pytest.raises((urllib.error.URLError, http.client.HTTPException, ConnectionError)):
+            urllib.request.urlopen(f"{url.replace('https://', 'http://')}?token=s3cret", timeout=30)
+    with emulator("--dashboard-port", "0", "--dashboard-insecure-http", *files) as (_, proc):
+        url = read_line(proc, r"dashboard on (http://127\.0\.0\.1:\d+/)").group(1)
+        assert get(f"{url}api/hubs")[0] == 200
+
+
+@pytest.mark.adversarial
+def test_cli_dashboard_serves_https_with_a_certificate(tmp_path: Path) -> None:
+    tls = make_tls(tmp_path)
+    with (
+        emulator("--no-dashboard") as (address, _),
+        process(
+            "-m", "durabletask.cli", "dashboard", "--endpoint", address, "--port", "0",
+            "--tls-cert", str(tls.cert), "--tls-key", str(tls.key),
+        ) as board,
+    ):  # fmt: skip
+        url = read_line(board, r"dashboard on (https://127\.0\.0\.1:\d+/)").group(1)
+        trusting = ssl.create_default_context(cafile=str(tls.ca))
+        with urllib.request.urlopen(f"{url}api/hubs", context=trusting) as response:
+            assert json.loads(response.read()) == {"hubs": [{"name": "default", "refused": None}]}
+    half = subprocess.run(
+        [sys.executable, "-m", "durabletask.cli", "dashboard", "--port", "0", "--tls-cert", str(tls.cert)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert half.returncode == 1 and "needs both a certificate and its key" in half.stderr
+
+
+def test_insecure_http_without_a_certificate_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from dtscale_emulator.__main__ import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--in-memory", "--dashboard-insecure-http"])
+    assert exited.value.code == 2
+    assert "--dashboard-insecure-http applies only with --tls-cert" in capsys.readouterr().err
 
 
 def test_no_dashboard_turns_it_off() -> None:
