@@ -1,0 +1,171 @@
+"""Small graphs the LangGraph tests run both in plain LangGraph and durably, with call counters."""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, RetryPolicy, Send, interrupt
+
+from durabletask.extensions.langgraph import idempotency_key
+
+CALLS: Counter[str] = Counter()
+KEYS: list[str] = []
+
+
+class Items(TypedDict):
+    x: int
+    items: Annotated[list[Any], operator.add]
+
+
+def linear() -> StateGraph[Any]:
+    b = StateGraph(Items)
+    b.add_node("a", lambda s: {"x": s["x"] + 1, "items": ["a"]})
+    b.add_node("b", lambda s: {"x": s["x"] * 2, "items": ["b"]})
+    b.add_node("c", lambda s: {"items": [f"c{s['x']}"]})
+    b.add_edge(START, "a")
+    b.add_edge("a", "b")
+    b.add_edge("b", "c")
+    b.add_edge("c", END)
+    return b
+
+
+def cycle() -> StateGraph[Any]:
+    b = StateGraph(Items)
+    b.add_node("inc", lambda s: {"x": s["x"] + 1, "items": [s["x"]]})
+    b.add_edge(START, "inc")
+    b.add_conditional_edges("inc", lambda s: "inc" if s["x"] < 5 else END)
+    return b
+
+
+def fan_out() -> StateGraph[Any]:
+    b = StateGraph(Items)
+    b.add_node("plan", lambda s: {"x": s["x"]})
+    b.add_node("work", lambda s: {"items": [s["x"] * 10]})
+    b.add_node("join", lambda s: {"x": sum(i for i in s["items"] if isinstance(i, int))})
+    b.add_edge(START, "plan")
+    b.add_conditional_edges("plan", lambda s: [Send("work", {"x": i, "items": []}) for i in range(s["x"])], ["work"])
+    b.add_edge("work", "join")
+    b.add_edge("join", END)
+    return b
+
+
+def command_goto() -> StateGraph[Any]:
+    def route(s: Items) -> Command[Any]:
+        return Command(goto="right" if s["x"] % 2 else "left", update={"items": ["routed"]})
+
+    b = StateGraph(Items)
+    b.add_node("route", route, destinations=("left", "right"))
+    b.add_node("left", lambda s: {"items": ["left"]})
+    b.add_node("right", lambda s: {"items": ["right"]})
+    b.add_edge(START, "route")
+    return b
+
+
+def approvals() -> StateGraph[Any]:
+    """Two Send branches that each ask a question, then a join."""
+
+    def ask(s: Items) -> dict[str, Any]:
+        CALLS[f"ask{s['x']}"] += 1
+        answer = interrupt(f"approve {s['x']}?")
+        return {"items": [f"{s['x']}:{answer}"]}
+
+    b = StateGraph(Items)
+    b.add_node("plan", lambda s: {"items": ["plan"]})
+    b.add_node("ask", ask)
+    b.add_node("done", lambda s: {"items": ["done"]})
+    b.add_edge(START, "plan")
+    b.add_conditional_edges("plan", lambda s: [Send("ask", {"x": i, "items": []}) for i in (1, 2)], ["ask"])
+    b.add_edge("ask", "done")
+    b.add_edge("done", END)
+    return b
+
+
+def failing() -> StateGraph[Any]:
+    def boom(s: Items) -> dict[str, Any]:
+        raise ValueError(f"bad x {s['x']}")
+
+    b = StateGraph(Items)
+    b.add_node("ok", lambda s: {"items": ["ok"]})
+    b.add_node("boom", boom)
+    b.add_edge(START, "ok")
+    b.add_edge("ok", "boom")
+    return b
+
+
+class Flaky(Exception):
+    pass
+
+
+def retrying(fail_times: int, retry_on: Any = Flaky) -> StateGraph[Any]:
+    def flaky(s: Items) -> dict[str, Any]:
+        CALLS["flaky"] += 1
+        KEYS.append(idempotency_key())
+        if CALLS["flaky"] <= fail_times:
+            raise Flaky(f"attempt {CALLS['flaky']}")
+        return {"items": [f"ok after {CALLS['flaky']}"]}
+
+    b = StateGraph(Items)
+    b.add_node("flaky", flaky, retry_policy=RetryPolicy(initial_interval=0.01, max_attempts=3, retry_on=retry_on))
+    b.add_edge(START, "flaky")
+    return b
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def chat() -> StateGraph[Any]:
+    def bot(s: Chat) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"echo {len(s['messages'])}: {s['messages'][-1].content}")]}
+
+    b = StateGraph(Chat)
+    b.add_node("bot", bot)
+    b.add_edge(START, "bot")
+    return b
+
+
+@dataclass
+class DataState:
+    n: int = 0
+    log: Annotated[list[str], operator.add] = field(default_factory=list)
+
+
+def dataclass_state() -> StateGraph[Any]:
+    b = StateGraph(DataState)
+    b.add_node("one", lambda s: {"n": s.n + 1, "log": ["one"]})
+    b.add_node("two", lambda s: {"n": s.n * 3, "log": ["two"]})
+    b.add_edge(START, "one")
+    b.add_edge("one", "two")
+    return b
+
+
+def custom_stream() -> StateGraph[Any]:
+    from langgraph.config import get_stream_writer
+
+    def talk(s: Items) -> dict[str, Any]:
+        write = get_stream_writer()
+        write({"progress": 1})
+        write({"progress": 2})
+        return {"items": ["talked"]}
+
+    b = StateGraph(Items)
+    b.add_node("talk", talk)
+    b.add_edge(START, "talk")
+    return b
+
+
+def without_message_ids(value: Any) -> Any:
+    """``value`` with every message's ``id`` cleared (ids are random in plain LangGraph)."""
+    if isinstance(value, dict):
+        return {k: without_message_ids(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_message_ids(v) for v in value]
+    if hasattr(value, "model_copy") and hasattr(value, "id"):
+        return value.model_copy(update={"id": None})
+    return value

@@ -1,0 +1,150 @@
+"""Durable runs give what plain LangGraph gives: invoke, stream, interrupts, failures, retries, multi-turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.types import Command
+
+from durabletask.extensions.langgraph import GraphRunError, ResumeRejectedError
+from tests.e2e.langgraph import graphs
+from tests.e2e.langgraph.conftest import Serve, interrupt_values, reference, thread
+
+PARITY = {
+    "linear": (graphs.linear, {"x": 1, "items": []}),
+    "cycle": (graphs.cycle, {"x": 0, "items": []}),
+    "fan_out": (graphs.fan_out, {"x": 4, "items": []}),
+    "command_goto": (graphs.command_goto, {"x": 3, "items": []}),
+    "dataclass": (graphs.dataclass_state, {"n": 2, "log": []}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PARITY))
+def test_invoke_and_stream_equal_plain_langgraph(serve: Serve, case: str) -> None:
+    build, inp = PARITY[case]
+    app = serve(build())
+    plain = reference(build())
+    assert app.invoke(inp, thread()) == plain.invoke(inp, thread())
+    for mode in ("updates", "values", ["updates", "values"]):
+        durable = list(app.stream(inp, thread(), stream_mode=mode))
+        expected = list(plain.stream(inp, thread(), stream_mode=mode))
+        assert sorted(map(repr, durable)) == sorted(map(repr, expected)), mode
+
+
+def test_interrupts_resume_each_by_id_and_stay_stable(serve: Serve) -> None:
+    app = serve(graphs.approvals())
+    plain = reference(graphs.approvals())
+    cfg, ref_cfg = thread(), thread()
+    first = app.invoke({"x": 0, "items": []}, cfg)
+    ref_first = plain.invoke({"x": 0, "items": []}, ref_cfg)
+    assert interrupt_values(first) == interrupt_values(ref_first)
+    asked = {i.value: i.id for i in first["__interrupt__"]}
+    # The state view reports the same interrupts, with the same ids, however often the thread replays.
+    assert sorted(i.id for i in app.get_state(cfg).interrupts) == sorted(asked.values())
+    answers = {asked["approve 1?"]: "yes", asked["approve 2?"]: "no"}
+    ref_asked = {i.value: i.id for i in ref_first["__interrupt__"]}
+    ref_answers = {ref_asked["approve 1?"]: "yes", ref_asked["approve 2?"]: "no"}
+    assert app.invoke(Command(resume=answers), cfg) == plain.invoke(Command(resume=ref_answers), ref_cfg)
+    assert graphs.CALLS["ask1"] == 2 * 2 and graphs.CALLS["ask2"] == 2 * 2  # asked, then resumed: in both runs
+
+
+def test_bad_resumes_are_refused_and_the_thread_keeps_waiting(serve: Serve) -> None:
+    app = serve(graphs.approvals())
+    cfg = thread()
+    with pytest.raises(ResumeRejectedError, match="no pending interrupt"):
+        app.invoke(Command(resume="early"), thread())
+    first = app.invoke({"x": 0, "items": []}, cfg)
+    unknown = "0" * 32
+    with pytest.raises(ResumeRejectedError, match=unknown):
+        app.invoke(Command(resume={unknown: "?"}), cfg)
+    assert sorted(i.id for i in app.get_state(cfg).interrupts) == sorted(i.id for i in first["__interrupt__"])
+    done = app.invoke(Command(resume={i.id: "ok" for i in first["__interrupt__"]}), cfg)
+    assert sorted(done["items"]) == sorted(["plan", "1:ok", "2:ok", "done"])
+    with pytest.raises(ResumeRejectedError, match="no pending interrupt"):
+        app.invoke(Command(resume="late"), cfg)
+
+
+def test_a_plain_resume_value_answers_a_single_interrupt(serve: Serve) -> None:
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    def build() -> Any:
+        b = StateGraph(graphs.Items)
+        b.add_node("ask", lambda s: {"items": [interrupt("name?")]})
+        b.add_edge(START, "ask")
+        b.add_edge("ask", END)
+        return b
+
+    app, plain = serve(build()), reference(build())
+    cfg, ref_cfg = thread(), thread()
+    assert interrupt_values(app.invoke({"x": 0, "items": []}, cfg)) == interrupt_values(
+        plain.invoke({"x": 0, "items": []}, ref_cfg)
+    )
+    assert app.invoke(Command(resume="Ada"), cfg) == plain.invoke(Command(resume="Ada"), ref_cfg)
+
+
+def test_a_node_that_raises_fails_the_run_with_its_type_and_message(serve: Serve) -> None:
+    app = serve(graphs.failing())
+    with pytest.raises(ValueError, match="bad x 7"):
+        reference(graphs.failing()).invoke({"x": 7, "items": []}, thread())
+    cfg = thread()
+    with pytest.raises(GraphRunError) as caught:
+        app.invoke({"x": 7, "items": []}, cfg)
+    assert caught.value.error_type == "builtins.ValueError"
+    assert caught.value.error_message == "bad x 7"
+    state = app.client.get_orchestration_state(caught.value.instance_id)
+    assert state.failure_details.error_type == "builtins.ValueError"
+    with pytest.raises(GraphRunError, match="bad x 7"):  # the thread stays failed
+        app.invoke({"x": 1, "items": []}, cfg)
+
+
+def test_recursion_limit_fails_the_run(serve: Serve) -> None:
+    app = serve(graphs.cycle())
+    cfg = {**thread(), "recursion_limit": 3}
+    with pytest.raises(GraphRunError) as caught:
+        app.invoke({"x": 0, "items": []}, cfg)
+    assert caught.value.error_type.endswith("GraphRecursionError")
+    assert "Recursion limit of 3 reached" in caught.value.error_message
+
+
+def test_retry_policy_is_a_durable_retry_with_one_idempotency_key(serve: Serve) -> None:
+    app = serve(graphs.retrying(fail_times=2))
+    out = app.invoke({"x": 0, "items": []}, thread())
+    assert out["items"] == ["ok after 3"]
+    assert graphs.CALLS["flaky"] == 3
+    assert len(set(graphs.KEYS)) == 1 and graphs.KEYS[0].startswith("lg:")
+
+
+def test_retry_on_false_fails_at_the_first_attempt(serve: Serve) -> None:
+    app = serve(graphs.retrying(fail_times=5, retry_on=lambda exc: False))
+    with pytest.raises(GraphRunError) as caught:
+        app.invoke({"x": 0, "items": []}, thread())
+    assert caught.value.error_type.endswith("Flaky")
+    assert graphs.CALLS["flaky"] == 1
+
+
+def test_exhausted_retries_fail_the_run(serve: Serve) -> None:
+    app = serve(graphs.retrying(fail_times=5))
+    with pytest.raises(GraphRunError, match="attempt 3"):
+        app.invoke({"x": 0, "items": []}, thread())
+    assert graphs.CALLS["flaky"] == 3
+
+
+def test_a_second_invoke_continues_the_thread(serve: Serve) -> None:
+    app, plain = serve(graphs.chat()), reference(graphs.chat())
+    cfg, ref_cfg = thread(), thread()
+    for text in ("hi", "again", "bye"):
+        got = app.invoke({"messages": [HumanMessage(text)]}, cfg)
+        expected = plain.invoke({"messages": [HumanMessage(text)]}, ref_cfg)
+        assert graphs.without_message_ids(got) == graphs.without_message_ids(expected)
+    assert all(m.id for m in got["messages"])
+
+
+def test_custom_stream_chunks_come_with_the_nodes_updates(serve: Serve) -> None:
+    app, plain = serve(graphs.custom_stream()), reference(graphs.custom_stream())
+    inp = {"x": 0, "items": []}
+    modes = ["custom", "updates"]
+    assert list(app.stream(inp, thread(), stream_mode=modes)) == list(plain.stream(inp, thread(), stream_mode=modes))
+    assert list(app.stream(inp, thread(), stream_mode="custom")) == [{"progress": 1}, {"progress": 2}]
