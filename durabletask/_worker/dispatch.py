@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 import time
@@ -11,6 +12,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from enum import Enum
 from functools import partial
 from typing import Any, TypeVar
+
+from durabletask._worker.threads import DaemonThreadPool
 
 T = TypeVar("T")
 
@@ -87,7 +90,8 @@ class WorkItemPools:
     Synchronous jobs run on a thread pool per kind (at most ``max_threads`` threads, started as
     needed), so a slot taken means a thread is free and long activities never hold up orchestrations.
     ``async`` jobs run on one event loop in its own thread, so an async activity does not hold a pool
-    thread while it awaits.
+    thread while it awaits. Every thread is a daemon: work still running when the pools close without
+    waiting (:meth:`running` names it) does not keep the process from exiting.
     """
 
     def __init__(self, limits: Mapping[WorkKind, int], *, max_threads: int, logger: logging.Logger) -> None:
@@ -97,7 +101,10 @@ class WorkItemPools:
         self._stopping = threading.Event()
         self._idle = threading.Condition()
         self._in_flight = 0
-        self._pools: dict[WorkKind, ThreadPoolExecutor] = {}
+        self._running: dict[int, str] = {}  # what each job still running does, by submission number
+        self._numbers = itertools.count()
+        self._pools: dict[WorkKind, DaemonThreadPool] = {}
+        self._blocking: DaemonThreadPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
 
@@ -115,12 +122,15 @@ class WorkItemPools:
         with self._idle:
             return self._in_flight
 
+    def running(self) -> list[str]:
+        """What each job still running does (the ``what`` it was submitted with), oldest first."""
+        with self._idle:
+            return list(self._running.values())
+
     def start(self) -> None:
         self._stopping.clear()
         self._pools = {
-            kind: ThreadPoolExecutor(
-                max_workers=min(slots.limit, self._max_threads), thread_name_prefix=f"durabletask-{kind.value}"
-            )
+            kind: DaemonThreadPool(min(slots.limit, self._max_threads), f"durabletask-{kind.value}")
             for kind, slots in self._slots.items()
         }
 
@@ -128,33 +138,40 @@ class WorkItemPools:
         """Reserve a slot for one work item of ``kind``; ``False`` once the pools are stopping."""
         return self._slots[kind].acquire(self._stopping)
 
-    def submit(self, kind: WorkKind, job: Callable[[], None]) -> None:
-        """Run ``job`` on the thread pool in a slot already taken with :meth:`acquire`."""
+    def submit(self, kind: WorkKind, job: Callable[[], None], *, what: str | None = None) -> None:
+        """Run ``job`` on the thread pool in a slot already taken with :meth:`acquire`.
+
+        ``what`` names the work (instance, activity, task) in the log should ``stop()`` abandon it.
+        """
         pool = self._require_pool(kind)
-        self._begin()
+        number = self._begin(what or f"a work item ({kind.value})")
         try:
-            pool.submit(self._guarded, kind, job)
+            pool.submit(self._guarded, kind, number, job)
         except BaseException:
-            self._end(kind)
+            self._end(kind, number)
             raise
 
-    def submit_async(self, kind: WorkKind, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    def submit_async(
+        self, kind: WorkKind, job: Callable[[], Coroutine[Any, Any, None]], *, what: str | None = None
+    ) -> None:
         """Run the coroutine made by ``job`` on the event loop in a slot taken with :meth:`acquire`."""
         loop = self._ensure_loop()
-        self._begin()
+        number = self._begin(what or f"a work item ({kind.value})")
         try:
-            asyncio.run_coroutine_threadsafe(self._guarded_async(kind, job), loop)
+            asyncio.run_coroutine_threadsafe(self._guarded_async(kind, number, job), loop)
         except BaseException:
-            self._end(kind)
+            self._end(kind, number)
             raise
 
     async def run_blocking(self, fn: Callable[[], T]) -> T:
         """From an async job, run a blocking call (such as sending a completion) off the event loop.
 
-        It runs on the loop's own executor, not on a kind's pool, where it could wait behind long
+        It runs on a pool of its own, not on a kind's pool, where it could wait behind long
         synchronous activities.
         """
-        return await asyncio.get_running_loop().run_in_executor(None, fn)
+        if self._blocking is None:
+            raise RuntimeError("the work-item pools are not running")
+        return await asyncio.get_running_loop().run_in_executor(self._blocking, fn)
 
     def stop_accepting(self) -> None:
         """Make waiting and future :meth:`acquire` calls return ``False``; running work continues."""
@@ -181,11 +198,13 @@ class WorkItemPools:
             loop.call_soon_threadsafe(loop.stop)
             if wait and self._loop_thread is not None:
                 self._loop_thread.join()
-        pools, self._pools = self._pools, {}
-        for pool in pools.values():
+        pools: list[DaemonThreadPool] = list(self._pools.values())
+        self._pools = {}
+        blocking, self._blocking = self._blocking, None
+        for pool in [*pools, *([blocking] if blocking is not None else [])]:
             pool.shutdown(wait=wait, cancel_futures=not wait)
 
-    def _require_pool(self, kind: WorkKind) -> ThreadPoolExecutor:
+    def _require_pool(self, kind: WorkKind) -> DaemonThreadPool:
         pool = self._pools.get(kind)
         if pool is None:
             raise RuntimeError("the work-item pools are not running")
@@ -194,9 +213,11 @@ class WorkItemPools:
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             loop = asyncio.new_event_loop()
+            # For the activities' own asyncio.to_thread calls; the worker's blocking sends use self._blocking.
             loop.set_default_executor(
-                ThreadPoolExecutor(max_workers=self._max_threads, thread_name_prefix="durabletask-async-blocking")
+                ThreadPoolExecutor(max_workers=self._max_threads, thread_name_prefix="durabletask-async-to-thread")
             )
+            self._blocking = DaemonThreadPool(self._max_threads, "durabletask-async-blocking")
             ready: Future[None] = Future()
 
             def run() -> None:
@@ -213,29 +234,33 @@ class WorkItemPools:
             self._loop = loop
         return self._loop
 
-    def _begin(self) -> None:
+    def _begin(self, what: str) -> int:
         with self._idle:
+            number = next(self._numbers)
+            self._running[number] = what
             self._in_flight += 1
+            return number
 
-    def _end(self, kind: WorkKind) -> None:
+    def _end(self, kind: WorkKind, number: int) -> None:
         self._slots[kind].release()
         with self._idle:
+            self._running.pop(number, None)
             self._in_flight -= 1
             if not self._in_flight:
                 self._idle.notify_all()
 
-    def _guarded(self, kind: WorkKind, job: Callable[[], None]) -> None:
+    def _guarded(self, kind: WorkKind, number: int, job: Callable[[], None]) -> None:
         try:
             job()
         except Exception:
             self._logger.exception("a %s work item failed unexpectedly", kind.value)
         finally:
-            self._end(kind)
+            self._end(kind, number)
 
-    async def _guarded_async(self, kind: WorkKind, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    async def _guarded_async(self, kind: WorkKind, number: int, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
         try:
             await job()
         except Exception:
             self._logger.exception("a %s work item failed unexpectedly", kind.value)
         finally:
-            self._end(kind)
+            self._end(kind, number)

@@ -295,8 +295,11 @@ class TaskHubGrpcWorker:
         """Stop taking work, let running work items finish, then disconnect.
 
         Args:
-            grace_period: Seconds to wait for running work items (default 30). Work still running
-                afterwards is left to finish in the background; its results may not be delivered.
+            grace_period: Seconds to wait for running work items (default 30); an addition to the
+                compatible API (Microsoft's ``stop()`` takes no arguments). Work still running afterwards
+                is abandoned: the log names each item (orchestration instance, or activity name, task ID
+                and instance), its threads no longer keep the process alive, and its result is not
+                delivered; the backend hands it out again when its lease expires.
         """
         with self._lifecycle:
             run, self._run = self._run, None
@@ -459,10 +462,14 @@ class _Run:
             self.payloads.close()
         idle = self.pools.wait_idle(grace_period)
         if not idle:
+            abandoned = self.pools.running()
             self._logger.warning(
-                "%d work item(s) still running after %.1fs; stopping without waiting for them",
-                self.pools.in_flight,
+                "stopping without waiting for %d work item(s) still running after the %.1fs grace period: %s. "
+                "They are abandoned: the process can exit while they run, their results are not delivered, and the "
+                "backend hands them out again once their leases expire",
+                len(abandoned),
                 grace_period,
+                "; ".join(abandoned),
             )
         self._closed.set()
         self.pools.close(wait=idle)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from durabletask._grpc.large_payloads import FetchedPayloads, PayloadBoundary, PayloadStub
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._worker.threads import DaemonThreadPool
 from durabletask.payload.helpers import PayloadStoreError
 
 WorkItemCallback = Callable[[pb.WorkItem, Any, Callable[[], None]], None]
@@ -49,7 +49,7 @@ class PayloadWorkItems:
         self._boundary = boundary
         self._logger = logger
         self._free = threading.BoundedSemaphore(max_restores)
-        self._pool = ThreadPoolExecutor(max_workers=max_restores, thread_name_prefix="durabletask-payloads")
+        self._pool = DaemonThreadPool(max_restores, "durabletask-payloads")
 
     def __call__(self, item: pb.WorkItem, stub: Any, done: Callable[[], None]) -> None:
         """Hand ``item`` on, restoring its payloads first on a pool thread when it holds tokens.

@@ -103,7 +103,7 @@ class WorkItemHandler:
                 lambda: stub.CompleteOrchestratorTask(outcome.response, timeout=self._sender.timeout),
             )
 
-        self._pools.submit(WorkKind.ORCHESTRATION, _then(job, done))
+        self._pools.submit(WorkKind.ORCHESTRATION, _then(job, done), what=f"orchestration '{request.instanceId}'")
         return True
 
     def _abandon_orchestration(self, instance_id: str, token: str, stub: Stub, reason: str) -> None:
@@ -117,6 +117,7 @@ class WorkItemHandler:
 
     def _activity(self, request: pb.ActivityRequest, token: str, stub: Stub, done: Callable[[], None]) -> bool:
         instance_id = request.orchestrationInstance.instanceId
+        running = f"activity '{request.name}' (task {request.taskId}) of orchestration '{instance_id}'"
         what = f"the result of activity '{request.name}#{request.taskId}' for '{instance_id}'"
         if not self._pools.acquire(WorkKind.ACTIVITY):
             self._sender.send(
@@ -136,10 +137,10 @@ class WorkItemHandler:
                 response = await self._activities.run_async(request, token)
                 await self._pools.run_blocking(lambda: complete(response))
 
-            self._pools.submit_async(WorkKind.ACTIVITY, _then_async(async_job, done))
+            self._pools.submit_async(WorkKind.ACTIVITY, _then_async(async_job, done), what=running)
         else:
             job = _then(lambda: complete(self._activities.run(request, token)), done)
-            self._pools.submit(WorkKind.ACTIVITY, job)
+            self._pools.submit(WorkKind.ACTIVITY, job, what=running)
         return True
 
     def _entity(self, item: pb.WorkItem, stub: Stub, done: Callable[[], None]) -> bool:
@@ -167,7 +168,7 @@ class WorkItemHandler:
                 lambda: stub.CompleteEntityTask(result, timeout=self._sender.timeout),
             )
 
-        self._pools.submit(WorkKind.ENTITY, _then(job, done))
+        self._pools.submit(WorkKind.ENTITY, _then(job, done), what=f"entity batch of '{batch.instanceId}'")
         return True
 
     def _abandon_entity(self, instance_id: str, token: str, stub: Stub) -> None:
