@@ -181,7 +181,9 @@ def norm(value: Any) -> Any:
         parts = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
         return {"command": {k: norm(v) for k, v in parts.items() if v is not None}}
     if isinstance(value, BaseException):
-        return {"raised": type(value).__name__, "message": str(value)}
+        # A durable run's failure carries the original exception's qualified type name and message.
+        kind = getattr(value, "error_type", None) or type(value).__name__
+        return {"raised": kind.rsplit(".", 1)[-1], "message": getattr(value, "error_message", str(value))}
     if isinstance(value, BaseModel):
         return {"model": type(value).__name__, **norm(dict(value))}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
