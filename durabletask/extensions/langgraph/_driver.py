@@ -166,7 +166,11 @@ def describe_tasks(
     loop: Any, tasks: list[Any], spec: RunSpec, graph_name: str, instance_id: str, stream_modes: list[str]
 ) -> list[TaskCall]:
     """The activity inputs for ``tasks``: each carries the superstep's checkpoint and its own pending writes."""
-    checkpoint = dump(loop.checkpoint, "the thread's state")
+    # The channels can be ahead of the saved checkpoint (a Command's update, resumed writes are applied
+    # without a new one), so the tasks get the live values under the checkpoint's id and time.
+    live = lg.create_checkpoint(loop.checkpoint, loop.channels, loop.step, id=loop.checkpoint["id"])
+    live["ts"] = loop.checkpoint["ts"]
+    checkpoint = dump(live, "the thread's state")
     configurable = {k: v for k, v in loop.config["configurable"].items() if k in spec.configurable}
     resume_map = loop.config["configurable"].get(lg.CONFIG_KEY_RESUME_MAP)
     shared = {
