@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 
 from durabletask._replay.failures import qualified_name
 from durabletask.extensions.langgraph import _internals as lg
+from durabletask.extensions.langgraph._errors import node_failure
 from durabletask.extensions.langgraph._serde import dump, load
 
 # The configurable key under which a node finds its idempotency key.
@@ -66,24 +67,35 @@ def _task_config(payload: dict[str, Any], settings: dict[str, Any], collect: Cal
 def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], None]) -> Any:
     """The executable task the orchestrator planned, rebuilt here (its id checked against the plan)."""
     checkpoint = load(payload["checkpoint"])
-    settings = load(payload["config"])
     channels, managed = lg.channels_from_checkpoint(graph.channels, checkpoint)
-    task = lg.prepare_single_task(
-        tuple(load(payload["path"])),
-        payload["task_id"],
-        checkpoint=checkpoint,
-        checkpoint_id_bytes=binascii.unhexlify(checkpoint["id"].replace("-", "")),
-        checkpoint_null_version=lg.checkpoint_null_version(checkpoint),
-        pending_writes=[tuple(w) for w in load(payload["pending"])],
-        processes=graph.nodes,
-        channels=channels,
-        managed=managed,
-        config=_task_config(payload, settings, collect),  # type: ignore[arg-type]
-        step=payload["step"],
-        stop=payload["stop"],
-        for_execution=True,
-        retry_policy=graph.retry_policy,
-    )
+    common: dict[str, Any] = {
+        "checkpoint": checkpoint,
+        "pending_writes": [tuple(w) for w in load(payload["pending"])],
+        "processes": graph.nodes,
+        "channels": channels,
+        "managed": managed,
+        "config": _task_config(payload, load(payload["config"]), collect),
+        "step": payload["step"],
+        "stop": payload["stop"],
+        "retry_policy": graph.retry_policy,
+    }
+    ids = {
+        "checkpoint_id_bytes": binascii.unhexlify(checkpoint["id"].replace("-", "")),
+        "checkpoint_null_version": lg.checkpoint_null_version(checkpoint),
+        "for_execution": True,
+    }
+    handles = payload.get("handles")
+    if handles is None:
+        task = lg.prepare_single_task(tuple(load(payload["path"])), payload["task_id"], **common, **ids)
+    else:
+        # An error handler: rebuild the task that failed, then LangGraph's handler task for it.
+        failed = lg.prepare_single_task(tuple(load(handles["path"])), handles["task_id"], **common, **ids)
+        error = node_failure(handles["error"]["type"], handles["error"]["message"])
+        task = failed and lg.prepare_node_error_handler_task(
+            failed, handler_node_name=payload["node"], failed_error=error, **{**common, "config": failed.config}
+        )
+        if task is not None and task.id != payload["task_id"]:
+            raise RuntimeError(f"error handler task {task.id} != {payload['task_id']}: the graph changed")
     if task is None:
         raise RuntimeError(f"task '{payload['task_id']}' of node '{payload['node']}' no longer exists in this graph")
     return task

@@ -8,7 +8,6 @@ as long as the graph's reducers are (node and edge code runs in the activities).
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from langgraph.pregel.protocol import StreamProtocol
 from langgraph.types import RetryPolicy
 
 from durabletask.extensions.langgraph import _internals as lg
-from durabletask.extensions.langgraph._errors import NodeFailedError
+from durabletask.extensions.langgraph._errors import node_failure
 from durabletask.extensions.langgraph._serde import dump, load
 
 Chunk = tuple[tuple[str, ...], str, Any]
@@ -138,10 +137,14 @@ def drive_run(
             )
             while loop.tick():
                 pending = [t for t in loop.tasks.values() if not t.writes]
-                if pending:
-                    calls = describe_tasks(loop, pending, spec, graph_name, instance_id, wanted_from_tasks)
+                step = Superstep()
+                while pending:
+                    calls = describe_tasks(
+                        loop, pending, spec, graph_name, instance_id, wanted_from_tasks, step.handles
+                    )
                     outcomes = yield calls
-                    settle(runner, pending, outcomes, chunks)
+                    pending = settle(loop, runner, pending, outcomes, chunks, step)
+                step.finish()
                 loop.after_tick()
                 if (put := getattr(loop, "_put_checkpoint_fut", None)) is not None:
                     put.result()
@@ -163,7 +166,13 @@ def recursion_message(limit: int) -> str:
 
 
 def describe_tasks(
-    loop: Any, tasks: list[Any], spec: RunSpec, graph_name: str, instance_id: str, stream_modes: list[str]
+    loop: Any,
+    tasks: list[Any],
+    spec: RunSpec,
+    graph_name: str,
+    instance_id: str,
+    stream_modes: list[str],
+    handles: dict[str, Any],
 ) -> list[TaskCall]:
     """The activity inputs for ``tasks``: each carries the superstep's checkpoint and its own pending writes."""
     # The channels can be ahead of the saved checkpoint (a Command's update, resumed writes are applied
@@ -201,46 +210,57 @@ def describe_tasks(
             "path": dump(task.path[:2], "a task path"),
             "pending": dump(pending, f"the pending writes of node '{task.name}'"),
         }
+        if failed := handles.get(task.id):
+            path, failed_id, (error_type, message) = failed
+            payload["handles"] = {
+                "path": dump(path, "a task path"),
+                "task_id": failed_id,
+                "error": {"type": error_type, "message": message},
+            }
         calls.append(TaskCall(task.name, task.id, payload, task.retry_policy))
     return calls
 
 
-@functools.cache
-def _failure_type(qualified: str) -> type[NodeFailedError]:
-    # A subclass named after the node's exception, so the orchestration's failure details record
-    # the original type (e.g. ``builtins.ValueError``) and LangGraph's handlers see its name.
-    module, _, name = qualified.rpartition(".")
-    cls = type(name or qualified, (NodeFailedError,), {})
-    cls.__module__ = module or "builtins"
-    cls.__qualname__ = name or qualified
-    return cls
+@dataclass
+class Superstep:
+    """What the tasks of one superstep ended with, gathered across its error handlers."""
 
-
-def node_error(error_type: str, message: str) -> NodeFailedError:
-    return _failure_type(error_type)(error_type, message)
-
-
-def settle(runner: Any, tasks: list[Any], outcomes: list[TaskOutcome], chunks: list[Chunk]) -> None:
-    """Commit each task's outcome as ``PregelRunner`` does, then raise as its superstep would."""
-    interrupts: list[Any] = []
+    interrupts: list[Any] = field(default_factory=list)
     failure: BaseException | None = None
+    # error-handler task id -> (failed task's path, its id, (error type, message))
+    handles: dict[str, tuple[Any, str, tuple[str, str]]] = field(default_factory=dict)
+
+    def finish(self) -> None:
+        """Raise as LangGraph's runner does at the end of a superstep: the first failure, else the interrupts."""
+        if self.failure is not None:
+            raise self.failure
+        if self.interrupts:
+            raise GraphInterrupt(tuple(self.interrupts))
+
+
+def settle(
+    loop: Any, runner: Any, tasks: list[Any], outcomes: list[TaskOutcome], chunks: list[Chunk], step: Superstep
+) -> list[Any]:
+    """Commit each task's outcome as ``PregelRunner`` does; return the error-handler tasks to run next."""
+    handlers = []
     for task, outcome in zip(tasks, outcomes, strict=True):
         chunks.extend(outcome.chunks)
         task.writes.clear()
         task.writes.extend(outcome.writes)
         if outcome.interrupts is not None:
             runner.commit(task, GraphInterrupt(tuple(outcome.interrupts)))
-            interrupts.extend(outcome.interrupts)
+            step.interrupts.extend(outcome.interrupts)
         elif outcome.error is not None:
-            exc = node_error(*outcome.error)
+            exc = node_failure(*outcome.error)
             runner.commit(task, exc)
-            failure = failure or exc
+            if runner._should_route_to_error_handler(task) and (handler := loop.schedule_error_handler(task, exc)):
+                step.handles[handler.id] = (task.path[:2], task.id, outcome.error)
+                handlers.append(handler)
+            else:
+                step.failure = step.failure or exc
         else:
             runner.commit(task, None)
-    if failure is not None:
-        raise failure
-    if interrupts:
-        raise GraphInterrupt(tuple(interrupts))
+    return handlers
 
 
 def invoke_output(chunks: list[Chunk]) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from durabletask._errors import DurableTaskError
 
 
@@ -36,6 +38,22 @@ class NodeFailedError(Exception):
     def __init__(self, error_type: str, message: str) -> None:
         super().__init__(message)
         self.error_type = error_type
+
+
+@functools.cache
+def _failure_type(qualified: str) -> type[NodeFailedError]:
+    # A subclass named after the node's exception, so the orchestration's failure details record the
+    # original type (e.g. ``builtins.ValueError``) and error handlers see its name.
+    module, _, name = qualified.rpartition(".")
+    cls = type(name or qualified, (NodeFailedError,), {})
+    cls.__module__ = module or "builtins"
+    cls.__qualname__ = name or qualified
+    return cls
+
+
+def node_failure(error_type: str, message: str) -> NodeFailedError:
+    """The orchestrator's stand-in for a node's exception of type ``error_type`` (a qualified name)."""
+    return _failure_type(error_type)(error_type, message)
 
 
 class ResumeRejectedError(LangGraphError, ValueError):

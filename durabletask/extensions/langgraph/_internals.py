@@ -32,7 +32,7 @@ from langgraph._internal._constants import (
     TASKS,
 )
 from langgraph.checkpoint.base.id import uuid6
-from langgraph.pregel._algo import checkpoint_null_version, prepare_single_task
+from langgraph.pregel._algo import checkpoint_null_version, prepare_node_error_handler_task, prepare_single_task
 from langgraph.pregel._checkpoint import channels_from_checkpoint, create_checkpoint
 from langgraph.pregel._loop import SyncPregelLoop
 from langgraph.pregel._messages import StreamMessagesHandler, ensure_message_ids
@@ -68,6 +68,7 @@ __all__ = [
     "ensure_message_ids",
     "install_id_shim",
     "is_xxh3_128_hexdigest",
+    "prepare_node_error_handler_task",
     "prepare_single_task",
     "run_with_retry",
     "should_retry_on",

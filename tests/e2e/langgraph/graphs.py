@@ -169,3 +169,21 @@ def without_message_ids(value: Any) -> Any:
     if hasattr(value, "model_copy") and hasattr(value, "id"):
         return value.model_copy(update={"id": None})
     return value
+
+
+def with_error_handler() -> StateGraph[Any]:
+    from langgraph.errors import NodeError
+
+    def boom(s: Items) -> dict[str, Any]:
+        raise KeyError("missing")
+
+    def recover(s: Items, error: NodeError) -> Command[Any]:
+        return Command(
+            update={"items": [f"recovered from {error.node}: {type(error.error).__name__} {error.error}"]}, goto="after"
+        )
+
+    b = StateGraph(Items)
+    b.add_node("boom", boom, error_handler=recover)
+    b.add_node("after", lambda s: {"items": ["after"]})
+    b.add_edge(START, "boom")
+    return b

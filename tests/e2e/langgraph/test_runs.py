@@ -148,3 +148,12 @@ def test_custom_stream_chunks_come_with_the_nodes_updates(serve: Serve) -> None:
     modes = ["custom", "updates"]
     assert list(app.stream(inp, thread(), stream_mode=modes)) == list(plain.stream(inp, thread(), stream_mode=modes))
     assert list(app.stream(inp, thread(), stream_mode="custom")) == [{"progress": 1}, {"progress": 2}]
+
+
+def test_an_error_handler_recovers_as_in_langgraph(serve: Serve) -> None:
+    app, plain = serve(graphs.with_error_handler()), reference(graphs.with_error_handler())
+    inp = {"x": 0, "items": []}
+    assert app.invoke(inp, thread()) == plain.invoke(inp, thread())
+    assert sorted(map(repr, app.stream(inp, thread(), stream_mode="updates"))) == sorted(
+        map(repr, plain.stream(inp, thread(), stream_mode="updates"))
+    )
