@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from dtscale_emulator.errors import DatabaseInUseError
+from dtscale_emulator.errors import EmulatorError
 from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.ops.faults import FaultProfile
 from dtscale_emulator.ops.stop_signal import StopSignal
-from dtscale_emulator.ops.tracing.otlp import ENDPOINT_ENV, EXTRA, OtlpUnavailableError
+from dtscale_emulator.ops.tracing.otlp import ENDPOINT_ENV, EXTRA
 from dtscale_emulator.rpc.auth import TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_ENV, TOKEN_FILE_ENV, read_token_file
 from dtscale_emulator.server import EmulatorServer
 
@@ -70,10 +71,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--durability",
-        choices=("normal", "full"),
-        default="normal",
-        help="normal: a commit survives a process kill, a power loss may lose the last commits; "
-        "full: every commit is synced to disk (survives power loss, slower)",
+        choices=("full", "normal"),
+        default="full",
+        help="full (default): every change is synced to disk before the call is answered, so acknowledged work "
+        "survives an OS crash or power loss; normal: faster, survives a crash of the emulator's process, but an OS "
+        "crash or power loss may lose the changes since the last checkpoint",
+    )
+    parser.add_argument(
+        "--skip-integrity-check",
+        action="store_true",
+        help="do not check every page of an existing --db with SQLite's quick_check at start (it reads the whole "
+        "file; a damaged store is then found only when a call reads the damaged page)",
     )
     parser.add_argument(
         "--dashboard-port",
@@ -140,8 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     hubs = tuple(h.strip() for h in args.task_hubs.split(",") if h.strip())
     try:
         server = _server(args, hubs, token)
-    except (DatabaseInUseError, OtlpUnavailableError) as error:
+    except EmulatorError as error:  # the store is in use or unusable, or the OTLP extra is missing
         print(f"durabletask-emulator: {error}", file=sys.stderr, flush=True)
+        return 1
+    except sqlite3.Error as error:  # the first writes to a store whose check was skipped
+        print(f"durabletask-emulator: cannot use {args.db} as the store: {error}", file=sys.stderr, flush=True)
         return 1
     # Handlers go in before the address is printed, so a supervisor that reacts to it can stop us cleanly.
     with StopSignal() as stop:
@@ -212,6 +223,7 @@ def _server(args: argparse.Namespace, hubs: tuple[str, ...], token: str | None) 
         keepalive_interval=args.keepalive_interval,
         keepalive_timeout=args.keepalive_timeout,
         time_skipping=args.time_skipping,
+        integrity_check=not args.skip_integrity_check,
     )
 
 

@@ -52,8 +52,12 @@ class EmulatorServer:
         tls_key: PEM private key file for ``tls_cert``.
         faults: Faults to inject from the start (see :class:`~dtscale_emulator.ops.faults.FaultProfile`); tests can
             also drive :attr:`faults` directly.
-        durability: ``"normal"`` (default: a commit survives a process kill, a power loss may lose the last
-            commits) or ``"full"`` (every commit is synced to disk and survives power loss, slower).
+        durability: ``"full"`` (default: every commit is synced to disk before the call is answered, so what was
+            acknowledged survives an OS crash or power loss) or ``"normal"`` (faster: a commit survives a crash of
+            the process, but an OS crash or power loss may lose the commits since the last checkpoint).
+        integrity_check: Check every page of an existing ``db_path`` with SQLite's ``quick_check`` before serving
+            it, and refuse a damaged store (:class:`~dtscale_emulator.errors.StoreUnusableError`). It reads the
+            whole file; ``False`` skips it on a store known to be sound.
         otlp_endpoint: An OTLP/gRPC collector (``http://host:4317``) to export the emulator's own spans to: the
             queueing, dispatch and commit of each traced work item, in the trace it carries. Needs the
             ``otlp`` extra.
@@ -70,7 +74,9 @@ class EmulatorServer:
             only by those jumps and :meth:`ManualClock.advance`.
 
     Raises:
-        DatabaseInUseError: another emulator already serves ``db_path``.
+        DatabaseInUseError: another emulator already serves ``db_path`` (by this or any other path to the file).
+        StoreUnusableError: ``db_path`` cannot serve as the store (missing folder, read-only, not a SQLite database,
+            another application's tables, a newer schema, damaged); the file is left as it was.
         OtlpUnavailableError: ``otlp_endpoint`` is given but the ``otlp`` extra is not installed.
     """
 
@@ -90,12 +96,13 @@ class EmulatorServer:
         tls_cert: str | None = None,
         tls_key: str | None = None,
         faults: FaultProfile | None = None,
-        durability: str = "normal",
+        durability: str = "full",
         otlp_endpoint: str | None = None,
         keepalive_interval: float = 30.0,
         keepalive_timeout: float = 20.0,
         interleaver: Interleaver | None = None,
         time_skipping: bool = False,
+        integrity_check: bool = True,
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
@@ -113,8 +120,12 @@ class EmulatorServer:
         self._port: int | None = None
         skipping = skipping_clock(clock) if time_skipping else None
         self.clock: Clock = skipping or clock or SystemClock()
-        self.backend = SqliteBackend(None if in_memory else db_path, durability)
-        self.backend.release_all_leases()
+        self.backend = SqliteBackend(None if in_memory else db_path, durability, integrity_check)
+        try:
+            self.backend.release_all_leases()
+        except BaseException:
+            self.backend.close()  # and with it the lock on the file
+            raise
         self.limits = limits or Limits()
         changes = ChangeFeed()
         self.engine = Engine(self.backend, self.clock, changes, max_history_events=self.limits.max_history_events)

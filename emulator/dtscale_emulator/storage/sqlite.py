@@ -15,6 +15,7 @@ from typing import Any
 from dtscale_emulator.errors import StorageError
 from dtscale_emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros, NameFilter
 from dtscale_emulator.storage.lockfile import DatabaseLock
+from dtscale_emulator.storage.sqlite_checks import check_store_file, sync_folder, unusable
 from dtscale_emulator.storage.sqlite_entities import EntityTables
 from dtscale_emulator.storage.sqlite_listing import TERMINAL, AgeKey, keys_by_age, query_instance_ids
 from dtscale_emulator.storage.sqlite_migrations import migrate
@@ -41,8 +42,8 @@ _ID_BATCH = 500
 
 
 _INSTANCE_FIELDS = [c.strip() for c in _INSTANCE_COLUMNS.split(",")]
-#: ``durability`` choices: what a commit has done to the disk before COMMIT returns.
-SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
+#: ``durability`` choices: what a commit has done to the disk before COMMIT returns (``full``: synced it).
+SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 log = logging.getLogger("dtscale_emulator")
 
 
@@ -50,6 +51,34 @@ log = logging.getLogger("dtscale_emulator")
 def _update_instance_sql(columns: tuple[int, ...]) -> str:
     assignments = ", ".join(f"{_INSTANCE_FIELDS[i]} = ?" for i in columns)
     return f"UPDATE instances SET {assignments} WHERE hub = ? AND instance_id = ?"
+
+
+def _open(path: str | None, durability: str) -> sqlite3.Connection:
+    """The store's connection, set up and at the latest schema; a file failing here is named in the error."""
+    # A larger statement cache keeps every query of the hot paths prepared.
+    conn = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None, cached_statements=512)
+    try:
+        if path:
+            # In WAL mode FULL syncs the log at every commit, so a commit is on disk before COMMIT returns; NORMAL
+            # syncs it only at checkpoints (a commit then survives a process kill, not a power loss).
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={SYNCHRONOUS[durability]}")
+            # Checkpoints copy the log back in bigger, rarer steps.
+            conn.execute("PRAGMA wal_autocheckpoint=4000")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        # Hot pages only (in-flight instances and queues): a file database leaves the rest to the OS page cache,
+        # which keeps the emulator's own memory flat over long runs. In memory the cache is the store itself.
+        conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
+        migrate(conn)
+    except sqlite3.Error as error:
+        conn.close()
+        if not path:
+            raise
+        raise unusable(path, f"SQLite could not prepare it ({error})") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _instance(row: Sequence[Any]) -> InstanceRecord:
@@ -392,43 +421,42 @@ class SqliteTransaction(EntityTables):
 class SqliteBackend:
     """A SQLite store: a file path for persistence, or ``None`` for a private in-memory database.
 
-    A file database is locked for this process (``<path>.lock``); a second backend on the same file raises
-    :class:`~dtscale_emulator.errors.DatabaseInUseError`. ``durability`` is ``"normal"`` (a commit survives a process
-    kill; a power loss may lose the last commits) or ``"full"`` (every commit is synced to disk: it survives
-    power loss too, at the cost of an fsync per commit).
+    A file is checked before it is used (``sqlite_checks``: writable, a SQLite database, no other application's
+    tables, a schema version this emulator knows, and, with ``check_integrity``, every page sound); one that fails
+    raises :class:`~dtscale_emulator.errors.StoreUnusableError` and is left as it was. The file is locked for this
+    process, whatever path names it; a second backend on it raises
+    :class:`~dtscale_emulator.errors.DatabaseInUseError`. ``durability`` is ``"full"`` (the default: every commit
+    is synced to disk before it returns, so what was acknowledged survives an OS crash or power loss) or
+    ``"normal"`` (a commit survives a crash of the process, but an OS crash or power loss may lose the last
+    commits before a checkpoint).
     """
 
-    def __init__(self, path: str | None = None, durability: str = "normal") -> None:
+    def __init__(self, path: str | None = None, durability: str = "full", check_integrity: bool = True) -> None:
         if durability not in SYNCHRONOUS:
             raise ValueError(f"durability must be one of {sorted(SYNCHRONOUS)}, not {durability!r}")
         self.path = path
         self._lock = threading.RLock()
         self._file_lock = DatabaseLock(path) if path else None
-        # A larger statement cache keeps every query of the hot paths prepared.
-        self._conn = sqlite3.connect(
-            path or ":memory:", check_same_thread=False, isolation_level=None, cached_statements=512
-        )
-        if path:
-            # WAL + NORMAL survives a process kill: a commit is in the log before COMMIT returns. The log is
-            # synced at checkpoints only, so a power loss can take the last commits; FULL syncs every commit.
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(f"PRAGMA synchronous={SYNCHRONOUS[durability]}")
-            # Checkpoints copy the log back in bigger, rarer steps.
-            self._conn.execute("PRAGMA wal_autocheckpoint=4000")
-        self._conn.execute("PRAGMA temp_store=MEMORY")
-        # Hot pages only (in-flight instances and queues): a file database leaves the rest to the OS page cache,
-        # which keeps the emulator's own memory flat over long runs. In memory the cache is the store itself.
-        self._conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
         try:
-            migrate(self._conn)
+            if path:
+                check_store_file(path, integrity=check_integrity)
+                if self._file_lock is not None and self._file_lock.created:
+                    sync_folder(path)
+            self._conn = _open(path, durability)
         except BaseException:
-            # A store that cannot be opened keeps neither its connection nor the lock on its file.
-            self._conn.close()
+            # A store that cannot be opened keeps no lock on its file.
             if self._file_lock is not None:
                 self._file_lock.release()
             raise
         self._tx = SqliteTransaction(self._conn)
         self._checkpointer: sqlite3.Connection | None = None
+
+    @property
+    def synchronous(self) -> str:
+        """SQLite's ``synchronous`` setting in force on the store's connection: ``FULL``, ``NORMAL``, ..."""
+        with self._lock:
+            level = int(self._conn.execute("PRAGMA synchronous").fetchone()[0])
+        return ("OFF", "NORMAL", "FULL", "EXTRA")[level]
 
     @contextmanager
     def transaction(self) -> Iterator[SqliteTransaction]:

@@ -9,6 +9,7 @@ several releases. A store newer than this emulator is refused rather than guesse
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -67,6 +68,22 @@ def _in_transaction(db: sqlite3.Connection, step: Callable[[sqlite3.Connection],
 def _create_latest(db: sqlite3.Connection) -> None:
     for statement in _statements(SCHEMA + ENTITY_SCHEMA + LISTING_SCHEMA):
         db.execute(statement)
+
+
+#: Columns a migration adds to a table that stores of an older version have without them.
+ADDED_BY_MIGRATIONS = frozenset({"ikey", "trace_context", "caller"})
+
+
+@functools.cache
+def emulator_tables() -> dict[str, frozenset[str]]:
+    """The tables the latest schema makes (SQLite's own included), each with its columns: what a store may hold."""
+    db = sqlite3.connect(":memory:")
+    try:
+        _create_latest(db)
+        names = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {name: frozenset(row[1] for row in db.execute(f"PRAGMA table_info({name})")) for name in names}
+    finally:
+        db.close()
 
 
 def _statements(script: str) -> list[str]:

@@ -140,8 +140,8 @@ def test_durability_sets_how_commits_reach_the_disk(tmp_path: Path, durability: 
 
 
 def test_durability_option() -> None:
-    assert build_parser().parse_args([]).durability == "normal"
-    assert build_parser().parse_args(["--durability", "full"]).durability == "full"
+    assert build_parser().parse_args([]).durability == "full"
+    assert build_parser().parse_args(["--durability", "normal"]).durability == "normal"
     with pytest.raises(ValueError, match="durability must be one of"):
         SqliteBackend(None, "paranoid")
     with EmulatorServer(port=0, in_memory=True, durability="full"):

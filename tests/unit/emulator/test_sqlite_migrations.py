@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dtscale_emulator.errors import StorageError
+from dtscale_emulator.errors import StoreUnusableError
 from dtscale_emulator.protocol import StringValue, pb
 from dtscale_emulator.storage import SqliteBackend
 from dtscale_emulator.storage import sqlite_migrations as migrations
@@ -109,5 +109,5 @@ def test_a_failed_migration_leaves_the_version_it_started_from(tmp_path: Path, m
 def test_a_store_from_a_newer_release_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "newer.db"
     _store_at(path, LATEST).execute(f"PRAGMA user_version = {LATEST + 1}")
-    with pytest.raises(StorageError, match=rf"schema version {LATEST + 1}.*up to {LATEST}"):
+    with pytest.raises(StoreUnusableError, match=rf"schema version {LATEST + 1}.*up to {LATEST}"):
         SqliteBackend(str(path))
