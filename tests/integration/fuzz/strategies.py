@@ -36,8 +36,10 @@ _SCALARS: dict[int, st.SearchStrategy[Any]] = {
     FieldDescriptor.TYPE_FLOAT: st.floats(width=32, allow_nan=True),
 }
 Overrides = dict[str, st.SearchStrategy[Any]]
-# Timestamps outside 0001..9999 cannot even be built by protobuf; keep them representable but extreme.
-_TIMESTAMP_SECONDS = st.sampled_from([-62135596800, 0, 1, 253402300799])
+# The ends of the range a Timestamp holds (0001..9999), and just past them: the emulator must refuse the latter
+# with INVALID_ARGUMENT naming the field, never fail converting them.
+_TIMESTAMP_SECONDS = st.sampled_from([-62135596800, 0, 1, 253402300799, 253402300800, -62135596801, 2**62])
+_TIMESTAMP_NANOS = st.one_of(st.integers(0, 999_999_999), st.sampled_from([-1, 1_000_000_000]))
 
 
 def _scalar(field: FieldDescriptor) -> st.SearchStrategy[Any]:
@@ -68,7 +70,7 @@ def messages(descriptor: Any, depth: int = 0, named: Overrides | None = None) ->
     named = named or {}
     cls = GetMessageClass(descriptor)
     if descriptor.full_name == "google.protobuf.Timestamp":
-        return st.builds(lambda s, n: cls(seconds=s, nanos=n), _TIMESTAMP_SECONDS, st.integers(0, 999_999_999))
+        return st.builds(lambda s, n: cls(seconds=s, nanos=n), _TIMESTAMP_SECONDS, _TIMESTAMP_NANOS)
     if depth >= 3:
         return st.just(cls())
     fields = [f for f in descriptor.fields if not (f.message_type and f.message_type.GetOptions().map_entry)]
@@ -98,3 +100,58 @@ def messages(descriptor: Any, depth: int = 0, named: Overrides | None = None) ->
         return msg
 
     return build()
+
+
+# Values past the emulator's request limits ----------------------------------------------------------------
+#: Each kind of limited field: values just past its limit, and the text the refusal must hold about the limit.
+OverLimit = tuple[Any, str]
+
+
+def _longer(limit: int) -> st.SearchStrategy[OverLimit]:
+    chars = st.sampled_from(["n", "é", "\x00", " "])
+    return st.builds(lambda c, n: (c * n, f"the limit is {limit}"), chars, st.integers(limit + 1, limit * 4))
+
+
+def _tags() -> st.SearchStrategy[OverLimit]:
+    too_many = st.integers(65, 200).map(lambda n: ({f"k{i}": "v" for i in range(n)}, "the limit is 64"))
+    long_key = st.integers(257, 1000).map(lambda n: ({"k" * n: "v"}, "the limit is 256"))
+    long_value = st.integers(4097, 10_000).map(lambda n: ({"k": "v" * n}, "the limit is 4096"))
+    too_big = st.integers(17, 40).map(lambda n: ({f"k{i:02}": "v" * 4000 for i in range(n)}, "the limit is 65536"))
+    return st.one_of(too_many, long_key, long_value, too_big)
+
+
+def _timestamps() -> st.SearchStrategy[OverLimit]:
+    seconds = st.one_of(st.integers(253402300800, 2**62), st.integers(-(2**62), -62135596801))
+    outside = st.builds(lambda s: (s, 0), seconds)
+    bad_nanos = st.builds(lambda n: (0, n), st.one_of(st.integers(-(2**31), -1), st.integers(10**9, 2**31 - 1)))
+    return st.one_of(outside, bad_nanos).map(lambda sn: (sn, "is out of range"))
+
+
+#: By kind of field: names (1024), versions (256), execution and request IDs (256), instance IDs (100), trace
+#: context fields (1024), tag sets, Timestamps.
+OVER_LIMIT: dict[str, st.SearchStrategy[OverLimit]] = {
+    "name": _longer(1024),
+    "version": _longer(256),
+    "key": _longer(256),
+    "instance_id": _longer(100),
+    "trace": _longer(1024),
+    "tags": _tags(),
+    "timestamp": _timestamps(),
+}
+
+
+def set_path(message: pb_message.Message, path: str, value: Any) -> None:
+    """Sets the field at a dotted ``path`` of ``message``: a string, a wrapped string, a map, or a Timestamp
+    (given as ``(seconds, nanos)``)."""
+    *parents, name = path.split(".")
+    for part in parents:
+        message = getattr(message, part)
+    field = message.DESCRIPTOR.fields_by_name[name]
+    if field.message_type is None:
+        setattr(message, name, value)
+    elif field.message_type.GetOptions().map_entry:
+        getattr(message, name).update(value)
+    elif field.message_type.full_name == "google.protobuf.Timestamp":
+        getattr(message, name).seconds, getattr(message, name).nanos = value
+    else:
+        getattr(message, name).value = value
