@@ -1,0 +1,149 @@
+"""The orchestrator-side driver run with an in-process executor: same results as LangGraph, same ids on replay."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, Send, interrupt
+
+from durabletask.extensions.langgraph import _activity, _driver, _internals
+from durabletask.extensions.langgraph._errors import ResumeRejectedError
+from durabletask.extensions.langgraph._orchestrator import check_resume, dts_retry
+from durabletask.extensions.langgraph._saver import ReplaySaver
+
+
+class State(TypedDict):
+    x: int
+    items: Annotated[list[Any], operator.add]
+
+
+def _graph() -> Any:
+    def ask(s: State) -> dict[str, Any]:
+        return {"items": [f"{s['x']}:{interrupt(s['x'])}"]}
+
+    b = StateGraph(State)
+    b.add_node("plan", lambda s: {"x": s["x"] + 1})
+    b.add_node("ask", ask)
+    b.add_node("done", lambda s: {"items": ["done"]})
+    b.add_edge(START, "plan")
+    b.add_conditional_edges("plan", lambda s: [Send("ask", {"x": i, "items": []}) for i in range(s["x"])], ["ask"])
+    b.add_edge("ask", "done")
+    b.add_edge("done", END)
+    return b
+
+
+def run(graph: Any, saver: ReplaySaver, ids: _internals.IdSource, inp: Any, **spec: Any) -> _driver.RunResult:
+    """One run, its tasks executed in-process through the activity's code path."""
+    _internals.install_id_shim()
+    gen = _driver.drive_run(graph, saver, "t", _driver.RunSpec(inp, **spec), graph_name="g", instance_id="lg:g:t")
+    sent: Any = None
+    while True:
+        with _internals.deterministic_ids(ids):
+            try:
+                calls = gen.send(sent)
+            except StopIteration as stop:
+                return stop.value
+        sent = [_driver.TaskOutcome.from_payload(_activity.execute_task(graph, c.payload)) for c in calls]
+
+
+def test_runs_match_langgraph_and_replays_make_the_same_ids() -> None:
+    graph = _graph().compile()
+    plain = _graph().compile(checkpointer=InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "t"}}
+    outputs: list[Any] = []
+    for _ in range(2):  # a replay rebuilds everything from scratch
+        saver, ids = ReplaySaver(), _internals.IdSource("lg:g:t")
+        first = run(graph, saver, ids, {"x": 1, "items": []})
+        ids_seen = [i.id for i in _driver.invoke_output(first.chunks)["__interrupt__"]]
+        second = run(graph, saver, ids, Command(resume={i: "ok" for i in ids_seen}))
+        history = graph.copy(update={"checkpointer": saver}).get_state_history(cfg)
+        kept = [(s.config["configurable"]["checkpoint_id"], s.values, s.next, s.metadata) for s in history]
+        outputs.append((ids_seen, _driver.invoke_output(second.chunks), kept))
+    assert outputs[0] == outputs[1]
+    expected_first = plain.invoke({"x": 1, "items": []}, cfg)
+    resume = {i.id: "ok" for i in expected_first["__interrupt__"]}
+    assert outputs[0][1] == plain.invoke(Command(resume=resume), cfg)
+
+
+def test_message_ids_given_in_the_orchestrator_are_deterministic() -> None:
+    class Chat(TypedDict):
+        messages: Annotated[list[Any], add_messages]
+
+    b = StateGraph(Chat)
+    b.add_node("bot", lambda s: {"messages": [("ai", "hello")]})
+    b.add_edge(START, "bot")
+    graph = b.compile()
+    found = []
+    for _ in range(2):
+        result = run(graph, ReplaySaver(), _internals.IdSource("lg:g:t"), {"messages": [HumanMessage("hi")]})
+        found.append([m.id for m in _driver.invoke_output(result.chunks)["messages"]])
+    assert found[0] == found[1] and all(found[0])
+
+
+def test_a_node_error_ends_the_run_with_the_original_type_name() -> None:
+    def boom(s: State) -> dict[str, Any]:
+        raise ZeroDivisionError("nope")
+
+    b = StateGraph(State)
+    b.add_node("boom", boom)
+    b.add_edge(START, "boom")
+    result = run(b.compile(), ReplaySaver(), _internals.IdSource("s"), {"x": 0, "items": []})
+    assert type(result.error).__name__ == "ZeroDivisionError"
+    assert type(result.error).__module__ == "builtins"
+    assert str(result.error) == "nope"
+
+
+def test_check_resume_refuses_what_nothing_waits_for() -> None:
+    graph = _graph().compile()
+    saver, ids = ReplaySaver(), _internals.IdSource("x")
+    with pytest.raises(ResumeRejectedError, match="no pending interrupt"):
+        check_resume(graph, saver, "t", Command(resume=1), None)
+    first = run(graph, saver, ids, {"x": 2, "items": []})
+    waiting = [i.id for i in _driver.invoke_output(first.chunks)["__interrupt__"]]
+    check_resume(graph, saver, "t", Command(resume=dict.fromkeys(waiting, 1)), None)
+    check_resume(graph, saver, "t", Command(resume={"plain": "dict"}), None)  # a value, not an id map
+    with pytest.raises(ResumeRejectedError, match="f" * 32):
+        check_resume(graph, saver, "t", Command(resume={"f" * 32: 1}), None)
+    check_resume(graph, saver, "t", Command(resume=1), "some-checkpoint")  # forks are LangGraph's business
+
+
+def test_saver_export_restores_everything() -> None:
+    graph = _graph().compile()
+    saver = ReplaySaver()
+    run(graph, saver, _internals.IdSource("x"), {"x": 2, "items": []})
+    restored = ReplaySaver.restore(saver.export())
+    cfg = {"configurable": {"thread_id": "t"}}
+    mine = graph.copy(update={"checkpointer": saver})
+    theirs = graph.copy(update={"checkpointer": restored})
+    assert list(mine.get_state_history(cfg)) == list(theirs.get_state_history(cfg))
+
+
+def test_id_source_orders_checkpoint_ids_and_leaves_other_callers_alone() -> None:
+    source = _internals.IdSource("a")
+    made = [str(source.next_checkpoint_id()) for _ in range(5)]
+    assert made == sorted(made) and len(set(made)) == 5
+    assert _internals.IdSource("a").next_checkpoint_id() == _internals.IdSource("a").next_checkpoint_id()
+    assert _internals.IdSource("a").next_checkpoint_id() != _internals.IdSource("b").next_checkpoint_id()
+    _internals.install_id_shim()
+    import langgraph.pregel._checkpoint as checkpoint_module
+
+    outside = {checkpoint_module.uuid6() for _ in range(3)}  # no deterministic_ids block: random as before
+    assert len(outside) == 3
+
+
+def test_dts_retry_maps_the_first_policy() -> None:
+    from langgraph.types import RetryPolicy
+
+    assert dts_retry(None) is None
+    policy = dts_retry([RetryPolicy(initial_interval=2, backoff_factor=3, max_interval=10, max_attempts=4)])
+    assert policy is not None
+    assert policy.max_number_of_attempts == 4
+    assert policy.first_retry_interval.total_seconds() == 2
+    assert policy.backoff_coefficient == 3
+    assert policy.max_retry_interval is not None and policy.max_retry_interval.total_seconds() == 10
