@@ -192,13 +192,13 @@ class FieldLimits:
             else:
                 self._nested(field, value, where)
 
-    def _nested(self, field: FieldDescriptor, value: Any, where: str) -> None:
-        type_name = field.message_type.full_name
-        if type_name == _TIMESTAMP:
-            timestamp(where, value.seconds, value.nanos)
-        elif type_name == _STRING_VALUE:
-            self._scalar(field, value.value, where)
-        elif field.message_type.name == _FAILURE:
+    def _nested(self, field: FieldDescriptor, value: Message, where: str) -> None:
+        kind = value.DESCRIPTOR
+        if kind.full_name == _TIMESTAMP:
+            timestamp(where, value.seconds, value.nanos)  # type: ignore[attr-defined]
+        elif kind.full_name == _STRING_VALUE:
+            self._scalar(field, value.value, where)  # type: ignore[attr-defined]
+        elif kind.name == _FAILURE:
             self.failure(where, value)
         else:
             self.message(value, where)
