@@ -64,7 +64,6 @@ class Limits(FieldLimits):
             path = f"actions[{action.id}].{kind}"
             if kind == "rewindOrchestration":
                 _check_rewound_history(path, body)
-                continue
             if kind == "completeOrchestration" and body.orchestrationStatus not in _FINAL_STATUSES:
                 status = body.orchestrationStatus
                 name = pb.OrchestrationStatus.Name(status) if status in pb.OrchestrationStatus.values() else status

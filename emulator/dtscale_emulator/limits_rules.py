@@ -7,7 +7,7 @@ would send the same again), in a client call they are the call's INVALID_ARGUMEN
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +107,8 @@ class FieldLimits:
     max_trace_field_length: int = 1024
     #: A TaskFailureDetails as serialized, with its inner failures and stack traces.
     max_failure_bytes: int = 256 * KIB
+    #: Instance IDs one purge or forced termination names (all are handled in one transaction).
+    max_batch_ids: int = 1000
 
     def instance_id(self, value: str, field: str = "instanceId") -> None:
         """Rejects IDs that are too long, non-printable-ASCII or start with '@' (reserved for entities)."""
@@ -165,6 +167,12 @@ class FieldLimits:
                 f"{field} is {total} bytes (keys and values, UTF-8); the limit is {self.max_tags_bytes} bytes"
             )
 
+    def _batch(self, field: str, ids: Sequence[str]) -> None:
+        if len(ids) > self.max_batch_ids:
+            raise FieldTooLargeError(f"{field} holds {len(ids)} IDs; the limit is {self.max_batch_ids}")
+        for index, instance_id in enumerate(ids):
+            self.id_length(instance_id, f"{field}[{index}]")
+
     def failure(self, field: str, details: Message) -> None:
         size = details.ByteSize()
         if size > self.max_failure_bytes:
@@ -209,6 +217,8 @@ class FieldLimits:
             if field.is_repeated and name == "lockSet":
                 for index, entity in enumerate(value):
                     self.entity_id(entity, f"{where}[{index}]")
+            elif field.is_repeated and name == "instanceIds":
+                self._batch(where, value)
             return
         if name in _PAYLOAD_FIELDS:
             self.payload(where, value)

@@ -285,3 +285,20 @@ def test_a_work_item_takes_queued_messages_up_to_its_budget() -> None:
     assert [m.id for m in taken_within(queued, 1000)] == [0, 1]
     assert [m.id for m in taken_within(queued, 10)] == [0]  # at least one, whatever its size
     assert len(taken_within(queued, 10_000)) == 10
+
+
+def test_a_batch_of_instance_ids_is_capped() -> None:
+    batch = pb.InstanceBatch(instanceIds=[f"i{n}" for n in range(1001)])
+    text = _refused(lambda: LIMITS.message(pb.PurgeInstancesRequest(instanceBatch=batch)))
+    assert text == "instanceBatch.instanceIds holds 1001 IDs; the limit is 1000"
+    long_id = pb.InstanceBatch(instanceIds=["ok", "i" * 101])
+    text = _refused(lambda: LIMITS.message(pb.SkipGracefulOrchestrationTerminationsRequest(instanceBatch=long_id)))
+    assert text == "instanceBatch.instanceIds[1] is 101 characters; the limit is 100"
+
+
+def test_a_rewound_history_meets_the_limits_of_the_history_it_replaces() -> None:
+    started = pb.HistoryEvent(eventId=-1, executionStarted=pb.ExecutionStartedEvent(name="o"))
+    raised = pb.HistoryEvent(eventId=-1, eventRaised=pb.EventRaisedEvent(name="e" * 1025))
+    rewind = pb.OrchestratorAction(id=0, rewindOrchestration=pb.RewindOrchestrationAction(newHistory=[started, raised]))
+    text = _refused(lambda: LIMITS.orchestrator_response(_turn(rewind)))
+    assert "actions[0].rewindOrchestration.newHistory[1].eventRaised.name is 1025 characters" in text
