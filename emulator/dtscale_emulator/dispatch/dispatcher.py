@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from typing import Any
 
 from dtscale_emulator.dispatch.completions import Completions
 from dtscale_emulator.dispatch.leases import LeaseBook
 from dtscale_emulator.dispatch.sessions import SessionTable, advertised
 from dtscale_emulator.dispatch.streams import Lease, StreamState, Work, stream_filters, work_item, work_key
 from dtscale_emulator.dispatch.waiters import InstanceWaiters
-from dtscale_emulator.dispatch.wake import CHANGE_LOG, FETCH_BATCH, PROBE_ALL_SECONDS, weak_wake
+from dtscale_emulator.dispatch.wake import (
+    DEFAULT_WORK_ITEM_LIMIT,
+    FETCH_BATCH,
+    PROBE_ALL_SECONDS,
+    STALL_SECONDS,
+    weak_wake,
+)
+from dtscale_emulator.dispatch.wakeups import StreamWakeups
 from dtscale_emulator.engine.changes import KINDS
 from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.instances import Engine
@@ -26,6 +34,8 @@ from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.ops.tracing import WorkTracer
 from dtscale_emulator.protocol import pb
 from dtscale_emulator.storage import InstanceRecord
+
+log = logging.getLogger("dtscale_emulator")
 
 
 class WorkDispatcher:
@@ -50,23 +60,20 @@ class WorkDispatcher:
         self.entities = entities
         self.lease_timeout = lease_timeout
         self.health_ping_interval = health_ping_interval
+        #: Seconds a send to a stream may take before the stream is ended and its work goes back to the
+        #: queue (its worker does not read, so gRPC flow control holds the send).
+        self.stall_timeout = STALL_SECONDS
         self._cond = threading.Condition()
-        self._changes = 0
-        self._kind_changes = dict.fromkeys(KINDS, 0)
-        # Per kind: (change number, hub, names of the work it made or None when unknown).
-        self._change_log: dict[str, deque[tuple[int, str | None, frozenset[str] | None]]] = {
-            kind: deque(maxlen=CHANGE_LOG) for kind in KINDS
-        }
         self._due_changes = 0  # changes that may have brought a timer or lease expiry forward
         self._closed = False
         self._active = 0
         self.leases = LeaseBook()
         #: Open streams by ID, read by the dashboard's worker view (changed on the loop thread only).
         self.streams: dict[int, StreamState] = {}
+        #: Which streams each change wakes; ``wakeups.count`` counts the wake-ups handed out.
+        self.wakeups = StreamWakeups()
         self.sessions = SessionTable()
         self.waiters = InstanceWaiters(engine.get, lambda: self._closed)
-        # Idle streams wait on this (on the server's loop); every change to what they decide on sets it.
-        self._signal = aio_loop.Signal()
         # Told the hub of every lease that ends (time skipping looks for idleness then).
         self._lease_listeners: tuple[Callable[[str], None], ...] = ()
         self.completions = Completions(
@@ -83,7 +90,7 @@ class WorkDispatcher:
 
         Without a hub, waiters on instances re-read them too (a reset, a deleted task hub).
         """
-        self._wake_streams()
+        self._wake_streams(None, hub)
         if hub is None:
             self.instance_changed(None, None)
 
@@ -93,19 +100,15 @@ class WorkDispatcher:
         hub: str | None = None,
         names: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
-        """Wakes idle streams; ``kinds`` are those for which new work may exist (``None``: any, or timed work).
+        """Wakes the streams that can take work of ``kinds`` (``None``: any, or timed work) in ``hub``.
 
-        With ``hub`` and ``names``, the change made only work of those names in that hub.
+        With ``names``, the change made only work of those names: streams whose filters leave every one of
+        them to other streams sleep on.
         """
-        with self._cond:
-            self._changes += 1
-            for kind in KINDS if kinds is None else kinds:
-                self._kind_changes[kind] += 1
-                made = None if names is None or hub is None else names.get(kind)
-                self._change_log[kind].append((self._kind_changes[kind], hub, made))
-            if kinds is None:
+        if kinds is None:
+            with self._cond:
                 self._due_changes += 1
-        self._signal.set()
+        self.wakeups.changed(hub, kinds, names)
 
     def work_changed(
         self,
@@ -115,27 +118,6 @@ class WorkDispatcher:
     ) -> None:
         """Work of only these kinds (and names) can have appeared in ``hub`` (``None``: any, timed too)."""
         self._wake_streams(kinds, hub, names)
-
-    def _nothing_new_for(self, state: StreamState, kind: str, since: int) -> bool:
-        """Whether every change of ``kind`` after change ``since`` made only work this stream cannot take.
-
-        That is: work in other task hubs, or of names its filters leave to other streams.
-        """
-        wanted = state.filters[kind].versions_by_name  # None: the stream takes every name
-        with self._cond:
-            log = self._change_log[kind]
-            if not log or log[0][0] > since + 1:
-                return False  # some of those changes are no longer remembered
-            for number, hub, names in reversed(log):
-                if number <= since:
-                    break
-                if hub is not None and hub != state.hub:
-                    continue
-                if names is None:
-                    return False  # unknown: it may be anything
-                if names and (wanted is None or not wanted.keys().isdisjoint(names)):
-                    return False
-        return True
 
     def instance_changed(self, hub: str | None, instance_id: str | None, status: int | None = None) -> None:
         """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all)."""
@@ -149,7 +131,7 @@ class WorkDispatcher:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        self._signal.set()
+        self._wake_streams()
         self.instance_changed(None, None)
 
     @contextmanager
@@ -190,11 +172,14 @@ class WorkDispatcher:
 
         Runs on the server's loop; a cancelled call ends here with ``CancelledError`` and its leases go back.
         """
-        limits = {
+        given = {
             "orchestration": request.maxConcurrentOrchestrationWorkItems,
             "activity": request.maxConcurrentActivityWorkItems,
             "entity": request.maxConcurrentEntityWorkItems,
         }
+        # A worker that names no limit still gets one: otherwise a stream that never reads holds whatever
+        # fits in its transport's buffers (megabytes: thousands of small work items) until the leases expire.
+        limits = {kind: limit if limit > 0 else DEFAULT_WORK_ITEM_LIMIT for kind, limit in given.items()}
         keeps_sessions, streams_history = advertised(request)
         state = StreamState(
             hub, stream_filters(request), limits, keeps_sessions=keeps_sessions, streams_history=streams_history
@@ -202,9 +187,11 @@ class WorkDispatcher:
         state.sessions = self.sessions.view(state.id, keeps_sessions)
         with self._tracked():
             self.streams[state.id] = state
+            self.wakeups.add(state)
             try:
                 await self._serve(state, is_active, send)
             finally:
+                self.wakeups.remove(state)
                 del self.streams[state.id]
                 self._drop_stream(state)
 
@@ -213,19 +200,34 @@ class WorkDispatcher:
     ) -> None:
         last_sent = time.monotonic()
         while is_active() and not self._closed:
-            seen = self._changes
-            changed = self._signal.current()
+            self.wakeups.looking(state)
             item = self._next(state)
             if item is None:
                 if time.monotonic() - last_sent >= self.health_ping_interval:
                     item = pb.WorkItem(healthPing=pb.HealthPing())
                 else:
-                    await self._idle(state, seen, changed, last_sent)
+                    await self._idle(state, last_sent)
                     continue
             last_sent = time.monotonic()
             if self.interleaver is not None and item.completionToken:
                 await self._before_send(self.interleaver, item.completionToken)
+            await self._send(state, send, item)
+
+    async def _send(
+        self, state: StreamState, send: Callable[[pb.WorkItem], Awaitable[None]], item: pb.WorkItem
+    ) -> None:
+        """Sends one item; a send that gRPC flow control holds past ``stall_timeout`` cancels the call.
+
+        While the send waits the stream leases nothing more; ending it hands what it holds to other streams
+        (see :meth:`_drop_stream`). The call ends as CANCELLED: a status could not get past the unread data.
+        """
+        task = asyncio.current_task()
+        assert task is not None
+        timer = asyncio.get_running_loop().call_later(self.stall_timeout, _stall, state, task)
+        try:
             await send(item)
+        finally:
+            timer.cancel()
 
     async def _before_send(self, interleaver: Interleaver, token: str) -> None:
         """Lets other work run before the item goes out; then its lease may end, or its stream may drop."""
@@ -240,22 +242,21 @@ class WorkDispatcher:
             # Ends the call as a broken connection would; serve() then offers what the stream held again.
             raise StreamDroppedError(f"work-item stream dropped before sending the work item for '{key}'")
 
-    async def _idle(self, state: StreamState, seen: int, changed: asyncio.Event, last_sent: float) -> None:
+    async def _idle(self, state: StreamState, last_sent: float) -> None:
         timeout = max(0.0, self.health_ping_interval - (time.monotonic() - last_sent))
         due = self._next_due(state)
         if due is not None:
             until = self.engine.clock.seconds_until(due)
             if until is not None:
                 timeout = min(timeout, until + 0.001)
-        if self._changes == seen and not self._closed:
-            state.idle_after = seen
-            try:
-                await aio_loop.wait(changed, timeout)
-            finally:
-                state.idle_after = None
-        if self._changes == seen:
+        state.waiting = True
+        try:
+            woken = await aio_loop.wait(state.wakeup, timeout)
+        finally:
+            state.waiting = False
+        if not woken:
             # Woken by time, not by a change: a timer or lease may be due, so ask for every kind.
-            state.empty_at.clear()
+            self.wakeups.mark_stale(state, KINDS)
             if self.interleaver is not None:
                 await self.interleaver.pause(DUE, state.hub)
         # While idle, time-based work was watched for (the wait ends when the next one is due): the
@@ -268,9 +269,7 @@ class WorkDispatcher:
         Until then a stream woken by a change may still go looking; once it holds, every stream that was to
         look has looked, so one can tell that a stream which did not look was never going to.
         """
-        with self._cond:
-            changes = self._changes
-        return all(state.idle_after == changes for state in list(self.streams.values()))
+        return all(state.waiting and not state.wake_pending for state in list(self.streams.values()))
 
     def _next_due(self, state: StreamState) -> datetime | None:
         changes = self._due_changes
@@ -303,24 +302,17 @@ class WorkDispatcher:
             return state.ready.popleft()
         now = time.monotonic()
         if now - state.probed_all_at >= PROBE_ALL_SECONDS:
-            state.empty_at.clear()
+            self.wakeups.mark_stale(state, KINDS)
             state.probed_all_at = now
         for kind in state.kinds_in_turn():
             room = state.room(kind, FETCH_BATCH)
-            changes = self._kind_changes[kind]
-            marked = state.empty_at.get(kind)
-            if not room or marked == changes:
-                continue
-            if marked is not None and self._nothing_new_for(state, kind, marked):
-                # Specialist streams: what changed since they last found nothing is for other names.
-                state.empty_at[kind] = changes
+            # Taken out of the stale kinds before the fetch: a change that the fetch misses marks it again.
+            if not room or not self.wakeups.take_stale(state, kind):
                 continue
             tokens = self.leases.tokens(room)
             found, exhausted = self._fetch(kind, state, tokens)
-            if exhausted or not found:
-                # Nothing more this stream may take was there as of ``changes``: asking again before that
-                # kind changes would find nothing (newer work bumps the count first).
-                state.empty_at[kind] = changes
+            if found and not exhausted:
+                self.wakeups.mark_stale(state, (kind,))  # there may be more than the stream had room for
             if not found:
                 continue
             state.turn += 1
@@ -333,7 +325,9 @@ class WorkDispatcher:
                 lease = Lease(token, kind, state.hub, state, work, leased_ns)
                 if tracer is not None:
                     tracer.dispatched(lease)
-                self.leases.track(lease)
+                freed = self.leases.track(lease)
+                if freed is not None and freed is not state:
+                    self.wakeups.wake(freed)  # its expired lease went to this stream: it has room again
                 state.ready.append(work_item(work, token, keeps_sessions=state.keeps_sessions))
             return state.ready.popleft()
         return None
@@ -345,6 +339,15 @@ class WorkDispatcher:
         what it holds, and that completion counts as long as nothing else has taken the work.
         """
         leases = self.leases.orphan_all(state)
+        if state.stalled:
+            log.warning(
+                "work-item stream %d of task hub '%s' did not take a work item within %g s (its worker does not "
+                "read): closed it; %d work items it held go back to the queue",
+                state.id,
+                state.hub,
+                self.stall_timeout,
+                len(leases),
+            )
         freed = self.sessions.drop_stream(state.id)
         # Each release announces its own item; instances the stream's sessions kept from others are
         # orchestration work again in their hubs. A stream that held nothing sends nobody looking.
@@ -388,15 +391,13 @@ class WorkDispatcher:
             self.engine.release(lease.hub, lease.kind, lease.key, token, keep_token=True)
 
     def _end_lease(self, lease: Lease) -> None:
-        """Drops a completed lease; wakes streams only if its stream had no room left for that kind.
+        """Drops a completed lease; wakes its stream if it had no room left for that kind.
 
-        Otherwise the freed slot changes nothing a stream decides on, and whatever the completion made
+        The freed slot changes nothing any other stream decides on, and whatever the completion made
         runnable has already announced itself.
         """
         if self.leases.end(lease):
-            with self._cond:
-                self._changes += 1
-            self._signal.set()
+            self.wakeups.wake(lease.stream)
         for listener in self._lease_listeners:
             listener(lease.hub)
 
@@ -426,3 +427,9 @@ class WorkDispatcher:
         """
         with self._tracked():
             return await self.waiters.wait(hub, instance_id, done, timeout, is_active)
+
+
+def _stall(state: StreamState, task: asyncio.Task[Any]) -> None:
+    """Ends a stream whose send has not finished in time (the caller's reader does not read)."""
+    state.stalled = True
+    task.cancel()

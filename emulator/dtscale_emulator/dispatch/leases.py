@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import itertools
+import secrets
 import threading
-import uuid
 
 from dtscale_emulator.dispatch.streams import Lease, StreamState
 from dtscale_emulator.dispatch.wake import MAX_ORPHANS
 from dtscale_emulator.errors import stale_token
+
+#: Random bytes in a completion token (128 bits: not to be guessed).
+TOKEN_BYTES = 16
 
 
 class LeaseBook:
@@ -21,15 +23,16 @@ class LeaseBook:
         # Leases of vanished streams, oldest first: their completions count until the work is leased again.
         self._orphans: dict[str, Lease] = {}
         self._by_key: dict[tuple[str, str, str | int], str] = {}
-        # Completion tokens: unique per lease and never reused by another emulator process (a random
-        # prefix), without a fresh UUID for each of the up to FETCH_BATCH tokens a fetch prepares.
-        self._token_prefix = uuid.uuid4().hex[:16]
-        self._token_serial = itertools.count(1)
 
-    def tokens(self, count: int) -> list[str]:
-        """``count`` fresh tokens, all from one serial number (most fetches lease one or none)."""
-        prefix = f"{self._token_prefix}{next(self._token_serial):012x}"
-        return [f"{prefix}{i:04x}" for i in range(count)]
+    @staticmethod
+    def tokens(count: int) -> list[str]:
+        """``count`` fresh completion tokens of TOKEN_BYTES random bytes each, in hex.
+
+        A token is all a completion needs to show, so none may be derived from another: a serial number would
+        let any caller of the task hub complete or abandon another worker's work item by guessing.
+        """
+        raw = secrets.token_bytes(TOKEN_BYTES * count)
+        return [raw[i : i + TOKEN_BYTES].hex() for i in range(0, len(raw), TOKEN_BYTES)]
 
     def find(self, token: str) -> Lease | None:
         """The lease (live or orphaned) a token names, if any."""
@@ -47,15 +50,21 @@ class LeaseBook:
             raise stale_token(token)
         return lease
 
-    def track(self, lease: Lease) -> None:
+    def track(self, lease: Lease) -> StreamState | None:
+        """Records a new lease; returns the stream of the lease it replaced if that freed a slot it lacked."""
+        freed = None
         with self._lock:
             previous = self._by_key.get((lease.hub, lease.kind, lease.key))
             if previous is not None:
                 # An expired lease was redelivered; the old holder's token is now stale.
+                old = self.live.get(previous)
+                if old is not None and not old.stream.has_room(old.kind):
+                    freed = old.stream
                 self._forget(previous)
             self.live[lease.token] = lease
             self._by_key[(lease.hub, lease.kind, lease.key)] = lease.token
             lease.stream.in_flight[lease.kind] += 1
+        return freed
 
     def end(self, lease: Lease) -> bool:
         """Drops a lease that was completed or handed back; whether that freed a slot its full stream lacked."""

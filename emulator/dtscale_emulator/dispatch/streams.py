@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
@@ -31,13 +32,17 @@ class StreamState:
     turn: int = 0
     # Leased in one batch and not yet sent; their leases are tracked, so a dropped stream frees them.
     ready: deque[pb.WorkItem] = field(default_factory=deque)
-    # Per kind, the change count at which a fetch found nothing: until that kind changes again,
-    # asking once more would find nothing too.
-    empty_at: dict[str, int] = field(default_factory=dict)
+    # Kinds in which work for this stream may have appeared since it last found none of that kind (every
+    # kind at first). Changed under the wake-up index's lock: a change adds, a look takes out before it fetches.
+    stale: set[str] = field(default_factory=lambda: set(KINDS))
+    # A change has woken the stream and it has not looked since (under the same lock).
+    wake_pending: bool = False
+    # Set (on the server's loop) to end the stream's wait for a change.
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting: bool = False  # waiting for a change or a due time, having looked
+    stalled: bool = False  # a send did not finish in time: the stream is being ended
     probed_all_at: float = 0.0
     due: tuple[int, datetime | None] | None = None  # (change count, next due time) of the last check
-    # While the stream waits for a change: the dispatcher's change count it has already looked past.
-    idle_after: int | None = None
     keeps_sessions: bool = False  # the worker keeps orchestrations live between work items
     streams_history: bool = False  # the worker fetches large histories with StreamInstanceHistory
     sessions: StreamSessions | None = None

@@ -13,8 +13,12 @@ class Wakeable(Protocol):
 
 #: Work items of one kind leased for a stream in one transaction (within its concurrency limit).
 FETCH_BATCH = 16
-#: Recent changes per kind remembered with the names of the work they made (older ones: fetch to find out).
-CHANGE_LOG = 512
+#: Work items of one kind a stream may hold when its worker named no limit (0 in GetWorkItemsRequest):
+#: what Microsoft's Python SDK asks for by default on one CPU.
+DEFAULT_WORK_ITEM_LIMIT = 100
+#: Seconds a send to a stream may wait for gRPC flow control before the stream is ended and the work items it
+#: held go back to the queue (a reader that stopped reading).
+STALL_SECONDS = 10.0
 #: Leases of vanished streams remembered so their late completions still count (the oldest are forgotten).
 MAX_ORPHANS = 10_000
 #: A busy stream still asks for every kind this often: work can also appear as time passes

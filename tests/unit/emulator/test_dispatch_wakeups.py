@@ -1,0 +1,209 @@
+"""Which GetWorkItems streams a change wakes, and that no stream misses a wake-up it needs.
+
+The dispatcher runs here without gRPC: each stream is ``WorkDispatcher.serve`` on the emulator's loop, sending
+into a queue. Health pings are an hour apart, so only a wake-up can bring a work item to a stream in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from datetime import datetime
+
+import pytest
+
+from dtscale_emulator.dispatch.dispatcher import WorkDispatcher
+from dtscale_emulator.dispatch.streams import StreamState, Work
+from dtscale_emulator.engine.changes import ChangeFeed
+from dtscale_emulator.engine.delivery import StartOptions
+from dtscale_emulator.engine.entities import Entities
+from dtscale_emulator.engine.instances import Engine
+from dtscale_emulator.ops import aio_loop
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.protocol import pb
+from dtscale_emulator.storage import SqliteBackend
+from tests.support.reliability import wait_until
+
+HUB = "h"
+
+
+class Stream:
+    """One ``serve`` call on the emulator's loop; items it sends land in a queue."""
+
+    def __init__(self, dispatcher: WorkDispatcher, request: pb.GetWorkItemsRequest, hub: str = HUB) -> None:
+        self.items: queue.Queue[pb.WorkItem] = queue.Queue()
+        self._open = threading.Event()
+        self._open.set()
+
+        async def send(item: pb.WorkItem) -> None:
+            self.items.put(item)
+
+        coro = dispatcher.serve(hub, request, self._open.is_set, send)
+        self._future: Future[None] = asyncio.run_coroutine_threadsafe(coro, aio_loop.shared_loop())
+
+    def next(self, timeout: float = 10.0) -> pb.WorkItem:
+        return self.items.get(timeout=timeout)
+
+    def close(self) -> None:
+        self._open.clear()
+        self._future.cancel()
+
+
+class Rig:
+    def __init__(self) -> None:
+        self.backend = SqliteBackend(None)
+        self.clock = ManualClock()
+        feed = ChangeFeed()
+        self.engine = Engine(self.backend, self.clock, feed)
+        self.dispatcher = WorkDispatcher(
+            self.engine, Entities(self.backend, self.clock, feed), lease_timeout=300.0, health_ping_interval=3600.0
+        )
+        feed.subscribe(self.dispatcher)
+        self.streams: list[Stream] = []
+
+    def stream(self, names: Sequence[str] | None = None, limit: int = 0, hub: str = HUB) -> Stream:
+        filters = None
+        if names is not None:
+            filters = pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name=n) for n in names])
+        request = pb.GetWorkItemsRequest(maxConcurrentOrchestrationWorkItems=limit, workItemFilters=filters)
+        stream = Stream(self.dispatcher, request, hub)
+        self.streams.append(stream)
+        return stream
+
+    def caught_up(self) -> None:
+        """Waits until every stream waits for a change, with no wake-up pending."""
+        count = len(self.streams)
+        wait_until(
+            lambda: len(self.dispatcher.streams) == count and self.dispatcher.streams_caught_up(),
+            20,
+            f"{count} streams to wait for a change",
+        )
+
+    def start(self, instance_id: str, name: str) -> None:
+        self.engine.create(HUB, StartOptions(instance_id, name))
+
+    def close(self) -> None:
+        for stream in self.streams:
+            stream.close()
+        wait_until(lambda: not self.dispatcher.streams, 20, "the streams to end")
+        self.dispatcher.close()
+        self.backend.close()
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    made = Rig()
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def test_a_start_wakes_only_the_stream_whose_filters_take_it(rig: Rig) -> None:
+    for _ in range(40):
+        rig.stream(names=["Other"])
+    for _ in range(5):
+        rig.stream(hub="another-hub")  # takes every name, but in another task hub
+    mine = rig.stream(names=["Mine", "Third"])
+    rig.caught_up()
+    before = rig.dispatcher.wakeups.count
+
+    rig.start("i1", "Mine")
+
+    assert mine.next().orchestratorRequest.instanceId == "i1"
+    rig.caught_up()
+    assert rig.dispatcher.wakeups.count - before == 1
+    assert all(s.items.empty() for s in rig.streams if s is not mine)
+
+
+def test_work_of_no_known_name_wakes_every_stream_of_its_hub_and_kind(rig: Rig) -> None:
+    specialists = [rig.stream(names=["Other"]) for _ in range(3)]
+    everyone = rig.stream()
+    elsewhere = rig.stream(hub="another-hub")
+    rig.caught_up()
+    before = rig.dispatcher.wakeups.count
+
+    rig.dispatcher.work_changed(HUB, ("orchestration",))  # the change could not name its work
+
+    rig.caught_up()
+    assert rig.dispatcher.wakeups.count - before == len(specialists) + 1
+    assert everyone.items.empty() and elsewhere.items.empty()  # nothing was there to take
+
+
+def test_a_full_stream_sleeps_through_new_work_until_its_slot_is_freed(rig: Rig) -> None:
+    full = rig.stream(limit=1)
+    rig.start("first", "O")
+    first = full.next()
+    rig.caught_up()
+    before = rig.dispatcher.wakeups.count
+
+    rig.start("second", "O")
+    rig.caught_up()
+    assert rig.dispatcher.wakeups.count == before  # no room: waking it would only send it looking in vain
+    assert full.items.empty()
+
+    rig.dispatcher.abandon(HUB, first.completionToken, "orchestration")
+    # The freed slot wakes it, and it takes the work that arrived while it was full (or the first back).
+    assert full.next().orchestratorRequest.instanceId in {"first", "second"}
+    assert rig.dispatcher.wakeups.count > before
+
+
+def test_work_stored_while_a_stream_fetches_reaches_it(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    fetch = rig.dispatcher._fetch
+    missed: list[int] = []
+
+    def fetch_then_start(kind: str, state: StreamState, tokens: Sequence[str]) -> tuple[list[Work], bool]:
+        found = fetch(kind, state, tokens)
+        if kind == "orchestration" and not missed:
+            # The fetch has read the queue (empty) when the start commits and announces itself.
+            missed.append(len(found[0]))
+            rig.start("raced", "O")
+        return found
+
+    monkeypatch.setattr(rig.dispatcher, "_fetch", fetch_then_start)
+    stream = rig.stream()
+    assert stream.next().orchestratorRequest.instanceId == "raced"
+    assert missed == [0]
+
+
+def test_work_stored_between_a_look_and_the_wait_reaches_the_stream(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+
+    def next_due_then_start(hub: str) -> datetime | None:
+        # The stream found nothing and asks for the next due time just before it waits: the start lands now.
+        if not started:
+            started.append("raced")
+            rig.start("raced", "O")
+        return None
+
+    monkeypatch.setattr(rig.engine, "next_due", next_due_then_start)
+    stream = rig.stream()
+    assert stream.next().orchestratorRequest.instanceId == "raced"
+    assert started == ["raced"]
+
+
+def test_a_change_from_another_thread_while_streams_look_is_never_lost(rig: Rig) -> None:
+    # Many small races at once: starts from a second thread while two streams keep taking work.
+    streams = [rig.stream(names=["A"]), rig.stream(names=["A", "B"])]
+    rig.caught_up()
+    ids = [f"i{n}" for n in range(60)]
+
+    def starter() -> None:
+        for n, instance_id in enumerate(ids):
+            rig.start(instance_id, "A" if n % 2 else "B")
+
+    thread = threading.Thread(target=starter)
+    thread.start()
+    got: set[str] = set()
+    while len(got) < len(ids):
+        for stream in streams:
+            while not stream.items.empty():
+                item = stream.next()
+                got.add(item.orchestratorRequest.instanceId)
+        if len(got) < len(ids):
+            wait_until(lambda: any(not s.items.empty() for s in streams), 20, "the next work item")
+    thread.join()
+    assert got == set(ids)
