@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dtscale_emulator.errors import InvalidArgumentError
-from dtscale_emulator.limits_rules import (
+from dtscale_emulator.limits.rules import (
     MIB,
     EntityIdTooLongError,
     FieldLimits,
