@@ -26,6 +26,7 @@ from dtscale_emulator.storage.sqlite_migrations import ADDED_BY_MIGRATIONS, LATE
 #: What every SQLite database file starts with (the first 16 bytes of its 100-byte header).
 _MAGIC = b"SQLite format 3\x00"
 _HEADER_SIZE = 100
+_READ_BLOCK = 1 << 20
 
 
 def unusable(path: str, cause: str) -> StoreUnusableError:
@@ -129,7 +130,24 @@ def _check_version(path: str, db: sqlite3.Connection) -> None:
         )
 
 
+def _read_through(path: str) -> None:
+    """Reads the file once from start to end, so the OS has it cached before ``quick_check`` walks it.
+
+    ``quick_check`` visits pages in the order of the trees, which on a file not in the page cache is a random read
+    per page: 1.4-1.6 s at 100,000 instances against 0.2-0.3 s with this pass first (``bench/integrity_check.py``).
+    A memory-mapped check is as fast, but a disk read error there kills the process (SIGBUS) instead of being
+    reported; here it is an ``OSError``.
+    """
+    with open(path, "rb", buffering=0) as f:
+        while f.read(_READ_BLOCK):
+            pass
+
+
 def _check_integrity(path: str, db: sqlite3.Connection) -> None:
+    try:
+        _read_through(path)
+    except OSError as error:
+        raise unusable(path, f"reading it failed ({error.strerror or error}); {recovery_advice(path)}") from None
     # quick_check(1) stops at the first problem: a badly damaged file is refused as fast as a slightly damaged one.
     found = [row[0] for row in db.execute("PRAGMA quick_check(1)")]
     if found != ["ok"]:
