@@ -71,7 +71,10 @@ class TaskHubGrpcWorker:
         secure_channel: Use TLS when ``host_address`` has no scheme.
         interceptors: Extra gRPC client interceptors.
         channel_options: Channel settings (message sizes, keepalive, retries).
-        resiliency_options: Handshake deadline, silent-stream timeout and reconnect backoff.
+        resiliency_options: Handshake deadline, silent-stream timeout and reconnect backoff. A result the
+            backend cannot be reached for is offered again with jittered exponential backoff for up to 60 s
+            (``completions.DEFAULT_DELIVERY_RETRY_SECONDS``), until the backend says the lease is gone, or the
+            worker stops; after a disconnection, new work is asked for only once those results are out.
         concurrency_options: Per-kind limits on work items running at once.
         maximum_timer_interval: Longest single durable timer; longer ones are chained.
         payload_store: Where payloads over its threshold go (see :mod:`durabletask.payload`): work items
@@ -449,10 +452,18 @@ class _Run:
             resiliency=worker._resiliency_options,
             logger=logger,
             address=worker._host_address,
+            before_leasing=self._deliver_first,
         )
         self.pools.start()
         self._thread = threading.Thread(target=self.loop.run, name="durabletask-work-items", daemon=True)
         self._thread.start()
+
+    def _deliver_first(self, stopping: threading.Event) -> None:
+        # Reconnected: results of work from before the disconnection go out before new work is asked for.
+        waiting = self.sender.retrying
+        if waiting:
+            self._logger.info("delivering %d result(s) held back by the disconnection before asking for work", waiting)
+            self.sender.wait_delivered(stopping)
 
     def stop(self, grace_period: float) -> None:
         self.loop.stop()

@@ -204,8 +204,12 @@ class StreamLoop:
         resiliency: GrpcWorkerResiliencyOptions,
         logger: logging.Logger,
         address: str,
+        before_leasing: Callable[[threading.Event], None] | None = None,
     ) -> None:
         self._channels = channels
+        # Called after each handshake, before work is asked for, with the loop's stop flag: the worker waits
+        # there for results still on their way from before a disconnection.
+        self._before_leasing = before_leasing
         self._request = request
         self._on_work_item = on_work_item
         self._resiliency = resiliency
@@ -262,6 +266,8 @@ class StreamLoop:
         hello = stub.Hello.future(empty_pb2.Empty(), timeout=self._resiliency.hello_timeout_seconds)
         self._track(hello)
         hello.result()
+        if self._before_leasing is not None:
+            self._before_leasing(self._stopping)
         call = stub.GetWorkItems(self._request())
         self._track(call)
         return stub, call

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
 import time
 from concurrent import futures
@@ -144,8 +145,10 @@ def test_registered_entity_batch_runs_on_the_default_entity_runner(server: Serve
     worker = make_worker()
     worker.add_entity(counter)
     worker.start()
-    batch = pb.EntityBatchRequest(instanceId="@counter@c1", operations=[
-        pb.OperationRequest(operation="add", input=wrappers_pb2.StringValue(value="5"))])
+    batch = pb.EntityBatchRequest(
+        instanceId="@counter@c1",
+        operations=[pb.OperationRequest(operation="add", input=wrappers_pb2.StringValue(value="5"))],
+    )
     server.sidecar.next_stream().send(pb.WorkItem(entityRequest=batch, completionToken="t-e"))
 
     rpc, message = server.sidecar.next_completion()
@@ -542,3 +545,37 @@ def test_a_completion_outlives_two_channel_rebuilds(server: Server, make_worker:
     release.set()
     _, response = server.sidecar.next_completion()
     assert response.completionToken == "first-channel" and json.loads(response.result.value) == 7
+
+
+def test_work_is_asked_for_only_after_the_before_leasing_hook(server: Server, logger: logging.Logger) -> None:
+    # The worker waits there for results held back by a disconnection, so that the backend does not hand
+    # the same work items straight back while their results are still on the way.
+    seen: list[tuple[int, bool]] = []
+    release = threading.Event()
+
+    def before_leasing(stopping: threading.Event) -> None:
+        seen.append((server.sidecar.hellos, server.sidecar.streams.empty()))
+        release.wait(WAIT)
+
+    channels = ChannelProvider(None, lambda: grpc.insecure_channel(server.address))
+    loop = StreamLoop(
+        channels=channels,
+        request=pb.GetWorkItemsRequest,
+        on_work_item=lambda item, stub, done: done(),
+        resiliency=GrpcWorkerResiliencyOptions(hello_timeout_seconds=5),
+        logger=logger,
+        address=server.address,
+        before_leasing=before_leasing,
+    )
+    runner = threading.Thread(target=loop.run)
+    runner.start()
+    try:
+        with pytest.raises(queue.Empty):
+            server.sidecar.next_stream(timeout=0.2)  # held by the hook
+        release.set()
+        server.sidecar.next_stream()
+        assert seen == [(1, True)]
+    finally:
+        loop.stop()
+        runner.join(WAIT)
+        channels.close()
