@@ -250,6 +250,7 @@ class WorkDispatcher:
             if until is not None:
                 timeout = min(timeout, until + 0.001)
         state.waiting = True
+        state.idle_since = time.monotonic()
         try:
             woken = await aio_loop.wait(state.wakeup, timeout)
         finally:

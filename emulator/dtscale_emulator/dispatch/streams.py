@@ -40,6 +40,7 @@ class StreamState:
     # Set (on the server's loop) to end the stream's wait for a change.
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     waiting: bool = False  # waiting for a change or a due time, having looked
+    idle_since: float = 0.0  # when it last began to wait (streams woken together look oldest first)
     stalled: bool = False  # a send did not finish in time: the stream is being ended
     probed_all_at: float = 0.0
     due: tuple[int, datetime | None] | None = None  # (change count, next due time) of the last check

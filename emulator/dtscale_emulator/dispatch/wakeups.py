@@ -68,9 +68,11 @@ class StreamWakeups:
                 # Unknown names: every stream whose filters take anything of that kind.
                 slots = [self._every_name.get((hub, kind), {})]
                 slots += [slot for (h, k, _), slot in self._by_name.items() if h == hub and k == kind]
-            else:
+            elif made:
                 slots = [self._every_name.get((hub, kind), {})]
                 slots += [self._by_name.get((hub, kind, name), {}) for name in made]
+            else:
+                continue  # the change made no work of this kind after all
             for slot in slots:
                 for state in slot.values():
                     concerned.setdefault(state.id, (state, set()))[1].add(kind)
@@ -127,5 +129,8 @@ class StreamWakeups:
 
 
 def _set_all(woken: list[StreamState]) -> None:
-    for state in woken:
+    # In the order they went idle, which is the order they resume and look in: a stream that waited long looks
+    # before one that just sent work and went idle again, so a worker that hands work back at once (rejecting
+    # a version it does not run) cannot win every race for that work.
+    for state in sorted(woken, key=lambda s: s.idle_since):
         state.wakeup.set()

@@ -207,3 +207,31 @@ def test_a_change_from_another_thread_while_streams_look_is_never_lost(rig: Rig)
             wait_until(lambda: any(not s.items.empty() for s in streams), 20, "the next work item")
     thread.join()
     assert got == set(ids)
+
+
+def test_a_stream_that_hands_work_back_does_not_starve_a_newer_one(rig: Rig) -> None:
+    # A worker that rejects what it gets (a version it does not run) abandons it at once, again and again. The
+    # stream opened later must still get its turn: streams woken together look in the order they went idle.
+    rejecting = rig.stream()
+    rig.start("contested", "O")
+    held = rejecting.next()
+    taking = rig.stream()
+    rig.caught_up()
+    stop = threading.Event()
+
+    def reject() -> None:
+        token = held.completionToken
+        while not stop.is_set():
+            rig.dispatcher.abandon(HUB, token, "orchestration")
+            try:
+                token = rejecting.next(timeout=1.0).completionToken
+            except queue.Empty:
+                return  # the work went to the other stream
+
+    thread = threading.Thread(target=reject, daemon=True)
+    thread.start()
+    try:
+        assert taking.next(timeout=20).orchestratorRequest.instanceId == "contested"
+    finally:
+        stop.set()
+        thread.join(timeout=30)
