@@ -65,13 +65,11 @@ class ScriptedChatModel(BaseChatModel):
         script: The turns it knows; a user message that matches none of them is an error.
         call_log: A file each served call is appended to (JSON lines), or None.
         on_call: Called with ``(turn, step)`` for each served call, in the calling process, or None.
-        stall: Called with ``(turn, step)`` before a call is served; a program uses it to hold a call in flight.
     """
 
     script: tuple[Turn, ...]
     call_log: Path | None = None
     on_call: Callable[[str, int], None] | None = None
-    stall: Callable[[str, int], None] | None = None
 
     @property
     def _llm_type(self) -> str:
@@ -95,8 +93,6 @@ class ScriptedChatModel(BaseChatModel):
             missing = [name for name, _ in due.calls if name not in offered]
             if missing:
                 raise LookupError(f"the script asks for tools {missing}; the model was offered {sorted(offered)}")
-        if self.stall is not None:
-            self.stall(turn.when, step)
         message = _message(due, f"{_slug(turn.when)}-{start}-{step}", last_tool)
         self._record(turn.when, step)
         return ChatResult(generations=[ChatGeneration(message=message)])
@@ -118,12 +114,17 @@ class ScriptedChatModel(BaseChatModel):
         if self.on_call is not None:
             self.on_call(turn, step)
         if self.call_log is not None:
-            line = json.dumps({"event": "served", "turn": turn, "step": step, "pid": os.getpid()})
-            # Appended, flushed and synced: a SIGKILL right after the call loses nothing written.
-            with self.call_log.open("a", encoding="utf-8") as log:
-                log.write(line + "\n")
-                log.flush()
-                os.fsync(log.fileno())
+            append_call(self.call_log, {"event": "model", "turn": turn, "step": step})
+
+
+def append_call(path: Path, record: Mapping[str, Any]) -> None:
+    """Appends ``record`` (with this process's PID) to the call log at ``path``."""
+    line = json.dumps({**record, "pid": os.getpid()})
+    # Appended, flushed and synced: a SIGKILL right after the call loses nothing written.
+    with path.open("a", encoding="utf-8") as log:
+        log.write(line + "\n")
+        log.flush()
+        os.fsync(log.fileno())
 
 
 def _message(step: ToolCalls | Reply, call_prefix: str, tool_result: str) -> AIMessage:

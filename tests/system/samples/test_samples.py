@@ -84,6 +84,16 @@ EXPECTED = {
         "no completed model call was repeated; only the interrupted one ran again",
         "all scenarios completed as expected",
     ],
+    "langgraph_agent.py": [
+        "killed worker pid",
+        "ticket-42 waits for the manager: {'approve refund': {'order_id': 42, 'amount': 30}}",
+        "activities in flight: []",
+        "ticket-42 answer: Done: refunded 30 euros for order 42.",
+        "model calls: step 0: 1, step 1: 1, step 2: 1",
+        "tool calls: issue_refund: 1, lookup_order: 2",
+        "under 1 idempotency key",
+        "no model call was repeated",
+    ],
 }
 # Samples that need a package the dev environment does not install (the module they import, and where they run).
 NEEDS = {
