@@ -21,6 +21,11 @@ WORKDIR /data
 VOLUME ["/data"]
 EXPOSE 8080 8082
 
+# Both ports bind 0.0.0.0 inside the container (so that published ports reach them): the dashboard on 8082 answers
+# whoever reaches the published port, and can terminate and purge instances. With the TLS variables below it serves
+# HTTPS with the same certificate (add --dashboard-insecure-http to the command for plain HTTP), with the token it
+# asks for the token; it logs a warning at start when it has no token, or a token but plain HTTP. Without both,
+# publish it to this machine only (docker run -p 127.0.0.1:8082:8082 ...) or add --no-dashboard to the command.
 # Configure TLS and the token through the environment, so the health check (which reads the same variables)
 # probes with the settings the emulator serves with:
 #   DTS_EMULATOR_TLS_CERT, DTS_EMULATOR_TLS_KEY    PEM files (mounted, e.g. under /run/secrets)

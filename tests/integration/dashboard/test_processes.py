@@ -35,11 +35,11 @@ expect = pytest.importorskip("playwright.sync_api").expect
 
 
 @contextmanager
-def process(*argv: str) -> Iterator[subprocess.Popen[str]]:
+def process(*argv: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen(
         [sys.executable, *argv],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -159,6 +159,34 @@ def test_cli_dashboard_serves_https_with_a_certificate(tmp_path: Path) -> None:
         timeout=60,
     )
     assert half.returncode == 1 and "needs both a certificate and its key" in half.stderr
+
+
+def docker_command() -> list[str]:
+    """The Docker image's command line, as its Dockerfile gives it."""
+    text = (ROOT / "Dockerfile").read_text()
+    return list(json.loads(re.search(r"^CMD (\[.*\])$", text, re.MULTILINE).group(1)))  # type: ignore[union-attr]
+
+
+@pytest.mark.adversarial
+def test_the_docker_images_dashboard_binds_every_interface_and_follows_its_tls_variables(tmp_path: Path) -> None:
+    argv = docker_command()
+    assert argv[argv.index("--host") + 1] == "0.0.0.0"  # what the Dockerfile's comment and the README describe
+    argv[argv.index("--port") + 1] = "0"
+    at = argv.index("--db")
+    argv[at : at + 2] = ["--in-memory"]
+    tls = make_tls(tmp_path)
+    variables = {"DTS_EMULATOR_TLS_CERT": str(tls.cert), "DTS_EMULATOR_TLS_KEY": str(tls.key)}
+    with process("-m", "dtscale_emulator", *argv, "--dashboard-port", "0", env=variables) as proc:
+        read_line(proc, r"listening on ")
+        port = read_line(proc, r"dashboard on https://0\.0\.0\.0:(\d+)/").group(1)
+        trusting = ssl.create_default_context(cafile=str(tls.ca))
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/api/hubs", context=trusting) as response:
+            assert response.status == 200
+    with process("-m", "dtscale_emulator", *argv, "--dashboard-port", "0") as proc:
+        read_line(proc, r"listening on ")
+        read_line(proc, r"dashboard on http://0\.0\.0\.0:\d+/")
+        proc.terminate()
+        assert proc.stderr is not None and "reachable from other machines and needs no token" in proc.stderr.read()
 
 
 def test_insecure_http_without_a_certificate_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
