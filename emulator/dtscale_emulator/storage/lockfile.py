@@ -56,9 +56,11 @@ class DatabaseLock:
 
 
 def _open(lock_path: str, db_path: str) -> int:
-    # Read-only is enough to lock, and lets a read-only store be reported as such rather than as "permission denied".
+    # flock needs only read access, which lets a read-only store be reported as such rather than as "permission
+    # denied"; Windows' byte-range locks want a handle that may write.
+    access = os.O_RDONLY if fcntl is not None else os.O_RDWR
     try:
-        return os.open(lock_path, os.O_RDONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        return os.open(lock_path, access | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     except FileNotFoundError:
         raise StoreUnusableError(
             f"cannot use {db_path} as the store: the folder {os.path.dirname(os.path.abspath(db_path))} does not "

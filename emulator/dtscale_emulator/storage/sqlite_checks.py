@@ -14,6 +14,7 @@ file, the cause and what to do.
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import sqlite3
@@ -27,6 +28,7 @@ from dtscale_emulator.storage.sqlite_migrations import ADDED_BY_MIGRATIONS, LATE
 _MAGIC = b"SQLite format 3\x00"
 _HEADER_SIZE = 100
 _READ_BLOCK = 1 << 20
+log = logging.getLogger("dtscale_emulator")
 
 
 def unusable(path: str, cause: str) -> StoreUnusableError:
@@ -40,6 +42,16 @@ def check_store_file(path: str, *, integrity: bool = True) -> None:
     An empty file is a new store. ``integrity`` runs SQLite's ``quick_check`` over every page.
     """
     _check_writable(path)
+    links = os.stat(path).st_nlink
+    if links > 1:
+        # SQLite names the write-ahead log after the path it was given: opened by another name after a crash, the
+        # store would miss the log's last commits, and the stale log could later be replayed over newer pages.
+        log.warning(
+            "the store %s has %d hard links; always open it by the same name (a crash's write-ahead log is "
+            "found only under the name the store was open by)",
+            path,
+            links,
+        )
     size = os.path.getsize(path)
     if size == 0:
         return

@@ -53,6 +53,16 @@ def test_another_name_for_a_store_in_use_is_refused(tmp_path: Path, name: str) -
     SqliteBackend(str(other)).close()  # the lock went with the first backend
 
 
+def test_a_store_with_several_hard_links_is_served_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = _store(tmp_path / "emu.db")
+    os.link(db, tmp_path / "second-name.db")
+    with caplog.at_level("WARNING", "dtscale_emulator"):
+        SqliteBackend(str(db)).close()
+    assert any(f"the store {db} has 2 hard links" in r.getMessage() for r in caplog.records)
+
+
 # Finding 10: another application's file -------------------------------------------------------------------------
 def _foreign(path: Path, script: str) -> bytes:
     conn = sqlite3.connect(path)
@@ -172,6 +182,7 @@ def test_a_refused_file_keeps_no_lock(tmp_path: Path) -> None:
 def test_commits_are_synced_by_default_and_normal_is_a_choice(tmp_path: Path) -> None:
     backend = SqliteBackend(str(tmp_path / "default.db"))
     assert backend.synchronous == "FULL"
+    assert backend._conn.execute("PRAGMA fullfsync").fetchone()[0] == 1  # macOS: past the drive's cache too
     backend.close()
     backend = SqliteBackend(str(tmp_path / "normal.db"), "normal")
     assert backend.synchronous == "NORMAL"
