@@ -39,11 +39,14 @@ GRAPH = "support"
 THREAD = {"configurable": {"thread_id": "ticket-42"}}
 QUESTION = "Order 42 arrived broken, can I get a refund?"
 SCRIPT = (
-    Turn("refund", (
-        ToolCalls((("lookup_order", {"order_id": 42}),)),
-        ToolCalls((("issue_refund", {"order_id": 42, "amount": 30}),)),
-        Reply("Done: {tool_result}. Sorry about the broken lamp!"),
-    )),
+    Turn(
+        "refund",
+        (
+            ToolCalls((("lookup_order", {"order_id": 42}),)),
+            ToolCalls((("issue_refund", {"order_id": 42, "amount": 30}),)),
+            Reply("Done: {tool_result}. Sorry about the broken lamp!"),
+        ),
+    ),
 )
 STALL_LIMIT_SECONDS = 120.0
 STALL_TOOL = {"name": ""}  # set in the first worker process: the tool that is in flight when it is killed
@@ -147,8 +150,9 @@ def _in_flight(c: client.TaskHubGrpcClient, instance: str) -> list[str]:
 
 
 def run_scenario(rt: Runtime, call_log: Path) -> int:
-    first = spawn_worker_process("langgraph_agent.py", rt, "--worker", "--call-log", str(call_log),
-                                 "--stall-tool", "lookup_order")
+    first = spawn_worker_process(
+        "langgraph_agent.py", rt, "--worker", "--call-log", str(call_log), "--stall-tool", "lookup_order"
+    )
     procs = [first]
     c = rt.client()
     try:
@@ -167,8 +171,10 @@ def run_scenario(rt: Runtime, call_log: Path) -> int:
         instance = instance_id(GRAPH, THREAD["configurable"]["thread_id"])
         state = c.get_orchestration_state(instance)
         assert state is not None
-        print(f"while it waits: {instance} is {state.runtime_status.name}, "
-              f"activities in flight: {_in_flight(c, instance)}")
+        print(
+            f"while it waits: {instance} is {state.runtime_status.name}, "
+            f"activities in flight: {_in_flight(c, instance)}"
+        )
         done = app.invoke(Command(resume={pending.id: {"approved": True, "by": "alice"}}), THREAD)
         print(f"ticket-42 answer: {done['messages'][-1].content}")
         snapshot = app.get_state(THREAD)
