@@ -131,6 +131,6 @@ async def start(
         await runner.cleanup()
         raise
     _warn_if_exposed(host, token, tls is not None)
-    # Each bound socket's address; with port 0 every one has the port the system chose for the first.
+    # With port 0 the system chose the port: read it back from the first listening socket.
     bound = runner.addresses[0][1] if runner.addresses else port
     return Dashboard(host, bound, runner, tls=tls is not None)

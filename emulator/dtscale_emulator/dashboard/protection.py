@@ -1,10 +1,11 @@
 """What the dashboard asks of every request that changes state, and the headers every response carries.
 
 Only the dashboard's own page may change anything: a request other than GET or HEAD must name the dashboard's own
-origin in ``Origin`` (browsers always send it on such requests and scripts cannot forge it) and carry a JSON body.
-A cross-site HTML form can send neither, and a page on another port of the same host is another origin, even
-though it is the same *site* and its requests carry the SameSite cookie. The check is a middleware, so a route
-added later is covered without doing anything.
+origin in ``Origin`` and carry a JSON body. Browsers send ``Origin`` on every such request, with the origin of the
+page that made it, and no page can change it; a page of another origin can send a JSON body only after a CORS
+preflight, which this server never grants. A page on another port of the same host is another origin, even though
+it is the same *site* and the browser sends the SameSite cookie with its requests. The check is a middleware, so a
+route added later is covered without doing anything.
 
 Every response forbids framing (clickjacking), sniffing and referrers (an address may hold ``?token=``), and
 limits the page to its own scripts, styles and API.
