@@ -374,7 +374,7 @@ class _Run:
         logger = worker._logger
         options = worker._concurrency_options
         self._logger = logger
-        self._closed = threading.Event()
+        self._stopping = threading.Event()  # set when stop() begins: results are no longer retried
         self.pools = WorkItemPools(
             worker._startable_limits(), max_threads=options.maximum_thread_pool_workers or 1, logger=logger
         )
@@ -414,7 +414,7 @@ class _Run:
             tracer=OrchestrationTracer(emit=worker._emit_trace_spans, sessions=self.sessions is not None),
             store_payloads=boundary.result if boundary is not None else None,
         )
-        self.sender = CompletionSender(logger, stopping=self._closed)
+        self.sender = CompletionSender(logger, stopping=self._stopping)
         handler = WorkItemHandler(
             self.pools,
             runner,
@@ -466,6 +466,8 @@ class _Run:
             self.sender.wait_delivered(stopping)
 
     def stop(self, grace_period: float) -> None:
+        # A result that cannot reach the backend now is not waited for: the work item is handed out again.
+        self._stopping.set()
         self.loop.stop()
         self.pools.stop_accepting()
         self._thread.join()
@@ -482,7 +484,6 @@ class _Run:
                 grace_period,
                 "; ".join(abandoned),
             )
-        self._closed.set()
         self.pools.close(wait=idle)
         # Completions already on the wire finish (bounded by their RPC timeout) before the channel closes.
         self.sender.close(timeout=self.sender.timeout or 30.0)
