@@ -27,17 +27,16 @@ _PROC_LOCKS = "/proc/locks"
 class DatabaseLock:
     """Holds the store's exclusive lock until :meth:`release` (or the process ends, even by ``kill -9``).
 
-    Creates the file when it does not exist (an empty file is a new store to SQLite); :attr:`created` says so.
+    On POSIX it creates the file when it does not exist (an empty file is a new store to SQLite); :attr:`created`
+    says whether the file was missing.
     """
 
     def __init__(self, db_path: str) -> None:
         self.path = db_path
-        self.created = False
-        if fcntl is None:  # pragma: no cover - Windows
-            self._fd = _open(f"{os.path.realpath(db_path)}.lock", db_path)
-        else:
-            self.created = not os.path.lexists(db_path)
-            self._fd = _open(db_path, db_path)
+        self.created = not os.path.lexists(db_path)
+        # Windows: a lock file beside the file a symlink resolves to (see the module's docstring).
+        lock_path = db_path if fcntl is not None else f"{os.path.realpath(db_path)}.lock"
+        self._fd: int = _open(lock_path, db_path)
         try:
             _lock(self._fd)
         except OSError:
