@@ -79,7 +79,7 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
         "stop": payload["stop"],
         "retry_policy": graph.retry_policy,
     }
-    ids = {
+    ids: dict[str, Any] = {
         "checkpoint_id_bytes": binascii.unhexlify(checkpoint["id"].replace("-", "")),
         "checkpoint_null_version": lg.checkpoint_null_version(checkpoint),
         "for_execution": True,
@@ -89,10 +89,13 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
         task = lg.prepare_single_task(tuple(load(payload["path"])), payload["task_id"], **common, **ids)
     else:
         # An error handler: rebuild the task that failed, then LangGraph's handler task for it.
-        failed = lg.prepare_single_task(tuple(load(handles["path"])), handles["task_id"], **common, **ids)
+        failed: Any = lg.prepare_single_task(tuple(load(handles["path"])), handles["task_id"], **common, **ids)
         error = node_failure(handles["error"]["type"], handles["error"]["message"])
         task = failed and lg.prepare_node_error_handler_task(
-            failed, handler_node_name=payload["node"], failed_error=error, **{**common, "config": failed.config}
+            failed,
+            handler_node_name=payload["node"],
+            failed_error=error,
+            **{**common, "config": failed.config},
         )
         if task is not None and task.id != payload["task_id"]:
             raise RuntimeError(f"error handler task {task.id} != {payload['task_id']}: the graph changed")

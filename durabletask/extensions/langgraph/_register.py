@@ -24,7 +24,9 @@ def register_graph(
         name: The graph's name on the task hub; clients use the same name in :class:`DurableGraph`.
         graph: A compiled graph without a checkpointer (DTS history is the thread's record).
         nodes: Only these nodes' activities (default: all). With the worker's work-item filters, this pins
-            nodes to workers, e.g. a node that needs a GPU registered only on the GPU workers.
+            nodes to workers, e.g. a node that needs a GPU registered only on the GPU workers. A node's
+            error handler (``__error_handler__{node}``) goes with the node; the graph's input node
+            ``__start__`` and its default error handler go with the orchestrator.
         orchestrator: Whether this worker also drives threads (``False`` for a worker that only runs nodes).
     """
     if not name or ":" in name:
@@ -35,9 +37,18 @@ def register_graph(
     unknown = sorted(set(chosen) - set(graph.nodes))
     if unknown:
         raise ValueError(f"graph '{name}' has no node named {', '.join(unknown)}; nodes: {', '.join(graph.nodes)}")
+    chosen = _with_internal_nodes(graph, chosen, orchestrator)
     lg.install_id_shim()
     if orchestrator:
         worker.add_orchestrator(thread_orchestrator(graph, name, fingerprint(graph)), name=orchestrator_name(name))
     run_task = task_activity(graph)
     for node in chosen:
         worker.add_activity(run_task, name=activity_name(name, node))
+
+
+def _with_internal_nodes(graph: Any, chosen: list[str], orchestrator: bool) -> list[str]:
+    """``chosen`` plus the nodes LangGraph adds for them: error handlers, and with the orchestrator the input node."""
+    extra = [f"__error_handler__{node}" for node in chosen]
+    if orchestrator:
+        extra += ["__start__", "__default_error_handler__"]
+    return list(dict.fromkeys([*chosen, *(node for node in extra if node in graph.nodes)]))

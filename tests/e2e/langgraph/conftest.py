@@ -38,11 +38,16 @@ def serve(hub: Hub, replay_mode: str) -> Serve:
         if replay_mode == "full-replay":
             options["extended_sessions"] = ExtendedSessionOptions(max_cached_orchestrations=0)
         worker = hub.worker(**options)
-        register_graph(worker, name, builder.compile(**compile_kwargs))
+        register_graph(worker, name, _compiled(builder, **compile_kwargs))
         worker.start()
-        return DurableGraph(hub.client(), name, builder.compile(**compile_kwargs))
+        return DurableGraph(hub.client(), name, _compiled(builder, **compile_kwargs))
 
     return start
+
+
+def _compiled(builder: Any, **compile_kwargs: Any) -> Any:
+    """A builder compiled (without a checkpointer), or an already compiled graph as it is."""
+    return builder.compile(**compile_kwargs) if hasattr(builder, "compile") else builder
 
 
 def reference(builder: Any, **compile_kwargs: Any) -> Any:

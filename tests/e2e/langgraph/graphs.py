@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
@@ -187,3 +188,77 @@ def with_error_handler() -> StateGraph[Any]:
     b.add_node("after", lambda s: {"items": ["after"]})
     b.add_edge(START, "boom")
     return b
+
+
+def pinned(where: str) -> StateGraph[Any]:
+    """``cpu`` then ``gpu``; each node records the worker (``where``) whose copy of the graph ran it."""
+
+    def gpu(s: Items) -> dict[str, Any]:
+        CALLS[f"gpu@{where}"] += 1
+        return {"items": ["gpu"]}
+
+    def cpu(s: Items) -> dict[str, Any]:
+        CALLS[f"cpu@{where}"] += 1
+        return {"items": ["cpu"]}
+
+    b = StateGraph(Items)
+    b.add_node("cpu", cpu)
+    b.add_node("gpu", gpu)
+    b.add_edge(START, "cpu")
+    b.add_edge("cpu", "gpu")
+    return b
+
+
+def with_subgraph() -> StateGraph[Any]:
+    inner = StateGraph(Items)
+    inner.add_node("i1", lambda s: {"items": ["i1"], "x": s["x"] + 10})
+    inner.add_node("i2", lambda s: {"items": ["i2"]})
+    inner.add_edge(START, "i1")
+    inner.add_edge("i1", "i2")
+    b = StateGraph(Items)
+    b.add_node("before", lambda s: {"items": ["before"]})
+    b.add_node("sub", inner.compile())
+    b.add_node("after", lambda s: {"items": [f"after {s['x']}"]})
+    b.add_edge(START, "before")
+    b.add_edge("before", "sub")
+    b.add_edge("sub", "after")
+    return b
+
+
+def streaming_model() -> StateGraph[Any]:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    def talk(s: Chat) -> dict[str, Any]:
+        model = GenericFakeChatModel(messages=iter([AIMessage("hello there friend")]))
+        return {"messages": [model.invoke(s["messages"])]}
+
+    b = StateGraph(Chat)
+    b.add_node("talk", talk)
+    b.add_edge(START, "talk")
+    return b
+
+
+def react_agent() -> Any:
+    """``create_react_agent`` with a scripted model: one tool call, then an answer."""
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import create_react_agent
+    from langgraph.warnings import LangGraphDeprecatedSinceV10
+
+    class Scripted(FakeMessagesListChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        CALLS["weather"] += 1
+        return f"sunny in {city}"
+
+    script = [
+        AIMessage("", tool_calls=[{"name": "weather", "args": {"city": "Oslo"}, "id": "call-1"}]),
+        AIMessage("It is sunny in Oslo."),
+    ]
+    with warnings.catch_warnings():  # LangGraph 1.x points to langchain.agents, but still ships this one
+        warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
+        return create_react_agent(Scripted(responses=script), [weather])

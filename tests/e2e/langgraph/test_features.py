@@ -1,0 +1,76 @@
+"""Node pinning over work-item filters, subgraphs, prebuilt agents, the messages stream, continue-as-new."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+
+from durabletask.extensions.langgraph import DurableGraph, _orchestrator, register_graph
+from tests.e2e.conftest import Hub
+from tests.e2e.langgraph import graphs
+from tests.e2e.langgraph.conftest import Serve, reference, thread
+
+
+def test_a_node_registered_on_one_worker_only_runs_there(hub: Hub) -> None:
+    name = f"pin{uuid.uuid4().hex[:6]}"
+    general = hub.worker()
+    register_graph(general, name, graphs.pinned("general").compile(), nodes=["cpu"])
+    general.use_work_item_filters()
+    special = hub.worker()
+    register_graph(special, name, graphs.pinned("special").compile(), nodes=["gpu"], orchestrator=False)
+    special.use_work_item_filters()
+    general.start()
+    special.start()
+    app = DurableGraph(hub.client(), name, graphs.pinned("client").compile())
+    for _ in range(3):
+        assert app.invoke({"x": 0, "items": []}, thread())["items"] == ["cpu", "gpu"]
+    assert graphs.CALLS == {"cpu@general": 3, "gpu@special": 3}
+
+
+def test_a_subgraph_node_runs_inside_its_task(serve: Serve) -> None:
+    app, plain = serve(graphs.with_subgraph()), reference(graphs.with_subgraph())
+    inp = {"x": 1, "items": []}
+    assert app.invoke(inp, thread()) == plain.invoke(inp, thread())
+    assert list(app.stream(inp, thread(), stream_mode="updates")) == list(
+        plain.stream(inp, thread(), stream_mode="updates")
+    )
+
+
+def test_create_react_agent_calls_each_tool_once(serve: Serve) -> None:
+    app = serve(graphs.react_agent())
+    got = app.invoke({"messages": [HumanMessage("weather in Oslo?")]}, thread())
+    expected = graphs.react_agent().invoke({"messages": [HumanMessage("weather in Oslo?")]})
+    assert graphs.without_message_ids(got) == graphs.without_message_ids(expected)
+    assert got["messages"][-1].content == "It is sunny in Oslo."
+    assert graphs.CALLS["weather"] == 2  # once durably, once in plain LangGraph
+
+
+def _tokens(chunks: list[Any]) -> list[tuple[str, str]]:
+    return [(type(message).__name__, message.content) for message, meta in chunks]
+
+
+def test_the_messages_stream_carries_the_models_tokens(serve: Serve) -> None:
+    app, plain = serve(graphs.streaming_model()), reference(graphs.streaming_model())
+    inp = {"messages": [HumanMessage("hi")]}
+    durable = list(app.stream(inp, thread(), stream_mode="messages"))
+    expected = list(plain.stream(inp, thread(), stream_mode="messages"))
+    assert _tokens(durable) == _tokens(expected)
+    assert len(durable) > 1
+    assert all(meta["langgraph_node"] == "talk" for _, meta in durable)
+
+
+def test_a_long_thread_continues_as_new_and_keeps_its_state(serve: Serve, monkeypatch: Any) -> None:
+    monkeypatch.setattr(_orchestrator, "TASKS_PER_EXECUTION", 4)
+    app, plain = serve(graphs.chat()), reference(graphs.chat())
+    cfg, ref_cfg = thread(), thread()
+    for turn in range(7):
+        got = app.invoke({"messages": [HumanMessage(f"turn {turn}")]}, cfg)
+        expected = plain.invoke({"messages": [HumanMessage(f"turn {turn}")]}, ref_cfg)
+        assert graphs.without_message_ids(got) == graphs.without_message_ids(expected)
+    history = list(app.get_state_history(cfg))
+    assert [s.metadata["step"] for s in history] == [s.metadata["step"] for s in plain.get_state_history(ref_cfg)]
+    instance = app.client.get_orchestration_state(f"lg:{app.name}:{cfg['configurable']['thread_id']}")
+    started = app.client.get_orchestration_history(instance.instance_id)
+    assert sum(1 for e in started if type(e).__name__ == "TaskScheduledEvent") < 7
