@@ -157,3 +157,26 @@ def test_an_error_handler_recovers_as_in_langgraph(serve: Serve) -> None:
     assert sorted(map(repr, app.stream(inp, thread(), stream_mode="updates"))) == sorted(
         map(repr, plain.stream(inp, thread(), stream_mode="updates"))
     )
+
+
+def test_two_invokes_at_once_on_one_thread_run_in_turn(serve: Serve) -> None:
+    import threading
+
+    app = serve(graphs.chat())
+    cfg = thread()
+    outputs: dict[str, Any] = {}
+
+    def send(text: str) -> None:
+        outputs[text] = app.invoke({"messages": [HumanMessage(text)]}, cfg)
+
+    senders = [threading.Thread(target=send, args=(text,)) for text in ("one", "two", "three")]
+    for sender in senders:
+        sender.start()
+    for sender in senders:
+        sender.join()
+    # each run saw every earlier run's messages: lengths 2, 4, 6 in the order the runs were queued
+    by_length = sorted(outputs.values(), key=lambda out: len(out["messages"]))
+    assert [len(out["messages"]) for out in by_length] == [2, 4, 6]
+    final = [m.content for m in by_length[-1]["messages"]]
+    assert final[1::2] == [f"echo {2 * i + 1}: {final[2 * i]}" for i in range(3)]
+    assert sorted(final[0::2]) == ["one", "three", "two"]
