@@ -493,7 +493,7 @@ def main() -> int:
     parser.add_argument(
         "--only",
         default="transport,throughput,latency,fan_out,chain,replay,admin,worker,worker_e2e,grpc_polling,store,"
-        "history_export",
+        "history_export,langgraph",
     )
     parser.add_argument("--store-instances", type=int, help="size of section 8's store (default 100,000)")
     parser.add_argument("--pairs", default=",".join(PAIRS), help="which SDK/backend pairs to run (default: all)")
@@ -514,7 +514,8 @@ def main() -> int:
         # Both SDKs on the one endpoint: the pairs that start a backend of their own do not apply.
         SELECTED.intersection_update({"ours", "theirs"})
         # These sections start servers of their own.
-        only -= {"transport", "replay", "admin", "worker", "worker_e2e", "grpc_polling", "store", "history_export"}
+        only -= {"transport", "replay", "admin", "worker", "worker_e2e", "grpc_polling", "store", "history_export",
+                 "langgraph"}
         where = f", against {address} (task hub {args.taskhub!r}): ours = our SDK, theirs = Microsoft's SDK"
     out = [
         f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
@@ -534,6 +535,9 @@ def main() -> int:
         ("grpc_polling", lambda: bench_grpc_polling(args.quick, out)),
         ("store", lambda: bench_store(args.quick, out, args.store_instances)),
         ("history_export", lambda: bench_history_export(args.quick, out)),
+        ("langgraph", lambda: _section("## 10. LangGraph nodes run durably beside plain LangGraph "
+                                       "(bench/langgraph_cost.py)", "langgraph_cost.py",
+                                       ["--rounds", "1"] if args.quick else [], out)),
     ]
     print("\n".join(out), flush=True)
     shown = len(out)
