@@ -57,6 +57,7 @@ class DurableGraph:
         return thread, instance_id(self.name, thread)
 
     def _run_plan(self, input: Any, config: Any, stream_modes: list[str], invoke: bool, **options: Any) -> Plan:
+        """Send a run; an invoke returns its output, a stream emits its chunks as they come."""
         thread, instance = self._instance(config)
         body = rq.run_body(input, config, stream_modes=stream_modes, invoke=invoke, **options)
         req = rq.request("run", self.fingerprint, thread, body)
@@ -66,9 +67,7 @@ class DurableGraph:
             rq.check_resume_locally(input, checkpoint_id, status, thread)
 
         result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting, precheck)
-        if invoke:
-            return load(result["output"])
-        return [tuple(chunk) for chunk in load(result["chunks"])]
+        return load(result["output"]) if invoke else None
 
     def _saver_plan(self, config: Any) -> Plan:
         thread, instance = self._instance(config)
@@ -129,7 +128,8 @@ class DurableGraph:
         await asyncio.sleep(op.data)
         return None
 
-    def _sync(self, plan: Plan) -> Any:
+    def _iterate(self, plan: Plan) -> Generator[Any, None, Any]:
+        """Carry out ``plan`` with the sync client, yielding what it emits; returns its result."""
         if inspect.iscoroutinefunction(self.client.get_orchestration_state):
             raise TypeError("this DurableGraph has an async client: use ainvoke, astream, aget_state, ...")
         sent: Any = None
@@ -138,18 +138,46 @@ class DurableGraph:
                 op = plan.send(sent)
             except StopIteration as stop:
                 return stop.value
-            sent = self._do(op)
+            if op.kind == "emit":
+                yield from op.data
+                sent = None
+            else:
+                sent = self._do(op)
 
-    async def _async(self, plan: Plan) -> Any:
+    def _sync(self, plan: Plan) -> Any:
+        steps = self._iterate(plan)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as stop:
+                return stop.value
+
+    async def _aiterate(self, plan: Plan) -> AsyncIterator[Any]:
+        """Carry out ``plan`` with the async client, yielding what it emits."""
         if not inspect.iscoroutinefunction(self.client.get_orchestration_state):
             raise TypeError("this DurableGraph has a sync client: use invoke, stream, get_state, ...")
         sent: Any = None
         while True:
             try:
                 op = plan.send(sent)
-            except StopIteration as stop:
-                return stop.value
-            sent = await self._ado(op)
+            except StopIteration:
+                return
+            if op.kind == "emit":
+                for item in op.data:
+                    yield item
+                sent = None
+            else:
+                sent = await self._ado(op)
+
+    async def _async(self, plan: Plan) -> Any:
+        result: list[Any] = []
+
+        def keep(value: Any) -> Generator[rq.Op, Any, None]:
+            result.append((yield from value))
+
+        async for _ in self._aiterate(keep(plan)):
+            pass
+        return result[0]
 
     # ----------------------------------------------------------------------------- public: sync
 
@@ -183,21 +211,12 @@ class DurableGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
     ) -> Iterator[Any]:
-        """The run's chunks, as ``graph.stream`` yields them; delivered once the run has reached END or an interrupt."""
+        """The run's chunks, as ``graph.stream`` yields them, each superstep's as soon as it has finished."""
         mode = stream_mode if stream_mode is not None else self.graph.stream_mode
         modes = [mode] if isinstance(mode, str) else list(mode)
-        chunks = self._sync(
-            self._run_plan(
-                input,
-                config,
-                modes,
-                False,
-                context=context,
-                interrupt_before=interrupt_before,
-                interrupt_after=interrupt_after,
-            )
-        )
-        yield from _format(chunks, mode)
+        options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        for chunk in self._iterate(self._run_plan(input, config, modes, False, **options)):
+            yield from _format([chunk], mode)
 
     def get_state(self, config: Any) -> Any:
         """LangGraph's ``StateSnapshot`` of the thread (at ``checkpoint_id`` if the config names one)."""
@@ -245,19 +264,10 @@ class DurableGraph:
         """:meth:`stream` with an ``AsyncTaskHubGrpcClient``."""
         mode = stream_mode if stream_mode is not None else self.graph.stream_mode
         modes = [mode] if isinstance(mode, str) else list(mode)
-        chunks = await self._async(
-            self._run_plan(
-                input,
-                config,
-                modes,
-                False,
-                context=context,
-                interrupt_before=interrupt_before,
-                interrupt_after=interrupt_after,
-            )
-        )
-        for chunk in _format(chunks, mode):
-            yield chunk
+        options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        async for chunk in self._aiterate(self._run_plan(input, config, modes, False, **options)):
+            for item in _format([chunk], mode):
+                yield item
 
     async def aget_state(self, config: Any) -> Any:
         """:meth:`get_state` with an ``AsyncTaskHubGrpcClient``."""

@@ -90,9 +90,19 @@ def run_config(graph: Any, thread_id: str, spec: RunSpec) -> dict[str, Any]:
 
 
 def drive_run(
-    graph: Any, saver: Any, thread_id: str, spec: RunSpec, *, graph_name: str, instance_id: str
+    graph: Any,
+    saver: Any,
+    thread_id: str,
+    spec: RunSpec,
+    *,
+    graph_name: str,
+    instance_id: str,
+    chunks: list[Chunk] | None = None,
 ) -> Generator[list[TaskCall], list[TaskOutcome], RunResult]:
-    """Run ``spec`` on ``graph`` with ``saver`` as its checkpointer, yielding the tasks of each superstep."""
+    """Run ``spec`` on ``graph`` with ``saver`` as its checkpointer, yielding the tasks of each superstep.
+
+    The chunks the run emits are appended to ``chunks`` as they come (a new list if not given).
+    """
     config = run_config(graph, thread_id, spec)
     modes = set(spec.stream_modes) | {"values", "updates"}
     stream_modes, output_keys, before, after, *_ = graph._defaults(
@@ -104,7 +114,7 @@ def drive_run(
         interrupt_after=spec.interrupt_after,
         durability="sync",
     )
-    chunks: list[Chunk] = []
+    chunks = [] if chunks is None else chunks
     stream = StreamProtocol(chunks.append, set(stream_modes))
     wanted_from_tasks = sorted(modes & ACTIVITY_MODES)
     try:

@@ -16,6 +16,7 @@ from langgraph.types import Command, RetryPolicy
 from durabletask import task as dt
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._driver import (
+    Chunk,
     RunSpec,
     TaskCall,
     TaskOutcome,
@@ -86,6 +87,7 @@ class ThreadRuntime:
         self.done: list[list[Any]] = carry.get("done", [])
         self.thread_id: str | None = carry.get("thread_id")
         self.tasks_run = 0
+        self.status: dict[str, Any] = {"fp": fingerprint, "done": self.done, "interrupts": []}
 
     def carry(self) -> dict[str, Any]:
         return {
@@ -97,7 +99,14 @@ class ThreadRuntime:
 
     def publish(self) -> None:
         waiting = pending_interrupts(self.graph, self.saver, self.thread_id) if self.thread_id else []
-        self.ctx.set_custom_status({"fp": self.fingerprint, "done": self.done, "interrupts": waiting})
+        self.status = {"fp": self.fingerprint, "done": self.done, "interrupts": waiting}
+        self.ctx.set_custom_status(self.status)
+
+    def publish_progress(self, request_id: str, chunks: list[tuple[str, Any]]) -> None:
+        """The chunks a streaming run has emitted so far, for its client to yield before the run ends."""
+        self.ctx.set_custom_status(
+            {**self.status, "live": {"id": request_id, "chunks": dump(chunks, "a stream chunk")}}
+        )
 
     def handle(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
         """Run one request and record its result; a failed run raises (and so fails the orchestration)."""
@@ -111,7 +120,7 @@ class ThreadRuntime:
                 )
             kind = request["kind"]
             if kind == "run":
-                result = yield from self._run(body)
+                result = yield from self._run(request["id"], body)
             elif kind == "update":
                 result = self._update(body)
             elif kind == "state":
@@ -122,9 +131,10 @@ class ThreadRuntime:
             result = {"refused": {"type": type(refused).__name__, "message": str(refused)}}
         self.done = [*self.done, [request["id"], result]][-KEEP_RESULTS:]
 
-    def _run(self, body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
+    def _run(self, request_id: str, body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
         spec = RunSpec(**body["spec"])
         check_resume(self.graph, self.saver, self.thread_id or "", spec.input, spec.checkpoint_id)
+        emitted: list[Chunk] = []
         gen = drive_run(
             self.graph,
             self.saver,
@@ -132,7 +142,9 @@ class ThreadRuntime:
             spec,
             graph_name=self.graph_name,
             instance_id=self.ctx.instance_id,
+            chunks=emitted,
         )
+        wanted = set(spec.stream_modes)
         sent: list[TaskOutcome] | None = None
         while True:
             with lg.deterministic_ids(self.ids):
@@ -141,12 +153,13 @@ class ThreadRuntime:
                 except StopIteration as stop:
                     outcome = stop.value
                     break
+            if not body.get("invoke"):
+                self.publish_progress(request_id, [(mode, payload) for _, mode, payload in emitted if mode in wanted])
             sent = yield from self._execute(calls)
         if outcome.error is not None:
             raise outcome.error
         if body.get("invoke"):
             return {"output": dump(invoke_output(outcome.chunks), "the run's output")}
-        wanted = set(spec.stream_modes)
         chunks = [(mode, payload) for _, mode, payload in outcome.chunks if mode in wanted]
         return {"chunks": dump(chunks, "the run's stream")}
 

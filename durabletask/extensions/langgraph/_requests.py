@@ -24,7 +24,7 @@ from durabletask.extensions.langgraph._errors import (
     ResumeRejectedError,
 )
 from durabletask.extensions.langgraph._naming import RUN_EVENT, orchestrator_name
-from durabletask.extensions.langgraph._serde import dump
+from durabletask.extensions.langgraph._serde import dump, load
 
 # Configurable keys a run reads from the config itself (the rest pass to the nodes).
 _COORDINATES = ("thread_id", "checkpoint_id", "checkpoint_ns")
@@ -36,7 +36,7 @@ _REFUSALS: dict[str, type[LangGraphError]] = {
 
 @dataclass(frozen=True)
 class Op:
-    """One thing a plan needs done: ``get`` / ``start`` / ``raise_event`` / ``sleep``."""
+    """One thing a plan needs done: ``get`` / ``start`` / ``raise_event`` / ``sleep``, or ``emit`` stream chunks."""
 
     kind: str
     instance_id: str = ""
@@ -134,6 +134,37 @@ def send_and_wait(
     instance_id: str, graph_name: str, fingerprint: str, req: dict[str, Any], waiting: Waiting, precheck: Any = None
 ) -> Generator[Op, Any, dict[str, Any]]:
     """Deliver ``req`` to the thread (starting its orchestration if needed) and return its result."""
+    yield from _deliver(instance_id, graph_name, fingerprint, req, precheck)
+    since = time.monotonic()
+    seen = 0  # stream chunks already handed out
+    while True:
+        state = yield Op("get", instance_id)
+        status = _status(state) or {}
+        if state is not None and state.runtime_status in _TERMINAL:
+            raise _ended(state, graph_name)
+        for rid, result in status.get("done", []):
+            if rid == req["id"]:
+                accepted = _accepted(result)
+                if "chunks" in accepted:
+                    yield Op("emit", data=[tuple(c) for c in load(accepted["chunks"])][seen:])
+                return accepted
+        live = status.get("live")
+        if live and live["id"] == req["id"] and len(chunks := load(live["chunks"])) > seen:
+            yield Op("emit", data=[tuple(c) for c in chunks[seen:]])
+            seen = len(chunks)
+        pending = state is None or state.runtime_status == OrchestrationStatus.PENDING
+        if pending and time.monotonic() - since > waiting.start_timeout:
+            raise GraphNotRegisteredError(
+                f"no worker picked up graph '{graph_name}' (orchestrator '{orchestrator_name(graph_name)}') "
+                f"within {waiting.start_timeout:g} s: is the graph registered with register_graph on a running worker?"
+            )
+        yield Op("sleep", data=waiting.poll_interval)
+
+
+def _deliver(
+    instance_id: str, graph_name: str, fingerprint: str, req: dict[str, Any], precheck: Any
+) -> Generator[Op, Any, None]:
+    """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event."""
     state: OrchestrationState | None = yield Op("get", instance_id)
     if state is not None and state.runtime_status in _TERMINAL:
         raise _ended(state, graph_name)
@@ -150,22 +181,6 @@ def send_and_wait(
         started = yield Op("start", instance_id, {"request": req})
     if not started:
         yield Op("raise_event", instance_id, req)
-    since = time.monotonic()
-    while True:
-        state = yield Op("get", instance_id)
-        if state is not None:
-            if state.runtime_status in _TERMINAL:
-                raise _ended(state, graph_name)
-            for rid, result in (_status(state) or {}).get("done", []):
-                if rid == req["id"]:
-                    return _accepted(result)
-        pending = state is None or state.runtime_status == OrchestrationStatus.PENDING
-        if pending and time.monotonic() - since > waiting.start_timeout:
-            raise GraphNotRegisteredError(
-                f"no worker picked up graph '{graph_name}' (orchestrator '{orchestrator_name(graph_name)}') "
-                f"within {waiting.start_timeout:g} s: is the graph registered with register_graph on a running worker?"
-            )
-        yield Op("sleep", data=waiting.poll_interval)
 
 
 def _accepted(result: dict[str, Any]) -> dict[str, Any]:

@@ -262,3 +262,18 @@ def react_agent() -> Any:
     with warnings.catch_warnings():  # LangGraph 1.x points to langchain.agents, but still ships this one
         warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
         return create_react_agent(Scripted(responses=script), [weather])
+
+
+def gated(gate: Any) -> StateGraph[Any]:
+    """``first`` then ``second``, which waits (at most a minute) for ``gate`` and records whether it opened."""
+
+    def second(s: Items) -> dict[str, Any]:
+        CALLS["opened" if gate.wait(60) else "timed out"] += 1
+        return {"items": ["second"]}
+
+    b = StateGraph(Items)
+    b.add_node("first", lambda s: {"items": ["first"]})
+    b.add_node("second", second)
+    b.add_edge(START, "first")
+    b.add_edge("first", "second")
+    return b

@@ -180,3 +180,16 @@ def test_two_invokes_at_once_on_one_thread_run_in_turn(serve: Serve) -> None:
     final = [m.content for m in by_length[-1]["messages"]]
     assert final[1::2] == [f"echo {2 * i + 1}: {final[2 * i]}" for i in range(3)]
     assert sorted(final[0::2]) == ["one", "three", "two"]
+
+
+def test_stream_yields_each_superstep_before_the_run_ends(serve: Serve) -> None:
+    import threading
+
+    gate = threading.Event()
+    app = serve(graphs.gated(gate))
+    received = []
+    for chunk in app.stream({"x": 0, "items": []}, thread(), stream_mode="updates"):
+        received.append(chunk)
+        gate.set()  # "second" may finish only once "first"'s update has reached the client
+    assert received == [{"first": {"items": ["first"]}}, {"second": {"items": ["second"]}}]
+    assert graphs.CALLS["opened"] == 1 and graphs.CALLS["timed out"] == 0
