@@ -84,7 +84,7 @@ _PAYLOAD_FIELDS = frozenset({"input", "result", "data", "output", "reason", "cus
 _TRACE_FIELDS = frozenset({"traceParent", "spanID", "traceState"})
 _TIMESTAMP = "google.protobuf.Timestamp"
 _STRING_VALUE = "google.protobuf.StringValue"
-_FAILURE = "TaskFailureDetails"
+_FAILURE_TYPE = "TaskFailureDetails"
 
 
 @dataclass(frozen=True)
@@ -188,39 +188,35 @@ class FieldLimits:
         Timestamp is range-checked. Fields no limit names are left alone.
         """
         for field, value in message.ListFields():
+            plan = _PLANS.get(field)
+            if plan is None:
+                plan = _PLANS[field] = _plan(field)
+            if plan == _SKIP:
+                continue
             where = f"{path}.{field.name}" if path else field.name
-            if field.message_type is None:
-                self._scalar(field, value, where)
-            elif field.message_type.GetOptions().map_entry:
-                if field.name == "tags":
-                    self.tags(where, value)
-            elif field.is_repeated:
+            if plan == _TEXT:
+                self._text(field.name, value, where)
+            elif plan == _WRAPPED:
+                self._text(field.name, value.value, where)
+            elif plan == _STAMP:
+                timestamp(where, value.seconds, value.nanos)
+            elif plan == _FAILURE:
+                self.failure(where, value)
+            elif plan == _TAGS:
+                self.tags(where, value)
+            elif plan == _EACH:
                 for index, item in enumerate(value):
-                    self._nested(field, item, f"{where}[{index}]")
+                    self.message(item, f"{where}[{index}]")
             else:
-                self._nested(field, value, where)
+                self.message(value, where)
 
-    def _nested(self, field: FieldDescriptor, value: Message, where: str) -> None:
-        kind = value.DESCRIPTOR
-        if kind.full_name == _TIMESTAMP:
-            timestamp(where, value.seconds, value.nanos)  # type: ignore[attr-defined]
-        elif kind.full_name == _STRING_VALUE:
-            self._scalar(field, value.value, where)  # type: ignore[attr-defined]
-        elif kind.name == _FAILURE:
-            self.failure(where, value)
-        else:
-            self.message(value, where)
-
-    def _scalar(self, field: FieldDescriptor, value: Any, where: str) -> None:
-        name = field.name
-        if not isinstance(value, str):
-            if field.is_repeated and name == "lockSet":
-                for index, entity in enumerate(value):
-                    self.entity_id(entity, f"{where}[{index}]")
-            elif field.is_repeated and name == "instanceIds":
-                self._batch(where, value)
-            return
-        if name in _PAYLOAD_FIELDS:
+    def _text(self, name: str, value: Any, where: str) -> None:
+        if name == "lockSet":
+            for index, entity in enumerate(value):
+                self.entity_id(entity, f"{where}[{index}]")
+        elif name == "instanceIds":
+            self._batch(where, value)
+        elif name in _PAYLOAD_FIELDS:
             self.payload(where, value)
         elif name in _NAME_FIELDS:
             self.text(where, value, self.max_name_length)
@@ -232,3 +228,25 @@ class FieldLimits:
             self.text(where, value, self.max_key_length)
         elif name in _TRACE_FIELDS:
             self.text(where, value, self.max_trace_field_length)
+
+
+# What the walk does with a field, decided once per field descriptor: skip it, check its text (a string, a
+# wrapped string, a list of IDs), range-check a Timestamp, size a failure or a tag set, or walk into it.
+_SKIP, _TEXT, _WRAPPED, _STAMP, _FAILURE, _TAGS, _EACH, _INTO = range(8)
+_LIMITED = _NAME_FIELDS | _VERSION_FIELDS | _ID_FIELDS | _KEY_FIELDS | _PAYLOAD_FIELDS | _TRACE_FIELDS
+_PLANS: dict[FieldDescriptor, int] = {}
+
+
+def _plan(field: FieldDescriptor) -> int:
+    kind = field.message_type
+    if kind is None:
+        return _TEXT if field.name in _LIMITED or field.name in ("lockSet", "instanceIds") else _SKIP
+    if kind.GetOptions().map_entry:
+        return _TAGS if field.name == "tags" else _SKIP
+    if field.is_repeated:
+        return _EACH
+    if kind.full_name == _TIMESTAMP:
+        return _STAMP
+    if kind.full_name == _STRING_VALUE:
+        return _WRAPPED if field.name in _LIMITED else _SKIP
+    return _FAILURE if kind.name == _FAILURE_TYPE else _INTO
