@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from durabletask._replay.failures import qualified_name
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._errors import node_failure
+from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
 
 # The configurable key under which a node finds its idempotency key.
@@ -55,6 +56,8 @@ def _task_config(payload: dict[str, Any], settings: dict[str, Any], collect: Cal
     }
     if settings.get("resume_map") is not None:
         configurable[lg.CONFIG_KEY_RESUME_MAP] = settings["resume_map"]
+    if settings.get("resuming") is not None:
+        configurable[lg.CONFIG_KEY_RESUMING] = settings["resuming"]
     config: dict[str, Any] = {"configurable": configurable}
     if settings.get("recursion_limit") is not None:
         config["recursion_limit"] = settings["recursion_limit"]
@@ -64,7 +67,7 @@ def _task_config(payload: dict[str, Any], settings: dict[str, Any], collect: Cal
     return dict(lg.ensure_config(config))  # type: ignore[arg-type]
 
 
-def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], None]) -> Any:
+def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], None], saver: ReplaySaver | None) -> Any:
     """The executable task the orchestrator planned, rebuilt here (its id checked against the plan)."""
     checkpoint = load(payload["checkpoint"])
     channels, managed = lg.channels_from_checkpoint(graph.channels, checkpoint)
@@ -78,6 +81,7 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
         "step": payload["step"],
         "stop": payload["stop"],
         "retry_policy": graph.retry_policy,
+        "checkpointer": saver,
     }
     ids: dict[str, Any] = {
         "checkpoint_id_bytes": binascii.unhexlify(checkpoint["id"].replace("-", "")),
@@ -107,7 +111,9 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
 def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     """Run one task and report its outcome (see the module docstring for what is raised)."""
     chunks: list[Any] = []
-    task = prepare_task(graph, payload, chunks.append)
+    # A subgraph node gets the checkpoints its subgraphs saved in earlier tasks, and returns what they saved.
+    saver = ReplaySaver.restore(payload["subgraphs"]) if "subgraphs" in payload else None
+    task = prepare_task(graph, payload, chunks.append, saver)
     policies = task.retry_policy
     task = dataclasses.replace(task, retry_policy=())  # retries are durable, in the orchestrator
     result: dict[str, Any] = {}
@@ -122,6 +128,8 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     writes = list(task.writes)
     lg.ensure_message_ids(graph.channels, writes)
     result["writes"] = dump(writes if "error" not in result else [], f"the writes of node '{task.name}'")
+    if saver is not None:
+        result["subgraphs"] = saver.export()
     if chunks:
         result["chunks"] = dump(chunks, f"the stream chunks of node '{task.name}'")
     return result

@@ -218,9 +218,12 @@ class DurableGraph:
         for chunk in self._iterate(self._run_plan(input, config, modes, False, **options)):
             yield from _format([chunk], mode)
 
-    def get_state(self, config: Any) -> Any:
-        """LangGraph's ``StateSnapshot`` of the thread (at ``checkpoint_id`` if the config names one)."""
-        return self._local(self._sync(self._saver_plan(config))).get_state(config)
+    def get_state(self, config: Any, *, subgraphs: bool = False) -> Any:
+        """LangGraph's ``StateSnapshot`` of the thread (at ``checkpoint_id`` if the config names one).
+
+        With ``subgraphs=True``, the tasks of an interrupted subgraph node carry the subgraph's own snapshot.
+        """
+        return self._local(self._sync(self._saver_plan(config))).get_state(config, subgraphs=subgraphs)
 
     def get_state_history(
         self, config: Any, *, filter: dict[str, Any] | None = None, before: Any = None, limit: int | None = None
@@ -269,9 +272,9 @@ class DurableGraph:
             for item in _format([chunk], mode):
                 yield item
 
-    async def aget_state(self, config: Any) -> Any:
+    async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
         """:meth:`get_state` with an ``AsyncTaskHubGrpcClient``."""
-        return self._local(await self._async(self._saver_plan(config))).get_state(config)
+        return self._local(await self._async(self._saver_plan(config))).get_state(config, subgraphs=subgraphs)
 
     async def aget_state_history(
         self, config: Any, *, filter: dict[str, Any] | None = None, before: Any = None, limit: int | None = None

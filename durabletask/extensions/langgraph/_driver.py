@@ -59,6 +59,7 @@ class TaskOutcome:
     interrupts: list[Any] | None = None
     error: tuple[str, str] | None = None  # (type name, message)
     chunks: list[Chunk] = field(default_factory=list)
+    subgraph_checkpoints: dict[str, str] | None = None  # what the task's subgraphs saved (a saver export)
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> TaskOutcome:
@@ -68,6 +69,7 @@ class TaskOutcome:
             interrupts=load(payload["interrupts"]) if payload.get("interrupts") else None,
             error=(error["type"], error["message"]) if error else None,
             chunks=[((), str(mode), value) for mode, value in load(payload["chunks"])] if payload.get("chunks") else [],
+            subgraph_checkpoints=payload.get("subgraphs"),
         )
 
 
@@ -203,6 +205,7 @@ def describe_tasks(
                 "configurable": configurable,
                 "thread_id": loop.config["configurable"]["thread_id"],
                 "resume_map": resume_map,
+                "resuming": loop.config["configurable"].get(lg.CONFIG_KEY_RESUMING),
                 "recursion_limit": loop.config.get("recursion_limit"),
                 "context": spec.context,
             },
@@ -220,6 +223,10 @@ def describe_tasks(
             "path": dump(task.path[:2], "a task path"),
             "pending": dump(pending, f"the pending writes of node '{task.name}'"),
         }
+        if task.subgraphs:
+            # The task's subgraphs keep their checkpoints under its namespace; they travel with the task.
+            namespace = task.config["configurable"][lg.CONFIG_KEY_CHECKPOINT_NS]
+            payload["subgraphs"] = loop.checkpointer.export(namespace)
         if failed := handles.get(task.id):
             path, failed_id, (error_type, message) = failed
             payload["handles"] = {
@@ -255,6 +262,8 @@ def settle(
     handlers = []
     for task, outcome in zip(tasks, outcomes, strict=True):
         chunks.extend(outcome.chunks)
+        if outcome.subgraph_checkpoints is not None:
+            loop.checkpointer.merge(outcome.subgraph_checkpoints)
         task.writes.clear()
         task.writes.extend(outcome.writes)
         if outcome.interrupts is not None:

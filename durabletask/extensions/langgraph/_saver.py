@@ -28,28 +28,42 @@ class ReplaySaver(InMemorySaver):
             number = int(current.split(".")[0])
         return f"{number + 1:032}.{0:016}"
 
-    def export(self) -> dict[str, str]:
-        """Everything saved, as one JSON-safe payload (the values stay in LangGraph's serialized form)."""
+    def export(self, namespace: str | None = None) -> dict[str, str]:
+        """What is saved, as one JSON-safe payload (the values stay in LangGraph's serialized form).
+
+        With ``namespace``, only that checkpoint namespace and the ones nested in it (a subgraph's).
+        """
+
+        def wanted(ns: str) -> bool:
+            return namespace is None or ns == namespace or ns.startswith(namespace + "|")
+
         storage = [
             [thread, ns, cid, list(entry)]
             for thread, spaces in self.storage.items()
             for ns, checkpoints in spaces.items()
+            if wanted(ns)
             for cid, entry in checkpoints.items()
         ]
         writes = [
             [list(outer), list(inner), list(entry)]
             for outer, inner_map in self.writes.items()
+            if wanted(outer[1])
             for inner, entry in inner_map.items()
         ]
-        blobs = [[list(key), list(value)] for key, value in self.blobs.items()]
+        blobs = [[list(key), list(value)] for key, value in self.blobs.items() if wanted(key[1])]
         return dump({"storage": storage, "writes": writes, "blobs": blobs}, "the thread's checkpoints")
 
     @classmethod
     def restore(cls, payload: dict[str, str] | None) -> ReplaySaver:
         """A saver holding what :meth:`export` wrote (an empty one for ``None``)."""
         saver = cls()
-        if payload is None:
-            return saver
+        if payload is not None:
+            saver.merge(payload)
+        return saver
+
+    def merge(self, payload: dict[str, str]) -> None:
+        """Add what another saver's :meth:`export` wrote (entries with the same keys are replaced)."""
+        saver = self
         data: dict[str, Any] = load(payload)
         for thread, ns, cid, (cp, md, parent) in data["storage"]:
             saver.storage[thread][ns][cid] = (tuple(cp), tuple(md), parent)
@@ -57,4 +71,3 @@ class ReplaySaver(InMemorySaver):
             saver.writes[tuple(outer)][tuple(inner)] = (task_id, channel, tuple(typed), path)
         for key, value in data["blobs"]:
             saver.blobs[tuple(key)] = tuple(value)
-        return saver

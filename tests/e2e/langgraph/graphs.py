@@ -277,3 +277,23 @@ def gated(gate: Any) -> StateGraph[Any]:
     b.add_edge(START, "first")
     b.add_edge("first", "second")
     return b
+
+
+def interrupted_subgraph() -> StateGraph[Any]:
+    """A subgraph node whose second node asks a question; its first node counts its runs."""
+
+    def prepare(s: Items) -> dict[str, Any]:
+        CALLS["prepare"] += 1
+        return {"items": ["prepared"]}
+
+    inner = StateGraph(Items)
+    inner.add_node("prepare", prepare)
+    inner.add_node("ask", lambda s: {"items": [f"answer {interrupt('sub?')}"]})
+    inner.add_edge(START, "prepare")
+    inner.add_edge("prepare", "ask")
+    b = StateGraph(Items)
+    b.add_node("sub", inner.compile())
+    b.add_node("after", lambda s: {"items": ["after"]})
+    b.add_edge(START, "sub")
+    b.add_edge("sub", "after")
+    return b

@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from langchain_core.messages import HumanMessage
+from langgraph.types import Command
 
 from durabletask.extensions.langgraph import DurableGraph, _orchestrator, register_graph
 from tests.e2e.conftest import Hub
@@ -74,3 +75,16 @@ def test_a_long_thread_continues_as_new_and_keeps_its_state(serve: Serve, monkey
     instance = app.client.get_orchestration_state(f"lg:{app.name}:{cfg['configurable']['thread_id']}")
     started = app.client.get_orchestration_history(instance.instance_id)
     assert sum(1 for e in started if type(e).__name__ == "TaskScheduledEvent") < 7
+
+
+def test_a_subgraph_interrupt_resumes_inside_the_subgraph(serve: Serve) -> None:
+    app, plain = serve(graphs.interrupted_subgraph()), reference(graphs.interrupted_subgraph())
+    cfg, ref_cfg = thread(), thread()
+    inp = {"x": 0, "items": []}
+    first, ref_first = app.invoke(inp, cfg), plain.invoke(inp, ref_cfg)
+    assert [i.value for i in first["__interrupt__"]] == [i.value for i in ref_first["__interrupt__"]]
+    waiting, ref_waiting = app.get_state(cfg, subgraphs=True), plain.get_state(ref_cfg, subgraphs=True)
+    assert waiting.tasks[0].state.values == ref_waiting.tasks[0].state.values
+    assert waiting.tasks[0].state.next == ref_waiting.tasks[0].state.next == ("ask",)
+    assert app.invoke(Command(resume="yes"), cfg) == plain.invoke(Command(resume="yes"), ref_cfg)
+    assert graphs.CALLS["prepare"] == 2  # once durably, once in plain LangGraph: not again on resume
