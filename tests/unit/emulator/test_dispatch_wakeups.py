@@ -102,6 +102,7 @@ def rig() -> Iterator[Rig]:
         made.close()
 
 
+@pytest.mark.adversarial  # many idle streams: finding 6 of issue #37
 def test_a_start_wakes_only_the_stream_whose_filters_take_it(rig: Rig) -> None:
     for _ in range(40):
         rig.stream(names=["Other"])
