@@ -88,3 +88,22 @@ def test_a_subgraph_interrupt_resumes_inside_the_subgraph(serve: Serve) -> None:
     assert waiting.tasks[0].state.next == ref_waiting.tasks[0].state.next == ("ask",)
     assert app.invoke(Command(resume="yes"), cfg) == plain.invoke(Command(resume="yes"), ref_cfg)
     assert graphs.CALLS["prepare"] == 2  # once durably, once in plain LangGraph: not again on resume
+
+
+def test_states_over_the_payload_limit_go_through_the_payload_store(hub: Hub, tmp_path: Any) -> None:
+    from durabletask.client import TaskHubGrpcClient
+    from durabletask.payload import FilePayloadStore, FilePayloadStoreOptions
+
+    store = FilePayloadStore(FilePayloadStoreOptions(directory=tmp_path))
+    worker = hub.worker(payload_store=store)
+    register_graph(worker, "big", graphs.linear().compile())
+    worker.start()
+    client = TaskHubGrpcClient(host_address=hub.address, metadata=hub.metadata, payload_store=store)
+    try:
+        app = DurableGraph(client, "big", graphs.linear().compile())
+        blob = "z" * (3 * 1024 * 1024)  # over the 1 MiB a DTS payload may hold
+        out = app.invoke({"x": 1, "items": [blob]}, thread())
+        assert out == reference(graphs.linear()).invoke({"x": 1, "items": [blob]}, thread())
+        assert any(tmp_path.rglob("*"))
+    finally:
+        client.close()
