@@ -107,3 +107,34 @@ def test_states_over_the_payload_limit_go_through_the_payload_store(hub: Hub, tm
         assert any(tmp_path.rglob("*"))
     finally:
         client.close()
+
+
+def test_replay_check_accepts_graph_histories_and_catches_a_changed_graph(hub: Hub) -> None:
+    from langgraph.graph import START
+
+    from durabletask.testing import ReplayChecker, Verdict, histories_from_client
+    from durabletask.worker import TaskHubGrpcWorker
+
+    worker = hub.worker()
+    register_graph(worker, "checked", graphs.approvals().compile())
+    worker.start()
+    app = DurableGraph(hub.client(), "checked", graphs.approvals().compile())
+    cfg = thread()
+    first = app.invoke({"x": 0, "items": []}, cfg)
+    app.invoke(Command(resume={first["__interrupt__"][0].id: "yes"}), cfg)  # one of two answered: still waiting
+
+    def checker(builder: Any) -> ReplayChecker:
+        candidate = TaskHubGrpcWorker(host_address=hub.address, metadata=hub.metadata)
+        register_graph(candidate, "checked", builder.compile())
+        return ReplayChecker(candidate)
+
+    same = checker(graphs.approvals()).check(histories_from_client(hub.client()))
+    assert [r.verdict for r in same.results] == [Verdict.REPLAYS]
+
+    changed = graphs.approvals()
+    changed.add_node("audit", lambda s: {"items": ["audit"]})
+    changed.edges.discard((START, "plan"))
+    changed.add_edge(START, "audit")
+    changed.add_edge("audit", "plan")
+    diverged = checker(changed).check(histories_from_client(hub.client()))
+    assert [r.verdict for r in diverged.results] == [Verdict.DIVERGES]
