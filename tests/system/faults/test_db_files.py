@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -183,6 +184,7 @@ def test_a_bad_store_file_is_refused_in_one_line_and_left_as_it_was(tmp_path: Pa
         assert not Path(f"{path}-wal").exists() and not Path(f"{path}-shm").exists()
 
 
+@pytest.mark.skipif(shutil.which("sqlite3") is None, reason="the advice uses the sqlite3 shell, not installed here")
 def test_the_recovery_the_refusal_advises_gives_a_store_the_emulator_serves(tmp_path: Path) -> None:
     damaged = _damaged(tmp_path)
     refusal = _emulator(damaged).stderr
