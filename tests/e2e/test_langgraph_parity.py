@@ -33,10 +33,10 @@ BY_NAME = {c.name: c for c in CASES}
 _references: dict[str, Trace] = {}
 # Where the durable run still differs from plain LangGraph (each reason says how); strict, so a fix shows.
 GAPS = {
-    "subgraph_interrupt": "a resumed subgraph starts over: its node before the interrupt runs a second time",
     "recursion_limit": "after a failed run get_state is empty; LangGraph keeps the state and the failed task",
     "retry_on_not_matching": "after a failed run get_state is empty; LangGraph keeps the state and the failed task",
     "node_raises": "after a failed run get_state is empty; LangGraph keeps the state and the failed task",
+    "react_agent_messages_stream": "messages-stream metadata of ToolNode's tool messages lacks ls_integration",
 }
 
 

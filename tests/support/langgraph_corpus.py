@@ -439,12 +439,19 @@ CASES: tuple[Case, ...] = (
     Case("tool_agent", talk.build_tool_agent, ({"messages": [("user", "what about the lamp?")]},), parallel=True),
     Case("react_agent", talk.build_react_agent, ({"messages": [("user", "and the desk?")]},)),
     Case(
+        "react_agent_messages_stream",
+        talk.build_react_agent,
+        ({"messages": [("user", "and the desk?")]},),
+        ("messages", ("updates", "messages")),
+    ),
+    Case(
         "react_agent_parallel_tools", talk.build_react_agent, ({"messages": [("user", "lamp please")]},), parallel=True
     ),
     Case(
         "multi_turn_chat",
         talk.build_chat,
         ({"messages": [("user", "hello")]}, {"messages": [("user", "what do you remember?")]}),
+        ("updates", "messages"),
     ),
     Case("subgraph", talk.build_subgraph, ({"text": "teh  quick   fox", "steps": []},)),
     Case("subgraph_in_node", talk.build_subgraph_call, ({"text": "one two three", "steps": []},)),

@@ -118,12 +118,24 @@ def run_streams(case: Case, app: Any, trace: Trace) -> None:
             try:
                 stream_mode = list(mode) if isinstance(mode, tuple) else mode
                 for chunk in app.stream(turn_input(app, turn, config), config, stream_mode=stream_mode):
-                    seen.append(norm(chunk))
+                    seen.append(norm_chunk(mode, chunk))
             except Exception as exc:
                 seen.append(norm(exc))
             chunks.append(seen)
         trace.streams[key] = chunks
         trace.stream_counts[key] = TALLY.snapshot()
+
+
+def norm_chunk(mode: str | tuple[str, ...], chunk: Any) -> Any:
+    """A stream chunk normalised; a ``messages`` chunk's metadata without its thread and task namespaces."""
+    if isinstance(mode, tuple):
+        name, payload = chunk
+        return [name, norm_chunk(name, payload)]
+    if mode == "messages":
+        message, metadata = chunk
+        kept = {k: v for k, v in metadata.items() if k != "thread_id" and not k.endswith("checkpoint_ns")}
+        return [norm(message), norm(kept)]
+    return norm(chunk)
 
 
 def mode_key(mode: str | tuple[str, ...]) -> str:
