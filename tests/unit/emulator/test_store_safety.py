@@ -95,6 +95,14 @@ def test_a_file_whose_tables_only_share_the_emulators_names_is_refused(tmp_path:
     assert path.read_bytes() == before
 
 
+def test_a_view_is_another_applications_whatever_its_name(tmp_path: Path) -> None:
+    path = _store(tmp_path / "emu.db", instances=1)
+    conn = sqlite3.connect(path)
+    conn.executescript("DROP TABLE lock_requests; CREATE VIEW lock_requests AS SELECT 1;")
+    conn.close()
+    assert "not the emulator's (lock_requests)" in _refused(path)
+
+
 def test_a_store_of_the_emulators_own_and_an_empty_file_are_served(tmp_path: Path) -> None:
     SqliteBackend(str(_store(tmp_path / "emu.db"))).close()
     (tmp_path / "empty.db").touch()
