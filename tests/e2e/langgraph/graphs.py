@@ -297,3 +297,22 @@ def interrupted_subgraph() -> StateGraph[Any]:
     b.add_edge(START, "sub")
     b.add_edge("sub", "after")
     return b
+
+
+@dataclass
+class UserContext:
+    user: str
+
+
+def configured() -> StateGraph[Any]:
+    """A node reading the run's configurable keys and its runtime context."""
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.runtime import Runtime
+
+    def read(s: Items, config: RunnableConfig, runtime: Runtime[UserContext]) -> dict[str, Any]:
+        return {"items": [config["configurable"].get("tenant"), runtime.context.user if runtime.context else None]}
+
+    b = StateGraph(Items, context_schema=UserContext)
+    b.add_node("read", read)
+    b.add_edge(START, "read")
+    return b

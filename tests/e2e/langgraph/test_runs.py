@@ -193,3 +193,13 @@ def test_stream_yields_each_superstep_before_the_run_ends(serve: Serve) -> None:
         gate.set()  # "second" may finish only once "first"'s update has reached the client
     assert received == [{"first": {"items": ["first"]}}, {"second": {"items": ["second"]}}]
     assert graphs.CALLS["opened"] == 1 and graphs.CALLS["timed out"] == 0
+
+
+def test_nodes_see_the_runs_configurable_keys_and_context(serve: Serve) -> None:
+    app, plain = serve(graphs.configured()), reference(graphs.configured())
+    cfg, ref_cfg = thread(), thread()
+    cfg["configurable"]["tenant"] = ref_cfg["configurable"]["tenant"] = "acme"
+    context = graphs.UserContext(user="ada")
+    got = app.invoke({"x": 0, "items": []}, cfg, context=context)
+    assert got == plain.invoke({"x": 0, "items": []}, ref_cfg, context=context)
+    assert got["items"] == ["acme", "ada"]
