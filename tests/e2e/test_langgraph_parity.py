@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 
 from durabletask._worker.session_cache import ExtendedSessionOptions
 from durabletask.client import OrchestrationStatus
@@ -26,7 +26,7 @@ from durabletask.extensions.langgraph import (
 )
 from tests.e2e.conftest import Hub
 from tests.support.langgraph_corpus import CASES
-from tests.support.langgraph_trace import TALLY, Case, Trace, canon, mode_key, norm, run, thread_config
+from tests.support.langgraph_trace import TALLY, Case, Trace, canon, mode_key, norm, run, snapshot, thread_config
 
 FULL_REPLAY = ExtendedSessionOptions(max_cached_orchestrations=0)
 BY_NAME = {c.name: c for c in CASES}
@@ -158,6 +158,20 @@ def test_a_fork_from_an_earlier_checkpoint_gives_what_plain_langgraph_gives(hub:
         forked = side.invoke(None, fork_from.config)
         results.append((norm(forked), [norm(s.values) for s in side.get_state_history(config)]))
     assert results[0] == results[1]
+
+
+def test_get_state_with_subgraphs_while_a_subgraph_waits_gives_what_plain_langgraph_gives(hub: Hub) -> None:
+    case = BY_NAME["subgraph_interrupt"]
+    plain = case.build(InMemorySaver())
+    app = durable_app(hub, case)
+    seen = []
+    for side in (plain, app):
+        config = thread_config(case)
+        side.invoke(case.turns[0], config)
+        state = side.get_state(config, subgraphs=True)
+        assert isinstance(state.tasks[0].state, StateSnapshot), "the waiting subgraph's own snapshot"
+        seen.append(snapshot(state))
+    assert seen[0] == seen[1]
 
 
 def test_update_state_as_a_node_gives_what_plain_langgraph_gives(hub: Hub) -> None:

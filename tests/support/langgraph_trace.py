@@ -168,7 +168,8 @@ def snapshot(s: StateSnapshot) -> dict[str, Any]:
                 "error": norm(t.error),
                 "interrupts": norm(t.interrupts),
                 "result": norm(t.result),
-                "subgraph": t.state is not None,
+                # A StateSnapshot of its own with get_state(subgraphs=True); else a config, or None.
+                "subgraph": snapshot(t.state) if isinstance(t.state, StateSnapshot) else t.state is not None,
             }
             for t in s.tasks
         ],
