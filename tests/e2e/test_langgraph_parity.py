@@ -9,12 +9,14 @@ in the corpus' tally), once with extended sessions and once replaying every turn
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, StateSnapshot
 
+from durabletask import client
 from durabletask._worker.session_cache import ExtendedSessionOptions
 from durabletask.client import OrchestrationStatus
 from durabletask.extensions.langgraph import (
@@ -24,8 +26,9 @@ from durabletask.extensions.langgraph import (
     instance_id,
     register_graph,
 )
+from durabletask.payload import FilePayloadStore
 from tests.e2e.conftest import Hub
-from tests.support.langgraph_corpus import CASES
+from tests.support.langgraph_corpus import CASES, build_large_state
 from tests.support.langgraph_trace import TALLY, Case, Trace, canon, mode_key, norm, run, snapshot, thread_config
 
 FULL_REPLAY = ExtendedSessionOptions(max_cached_orchestrations=0)
@@ -172,6 +175,26 @@ def test_get_state_with_subgraphs_while_a_subgraph_waits_gives_what_plain_langgr
         assert isinstance(state.tasks[0].state, StateSnapshot), "the waiting subgraph's own snapshot"
         seen.append(snapshot(state))
     assert seen[0] == seen[1]
+
+
+def test_a_state_past_the_payload_cap_goes_through_the_payload_store(hub: Hub, tmp_path: Path) -> None:
+    store = FilePayloadStore(tmp_path / "payloads")
+    w = hub.worker(payload_store=store)
+    register_graph(w, "large", build_large_state(None))
+    w.start()
+    c = client.TaskHubGrpcClient(host_address=hub.address, metadata=hub.metadata, payload_store=store)
+    try:
+        config = {"configurable": {"thread_id": "large"}}
+        TALLY.reset()
+        out = DurableGraph(c, "large", build_large_state(None)).invoke({"chunks": [], "size": 0}, config)
+        durable_counts = TALLY.snapshot()
+    finally:
+        c.close()
+    TALLY.reset()
+    plain = build_large_state(InMemorySaver()).invoke({"chunks": [], "size": 0}, config)
+    assert out == plain and out["size"] == 4_500_000
+    assert durable_counts == TALLY.snapshot() == {"large.grow": 3, "large.measure": 1}
+    assert any((tmp_path / "payloads").rglob("*")), "nothing went through the payload store"
 
 
 def test_update_state_as_a_node_gives_what_plain_langgraph_gives(hub: Hub) -> None:

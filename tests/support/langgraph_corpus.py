@@ -479,3 +479,34 @@ CASES: tuple[Case, ...] = (
         ("updates", "custom", ("updates", "custom")),
     ),
 )
+
+
+# Outside the corpus (too large to run for every comparison): a state past DTS's 1 MB payload cap.
+class Bulky(TypedDict):
+    chunks: Annotated[list[str], operator.add]
+    size: int
+
+
+def _grow(s: Bulky) -> dict[str, Any]:
+    TALLY.hit("large.grow")
+    return {"chunks": [f"{len(s['chunks'])}" * 1_500_000]}
+
+
+def _measure_chunks(s: Bulky) -> dict[str, Any]:
+    TALLY.hit("large.measure")
+    return {"size": sum(len(c) for c in s["chunks"])}
+
+
+def build_large_state(checkpointer: Any = None) -> Any:
+    """Three nodes each add 1.5 MB to the state (4.5 MB in the end), then one measures it."""
+    b = StateGraph(Bulky)
+    names = ("grow_a", "grow_b", "grow_c")
+    for name in names:
+        b.add_node(name, _grow)
+    b.add_node("measure", _measure_chunks)
+    b.add_edge(START, names[0])
+    b.add_edge(names[0], names[1])
+    b.add_edge(names[1], names[2])
+    b.add_edge(names[2], "measure")
+    b.add_edge("measure", END)
+    return b.compile(checkpointer=checkpointer)
