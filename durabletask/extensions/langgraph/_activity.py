@@ -11,6 +11,7 @@ from __future__ import annotations
 import binascii
 import dataclasses
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from langgraph.config import get_config
@@ -108,6 +109,17 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
     return task
 
 
+def _inline_call(func: Any, input: tuple[tuple[Any, ...], dict[str, Any]], **options: Any) -> Future[Any]:
+    """Runs a functional-API ``@task`` inside the calling node's activity (one durable step per entrypoint)."""
+    args, kwargs = input
+    done: Future[Any] = Future()
+    try:
+        done.set_result(func(*args, **kwargs))
+    except Exception as exc:  # handed to the caller through the future, as LangGraph's runner does
+        done.set_exception(exc)
+    return done
+
+
 def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     """Run one task and report its outcome (see the module docstring for what is raised)."""
     chunks: list[Any] = []
@@ -118,7 +130,7 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     task = dataclasses.replace(task, retry_policy=())  # retries are durable, in the orchestrator
     result: dict[str, Any] = {}
     try:
-        lg.run_with_retry(task, None)
+        lg.run_with_retry(task, None, configurable={lg.CONFIG_KEY_CALL: _inline_call})
     except GraphInterrupt as exc:
         result["interrupts"] = dump(list(exc.args[0]) if exc.args else [], "an interrupt's value")
     except Exception as exc:

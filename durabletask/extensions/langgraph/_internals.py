@@ -17,6 +17,7 @@ from typing import Any
 from langgraph._internal._config import ensure_config
 from langgraph._internal._constants import (
     CONF,
+    CONFIG_KEY_CALL,
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_RESUME_MAP,
@@ -44,6 +45,7 @@ from langgraph.pregel._utils import is_xxh3_128_hexdigest
 
 __all__ = [
     "CONF",
+    "CONFIG_KEY_CALL",
     "CONFIG_KEY_CHECKPOINT_ID",
     "CONFIG_KEY_CHECKPOINT_NS",
     "CONFIG_KEY_RESUME_MAP",

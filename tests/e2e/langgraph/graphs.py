@@ -316,3 +316,25 @@ def configured() -> StateGraph[Any]:
     b.add_node("read", read)
     b.add_edge(START, "read")
     return b
+
+
+def functional(checkpointer: Any = None) -> Any:
+    """A functional-API workflow: two ``@task`` calls and an approval through ``interrupt()``."""
+    from langgraph.func import entrypoint, task
+
+    @task
+    def draft(topic: str) -> str:
+        CALLS["draft"] += 1
+        return f"essay on {topic}"
+
+    @task
+    def polish(text: str) -> str:
+        return text.upper()
+
+    @entrypoint(checkpointer=checkpointer)
+    def workflow(topic: str) -> dict[str, Any]:
+        text = polish(draft(topic).result()).result()
+        verdict = interrupt({"review": text})
+        return {"text": text, "verdict": verdict}
+
+    return workflow

@@ -138,3 +138,13 @@ def test_replay_check_accepts_graph_histories_and_catches_a_changed_graph(hub: H
     changed.add_edge("audit", "plan")
     diverged = checker(changed).check(histories_from_client(hub.client()))
     assert [r.verdict for r in diverged.results] == [Verdict.DIVERGES]
+
+
+def test_a_functional_api_workflow_runs_as_one_step_per_entrypoint_call(serve: Serve) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    app, plain = serve(graphs.functional()), graphs.functional(InMemorySaver())
+    cfg, ref_cfg = thread(), thread()
+    first, ref_first = app.invoke("owls", cfg), plain.invoke("owls", ref_cfg)
+    assert [i.value for i in first["__interrupt__"]] == [i.value for i in ref_first["__interrupt__"]]
+    assert app.invoke(Command(resume="ok"), cfg) == plain.invoke(Command(resume="ok"), ref_cfg)
