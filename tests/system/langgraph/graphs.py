@@ -20,6 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy, Send, interrupt
 from typing_extensions import TypedDict
 
+from durabletask.extensions.langgraph import idempotency_key
 from tests.support.reliability import Ledger
 
 CHAIN = ("n1", "n2", "n3", "n4", "n5")
@@ -66,13 +67,16 @@ def _wait_for_release(ledger: Ledger, run: str) -> None:
         time.sleep(0.05)
 
 
-def build_line(ledger: Ledger, names: tuple[str, ...], blocking: str | None = None) -> Any:
-    """``names`` in a line; the node ``blocking`` waits until released."""
+def build_line(ledger: Ledger, names: tuple[str, ...], blocking: str | None = None, keyed: bool = False) -> Any:
+    """``names`` in a line; the node ``blocking`` waits until released, first recording its idempotency key
+    (under ``{run}/{node}/key/``) when ``keyed`` (the key exists only in a durable run)."""
 
     def step(name: str) -> Any:
         def node(s: Run) -> dict[str, Any]:
             ledger.apply(f"{s['run']}/{name}")
             if name == blocking:
+                if keyed:
+                    ledger.apply(f"{s['run']}/{name}/key/{idempotency_key()}")
                 _wait_for_release(ledger, s["run"])
             return {"trail": [name]}
 
@@ -168,8 +172,6 @@ def build_retry(ledger: Ledger) -> Any:
 
 
 BUILDERS: dict[str, Callable[[Ledger], Any]] = {
-    # n1 → ... → n5, n3 blocking until released.
-    "chain": lambda ledger: build_line(ledger, CHAIN, BLOCKING),
     "approval": build_approval,
     # prep → gpu → post: the test serves gpu from one worker process only.
     "pinned": lambda ledger: build_line(ledger, PINNED),
@@ -177,8 +179,10 @@ BUILDERS: dict[str, Callable[[Ledger], Any]] = {
 }
 
 
-def build_all(ledger: Ledger, spread: int = 2) -> dict[str, Any]:
-    """Every graph; ``spread=1`` for a run in one process (plain LangGraph's reference)."""
+def build_all(ledger: Ledger, *, durable: bool = True) -> dict[str, Any]:
+    """Every graph; ``durable=False`` for plain LangGraph's reference run in one process."""
     graphs = {name: build(ledger) for name, build in BUILDERS.items()}
-    graphs["fan_out"] = build_fan_out(ledger, spread)
+    # n1 → ... → n5, n3 blocking until released.
+    graphs["chain"] = build_line(ledger, CHAIN, BLOCKING, keyed=durable)
+    graphs["fan_out"] = build_fan_out(ledger, spread=2 if durable else 1)
     return graphs

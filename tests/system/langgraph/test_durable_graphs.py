@@ -14,6 +14,8 @@ from typing import Any
 
 import grpc
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from durabletask.extensions.langgraph import instance_id
 from tests.support.langgraph_trace import norm
@@ -34,7 +36,7 @@ def plain_result(folder: Path, graph: str, run: str, inp: dict[str, Any]) -> Any
     """Plain LangGraph's result for ``inp``, on a ledger of its own (nothing it records counts for the test)."""
     ledger = Ledger(folder / "plain-ledger.db")
     release_file(ledger, run).touch()
-    return norm(build_all(ledger, spread=1)[graph].invoke(inp))
+    return norm(build_all(ledger, durable=False)[graph].invoke(inp))
 
 
 def history_kinds(cluster: GraphCluster, iid: str) -> list[str]:
@@ -71,6 +73,9 @@ def test_a_worker_killed_while_node_3_blocks_is_replaced_and_completed_nodes_nev
     attempts = cluster.ledger.attempts()
     assert [attempts[f"{run}/{n}"] for n in ("n1", "n2", "n4", "n5")] == [1, 1, 1, 1], attempts
     assert 1 <= attempts[f"{run}/n3"] <= 2, attempts
+    # Both runs of node 3 had the one idempotency key of its task.
+    [(key, runs)] = pids(cluster.ledger, f"{run}/n3/key/").items()
+    assert runs == {first.pid, second.pid} and attempts[key] == 2, key
     reference = plain_result(tmp_path, "chain", run, inp)
     assert norm(out) == reference == {"run": run, "trail": list(CHAIN)}
     assert norm(app.get_state(config(run)).values) == reference
@@ -109,10 +114,7 @@ def test_an_interrupt_is_resumed_from_another_process_three_days_later_after_eve
 
 
 def plain_after_resume(folder: Path, run: str) -> Any:
-    from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.types import Command
-
-    graph = build_all(Ledger(folder / "plain-ledger.db"))["approval"]
+    graph = build_all(Ledger(folder / "plain-ledger.db"), durable=False)["approval"]
     plain = graph.copy(update={"checkpointer": InMemorySaver()})
     plain.invoke({"run": run, "trail": []}, config(run))
     return norm(plain.invoke(Command(resume="alice"), config(run)))
