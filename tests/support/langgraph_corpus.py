@@ -460,6 +460,11 @@ CASES: tuple[Case, ...] = (
         "interrupt", talk.build_approval, ({"topic": "otters", "draft": "", "status": ""}, Command(resume="approved"))
     ),
     Case(
+        "resume_with_update",
+        talk.build_approval,
+        ({"topic": "otters", "draft": "", "status": ""}, Command(resume="ok", update={"draft": "All about seals."})),
+    ),
+    Case(
         "parallel_interrupts_by_id",
         talk.build_parallel_interrupts,
         ({"questions": ["tea", "coffee", "water"], "answers": []}, FromInterrupts(_answers_by_id)),
