@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from dtscale_emulator.__main__ import _server, build_parser
 from dtscale_emulator.errors import DatabaseInUseError, StoreUnusableError
 from dtscale_emulator.server import EmulatorServer
 from dtscale_emulator.storage import InstanceRecord, SqliteBackend
+from dtscale_emulator.storage.lockfile import DatabaseLock
 from dtscale_emulator.storage.sqlite_migrations import LATEST
 
 pytestmark = pytest.mark.adversarial
@@ -51,6 +54,45 @@ def test_another_name_for_a_store_in_use_is_refused(tmp_path: Path, name: str) -
     finally:
         first.close()
     SqliteBackend(str(other)).close()  # the lock went with the first backend
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="flock and fcntl locks meet elsewhere")
+def test_on_linux_the_lock_is_on_the_database_file_itself(tmp_path: Path) -> None:
+    lock = DatabaseLock(str(tmp_path / "emu.db"))
+    try:
+        assert lock.fallback is None and lock.created
+        assert not (tmp_path / "emu.db.lock").exists()
+    finally:
+        lock.release()
+
+
+def test_where_flock_meets_fcntl_locks_the_lock_falls_back_to_a_lock_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The BSDs, macOS, and Linux over NFS keep flock with fcntl locks: the probe lock is refused there.
+    real_lockf = fcntl.lockf
+
+    def lockf(fd: int, cmd: int, *args: int) -> None:
+        if cmd & fcntl.LOCK_SH:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        real_lockf(fd, cmd, *args)
+
+    monkeypatch.setattr(fcntl, "lockf", lockf)
+    db = tmp_path / "emu.db"
+    first = SqliteBackend(str(db))
+    try:
+        # The database file is not left flocked (SQLite's own locks would meet it), the lock file is held.
+        with open(db, "rb") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert (tmp_path / "emu.db.lock").read_text() == f"{os.getpid()}\n"
+        alias = tmp_path / "alias.db"
+        alias.symlink_to(db)
+        for name in (db, alias):
+            with pytest.raises(DatabaseInUseError, match=rf"\(process {os.getpid()}\)"):
+                SqliteBackend(str(name))
+    finally:
+        first.close()
+    SqliteBackend(str(db)).close()
 
 
 def test_a_store_with_several_hard_links_is_served_with_a_warning(
