@@ -471,6 +471,16 @@ CASES: tuple[Case, ...] = (
         parallel=True,
     ),
     Case(
+        "one_value_for_several_interrupts",
+        talk.build_parallel_interrupts,
+        (
+            {"questions": ["tea", "coffee"], "answers": []},
+            Command(resume="same for all"),  # LangGraph refuses: each pending interrupt needs its ID
+            FromInterrupts(_answers_by_id),
+        ),
+        parallel=True,
+    ),
+    Case(
         "two_interrupts_in_one_node",
         talk.build_two_interrupts,
         ({"name": "", "age": 0, "done": False}, Command(resume="Ada"), Command(resume=36)),
