@@ -9,12 +9,16 @@ in the corpus' tally), once with extended sessions and once replaying every turn
 
 from __future__ import annotations
 
+import operator
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, StateSnapshot
+from typing_extensions import TypedDict
 
 from durabletask import client
 from durabletask._worker.session_cache import ExtendedSessionOptions
@@ -195,6 +199,40 @@ def test_a_state_past_the_payload_cap_goes_through_the_payload_store(hub: Hub, t
     assert out == plain and out["size"] == 4_500_000
     assert durable_counts == TALLY.snapshot() == {"large.grow": 3, "large.measure": 1}
     assert any((tmp_path / "payloads").rglob("*")), "nothing went through the payload store"
+
+
+class Steps(TypedDict):
+    done: Annotated[list[str], operator.add]
+
+
+def build_held(release: threading.Event) -> Any:
+    """``first``, then ``held``, which waits for ``release`` (at most 60 s) and says whether it came."""
+
+    def first(s: Steps) -> dict[str, Any]:
+        return {"done": ["first"]}
+
+    def held(s: Steps) -> dict[str, Any]:
+        return {"done": ["released" if release.wait(60) else "never released"]}
+
+    b = StateGraph(Steps)
+    b.add_node("first", first)
+    b.add_node("held", held)
+    b.add_edge(START, "first")
+    b.add_edge("first", "held")
+    b.add_edge("held", END)
+    return b.compile()
+
+
+def test_stream_yields_a_superstep_while_the_next_one_still_runs(hub: Hub) -> None:
+    release = threading.Event()
+    w = hub.worker()
+    register_graph(w, "held", build_held(release))
+    w.start()
+    app = DurableGraph(hub.client(), "held", build_held(release))
+    chunks = app.stream({"done": []}, {"configurable": {"thread_id": "held"}}, stream_mode="updates")
+    assert next(chunks) == {"first": {"done": ["first"]}}
+    release.set()  # only now may the second node finish: its chunk can only follow
+    assert list(chunks) == [{"held": {"done": ["released"]}}]
 
 
 def test_update_state_as_a_node_gives_what_plain_langgraph_gives(hub: Hub) -> None:
