@@ -13,6 +13,7 @@ from typing import Any, TypeAlias, TypeVar
 
 import grpc
 from google.protobuf import empty_pb2
+from google.protobuf.message import Message
 
 from dtscale_emulator.dispatch.dispatcher import WorkDispatcher
 from dtscale_emulator.engine import entity_ops, events, queries
@@ -67,7 +68,7 @@ def _mapped(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
         try:
             if isinstance(request, Undecodable):
                 raise InvalidArgumentError(f"the request is not a valid {request.type_name} message: {request.problem}")
-            if checked:
+            if checked and isinstance(request, Message):  # extensions sharing this wrapper take raw bytes
                 self.limits.message(request)
             return await method(self, request, context)
         except grpc.aio.AbortError:
