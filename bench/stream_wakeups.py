@@ -3,9 +3,9 @@
 Each configuration runs a fresh emulator in its own process (in memory, health pings an hour apart) and opens
 N idle work-item streams from this process, either filtered to an orchestration name nobody starts ("other")
 or taking every name ("matching"). It then starts orchestrations one after another and times each
-StartInstance call. A change wakes only the streams that can take its work: with streams filtered to another
-name the latency should stay near the 0-stream figure, while matching streams are all woken (each could take the
-work) and the figure grows with N.
+StartInstance call. A change wakes only the streams that can take its work, and of idle streams that would all
+find the same work only one: in both cases the latency should stay near the 0-stream figure. (A matching stream
+leases the work and, never reading, keeps it; the default limit of 100 per stream is far from reached.)
 
 The table gives absolute figures and the ratio of each median to the 0-stream median.
 

@@ -298,6 +298,24 @@ class WorkDispatcher:
         work = self.entities.fetch(state.hub, accept, tokens[0], expires)
         return ([], True) if work is None else ([work], False)
 
+    def _take(self, state: StreamState, kind: str) -> tuple[list[str], list[Work]]:
+        """Leases what the stream may take of ``kind`` if that kind is stale for it: the tokens and the work."""
+        room = state.room(kind, FETCH_BATCH)
+        if not room:
+            self.wakeups.hand_on_unused(state, kind)
+            return [], []
+        # Taken out of the stale kinds before the fetch: a change that the fetch misses marks it again.
+        fetch, baton = self.wakeups.take_stale(state, kind)
+        if not fetch:
+            return [], []
+        tokens = self.leases.tokens(room)
+        found, exhausted = self._fetch(kind, state, tokens)
+        if found and not exhausted:
+            self.wakeups.mark_stale(state, (kind,))  # there may be more than the stream had room for
+            if baton is not None:
+                self.wakeups.hand_on(state, kind, baton.names)  # and another stream alike may take it
+        return tokens, found
+
     def _next(self, state: StreamState) -> pb.WorkItem | None:
         if state.ready:
             return state.ready.popleft()
@@ -306,14 +324,7 @@ class WorkDispatcher:
             self.wakeups.mark_stale(state, KINDS)
             state.probed_all_at = now
         for kind in state.kinds_in_turn():
-            room = state.room(kind, FETCH_BATCH)
-            # Taken out of the stale kinds before the fetch: a change that the fetch misses marks it again.
-            if not room or not self.wakeups.take_stale(state, kind):
-                continue
-            tokens = self.leases.tokens(room)
-            found, exhausted = self._fetch(kind, state, tokens)
-            if found and not exhausted:
-                self.wakeups.mark_stale(state, (kind,))  # there may be more than the stream had room for
+            tokens, found = self._take(state, kind)
             if not found:
                 continue
             state.turn += 1

@@ -41,6 +41,9 @@ class StreamState:
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     waiting: bool = False  # waiting for a change or a due time, having looked
     idle_since: float = 0.0  # when it last began to wait (streams woken together look oldest first)
+    # Kinds it was woken for on behalf of idle streams alike, with the names of the change's work (under the
+    # wake-up index's lock; see wakeups.py).
+    batons: dict[str, frozenset[str] | None] = field(default_factory=dict)
     stalled: bool = False  # a send did not finish in time: the stream is being ended
     probed_all_at: float = 0.0
     due: tuple[int, datetime | None] | None = None  # (change count, next due time) of the last check

@@ -16,8 +16,9 @@ from datetime import datetime
 import pytest
 
 from dtscale_emulator.dispatch.dispatcher import WorkDispatcher
-from dtscale_emulator.dispatch.streams import StreamState, Work
-from dtscale_emulator.engine.changes import ChangeFeed
+from dtscale_emulator.dispatch.streams import StreamState, Work, stream_filters
+from dtscale_emulator.dispatch.wakeups import StreamWakeups
+from dtscale_emulator.engine.changes import KINDS, ChangeFeed
 from dtscale_emulator.engine.delivery import StartOptions
 from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.instances import Engine
@@ -236,3 +237,57 @@ def test_a_stream_that_hands_work_back_does_not_starve_a_newer_one(rig: Rig) -> 
     finally:
         stop.set()
         thread.join(timeout=30)
+
+
+@pytest.mark.adversarial  # many idle streams that all take every name: finding 6 of issue #37
+def test_a_start_wakes_one_of_many_idle_streams_that_take_every_name(rig: Rig) -> None:
+    streams = [rig.stream() for _ in range(30)]
+    rig.caught_up()
+    before = rig.dispatcher.wakeups.count
+
+    rig.start("one", "Any")
+
+    wait_until(lambda: any(not s.items.empty() for s in streams), 20, "a stream to take the work")
+    rig.caught_up()
+    assert rig.dispatcher.wakeups.count - before == 1
+    assert sum(s.items.qsize() for s in streams) == 1
+
+
+def test_work_one_change_made_beyond_the_woken_streams_room_goes_to_other_idle_streams(rig: Rig) -> None:
+    streams = [rig.stream(limit=2) for _ in range(3)]
+    rig.caught_up()
+    quiet = Engine(rig.backend, rig.clock)  # stores without telling the dispatcher
+    for n in range(6):
+        quiet.create(HUB, StartOptions(f"batch-{n}", "O"))
+
+    rig.dispatcher.work_changed(HUB, ("orchestration",), {"orchestration": frozenset({"O"})})  # one change, 6 items
+
+    got = [stream.next().orchestratorRequest.instanceId for stream in streams for _ in range(2)]
+    assert sorted(got) == [f"batch-{n}" for n in range(6)]
+
+
+def _idle_state(hub: str = HUB) -> StreamState:
+    state = StreamState(hub, stream_filters(pb.GetWorkItemsRequest()), dict.fromkeys(KINDS, 1))
+    state.waiting = True
+    return state
+
+
+def test_a_baton_is_handed_on_when_its_stream_ends_or_has_no_room_before_it_looks() -> None:
+    wakeups = StreamWakeups()
+    first, second, third = _idle_state(), _idle_state(), _idle_state()
+    for n, state in enumerate((first, second, third)):
+        state.idle_since = float(n)
+        wakeups.add(state)
+    names = {"orchestration": frozenset({"O"})}
+
+    wakeups.changed(HUB, ("orchestration",), names)
+    assert [s.wake_pending for s in (first, second, third)] == [True, False, False]  # the longest idle
+    assert first.batons == {"orchestration": frozenset({"O"})}
+
+    wakeups.remove(first)  # it ends before it looks
+    assert second.wake_pending and second.batons == {"orchestration": frozenset({"O"})}
+
+    second.in_flight["orchestration"] = 1  # full by the time it looks
+    wakeups.hand_on_unused(second, "orchestration")
+    assert third.wake_pending and third.batons == {"orchestration": frozenset({"O"})}
+    assert not second.batons and wakeups.count == 3
