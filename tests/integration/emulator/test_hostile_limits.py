@@ -119,6 +119,25 @@ def test_a_history_a_worker_cannot_receive_fails_the_instance_not_the_stream(stu
     work.cancel()
 
 
+def test_the_largest_state_the_limits_allow_reaches_a_default_client(server: EmulatorServer, stub: HubStub) -> None:
+    """Input, output and custom status of nearly 1 MiB each, a failure and tags at their limits: one state still
+    fits in what a client receives by default, so reading it cannot fail as it did for the poisoned instance."""
+    tags = {f"k{n:02}": "v" * 1000 for n in range(64)}
+    iid = start(stub, input=sv(NEAR_LIMIT), tags=tags)
+    work = WorkStream(stub)
+    failure = pb.TaskFailureDetails(errorType="E", errorMessage="m", stackTrace=sv("s" * (250 * KIB)))
+    done = pb.CompleteOrchestrationAction(orchestrationStatus=FAILED, result=sv(NEAR_LIMIT), failureDetails=failure)
+    complete(stub, work.next(), pb.OrchestratorAction(id=1, completeOrchestration=done), customStatus=sv(NEAR_LIMIT))
+    work.cancel()
+    sdk = client.TaskHubGrpcClient(host_address=server.address)
+    try:
+        state = sdk.get_orchestration_state(iid, fetch_payloads=True)
+    finally:
+        sdk.close()
+    assert state is not None and state.serialized_output == NEAR_LIMIT
+    assert state.serialized_custom_status == NEAR_LIMIT and state.serialized_input == NEAR_LIMIT
+
+
 # Finding 2: unbounded fields -------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("rpc", "request_", "message"),
