@@ -9,6 +9,7 @@ returned as data so the run can route it as LangGraph does.
 from __future__ import annotations
 
 import binascii
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -20,7 +21,7 @@ from langgraph.runtime import Runtime
 
 from durabletask._replay.failures import qualified_name
 from durabletask.extensions.langgraph import _internals as lg
-from durabletask.extensions.langgraph._errors import node_failure
+from durabletask.extensions.langgraph._errors import StateSerializationError, node_failure
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
 
@@ -95,7 +96,7 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
     else:
         # An error handler: rebuild the task that failed, then LangGraph's handler task for it.
         failed: Any = lg.prepare_single_task(tuple(load(handles["path"])), handles["task_id"], **common, **ids)
-        error = node_failure(handles["error"]["type"], handles["error"]["message"])
+        error = node_failure(load(handles["error"]))
         task = failed and lg.prepare_node_error_handler_task(
             failed,
             handler_node_name=payload["node"],
@@ -136,7 +137,7 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:
         if policies and any(lg.should_retry_on(policy, exc) for policy in policies):
             raise
-        result["error"] = {"type": qualified_name(type(exc)), "message": str(exc)}
+        result["error"] = _describe(exc)
     writes = list(task.writes)
     lg.ensure_message_ids(graph.channels, writes)
     result["writes"] = dump(writes if "error" not in result else [], f"the writes of node '{task.name}'")
@@ -145,6 +146,14 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     if chunks:
         result["chunks"] = dump(chunks, f"the stream chunks of node '{task.name}'")
     return result
+
+
+def _describe(exc: Exception) -> dict[str, Any]:
+    """A node's exception for the orchestrator: its type, message, and arguments when they can be serialized."""
+    described: dict[str, Any] = {"type": qualified_name(type(exc)), "message": str(exc)}
+    with contextlib.suppress(StateSerializationError):  # without them, the stand-in is built from the message
+        described["args"] = dump(list(exc.args), "the exception's arguments")
+    return described
 
 
 def task_activity(graph: Any) -> Callable[[Any, dict[str, Any]], dict[str, Any]]:

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
 
-from durabletask.client import AlreadyExistsError
+from durabletask.client import AlreadyExistsError, OrchestrationStatus
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph import _requests as rq
 from durabletask.extensions.langgraph._naming import fingerprint, instance_id, orchestrator_name, thread_id_of
@@ -26,6 +26,11 @@ def _format(chunks: list[tuple[str, Any]], stream_mode: str | Sequence[str]) -> 
     if isinstance(stream_mode, str):
         return [payload for mode, payload in chunks if mode == stream_mode]
     return [(mode, payload) for mode, payload in chunks if mode in stream_mode]
+
+
+def _reuse(op: rq.Op) -> list[OrchestrationStatus] | None:
+    # Only a failed thread's instance is replaced, and only by a run that carries its checkpoints on.
+    return [OrchestrationStatus.FAILED] if op.kind == "restart" else None
 
 
 class DurableGraph:
@@ -71,9 +76,11 @@ class DurableGraph:
 
     def _saver_plan(self, config: Any) -> Plan:
         thread, instance = self._instance(config)
-        status = yield from rq.read_status(instance)
-        if status is None:
+        state = yield from rq.read_state(instance)
+        if state is None:
             return ReplaySaver()
+        if (failed := rq.failed_checkpoints(state)) is not None:
+            return ReplaySaver.restore(failed["saver"])
         req = rq.request("state", self.fingerprint, thread, {})
         result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting)
         return ReplaySaver.restore(result["saver"])
@@ -99,10 +106,10 @@ class DurableGraph:
     def _do(self, op: rq.Op) -> Any:
         if op.kind == "get":
             return self.client.get_orchestration_state(op.instance_id)
-        if op.kind == "start":
+        if op.kind in ("start", "restart"):
             try:
                 self.client.schedule_new_orchestration(
-                    orchestrator_name(self.name), input=op.data, instance_id=op.instance_id
+                    orchestrator_name(self.name), input=op.data, instance_id=op.instance_id, reuse_id_policy=_reuse(op)
                 )
             except AlreadyExistsError:
                 return False
@@ -115,10 +122,10 @@ class DurableGraph:
     async def _ado(self, op: rq.Op) -> Any:
         if op.kind == "get":
             return await self.client.get_orchestration_state(op.instance_id)
-        if op.kind == "start":
+        if op.kind in ("start", "restart"):
             try:
                 await self.client.schedule_new_orchestration(
-                    orchestrator_name(self.name), input=op.data, instance_id=op.instance_id
+                    orchestrator_name(self.name), input=op.data, instance_id=op.instance_id, reuse_id_policy=_reuse(op)
                 )
             except AlreadyExistsError:
                 return False

@@ -57,7 +57,7 @@ class TaskOutcome:
 
     writes: list[tuple[str, Any]]
     interrupts: list[Any] | None = None
-    error: tuple[str, str] | None = None  # (type name, message)
+    error: dict[str, Any] | None = None  # type (qualified name), message, args (when they could be serialized)
     chunks: list[Chunk] = field(default_factory=list)
     subgraph_checkpoints: dict[str, str] | None = None  # what the task's subgraphs saved (a saver export)
 
@@ -67,7 +67,7 @@ class TaskOutcome:
         return cls(
             writes=[tuple(w) for w in load(payload["writes"])],
             interrupts=load(payload["interrupts"]) if payload.get("interrupts") else None,
-            error=(error["type"], error["message"]) if error else None,
+            error={**error, "args": load(error["args"]) if error.get("args") else None} if error else None,
             chunks=[((), str(mode), value) for mode, value in load(payload["chunks"])] if payload.get("chunks") else [],
             subgraph_checkpoints=payload.get("subgraphs"),
         )
@@ -228,11 +228,11 @@ def describe_tasks(
             namespace = task.config["configurable"][lg.CONFIG_KEY_CHECKPOINT_NS]
             payload["subgraphs"] = loop.checkpointer.export(namespace)
         if failed := handles.get(task.id):
-            path, failed_id, (error_type, message) = failed
+            path, failed_id, error = failed
             payload["handles"] = {
                 "path": dump(path, "a task path"),
                 "task_id": failed_id,
-                "error": {"type": error_type, "message": message},
+                "error": dump(error, "the failed task's error"),
             }
         calls.append(TaskCall(task.name, task.id, payload, task.retry_policy))
     return calls
@@ -245,7 +245,7 @@ class Superstep:
     interrupts: list[Any] = field(default_factory=list)
     failure: BaseException | None = None
     # error-handler task id -> (failed task's path, its id, (error type, message))
-    handles: dict[str, tuple[Any, str, tuple[str, str]]] = field(default_factory=dict)
+    handles: dict[str, tuple[Any, str, dict[str, Any]]] = field(default_factory=dict)
 
     def finish(self) -> None:
         """Raise as LangGraph's runner does at the end of a superstep: the first failure, else the interrupts."""
@@ -270,7 +270,7 @@ def settle(
             runner.commit(task, GraphInterrupt(tuple(outcome.interrupts)))
             step.interrupts.extend(outcome.interrupts)
         elif outcome.error is not None:
-            exc = node_failure(*outcome.error)
+            exc = node_failure(outcome.error)
             runner.commit(task, exc)
             if runner._should_route_to_error_handler(task) and (handler := loop.schedule_error_handler(task, exc)):
                 step.handles[handler.id] = (task.path[:2], task.id, outcome.error)

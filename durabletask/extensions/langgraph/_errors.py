@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
+from typing import Any
 
 from durabletask._errors import DurableTaskError
 
@@ -29,15 +31,15 @@ class GraphRunError(LangGraphError):
 
 
 class NodeFailedError(Exception):
-    """A node's exception as the orchestrator sees it: the original type name and message, re-raised.
+    """A node's exception as the orchestrator sees it: a stand-in of the same type name, message and arguments.
 
     LangGraph's error handlers and the run's failure see this in place of the exception raised in the
-    activity (whose object stays in the worker that ran the node).
+    activity (whose object stays in the worker that ran the node). For a built-in exception type the stand-in
+    is also an instance of it (a handler's ``isinstance(error, KeyError)`` holds); ``error_type`` is the
+    original's qualified name.
     """
 
-    def __init__(self, error_type: str, message: str) -> None:
-        super().__init__(message)
-        self.error_type = error_type
+    error_type: str = ""
 
 
 @functools.cache
@@ -45,15 +47,26 @@ def _failure_type(qualified: str) -> type[NodeFailedError]:
     # A subclass named after the node's exception, so the orchestration's failure details record the
     # original type (e.g. ``builtins.ValueError``) and error handlers see its name.
     module, _, name = qualified.rpartition(".")
-    cls = type(name or qualified, (NodeFailedError,), {})
-    cls.__module__ = module or "builtins"
-    cls.__qualname__ = name or qualified
-    return cls
+    name = name or qualified
+    attributes = {"error_type": qualified, "__module__": module or "builtins", "__qualname__": name}
+    builtin = getattr(builtins, name, None) if module in ("", "builtins") else None
+    if isinstance(builtin, type) and issubclass(builtin, Exception) and not issubclass(builtin, NodeFailedError):
+        try:
+            return type(name, (NodeFailedError, builtin), attributes)
+        except TypeError:  # an incompatible instance layout (some OSError kinds): name only
+            pass
+    return type(name, (NodeFailedError,), attributes)
 
 
-def node_failure(error_type: str, message: str) -> NodeFailedError:
-    """The orchestrator's stand-in for a node's exception of type ``error_type`` (a qualified name)."""
-    return _failure_type(error_type)(error_type, message)
+def node_failure(error: dict[str, Any]) -> NodeFailedError:
+    """The stand-in for a node's exception described by ``error`` (``type``, ``message``, optional ``args``)."""
+    cls = _failure_type(error["type"])
+    if error.get("args") is not None:
+        try:
+            return cls(*error["args"])
+        except Exception:  # a constructor that needs other arguments: the message will do
+            return cls(error["message"])
+    return cls(error["message"])
 
 
 class ResumeRejectedError(LangGraphError, ValueError):

@@ -14,6 +14,7 @@ from typing import Any
 from langgraph.types import Command, RetryPolicy
 
 from durabletask import task as dt
+from durabletask._replay.failures import qualified_name
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._driver import (
     Chunk,
@@ -129,6 +130,14 @@ class ThreadRuntime:
                 raise ValueError(f"unknown request kind '{kind}'")
         except (ResumeRejectedError, GraphMismatchError) as refused:
             result = {"refused": {"type": type(refused).__name__, "message": str(refused)}}
+        except Exception as failed:
+            if request["kind"] != "run":  # a bad update or read is refused; the thread goes on
+                result = {"refused": {"type": qualified_name(type(failed)), "message": str(failed)}}
+            else:
+                # The run failed, and with it this execution. Its checkpoints (with the failed task's error)
+                # stay in the custom status: state views read them, and the next run starts from them.
+                self.ctx.set_custom_status({**self.status, "failed": self.carry()})
+                raise
         self.done = [*self.done, [request["id"], result]][-KEEP_RESULTS:]
 
     def _run(self, request_id: str, body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
@@ -144,7 +153,6 @@ class ThreadRuntime:
             instance_id=self.ctx.instance_id,
             chunks=emitted,
         )
-        wanted = set(spec.stream_modes)
         sent: list[TaskOutcome] | None = None
         while True:
             with lg.deterministic_ids(self.ids):
@@ -154,14 +162,19 @@ class ThreadRuntime:
                     outcome = stop.value
                     break
             if not body.get("invoke"):
-                self.publish_progress(request_id, [(mode, payload) for _, mode, payload in emitted if mode in wanted])
+                self.publish_progress(request_id, self._wanted(emitted, spec))
             sent = yield from self._execute(calls)
         if outcome.error is not None:
+            if not body.get("invoke"):  # a stream yields what the run emitted before it raises
+                self.status["live"] = {"id": request_id, "chunks": dump(self._wanted(outcome.chunks, spec), "chunks")}
             raise outcome.error
         if body.get("invoke"):
             return {"output": dump(invoke_output(outcome.chunks), "the run's output")}
-        chunks = [(mode, payload) for _, mode, payload in outcome.chunks if mode in wanted]
-        return {"chunks": dump(chunks, "the run's stream")}
+        return {"chunks": dump(self._wanted(outcome.chunks, spec), "the run's stream")}
+
+    @staticmethod
+    def _wanted(chunks: list[Chunk], spec: RunSpec) -> list[tuple[str, Any]]:
+        return [(mode, payload) for _, mode, payload in chunks if mode in spec.stream_modes]
 
     def _execute(self, calls: list[TaskCall]) -> Generator[Any, Any, list[TaskOutcome]]:
         scheduled = [
@@ -176,7 +189,9 @@ class ThreadRuntime:
             try:
                 payload = yield pending
             except dt.TaskFailedError as failed:
-                outcomes.append(TaskOutcome([], error=(failed.details.error_type, failed.details.message)))
+                outcomes.append(
+                    TaskOutcome([], error={"type": failed.details.error_type, "message": failed.details.message})
+                )
             else:
                 outcomes.append(TaskOutcome.from_payload(payload))
         return outcomes

@@ -36,7 +36,8 @@ _REFUSALS: dict[str, type[LangGraphError]] = {
 
 @dataclass(frozen=True)
 class Op:
-    """One thing a plan needs done: ``get`` / ``start`` / ``raise_event`` / ``sleep``, or ``emit`` stream chunks."""
+    """One thing a plan needs done: ``get`` / ``start`` / ``restart`` (a failed thread) / ``raise_event`` /
+    ``sleep``, or ``emit`` stream chunks."""
 
     kind: str
     instance_id: str = ""
@@ -140,18 +141,18 @@ def send_and_wait(
     while True:
         state = yield Op("get", instance_id)
         status = _status(state) or {}
-        if state is not None and state.runtime_status in _TERMINAL:
-            raise _ended(state, graph_name)
-        for rid, result in status.get("done", []):
-            if rid == req["id"]:
-                accepted = _accepted(result)
-                if "chunks" in accepted:
-                    yield Op("emit", data=[tuple(c) for c in load(accepted["chunks"])][seen:])
-                return accepted
         live = status.get("live")
         if live and live["id"] == req["id"] and len(chunks := load(live["chunks"])) > seen:
             yield Op("emit", data=[tuple(c) for c in chunks[seen:]])
             seen = len(chunks)
+        if state is not None and state.runtime_status in _TERMINAL:
+            raise _ended(state, graph_name)
+        for rid, result in status.get("done", []):
+            if rid == req["id"]:
+                accepted = _accepted(result, instance_id)
+                if "chunks" in accepted:
+                    yield Op("emit", data=[tuple(c) for c in load(accepted["chunks"])][seen:])
+                return accepted
         pending = state is None or state.runtime_status == OrchestrationStatus.PENDING
         if pending and time.monotonic() - since > waiting.start_timeout:
             raise GraphNotRegisteredError(
@@ -166,9 +167,10 @@ def _deliver(
 ) -> Generator[Op, Any, None]:
     """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event."""
     state: OrchestrationState | None = yield Op("get", instance_id)
-    if state is not None and state.runtime_status in _TERMINAL:
-        raise _ended(state, graph_name)
     status = _status(state)
+    carry = failed_checkpoints(state)
+    if state is not None and state.runtime_status in _TERMINAL and carry is None:
+        raise _ended(state, graph_name)
     if status is not None and status.get("fp") != fingerprint:
         raise GraphMismatchError(
             f"graph '{graph_name}' differs from the one the workers run (fingerprint {fingerprint}, "
@@ -179,20 +181,44 @@ def _deliver(
     started = False
     if state is None:
         started = yield Op("start", instance_id, {"request": req})
+    elif carry is not None:
+        # After a failed run the thread goes on from its last checkpoints, as a LangGraph thread does.
+        started = yield Op("restart", instance_id, {"request": req, "carry": carry})
     if not started:
         yield Op("raise_event", instance_id, req)
 
 
-def _accepted(result: dict[str, Any]) -> dict[str, Any]:
+def _accepted(result: dict[str, Any], instance_id: str) -> dict[str, Any]:
     refused = result.get("refused")
     if refused:
-        raise _REFUSALS.get(refused["type"], LangGraphError)(refused["message"])
+        known = _REFUSALS.get(refused["type"])
+        if known is None:  # e.g. LangGraph's InvalidUpdateError for a bad update_state
+            raise GraphRunError(refused["type"], refused["message"], instance_id)
+        raise known(refused["message"])
     return result
 
 
-def read_status(instance_id: str) -> Generator[Op, Any, dict[str, Any] | None]:
-    state = yield Op("get", instance_id)
-    return _status(state)
+def failed_checkpoints(state: OrchestrationState | None) -> dict[str, Any] | None:
+    """The checkpoints a thread whose last run failed left in its status (``None`` if it did not fail)."""
+    if state is None or state.runtime_status != OrchestrationStatus.FAILED:
+        return None
+    failed = (_status(state) or {}).get("failed")
+    return failed if isinstance(failed, dict) else None
 
 
-__all__ = ["RUN_EVENT", "Op", "Waiting", "check_resume_locally", "read_status", "request", "run_body", "send_and_wait"]
+def read_state(instance_id: str) -> Generator[Op, Any, OrchestrationState | None]:
+    state: OrchestrationState | None = yield Op("get", instance_id)
+    return state
+
+
+__all__ = [
+    "RUN_EVENT",
+    "Op",
+    "Waiting",
+    "check_resume_locally",
+    "failed_checkpoints",
+    "read_state",
+    "request",
+    "run_body",
+    "send_and_wait",
+]

@@ -338,3 +338,20 @@ def functional(checkpointer: Any = None) -> Any:
         return {"text": text, "verdict": verdict}
 
     return workflow
+
+
+def fails_once() -> StateGraph[Any]:
+    """``ok`` then ``flaky``, whose first run (per process-wide counter and graph) raises."""
+
+    def flaky(s: Items) -> dict[str, Any]:
+        CALLS[f"flaky-{id(b)}"] += 1
+        if CALLS[f"flaky-{id(b)}"] == 1:
+            raise RuntimeError("first try")
+        return {"items": ["flaky ok"]}
+
+    b = StateGraph(Items)
+    b.add_node("ok", lambda s: {"items": ["ok"]})
+    b.add_node("flaky", flaky)
+    b.add_edge(START, "ok")
+    b.add_edge("ok", "flaky")
+    return b

@@ -96,8 +96,20 @@ def test_a_node_that_raises_fails_the_run_with_its_type_and_message(serve: Serve
     assert caught.value.error_message == "bad x 7"
     state = app.client.get_orchestration_state(caught.value.instance_id)
     assert state.failure_details.error_type == "builtins.ValueError"
-    with pytest.raises(GraphRunError, match="bad x 7"):  # the thread stays failed
+
+
+def test_after_a_failed_run_the_thread_keeps_its_state_and_goes_on(serve: Serve) -> None:
+    app, plain = serve(graphs.fails_once()), reference(graphs.fails_once())
+    cfg, ref_cfg = thread(), thread()
+    with pytest.raises(GraphRunError, match="first try"):
         app.invoke({"x": 1, "items": []}, cfg)
+    with pytest.raises(RuntimeError, match="first try"):
+        plain.invoke({"x": 1, "items": []}, ref_cfg)
+    failed, ref_failed = app.get_state(cfg), plain.get_state(ref_cfg)
+    assert (failed.values, failed.next) == (ref_failed.values, ref_failed.next) == ({"x": 1, "items": ["ok"]}, ("flaky",))
+    assert [t.error for t in failed.tasks] == [t.error for t in ref_failed.tasks] == ["RuntimeError('first try')"]
+    assert app.invoke(None, cfg) == plain.invoke(None, ref_cfg) == {"x": 1, "items": ["ok", "flaky ok"]}
+    assert len(list(app.get_state_history(cfg))) == len(list(plain.get_state_history(ref_cfg)))
 
 
 def test_recursion_limit_fails_the_run(serve: Serve) -> None:

@@ -96,7 +96,23 @@ def test_a_node_error_ends_the_run_with_the_original_type_name() -> None:
     result = run(b.compile(), ReplaySaver(), _internals.IdSource("s"), {"x": 0, "items": []})
     assert type(result.error).__name__ == "ZeroDivisionError"
     assert type(result.error).__module__ == "builtins"
+    assert isinstance(result.error, ZeroDivisionError)  # built-in types: handlers can catch them as such
     assert str(result.error) == "nope"
+
+
+def test_stand_ins_keep_the_exceptions_arguments_and_text() -> None:
+    from durabletask.extensions.langgraph._errors import NodeFailedError, node_failure
+
+    key = node_failure({"type": "builtins.KeyError", "message": "'k'", "args": ["k"]})
+    assert isinstance(key, KeyError) and isinstance(key, NodeFailedError)
+    assert (str(key), repr(key)) == (str(KeyError("k")), repr(KeyError("k")))
+    custom = node_failure({"type": "shop.errors.OutOfStock", "message": "no lamps"})
+    assert (type(custom).__module__, type(custom).__qualname__, str(custom)) == (
+        "shop.errors",
+        "OutOfStock",
+        "no lamps",
+    )
+    assert custom.error_type == "shop.errors.OutOfStock"
 
 
 def test_check_resume_refuses_what_nothing_waits_for() -> None:
