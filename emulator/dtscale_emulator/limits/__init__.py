@@ -56,6 +56,9 @@ class Limits(FieldLimits):
             )
         if response.HasField("customStatus"):
             self.payload("customStatus", response.customStatus.value)
+        if response.HasField("orchestrationTraceContext"):
+            # Stored with the instance and sent in each of its work items.
+            self.message(response.orchestrationTraceContext, "orchestrationTraceContext")
         for action in response.actions:
             kind = action.WhichOneof("orchestratorActionType")
             if kind is None:

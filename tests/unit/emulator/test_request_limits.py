@@ -302,3 +302,16 @@ def test_a_rewound_history_meets_the_limits_of_the_history_it_replaces() -> None
     rewind = pb.OrchestratorAction(id=0, rewindOrchestration=pb.RewindOrchestrationAction(newHistory=[started, raised]))
     text = _refused(lambda: LIMITS.orchestrator_response(_turn(rewind)))
     assert "actions[0].rewindOrchestration.newHistory[1].eventRaised.name is 1025 characters" in text
+
+
+def test_the_orchestration_trace_context_a_turn_stores_is_limited() -> None:
+    """Stored with the instance, it goes out in every later work item: unbounded, it would make them unsendable."""
+    response = _turn()
+    response.orchestrationTraceContext.spanID.value = "s" * 5000
+    text = _refused(lambda: LIMITS.orchestrator_response(response))
+    assert text == "orchestrationTraceContext.spanID is 5000 characters; the limit is 1024"
+    response.orchestrationTraceContext.spanID.value = "s" * 16
+    response.orchestrationTraceContext.spanStartTime.seconds = 2**62
+    assert "orchestrationTraceContext.spanStartTime is out of range" in _refused(
+        lambda: LIMITS.orchestrator_response(response), TimestampOutOfRangeError
+    )
