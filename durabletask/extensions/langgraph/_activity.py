@@ -66,6 +66,8 @@ def _task_config(payload: dict[str, Any], settings: dict[str, Any], collect: Cal
     if "messages" in modes:
         handler = lg.StreamMessagesHandler(lambda chunk: collect((chunk[1], chunk[2])), False)
         config["callbacks"] = [handler]
+        # what Pregel.stream adds to its callbacks' metadata, so the chunks' metadata is LangGraph's
+        config["metadata"] = {"ls_integration": "langgraph"}
     return dict(lg.ensure_config(config))  # type: ignore[arg-type]
 
 
