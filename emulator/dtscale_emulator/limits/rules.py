@@ -78,7 +78,9 @@ def timestamp(field: str, seconds: int, nanos: int) -> None:
 # How the walk below treats a field, by the field's name (message types are matched first).
 _NAME_FIELDS = frozenset({"name", "operation"})
 _VERSION_FIELDS = frozenset({"version", "newVersion"})
-_ID_FIELDS = frozenset({"instanceId", "targetInstanceId", "parentInstanceId"})
+_ID_FIELDS = frozenset(
+    {"instanceId", "targetInstanceId", "parentInstanceId", "instanceIdPrefix", "instanceIdStartsWith"}
+)
 _KEY_FIELDS = frozenset({"executionId", "parentExecutionId", "requestId", "criticalSectionId"})
 _PAYLOAD_FIELDS = frozenset({"input", "result", "data", "output", "reason", "customStatus", "entityState", "details"})
 _TRACE_FIELDS = frozenset({"traceParent", "spanID", "traceState"})

@@ -315,3 +315,15 @@ def test_the_orchestration_trace_context_a_turn_stores_is_limited() -> None:
     assert "orchestrationTraceContext.spanStartTime is out of range" in _refused(
         lambda: LIMITS.orchestrator_response(response), TimestampOutOfRangeError
     )
+
+
+def test_an_id_prefix_longer_than_any_id_is_refused() -> None:
+    query = pb.InstanceQuery()
+    query.instanceIdPrefix.value = "p" * 101
+    text = _refused(lambda: LIMITS.message(pb.QueryInstancesRequest(query=query)))
+    assert text == "query.instanceIdPrefix is 101 characters; the limit is 100"
+    entities = pb.EntityQuery()
+    entities.instanceIdStartsWith.value = "@e@" + "k" * 98
+    assert "query.instanceIdStartsWith is 101 characters; the limit is 100" in _refused(
+        lambda: LIMITS.message(pb.QueryEntitiesRequest(query=entities)), RefusedContentError
+    )
