@@ -88,7 +88,17 @@ class ThreadRuntime:
         self.done: list[list[Any]] = carry.get("done", [])
         self.thread_id: str | None = carry.get("thread_id")
         self.tasks_run = 0
+        self.run_started_from: str | None = None
         self.status: dict[str, Any] = {"fp": fingerprint, "done": self.done, "interrupts": []}
+
+    def _latest_checkpoint_id(self) -> str | None:
+        root = self.saver.storage[self.thread_id or ""][""] if self.thread_id else {}
+        return max(root) if root else None
+
+    def prune(self) -> None:
+        """Forget all but the last run's checkpoints, before the thread continues as new."""
+        if self.thread_id:
+            self.saver.forget_before(self.thread_id, self.run_started_from)
 
     def carry(self) -> dict[str, Any]:
         return {
@@ -142,6 +152,7 @@ class ThreadRuntime:
 
     def _run(self, request_id: str, body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
         spec = RunSpec(**body["spec"])
+        self.run_started_from = self._latest_checkpoint_id()
         check_resume(self.graph, self.saver, self.thread_id or "", spec.input, spec.checkpoint_id)
         emitted: list[Chunk] = []
         gen = drive_run(
@@ -216,6 +227,7 @@ def thread_orchestrator(graph: Any, graph_name: str, fingerprint: str) -> Any:
         while True:
             if request is None:
                 if thread.tasks_run >= TASKS_PER_EXECUTION:
+                    thread.prune()
                     ctx.continue_as_new({"carry": thread.carry()}, save_events=True)
                     return
                 thread.publish()

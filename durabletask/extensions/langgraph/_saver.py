@@ -71,3 +71,31 @@ class ReplaySaver(InMemorySaver):
             saver.writes[tuple(outer)][tuple(inner)] = (task_id, channel, tuple(typed), path)
         for key, value in data["blobs"]:
             saver.blobs[tuple(key)] = tuple(value)
+
+    def forget_before(self, thread_id: str, keep_from: str | None) -> None:
+        """Keep the root checkpoints from ``keep_from`` on (and the latest), and what they need; drop the rest.
+
+        Subgraph checkpoints are kept only for tasks the latest checkpoint still has writes for (an interrupted
+        subgraph). Used when the thread continues as new, so its carried state does not grow with its age.
+        """
+        root = self.storage[thread_id][""]
+        if not root:
+            return
+        latest = max(root)
+        kept = {cid for cid in root if keep_from is not None and cid >= keep_from} | {latest}
+        for cid in [cid for cid in root if cid not in kept]:
+            del root[cid]
+        pending_tasks = {task_id for (_, task_id, _, _) in self.writes.get((thread_id, "", latest), {}).values()}
+        for ns in [ns for ns in self.storage[thread_id] if ns and ns.split("|")[0].split(":")[-1] not in pending_tasks]:
+            del self.storage[thread_id][ns]
+        spaces = self.storage[thread_id]
+        for key in [k for k in self.writes if k[0] == thread_id and (k[1] not in spaces or k[2] not in spaces[k[1]])]:
+            del self.writes[key]
+        needed = {
+            (ns, channel, version)
+            for ns, checkpoints in spaces.items()
+            for saved, _, _ in checkpoints.values()
+            for channel, version in self.serde.loads_typed(saved)["channel_versions"].items()
+        }
+        for key in [k for k in self.blobs if k[0] == thread_id and (k[1], k[2], k[3]) not in needed]:
+            del self.blobs[key]

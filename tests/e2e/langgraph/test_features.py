@@ -70,8 +70,15 @@ def test_a_long_thread_continues_as_new_and_keeps_its_state(serve: Serve, monkey
         got = app.invoke({"messages": [HumanMessage(f"turn {turn}")]}, cfg)
         expected = plain.invoke({"messages": [HumanMessage(f"turn {turn}")]}, ref_cfg)
         assert graphs.without_message_ids(got) == graphs.without_message_ids(expected)
-    history = list(app.get_state_history(cfg))
-    assert [s.metadata["step"] for s in history] == [s.metadata["step"] for s in plain.get_state_history(ref_cfg)]
+    # After continuing as new, the thread keeps its state and the checkpoints of its last run
+    history, ref_history = list(app.get_state_history(cfg)), list(plain.get_state_history(ref_cfg))
+    assert graphs.without_message_ids(app.get_state(cfg).values) == graphs.without_message_ids(
+        plain.get_state(ref_cfg).values
+    )
+    assert 0 < len(history) < len(ref_history)
+    assert [(s.metadata["step"], s.next) for s in history] == [(s.metadata["step"], s.next) for s in ref_history][
+        : len(history)
+    ]
     instance = app.client.get_orchestration_state(f"lg:{app.name}:{cfg['configurable']['thread_id']}")
     started = app.client.get_orchestration_history(instance.instance_id)
     assert sum(1 for e in started if type(e).__name__ == "TaskScheduledEvent") < 7

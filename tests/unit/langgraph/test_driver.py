@@ -163,3 +163,30 @@ def test_dts_retry_maps_the_first_policy() -> None:
     assert policy.first_retry_interval.total_seconds() == 2
     assert policy.backoff_coefficient == 3
     assert policy.max_retry_interval is not None and policy.max_retry_interval.total_seconds() == 10
+
+
+def test_prune_keeps_the_last_runs_checkpoints_and_the_state() -> None:
+    b = StateGraph(State)
+    b.add_node("a", lambda s: {"x": s["x"] + 1, "items": [s["x"]]})
+    b.add_node("b", lambda s: {"items": ["b"]})
+    b.add_edge(START, "a")
+    b.add_edge("a", "b")
+    graph = b.compile()
+    saver, ids = ReplaySaver(), _internals.IdSource("p")
+    cfg: Any = {"configurable": {"thread_id": "t"}}
+    for turn in range(3):
+        if turn == 2:
+            last_run_from = max(saver.storage["t"][""])
+        run(graph, saver, ids, {"x": turn, "items": []})
+    local = graph.copy(update={"checkpointer": saver})
+    before, blobs = local.get_state(cfg), len(saver.blobs)
+    full = [(s.config["configurable"]["checkpoint_id"], s.values) for s in local.get_state_history(cfg)]
+    saver.forget_before("t", last_run_from)
+    after = ReplaySaver.restore(saver.export())
+    kept = [
+        (s.config["configurable"]["checkpoint_id"], s.values)
+        for s in graph.copy(update={"checkpointer": after}).get_state_history(cfg)
+    ]
+    assert graph.copy(update={"checkpointer": after}).get_state(cfg).values == before.values
+    assert kept == full[: len(kept)] and len(kept) == 5  # the last run: from its starting checkpoint on
+    assert len(saver.blobs) < blobs
