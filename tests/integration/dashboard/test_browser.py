@@ -340,6 +340,7 @@ def test_a_slow_page_left_behind_does_not_replace_the_next(page: Any, scenario: 
     page.get_by_role("link", name="Schedules").click()
     held[0].continue_()  # the list answers only now, after the move to Schedules
     page.unroute("**/api/hubs/default/orchestrations*")
-    page.wait_for_function("document.body.dataset.ready === 'true'")  # the first page's render has ended
+    # The first page's render has ended (a locator, not wait_for_function: the page's CSP forbids evaluating text).
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
     expect(page.get_by_role("heading", level=1)).to_have_text("Schedules")
     expect(page.get_by_role("table", name="Orchestrations")).to_have_count(0)
