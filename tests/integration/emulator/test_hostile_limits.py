@@ -95,6 +95,25 @@ def test_queued_events_beyond_what_a_worker_receives_wait_for_the_next_work_item
     work.cancel()
 
 
+def test_queued_entity_operations_beyond_what_a_worker_receives_wait_for_the_next_batch(stub: HubStub) -> None:
+    entity = "@big@queue"
+    for n in range(6):
+        stub.SignalEntity(
+            pb.SignalEntityRequest(instanceId=entity, name="add", input=sv(NEAR_LIMIT), requestId=f"r{n}")
+        )
+    work = WorkStream(stub)
+    done: list[str] = []
+    while len(done) < 6:
+        item = work.next()  # a batch over 4 MiB would fail this stream with RESOURCE_EXHAUSTED
+        assert item.ByteSize() <= 4 * MIB
+        batch = item.entityRequestV2.operationRequests
+        done += [e.entityOperationSignaled.requestId for e in batch]
+        results = [pb.OperationResult(success=pb.OperationResultSuccess()) for _ in batch]
+        stub.CompleteEntityTask(pb.EntityBatchResult(completionToken=item.completionToken, results=results))
+    assert done == [f"r{n}" for n in range(6)]
+    work.cancel()
+
+
 def test_a_history_a_worker_cannot_receive_fails_the_instance_not_the_stream(stub: HubStub) -> None:
     """A worker that does not stream histories would be sent 4.5 MiB of past events: the instance fails."""
     iid = start(stub)
