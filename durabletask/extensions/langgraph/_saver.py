@@ -89,13 +89,13 @@ class ReplaySaver(InMemorySaver):
         for ns in [ns for ns in self.storage[thread_id] if ns and ns.split("|")[0].split(":")[-1] not in pending_tasks]:
             del self.storage[thread_id][ns]
         spaces = self.storage[thread_id]
-        for key in [k for k in self.writes if k[0] == thread_id and (k[1] not in spaces or k[2] not in spaces[k[1]])]:
-            del self.writes[key]
+        for outer in [k for k in self.writes if k[0] == thread_id and (k[1] not in spaces or k[2] not in spaces[k[1]])]:
+            del self.writes[outer]
         needed = {
             (ns, channel, version)
             for ns, checkpoints in spaces.items()
             for saved, _, _ in checkpoints.values()
             for channel, version in self.serde.loads_typed(saved)["channel_versions"].items()
         }
-        for key in [k for k in self.blobs if k[0] == thread_id and (k[1], k[2], k[3]) not in needed]:
-            del self.blobs[key]
+        for blob in [k for k in self.blobs if k[0] == thread_id and (k[1], k[2], k[3]) not in needed]:
+            del self.blobs[blob]
