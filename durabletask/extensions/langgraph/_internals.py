@@ -12,6 +12,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from langgraph._internal._config import ensure_config
@@ -86,9 +87,10 @@ class IdSource:
     by the greatest id): the counter fills the leading 48 bits, as uuid6 puts its timestamp there.
     """
 
-    def __init__(self, salt: str, counter: int = 0) -> None:
+    def __init__(self, salt: str, counter: int = 0, clock: Callable[[], datetime] | None = None) -> None:
         self.salt = salt
         self.counter = counter
+        self.clock = clock  # checkpoint times: the orchestration's clock, the same on every replay
         self._tail = int.from_bytes(hashlib.blake2b(salt.encode(), digest_size=8).digest(), "big")
 
     def next_checkpoint_id(self) -> uuid.UUID:
@@ -127,6 +129,19 @@ def _gated(original: Callable[..., uuid.UUID], pick: Callable[[IdSource], uuid.U
     return make
 
 
+class _Datetime(datetime):
+    """What ``langgraph.pregel._checkpoint`` sees as ``datetime``: ``now()`` from the active id source's clock."""
+
+    @classmethod
+    def now(cls, tz: tzinfo | None = None) -> datetime:  # type: ignore[override]
+        source = _ACTIVE.get()
+        if source is None or source.clock is None:
+            return datetime.now(tz)
+        moment = source.clock()
+        moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+        return moment.astimezone(tz) if tz is not None else moment.replace(tzinfo=None)
+
+
 class _UuidModule:
     """What ``langgraph.graph.message`` sees as ``uuid``: the real module with a gated ``uuid4``."""
 
@@ -138,7 +153,7 @@ class _UuidModule:
 
 
 def install_id_shim() -> None:
-    """Route LangGraph's uuid6 checkpoint ids and uuid4 message ids through :func:`deterministic_ids`.
+    """Route LangGraph's uuid6 checkpoint ids, uuid4 message ids and checkpoint times through :func:`deterministic_ids`.
 
     Outside a ``deterministic_ids`` block (every other thread and caller) LangGraph behaves as before.
     Installed on first use by ``register_graph`` and ``DurableGraph``, never at import.
@@ -153,6 +168,7 @@ def install_id_shim() -> None:
 
         # setattr: these are module globals LangGraph looks up at call time, replaced once per process
         setattr(checkpoint_module, "uuid6", _gated(uuid6, IdSource.next_checkpoint_id))  # noqa: B010
+        setattr(checkpoint_module, "datetime", _Datetime)  # noqa: B010
         setattr(messages_module, "uuid4", _gated(uuid.uuid4, IdSource.next_message_id))  # noqa: B010
         setattr(message_module, "uuid", _UuidModule(_gated(uuid.uuid4, IdSource.next_message_id)))  # noqa: B010
         _installed = True

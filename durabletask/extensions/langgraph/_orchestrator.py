@@ -84,7 +84,7 @@ class ThreadRuntime:
         self.graph_name = graph_name
         self.fingerprint = fingerprint
         self.saver = ReplaySaver.restore(carry.get("saver"))
-        self.ids = lg.IdSource(ctx.instance_id, carry.get("counter", 0))
+        self.ids = lg.IdSource(ctx.instance_id, carry.get("counter", 0), clock=lambda: ctx.current_utc_datetime)
         self.done: list[list[Any]] = carry.get("done", [])
         self.thread_id: str | None = carry.get("thread_id")
         self.tasks_run = 0

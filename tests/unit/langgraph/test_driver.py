@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from datetime import datetime, timezone
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -16,6 +17,8 @@ from durabletask.extensions.langgraph import _activity, _driver, _internals
 from durabletask.extensions.langgraph._errors import ResumeRejectedError
 from durabletask.extensions.langgraph._orchestrator import check_resume, dts_retry
 from durabletask.extensions.langgraph._saver import ReplaySaver
+
+ORCHESTRATION_TIME = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
 
 class State(TypedDict):
@@ -58,14 +61,17 @@ def test_runs_match_langgraph_and_replays_make_the_same_ids() -> None:
     cfg: Any = {"configurable": {"thread_id": "t"}}
     outputs: list[Any] = []
     for _ in range(2):  # a replay rebuilds everything from scratch
-        saver, ids = ReplaySaver(), _internals.IdSource("lg:g:t")
+        saver, ids = ReplaySaver(), _internals.IdSource("lg:g:t", clock=lambda: ORCHESTRATION_TIME)
         first = run(graph, saver, ids, {"x": 1, "items": []})
         ids_seen = [i.id for i in _driver.invoke_output(first.chunks)["__interrupt__"]]
         second = run(graph, saver, ids, Command(resume={i: "ok" for i in ids_seen}))
         history = graph.copy(update={"checkpointer": saver}).get_state_history(cfg)
-        kept = [(s.config["configurable"]["checkpoint_id"], s.values, s.next, s.metadata) for s in history]
+        kept = [
+            (s.config["configurable"]["checkpoint_id"], s.created_at, s.values, s.next, s.metadata) for s in history
+        ]
         outputs.append((ids_seen, _driver.invoke_output(second.chunks), kept))
     assert outputs[0] == outputs[1]
+    assert {created for _, created, *_ in outputs[0][2]} == {ORCHESTRATION_TIME.isoformat()}
     expected_first = plain.invoke({"x": 1, "items": []}, cfg)
     resume = {i.id: "ok" for i in expected_first["__interrupt__"]}
     assert outputs[0][1] == plain.invoke(Command(resume=resume), cfg)
