@@ -12,7 +12,7 @@ For each size, a store of N finished 3-activity chains is generated as ``bench/s
   integrity   ``PRAGMA integrity_check`` (also checks every index against its table), for comparison; only up to
               ``--integrity-max`` instances, as it is far slower
   open        opening the store as the emulator does (``SqliteBackend``), with the check and with
-              ``check_integrity=False``
+              ``integrity_check=False``
 
 Each is timed cold (the file's pages dropped from the OS page cache first, with ``posix_fadvise(DONTNEED)`` on
 that file only, after an fsync) and warm (right after a cold run). Cold is a restart after the machine has done
@@ -85,7 +85,7 @@ def _then_check(path: Path, first: Callable[[Path], None]) -> None:
 
 
 def _open(path: Path, check: bool) -> None:
-    SqliteBackend(str(path), check_integrity=check).close()
+    SqliteBackend(str(path), integrity_check=check).close()
 
 
 def _timed(path: Path, step: Callable[[], None]) -> tuple[float, float]:

@@ -424,7 +424,7 @@ class SqliteBackend:
     """A SQLite store: a file path for persistence, or ``None`` for a private in-memory database.
 
     A file is checked before it is used (``sqlite_checks``: writable, a SQLite database, no other application's
-    tables, a schema version this emulator knows, and, with ``check_integrity``, every page sound); one that fails
+    tables, a schema version this emulator knows, and, with ``integrity_check``, every page sound); one that fails
     raises :class:`~dtscale_emulator.errors.StoreUnusableError` and is left as it was. The file is locked for this
     process, whatever path names it; a second backend on it raises
     :class:`~dtscale_emulator.errors.DatabaseInUseError`. ``durability`` is ``"full"`` (the default: every commit
@@ -433,7 +433,7 @@ class SqliteBackend:
     commits before a checkpoint).
     """
 
-    def __init__(self, path: str | None = None, durability: str = "full", check_integrity: bool = True) -> None:
+    def __init__(self, path: str | None = None, durability: str = "full", integrity_check: bool = True) -> None:
         if durability not in SYNCHRONOUS:
             raise ValueError(f"durability must be one of {sorted(SYNCHRONOUS)}, not {durability!r}")
         self.path = path
@@ -441,7 +441,7 @@ class SqliteBackend:
         self._file_lock = DatabaseLock(path) if path else None
         try:
             if path:
-                check_store_file(path, integrity=check_integrity)
+                check_store_file(path, integrity=integrity_check)
                 if self._file_lock is not None and self._file_lock.created:
                     sync_folder(path)
             self._conn = _open(path, durability)

@@ -177,7 +177,7 @@ def test_a_damaged_page_is_found_at_start_and_the_refusal_says_how_to_recover(tm
 def test_the_integrity_check_can_be_skipped(tmp_path: Path) -> None:
     path = _store(tmp_path / "emu.db")
     _damage_middle_page(path)
-    SqliteBackend(str(path), check_integrity=False).close()  # opened as it is: no page read the damaged one
+    SqliteBackend(str(path), integrity_check=False).close()  # opened as it is: no page read the damaged one
 
 
 # Finding 12: files that are not a store this emulator can use ----------------------------------------------------
