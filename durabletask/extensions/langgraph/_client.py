@@ -15,7 +15,8 @@ from typing import Any
 from durabletask.client import AlreadyExistsError, OrchestrationStatus
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph import _requests as rq
-from durabletask.extensions.langgraph._naming import fingerprint, instance_id, orchestrator_name, thread_id_of
+from durabletask.extensions.langgraph._naming import fingerprint, instance_id, thread_id_of
+from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import load
 
@@ -53,6 +54,8 @@ class DurableGraph:
         self.name = name
         self.graph = graph
         self.fingerprint = fingerprint(graph)
+        # Threads start with the graph's orchestrator itself, so they record its code hash (see code_identity).
+        self._orchestrator = thread_orchestrator(graph, name, self.fingerprint)
         self._waiting = rq.Waiting(start_timeout, poll_interval)
 
     # ------------------------------------------------------------------------------------ plans
@@ -109,7 +112,7 @@ class DurableGraph:
         if op.kind in ("start", "restart"):
             try:
                 self.client.schedule_new_orchestration(
-                    orchestrator_name(self.name), input=op.data, instance_id=op.instance_id, reuse_id_policy=_reuse(op)
+                    self._orchestrator, input=op.data, instance_id=op.instance_id, reuse_id_policy=_reuse(op)
                 )
             except AlreadyExistsError:
                 return False
@@ -125,7 +128,7 @@ class DurableGraph:
         if op.kind in ("start", "restart"):
             try:
                 await self.client.schedule_new_orchestration(
-                    orchestrator_name(self.name), input=op.data, instance_id=op.instance_id, reuse_id_policy=_reuse(op)
+                    self._orchestrator, input=op.data, instance_id=op.instance_id, reuse_id_policy=_reuse(op)
                 )
             except AlreadyExistsError:
                 return False

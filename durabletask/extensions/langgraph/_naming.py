@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import types
+from collections.abc import Callable
 from typing import Any
 
 from durabletask.extensions.langgraph._errors import MissingThreadIdError
@@ -77,3 +79,17 @@ def fingerprint(graph: Any) -> str:
         "output": str(graph.output_channels),
     }
     return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def code_identity(graph_name: str, graph_fingerprint: str) -> Callable[..., Any]:
+    """A function whose code is the graph's fingerprint, for the SDK's orchestrator code hash.
+
+    The thread orchestrator points ``__wrapped__`` at it, and the client starts threads with that orchestrator,
+    so an instance records the graph it was started for and a worker with a changed graph applies its
+    ``CodeMismatchPolicy`` (the orchestrator's own source is the same for every graph).
+    """
+    module = compile(
+        f"def graph_shape():\n    return {graph_fingerprint!r}\n", f"<langgraph graph {graph_name!r}>", "exec"
+    )
+    code = next(const for const in module.co_consts if isinstance(const, types.CodeType))
+    return types.FunctionType(code, {})

@@ -25,7 +25,7 @@ from durabletask.extensions.langgraph._driver import (
     invoke_output,
 )
 from durabletask.extensions.langgraph._errors import GraphMismatchError, ResumeRejectedError
-from durabletask.extensions.langgraph._naming import RUN_EVENT, activity_name
+from durabletask.extensions.langgraph._naming import RUN_EVENT, activity_name, code_identity, orchestrator_name
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
 
@@ -235,4 +235,6 @@ def thread_orchestrator(graph: Any, graph_name: str, fingerprint: str) -> Any:
             yield from thread.handle(request)
             request = None
 
+    langgraph_thread.__durabletask_name__ = orchestrator_name(graph_name)  # type: ignore[attr-defined]
+    langgraph_thread.__wrapped__ = code_identity(graph_name, fingerprint)  # type: ignore[attr-defined]
     return langgraph_thread

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
@@ -155,3 +156,33 @@ def test_a_functional_api_workflow_runs_as_one_step_per_entrypoint_call(serve: S
     first, ref_first = app.invoke("owls", cfg), plain.invoke("owls", ref_cfg)
     assert [i.value for i in first["__interrupt__"]] == [i.value for i in ref_first["__interrupt__"]]
     assert app.invoke(Command(resume="ok"), cfg) == plain.invoke(Command(resume="ok"), ref_cfg)
+
+
+def test_a_worker_with_a_changed_graph_applies_its_code_mismatch_policy(hub: Hub) -> None:
+    from langgraph.graph import START
+
+    from durabletask.extensions.langgraph import GraphRunError
+    from durabletask.worker import CodeMismatchPolicy
+
+    old = hub.worker()
+    register_graph(old, "deploy", graphs.approvals().compile())
+    old.start()
+    app = DurableGraph(hub.client(), "deploy", graphs.approvals().compile())
+    cfg = thread()
+    waiting = app.invoke({"x": 0, "items": []}, cfg)
+    old.stop()
+
+    changed = graphs.approvals()
+    changed.add_node("audit", lambda s: {"items": ["audit"]})
+    changed.edges.discard((START, "plan"))
+    changed.add_edge(START, "audit")
+    changed.add_edge("audit", "plan")
+    new = hub.worker()
+    new.use_code_mismatch_policy(CodeMismatchPolicy.FAIL)
+    register_graph(new, "deploy", changed.compile())
+    new.start()
+    with pytest.raises(GraphRunError) as caught:
+        app.invoke(Command(resume={i.id: "ok" for i in waiting["__interrupt__"]}), cfg)
+    assert "code sha256" in caught.value.error_message
+    fresh = thread()  # a thread started for the new graph runs on the new worker
+    assert DurableGraph(hub.client(), "deploy", changed.compile()).invoke({"x": 0, "items": []}, fresh)
