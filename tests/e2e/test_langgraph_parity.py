@@ -38,20 +38,6 @@ from tests.support.langgraph_trace import TALLY, Case, Trace, canon, mode_key, n
 FULL_REPLAY = ExtendedSessionOptions(max_cached_orchestrations=0)
 BY_NAME = {c.name: c for c in CASES}
 _references: dict[str, Trace] = {}
-# Where the durable run still differs from plain LangGraph (each reason says how); strict, so a fix shows.
-GAPS = {
-    "recursion_limit": "after a failed run get_state is empty; LangGraph keeps the state and the failed task",
-    "retry_on_not_matching": "after a failed run get_state is empty; LangGraph keeps the state and the failed task",
-    "node_raises": "after a failed run get_state is empty; LangGraph keeps the state and the failed task",
-    "react_agent_messages_stream": "messages-stream metadata of ToolNode's tool messages lacks ls_integration",
-}
-
-
-def cases() -> list[Any]:
-    return [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=GAPS[c.name])) if c.name in GAPS else c
-        for c in CASES
-    ]
 
 
 def reference(case: Case) -> Trace:
@@ -94,12 +80,12 @@ def test_the_corpus_covers_at_least_twenty_graphs_and_each_turn_kind() -> None:
         assert reference(case).counts, f"{case.name}: no node ran under plain LangGraph"
 
 
-@pytest.mark.parametrize("case", cases(), ids=str)
+@pytest.mark.parametrize("case", CASES, ids=str)
 def test_durable_graph_matches_plain_langgraph(hub: Hub, case: Case) -> None:
     assert_same(case, run(case, durable_app(hub, case)), reference(case))
 
 
-@pytest.mark.parametrize("case", cases(), ids=str)
+@pytest.mark.parametrize("case", CASES, ids=str)
 def test_durable_graph_matches_plain_langgraph_replaying_every_turn(hub: Hub, case: Case) -> None:
     assert_same(case, run(case, durable_app(hub, case, extended_sessions=FULL_REPLAY)), reference(case))
 

@@ -385,6 +385,22 @@ def build_raises(checkpointer: Any = None) -> Any:
     return b.compile(checkpointer=checkpointer)
 
 
+def _fails_first(s: Job) -> dict[str, Any]:
+    if TALLY.hit("rerun.flaky") == 1:
+        raise RuntimeError("the first run of this node fails")
+    return {"result": f"{s['result']} then done"}
+
+
+def build_rerun_after_failure(checkpointer: Any = None) -> Any:
+    b = StateGraph(Job)
+    b.add_node("prepare", _prepare)
+    b.add_node("flaky", _fails_first)
+    b.add_edge(START, "prepare")
+    b.add_edge("prepare", "flaky")
+    b.add_edge("flaky", END)
+    return b.compile(checkpointer=checkpointer)
+
+
 def _charge(s: Job) -> dict[str, Any]:
     TALLY.hit("handler.charge")
     raise RuntimeError(f"card declined for {s['job']}")
@@ -435,6 +451,8 @@ CASES: tuple[Case, ...] = (
     Case("retry_policy", build_retry, ({"job": "sync", "result": ""},)),
     Case("retry_on_not_matching", build_not_retried, ({"job": "ghost", "result": ""},)),
     Case("node_raises", build_raises, ({"job": "7", "result": ""},)),
+    # invoke(None) after a failed run runs the failed node again from the thread's last checkpoint.
+    Case("rerun_after_failure", build_rerun_after_failure, ({"job": "8", "result": ""}, None)),
     Case("error_handler", build_error_handler, ({"job": "order 9", "result": ""},)),
     Case("tool_agent", talk.build_tool_agent, ({"messages": [("user", "what about the lamp?")]},), parallel=True),
     Case("react_agent", talk.build_react_agent, ({"messages": [("user", "and the desk?")]},)),
