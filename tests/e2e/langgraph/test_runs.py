@@ -216,3 +216,19 @@ def test_nodes_see_the_runs_configurable_keys_and_context(serve: Serve) -> None:
     got = app.invoke({"x": 0, "items": []}, cfg, context=context)
     assert got == plain.invoke({"x": 0, "items": []}, ref_cfg, context=context)
     assert got["items"] == ["acme", "ada"]
+
+
+def test_the_orchestrator_refuses_a_bad_resume_the_client_let_through(serve: Serve, monkeypatch: Any) -> None:
+    from durabletask.extensions.langgraph import _requests
+
+    app = serve(graphs.approvals())
+    cfg = thread()
+    first = app.invoke({"x": 0, "items": []}, cfg)
+    monkeypatch.setattr(_requests, "check_resume_locally", lambda *args: None)  # as if sent by an older client
+    with pytest.raises(ResumeRejectedError, match="0" * 32):
+        app.invoke(Command(resume={"0" * 32: "?"}), cfg)
+    with pytest.raises(ResumeRejectedError, match="no pending interrupt"):
+        app.invoke(Command(resume="x"), thread())  # a new thread: nothing waits there
+    assert sorted(i.id for i in app.get_state(cfg).interrupts) == sorted(i.id for i in first["__interrupt__"])
+    done = app.invoke(Command(resume={i.id: "ok" for i in first["__interrupt__"]}), cfg)
+    assert done["items"][-1] == "done"
