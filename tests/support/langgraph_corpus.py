@@ -505,6 +505,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case("interrupt_before", talk.build_interrupt_before, ({"topic": "tides", "draft": "", "status": ""}, None)),
     Case("interrupt_after", talk.build_interrupt_after, ({"topic": "tides", "draft": "", "status": ""}, None)),
+    Case("functional_api", talk.build_functional, ([1, 2, 3, 4],), ("updates", "values"), parallel=True),
     Case(
         "custom_stream",
         talk.build_custom_stream,

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from langchain_core.tools import tool
 from langgraph.config import get_stream_writer
+from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
 from langgraph.types import Send, interrupt
@@ -307,6 +308,23 @@ def build_interrupt_before(checkpointer: Any = None) -> Any:
 
 def build_interrupt_after(checkpointer: Any = None) -> Any:
     return _static_graph(checkpointer, interrupt_after=["plan"])
+
+
+# The Functional API ---------------------------------------------------------------------------------
+@task
+def _double(x: int) -> int:
+    TALLY.hit("functional.double")
+    return x * 2
+
+
+def build_functional(checkpointer: Any = None) -> Any:
+    @entrypoint(checkpointer=checkpointer)
+    def doubled_sum(xs: list[int]) -> dict[str, Any]:
+        TALLY.hit("functional.entrypoint")
+        futures = [_double(x) for x in xs]
+        return {"sum": sum(f.result() for f in futures), "count": len(xs)}
+
+    return doubled_sum
 
 
 # Streaming from inside nodes -----------------------------------------------------------------------
