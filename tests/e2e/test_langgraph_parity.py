@@ -234,6 +234,27 @@ def test_stream_yields_a_superstep_while_the_next_one_still_runs(hub: Hub) -> No
     assert list(chunks) == [{"held": {"done": ["released"]}}]
 
 
+def test_get_state_history_with_limit_before_and_filter_gives_what_plain_langgraph_gives(hub: Hub) -> None:
+    case = BY_NAME["command_goto"]
+    plain = case.build(InMemorySaver())
+    app = durable_app(hub, case)
+    seen = []
+    for side in (plain, app):
+        config = thread_config(case)
+        for turn in case.turns:
+            side.invoke(turn, config)
+        everything = list(side.get_state_history(config))
+        seen.append(
+            [
+                [snapshot(s) for s in side.get_state_history(config, limit=3)],
+                [snapshot(s) for s in side.get_state_history(config, before=everything[2].config)],
+                [snapshot(s) for s in side.get_state_history(config, filter={"source": "input"})],
+            ]
+        )
+    assert seen[0] == seen[1]
+    assert [len(part) for part in seen[0]] == [3, len(everything) - 3, 2]
+
+
 def test_update_state_as_a_node_gives_what_plain_langgraph_gives(hub: Hub) -> None:
     case = BY_NAME["interrupt_before"]
     plain = case.build(InMemorySaver())
