@@ -96,8 +96,9 @@ def test_an_interrupt_is_resumed_from_another_process_three_days_later_after_eve
     waited_from = len(c.history(iid))
     c.clock.advance(timedelta(days=3))
     c.start_graph_worker()
-    # Nothing ran while the thread waited, and its interrupt is the same one after the restart.
+    # Its interrupt is the same one after the restart, and no node ran while the thread waited.
     assert [i.id for i in app.get_state(config(run)).interrupts] == [waiting.id]
+    assert c.ledger.attempts() == {f"{run}/prepare": 1, f"{run}/approve": 1}
     resumed = c.client_process("approval", run, "alice")
 
     assert resumed == {"run": run, "trail": ["prepared", "approved by alice", "applied"]}
