@@ -186,25 +186,28 @@ def describe_tasks(
     stream_modes: list[str],
     handles: dict[str, Any],
 ) -> list[TaskCall]:
-    """The activity inputs for ``tasks``: each carries the superstep's checkpoint and its own pending writes."""
+    """The activity inputs for ``tasks``: each carries the superstep's checkpoint and its own pending writes.
+
+    The checkpoint is serialized once for all of them, without the pending ``Send`` packets: a ``Send`` task
+    gets its own packet only, so a fan-out's history grows with its packets, not with their square.
+    """
     # The channels can be ahead of the saved checkpoint (a Command's update, resumed writes are applied
     # without a new one), so the tasks get the live values under the checkpoint's id and time.
     live = lg.create_checkpoint(loop.checkpoint, loop.channels, loop.step, id=loop.checkpoint["id"])
     live["ts"] = loop.checkpoint["ts"]
-    checkpoint = dump(live, "the thread's state")
+    packets = live["channel_values"].pop(lg.TASKS, None) or []
     configurable = {k: v for k, v in loop.config["configurable"].items() if k in spec.configurable}
-    resume_map = loop.config["configurable"].get(lg.CONFIG_KEY_RESUME_MAP)
     shared = {
         "graph": graph_name,
         "instance": instance_id,
         "step": loop.step,
         "stop": loop.stop,
-        "checkpoint": checkpoint,
+        "checkpoint": dump(live, "the thread's state"),
         "config": dump(
             {
                 "configurable": configurable,
                 "thread_id": loop.config["configurable"]["thread_id"],
-                "resume_map": resume_map,
+                "resume_map": loop.config["configurable"].get(lg.CONFIG_KEY_RESUME_MAP),
                 "resuming": loop.config["configurable"].get(lg.CONFIG_KEY_RESUMING),
                 "recursion_limit": loop.config.get("recursion_limit"),
                 "context": spec.context,
@@ -213,29 +216,40 @@ def describe_tasks(
         ),
         "stream": stream_modes,
     }
-    calls = []
-    for task in tasks:
-        pending = [w for w in loop.checkpoint_pending_writes if w[0] in (task.id, lg.NULL_TASK_ID)]
-        payload = {
-            **shared,
-            "node": task.name,
-            "task_id": task.id,
-            "path": dump(task.path[:2], "a task path"),
-            "pending": dump(pending, f"the pending writes of node '{task.name}'"),
+    return [_describe_task(loop, task, shared, packets, handles.get(task.id)) for task in tasks]
+
+
+def _send_index(path: Any) -> int | None:
+    """The index of the ``Send`` packet a task path names (``(PUSH, idx, ...)``), else ``None``."""
+    if len(path) >= 2 and path[0] == lg.PUSH and isinstance(path[1], int):
+        return int(path[1])
+    return None
+
+
+def _describe_task(loop: Any, task: Any, shared: dict[str, Any], packets: list[Any], failed: Any) -> TaskCall:
+    pending = [w for w in loop.checkpoint_pending_writes if w[0] in (task.id, lg.NULL_TASK_ID)]
+    payload = {
+        **shared,
+        "node": task.name,
+        "task_id": task.id,
+        "path": dump(task.path[:2], "a task path"),
+        "pending": dump(pending, f"the pending writes of node '{task.name}'"),
+    }
+    if task.subgraphs:
+        # The task's subgraphs keep their checkpoints under its namespace; they travel with the task.
+        payload["subgraphs"] = loop.checkpointer.export(task.config["configurable"][lg.CONFIG_KEY_CHECKPOINT_NS])
+    sent_by = task.path
+    if failed is not None:  # an error handler: it rebuilds the task that failed
+        path, failed_id, error = failed
+        payload["handles"] = {
+            "path": dump(path, "a task path"),
+            "task_id": failed_id,
+            "error": dump(error, "the failed task's error"),
         }
-        if task.subgraphs:
-            # The task's subgraphs keep their checkpoints under its namespace; they travel with the task.
-            namespace = task.config["configurable"][lg.CONFIG_KEY_CHECKPOINT_NS]
-            payload["subgraphs"] = loop.checkpointer.export(namespace)
-        if failed := handles.get(task.id):
-            path, failed_id, error = failed
-            payload["handles"] = {
-                "path": dump(path, "a task path"),
-                "task_id": failed_id,
-                "error": dump(error, "the failed task's error"),
-            }
-        calls.append(TaskCall(task.name, task.id, payload, task.retry_policy))
-    return calls
+        sent_by = path
+    if (index := _send_index(sent_by)) is not None and index < len(packets):
+        payload["send"] = {"index": index, "packet": dump(packets[index], f"the Send to node '{task.name}'")}
+    return TaskCall(task.name, task.id, payload, task.retry_policy)
 
 
 @dataclass
