@@ -196,3 +196,29 @@ def test_prune_keeps_the_last_runs_checkpoints_and_the_state() -> None:
     assert graph.copy(update={"checkpointer": after}).get_state(cfg).values == before.values
     assert kept == full[: len(kept)] and len(kept) == 5  # the last run: from its starting checkpoint on
     assert len(saver.blobs) < blobs
+
+
+def test_each_send_task_carries_only_its_own_packet() -> None:
+    b = StateGraph(State)
+    b.add_node("plan", lambda s: {"x": s["x"]})
+    b.add_node("work", lambda s: {"items": [s["x"]]})
+    b.add_edge(START, "plan")
+    b.add_conditional_edges("plan", lambda s: [Send("work", {"x": i, "items": []}) for i in range(4)], ["work"])
+    graph = b.compile()
+    _internals.install_id_shim()
+    gen = _driver.drive_run(
+        graph, ReplaySaver(), "t", _driver.RunSpec({"x": 0, "items": []}), graph_name="g", instance_id="i"
+    )
+    calls = gen.send(None)
+    while calls[0].node != "work":  # __start__, then plan
+        calls = gen.send([_driver.TaskOutcome.from_payload(_activity.execute_task(graph, c.payload)) for c in calls])
+    assert [c.node for c in calls] == ["work"] * 4
+    from durabletask.extensions.langgraph._serde import load
+
+    assert {c.payload["checkpoint"]["b"] for c in calls} == {calls[0].payload["checkpoint"]["b"]}  # serialized once
+    assert _internals.TASKS not in load(calls[0].payload["checkpoint"])["channel_values"]
+    assert [(c.payload["send"]["index"], load(c.payload["send"]["packet"]).arg["x"]) for c in calls] == [
+        (i, i) for i in range(4)
+    ]
+    outcomes = [_driver.TaskOutcome.from_payload(_activity.execute_task(graph, c.payload)) for c in calls]
+    assert sorted(o.writes[0][1][0] for o in outcomes) == [0, 1, 2, 3]
