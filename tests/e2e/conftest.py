@@ -13,9 +13,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+import grpc
 import pytest
 
 from durabletask import client, worker
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from tests.support.external.backend import Backend, Made
 from tests.support.external.plugin import external_backend, taskhubs
 
@@ -100,8 +103,11 @@ def emulator_server(request: pytest.FixtureRequest) -> Iterator[Any | None]:
 def hub(request: pytest.FixtureRequest, emulator_server: Any | None) -> Iterator[Hub]:
     backend, hubs = external_backend(request.config), taskhubs(request.config)
     if backend is None or hubs is None:
+        address, name = f"localhost:{emulator_server.port}", f"t{uuid.uuid4().hex[:12]}"
         with ExitStack() as stack:
-            yield Hub(f"localhost:{emulator_server.port}", f"t{uuid.uuid4().hex[:12]}", stack, emulator_server)
+            yield Hub(address, name, stack, emulator_server)
+        # The session's emulator serves a bounded number of task hubs, as DTS does: each test gives its own back.
+        _delete_taskhub(address, name)
         return
     name = hubs.open()
     try:
@@ -111,6 +117,12 @@ def hub(request: pytest.FixtureRequest, emulator_server: Any | None) -> Iterator
             hubs.clean(name, found.made)  # while the workers still run, so terminations are carried out
     finally:
         hubs.release(name)
+
+
+def _delete_taskhub(address: str, name: str) -> None:
+    with grpc.insecure_channel(address) as channel:
+        stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+        stub.DeleteTaskHub(pb.DeleteTaskHubRequest(), metadata=[("taskhub", name)], timeout=60)
 
 
 def unique_id(prefix: str = "i") -> str:
