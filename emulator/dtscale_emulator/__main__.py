@@ -16,7 +16,7 @@ from dtscale_emulator.ops.faults import FaultProfile
 from dtscale_emulator.ops.stop_signal import StopSignal
 from dtscale_emulator.ops.tracing.otlp import ENDPOINT_ENV, EXTRA
 from dtscale_emulator.rpc.auth import TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_ENV, TOKEN_FILE_ENV, read_token_file
-from dtscale_emulator.server import EmulatorServer
+from dtscale_emulator.server import DEFAULT_RESTART_GRACE, EmulatorServer
 
 
 def _fault_profile(text: str) -> FaultProfile:
@@ -50,6 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=20.0,
         help="seconds a ping may go unanswered before the connection is closed and its work items are offered "
         "again (default 20)",
+    )
+    parser.add_argument(
+        "--restart-grace",
+        type=float,
+        default=DEFAULT_RESTART_GRACE,
+        help="seconds for which, after a crash, the activity leases of the previous process stay valid (each no "
+        "longer than its own lease), so results still on their way count and those activities do not run again; "
+        f"0 offers them again at once (default {DEFAULT_RESTART_GRACE:g})",
     )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     auth = parser.add_mutually_exclusive_group()
@@ -143,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for flag in ("keepalive_interval", "keepalive_timeout"):
         if not 0.001 <= getattr(args, flag) <= 86_400:
             parser.error(f"--{flag.replace('_', '-')} must be between 0.001 and 86400 seconds")
+    if not 0 <= args.restart_grace <= 86_400:
+        parser.error("--restart-grace must be between 0 and 86400 seconds")
     token = _token(args, parser)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     hubs = tuple(h.strip() for h in args.task_hubs.split(",") if h.strip())
@@ -224,6 +234,7 @@ def _server(args: argparse.Namespace, hubs: tuple[str, ...], token: str | None) 
         keepalive_timeout=args.keepalive_timeout,
         time_skipping=args.time_skipping,
         integrity_check=not args.skip_integrity_check,
+        restart_grace=args.restart_grace,
     )
 
 

@@ -6,6 +6,7 @@ import ipaddress
 import logging
 import threading
 from collections.abc import Sequence
+from datetime import timedelta
 from types import TracebackType
 
 import grpc
@@ -14,6 +15,7 @@ from dtscale_emulator.dispatch.dispatcher import WorkDispatcher
 from dtscale_emulator.dispatch.time_skipping import TimeSkipper, skipping_clock
 from dtscale_emulator.engine.changes import ChangeFeed
 from dtscale_emulator.engine.entities import Entities
+from dtscale_emulator.engine.events import to_micros
 from dtscale_emulator.engine.instances import Engine
 from dtscale_emulator.engine.work import Interleaver
 from dtscale_emulator.limits import Limits
@@ -27,9 +29,11 @@ from dtscale_emulator.rpc.auth import BearerTokenInterceptor, ServerInterceptor,
 from dtscale_emulator.rpc.hubs import DEFAULT_HUB, TaskHubs
 from dtscale_emulator.rpc.methods import service_handler
 from dtscale_emulator.rpc.servicer import Servicer
-from dtscale_emulator.storage import SqliteBackend
+from dtscale_emulator.storage import ActivityRecord, SqliteBackend
 
 log = logging.getLogger("dtscale_emulator")
+#: Seconds for which a restarted emulator keeps the activity leases of the process before it (``restart_grace``).
+DEFAULT_RESTART_GRACE = 15.0
 
 
 class EmulatorServer:
@@ -72,6 +76,10 @@ class EmulatorServer:
             (see :class:`~dtscale_emulator.dispatch.time_skipping.TimeSkipper`). The clock is then a
             :class:`ManualClock` (``clock`` if one is given, else one starting at the current time), which moves
             only by those jumps and :meth:`ManualClock.advance`.
+        restart_grace: Seconds for which the activity leases a crashed previous process left in ``db_path`` stay
+            valid, each no longer than its own lease: a worker that ran such an activity may still deliver its
+            result, which counts, and the activity is offered again only once that time is over. ``0`` offers
+            them again at once. (A stop hands every work item back first, so it leaves no leases.)
 
     Raises:
         DatabaseInUseError: another emulator already serves ``db_path`` (by this or any other path to the file).
@@ -103,12 +111,15 @@ class EmulatorServer:
         interleaver: Interleaver | None = None,
         time_skipping: bool = False,
         integrity_check: bool = True,
+        restart_grace: float = DEFAULT_RESTART_GRACE,
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
         for name, value in (("keepalive_interval", keepalive_interval), ("keepalive_timeout", keepalive_timeout)):
             if not 0.001 <= value <= 86_400:
                 raise ValueError(f"{name} must be between 0.001 and 86400 seconds, got {value}")
+        if not 0 <= restart_grace <= 86_400:
+            raise ValueError(f"restart_grace must be between 0 and 86400 seconds, got {restart_grace}")
         self._keepalive_ms = (round(keepalive_interval * 1000), round(keepalive_timeout * 1000))
         # First, so a missing extra is reported before the database is opened.
         tracer: WorkTracer | None = None
@@ -122,7 +133,7 @@ class EmulatorServer:
         self.clock: Clock = skipping or clock or SystemClock()
         self.backend = SqliteBackend(None if in_memory else db_path, durability, integrity_check)
         try:
-            self.backend.release_all_leases()
+            carried = self._release_leases(restart_grace)
         except BaseException:
             self.backend.close()  # and with it the lock on the file
             raise
@@ -134,6 +145,7 @@ class EmulatorServer:
             self.engine, self.entities, lease_timeout, health_ping_interval, self.limits, tracer, interleaver
         )
         changes.subscribe(self.dispatcher)
+        self.dispatcher.carry_over(carried)
         #: Jumps the clock while the emulator is idle (``time_skipping``), else ``None``.
         self.time_skipper = None if skipping is None else TimeSkipper(self.backend, skipping, task_hubs)
         if self.time_skipper is not None:
@@ -149,6 +161,14 @@ class EmulatorServer:
             abandon=self.dispatcher.abandon, wake=self.dispatcher.wake, restart=lambda grace: self.restart(grace)
         )
         self._initial_faults = faults
+
+    def _release_leases(self, grace: float) -> list[ActivityRecord]:
+        """Frees the leases a previous process left in the store, keeping its activities' for ``grace`` seconds."""
+        if not grace:
+            return self.backend.release_all_leases()
+        now = self.clock.now()
+        until = now + timedelta(seconds=grace)
+        return self.backend.release_all_leases(keep_until=to_micros(until), now=to_micros(now))
 
     @property
     def port(self) -> int:

@@ -14,7 +14,15 @@ from typing import Any
 from dtscale_emulator.dispatch.completions import Completions
 from dtscale_emulator.dispatch.leases import LeaseBook
 from dtscale_emulator.dispatch.sessions import SessionTable, advertised
-from dtscale_emulator.dispatch.streams import Lease, StreamState, Work, stream_filters, work_item, work_key
+from dtscale_emulator.dispatch.streams import (
+    Lease,
+    StreamState,
+    Work,
+    stream_filters,
+    vanished_stream,
+    work_item,
+    work_key,
+)
 from dtscale_emulator.dispatch.waiters import InstanceWaiters
 from dtscale_emulator.dispatch.wake import (
     DEFAULT_WORK_ITEM_LIMIT,
@@ -27,13 +35,13 @@ from dtscale_emulator.dispatch.wakeups import StreamWakeups
 from dtscale_emulator.engine.changes import KINDS
 from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.instances import Engine
-from dtscale_emulator.engine.work import BATCH, DUE, SEND, SEND_CHOICES, Interleaver
+from dtscale_emulator.engine.work import BATCH, DUE, SEND, SEND_CHOICES, ActivityWork, Interleaver
 from dtscale_emulator.errors import StreamDroppedError
 from dtscale_emulator.limits import Limits
 from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.ops.tracing import WorkTracer
 from dtscale_emulator.protocol import pb
-from dtscale_emulator.storage import InstanceRecord
+from dtscale_emulator.storage import ActivityRecord, InstanceRecord
 
 log = logging.getLogger("dtscale_emulator")
 
@@ -412,6 +420,24 @@ class WorkDispatcher:
             self.wakeups.wake(lease.stream)
         for listener in self._lease_listeners:
             listener(lease.hub)
+
+    def carry_over(self, activities: Sequence[ActivityRecord]) -> None:
+        """Takes on the activity leases a previous process left in the store (``Backend.release_all_leases``).
+
+        A worker that ran such an activity may deliver its result once it reaches this process: the result
+        counts as long as nobody has leased the activity again, which the store allows only once the lease it
+        kept expires.
+        """
+        vanished: dict[str, StreamState] = {}
+        leased_ns = 0 if self.tracer is None else self.tracer.now()
+        leases = []
+        for record in activities:
+            if record.lock_token is None:
+                continue
+            stream = vanished.get(record.hub) or vanished.setdefault(record.hub, vanished_stream(record.hub))
+            work = ActivityWork(record.id, pb.ActivityRequest.FromString(record.request))
+            leases.append(Lease(record.lock_token, "activity", record.hub, stream, work, leased_ns))
+        self.leases.adopt(leases)
 
     def forget_all(self) -> None:
         """Drops every lease and session mark (after the store was emptied: none of them names anything)."""

@@ -78,6 +78,20 @@ class LeaseBook:
             held = [token for token, lease in self.live.items() if lease.stream is state]
             return [lease for token in held if (lease := self._orphan(token)) is not None]
 
+    def adopt(self, leases: list[Lease]) -> None:
+        """Records leases of streams that are already gone (the previous process's, after a restart) as orphans.
+
+        Their completions count until their work items are leased again; none holds a slot of a stream here.
+        """
+        with self._lock:
+            for lease in leases:
+                key = (lease.hub, lease.kind, lease.key)
+                previous = self._by_key.get(key)
+                if previous is not None:
+                    self._forget(previous)
+                self._by_key[key] = lease.token
+                self._keep_orphan(lease)
+
     def forget_all(self) -> None:
         with self._lock:
             for token in [*self.live, *self._orphans]:
@@ -106,7 +120,11 @@ class LeaseBook:
         if lease is None:
             return None
         lease.stream.in_flight[lease.kind] -= 1
-        self._orphans[token] = lease
+        self._keep_orphan(lease)
+        return lease
+
+    def _keep_orphan(self, lease: Lease) -> None:
+        """Adds an orphan, forgetting the oldest beyond MAX_ORPHANS (caller holds the lock)."""
+        self._orphans[lease.token] = lease
         if len(self._orphans) > MAX_ORPHANS:
             self._forget(next(iter(self._orphans)))
-        return lease

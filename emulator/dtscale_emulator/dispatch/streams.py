@@ -65,6 +65,14 @@ class StreamState:
         return most if limit <= 0 else max(0, min(most, limit - self.in_flight[kind]))
 
 
+def vanished_stream(hub: str) -> StreamState:
+    """Stands for the streams of a process that is gone: the holder of the leases it left in the store.
+
+    It is never served and has no limits, so a lease of it that ends frees no slot anyone waits for.
+    """
+    return StreamState(hub, dict.fromkeys(KINDS, NameFilter()), dict.fromkeys(KINDS, 0))
+
+
 @dataclass
 class Lease:
     token: str

@@ -490,18 +490,33 @@ class SqliteBackend:
         except sqlite3.Error:
             log.exception("rollback failed; the database connection may be unusable")
 
-    def release_all_leases(self) -> None:
+    def release_all_leases(self, keep_until: Micros | None = None, now: Micros = 0) -> list[ActivityRecord]:
         with self.transaction():
             # Only the leased rows (through ix_instances_lease): rewriting every row made a restart grow with the store.
             self._conn.execute(
                 "UPDATE instances SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
             )
             self._conn.execute(
-                "UPDATE activities SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
-            )
-            self._conn.execute(
                 "UPDATE entities SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
             )
+            if keep_until is None:
+                self._conn.execute(
+                    "UPDATE activities SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
+                )
+                return []
+            self._conn.execute(
+                "UPDATE activities SET lock_token = NULL, lock_expires = NULL "
+                "WHERE lock_token IS NOT NULL AND (lock_expires IS NULL OR lock_expires <= ?)",
+                (now,),
+            )
+            self._conn.execute(
+                "UPDATE activities SET lock_expires = ? WHERE lock_token IS NOT NULL AND lock_expires > ?",
+                (keep_until, keep_until),
+            )
+            rows = self._conn.execute(
+                f"SELECT {_ACTIVITY_COLUMNS} FROM activities WHERE lock_token IS NOT NULL ORDER BY id"
+            ).fetchall()
+            return [_activity(r) for r in rows]
 
     def reset(self) -> None:
         with self.transaction():

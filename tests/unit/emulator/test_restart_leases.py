@@ -1,0 +1,221 @@
+"""Leases across an emulator restart: a store reopened with leased activities keeps their tokens for a short grace.
+
+The first "process" is a bare store and engine that lease work and then vanish without handing anything back (as a
+killed process does); the second is an ``EmulatorServer`` opened on the same file (not serving: its dispatcher and
+engine are driven directly). One manual clock serves both, so the grace passes only when the test moves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from dtscale_emulator.engine.delivery import StartOptions
+from dtscale_emulator.engine.events import sv
+from dtscale_emulator.engine.instances import Engine
+from dtscale_emulator.errors import FailedPreconditionError
+from dtscale_emulator.ops.clock import ManualClock
+from dtscale_emulator.protocol import pb
+from dtscale_emulator.server import EmulatorServer
+from dtscale_emulator.storage import NameFilter, SqliteBackend
+
+pytestmark = pytest.mark.adversarial
+
+HUB = "default"
+LEASE = 300.0
+GRACE = 15.0
+
+
+@dataclass
+class Crashed:
+    """What the vanished process left: the store file, the activity's token, its instance."""
+
+    db: Path
+    clock: ManualClock
+    token: str
+    instance_id: str
+    orchestration_token: str
+
+
+def _leave_leases(db: Path, clock: ManualClock, lease_seconds: float = LEASE) -> Crashed:
+    """Leases one activity and one orchestration turn in a store, then closes it as a crash would (no release)."""
+    backend = SqliteBackend(str(db))
+    engine = Engine(backend, clock)
+    engine.create(HUB, StartOptions("held", "flow"))
+    engine.create(HUB, StartOptions("busy", "flow"))
+    record = engine.get(HUB, "held")
+    assert record is not None
+    request = pb.ActivityRequest(
+        name="charge",
+        taskId=1,
+        orchestrationInstance=pb.OrchestrationInstance(instanceId="held", executionId=sv(record.execution_id)),
+    )
+    with backend.transaction() as tx:
+        tx.add_activity(HUB, "held", 1, "charge", None, request.SerializeToString())
+    expires = clock.now() + timedelta(seconds=lease_seconds)
+    leased, _ = engine.lease_activities(HUB, NameFilter(), ["a" * 32], expires)
+    assert [w.request.name for w in leased] == ["charge"]
+    turns, _ = engine.lease_orchestrations(HUB, NameFilter(), ["b" * 32, "c" * 32], expires)
+    assert {w.instance_id for w in turns} == {"held", "busy"}
+    backend.close()  # no release_all_leases: the process is gone
+    return Crashed(db, clock, "a" * 32, "held", "b" * 32)
+
+
+@pytest.fixture
+def crashed(tmp_path: Path) -> Crashed:
+    return _leave_leases(tmp_path / "emulator.db", ManualClock())
+
+
+@pytest.fixture
+def restarted(crashed: Crashed) -> Iterator[EmulatorServer]:
+    server = EmulatorServer(
+        port=0, db_path=str(crashed.db), clock=crashed.clock, lease_timeout=LEASE, restart_grace=GRACE
+    )
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _offered(server: EmulatorServer) -> list[str]:
+    """Leases what activities are on offer now; returns their tokens."""
+    tokens = server.dispatcher.leases.tokens(4)
+    expires = server.clock.now() + timedelta(seconds=LEASE)
+    found, _ = server.engine.lease_activities(HUB, NameFilter(), tokens, expires)
+    return tokens[: len(found)]
+
+
+def _result(token: str) -> pb.ActivityResponse:
+    return pb.ActivityResponse(instanceId="held", taskId=1, result=sv('"paid"'), completionToken=token)
+
+
+def _task_results(server: EmulatorServer, instance_id: str) -> list[str]:
+    with server.backend.transaction() as tx:
+        queued = tx.visible_messages(HUB, instance_id, 2**62)
+    events = [pb.HistoryEvent.FromString(m.event) for m in queued]
+    return [e.taskCompleted.result.value for e in events if e.HasField("taskCompleted")]
+
+
+def test_a_result_delivered_within_the_grace_counts_and_the_activity_is_not_offered_meanwhile(
+    crashed: Crashed, restarted: EmulatorServer
+) -> None:
+    assert _offered(restarted) == []
+    crashed.clock.advance(GRACE - 1)
+    assert _offered(restarted) == []
+    restarted.dispatcher.complete_activity(HUB, _result(crashed.token))
+    assert _task_results(restarted, "held") == ['"paid"']
+    crashed.clock.advance(GRACE)
+    assert _offered(restarted) == []  # done: nothing to run again
+    with pytest.raises(FailedPreconditionError):
+        restarted.dispatcher.complete_activity(HUB, _result(crashed.token))  # a token counts once
+
+
+def test_after_the_grace_the_activity_is_offered_again_and_the_old_token_is_refused(
+    crashed: Crashed, restarted: EmulatorServer
+) -> None:
+    crashed.clock.advance(GRACE)
+    again = _offered(restarted)
+    assert len(again) == 1
+    # The book still has the old lease (the bare engine call leased past it); the stored row refuses it.
+    with pytest.raises(FailedPreconditionError):
+        restarted.dispatcher.complete_activity(HUB, _result(crashed.token))
+    assert _task_results(restarted, "held") == []
+    restarted.engine.complete_activity(HUB, _activity_id(restarted, again[0]), again[0], _result(again[0]))
+    assert _task_results(restarted, "held") == ['"paid"']
+
+
+def _activity_id(server: EmulatorServer, token: str) -> int:
+    with server.backend.transaction() as tx:
+        for record in tx.ready_activities(HUB, 2**62, NameFilter(), 10):
+            if record.lock_token == token:
+                return record.id
+    raise AssertionError(f"no activity leased under {token}")
+
+
+def test_the_grace_is_no_longer_than_the_lease_it_keeps(tmp_path: Path) -> None:
+    crashed = _leave_leases(tmp_path / "emulator.db", ManualClock(), lease_seconds=5)
+    with EmulatorServer(
+        port=0, db_path=str(crashed.db), clock=crashed.clock, lease_timeout=LEASE, restart_grace=GRACE
+    ) as server:
+        assert _offered(server) == []
+        crashed.clock.advance(5)
+        assert len(_offered(server)) == 1
+
+
+def test_a_lease_that_had_expired_before_the_restart_is_offered_at_once(tmp_path: Path) -> None:
+    clock = ManualClock()
+    crashed = _leave_leases(tmp_path / "emulator.db", clock, lease_seconds=5)
+    clock.advance(6)
+    with EmulatorServer(port=0, db_path=str(crashed.db), clock=clock, restart_grace=GRACE) as server:
+        assert len(_offered(server)) == 1
+        with pytest.raises(FailedPreconditionError):
+            server.dispatcher.complete_activity(HUB, _result(crashed.token))
+
+
+def test_no_grace_offers_the_activity_again_at_once(tmp_path: Path) -> None:
+    crashed = _leave_leases(tmp_path / "emulator.db", ManualClock())
+    with EmulatorServer(port=0, db_path=str(crashed.db), clock=crashed.clock, restart_grace=0) as server:
+        with pytest.raises(FailedPreconditionError):
+            server.dispatcher.complete_activity(HUB, _result(crashed.token))
+        assert len(_offered(server)) == 1
+
+
+def test_a_kept_token_counts_only_in_its_own_task_hub(crashed: Crashed, restarted: EmulatorServer) -> None:
+    with pytest.raises(FailedPreconditionError):
+        restarted.dispatcher.complete_activity("other", _result(crashed.token))
+    with pytest.raises(FailedPreconditionError):
+        restarted.dispatcher.abandon(HUB, crashed.token, "orchestration")
+    restarted.dispatcher.complete_activity(HUB, _result(crashed.token))
+    assert _task_results(restarted, "held") == ['"paid"']
+
+
+def test_an_abandoned_kept_lease_is_offered_again_at_once(crashed: Crashed, restarted: EmulatorServer) -> None:
+    restarted.dispatcher.abandon(HUB, crashed.token, "activity")
+    assert len(_offered(restarted)) == 1
+
+
+def test_orchestration_turns_are_offered_again_at_once(crashed: Crashed, restarted: EmulatorServer) -> None:
+    # A turn is replayed from its history, with nothing of it stored yet; its new events cannot be told from those
+    # that arrived later, so its token cannot be honoured, and making it wait would gain nothing.
+    expires = crashed.clock.now() + timedelta(seconds=LEASE)
+    turns, _ = restarted.engine.lease_orchestrations(HUB, NameFilter(), ["d" * 32, "e" * 32], expires)
+    assert {w.instance_id for w in turns} == {"held", "busy"}
+    response = pb.OrchestratorResponse(instanceId="held", completionToken=crashed.orchestration_token)
+    with pytest.raises(FailedPreconditionError):
+        restarted.dispatcher.complete_orchestration(HUB, response)
+
+
+@pytest.mark.parametrize("grace", [-1.0, float("nan"), 86_401.0])
+def test_a_restart_grace_out_of_range_is_refused(grace: float) -> None:
+    with pytest.raises(ValueError, match="restart_grace must be between 0 and 86400 seconds"):
+        EmulatorServer(port=0, restart_grace=grace)
+
+
+def test_the_store_keeps_only_live_activity_leases_and_shortens_them(tmp_path: Path) -> None:
+    backend = SqliteBackend(str(tmp_path / "store.db"))
+    try:
+        with backend.transaction() as tx:
+            ids = [tx.add_activity(HUB, "i", n, "a", None, b"") for n in range(4)]
+            for activity_id, (token, expires) in zip(
+                ids, [("live", 100), ("short", 20), ("gone", 10), (None, None)], strict=True
+            ):
+                tx.lock_activity(activity_id, token, expires)
+        kept = backend.release_all_leases(keep_until=50, now=10)
+        assert [(r.id, r.lock_token, r.lock_expires) for r in kept] == [(ids[0], "live", 50), (ids[1], "short", 20)]
+        with backend.transaction() as tx:
+            stored = [tx.get_activity(i) for i in ids]
+        assert [(r.lock_token, r.lock_expires) for r in stored if r is not None] == [
+            ("live", 50),
+            ("short", 20),
+            (None, None),
+            (None, None),
+        ]
+        assert backend.release_all_leases() == []
+        with backend.transaction() as tx:
+            assert all(r is not None and r.lock_token is None for r in map(tx.get_activity, ids))
+    finally:
+        backend.close()
