@@ -88,6 +88,11 @@ class ThreadRuntime:
         self.done: list[list[Any]] = carry.get("done", [])
         self.thread_id: str | None = carry.get("thread_id")
         self.tasks_run = 0
+        # Requests that arrived during a run (state reads are answered at once, the rest wait their turn),
+        # and the one event wait kept open across both (a second wait would take events out of order).
+        self.queue: list[dict[str, Any]] = []
+        self.listener: Any = None
+        self.live: dict[str, Any] | None = None
         self.run_started_from: str | None = None
         self.status: dict[str, Any] = {"fp": fingerprint, "done": self.done, "interrupts": []}
 
@@ -115,9 +120,8 @@ class ThreadRuntime:
 
     def publish_progress(self, request_id: str, chunks: list[tuple[str, Any]]) -> None:
         """The chunks a streaming run has emitted so far, for its client to yield before the run ends."""
-        self.ctx.set_custom_status(
-            {**self.status, "live": {"id": request_id, "chunks": dump(chunks, "a stream chunk")}}
-        )
+        self.live = {"id": request_id, "chunks": dump(chunks, "a stream chunk")}
+        self.ctx.set_custom_status({**self.status, "live": self.live})
 
     def handle(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
         """Run one request and record its result; a failed run raises (and so fails the orchestration)."""
@@ -149,6 +153,7 @@ class ThreadRuntime:
                 self.ctx.set_custom_status({**self.status, "failed": self.carry()})
                 raise
         self.done = [*self.done, [request["id"], result]][-KEEP_RESULTS:]
+        self.live = None
 
     def _run(self, request_id: str, body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
         spec = RunSpec(**body["spec"])
@@ -187,6 +192,26 @@ class ThreadRuntime:
     def _wanted(chunks: list[Chunk], spec: RunSpec) -> list[tuple[str, Any]]:
         return [(mode, payload) for _, mode, payload in chunks if mode in spec.stream_modes]
 
+    def next_request(self) -> Any:
+        """The task that completes with the next request (the same one until it has)."""
+        if self.listener is None:
+            self.listener = self.ctx.wait_for_external_event(RUN_EVENT)
+        return self.listener
+
+    def _take_request(self) -> dict[str, Any]:
+        request: dict[str, Any] = self.listener.get_result()
+        self.listener = None
+        return request
+
+    def _arrived_during_run(self, request: dict[str, Any]) -> None:
+        """Answer a state read at once (from the last finished superstep); queue anything else."""
+        if request.get("kind") != "state" or request.get("fp") != self.fingerprint:
+            self.queue.append(request)
+            return
+        self.done = [*self.done, [request["id"], {"saver": self.saver.export()}]][-KEEP_RESULTS:]
+        self.status["done"] = self.done
+        self.ctx.set_custom_status({**self.status, **({"live": self.live} if self.live else {})})
+
     def _execute(self, calls: list[TaskCall]) -> Generator[Any, Any, list[TaskOutcome]]:
         scheduled = [
             self.ctx.call_activity(
@@ -197,8 +222,13 @@ class ThreadRuntime:
         self.tasks_run += len(scheduled)
         outcomes = []
         for pending in scheduled:
+            while not pending.is_complete:
+                listener = self.next_request()
+                yield dt.when_any([pending, listener])
+                if listener.is_complete:
+                    self._arrived_during_run(self._take_request())
             try:
-                payload = yield pending
+                payload = pending.get_result()
             except dt.TaskFailedError as failed:
                 outcomes.append(
                     TaskOutcome([], error={"type": failed.details.error_type, "message": failed.details.message})
@@ -225,13 +255,16 @@ def thread_orchestrator(graph: Any, graph_name: str, fingerprint: str) -> Any:
         thread = ThreadRuntime(ctx, graph, graph_name, fingerprint, payload.get("carry"))
         request = payload.get("request")
         while True:
+            if request is None and thread.queue:
+                request = thread.queue.pop(0)
             if request is None:
                 if thread.tasks_run >= TASKS_PER_EXECUTION:
                     thread.prune()
                     ctx.continue_as_new({"carry": thread.carry()}, save_events=True)
                     return
                 thread.publish()
-                request = yield ctx.wait_for_external_event(RUN_EVENT)
+                request = yield thread.next_request()
+                thread.listener = None
             yield from thread.handle(request)
             request = None
 

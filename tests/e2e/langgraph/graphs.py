@@ -264,10 +264,13 @@ def react_agent() -> Any:
         return create_react_agent(Scripted(responses=script), [weather])
 
 
-def gated(gate: Any) -> StateGraph[Any]:
-    """``first`` then ``second``, which waits (at most a minute) for ``gate`` and records whether it opened."""
+def gated(gate: Any, started: Any = None) -> StateGraph[Any]:
+    """``first`` then ``second``, which sets ``started``, waits (at most a minute) for ``gate`` and records
+    whether it opened."""
 
     def second(s: Items) -> dict[str, Any]:
+        if started is not None:
+            started.set()
         CALLS["opened" if gate.wait(60) else "timed out"] += 1
         return {"items": ["second"]}
 

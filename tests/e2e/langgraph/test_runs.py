@@ -232,3 +232,23 @@ def test_the_orchestrator_refuses_a_bad_resume_the_client_let_through(serve: Ser
     assert sorted(i.id for i in app.get_state(cfg).interrupts) == sorted(i.id for i in first["__interrupt__"])
     done = app.invoke(Command(resume={i.id: "ok" for i in first["__interrupt__"]}), cfg)
     assert done["items"][-1] == "done"
+
+
+def test_get_state_answers_while_a_node_runs(serve: Serve) -> None:
+    import threading
+
+    gate, started = threading.Event(), threading.Event()
+    app = serve(graphs.gated(gate, started))
+    cfg = thread()
+    outputs: list[Any] = []
+    runner = threading.Thread(target=lambda: outputs.append(app.invoke({"x": 0, "items": []}, cfg)))
+    runner.start()
+    try:
+        assert started.wait(60)
+        during = app.get_state(cfg)  # answered from the last finished superstep, while "second" still runs
+        assert (during.values, during.next) == ({"x": 0, "items": ["first"]}, ("second",))
+    finally:
+        gate.set()
+        runner.join()
+    assert outputs == [{"x": 0, "items": ["first", "second"]}]
+    assert graphs.CALLS["opened"] == 1 and graphs.CALLS["timed out"] == 0
