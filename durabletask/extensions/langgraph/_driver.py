@@ -13,6 +13,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.channels.delta import DeltaChannel
 from langgraph.errors import ErrorCode, GraphInterrupt, GraphRecursionError, create_error_message
 from langgraph.pregel.protocol import StreamProtocol
 from langgraph.types import RetryPolicy
@@ -193,7 +194,11 @@ def describe_tasks(
     """
     # The channels can be ahead of the saved checkpoint (a Command's update, resumed writes are applied
     # without a new one), so the tasks get the live values under the checkpoint's id and time.
-    live = lg.create_checkpoint(loop.checkpoint, loop.channels, loop.step, id=loop.checkpoint["id"])
+    # DeltaChannels go as snapshots of their values: the activity has no saver to replay their history from.
+    deltas = {name for name, channel in loop.channels.items() if isinstance(channel, DeltaChannel)}
+    live = lg.create_checkpoint(
+        loop.checkpoint, loop.channels, loop.step, id=loop.checkpoint["id"], channels_to_snapshot=deltas
+    )
     live["ts"] = loop.checkpoint["ts"]
     packets = live["channel_values"].pop(lg.TASKS, None) or []
     configurable = {k: v for k, v in loop.config["configurable"].items() if k in spec.configurable}

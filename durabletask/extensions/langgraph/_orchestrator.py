@@ -11,6 +11,7 @@ from collections.abc import Generator, Sequence
 from datetime import timedelta
 from typing import Any
 
+from langgraph.channels.delta import DeltaChannel
 from langgraph.types import Command, RetryPolicy
 
 from durabletask import task as dt
@@ -101,8 +102,11 @@ class ThreadRuntime:
         return max(root) if root else None
 
     def prune(self) -> None:
-        """Forget all but the last run's checkpoints, before the thread continues as new."""
-        if self.thread_id:
+        """Forget all but the last run's checkpoints, before the thread continues as new.
+
+        Not with DeltaChannels: their values are rebuilt from the writes of every ancestor checkpoint.
+        """
+        if self.thread_id and not any(isinstance(spec, DeltaChannel) for spec in self.graph.channels.values()):
             self.saver.forget_before(self.thread_id, self.run_started_from)
 
     def carry(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, RetryPolicy, Send, interrupt
@@ -357,4 +358,26 @@ def fails_once() -> StateGraph[Any]:
     b.add_node("flaky", flaky)
     b.add_edge(START, "ok")
     b.add_edge("ok", "flaky")
+    return b
+
+
+def _extend(state: Any, writes: Any) -> list[Any]:
+    out = list(state or [])
+    for write in writes:
+        out.extend(write)
+    return out
+
+
+class DeltaLog(TypedDict):
+    log: Annotated[list[Any], DeltaChannel(_extend)]
+    n: int
+
+
+def delta_channel() -> StateGraph[Any]:
+    """A state whose log is a ``DeltaChannel`` (stored as writes, rebuilt from the checkpoints' history)."""
+    b = StateGraph(DeltaLog)
+    b.add_node("a", lambda s: {"log": ["a"], "n": len(s["log"])})
+    b.add_node("b", lambda s: {"log": [f"b{len(s['log'])}"]})
+    b.add_edge(START, "a")
+    b.add_edge("a", "b")
     return b

@@ -186,3 +186,13 @@ def test_a_worker_with_a_changed_graph_applies_its_code_mismatch_policy(hub: Hub
     assert "code sha256" in caught.value.error_message
     fresh = thread()  # a thread started for the new graph runs on the new worker
     assert DurableGraph(hub.client(), "deploy", changed.compile()).invoke({"x": 0, "items": []}, fresh)
+
+
+def test_delta_channels_across_turns_and_continue_as_new(serve: Serve, monkeypatch: Any) -> None:
+    monkeypatch.setattr(_orchestrator, "TASKS_PER_EXECUTION", 4)
+    app, plain = serve(graphs.delta_channel()), reference(graphs.delta_channel())
+    cfg, ref_cfg = thread(), thread()
+    for turn in range(4):
+        inp = {"log": [f"in{turn}"], "n": 0}
+        assert app.invoke(inp, cfg) == plain.invoke(inp, ref_cfg)
+    assert app.get_state(cfg).values == plain.get_state(ref_cfg).values
