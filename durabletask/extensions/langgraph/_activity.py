@@ -8,6 +8,7 @@ returned as data so the run can route it as LangGraph does.
 
 from __future__ import annotations
 
+import asyncio
 import binascii
 import contextlib
 import dataclasses
@@ -136,7 +137,11 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     task = dataclasses.replace(task, retry_policy=())  # retries are durable, in the orchestrator
     result: dict[str, Any] = {}
     try:
-        lg.run_with_retry(task, None, configurable={lg.CONFIG_KEY_CALL: _inline_call})
+        calls = {lg.CONFIG_KEY_CALL: _inline_call}
+        if lg.is_async_only(graph.nodes.get(task.name)):  # an ``async def`` node runs on a loop of its own
+            asyncio.run(lg.arun_with_retry(task, None, configurable=calls))
+        else:
+            lg.run_with_retry(task, None, configurable=calls)
     except GraphInterrupt as exc:
         result["interrupts"] = dump(list(exc.args[0]) if exc.args else [], "an interrupt's value")
     except Exception as exc:

@@ -34,13 +34,14 @@ from langgraph._internal._constants import (
     RESUME,
     TASKS,
 )
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.pregel._algo import checkpoint_null_version, prepare_node_error_handler_task, prepare_single_task
 from langgraph.pregel._checkpoint import channels_from_checkpoint, create_checkpoint
 from langgraph.pregel._loop import SyncPregelLoop
 from langgraph.pregel._messages import StreamMessagesHandler, ensure_message_ids
 from langgraph.pregel._retry import _should_retry_on as should_retry_on
-from langgraph.pregel._retry import run_with_retry
+from langgraph.pregel._retry import arun_with_retry, run_with_retry
 from langgraph.pregel._runner import PregelRunner
 from langgraph.pregel._utils import is_xxh3_128_hexdigest
 
@@ -65,6 +66,7 @@ __all__ = [
     "PregelRunner",
     "StreamMessagesHandler",
     "SyncPregelLoop",
+    "arun_with_retry",
     "channels_from_checkpoint",
     "checkpoint_null_version",
     "create_checkpoint",
@@ -72,12 +74,19 @@ __all__ = [
     "ensure_config",
     "ensure_message_ids",
     "install_id_shim",
+    "is_async_only",
     "is_xxh3_128_hexdigest",
     "prepare_node_error_handler_task",
     "prepare_single_task",
     "run_with_retry",
     "should_retry_on",
 ]
+
+
+def is_async_only(node: Any) -> bool:
+    """Whether a graph node has only an ``async def`` function (LangGraph's sync API cannot run it)."""
+    bound = getattr(node, "bound", None)
+    return isinstance(bound, RunnableCallable) and bound.func is None and bound.afunc is not None
 
 
 class IdSource:

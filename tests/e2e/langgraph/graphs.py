@@ -381,3 +381,19 @@ def delta_channel() -> StateGraph[Any]:
     b.add_edge(START, "a")
     b.add_edge("a", "b")
     return b
+
+
+def async_nodes() -> StateGraph[Any]:
+    """``async def`` nodes (plain LangGraph runs them with ``ainvoke`` only)."""
+    import asyncio
+
+    async def fetch(s: Items) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        return {"x": s["x"] + 1, "items": ["fetched"]}
+
+    b = StateGraph(Items)
+    b.add_node("fetch", fetch)
+    b.add_node("sync", lambda s: {"items": [f"sync {s['x']}"]})
+    b.add_edge(START, "fetch")
+    b.add_edge("fetch", "sync")
+    return b

@@ -252,3 +252,18 @@ def test_get_state_answers_while_a_node_runs(serve: Serve) -> None:
         runner.join()
     assert outputs == [{"x": 0, "items": ["first", "second"]}]
     assert graphs.CALLS["opened"] == 1 and graphs.CALLS["timed out"] == 0
+
+
+def test_async_nodes_run_as_with_ainvoke(serve: Serve) -> None:
+    import asyncio
+
+    app, plain = serve(graphs.async_nodes()), reference(graphs.async_nodes())
+    inp = {"x": 1, "items": []}
+    assert (
+        app.invoke(inp, thread())
+        == asyncio.run(plain.ainvoke(inp, thread()))
+        == {
+            "x": 2,
+            "items": ["fetched", "sync 2"],
+        }
+    )
