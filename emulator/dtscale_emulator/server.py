@@ -29,7 +29,7 @@ from dtscale_emulator.rpc.auth import BearerTokenInterceptor, ServerInterceptor,
 from dtscale_emulator.rpc.hubs import DEFAULT_HUB, TaskHubs
 from dtscale_emulator.rpc.methods import service_handler
 from dtscale_emulator.rpc.servicer import Servicer
-from dtscale_emulator.storage import ActivityRecord, SqliteBackend
+from dtscale_emulator.storage import ActivityRecord, EntityRecord, SqliteBackend
 
 log = logging.getLogger("dtscale_emulator")
 #: Seconds for which a restarted emulator keeps the activity leases of the process before it (``restart_grace``).
@@ -162,8 +162,8 @@ class EmulatorServer:
         )
         self._initial_faults = faults
 
-    def _release_leases(self, grace: float) -> list[ActivityRecord]:
-        """Frees the leases a previous process left in the store, keeping its activities' for ``grace`` seconds."""
+    def _release_leases(self, grace: float) -> list[ActivityRecord | EntityRecord]:
+        """Frees the leases a previous process left in the store, keeping activities' and entities' for ``grace`` s."""
         if not grace:
             return self.backend.release_all_leases()
         now = self.clock.now()

@@ -10,6 +10,7 @@ from dtscale_emulator.dispatch.leases import LeaseBook
 from dtscale_emulator.dispatch.sessions import SessionTable
 from dtscale_emulator.dispatch.streams import Lease
 from dtscale_emulator.engine.entities import Entities, EntityWork
+from dtscale_emulator.engine.events import to_micros
 from dtscale_emulator.engine.instances import Engine
 from dtscale_emulator.engine.work import ActivityWork, Interleaver, OrchestrationWork, SessionMark
 from dtscale_emulator.errors import (
@@ -23,6 +24,15 @@ from dtscale_emulator.ops.tracing import WorkTracer
 from dtscale_emulator.protocol import pb
 
 _UNTRACED = nullcontext()
+#: Queued operations searched for those a carried-over entity batch answered (a batch holds at most 100; others
+#: may have become visible ahead of them since).
+_CARRIED_BATCH_SEARCH = 1_000
+
+
+def _request_id(operation: pb.HistoryEvent) -> str:
+    if operation.HasField("entityOperationSignaled"):
+        return operation.entityOperationSignaled.requestId
+    return operation.entityOperationCalled.requestId
 
 
 class Completions:
@@ -141,6 +151,8 @@ class Completions:
         lease = self.leases.take(hub, result.completionToken, "entity")
         work = lease.work
         assert isinstance(work, EntityWork)
+        if not work.operations:
+            work = self._carried_batch(hub, work, result)
         try:
             try:
                 self.limits.payload("entityState", result.entityState.value if result.HasField("entityState") else None)
@@ -153,6 +165,34 @@ class Completions:
             self._accepted(lease)
         finally:
             self._end_lease(lease)
+
+    def _carried_batch(self, hub: str, work: EntityWork, result: pb.EntityBatchResult) -> EntityWork:
+        """The batch of an entity lease carried over from a previous process, found by the request IDs of the
+        operations its result answers (``operationInfos``, which both SDKs send): that process's list is gone.
+
+        Raises:
+            FailedPreconditionError: the result does not name a queued operation for each of its results; the
+                batch is offered again once the carried lease expires.
+        """
+        done = len(result.results)
+        wanted = [info.requestId for info in result.operationInfos[:done]]
+        at = to_micros(self.entities.clock.now())
+        with self.entities.backend.transaction() as tx:
+            queued = tx.entity_operations(hub, work.entity_id, at, _CARRIED_BATCH_SEARCH)
+        by_request: dict[str, list[tuple[int, pb.HistoryEvent]]] = {}
+        for message in queued:
+            event = pb.HistoryEvent.FromString(message.event)
+            by_request.setdefault(_request_id(event), []).append((message.id, event))
+        taken = [by_request[r].pop(0) for r in wanted if by_request.get(r)]
+        if len(wanted) < done or len(taken) < done:
+            raise FailedPreconditionError(
+                f"the result for completion token '{result.completionToken}' cannot be matched to the operations "
+                f"queued for entity '{work.entity_id}' (operationInfos must name each of its {done} results' "
+                "requests); the batch is offered again"
+            )
+        operations = [event for _, event in taken]
+        request = pb.EntityRequest(instanceId=work.entity_id, operationRequests=operations)
+        return EntityWork(work.entity_id, [i for i, _ in taken], operations, request)
 
     def _accepted(self, lease: Lease) -> None:
         if self.interleaver is not None:

@@ -22,6 +22,7 @@ from dtscale_emulator.dispatch.streams import (
     vanished_stream,
     work_item,
     work_key,
+    work_kind,
 )
 from dtscale_emulator.dispatch.waiters import InstanceWaiters
 from dtscale_emulator.dispatch.wake import (
@@ -33,7 +34,7 @@ from dtscale_emulator.dispatch.wake import (
 )
 from dtscale_emulator.dispatch.wakeups import StreamWakeups
 from dtscale_emulator.engine.changes import KINDS
-from dtscale_emulator.engine.entities import Entities
+from dtscale_emulator.engine.entities import Entities, EntityWork
 from dtscale_emulator.engine.instances import Engine
 from dtscale_emulator.engine.work import BATCH, DUE, SEND, SEND_CHOICES, ActivityWork, Interleaver
 from dtscale_emulator.errors import StreamDroppedError
@@ -41,7 +42,7 @@ from dtscale_emulator.limits import Limits
 from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.ops.tracing import WorkTracer
 from dtscale_emulator.protocol import pb
-from dtscale_emulator.storage import ActivityRecord, InstanceRecord
+from dtscale_emulator.storage import ActivityRecord, EntityRecord, InstanceRecord
 
 log = logging.getLogger("dtscale_emulator")
 
@@ -421,22 +422,26 @@ class WorkDispatcher:
         for listener in self._lease_listeners:
             listener(lease.hub)
 
-    def carry_over(self, activities: Sequence[ActivityRecord]) -> None:
-        """Takes on the activity leases a previous process left in the store (``Backend.release_all_leases``).
+    def carry_over(self, records: Sequence[ActivityRecord | EntityRecord]) -> None:
+        """Takes on the activity and entity leases a previous process left in the store.
 
-        A worker that ran such an activity may deliver its result once it reaches this process: the result
-        counts as long as nobody has leased the activity again, which the store allows only once the lease it
-        kept expires.
+        (``Backend.release_all_leases`` kept them.) A worker that ran such a work item may deliver its result once
+        it reaches this process: the result counts as long as nobody has leased the item again, which the store
+        allows only once the lease it kept expires. An entity batch's operations are not known here: its result
+        names them (see :meth:`Completions.entity`).
         """
         vanished: dict[str, StreamState] = {}
         leased_ns = 0 if self.tracer is None else self.tracer.now()
         leases = []
-        for record in activities:
+        for record in records:
             if record.lock_token is None:
                 continue
             stream = vanished.get(record.hub) or vanished.setdefault(record.hub, vanished_stream(record.hub))
-            work = ActivityWork(record.id, pb.ActivityRequest.FromString(record.request))
-            leases.append(Lease(record.lock_token, "activity", record.hub, stream, work, leased_ns))
+            if isinstance(record, ActivityRecord):
+                work: Work = ActivityWork(record.id, pb.ActivityRequest.FromString(record.request))
+            else:
+                work = EntityWork(record.instance_id, [], [], pb.EntityRequest(instanceId=record.instance_id))
+            leases.append(Lease(record.lock_token, work_kind(work), record.hub, stream, work, leased_ns))
         self.leases.adopt(leases)
 
     def forget_all(self) -> None:

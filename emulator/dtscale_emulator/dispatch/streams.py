@@ -91,6 +91,13 @@ class Lease:
         return self.work.activity_id
 
 
+def work_kind(work: Work) -> str:
+    """The kind of work item (``orchestration``, ``activity`` or ``entity``)."""
+    if isinstance(work, OrchestrationWork):
+        return "orchestration"
+    return "entity" if isinstance(work, EntityWork) else "activity"
+
+
 def work_key(work: Work) -> str:
     """What an interleaver knows the work by: stable across runs, unlike tokens and activity row IDs."""
     if isinstance(work, OrchestrationWork):

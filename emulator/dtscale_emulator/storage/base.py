@@ -231,11 +231,13 @@ class Backend(Protocol):
         """Opens a write transaction; it commits when the block exits normally and rolls back on error."""
         ...
 
-    def release_all_leases(self, keep_until: Micros | None = None, now: Micros = 0) -> list[ActivityRecord]:
+    def release_all_leases(
+        self, keep_until: Micros | None = None, now: Micros = 0
+    ) -> list[ActivityRecord | EntityRecord]:
         """Forgets every lease; called at startup because no worker stream survives a restart.
 
-        With ``keep_until``, an activity's lease still live at ``now`` keeps its token, and expires at
-        ``keep_until`` at the latest: its worker may still deliver the result. Returns those activities.
+        With ``keep_until``, an activity's or entity's lease still live at ``now`` keeps its token, and expires
+        at ``keep_until`` at the latest: its worker may still deliver the result. Returns those rows.
         """
         ...
 

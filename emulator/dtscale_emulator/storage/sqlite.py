@@ -13,7 +13,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from dtscale_emulator.errors import StorageError
-from dtscale_emulator.storage.base import ActivityRecord, InstanceQueryArgs, InstanceRecord, Message, Micros, NameFilter
+from dtscale_emulator.storage.base import (
+    ActivityRecord,
+    EntityRecord,
+    InstanceQueryArgs,
+    InstanceRecord,
+    Message,
+    Micros,
+    NameFilter,
+)
 from dtscale_emulator.storage.lockfile import DatabaseLock
 from dtscale_emulator.storage.sqlite_checks import check_store_file, sync_folder, unusable
 from dtscale_emulator.storage.sqlite_entities import EntityTables
@@ -31,6 +39,8 @@ _UPSERT_INSTANCE = (
     + ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _INSTANCE_COLUMNS.split(",")[2:])
 )
 _ACTIVITY_COLUMNS = "id, hub, instance_id, task_id, name, version, request, lock_token, lock_expires"
+#: The fields of EntityRecord, in order.
+_ENTITY_COLUMNS = "hub, instance_id, state, modified_at, locked_by, lock_owner, lock_token, lock_expires"
 _PER_INSTANCE_TABLES = ("messages", "activities")
 # History goes first: its rows are found through their instance's row (by ikey).
 _HUB_TABLES = ("history", "instances", *_PER_INSTANCE_TABLES, "entities", "lock_requests")
@@ -490,33 +500,38 @@ class SqliteBackend:
         except sqlite3.Error:
             log.exception("rollback failed; the database connection may be unusable")
 
-    def release_all_leases(self, keep_until: Micros | None = None, now: Micros = 0) -> list[ActivityRecord]:
+    def release_all_leases(
+        self, keep_until: Micros | None = None, now: Micros = 0
+    ) -> list[ActivityRecord | EntityRecord]:
         with self.transaction():
             # Only the leased rows (through ix_instances_lease): rewriting every row made a restart grow with the store.
             self._conn.execute(
                 "UPDATE instances SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
             )
-            self._conn.execute(
-                "UPDATE entities SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
-            )
             if keep_until is None:
-                self._conn.execute(
-                    "UPDATE activities SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
-                )
+                for table in ("activities", "entities"):
+                    self._conn.execute(
+                        f"UPDATE {table} SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
+                    )
                 return []
-            self._conn.execute(
-                "UPDATE activities SET lock_token = NULL, lock_expires = NULL "
-                "WHERE lock_token IS NOT NULL AND (lock_expires IS NULL OR lock_expires <= ?)",
-                (now,),
-            )
-            self._conn.execute(
-                "UPDATE activities SET lock_expires = ? WHERE lock_token IS NOT NULL AND lock_expires > ?",
-                (keep_until, keep_until),
-            )
+            kept: list[ActivityRecord | EntityRecord] = []
+            for table in ("activities", "entities"):
+                self._conn.execute(
+                    f"UPDATE {table} SET lock_token = NULL, lock_expires = NULL "
+                    "WHERE lock_token IS NOT NULL AND (lock_expires IS NULL OR lock_expires <= ?)",
+                    (now,),
+                )
+                self._conn.execute(
+                    f"UPDATE {table} SET lock_expires = ? WHERE lock_token IS NOT NULL AND lock_expires > ?",
+                    (keep_until, keep_until),
+                )
             rows = self._conn.execute(
                 f"SELECT {_ACTIVITY_COLUMNS} FROM activities WHERE lock_token IS NOT NULL ORDER BY id"
             ).fetchall()
-            return [_activity(r) for r in rows]
+            kept.extend(_activity(r) for r in rows)
+            rows = self._conn.execute(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE lock_token IS NOT NULL").fetchall()
+            kept.extend(EntityRecord(*r) for r in rows)
+            return kept
 
     def reset(self) -> None:
         with self.transaction():

@@ -1,4 +1,5 @@
-"""Leases across an emulator restart: a store reopened with leased activities keeps their tokens for a short grace.
+"""Leases across an emulator restart: a store reopened with leased activities and entity batches keeps their tokens
+for a short grace.
 
 The first "process" is a bare store and engine that lease work and then vanish without handing anything back (as a
 killed process does); the second is an ``EmulatorServer`` opened on the same file (not serving: its dispatcher and
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from dtscale_emulator.engine.delivery import StartOptions
+from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.events import sv
 from dtscale_emulator.engine.instances import Engine
 from dtscale_emulator.errors import FailedPreconditionError
@@ -26,23 +28,26 @@ from dtscale_emulator.storage import NameFilter, SqliteBackend
 pytestmark = pytest.mark.adversarial
 
 HUB = "default"
+ENTITY = "@counter@c1"
 LEASE = 300.0
 GRACE = 15.0
 
 
 @dataclass
 class Crashed:
-    """What the vanished process left: the store file, the activity's token, its instance."""
+    """What the vanished process left: the store file and the tokens of its activity, turn and entity batch."""
 
     db: Path
     clock: ManualClock
     token: str
     instance_id: str
     orchestration_token: str
+    entity_token: str
 
 
 def _leave_leases(db: Path, clock: ManualClock, lease_seconds: float = LEASE) -> Crashed:
-    """Leases one activity and one orchestration turn in a store, then closes it as a crash would (no release)."""
+    """Leases an activity, two orchestration turns and an entity batch of two signals, then closes the store as
+    a crash would (no release)."""
     backend = SqliteBackend(str(db))
     engine = Engine(backend, clock)
     engine.create(HUB, StartOptions("held", "flow"))
@@ -61,8 +66,13 @@ def _leave_leases(db: Path, clock: ManualClock, lease_seconds: float = LEASE) ->
     assert [w.request.name for w in leased] == ["charge"]
     turns, _ = engine.lease_orchestrations(HUB, NameFilter(), ["b" * 32, "c" * 32], expires)
     assert {w.instance_id for w in turns} == {"held", "busy"}
+    entities = Entities(backend, clock)
+    for request_id in ("r1", "r2"):
+        entities.signal(HUB, ENTITY, "add", "1", request_id, None)
+    batch = entities.fetch(HUB, NameFilter(), "f" * 32, expires)
+    assert batch is not None and len(batch.operations) == 2
     backend.close()  # no release_all_leases: the process is gone
-    return Crashed(db, clock, "a" * 32, "held", "b" * 32)
+    return Crashed(db, clock, "a" * 32, "held", "b" * 32, "f" * 32)
 
 
 @pytest.fixture
@@ -187,6 +197,59 @@ def test_orchestration_turns_are_offered_again_at_once(crashed: Crashed, restart
     response = pb.OrchestratorResponse(instanceId="held", completionToken=crashed.orchestration_token)
     with pytest.raises(FailedPreconditionError):
         restarted.dispatcher.complete_orchestration(HUB, response)
+
+
+def _batch_result(token: str, answered: list[str], state: str = "2") -> pb.EntityBatchResult:
+    done = pb.OperationResult(success=pb.OperationResultSuccess(result=sv("null")))
+    return pb.EntityBatchResult(
+        results=[done] * len(answered),
+        entityState=sv(state),
+        completionToken=token,
+        operationInfos=[pb.OperationInfo(requestId=r) for r in answered],
+    )
+
+
+def _queued_requests(server: EmulatorServer) -> list[str]:
+    with server.backend.transaction() as tx:
+        queued = tx.entity_operations(HUB, ENTITY, 2**62, 10)
+    return [pb.HistoryEvent.FromString(m.event).entityOperationSignaled.requestId for m in queued]
+
+
+def _entity_offered(server: EmulatorServer) -> bool:
+    expires = server.clock.now() + timedelta(seconds=LEASE)
+    return server.entities.fetch(HUB, NameFilter(), server.dispatcher.leases.tokens(1)[0], expires) is not None
+
+
+def test_an_entity_batch_result_delivered_within_the_grace_counts(crashed: Crashed, restarted: EmulatorServer) -> None:
+    assert not _entity_offered(restarted)
+    restarted.dispatcher.complete_entity(HUB, _batch_result(crashed.entity_token, ["r1", "r2"]))
+    assert _queued_requests(restarted) == []
+    view = restarted.entities.get(HUB, ENTITY)
+    assert view is not None and view.record.state == "2"
+
+
+def test_a_carried_batch_cut_short_leaves_the_rest_queued(crashed: Crashed, restarted: EmulatorServer) -> None:
+    restarted.dispatcher.complete_entity(HUB, _batch_result(crashed.entity_token, ["r1"], state="1"))
+    assert _queued_requests(restarted) == ["r2"]
+    assert _entity_offered(restarted)  # the lease ended with the result: the rest is offered at once
+
+
+def test_a_carried_batch_result_that_names_no_queued_operation_is_refused(
+    crashed: Crashed, restarted: EmulatorServer
+) -> None:
+    for answered in ([], ["r1", "r9"]):
+        result = _batch_result(crashed.entity_token, answered)
+        if not answered:
+            result.results.add().success.SetInParent()  # a result the operationInfos do not account for
+        with pytest.raises(FailedPreconditionError, match="operationInfos"):
+            restarted.dispatcher.complete_entity(HUB, result)
+    assert _queued_requests(restarted) == ["r1", "r2"]
+    assert not _entity_offered(restarted)
+    crashed.clock.advance(GRACE)
+    assert _entity_offered(restarted)
+    with pytest.raises(FailedPreconditionError):
+        restarted.dispatcher.complete_entity(HUB, _batch_result(crashed.entity_token, ["r1", "r2"]))
+    assert _queued_requests(restarted) == ["r1", "r2"]
 
 
 @pytest.mark.parametrize("grace", [-1.0, float("nan"), 86_401.0])
