@@ -17,12 +17,15 @@ from pathlib import Path
 import pytest
 
 from durabletask import client
+from durabletask.entities import EntityInstanceId
 from tests.support.reliability import Ledger, free_port, kill, start_emulator, start_script, wait_done, wait_until
 
 from .tcp_cut import CuttableRelay
 
 APP = Path(__file__).with_name("outage_worker_app.py")
+ENTITY_APP = Path(__file__).with_name("entity_outage_worker_app.py")
 INSTANCES, STEPS = 24, 12
+ENTITIES, OPERATIONS = 6, 60
 # Longer than the old delivery retries lasted (about 1.5 s), well within the emulator's lease.
 OUTAGE_SECONDS = 4.0
 # Short enough that a result the worker dropped is handed out again (and run twice) while the test waits.
@@ -33,13 +36,13 @@ EMULATOR_ARGS = ("--health-ping-interval", "0.5", "--lease-timeout", str(LEASE_S
 class Outage:
     """One emulator process on a fixed file and port, one worker process behind a relay, one ledger."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, app: Path = APP) -> None:
         self.db, self.port = folder / "emulator.db", free_port()
         self.ledger = Ledger(folder / "ledger.db")
         self.log = folder / "worker.log"
         self.emulator: subprocess.Popen[str] | None = start_emulator(self.db, self.port, *EMULATOR_ARGS)
         self.relay = CuttableRelay(("127.0.0.1", self.port))
-        self.worker = start_script(APP, self.relay.address, str(self.ledger.path), log=self.log)
+        self.worker = start_script(app, self.relay.address, str(self.ledger.path), log=self.log)
 
     @property
     def address(self) -> str:
@@ -74,6 +77,19 @@ class Outage:
         assert set(attempts) == {f"o-{i}/{s}" for i in range(INSTANCES) for s in range(STEPS)}
         return attempts
 
+    def run_entities(self) -> dict[str, int]:
+        """Signals the entities and restarts the emulator while they run; returns how often each operation ran."""
+        keys = [f"e-{e}/{n}" for n in range(OPERATIONS) for e in range(ENTITIES)]
+        with client.TaskHubGrpcClient(host_address=self.address) as c:
+            for key in keys:
+                c.signal_entity(EntityInstanceId("recorder", key.split("/")[0]), "record", input=key)
+        wait_until(lambda: len(self.ledger.effects()) >= len(keys) // 6, 120, "a sixth of the operations to run")
+        self.restart_emulator(OUTAGE_SECONDS)
+        wait_until(lambda: len(self.ledger.effects()) == len(keys), 120, "every operation to run")
+        attempts = dict(self.ledger.attempts())
+        assert set(attempts) == set(keys)
+        return attempts
+
     def close(self) -> None:
         kill(self.worker, signal.SIGTERM)
         self.relay.close()
@@ -84,6 +100,15 @@ class Outage:
 @pytest.fixture
 def outage(tmp_path: Path) -> Iterator[Outage]:
     rig = Outage(tmp_path)
+    try:
+        yield rig
+    finally:
+        rig.close()
+
+
+@pytest.fixture
+def entity_outage(tmp_path: Path) -> Iterator[Outage]:
+    rig = Outage(tmp_path, ENTITY_APP)
     try:
         yield rig
     finally:
@@ -111,3 +136,14 @@ def test_every_activity_runs_once_across_an_emulator_restart(outage: Outage) -> 
     assert "retrying the result of activity" in log, log[-4000:]
     assert "delivered the result of activity" in log, log[-4000:]
     assert "dropping the result of activity" not in log, log[-4000:]
+
+
+@pytest.mark.adversarial
+@pytest.mark.timeout(300)
+def test_every_entity_operation_runs_once_across_an_emulator_restart(entity_outage: Outage) -> None:
+    attempts = entity_outage.run_entities()
+    log = entity_outage.log.read_text()
+    assert {key: n for key, n in attempts.items() if n != 1} == {}, log[-4000:]
+    # Batches on their way when the emulator died were matched to their operations by the new process.
+    assert "retrying the entity batch result" in log, log[-4000:]
+    assert "delivered the entity batch result" in log, log[-4000:]
