@@ -152,6 +152,7 @@ class Completions:
         work = lease.work
         assert isinstance(work, EntityWork)
         if not work.operations:
+            # Only a lease carried over a restart has none (a batch is leased with one operation or more).
             work = self._carried_batch(hub, work, result)
         try:
             try:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from dtscale_emulator.__main__ import _server, build_parser, main
 from dtscale_emulator.engine.delivery import StartOptions
 from dtscale_emulator.engine.entities import Entities
 from dtscale_emulator.engine.events import sv
@@ -250,6 +251,25 @@ def test_a_carried_batch_result_that_names_no_queued_operation_is_refused(
     with pytest.raises(FailedPreconditionError):
         restarted.dispatcher.complete_entity(HUB, _batch_result(crashed.entity_token, ["r1", "r2"]))
     assert _queued_requests(restarted) == ["r1", "r2"]
+
+
+@pytest.mark.parametrize(("flags", "kept"), [((), True), (("--restart-grace", "0"), False)])
+def test_the_command_line_passes_the_restart_grace_on(tmp_path: Path, flags: tuple[str, ...], kept: bool) -> None:
+    crashed = _leave_leases(tmp_path / "emulator.db", ManualClock(datetime.now(timezone.utc)))
+    args = build_parser().parse_args(["--db", str(crashed.db), "--port", "0", *flags])
+    server = _server(args, (HUB,), None)
+    try:
+        assert (server.dispatcher.leases.find(crashed.token) is not None) is kept
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("grace", ["-1", "nan", "86401"])
+def test_the_command_line_refuses_a_restart_grace_out_of_range(grace: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--in-memory", "--no-dashboard", "--restart-grace", grace])
+    assert exited.value.code == 2
+    assert "--restart-grace must be between 0 and 86400 seconds" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("grace", [-1.0, float("nan"), 86_401.0])
