@@ -75,6 +75,8 @@ def _task_config(payload: dict[str, Any], settings: dict[str, Any], collect: Cal
 def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], None], saver: ReplaySaver | None) -> Any:
     """The executable task the orchestrator planned, rebuilt here (its id checked against the plan)."""
     checkpoint = load(payload["checkpoint"])
+    if "versions" in payload:
+        checkpoint.update(load(payload["versions"]))
     if send := payload.get("send"):
         # Only this task's packet travels; it keeps its index in the pending sends (the task id depends on it).
         checkpoint["channel_values"][lg.TASKS] = [None] * send["index"] + [load(send["packet"])]

@@ -189,8 +189,9 @@ def describe_tasks(
 ) -> list[TaskCall]:
     """The activity inputs for ``tasks``: each carries the superstep's checkpoint and its own pending writes.
 
-    The checkpoint is serialized once for all of them, without the pending ``Send`` packets: a ``Send`` task
-    gets its own packet only, so a fan-out's history grows with its packets, not with their square.
+    The checkpoint's channel values are serialized once for all of them. What grows with the graph or the
+    fan-out goes per task, and only the task's part: the versions of its node's triggers and what its node has
+    seen (LangGraph's trigger check), and its own ``Send`` packet.
     """
     # The channels can be ahead of the saved checkpoint (a Command's update, resumed writes are applied
     # without a new one), so the tasks get the live values under the checkpoint's id and time.
@@ -201,13 +202,14 @@ def describe_tasks(
     )
     live["ts"] = loop.checkpoint["ts"]
     packets = live["channel_values"].pop(lg.TASKS, None) or []
+    versions = {"channel_versions": live["channel_versions"], "versions_seen": live["versions_seen"]}
+    live["channel_versions"], live["versions_seen"] = {}, {}
     configurable = {k: v for k, v in loop.config["configurable"].items() if k in spec.configurable}
     shared = {
         "graph": graph_name,
         "instance": instance_id,
         "step": loop.step,
         "stop": loop.stop,
-        "checkpoint": dump(live, "the thread's state"),
         "config": dump(
             {
                 "configurable": configurable,
@@ -221,7 +223,49 @@ def describe_tasks(
         ),
         "stream": stream_modes,
     }
-    return [_describe_task(loop, task, shared, packets, handles.get(task.id)) for task in tasks]
+    states = _States(live)
+    return [
+        _describe_task(
+            loop,
+            task,
+            {**shared, "checkpoint": states.of(loop, task, task.id in handles)},
+            packets,
+            versions,
+            handles.get(task.id),
+        )
+        for task in tasks
+    ]
+
+
+class _States:
+    """The superstep's checkpoint serialized per set of channels read, each set once."""
+
+    def __init__(self, live: Any) -> None:
+        self.live = live
+        self.dumped: dict[frozenset[str] | None, dict[str, str]] = {}
+
+    def of(self, loop: Any, task: Any, handles_error: bool) -> dict[str, str]:
+        read = None if handles_error else _channels_read(loop.nodes.get(task.name))
+        if read not in self.dumped:
+            values = self.live["channel_values"]
+            part = values if read is None else {k: v for k, v in values.items() if k in read}
+            self.dumped[read] = dump({**self.live, "channel_values": part}, "the thread's state")
+        return self.dumped[read]
+
+
+def _channels_read(node: Any) -> frozenset[str] | None:
+    """The channels a node's task reads, or ``None`` when it may read any of them.
+
+    A node reads its input channels (and its triggers, to check them). Its conditional edges run in its task
+    and read the state themselves, so a node with any writer besides plain channel writes gets everything.
+    """
+    if node is None or any(not isinstance(writer, lg.ChannelWrite) for writer in node.writers):
+        return None
+    channels = node.channels
+    names = (
+        [channels] if isinstance(channels, str) else list(channels.values() if isinstance(channels, dict) else channels)
+    )
+    return frozenset([*names, *node.triggers, lg.PREVIOUS])
 
 
 def _send_index(path: Any) -> int | None:
@@ -231,7 +275,18 @@ def _send_index(path: Any) -> int | None:
     return None
 
 
-def _describe_task(loop: Any, task: Any, shared: dict[str, Any], packets: list[Any], failed: Any) -> TaskCall:
+def _task_versions(loop: Any, names: list[str], versions: dict[str, Any]) -> dict[str, Any]:
+    """The channel versions the trigger check of ``names`` compares (never empty: their type is the null version)."""
+    triggers = {channel for name in names if name in loop.nodes for channel in loop.nodes[name].triggers}
+    channel_versions = versions["channel_versions"]
+    kept = {c: v for c, v in channel_versions.items() if c in triggers} or dict(list(channel_versions.items())[:1])
+    seen = {name: versions["versions_seen"][name] for name in names if name in versions["versions_seen"]}
+    return {"channel_versions": kept, "versions_seen": seen}
+
+
+def _describe_task(
+    loop: Any, task: Any, shared: dict[str, Any], packets: list[Any], versions: dict[str, Any], failed: Any
+) -> TaskCall:
     pending = [w for w in loop.checkpoint_pending_writes if w[0] in (task.id, lg.NULL_TASK_ID)]
     payload = {
         **shared,
@@ -244,6 +299,7 @@ def _describe_task(loop: Any, task: Any, shared: dict[str, Any], packets: list[A
         # The task's subgraphs keep their checkpoints under its namespace; they travel with the task.
         payload["subgraphs"] = loop.checkpointer.export(task.config["configurable"][lg.CONFIG_KEY_CHECKPOINT_NS])
     sent_by = task.path
+    names = [task.name]
     if failed is not None:  # an error handler: it rebuilds the task that failed
         path, failed_id, error = failed
         payload["handles"] = {
@@ -252,6 +308,8 @@ def _describe_task(loop: Any, task: Any, shared: dict[str, Any], packets: list[A
             "error": dump(error, "the failed task's error"),
         }
         sent_by = path
+        names.append(path[1] if path[0] == lg.PULL else task.name)
+    payload["versions"] = dump(_task_versions(loop, names, versions), "channel versions")
     if (index := _send_index(sent_by)) is not None and index < len(packets):
         payload["send"] = {"index": index, "packet": dump(packets[index], f"the Send to node '{task.name}'")}
     return TaskCall(task.name, task.id, payload, task.retry_policy)

@@ -29,6 +29,7 @@ from langgraph._internal._constants import (
     ERROR,
     INTERRUPT,
     NULL_TASK_ID,
+    PREVIOUS,
     PULL,
     PUSH,
     RESUME,
@@ -44,6 +45,7 @@ from langgraph.pregel._retry import _should_retry_on as should_retry_on
 from langgraph.pregel._retry import arun_with_retry, run_with_retry
 from langgraph.pregel._runner import PregelRunner
 from langgraph.pregel._utils import is_xxh3_128_hexdigest
+from langgraph.pregel._write import ChannelWrite
 
 __all__ = [
     "CONF",
@@ -58,10 +60,12 @@ __all__ = [
     "ERROR",
     "INTERRUPT",
     "NULL_TASK_ID",
+    "PREVIOUS",
     "PULL",
     "PUSH",
     "RESUME",
     "TASKS",
+    "ChannelWrite",
     "IdSource",
     "PregelRunner",
     "StreamMessagesHandler",

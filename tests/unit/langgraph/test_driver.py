@@ -17,6 +17,7 @@ from durabletask.extensions.langgraph import _activity, _driver, _internals
 from durabletask.extensions.langgraph._errors import ResumeRejectedError
 from durabletask.extensions.langgraph._orchestrator import check_resume, dts_retry
 from durabletask.extensions.langgraph._saver import ReplaySaver
+from durabletask.extensions.langgraph._serde import load
 
 ORCHESTRATION_TIME = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
@@ -213,8 +214,6 @@ def test_each_send_task_carries_only_its_own_packet() -> None:
     while calls[0].node != "work":  # __start__, then plan
         calls = gen.send([_driver.TaskOutcome.from_payload(_activity.execute_task(graph, c.payload)) for c in calls])
     assert [c.node for c in calls] == ["work"] * 4
-    from durabletask.extensions.langgraph._serde import load
-
     assert {c.payload["checkpoint"]["b"] for c in calls} == {calls[0].payload["checkpoint"]["b"]}  # serialized once
     assert _internals.TASKS not in load(calls[0].payload["checkpoint"])["channel_values"]
     assert [(c.payload["send"]["index"], load(c.payload["send"]["packet"]).arg["x"]) for c in calls] == [
@@ -222,3 +221,33 @@ def test_each_send_task_carries_only_its_own_packet() -> None:
     ]
     outcomes = [_driver.TaskOutcome.from_payload(_activity.execute_task(graph, c.payload)) for c in calls]
     assert sorted(o.writes[0][1][0] for o in outcomes) == [0, 1, 2, 3]
+
+
+def test_a_task_carries_the_channels_its_node_reads() -> None:
+    class Small(TypedDict):
+        x: int
+
+    b = StateGraph(State)
+    b.add_node("narrow", lambda s: {"items": [s["x"]]}, input_schema=Small)  # reads x only
+    b.add_node("wide", lambda s: {"x": len(s["items"])})
+    b.add_edge(START, "narrow")
+    b.add_edge("narrow", "wide")
+    b.add_conditional_edges("wide", lambda s: END if s["items"] else "wide")  # reads the state itself
+    graph = b.compile()
+    _internals.install_id_shim()
+    spec = _driver.RunSpec({"x": 5, "items": ["big"]})
+    gen = _driver.drive_run(graph, ReplaySaver(), "t", spec, graph_name="g", instance_id="i")
+    seen: dict[str, set[str]] = {}
+    try:
+        calls = gen.send(None)
+        while True:
+            for call in calls:
+                seen[call.node] = set(load(call.payload["checkpoint"])["channel_values"])
+            calls = gen.send(
+                [_driver.TaskOutcome.from_payload(_activity.execute_task(graph, c.payload)) for c in calls]
+            )
+    except StopIteration as stop:
+        result = stop.value
+    assert seen["narrow"] <= {"x", "branch:to:narrow"}
+    assert {"x", "items"} <= seen["wide"]
+    assert _driver.invoke_output(result.chunks) == graph.invoke({"x": 5, "items": ["big"]})
