@@ -24,7 +24,7 @@ from dtscale_emulator.errors import FailedPreconditionError
 from dtscale_emulator.ops.clock import ManualClock
 from dtscale_emulator.protocol import pb
 from dtscale_emulator.server import EmulatorServer
-from dtscale_emulator.storage import NameFilter, SqliteBackend
+from dtscale_emulator.storage import ActivityRecord, EntityRecord, NameFilter, SqliteBackend
 
 pytestmark = pytest.mark.adversarial
 
@@ -278,7 +278,7 @@ def test_a_restart_grace_out_of_range_is_refused(grace: float) -> None:
         EmulatorServer(port=0, restart_grace=grace)
 
 
-def test_the_store_keeps_only_live_activity_leases_and_shortens_them(tmp_path: Path) -> None:
+def test_the_store_keeps_only_live_activity_and_entity_leases_and_shortens_them(tmp_path: Path) -> None:
     backend = SqliteBackend(str(tmp_path / "store.db"))
     try:
         with backend.transaction() as tx:
@@ -287,8 +287,15 @@ def test_the_store_keeps_only_live_activity_leases_and_shortens_them(tmp_path: P
                 ids, [("live", 100), ("short", 20), ("gone", 10), (None, None)], strict=True
             ):
                 tx.lock_activity(activity_id, token, expires)
+            tx.put_entity(EntityRecord(HUB, "@e@live", None, 0, lock_token="e-live", lock_expires=100))
+            tx.put_entity(EntityRecord(HUB, "@e@gone", None, 0, lock_token="e-gone", lock_expires=5))
         kept = backend.release_all_leases(keep_until=50, now=10)
-        assert [(r.id, r.lock_token, r.lock_expires) for r in kept] == [(ids[0], "live", 50), (ids[1], "short", 20)]
+        assert [
+            (r.id if isinstance(r, ActivityRecord) else r.instance_id, r.lock_token, r.lock_expires) for r in kept
+        ] == [(ids[0], "live", 50), (ids[1], "short", 20), ("@e@live", "e-live", 50)]
+        with backend.transaction() as tx:
+            gone = tx.get_entity(HUB, "@e@gone")
+            assert gone is not None and gone.lock_token is None
         with backend.transaction() as tx:
             stored = [tx.get_activity(i) for i in ids]
         assert [(r.lock_token, r.lock_expires) for r in stored if r is not None] == [
