@@ -10,11 +10,12 @@ what it saw; ``langgraph_corpus_interactive.py`` holds the agents, subgraphs, in
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langgraph.channels import DeltaChannel
 from langgraph.errors import NodeError
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.managed import RemainingSteps
@@ -113,6 +114,36 @@ def build_remaining_steps(checkpointer: Any = None) -> Any:
     b.add_node("spend", _spend)
     b.add_edge(START, "spend")
     b.add_conditional_edges("spend", _spend_while_steps_remain, ["spend", END])
+    return b.compile(checkpointer=checkpointer)
+
+
+def _extend(current: list[str] | None, writes: Sequence[list[str]]) -> list[str]:
+    merged = list(current or [])
+    for written in writes:
+        merged.extend(written)
+    return merged
+
+
+class Journal(TypedDict):
+    n: int
+    # Stored as writes, rebuilt from the checkpoints' history; a snapshot every 3 steps.
+    log: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=3)]
+
+
+def _note(s: Journal) -> dict[str, Any]:
+    TALLY.hit("delta.note")
+    return {"n": s["n"] + 1, "log": [f"note {s['n']} after {len(s['log'])}"]}
+
+
+def _note_again_or_end(s: Journal) -> str:
+    return "note" if s["n"] % 4 else END
+
+
+def build_delta_channel(checkpointer: Any = None) -> Any:
+    b = StateGraph(Journal)
+    b.add_node("note", _note)
+    b.add_edge(START, "note")
+    b.add_conditional_edges("note", _note_again_or_end, ["note", END])
     return b.compile(checkpointer=checkpointer)
 
 
@@ -434,6 +465,7 @@ def _answers_by_id(pending: Any) -> Command[Any]:
 CASES: tuple[Case, ...] = (
     Case("linear", build_linear, ({"text": "hello", "trail": []},), ("updates", "values")),
     Case("loop", build_loop, ({"n": 0, "seen": []},), ("updates", ("updates", "values"))),
+    Case("delta_channel", build_delta_channel, ({"n": 0, "log": []}, {"n": 5}), ("updates", "values")),
     Case("router_light", build_router, ({"weight": 3, "route": ""},)),
     Case("router_heavy", build_router, ({"weight": 30, "route": ""},)),
     Case("remaining_steps", build_remaining_steps, ({"n": 0},), config={"recursion_limit": 8}),
