@@ -118,15 +118,26 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
     return task
 
 
-def _inline_call(func: Any, input: tuple[tuple[Any, ...], dict[str, Any]], **options: Any) -> Future[Any]:
-    """Runs a functional-API ``@task`` inside the calling node's activity (one durable step per entrypoint)."""
-    args, kwargs = input
-    done: Future[Any] = Future()
-    try:
-        done.set_result(func(*args, **kwargs))
-    except Exception as exc:  # handed to the caller through the future, as LangGraph's runner does
-        done.set_exception(exc)
-    return done
+def _inline_calls(collect: Callable[[Any], None], updates: bool) -> Callable[..., Future[Any]]:
+    """Runs functional-API ``@task`` calls inside the calling node's activity (one durable step per entrypoint).
+
+    With the ``updates`` stream, each call reports its result under its name, as LangGraph streams a task's.
+    """
+
+    def call(func: Any, input: tuple[tuple[Any, ...], dict[str, Any]], **options: Any) -> Future[Any]:
+        args, kwargs = input
+        done: Future[Any] = Future()
+        try:
+            result = func(*args, **kwargs)
+        except Exception as exc:  # handed to the caller through the future, as LangGraph's runner does
+            done.set_exception(exc)
+            return done
+        if updates:
+            collect(("updates", {getattr(func, "__name__", type(func).__name__): result}))
+        done.set_result(result)
+        return done
+
+    return call
 
 
 def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +150,7 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     task = dataclasses.replace(task, retry_policy=())  # retries are durable, in the orchestrator
     result: dict[str, Any] = {}
     try:
-        calls = {lg.CONFIG_KEY_CALL: _inline_call}
+        calls = {lg.CONFIG_KEY_CALL: _inline_calls(chunks.append, "updates" in (payload.get("stream") or ()))}
         if lg.is_async_only(graph.nodes.get(task.name)):  # an ``async def`` node runs on a loop of its own
             asyncio.run(lg.arun_with_retry(task, None, configurable=calls))
         else:

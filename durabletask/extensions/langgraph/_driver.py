@@ -119,7 +119,8 @@ def drive_run(
     )
     chunks = [] if chunks is None else chunks
     stream = StreamProtocol(chunks.append, set(stream_modes))
-    wanted_from_tasks = sorted(modes & ACTIVITY_MODES)
+    # "updates" too: functional-API @task calls run inside their entrypoint's task and report their own
+    wanted_from_tasks = sorted(set(spec.stream_modes) & (ACTIVITY_MODES | {"updates"}))
     try:
         with lg.SyncPregelLoop(
             spec.input,

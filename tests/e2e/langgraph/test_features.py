@@ -196,3 +196,13 @@ def test_delta_channels_across_turns_and_continue_as_new(serve: Serve, monkeypat
         inp = {"log": [f"in{turn}"], "n": 0}
         assert app.invoke(inp, cfg) == plain.invoke(inp, ref_cfg)
     assert app.get_state(cfg).values == plain.get_state(ref_cfg).values
+
+
+def test_a_functional_api_workflow_streams_each_task_call(serve: Serve) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    app, plain = serve(graphs.functional()), graphs.functional(InMemorySaver())
+    durable = list(app.stream("owls", thread(), stream_mode="updates"))
+    expected = list(plain.stream("owls", thread(), stream_mode="updates"))
+    assert durable[:2] == expected[:2] == [{"draft": "essay on owls"}, {"polish": "ESSAY ON OWLS"}]
+    assert [i.value for i in durable[2]["__interrupt__"]] == [i.value for i in expected[2]["__interrupt__"]]
