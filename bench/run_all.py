@@ -487,13 +487,30 @@ def bench_history_export(quick: bool, out: list[str]) -> None:
     _section(title, "history_export.py", ["--instances", str(count)], out)
 
 
+def bench_hardening(quick: bool, out: list[str]) -> None:
+    """What the emulator's defences cost: durable commits, the integrity check, byte-bounded pages, wake-ups."""
+    sections = [
+        ("## 11a. Durable commits: starts per second and latency, --durability full (the default) beside normal "
+         "(bench/durability.py)", "durability.py", ["--starts", "300", "--rounds", "1"] if quick else []),
+        ("## 11b. The integrity check at start against the store's size (bench/integrity_check.py)",
+         "integrity_check.py", ["--sizes", "10000,100000"] if quick else []),
+        ("## 11c. Listing pages bounded by bytes beside pages bounded by count only (bench/page_bytes.py)",
+         "page_bytes.py", ["--instances", "5000", "--rounds", "2"] if quick else []),
+        ("## 11d. StartInstance with idle work-item streams open: only the streams that can take the work wake "
+         "(bench/stream_wakeups.py)", "stream_wakeups.py",
+         ["--streams", "0,100,500", "--starts", "100"] if quick else []),
+    ]  # fmt: skip
+    for title, script, args in sections:
+        _section(title, script, args, out)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument(
         "--only",
         default="transport,throughput,latency,fan_out,chain,replay,admin,worker,worker_e2e,grpc_polling,store,"
-        "history_export,langgraph",
+        "history_export,langgraph,hardening",
     )
     parser.add_argument("--store-instances", type=int, help="size of section 8's store (default 100,000)")
     parser.add_argument("--pairs", default=",".join(PAIRS), help="which SDK/backend pairs to run (default: all)")
@@ -515,7 +532,7 @@ def main() -> int:
         SELECTED.intersection_update({"ours", "theirs"})
         # These sections start servers of their own.
         only -= {"transport", "replay", "admin", "worker", "worker_e2e", "grpc_polling", "store", "history_export",
-                 "langgraph"}
+                 "langgraph", "hardening"}
         where = f", against {address} (task hub {args.taskhub!r}): ours = our SDK, theirs = Microsoft's SDK"
     out = [
         f"# Benchmarks — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
@@ -538,6 +555,7 @@ def main() -> int:
         ("langgraph", lambda: _section("## 10. LangGraph nodes run durably beside plain LangGraph "
                                        "(bench/langgraph_cost.py)", "langgraph_cost.py",
                                        ["--rounds", "1"] if args.quick else [], out)),
+        ("hardening", lambda: bench_hardening(args.quick, out)),
     ]
     print("\n".join(out), flush=True)
     shown = len(out)
