@@ -267,3 +267,17 @@ def test_async_nodes_run_as_with_ainvoke(serve: Serve) -> None:
             "items": ["fetched", "sync 2"],
         }
     )
+
+
+@pytest.mark.parametrize("mode", ["tasks", "checkpoints", "debug"])
+def test_the_loops_other_stream_modes_have_langgraphs_chunks(serve: Serve, mode: str) -> None:
+    app, plain = serve(graphs.fan_out()), reference(graphs.fan_out())
+    inp = {"x": 2, "items": []}
+
+    def shape(chunk: Any) -> Any:  # ids and times differ between two runs
+        keys = sorted(chunk)
+        return keys, chunk.get("name"), chunk.get("type"), chunk.get("step"), chunk.get("next")
+
+    durable = [shape(c) for c in app.stream(inp, thread(), stream_mode=mode)]
+    assert sorted(map(repr, durable)) == sorted(repr(shape(c)) for c in plain.stream(inp, thread(), stream_mode=mode))
+    assert durable
