@@ -42,7 +42,7 @@ _references: dict[str, Trace] = {}
 
 # Where the durable run still differs from plain LangGraph (each reason says how); strict, so a fix shows.
 GAPS = {
-    "functional_api": "@task calls run inline in the entrypoint's activity: their updates chunks are not streamed",
+    "functional_api_interrupt": "on resume the entrypoint's @task calls run again; LangGraph reuses their results",
 }
 
 

@@ -539,6 +539,12 @@ CASES: tuple[Case, ...] = (
     Case("interrupt_after", talk.build_interrupt_after, ({"topic": "tides", "draft": "", "status": ""}, None)),
     Case("functional_api", talk.build_functional, ([1, 2, 3, 4],), ("updates", "values"), parallel=True),
     Case(
+        "functional_api_interrupt",
+        talk.build_functional_interrupt,
+        ([1, 2, 3], Command(resume="approved")),
+        parallel=True,
+    ),
+    Case(
         "custom_stream",
         talk.build_custom_stream,
         ({"size": 3, "done": []},),

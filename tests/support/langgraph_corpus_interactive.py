@@ -327,6 +327,17 @@ def build_functional(checkpointer: Any = None) -> Any:
     return doubled_sum
 
 
+def build_functional_interrupt(checkpointer: Any = None) -> Any:
+    @entrypoint(checkpointer=checkpointer)
+    def doubled_then_approved(xs: list[int]) -> dict[str, Any]:
+        TALLY.hit("functional_interrupt.entrypoint")
+        total = sum(f.result() for f in [_double(x) for x in xs])
+        verdict = interrupt({"approve total": total})
+        return {"sum": total, "verdict": verdict}
+
+    return doubled_then_approved
+
+
 # Streaming from inside nodes -----------------------------------------------------------------------
 class Progress(TypedDict):
     size: int
