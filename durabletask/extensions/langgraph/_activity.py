@@ -43,11 +43,13 @@ def idempotency_key(config: Any = None) -> str:
     return str(found)
 
 
-def _task_config(payload: dict[str, Any], settings: dict[str, Any], collect: Callable[[Any], None]) -> dict[str, Any]:
+def _task_config(
+    payload: dict[str, Any], settings: dict[str, Any], collect: Callable[[Any], None], store: Any
+) -> dict[str, Any]:
     modes = payload.get("stream") or ()
     runtime = Runtime(
         context=settings.get("context"),
-        store=None,
+        store=store,
         stream_writer=(lambda chunk: collect(("custom", chunk))) if "custom" in modes else (lambda chunk: None),
     )
     configurable = {
@@ -87,11 +89,13 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
         "processes": graph.nodes,
         "channels": channels,
         "managed": managed,
-        "config": _task_config(payload, load(payload["config"]), collect),
+        # The worker's graph brings its own store (compile(store=...)), e.g. one backed by a database.
+        "config": _task_config(payload, load(payload["config"]), collect, getattr(graph, "store", None)),
         "step": payload["step"],
         "stop": payload["stop"],
         "retry_policy": graph.retry_policy,
         "checkpointer": saver,
+        "store": getattr(graph, "store", None),
     }
     ids: dict[str, Any] = {
         "checkpoint_id_bytes": binascii.unhexlify(checkpoint["id"].replace("-", "")),

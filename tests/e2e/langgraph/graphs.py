@@ -397,3 +397,19 @@ def async_nodes() -> StateGraph[Any]:
     b.add_edge(START, "fetch")
     b.add_edge("fetch", "sync")
     return b
+
+
+def remembering() -> StateGraph[Any]:
+    """A node that reads and writes LangGraph's ``Store`` (the one the graph was compiled with)."""
+    from langgraph.store.base import BaseStore
+
+    def note(s: Items, *, store: BaseStore) -> dict[str, Any]:
+        seen = store.get(("notes",), "count")
+        count = (seen.value["n"] if seen else 0) + 1
+        store.put(("notes",), "count", {"n": count})
+        return {"items": [count]}
+
+    b = StateGraph(Items)
+    b.add_node("note", note)
+    b.add_edge(START, "note")
+    return b

@@ -206,3 +206,15 @@ def test_a_functional_api_workflow_streams_each_task_call(serve: Serve) -> None:
     expected = list(plain.stream("owls", thread(), stream_mode="updates"))
     assert durable[:2] == expected[:2] == [{"draft": "essay on owls"}, {"polish": "ESSAY ON OWLS"}]
     assert [i.value for i in durable[2]["__interrupt__"]] == [i.value for i in expected[2]["__interrupt__"]]
+
+
+def test_nodes_use_the_store_the_workers_graph_was_compiled_with(hub: Hub) -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    store = InMemoryStore()
+    worker = hub.worker()
+    register_graph(worker, "memory", graphs.remembering().compile(store=store))
+    worker.start()
+    app = DurableGraph(hub.client(), "memory", graphs.remembering().compile())
+    assert [app.invoke({"x": 0, "items": []}, thread())["items"] for _ in range(3)] == [[1], [2], [3]]
+    assert store.get(("notes",), "count").value == {"n": 3}
