@@ -413,3 +413,17 @@ def remembering() -> StateGraph[Any]:
     b.add_node("note", note)
     b.add_edge(START, "note")
     return b
+
+
+def timed_out() -> StateGraph[Any]:
+    """An ``async def`` node with a run timeout that waits for something that never comes."""
+    import asyncio
+
+    async def stuck(s: Items) -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {"items": ["never"]}
+
+    b = StateGraph(Items)
+    b.add_node("stuck", stuck, timeout=0.2)
+    b.add_edge(START, "stuck")
+    return b

@@ -281,3 +281,17 @@ def test_the_loops_other_stream_modes_have_langgraphs_chunks(serve: Serve, mode:
     durable = [shape(c) for c in app.stream(inp, thread(), stream_mode=mode)]
     assert sorted(map(repr, durable)) == sorted(repr(shape(c)) for c in plain.stream(inp, thread(), stream_mode=mode))
     assert durable
+
+
+def test_an_async_nodes_timeout_fails_the_run_as_in_langgraph(serve: Serve) -> None:
+    import asyncio
+
+    from langgraph.errors import NodeTimeoutError
+
+    app = serve(graphs.timed_out())
+    with pytest.raises(NodeTimeoutError, match="'stuck' exceeded its run timeout"):
+        asyncio.run(reference(graphs.timed_out()).ainvoke({"x": 0, "items": []}, thread()))
+    with pytest.raises(GraphRunError) as caught:
+        app.invoke({"x": 0, "items": []}, thread())
+    assert caught.value.error_type == "langgraph.errors.NodeTimeoutError"
+    assert "'stuck' exceeded its run timeout of 0.200s" in caught.value.error_message
