@@ -180,6 +180,7 @@ def test_get_state_with_subgraphs_while_a_subgraph_waits_gives_what_plain_langgr
     assert seen[0] == seen[1]
 
 
+@pytest.mark.local_only("the client with a payload store is made for the emulator's address")
 def test_a_state_past_the_payload_cap_goes_through_the_payload_store(hub: Hub, tmp_path: Path) -> None:
     store = FilePayloadStore(tmp_path / "payloads")
     w = hub.worker(payload_store=store)
