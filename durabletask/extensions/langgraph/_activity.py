@@ -94,6 +94,7 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
         "step": payload["step"],
         "stop": payload["stop"],
         "retry_policy": graph.retry_policy,
+        "cache_policy": graph.cache_policy,
         "checkpointer": saver,
         "store": getattr(graph, "store", None),
     }
@@ -150,6 +151,8 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     # A subgraph node gets the checkpoints its subgraphs saved in earlier tasks, and returns what they saved.
     saver = ReplaySaver.restore(payload["subgraphs"]) if "subgraphs" in payload else None
     task = prepare_task(graph, payload, chunks.append, saver)
+    if (cached := _cached_writes(graph, task)) is not None:
+        return {"writes": dump(cached, f"the cached writes of node '{task.name}'"), "cached": True}
     policies = task.retry_policy
     task = dataclasses.replace(task, retry_policy=())  # retries are durable, in the orchestrator
     result: dict[str, Any] = {}
@@ -167,12 +170,29 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
         result["error"] = _describe(exc)
     writes = list(task.writes)
     lg.ensure_message_ids(graph.channels, writes)
+    if not result:  # finished: what a cache may hold (never an error or an interrupt)
+        _cache_writes(graph, task, writes)
     result["writes"] = dump(writes if "error" not in result else [], f"the writes of node '{task.name}'")
     if saver is not None:
         result["subgraphs"] = saver.export()
     if chunks:
         result["chunks"] = dump(chunks, f"the stream chunks of node '{task.name}'")
     return result
+
+
+def _cached_writes(graph: Any, task: Any) -> list[Any] | None:
+    """The writes the worker graph's cache holds for this task (its node's ``CachePolicy`` key), if any."""
+    cache, key = getattr(graph, "cache", None), task.cache_key
+    if cache is None or key is None:
+        return None
+    found = cache.get([(key.ns, key.key)])
+    return list(found[(key.ns, key.key)]) if (key.ns, key.key) in found else None
+
+
+def _cache_writes(graph: Any, task: Any, writes: list[Any]) -> None:
+    cache, key = getattr(graph, "cache", None), task.cache_key
+    if cache is not None and key is not None:
+        cache.set({(key.ns, key.key): (writes, key.ttl)})
 
 
 def _describe(exc: Exception) -> dict[str, Any]:

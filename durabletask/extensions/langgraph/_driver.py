@@ -61,6 +61,7 @@ class TaskOutcome:
     error: dict[str, Any] | None = None  # type (qualified name), message, args (when they could be serialized)
     chunks: list[Chunk] = field(default_factory=list)
     subgraph_checkpoints: dict[str, str] | None = None  # what the task's subgraphs saved (a saver export)
+    cached: bool = False  # the writes came from the worker graph's cache; the node did not run
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> TaskOutcome:
@@ -71,6 +72,7 @@ class TaskOutcome:
             error={**error, "args": load(error["args"]) if error.get("args") else None} if error else None,
             chunks=[((), str(mode), value) for mode, value in load(payload["chunks"])] if payload.get("chunks") else [],
             subgraph_checkpoints=payload.get("subgraphs"),
+            cached=bool(payload.get("cached")),
         )
 
 
@@ -344,7 +346,9 @@ def settle(
             loop.checkpointer.merge(outcome.subgraph_checkpoints)
         task.writes.clear()
         task.writes.extend(outcome.writes)
-        if outcome.interrupts is not None:
+        if outcome.cached:  # as LangGraph's loop applies a cache hit
+            loop.put_writes(task.id, task.writes, cached=True)
+        elif outcome.interrupts is not None:
             runner.commit(task, GraphInterrupt(tuple(outcome.interrupts)))
             step.interrupts.extend(outcome.interrupts)
         elif outcome.error is not None:

@@ -427,3 +427,17 @@ def timed_out() -> StateGraph[Any]:
     b.add_node("stuck", stuck, timeout=0.2)
     b.add_edge(START, "stuck")
     return b
+
+
+def cached_node() -> StateGraph[Any]:
+    """A node with a ``CachePolicy``: the same input runs it once while the cache holds its writes."""
+    from langgraph.types import CachePolicy
+
+    def expensive(s: Items) -> dict[str, Any]:
+        CALLS[f"expensive-{id(b)}"] += 1
+        return {"items": [s["x"] * 100]}
+
+    b = StateGraph(Items)
+    b.add_node("expensive", expensive, cache_policy=CachePolicy())
+    b.add_edge(START, "expensive")
+    return b

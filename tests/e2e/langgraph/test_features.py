@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from durabletask.extensions.langgraph import DurableGraph, _orchestrator, register_graph
@@ -218,3 +219,21 @@ def test_nodes_use_the_store_the_workers_graph_was_compiled_with(hub: Hub) -> No
     app = DurableGraph(hub.client(), "memory", graphs.remembering().compile())
     assert [app.invoke({"x": 0, "items": []}, thread())["items"] for _ in range(3)] == [[1], [2], [3]]
     assert store.get(("notes",), "count").value == {"n": 3}
+
+
+def test_a_cache_policy_uses_the_cache_of_the_workers_graph(hub: Hub) -> None:
+    from langgraph.cache.memory import InMemoryCache
+
+    worker_graph = graphs.cached_node()
+    worker = hub.worker()
+    register_graph(worker, "cached", worker_graph.compile(cache=InMemoryCache()))
+    worker.start()
+    app = DurableGraph(hub.client(), "cached", graphs.cached_node().compile())
+    plain_graph = graphs.cached_node()
+    plain = plain_graph.compile(checkpointer=InMemorySaver(), cache=InMemoryCache())
+    inp = {"x": 3, "items": []}
+    for _ in range(2):
+        assert list(app.stream(inp, thread(), stream_mode="updates")) == list(
+            plain.stream(inp, thread(), stream_mode="updates")
+        )
+    assert graphs.CALLS[f"expensive-{id(worker_graph)}"] == graphs.CALLS[f"expensive-{id(plain_graph)}"] == 1
