@@ -77,14 +77,16 @@ class DurableGraph:
         result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting, precheck)
         return load(result["output"]) if invoke else None
 
-    def _saver_plan(self, config: Any) -> Plan:
+    def _saver_plan(self, config: Any, history: bool) -> Plan:
+        """The thread's checkpoints, in a local saver: all of them, or what ``get_state`` of ``config`` reads."""
         thread, instance = self._instance(config)
         state = yield from rq.read_state(instance)
         if state is None:
             return ReplaySaver()
         if (failed := rq.failed_checkpoints(state)) is not None:
             return ReplaySaver.restore(failed["saver"])
-        req = rq.request("state", self.fingerprint, thread, {})
+        checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
+        req = rq.request("state", self.fingerprint, thread, {"history": history, "checkpoint_id": checkpoint_id})
         result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting)
         return ReplaySaver.restore(result["saver"])
 
@@ -233,13 +235,13 @@ class DurableGraph:
 
         With ``subgraphs=True``, the tasks of an interrupted subgraph node carry the subgraph's own snapshot.
         """
-        return self._local(self._sync(self._saver_plan(config))).get_state(config, subgraphs=subgraphs)
+        return self._local(self._sync(self._saver_plan(config, False))).get_state(config, subgraphs=subgraphs)
 
     def get_state_history(
         self, config: Any, *, filter: dict[str, Any] | None = None, before: Any = None, limit: int | None = None
     ) -> Iterator[Any]:
         """The thread's ``StateSnapshot`` s, newest first, as ``graph.get_state_history`` lists them."""
-        local = self._local(self._sync(self._saver_plan(config)))
+        local = self._local(self._sync(self._saver_plan(config, True)))
         yield from local.get_state_history(config, filter=filter, before=before, limit=limit)
 
     def update_state(self, config: Any, values: Any, as_node: str | None = None, task_id: str | None = None) -> Any:
@@ -284,13 +286,13 @@ class DurableGraph:
 
     async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
         """:meth:`get_state` with an ``AsyncTaskHubGrpcClient``."""
-        return self._local(await self._async(self._saver_plan(config))).get_state(config, subgraphs=subgraphs)
+        return self._local(await self._async(self._saver_plan(config, False))).get_state(config, subgraphs=subgraphs)
 
     async def aget_state_history(
         self, config: Any, *, filter: dict[str, Any] | None = None, before: Any = None, limit: int | None = None
     ) -> AsyncIterator[Any]:
         """:meth:`get_state_history` with an ``AsyncTaskHubGrpcClient``."""
-        local = self._local(await self._async(self._saver_plan(config)))
+        local = self._local(await self._async(self._saver_plan(config, True)))
         for snapshot in local.get_state_history(config, filter=filter, before=before, limit=limit):
             yield snapshot
 

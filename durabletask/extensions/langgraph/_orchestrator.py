@@ -143,7 +143,7 @@ class ThreadRuntime:
             elif kind == "update":
                 result = self._update(body)
             elif kind == "state":
-                result = {"saver": self.saver.export()}
+                result = {"saver": self._export_state(body)}
             else:
                 raise ValueError(f"unknown request kind '{kind}'")
         except (ResumeRejectedError, GraphMismatchError) as refused:
@@ -196,6 +196,16 @@ class ThreadRuntime:
     def _wanted(chunks: list[Chunk], spec: RunSpec) -> list[tuple[str, Any]]:
         return [(mode, payload) for _, mode, payload in chunks if mode in spec.stream_modes]
 
+    def _export_state(self, body: dict[str, Any]) -> dict[str, str]:
+        """The checkpoints a state read needs: the whole history, or one checkpoint for ``get_state``.
+
+        DeltaChannels are rebuilt from every ancestor, so a graph with them always sends the whole history.
+        """
+        deltas = any(isinstance(spec, DeltaChannel) for spec in self.graph.channels.values())
+        if body.get("history", True) or deltas or not self.thread_id:
+            return self.saver.export()
+        return self.saver.export_checkpoint(self.thread_id, body.get("checkpoint_id"))
+
     def next_request(self) -> Any:
         """The task that completes with the next request (the same one until it has)."""
         if self.listener is None:
@@ -212,7 +222,7 @@ class ThreadRuntime:
         if request.get("kind") != "state" or request.get("fp") != self.fingerprint:
             self.queue.append(request)
             return
-        self.done = [*self.done, [request["id"], {"saver": self.saver.export()}]][-KEEP_RESULTS:]
+        self.done = [*self.done, [request["id"], {"saver": self._export_state(load(request["body"]))}]][-KEEP_RESULTS:]
         self.status["done"] = self.done
         self.ctx.set_custom_status({**self.status, **({"live": self.live} if self.live else {})})
 

@@ -99,3 +99,24 @@ class ReplaySaver(InMemorySaver):
         }
         for blob in [k for k in self.blobs if k[0] == thread_id and (k[1], k[2], k[3]) not in needed]:
             del self.blobs[blob]
+
+    def export_checkpoint(self, thread_id: str, checkpoint_id: str | None) -> dict[str, str]:
+        """What ``get_state`` reads: one root checkpoint (the latest by default) with its writes and blobs, and
+        the subgraph namespaces; everything when that checkpoint is not here."""
+        root = self.storage[thread_id][""]
+        chosen = checkpoint_id or (max(root) if root else None)
+        if chosen is None or chosen not in root:
+            return self.export()
+        part = ReplaySaver()
+        part.storage[thread_id][""][chosen] = root[chosen]
+        for ns, checkpoints in self.storage[thread_id].items():
+            if ns:
+                part.storage[thread_id][ns].update(checkpoints)
+        versions = self.serde.loads_typed(root[chosen][0])["channel_versions"]
+        for key, value in self.blobs.items():
+            if key[0] == thread_id and (key[1] != "" or versions.get(key[2]) == key[3]):
+                part.blobs[key] = value
+        for outer, inner in self.writes.items():
+            if outer[0] == thread_id and (outer[1] != "" or outer[2] == chosen):
+                part.writes[outer] = dict(inner)
+        return part.export()

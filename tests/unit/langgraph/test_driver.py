@@ -251,3 +251,18 @@ def test_a_task_carries_the_channels_its_node_reads() -> None:
     assert seen["narrow"] <= {"x", "branch:to:narrow"}
     assert {"x", "items"} <= seen["wide"]
     assert _driver.invoke_output(result.chunks) == graph.invoke({"x": 5, "items": ["big"]})
+
+
+def test_the_state_of_one_checkpoint_travels_without_the_history() -> None:
+    graph = _graph().compile()
+    saver = ReplaySaver()
+    run(graph, saver, _internals.IdSource("x"), {"x": 2, "items": []})
+    cfg: Any = {"configurable": {"thread_id": "t"}}
+    full = graph.copy(update={"checkpointer": saver})
+    part = ReplaySaver.restore(saver.export_checkpoint("t", None))
+    assert graph.copy(update={"checkpointer": part}).get_state(cfg) == full.get_state(cfg)
+    assert len(list(graph.copy(update={"checkpointer": part}).get_state_history(cfg))) == 1
+    older = list(full.get_state_history(cfg))[2].config
+    at_older = ReplaySaver.restore(saver.export_checkpoint("t", older["configurable"]["checkpoint_id"]))
+    assert graph.copy(update={"checkpointer": at_older}).get_state(older) == full.get_state(older)
+    assert len(saver.export_checkpoint("t", None)["b"]) < len(saver.export()["b"])
