@@ -13,7 +13,6 @@ import binascii
 import contextlib
 import dataclasses
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 from langgraph.config import get_config
@@ -23,6 +22,7 @@ from langgraph.runtime import Runtime
 from durabletask._replay.failures import qualified_name
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._errors import StateSerializationError, node_failure
+from durabletask.extensions.langgraph._functional import InlineCalls
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
 
@@ -74,8 +74,11 @@ def _task_config(
     return dict(lg.ensure_config(config))  # type: ignore[arg-type]
 
 
-def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], None], saver: ReplaySaver | None) -> Any:
-    """The executable task the orchestrator planned, rebuilt here (its id checked against the plan)."""
+def prepare_task(
+    graph: Any, payload: dict[str, Any], collect: Callable[[Any], None], saver: ReplaySaver | None
+) -> tuple[Any, Callable[[Any, Any], str]]:
+    """The executable task the orchestrator planned, rebuilt here (its id checked against the plan), and the
+    function naming the ids of the functional-API calls it makes."""
     checkpoint = load(payload["checkpoint"])
     if "versions" in payload:
         checkpoint.update(load(payload["versions"]))
@@ -104,6 +107,7 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
         "for_execution": True,
     }
     handles = payload.get("handles")
+    task: Any
     if handles is None:
         task = lg.prepare_single_task(tuple(load(payload["path"])), payload["task_id"], **common, **ids)
     else:
@@ -120,29 +124,18 @@ def prepare_task(graph: Any, payload: dict[str, Any], collect: Callable[[Any], N
             raise RuntimeError(f"error handler task {task.id} != {payload['task_id']}: the graph changed")
     if task is None:
         raise RuntimeError(f"task '{payload['task_id']}' of node '{payload['node']}' no longer exists in this graph")
-    return task
 
+    def call_task_id(func: Any, input: Any) -> str:
+        # As LangGraph's runner schedules a call: the parent's path, its next call index, the parent's id.
+        index = task.config[lg.CONF][lg.CONFIG_KEY_SCRATCHPAD].call_counter()
+        call = lg.Call(func, input, retry_policy=None, cache_policy=None, callbacks=None)
+        path = (lg.PUSH, task.path, index, task.id, call)
+        child: Any = lg.prepare_single_task(
+            path, None, **{**common, "config": task.config, **ids, "for_execution": False}
+        )
+        return str(child.id)
 
-def _inline_calls(collect: Callable[[Any], None], updates: bool) -> Callable[..., Future[Any]]:
-    """Runs functional-API ``@task`` calls inside the calling node's activity (one durable step per entrypoint).
-
-    With the ``updates`` stream, each call reports its result under its name, as LangGraph streams a task's.
-    """
-
-    def call(func: Any, input: tuple[tuple[Any, ...], dict[str, Any]], **options: Any) -> Future[Any]:
-        args, kwargs = input
-        done: Future[Any] = Future()
-        try:
-            result = func(*args, **kwargs)
-        except Exception as exc:  # handed to the caller through the future, as LangGraph's runner does
-            done.set_exception(exc)
-            return done
-        if updates:
-            collect(("updates", {getattr(func, "__name__", type(func).__name__): result}))
-        done.set_result(result)
-        return done
-
-    return call
+    return task, call_task_id
 
 
 def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
@@ -150,18 +143,19 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     chunks: list[Any] = []
     # A subgraph node gets the checkpoints its subgraphs saved in earlier tasks, and returns what they saved.
     saver = ReplaySaver.restore(payload["subgraphs"]) if "subgraphs" in payload else None
-    task = prepare_task(graph, payload, chunks.append, saver)
+    task, call_task_id = prepare_task(graph, payload, chunks.append, saver)
     if (cached := _cached_writes(graph, task)) is not None:
         return {"writes": dump(cached, f"the cached writes of node '{task.name}'"), "cached": True}
     policies = task.retry_policy
     task = dataclasses.replace(task, retry_policy=())  # retries are durable, in the orchestrator
+    saved = {task_id: value for task_id, channel, value in load(payload["pending"]) if channel == lg.RETURN}
+    calls = InlineCalls(call_task_id, saved, chunks.append, "updates" in (payload.get("stream") or ()))
     result: dict[str, Any] = {}
     try:
-        calls = {lg.CONFIG_KEY_CALL: _inline_calls(chunks.append, "updates" in (payload.get("stream") or ()))}
         if lg.is_async_only(graph.nodes.get(task.name)):  # an ``async def`` node runs on a loop of its own
-            asyncio.run(lg.arun_with_retry(task, None, configurable=calls))
+            asyncio.run(lg.arun_with_retry(task, None, configurable={lg.CONFIG_KEY_CALL: calls}))
         else:
-            lg.run_with_retry(task, None, configurable=calls)
+            lg.run_with_retry(task, None, configurable={lg.CONFIG_KEY_CALL: calls})
     except GraphInterrupt as exc:
         result["interrupts"] = dump(list(exc.args[0]) if exc.args else [], "an interrupt's value")
     except Exception as exc:
@@ -175,6 +169,8 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
     result["writes"] = dump(writes if "error" not in result else [], f"the writes of node '{task.name}'")
     if saver is not None:
         result["subgraphs"] = saver.export()
+    if calls.made:
+        result["calls"] = dump(calls.made, f"the results of the tasks node '{task.name}' called")
     if chunks:
         result["chunks"] = dump(chunks, f"the stream chunks of node '{task.name}'")
     return result

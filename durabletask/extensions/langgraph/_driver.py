@@ -62,6 +62,7 @@ class TaskOutcome:
     chunks: list[Chunk] = field(default_factory=list)
     subgraph_checkpoints: dict[str, str] | None = None  # what the task's subgraphs saved (a saver export)
     cached: bool = False  # the writes came from the worker graph's cache; the node did not run
+    calls: list[tuple[str, Any]] = field(default_factory=list)  # functional-API calls run: (call task id, result)
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> TaskOutcome:
@@ -73,6 +74,7 @@ class TaskOutcome:
             chunks=[((), str(mode), value) for mode, value in load(payload["chunks"])] if payload.get("chunks") else [],
             subgraph_checkpoints=payload.get("subgraphs"),
             cached=bool(payload.get("cached")),
+            calls=[(str(c[0]), c[1]) for c in load(payload["calls"])] if payload.get("calls") else [],
         )
 
 
@@ -290,7 +292,8 @@ def _task_versions(loop: Any, names: list[str], versions: dict[str, Any]) -> dic
 def _describe_task(
     loop: Any, task: Any, shared: dict[str, Any], packets: list[Any], versions: dict[str, Any], failed: Any
 ) -> TaskCall:
-    pending = [w for w in loop.checkpoint_pending_writes if w[0] in (task.id, lg.NULL_TASK_ID)]
+    # its own writes, the run's (NULL_TASK_ID), and the results of functional-API calls made before a resume
+    pending = [w for w in loop.checkpoint_pending_writes if w[0] in (task.id, lg.NULL_TASK_ID) or w[1] == lg.RETURN]
     payload = {
         **shared,
         "node": task.name,
@@ -344,6 +347,8 @@ def settle(
         chunks.extend(outcome.chunks)
         if outcome.subgraph_checkpoints is not None:
             loop.checkpointer.merge(outcome.subgraph_checkpoints)
+        for call_id, value in outcome.calls:  # saved as LangGraph saves a call task's result
+            loop.put_writes(call_id, [(lg.RETURN, value)])
         task.writes.clear()
         task.writes.extend(outcome.writes)
         if outcome.cached:  # as LangGraph's loop applies a cache hit

@@ -33,11 +33,12 @@ from langgraph._internal._constants import (
     PULL,
     PUSH,
     RESUME,
+    RETURN,
     TASKS,
 )
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base.id import uuid6
-from langgraph.pregel._algo import checkpoint_null_version, prepare_node_error_handler_task, prepare_single_task
+from langgraph.pregel._algo import Call, checkpoint_null_version, prepare_node_error_handler_task, prepare_single_task
 from langgraph.pregel._checkpoint import channels_from_checkpoint, create_checkpoint
 from langgraph.pregel._loop import SyncPregelLoop
 from langgraph.pregel._messages import StreamMessagesHandler, ensure_message_ids
@@ -64,7 +65,9 @@ __all__ = [
     "PULL",
     "PUSH",
     "RESUME",
+    "RETURN",
     "TASKS",
+    "Call",
     "ChannelWrite",
     "IdSource",
     "PregelRunner",

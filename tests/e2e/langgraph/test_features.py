@@ -149,7 +149,7 @@ def test_replay_check_accepts_graph_histories_and_catches_a_changed_graph(hub: H
     assert [r.verdict for r in diverged.results] == [Verdict.DIVERGES]
 
 
-def test_a_functional_api_workflow_runs_as_one_step_per_entrypoint_call(serve: Serve) -> None:
+def test_a_functional_api_workflow_resumes_without_repeating_its_task_calls(serve: Serve) -> None:
     from langgraph.checkpoint.memory import InMemorySaver
 
     app, plain = serve(graphs.functional()), graphs.functional(InMemorySaver())
@@ -157,6 +157,7 @@ def test_a_functional_api_workflow_runs_as_one_step_per_entrypoint_call(serve: S
     first, ref_first = app.invoke("owls", cfg), plain.invoke("owls", ref_cfg)
     assert [i.value for i in first["__interrupt__"]] == [i.value for i in ref_first["__interrupt__"]]
     assert app.invoke(Command(resume="ok"), cfg) == plain.invoke(Command(resume="ok"), ref_cfg)
+    assert graphs.CALLS["draft"] == 2  # once durably, once plain: a resumed entrypoint reuses its calls' results
 
 
 def test_a_worker_with_a_changed_graph_applies_its_code_mismatch_policy(hub: Hub) -> None:
