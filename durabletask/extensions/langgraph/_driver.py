@@ -126,27 +126,7 @@ def drive_run(
     # "updates" too: functional-API @task calls run inside their entrypoint's task and report their own
     wanted_from_tasks = sorted(set(spec.stream_modes) & (ACTIVITY_MODES | {"updates"}))
     try:
-        with lg.SyncPregelLoop(
-            spec.input,
-            stream=stream,
-            config=config,  # type: ignore[arg-type]
-            store=None,
-            cache=None,
-            checkpointer=saver,
-            nodes=graph.nodes,
-            specs=graph.channels,
-            output_keys=output_keys,
-            input_keys=graph.input_channels,
-            stream_keys=graph.stream_channels_asis,
-            interrupt_before=before,
-            interrupt_after=after,
-            manager=None,
-            durability="sync",
-            trigger_to_nodes=graph.trigger_to_nodes,
-            migrate_checkpoint=graph._migrate_checkpoint,
-            retry_policy=graph.retry_policy,
-            cache_policy=graph.cache_policy,
-        ) as loop:
+        with _open_loop(graph, saver, spec.input, config, stream, output_keys, before, after) as loop:
             runner = lg.PregelRunner(
                 submit=weakref.WeakMethod(loop.submit),
                 put_writes=weakref.WeakMethod(loop.put_writes),
@@ -168,9 +148,36 @@ def drive_run(
                     put.result()
         if loop.status == "out_of_steps":
             raise GraphRecursionError(recursion_message(config["recursion_limit"]))
-    except Exception as exc:  # the run's end: reported to the client, the thread stays usable
+    except Exception as exc:  # a failed run: the orchestrator fails its execution with this error
         return RunResult(chunks, exc)
     return RunResult(chunks)
+
+
+def _open_loop(
+    graph: Any, saver: Any, input: Any, config: Any, stream: Any, output_keys: Any, before: Any, after: Any
+) -> Any:
+    """LangGraph's loop for one run, as ``Pregel.stream`` makes it (no store or cache: those are the workers')."""
+    return lg.SyncPregelLoop(
+        input,
+        stream=stream,
+        config=config,
+        store=None,
+        cache=None,
+        checkpointer=saver,
+        nodes=graph.nodes,
+        specs=graph.channels,
+        output_keys=output_keys,
+        input_keys=graph.input_channels,
+        stream_keys=graph.stream_channels_asis,
+        interrupt_before=before,
+        interrupt_after=after,
+        manager=None,
+        durability="sync",
+        trigger_to_nodes=graph.trigger_to_nodes,
+        migrate_checkpoint=graph._migrate_checkpoint,
+        retry_policy=graph.retry_policy,
+        cache_policy=graph.cache_policy,
+    )
 
 
 def recursion_message(limit: int) -> str:
