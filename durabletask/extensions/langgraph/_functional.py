@@ -8,6 +8,7 @@ orchestrator as the same writes, under the same task ids, and come back with the
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -37,6 +38,11 @@ class InlineCalls:
         self.made: list[tuple[str, Any]] = []  # (call task id, result) of the calls this attempt ran
 
     def __call__(self, func: Any, input: tuple[tuple[Any, ...], dict[str, Any]], **options: Any) -> Future[Any]:
+        if inspect.iscoroutinefunction(func):
+            raise TypeError(
+                f"@task '{getattr(func, '__name__', func)}' is async: durable functional-API workflows support "
+                "sync @task functions only (they run inside the entrypoint's activity)"
+            )
         done: Future[Any] = Future()
         call_id = self.task_id_of(func, input)
         if call_id in self.saved:

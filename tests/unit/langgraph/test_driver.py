@@ -266,3 +266,19 @@ def test_the_state_of_one_checkpoint_travels_without_the_history() -> None:
     at_older = ReplaySaver.restore(saver.export_checkpoint("t", older["configurable"]["checkpoint_id"]))
     assert graph.copy(update={"checkpointer": at_older}).get_state(older) == full.get_state(older)
     assert len(saver.export_checkpoint("t", None)["b"]) < len(saver.export()["b"])
+
+
+def test_an_async_functional_task_is_refused_with_a_clear_error() -> None:
+    from langgraph.func import entrypoint, task
+
+    @task
+    async def fetch(x: int) -> int:
+        return x
+
+    @entrypoint()
+    async def workflow(x: int) -> int:
+        return await fetch(x)
+
+    result = run(workflow, ReplaySaver(), _internals.IdSource("f"), 1)
+    assert isinstance(result.error, TypeError)
+    assert "@task 'fetch' is async" in str(result.error)
