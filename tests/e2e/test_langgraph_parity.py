@@ -40,19 +40,6 @@ BY_NAME = {c.name: c for c in CASES}
 _references: dict[str, Trace] = {}
 
 
-# Where the durable run still differs from plain LangGraph (each reason says how); strict, so a fix shows.
-GAPS = {
-    "functional_api_interrupt": "on resume the entrypoint's @task calls run again; LangGraph reuses their results",
-}
-
-
-def cases() -> list[Any]:
-    return [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=GAPS[c.name])) if c.name in GAPS else c
-        for c in CASES
-    ]
-
-
 def reference(case: Case) -> Trace:
     """Plain LangGraph's trace of ``case``, computed once per session."""
     if case.name not in _references:
@@ -93,12 +80,12 @@ def test_the_corpus_covers_at_least_twenty_graphs_and_each_turn_kind() -> None:
         assert reference(case).counts, f"{case.name}: no node ran under plain LangGraph"
 
 
-@pytest.mark.parametrize("case", cases(), ids=str)
+@pytest.mark.parametrize("case", CASES, ids=str)
 def test_durable_graph_matches_plain_langgraph(hub: Hub, case: Case) -> None:
     assert_same(case, run(case, durable_app(hub, case)), reference(case))
 
 
-@pytest.mark.parametrize("case", cases(), ids=str)
+@pytest.mark.parametrize("case", CASES, ids=str)
 def test_durable_graph_matches_plain_langgraph_replaying_every_turn(hub: Hub, case: Case) -> None:
     assert_same(case, run(case, durable_app(hub, case, extended_sessions=FULL_REPLAY)), reference(case))
 
