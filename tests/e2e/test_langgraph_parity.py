@@ -33,6 +33,7 @@ from durabletask.extensions.langgraph import (
 from durabletask.payload import FilePayloadStore
 from tests.e2e.conftest import Hub
 from tests.support.langgraph_corpus import CASES, build_large_state
+from tests.support.langgraph_corpus_interactive import build_async_nodes
 from tests.support.langgraph_trace import TALLY, Case, Trace, canon, mode_key, norm, run, snapshot, thread_config
 
 FULL_REPLAY = ExtendedSessionOptions(max_cached_orchestrations=0)
@@ -273,6 +274,25 @@ async def test_ainvoke_and_astream_match_plain_langgraph(hub: Hub) -> None:
         for turn in case.turns:
             streamed.append([norm(c) async for c in app.astream(turn, config, stream_mode="updates")])
         assert streamed == reference(case).streams["updates"]
+
+
+async def test_async_def_nodes_give_what_plain_langgraph_gives_under_ainvoke(hub: Hub) -> None:
+    inp = {"text": "two words", "steps": []}
+    plain = build_async_nodes(InMemorySaver())
+    config = {"configurable": {"thread_id": "async-plain"}}
+    TALLY.reset()
+    want = [norm(await plain.ainvoke(inp, config)), [norm(c) async for c in plain.astream(inp, config)]]
+    want_counts = TALLY.snapshot()
+    w = hub.worker()
+    register_graph(w, "async_nodes", build_async_nodes(None))
+    w.start()
+    async with hub.async_client() as c:
+        app = DurableGraph(c, "async_nodes", build_async_nodes(None))
+        config = {"configurable": {"thread_id": "async-durable"}}
+        TALLY.reset()
+        got = [norm(await app.ainvoke(inp, config)), [norm(c) async for c in app.astream(inp, config)]]
+    assert got == want
+    assert TALLY.snapshot() == want_counts == {"async.fetch": 2, "async.summarise": 2}
 
 
 def test_the_node_that_raises_fails_the_orchestration_with_its_type_and_message(hub: Hub) -> None:

@@ -5,6 +5,7 @@ Each ``build_*`` takes the checkpointer (``None`` for the durable side) and coun
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import warnings
 from typing import Annotated, Any
@@ -336,6 +337,29 @@ def build_functional_interrupt(checkpointer: Any = None) -> Any:
         return {"sum": total, "verdict": verdict}
 
     return doubled_then_approved
+
+
+# async def nodes (plain LangGraph runs them only under ainvoke / astream) -------------------------------
+async def _fetch(s: Doc) -> dict[str, Any]:
+    TALLY.hit("async.fetch")
+    await asyncio.sleep(0)
+    return {"text": s["text"] + " fetched", "steps": ["fetch"]}
+
+
+async def _summarise(s: Doc) -> dict[str, Any]:
+    TALLY.hit("async.summarise")
+    await asyncio.sleep(0)
+    return {"steps": [f"summary of {len(s['text'].split())} words"]}
+
+
+def build_async_nodes(checkpointer: Any = None) -> Any:
+    b = StateGraph(Doc)
+    b.add_node("fetch", _fetch)
+    b.add_node("summarise", _summarise)
+    b.add_edge(START, "fetch")
+    b.add_edge("fetch", "summarise")
+    b.add_edge("summarise", END)
+    return b.compile(checkpointer=checkpointer)
 
 
 # Streaming from inside nodes -----------------------------------------------------------------------
