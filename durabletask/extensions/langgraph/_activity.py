@@ -17,6 +17,7 @@ from typing import Any
 
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
+from langgraph.pregel.protocol import StreamProtocol
 from langgraph.runtime import Runtime
 
 from durabletask._replay.failures import qualified_name
@@ -50,7 +51,7 @@ def _task_config(
     runtime = Runtime(
         context=settings.get("context"),
         store=store,
-        stream_writer=(lambda chunk: collect(("custom", chunk))) if "custom" in modes else (lambda chunk: None),
+        stream_writer=(lambda chunk: collect(((), "custom", chunk))) if "custom" in modes else (lambda chunk: None),
     )
     configurable = {
         **settings["configurable"],
@@ -66,8 +67,11 @@ def _task_config(
     config: dict[str, Any] = {"configurable": configurable}
     if settings.get("recursion_limit") is not None:
         config["recursion_limit"] = settings["recursion_limit"]
+    if subgraph_modes := payload.get("subgraph_modes"):
+        # subgraphs run in this task: their chunks (with their namespaces) go out with the task's
+        configurable[lg.CONFIG_KEY_STREAM] = StreamProtocol(collect, set(subgraph_modes))
     if "messages" in modes:
-        handler = lg.StreamMessagesHandler(lambda chunk: collect((chunk[1], chunk[2])), False)
+        handler = lg.StreamMessagesHandler(collect, bool(payload.get("subgraph_modes")))
         config["callbacks"] = [handler]
         # what Pregel.stream adds to its callbacks' metadata, so the chunks' metadata is LangGraph's
         config["metadata"] = {"ls_integration": "langgraph"}

@@ -23,10 +23,18 @@ from durabletask.extensions.langgraph._serde import load
 Plan = Generator[rq.Op, Any, Any]
 
 
-def _format(chunks: list[tuple[str, Any]], stream_mode: str | Sequence[str]) -> list[Any]:
-    if isinstance(stream_mode, str):
-        return [payload for mode, payload in chunks if mode == stream_mode]
-    return [(mode, payload) for mode, payload in chunks if mode in stream_mode]
+def _format(chunks: list[Any], stream_mode: str | Sequence[str], subgraphs: bool) -> list[Any]:
+    """Chunks ``(namespace, mode, payload)`` as ``Pregel.stream`` yields them for these arguments."""
+    single = isinstance(stream_mode, str)
+    out = []
+    for ns, mode, payload in chunks:
+        if (mode != stream_mode if single else mode not in stream_mode) or (ns and not subgraphs):
+            continue
+        if subgraphs:
+            out.append((tuple(ns), payload) if single else (tuple(ns), mode, payload))
+        else:
+            out.append(payload if single else (mode, payload))
+    return out
 
 
 def _reuse(op: rq.Op) -> list[OrchestrationStatus] | None:
@@ -222,13 +230,17 @@ class DurableGraph:
         stream_mode: str | Sequence[str] | None = None,
         interrupt_before: Any = None,
         interrupt_after: Any = None,
+        subgraphs: bool = False,
     ) -> Iterator[Any]:
-        """The run's chunks, as ``graph.stream`` yields them, each superstep's as soon as it has finished."""
+        """The run's chunks, as ``graph.stream`` yields them, each superstep's as soon as it has finished.
+
+        With ``subgraphs=True``, the chunks of subgraphs too, each with its namespace, as in LangGraph.
+        """
         mode = stream_mode if stream_mode is not None else self.graph.stream_mode
         modes = [mode] if isinstance(mode, str) else list(mode)
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        for chunk in self._iterate(self._run_plan(input, config, modes, False, **options)):
-            yield from _format([chunk], mode)
+        for chunk in self._iterate(self._run_plan(input, config, modes, False, subgraphs=subgraphs, **options)):
+            yield from _format([chunk], mode, subgraphs)
 
     def get_state(self, config: Any, *, subgraphs: bool = False) -> Any:
         """LangGraph's ``StateSnapshot`` of the thread (at ``checkpoint_id`` if the config names one).
@@ -275,13 +287,14 @@ class DurableGraph:
         stream_mode: str | Sequence[str] | None = None,
         interrupt_before: Any = None,
         interrupt_after: Any = None,
+        subgraphs: bool = False,
     ) -> AsyncIterator[Any]:
         """:meth:`stream` with an ``AsyncTaskHubGrpcClient``."""
         mode = stream_mode if stream_mode is not None else self.graph.stream_mode
         modes = [mode] if isinstance(mode, str) else list(mode)
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        async for chunk in self._aiterate(self._run_plan(input, config, modes, False, **options)):
-            for item in _format([chunk], mode):
+        async for chunk in self._aiterate(self._run_plan(input, config, modes, False, subgraphs=subgraphs, **options)):
+            for item in _format([chunk], mode, subgraphs):
                 yield item
 
     async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:

@@ -40,6 +40,7 @@ class RunSpec:
     interrupt_after: Any = None
     recursion_limit: int | None = None
     context: Any = None
+    subgraphs: bool = False  # stream the chunks of subgraphs too (with their namespaces)
 
 
 @dataclass
@@ -71,7 +72,9 @@ class TaskOutcome:
             writes=[tuple(w) for w in load(payload["writes"])],
             interrupts=load(payload["interrupts"]) if payload.get("interrupts") else None,
             error={**error, "args": load(error["args"]) if error.get("args") else None} if error else None,
-            chunks=[((), str(mode), value) for mode, value in load(payload["chunks"])] if payload.get("chunks") else [],
+            chunks=[(tuple(ns), str(mode), value) for ns, mode, value in load(payload["chunks"])]
+            if payload.get("chunks")
+            else [],
             subgraph_checkpoints=payload.get("subgraphs"),
             cached=bool(payload.get("cached")),
             calls=[(str(c[0]), c[1]) for c in load(payload["calls"])] if payload.get("calls") else [],
@@ -234,6 +237,7 @@ def describe_tasks(
             "the run's config",
         ),
         "stream": stream_modes,
+        "subgraph_modes": sorted(set(spec.stream_modes) & LOOP_MODES) if spec.subgraphs else [],
     }
     states = _States(live)
     return [

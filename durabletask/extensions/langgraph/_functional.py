@@ -56,6 +56,6 @@ class InlineCalls:
             return done
         self.made.append((call_id, result))
         if self.updates:
-            self.collect(("updates", {getattr(func, "__name__", type(func).__name__): result}))
+            self.collect(((), "updates", {getattr(func, "__name__", type(func).__name__): result}))
         done.set_result(result)
         return done

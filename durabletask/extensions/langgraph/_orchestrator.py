@@ -122,7 +122,7 @@ class ThreadRuntime:
         self.status = {"fp": self.fingerprint, "done": self.done, "interrupts": waiting}
         self.ctx.set_custom_status(self.status)
 
-    def publish_progress(self, request_id: str, chunks: list[tuple[str, Any]]) -> None:
+    def publish_progress(self, request_id: str, chunks: list[Chunk]) -> None:
         """The chunks a streaming run has emitted so far, for its client to yield before the run ends."""
         self.live = {"id": request_id, "chunks": dump(chunks, "a stream chunk")}
         self.ctx.set_custom_status({**self.status, "live": self.live})
@@ -193,8 +193,8 @@ class ThreadRuntime:
         return {"chunks": dump(self._wanted(outcome.chunks, spec), "the run's stream")}
 
     @staticmethod
-    def _wanted(chunks: list[Chunk], spec: RunSpec) -> list[tuple[str, Any]]:
-        return [(mode, payload) for _, mode, payload in chunks if mode in spec.stream_modes]
+    def _wanted(chunks: list[Chunk], spec: RunSpec) -> list[Chunk]:
+        return [(ns, mode, payload) for ns, mode, payload in chunks if mode in spec.stream_modes]
 
     def _export_state(self, body: dict[str, Any]) -> dict[str, str]:
         """The checkpoints a state read needs: the whole history, or one checkpoint for ``get_state``.

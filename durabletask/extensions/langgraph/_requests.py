@@ -67,6 +67,7 @@ def run_body(
     context: Any,
     interrupt_before: Any,
     interrupt_after: Any,
+    subgraphs: bool = False,
 ) -> dict[str, Any]:
     configurable = (config or {}).get("configurable") or {}
     spec = {
@@ -78,6 +79,7 @@ def run_body(
         "interrupt_after": interrupt_after,
         "recursion_limit": (config or {}).get("recursion_limit"),
         "context": context,
+        "subgraphs": subgraphs,
     }
     return {"spec": spec, "invoke": invoke}
 

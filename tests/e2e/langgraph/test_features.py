@@ -238,3 +238,17 @@ def test_a_cache_policy_uses_the_cache_of_the_workers_graph(hub: Hub) -> None:
             plain.stream(inp, thread(), stream_mode="updates")
         )
     assert graphs.CALLS[f"expensive-{id(worker_graph)}"] == graphs.CALLS[f"expensive-{id(plain_graph)}"] == 1
+
+
+@pytest.mark.parametrize("mode", ["updates", ["updates", "values"]])
+def test_stream_with_subgraphs_yields_the_subgraphs_chunks_with_their_namespaces(serve: Serve, mode: Any) -> None:
+    app, plain = serve(graphs.with_subgraph()), reference(graphs.with_subgraph())
+    inp = {"x": 1, "items": []}
+
+    def shape(chunk: Any) -> Any:  # a namespace names the task ("sub:<task id>"): ids differ between runs
+        return (tuple(part.split(":")[0] for part in chunk[0]), *chunk[1:])
+
+    durable = [shape(c) for c in app.stream(inp, thread(), stream_mode=mode, subgraphs=True)]
+    expected = [shape(c) for c in plain.stream(inp, thread(), stream_mode=mode, subgraphs=True)]
+    assert sorted(map(repr, durable)) == sorted(map(repr, expected))
+    assert any(ns == ("sub",) for ns, *_ in durable)
