@@ -21,7 +21,15 @@ def _fresh_counters() -> None:
     graphs.KEYS.clear()
 
 
-@pytest.fixture(params=["sessions", "full-replay"])
+@pytest.fixture(
+    params=[
+        "sessions",
+        pytest.param(
+            "full-replay",
+            marks=pytest.mark.emulator_internals("turns extended sessions off through our worker's own option"),
+        ),
+    ]
+)
 def replay_mode(request: pytest.FixtureRequest) -> str:
     """Every graph runs once with extended sessions and once with them off (a full replay every turn)."""
     return str(request.param)

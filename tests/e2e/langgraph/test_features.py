@@ -99,6 +99,7 @@ def test_a_subgraph_interrupt_resumes_inside_the_subgraph(serve: Serve) -> None:
     assert graphs.CALLS["prepare"] == 2  # once durably, once in plain LangGraph: not again on resume
 
 
+@pytest.mark.local_only("the client with a payload store is made for the emulator's address")
 def test_states_over_the_payload_limit_go_through_the_payload_store(hub: Hub, tmp_path: Any) -> None:
     from durabletask.client import TaskHubGrpcClient
     from durabletask.payload import FilePayloadStore, FilePayloadStoreOptions
