@@ -55,7 +55,11 @@ class Entities:
         visible = max(events.to_micros(now), events.to_micros(at) if at else 0)
         with self.backend.transaction() as tx:
             entity_ops.queue_operation(tx, hub, entity_id, events.event(now, entityOperationSignaled=signaled), visible)
-        self.changes.work_changed(hub)
+        if visible > events.to_micros(now):
+            self.changes.work_changed(hub)  # a scheduled signal: timed work
+        else:
+            # Entity work only; its name is left unsaid, as streams' entity filters match names their own way.
+            self.changes.work_changed(hub, ("entity",))
 
     def get(self, hub: str, entity_id: str) -> EntityView | None:
         with self.backend.transaction() as tx:

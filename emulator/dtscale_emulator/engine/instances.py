@@ -145,12 +145,20 @@ class Engine:
 
     def raise_event(self, hub: str, instance_id: str, name: str, data: str | None) -> None:
         now = self.clock.now()
+        runnable: str | None = None  # the instance's name, when the event makes it runnable now
         with self.backend.transaction() as tx:
             record = self._require(tx, hub, instance_id)
-            if not delivery.is_terminal(record):
-                raised = events.event_raised(now, name, data)
-                tx.add_message(hub, instance_id, raised.SerializeToString(), delivery.message_time(record, now))
-        self.changes.work_changed(hub)
+            if delivery.is_terminal(record):
+                return  # a finished instance drops the event: no work was made
+            raised = events.event_raised(now, name, data)
+            visible = delivery.message_time(record, now)
+            tx.add_message(hub, instance_id, raised.SerializeToString(), visible)
+            if visible <= events.to_micros(now):
+                runnable = record.name
+        if runnable is None:
+            self.changes.work_changed(hub)  # seen only once a scheduled start comes: timed work
+        else:
+            self.changes.work_changed(hub, ("orchestration",), {"orchestration": frozenset((runnable,))})
 
     def terminate(self, hub: str, instance_id: str, reason: str | None, recursive: bool) -> None:
         with self.backend.transaction() as tx:

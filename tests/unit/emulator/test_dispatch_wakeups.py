@@ -121,6 +121,24 @@ def test_a_start_wakes_only_the_stream_whose_filters_take_it(rig: Rig) -> None:
     assert all(s.items.empty() for s in rig.streams if s is not mine)
 
 
+@pytest.mark.adversarial  # many idle streams: finding 6 of issue #37
+def test_a_raised_event_and_an_entity_signal_wake_no_stream_filtered_to_other_names(rig: Rig) -> None:
+    for _ in range(40):
+        rig.stream(names=["Other"])  # orchestrations named Other, and nothing else
+    rig.caught_up()
+    rig.start("waiting", "Mine")  # no stream takes Mine: it stays queued
+    rig.caught_up()
+    before = rig.dispatcher.wakeups.count
+
+    rig.engine.raise_event(HUB, "waiting", "approval", '"yes"')
+    rig.dispatcher.entities.signal(HUB, "@counter@k", "add", "1", "r1", None)
+
+    rig.caught_up()
+    assert rig.dispatcher.wakeups.count - before == 0
+    mine = rig.stream(names=["Mine"])
+    assert mine.next().orchestratorRequest.instanceId == "waiting"  # the event and its instance are still there
+
+
 def test_work_of_no_known_name_wakes_every_stream_of_its_hub_and_kind(rig: Rig) -> None:
     specialists = [rig.stream(names=["Other"]) for _ in range(3)]
     everyone = rig.stream()

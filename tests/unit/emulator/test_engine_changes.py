@@ -75,9 +75,19 @@ def test_engine_reports_each_change_to_its_subscriber(store: SqliteBackend) -> N
     assert recorder.take() == [("work", "h", ("orchestration",), {"orchestration": frozenset({"Orch"})})]
 
     engine.raise_event("h", "i1", "Go", None)
-    assert recorder.take() == [("work", "h", None, None)]
+    assert recorder.take() == [("work", "h", ("orchestration",), {"orchestration": frozenset({"Orch"})})]
     engine.terminate("h", "i1", "stop", recursive=False)
     assert recorder.take() == [("work", "h", None, None), ("instance", "h", None, None)]
+
+
+def test_a_raised_event_for_an_instance_not_started_yet_is_timed_work(store: SqliteBackend) -> None:
+    clock = ManualClock()
+    recorder = Recorder()
+    engine = Engine(store, clock, recorder)
+    engine.create("h", StartOptions("later", "Orch", scheduled_start=clock.now() + timedelta(hours=1)))
+    recorder.take()
+    engine.raise_event("h", "later", "Go", None)
+    assert recorder.take() == [("work", "h", None, None)]  # seen only at the scheduled start
 
 
 def test_a_feed_passes_changes_to_every_subscriber(store: SqliteBackend) -> None:
@@ -88,7 +98,9 @@ def test_a_feed_passes_changes_to_every_subscriber(store: SqliteBackend) -> None
     feed.subscribe(first)
     feed.subscribe(second)
     entities.signal("h", "@counter@a", "add", "1", "r1", None)
-    assert first.take() == second.take() == [("work", "h", None, None)]
+    assert first.take() == second.take() == [("work", "h", ("entity",), None)]
+    entities.signal("h", "@counter@a", "add", "1", "r2", engine.clock.now() + timedelta(minutes=5))
+    assert first.take() == second.take() == [("work", "h", None, None)]  # a scheduled signal is timed work
 
 
 def test_an_engine_without_a_subscriber_still_works(store: SqliteBackend) -> None:
