@@ -244,6 +244,24 @@ def test_get_state_history_with_limit_before_and_filter_gives_what_plain_langgra
     assert [len(part) for part in seen[0]] == [3, len(everything) - 3, 2]
 
 
+@pytest.mark.parametrize("name", ["subgraph", "subgraph_interrupt"])
+def test_stream_with_subgraphs_gives_what_plain_langgraph_gives(hub: Hub, name: str) -> None:
+    case = BY_NAME[name]
+    plain = case.build(InMemorySaver())
+    app = durable_app(hub, case)
+    seen = []
+    for side in (plain, app):
+        config = thread_config(case)
+        turns = []
+        for turn in case.turns:
+            chunks = side.stream(turn, config, stream_mode="updates", subgraphs=True)
+            # A namespace names each subgraph's task by node and task ID; the IDs differ between the sides.
+            turns.append([[[part.split(":")[0] for part in ns], norm(chunk)] for ns, chunk in chunks])
+        seen.append(turns)
+    assert seen[0] == seen[1]
+    assert any(ns for turn in seen[0] for ns, _ in turn), "no chunk came from inside the subgraph"
+
+
 def test_update_state_as_a_node_gives_what_plain_langgraph_gives(hub: Hub) -> None:
     case = BY_NAME["interrupt_before"]
     plain = case.build(InMemorySaver())
