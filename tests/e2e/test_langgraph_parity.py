@@ -37,6 +37,7 @@ from tests.support.langgraph_corpus_interactive import build_async_nodes
 from tests.support.langgraph_trace import TALLY, Case, Trace, canon, mode_key, norm, run, snapshot, thread_config
 
 FULL_REPLAY = ExtendedSessionOptions(max_cached_orchestrations=0)
+FULL_REPLAY_WHY = "turns extended sessions off through our worker's own option"
 BY_NAME = {c.name: c for c in CASES}
 _references: dict[str, Trace] = {}
 
@@ -86,11 +87,13 @@ def test_durable_graph_matches_plain_langgraph(hub: Hub, case: Case) -> None:
     assert_same(case, run(case, durable_app(hub, case)), reference(case))
 
 
+@pytest.mark.emulator_internals(FULL_REPLAY_WHY)
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_durable_graph_matches_plain_langgraph_replaying_every_turn(hub: Hub, case: Case) -> None:
     assert_same(case, run(case, durable_app(hub, case, extended_sessions=FULL_REPLAY)), reference(case))
 
 
+@pytest.mark.emulator_internals(FULL_REPLAY_WHY)
 def test_interrupt_ids_are_the_same_before_and_after_a_full_replay(hub: Hub) -> None:
     case = BY_NAME["parallel_interrupts_by_id"]
     app = durable_app(hub, case, extended_sessions=FULL_REPLAY)
