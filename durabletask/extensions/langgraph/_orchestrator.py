@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from langgraph.channels.delta import DeltaChannel
-from langgraph.types import Command, RetryPolicy
+from langgraph.types import RetryPolicy
 
 from durabletask import task as dt
 from durabletask._replay.failures import qualified_name
@@ -27,6 +27,7 @@ from durabletask.extensions.langgraph._driver import (
 )
 from durabletask.extensions.langgraph._errors import GraphMismatchError, ResumeRejectedError
 from durabletask.extensions.langgraph._naming import RUN_EVENT, activity_name, code_identity, orchestrator_name
+from durabletask.extensions.langgraph._resume import refuse_unwaited_resume
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
 
@@ -60,19 +61,7 @@ def pending_interrupts(graph: Any, saver: ReplaySaver, thread_id: str) -> list[s
 
 def check_resume(graph: Any, saver: ReplaySaver, thread_id: str, value: Any, checkpoint_id: str | None) -> None:
     """Refuse a resume that nothing waits for, or one naming interrupts that are not pending."""
-    if not isinstance(value, Command) or value.resume is None or checkpoint_id:
-        return
-    waiting = pending_interrupts(graph, saver, thread_id)
-    if not waiting:
-        raise ResumeRejectedError(f"thread '{thread_id}' has no pending interrupt to resume")
-    resume = value.resume
-    if isinstance(resume, dict) and resume and all(lg.is_xxh3_128_hexdigest(k) for k in resume):
-        unknown = sorted(set(resume) - set(waiting))
-        if unknown:
-            raise ResumeRejectedError(
-                f"thread '{thread_id}' has no pending interrupt with ID {', '.join(unknown)}; "
-                f"pending: {', '.join(waiting)}"
-            )
+    refuse_unwaited_resume(value, checkpoint_id, thread_id, lambda: pending_interrupts(graph, saver, thread_id))
 
 
 class ThreadRuntime:

@@ -12,10 +12,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.types import Command
-
 from durabletask._instance_models import OrchestrationState, OrchestrationStatus
-from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._errors import (
     GraphMismatchError,
     GraphNotRegisteredError,
@@ -24,6 +21,7 @@ from durabletask.extensions.langgraph._errors import (
     ResumeRejectedError,
 )
 from durabletask.extensions.langgraph._naming import RUN_EVENT, orchestrator_name
+from durabletask.extensions.langgraph._resume import refuse_unwaited_resume
 from durabletask.extensions.langgraph._serde import dump, load
 
 # Configurable keys a run reads from the config itself (the rest pass to the nodes).
@@ -86,19 +84,7 @@ def run_body(
 
 def check_resume_locally(input: Any, checkpoint_id: Any, status: dict[str, Any] | None, thread_id: str) -> None:
     """Refuse before sending a resume the thread's last published state cannot take."""
-    if not isinstance(input, Command) or input.resume is None or checkpoint_id:
-        return
-    waiting = list((status or {}).get("interrupts") or [])
-    if not waiting:
-        raise ResumeRejectedError(f"thread '{thread_id}' has no pending interrupt to resume")
-    resume = input.resume
-    if isinstance(resume, dict) and resume and all(lg.is_xxh3_128_hexdigest(k) for k in resume):
-        unknown = sorted(set(resume) - set(waiting))
-        if unknown:
-            raise ResumeRejectedError(
-                f"thread '{thread_id}' has no pending interrupt with ID {', '.join(unknown)}; "
-                f"pending: {', '.join(waiting)}"
-            )
+    refuse_unwaited_resume(input, checkpoint_id, thread_id, lambda: (status or {}).get("interrupts") or [])
 
 
 def _status(state: OrchestrationState | None) -> dict[str, Any] | None:
