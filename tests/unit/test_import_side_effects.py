@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import grpc_connect_trace
+from tests.support.grpc_connect_trace import CONNECT, THREAD_POLLED, TRACE
+
 ROOT = Path(__file__).resolve().parents[2]
+listener = grpc_connect_trace.listener  # the fixture, for the tests below
 
 PROBE = r"""
 import asyncio, atexit, faulthandler, gc, json, logging, os, signal, socket, sys, threading, warnings
@@ -181,29 +183,6 @@ def test_importing_the_sdk_before_grpc_changes_nothing_grpc_reads() -> None:
     _unchanged(before, after, skip=skip, theirs=grpc_alone["loggers"])
     assert after["grpc imported"] is True
     assert {key: after[key] for key in skip} == {key: grpc_alone[key] for key in skip}
-
-
-@pytest.fixture
-def listener() -> Iterator[int]:
-    """A plain TCP listener: enough for a channel to connect, which is all grpc's connection trace needs."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        yield server.getsockname()[1]
-
-
-CONNECT = """
-import grpc
-channel = grpc.insecure_channel("127.0.0.1:{port}")
-try:
-    grpc.channel_ready_future(channel).result(timeout=1)
-except grpc.FutureTimeoutError:
-    pass
-channel.close()
-"""
-#: grpc's thread-polled client connects in this file; its event-engine client (grpcio 1.85's default) does not.
-THREAD_POLLED = "tcp_client_posix.cc"
-TRACE = {"GRPC_TRACE": "tcp", "GRPC_VERBOSITY": "debug"}
 
 
 def _polls_with_threads(first: str, port: int) -> bool:

@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
-import pytest
 
 from durabletask import _grpc_polling
 from durabletask._grpc_polling import ThreadPolling
+from tests.support import grpc_connect_trace
+from tests.support.grpc_connect_trace import CONNECT, THREAD_POLLED, TRACE
 
 ROOT = Path(__file__).resolve().parents[3]
+listener = grpc_connect_trace.listener  # the fixture, for the tests below
 INSTALLED = _grpc_polling.grpcio_version(str(Path(grpc.__file__).parent))
 VERIFIED = _grpc_polling.verified(str(INSTALLED))
 
@@ -132,36 +132,14 @@ def test_what_a_call_would_do_in_a_new_program_is_told_without_doing_it() -> Non
     assert _run("import grpc\n" + code).stdout.split()[0] == expected.name
 
 
-@pytest.fixture
-def listener() -> Iterator[int]:
-    """A plain TCP listener: enough for a channel to connect, which is all the trace below needs."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        yield server.getsockname()[1]
-
-
-CONNECT = """
-import grpc
-channel = grpc.insecure_channel("127.0.0.1:{port}")
-try:
-    grpc.channel_ready_future(channel).result(timeout=1)
-except grpc.FutureTimeoutError:
-    pass
-channel.close()
-"""
-
-
 def test_the_connection_is_made_by_grpc_s_thread_polled_client_only_when_enabled(listener: int) -> None:
-    trace = {"GRPC_TRACE": "tcp", "GRPC_VERBOSITY": "debug"}
-    enabled = _run(ENABLE + "\nimport durabletask.client\n" + CONNECT.format(port=listener), env=trace).stderr
-    default = _run("import durabletask.client\n" + CONNECT.format(port=listener), env=trace).stderr
-    # grpc's thread-polled client connects in tcp_client_posix; its event engine's client does not use it.
-    assert "tcp_client_posix.cc" not in default, default[-2000:]
+    enabled = _run(ENABLE + "\nimport durabletask.client\n" + CONNECT.format(port=listener), env=TRACE).stderr
+    default = _run("import durabletask.client\n" + CONNECT.format(port=listener), env=TRACE).stderr
+    assert THREAD_POLLED not in default, default[-2000:]
     if VERIFIED:
-        assert "tcp_client_posix.cc" in enabled, enabled[-2000:]
+        assert THREAD_POLLED in enabled, enabled[-2000:]
     else:  # nothing was changed
-        assert "tcp_client_posix.cc" not in enabled, enabled[-2000:]
+        assert THREAD_POLLED not in enabled, enabled[-2000:]
 
 
 def test_versions(tmp_path: Path) -> None:
