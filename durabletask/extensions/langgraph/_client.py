@@ -199,6 +199,11 @@ class DurableGraph:
             pass
         return result[0]
 
+    def _modes(self, stream_mode: str | Sequence[str] | None) -> tuple[Any, list[str]]:
+        """The stream mode as asked (the graph's own when none is), and the list of modes it names."""
+        mode = stream_mode if stream_mode is not None else self.graph.stream_mode
+        return mode, [mode] if isinstance(mode, str) else list(mode)
+
     # ----------------------------------------------------------------------------- public: sync
 
     def invoke(
@@ -236,8 +241,7 @@ class DurableGraph:
 
         With ``subgraphs=True``, the chunks of subgraphs too, each with its namespace, as in LangGraph.
         """
-        mode = stream_mode if stream_mode is not None else self.graph.stream_mode
-        modes = [mode] if isinstance(mode, str) else list(mode)
+        mode, modes = self._modes(stream_mode)
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         for chunk in self._iterate(self._run_plan(input, config, modes, False, subgraphs=subgraphs, **options)):
             yield from _format([chunk], mode, subgraphs)
@@ -290,8 +294,7 @@ class DurableGraph:
         subgraphs: bool = False,
     ) -> AsyncIterator[Any]:
         """:meth:`stream` with an ``AsyncTaskHubGrpcClient``."""
-        mode = stream_mode if stream_mode is not None else self.graph.stream_mode
-        modes = [mode] if isinstance(mode, str) else list(mode)
+        mode, modes = self._modes(stream_mode)
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         async for chunk in self._aiterate(self._run_plan(input, config, modes, False, subgraphs=subgraphs, **options)):
             for item in _format([chunk], mode, subgraphs):
