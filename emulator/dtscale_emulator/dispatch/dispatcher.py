@@ -217,6 +217,10 @@ class WorkDispatcher:
                 else:
                     await self._idle(state, last_sent)
                     continue
+            if item.completionToken:
+                # The item rests on commits (the history it carries, its lease): out only once they are on disk.
+                backend = self.engine.backend
+                await backend.durable(0, backend.last_commit)
             last_sent = time.monotonic()
             if self.interleaver is not None and item.completionToken:
                 await self._before_send(self.interleaver, item.completionToken)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import dataclasses
 import functools
 import time
@@ -57,7 +58,8 @@ async def storage_step(work: Callable[[], T]) -> T:
     reading new calls for its whole length, and a start issued during a purge waited for several steps; on a
     thread, the loop keeps serving and a short call waits at most for the store lock of one step.
     """
-    return await asyncio.get_running_loop().run_in_executor(_STEPS, work)
+    # With the call's context, so the step's commits and reads are among those its answer waits for.
+    return await asyncio.get_running_loop().run_in_executor(_STEPS, contextvars.copy_context().run, work)
 
 
 async def between_steps() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import functools
 import logging
 import uuid
@@ -32,6 +33,7 @@ from dtscale_emulator.protocol import BoolValue, Empty, pb, pb_grpc
 from dtscale_emulator.rpc.hubs import TaskHubs
 from dtscale_emulator.rpc.methods import Undecodable
 from dtscale_emulator.storage import InstanceRecord
+from dtscale_emulator.storage.group_commit import track_call
 
 log = logging.getLogger("dtscale_emulator")
 R = TypeVar("R")
@@ -59,9 +61,19 @@ LARGE_TURN_BYTES = 256 * 1024
 _TURNS = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="emulator-turns")
 
 
+#: Calls that never wait for room among the commits not yet on disk: a health probe, and the work-item stream
+#: (its items wait, each, for the commits they rest on).
+_NO_ROOM_WAIT = frozenset({"Hello", "GetWorkItems"})
+
+
 def _mapped(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
-    """The one place emulator errors become gRPC status codes; every request's fields meet the limits here."""
+    """The one place emulator errors become gRPC status codes; every request's fields meet the limits here.
+
+    It is also where an answer waits for the disk: a call is answered once the commits it made, and those it may
+    have read, are synced (``--durability full``'s group commit; at once otherwise).
+    """
     checked = method.__name__ not in _CHECKED_ELSEWHERE
+    waits_for_room = method.__name__ not in _NO_ROOM_WAIT
 
     @functools.wraps(method)
     async def wrapper(self: Servicer, request: Any, context: Context) -> R:
@@ -70,7 +82,14 @@ def _mapped(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
                 raise InvalidArgumentError(f"the request is not a valid {request.type_name} message: {request.problem}")
             if checked and isinstance(request, Message):  # extensions sharing this wrapper take raw bytes
                 self.limits.message(request)
-            return await method(self, request, context)
+            backend = self.engine.backend
+            if waits_for_room:
+                await backend.room()
+            needs = track_call()
+            response = await method(self, request, context)
+            if needs.made or needs.seen:
+                await backend.durable(needs.made, needs.seen)
+            return response
         except grpc.aio.AbortError:
             raise  # already a status (a refused or cut call)
         except (EmulatorError, TimeoutError) as error:
@@ -326,8 +345,9 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         if self.interleaver is None and (
             len(request.actions) > LARGE_TURN_ACTIONS or request.ByteSize() > LARGE_TURN_BYTES
         ):
+            # With the call's context: the turn's commit is one this call's answer waits for.
             await asyncio.get_running_loop().run_in_executor(
-                _TURNS, self.dispatcher.complete_orchestration, hub, request
+                _TURNS, contextvars.copy_context().run, self.dispatcher.complete_orchestration, hub, request
             )
         elif self.interleaver is None:
             self.dispatcher.complete_orchestration(hub, request)

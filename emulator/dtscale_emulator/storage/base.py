@@ -249,4 +249,18 @@ class Backend(Protocol):
         """Moves committed changes out of any write-ahead log, without blocking other transactions (or nothing)."""
         ...
 
+    async def durable(self, made: int, seen: int = 0) -> None:
+        """Returns once commit ``made`` and every commit up to ``seen`` are on disk (at once if they are, or if the
+        store syncs inside each commit). Raises ``StorageError`` if the sync of ``made`` failed."""
+        ...
+
+    async def room(self) -> None:
+        """Waits while the commits not yet on disk hold more bytes than the store lets wait for a sync."""
+        ...
+
+    @property
+    def last_commit(self) -> int:
+        """The newest commit a later :meth:`durable` can wait for (0 when there is nothing to wait for)."""
+        ...
+
     def close(self) -> None: ...

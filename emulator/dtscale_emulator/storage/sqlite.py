@@ -22,11 +22,11 @@ from dtscale_emulator.storage.base import (
     Micros,
     NameFilter,
 )
+from dtscale_emulator.storage.group_commit import GroupCommit
 from dtscale_emulator.storage.lockfile import DatabaseLock
-from dtscale_emulator.storage.sqlite_checks import check_store_file, sync_folder, unusable
+from dtscale_emulator.storage.sqlite_checks import check_store_file, open_store, sync_folder
 from dtscale_emulator.storage.sqlite_entities import EntityTables
 from dtscale_emulator.storage.sqlite_listing import TERMINAL, AgeKey, keys_by_age, query_instance_ids
-from dtscale_emulator.storage.sqlite_migrations import migrate
 
 _INSTANCE_COLUMNS = (
     "hub, instance_id, execution_id, name, version, status, input, output, custom_status, failure, tags, "
@@ -52,7 +52,7 @@ _ID_BATCH = 500
 
 
 _INSTANCE_FIELDS = [c.strip() for c in _INSTANCE_COLUMNS.split(",")]
-#: ``durability`` choices: what a commit has done to the disk before COMMIT returns (``full``: synced it).
+#: ``durability`` choices: what a commit has done to the disk before its call is answered (``full``: synced it).
 SYNCHRONOUS = {"full": "FULL", "normal": "NORMAL"}
 log = logging.getLogger("dtscale_emulator")
 
@@ -61,36 +61,6 @@ log = logging.getLogger("dtscale_emulator")
 def _update_instance_sql(columns: tuple[int, ...]) -> str:
     assignments = ", ".join(f"{_INSTANCE_FIELDS[i]} = ?" for i in columns)
     return f"UPDATE instances SET {assignments} WHERE hub = ? AND instance_id = ?"
-
-
-def _open(path: str | None, durability: str) -> sqlite3.Connection:
-    """The store's connection, set up and at the latest schema; a file failing here is named in the error."""
-    # A larger statement cache keeps every query of the hot paths prepared.
-    conn = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None, cached_statements=512)
-    try:
-        if path:
-            # In WAL mode FULL syncs the log at every commit, so a commit is on disk before COMMIT returns; NORMAL
-            # syncs it only at checkpoints (a commit then survives a process kill, not a power loss).
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={SYNCHRONOUS[durability]}")
-            # macOS's fsync leaves the data in the drive's cache and F_FULLFSYNC flushes it; elsewhere a no-op.
-            conn.execute(f"PRAGMA fullfsync={'ON' if durability == 'full' else 'OFF'}")
-            # Checkpoints copy the log back in bigger, rarer steps.
-            conn.execute("PRAGMA wal_autocheckpoint=4000")
-        conn.execute("PRAGMA temp_store=MEMORY")
-        # Hot pages only (in-flight instances and queues): a file database leaves the rest to the OS page cache,
-        # which keeps the emulator's own memory flat over long runs. In memory the cache is the store itself.
-        conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
-        migrate(conn)
-    except sqlite3.Error as error:
-        conn.close()
-        if not path:
-            raise
-        raise unusable(path, f"SQLite could not prepare it ({error})") from None
-    except BaseException:
-        conn.close()
-        raise
-    return conn
 
 
 def _instance(row: Sequence[Any]) -> InstanceRecord:
@@ -136,10 +106,13 @@ class SqliteTransaction(EntityTables):
         self._db = conn
         # Instance rows as read in the current transaction, by key: put_instance compares against them.
         self._read: dict[tuple[str, str], tuple[InstanceRecord, Sequence[Any]]] = {}
+        #: Payload bytes this transaction wrote (what the group commit's bound on unsynced bytes counts).
+        self.written = 0
 
     def begin(self) -> None:
         """Forgets what the previous transaction read (its rows may have changed since)."""
         self._read.clear()
+        self.written = 0
 
     # Task hubs -------------------------------------------------------------------------------------
     def ensure_hub(self, hub: str) -> None:
@@ -214,6 +187,7 @@ class SqliteTransaction(EntityTables):
             record.lock_token, record.lock_expires, record.trace_context,
         )  # fmt: skip
         key = (record.hub, record.instance_id)
+        self.written += len(record.input or "") + len(record.output or "") + len(record.custom_status or "")
         read = self._read.get(key)
         if read is not None and read[0] is record:
             # Read in this transaction and untouched since: write only the columns that changed, so
@@ -323,6 +297,7 @@ class SqliteTransaction(EntityTables):
         if row is None:  # every caller writes to an instance it has read; a history cannot outlive its instance
             raise LookupError(f"no instance '{instance_id}' in task hub '{hub}' to append history to")
         start = self.history_length(hub, instance_id) if length is None else length
+        self.written += sum(map(len, events))
         self._db.executemany(
             "INSERT INTO history (ikey, seq, event) VALUES (?, ?, ?)",
             [(row[0], start + i, e) for i, e in enumerate(events)],
@@ -333,6 +308,7 @@ class SqliteTransaction(EntityTables):
 
     # Messages --------------------------------------------------------------------------------------
     def add_message(self, hub: str, instance_id: str, event: bytes, visible_at: Micros) -> int:
+        self.written += len(event)
         cur = self._db.execute(
             "INSERT INTO messages (hub, instance_id, event, visible_at) VALUES (?, ?, ?, ?)",
             (hub, instance_id, event, visible_at),
@@ -389,6 +365,7 @@ class SqliteTransaction(EntityTables):
     def add_activity(
         self, hub: str, instance_id: str, task_id: int, name: str, version: str | None, request: bytes
     ) -> int:
+        self.written += len(request)
         cur = self._db.execute(
             "INSERT INTO activities (hub, instance_id, task_id, name, version, request) VALUES (?, ?, ?, ?, ?, ?)",
             (hub, instance_id, task_id, name, version, request),
@@ -454,7 +431,7 @@ class SqliteBackend:
                 check_store_file(path, integrity=integrity_check)
                 if self._file_lock is not None and self._file_lock.created:
                     sync_folder(path)
-            self._conn = _open(path, durability)
+            self._conn = open_store(path, durability)
         except BaseException:
             # A store that cannot be opened keeps no lock on its file.
             if self._file_lock is not None:
@@ -462,19 +439,47 @@ class SqliteBackend:
             raise
         self._tx = SqliteTransaction(self._conn)
         self._checkpointer: sqlite3.Connection | None = None
+        self._group = GroupCommit(path) if path and durability == "full" else None
 
     @property
     def synchronous(self) -> str:
-        """SQLite's ``synchronous`` setting in force on the store's connection: ``FULL``, ``NORMAL``, ..."""
+        """What a commit has done to the disk when its call is answered, in SQLite's ``synchronous`` terms.
+
+        ``FULL`` under the group commit (the log synced after the commit, before the answer), else the
+        connection's own setting (``NORMAL``: synced at checkpoints only).
+        """
+        if self._group is not None:
+            return "FULL"
         with self._lock:
             level = int(self._conn.execute("PRAGMA synchronous").fetchone()[0])
         return ("OFF", "NORMAL", "FULL", "EXTRA")[level]
+
+    @property
+    def group_commit(self) -> GroupCommit | None:
+        """The syncing of the log after commits (``durability="full"`` on a file), else ``None``."""
+        return self._group
+
+    @property
+    def last_commit(self) -> int:
+        """The number of the newest commit that wrote (0 when commits are not synced after the fact)."""
+        return 0 if self._group is None else self._group.committed
+
+    async def durable(self, made: int, seen: int = 0) -> None:
+        """Returns once commit ``made`` and the commits up to ``seen`` are on disk (see GroupCommit.durable)."""
+        if self._group is not None:
+            await self._group.durable(made, seen)
+
+    async def room(self) -> None:
+        """Waits while the commits not yet on disk hold too many bytes (a stalled disk holds back writers)."""
+        if self._group is not None:
+            await self._group.room()
 
     @contextmanager
     def transaction(self) -> Iterator[SqliteTransaction]:
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             self._tx.begin()
+            changes = self._conn.total_changes
             try:
                 yield self._tx
             except BaseException:
@@ -491,6 +496,9 @@ class SqliteBackend:
                 raise StorageError(
                     f"the emulator could not save the change (error {error_id}; the server log has the details)"
                 ) from error
+            if self._group is not None:
+                changes = self._conn.total_changes - changes
+                self._group.committed_one(self._tx.written + 128 * changes, changes > 0)
 
     def _roll_back(self) -> None:
         if not self._conn.in_transaction:
@@ -554,6 +562,8 @@ class SqliteBackend:
 
     def close(self) -> None:
         with self._lock:
+            if self._group is not None:
+                self._group.close()  # what was committed is synced first
             if self._checkpointer is not None:
                 self._checkpointer.close()
             self._conn.close()

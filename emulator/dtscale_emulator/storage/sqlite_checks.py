@@ -22,7 +22,13 @@ import stat
 from pathlib import Path
 
 from dtscale_emulator.errors import StoreUnusableError
-from dtscale_emulator.storage.sqlite_migrations import ADDED_BY_MIGRATIONS, LATEST, emulator_tables, schema_version
+from dtscale_emulator.storage.sqlite_migrations import (
+    ADDED_BY_MIGRATIONS,
+    LATEST,
+    emulator_tables,
+    migrate,
+    schema_version,
+)
 
 #: What every SQLite database file starts with (the first 16 bytes of its 100-byte header).
 _MAGIC = b"SQLite format 3\x00"
@@ -180,3 +186,34 @@ def sync_folder(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def open_store(path: str | None, durability: str) -> sqlite3.Connection:
+    """The store's connection, set up and at the latest schema; a file failing here is named in the error."""
+    # A larger statement cache keeps every query of the hot paths prepared.
+    conn = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None, cached_statements=512)
+    try:
+        if path:
+            # In WAL mode NORMAL syncs the log only at checkpoints: a commit then survives a process kill, not a
+            # power loss. With ``full`` the group commit (group_commit.py) syncs the log after the commits, and
+            # their calls are answered only then; FULL here would sync it inside every COMMIT, one at a time.
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            # macOS's fsync leaves the data in the drive's cache and F_FULLFSYNC flushes it; elsewhere a no-op.
+            conn.execute(f"PRAGMA fullfsync={'ON' if durability == 'full' else 'OFF'}")
+            # Checkpoints copy the log back in bigger, rarer steps.
+            conn.execute("PRAGMA wal_autocheckpoint=4000")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        # Hot pages only (in-flight instances and queues): a file database leaves the rest to the OS page cache,
+        # which keeps the emulator's own memory flat over long runs. In memory the cache is the store itself.
+        conn.execute("PRAGMA cache_size=-8192" if path else "PRAGMA cache_size=-65536")
+        migrate(conn)
+    except sqlite3.Error as error:
+        conn.close()
+        if not path:
+            raise
+        raise unusable(path, f"SQLite could not prepare it ({error})") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn

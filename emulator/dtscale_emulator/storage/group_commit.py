@@ -1,0 +1,238 @@
+"""Group commit: the write-ahead log synced on a thread of its own, once for all the commits made meanwhile.
+
+With ``--durability full`` the store's connection commits without syncing (SQLite's ``synchronous=NORMAL``: the
+log's pages reach the OS at COMMIT, the disk only at checkpoints), and this thread syncs the log file after the
+commits. A call is answered only once every commit its answer rests on is synced: its own, and those it read.
+So the guarantee is SQLite's ``FULL``, and the price changes shape: while one sync runs, the commits made on the
+event loop meanwhile wait for the next one, together, instead of each stopping the loop for a sync of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable
+from contextvars import ContextVar
+
+from dtscale_emulator.errors import StorageError
+from dtscale_emulator.storage.sqlite_checks import sync_folder
+
+log = logging.getLogger("dtscale_emulator")
+
+#: Commits not yet synced may hold about this many bytes; past it, calls wait for a sync before they run, so a
+#: disk that stalls holds back the writes, not the memory (or the loop, or a health ping).
+MAX_PENDING_BYTES = 8 * 1024 * 1024
+_FAILURES_KEPT = 64
+#: The size the log is given when the store opens: the frames a checkpoint lets it reach (``wal_autocheckpoint``,
+#: 4,000 pages of 4 KiB, each with its 24-byte frame header), and its 32-byte header.
+LOG_BYTES = 32 + 4000 * (4096 + 24)
+
+
+def sync_file(fd: int) -> None:
+    """Puts what was written to ``fd`` on stable storage (on macOS past the drive's own cache)."""
+    if sys.platform == "darwin":
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_FULLFSYNC)  # type: ignore[attr-defined,unused-ignore]
+    elif hasattr(os, "fdatasync"):
+        os.fdatasync(fd)  # the log's data and its size, not its times
+    else:
+        os.fsync(fd)
+
+
+class Needs:
+    """The commits one call's answer rests on: the newest it made, and the newest it may have read."""
+
+    __slots__ = ("made", "seen")
+
+    def __init__(self) -> None:
+        self.made = 0
+        self.seen = 0
+
+
+_NEEDS: ContextVar[Needs | None] = ContextVar("dtscale_emulator_durable_needs", default=None)
+
+
+def track_call() -> Needs:
+    """Starts recording, for the calling task (and the threads it hands work to with its context), its commits."""
+    needs = Needs()
+    _NEEDS.set(needs)
+    return needs
+
+
+def _note(made: int, seen: int) -> None:
+    needs = _NEEDS.get()
+    if needs is not None:
+        needs.made = max(needs.made, made)
+        needs.seen = max(needs.seen, seen)
+
+
+def _settle(futures: list[asyncio.Future[StorageError | None]], failure: StorageError | None) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_result(failure)
+
+
+class GroupCommit:
+    """Numbers the commits of one store and syncs its write-ahead log for all those made since the last sync.
+
+    ``sync`` puts a file descriptor's writes on disk (:func:`sync_file`; tests pass one that fails or stalls).
+    """
+
+    def __init__(self, db_path: str, sync: Callable[[int], None] | None = None) -> None:
+        self._wal = db_path + "-wal"
+        self._sync = sync or sync_file
+        self._cond = threading.Condition()
+        self._committed = 0
+        self._synced = 0
+        self._bytes = 0
+        self._closing = False
+        self._fd: int | None = None
+        self._waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[StorageError | None]]] = []
+        self._failures: deque[tuple[int, int, StorageError]] = deque(maxlen=_FAILURES_KEPT)
+        #: Syncs made so far (each covers every commit made before it began).
+        self.syncs = 0
+        self._open_log()
+        self._thread = threading.Thread(target=self._run, name="emulator-group-commit", daemon=True)
+        self._thread.start()
+
+    def _open_log(self) -> None:
+        """Opens the log for syncing and gives it its full size at once, before any commit runs.
+
+        A sync of writes that grow a file also commits the file system's journal (the new size and blocks): on
+        ext4 here, 0.3-0.4 ms against 0.12 ms for the same write into blocks already there. SQLite writes the log
+        from its start again after each checkpoint, so once the file has the size a checkpoint lets it reach,
+        the syncs are of data only. Zeros past the log's frames read as the end of the log, as the remains of an
+        older log do after a checkpoint.
+        """
+        fd = os.open(self._wal, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size < LOG_BYTES:
+                os.lseek(fd, size, os.SEEK_SET)
+                chunk = bytes(1024 * 1024)
+                while size < LOG_BYTES:
+                    size += os.write(fd, chunk[: LOG_BYTES - size])
+            self._sync(fd)
+            sync_folder(self._wal)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    @property
+    def committed(self) -> int:
+        """The number of the newest commit."""
+        return self._committed
+
+    @property
+    def synced(self) -> int:
+        """Every commit up to this number is on disk (or its sync failed and its callers were told)."""
+        return self._synced
+
+    def committed_one(self, size: int, wrote: bool) -> None:
+        """Called right after a COMMIT (under the store's lock): numbers it if it wrote, and notes what it needs."""
+        with self._cond:
+            if wrote:
+                self._committed += 1
+                self._bytes += size
+                self._cond.notify_all()
+            seq = self._committed
+        _note(seq if wrote else 0, seq)
+
+    # Waiting ---------------------------------------------------------------------------------------
+    async def durable(self, made: int, seen: int = 0) -> None:
+        """Returns once commit ``made`` and every commit up to ``seen`` are synced.
+
+        Raises :class:`StorageError` when the sync of ``made`` failed; a failed sync of a commit only read (in
+        ``seen``) is not this caller's failure, and is not reported to it.
+        """
+        target = max(made, seen)
+        failure: StorageError | None = None
+        if target > self._synced:
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[StorageError | None] = loop.create_future()
+            with self._cond:
+                waiting = target > self._synced
+                if waiting:
+                    self._waiters.append((target, loop, future))
+            if waiting:
+                failure = await future
+        if made and (failure is not None or self._failures):
+            failure = self._failure(made)
+            if failure is not None:
+                raise failure
+
+    def wait(self, seq: int, timeout: float | None = None) -> bool:
+        """Blocks a thread until commit ``seq`` is synced; False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._synced >= seq, timeout)
+
+    async def room(self) -> None:
+        """Waits while the commits not yet synced hold more than :data:`MAX_PENDING_BYTES`."""
+        while self._bytes > MAX_PENDING_BYTES and not self._closing:
+            await self.durable(0, self._committed)
+
+    def _failure(self, seq: int) -> StorageError | None:
+        with self._cond:
+            for first, last, error in self._failures:
+                if first <= seq <= last:
+                    return error
+        return None
+
+    # The syncing thread ----------------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._synced < self._committed or self._closing)
+                if self._synced >= self._committed:
+                    return  # closing, and everything is synced
+                first, target, taken = self._synced + 1, self._committed, self._bytes
+            problem = self._sync_log()
+            with self._cond:
+                failure = None if problem is None else self._failed(first, target, problem)
+                self._bytes -= taken
+                self._synced = target
+                self.syncs += 1
+                ready = [w for w in self._waiters if w[0] <= target]
+                self._waiters = [w for w in self._waiters if w[0] > target]
+                self._cond.notify_all()
+            by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[StorageError | None]]] = {}
+            for _, loop, future in ready:
+                by_loop.setdefault(loop, []).append(future)
+            for loop, futures in by_loop.items():
+                with contextlib.suppress(RuntimeError):  # a loop already closed has no one left to answer
+                    loop.call_soon_threadsafe(_settle, futures, failure)
+
+    def _sync_log(self) -> OSError | None:
+        assert self._fd is not None
+        try:
+            self._sync(self._fd)
+        except OSError as error:
+            return error
+        return None
+
+    def _failed(self, first: int, last: int, problem: OSError) -> StorageError:
+        error_id = uuid.uuid4().hex[:12]
+        log.error("error %s: syncing the write-ahead log failed (commits %d to %d): %s", error_id, first, last, problem)
+        error = StorageError(
+            f"the emulator could not save the change to disk (error {error_id}; the server log has the details)"
+        )
+        self._failures.append((first, last, error))
+        return error
+
+    def close(self) -> None:
+        """Syncs what is left, then stops the thread."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._thread.join()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
