@@ -134,8 +134,7 @@ class Engine:
         tx.delete_instance(existing.hub, existing.instance_id)
 
     def get(self, hub: str, instance_id: str) -> InstanceRecord | None:
-        with self.backend.transaction() as tx:
-            return tx.get_instance(hub, instance_id)
+        return self.backend.read_instance(hub, instance_id)
 
     def _require(self, tx: Transaction, hub: str, instance_id: str) -> InstanceRecord:
         record = tx.get_instance(hub, instance_id)

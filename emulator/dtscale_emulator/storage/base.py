@@ -241,6 +241,10 @@ class Backend(Protocol):
         """
         ...
 
+    def read_instance(self, hub: str, instance_id: str) -> InstanceRecord | None:
+        """One instance, read on its own; the answer that shows it waits only for changes to it not yet on disk."""
+        ...
+
     def reset(self) -> None:
         """Deletes all data in every task hub (task hub names are kept)."""
         ...

@@ -91,6 +91,9 @@ class GroupCommit:
         self._cond = threading.Condition()
         self._committed = 0
         self._synced = 0
+        # The newest unsynced commit to each instance row it names, and the newest that changed rows it cannot name.
+        self._dirty: dict[tuple[str, str], int] = {}
+        self._wide = 0
         self._bytes = 0
         self._closing = False
         self._fd: int | None = None
@@ -136,15 +139,30 @@ class GroupCommit:
         """Every commit up to this number is on disk (or its sync failed and its callers were told)."""
         return self._synced
 
-    def committed_one(self, size: int, wrote: bool) -> None:
-        """Called right after a COMMIT (under the store's lock): numbers it if it wrote, and notes what it needs."""
+    def committed_one(self, size: int, wrote: bool, instances: set[tuple[str, str]] | None = None) -> None:
+        """Called right after a COMMIT (under the store's lock): numbers it if it wrote, and notes what it needs.
+
+        ``instances`` are the instance rows it changed (``None``: it cannot name them), for :meth:`instance_read`.
+        """
         with self._cond:
             if wrote:
                 self._committed += 1
                 self._bytes += size
+                if instances is None:
+                    self._wide = self._committed
+                else:
+                    for key in instances:
+                        self._dirty[key] = self._committed
                 self._cond.notify_all()
             seq = self._committed
         _note(seq if wrote else 0, seq)
+
+    def instance_read(self, key: tuple[str, str]) -> None:
+        """Notes a read of one instance row: it waits only for the unsynced commits that changed that row."""
+        with self._cond:
+            seq = max(self._wide, self._dirty.get(key, 0))
+        if seq > self._synced:
+            _note(0, seq)
 
     # Waiting ---------------------------------------------------------------------------------------
     async def durable(self, made: int, seen: int = 0) -> None:
@@ -199,6 +217,8 @@ class GroupCommit:
                 failure = None if problem is None else self._failed(first, target, problem)
                 self._bytes -= taken
                 self._synced = target
+                if self._dirty:
+                    self._dirty = {key: seq for key, seq in self._dirty.items() if seq > target}
                 self.syncs += 1
                 ready = [w for w in self._waiters if w[0] <= target]
                 self._waiters = [w for w in self._waiters if w[0] > target]

@@ -108,11 +108,18 @@ class SqliteTransaction(EntityTables):
         self._read: dict[tuple[str, str], tuple[InstanceRecord, Sequence[Any]]] = {}
         #: Payload bytes this transaction wrote (what the group commit's bound on unsynced bytes counts).
         self.written = 0
+        #: The instance rows it changed (None: rows it cannot name), which point reads wait for until synced.
+        self.instances_written: set[tuple[str, str]] | None = set()
 
     def begin(self) -> None:
         """Forgets what the previous transaction read (its rows may have changed since)."""
         self._read.clear()
         self.written = 0
+        self.instances_written = set()
+
+    def _wrote(self, hub: str, instance_id: str) -> None:
+        if self.instances_written is not None:
+            self.instances_written.add((hub, instance_id))
 
     # Task hubs -------------------------------------------------------------------------------------
     def ensure_hub(self, hub: str) -> None:
@@ -126,6 +133,7 @@ class SqliteTransaction(EntityTables):
 
     def delete_hub(self, hub: str) -> None:
         self._read.clear()
+        self.instances_written = None
         self._db.execute(f"DELETE FROM history WHERE ikey IN ({_HUB_IKEYS})", (hub,))
         for table in _HUB_TABLES[1:]:
             self._db.execute(f"DELETE FROM {table} WHERE hub = ?", (hub,))
@@ -134,6 +142,7 @@ class SqliteTransaction(EntityTables):
     def delete_hub_rows(self, hub: str, limit: int) -> int:
         """Deletes up to ``limit`` rows of the hub's data; returns how many went."""
         self._read.clear()
+        self.instances_written = None
         removed = self._delete_hub_instances(hub, limit)
         for table in _HUB_TABLES[2:]:
             if removed >= limit:
@@ -187,6 +196,7 @@ class SqliteTransaction(EntityTables):
             record.lock_token, record.lock_expires, record.trace_context,
         )  # fmt: skip
         key = (record.hub, record.instance_id)
+        self._wrote(*key)
         self.written += len(record.input or "") + len(record.output or "") + len(record.custom_status or "")
         read = self._read.get(key)
         if read is not None and read[0] is record:
@@ -204,6 +214,7 @@ class SqliteTransaction(EntityTables):
 
     def delete_instance(self, hub: str, instance_id: str) -> None:
         self._read.pop((hub, instance_id), None)
+        self._wrote(hub, instance_id)
         self.clear_history(hub, instance_id)
         for table in ("instances", *_PER_INSTANCE_TABLES):
             self._db.execute(f"DELETE FROM {table} WHERE hub = ? AND instance_id = ?", (hub, instance_id))
@@ -222,6 +233,7 @@ class SqliteTransaction(EntityTables):
         """
         deleted: list[str] = []
         children: list[str] = []
+        self.instances_written = None
         unique = sorted(set(instance_ids))
         for first in range(0, len(unique), _ID_BATCH):
             batch = unique[first : first + _ID_BATCH]
@@ -272,6 +284,7 @@ class SqliteTransaction(EntityTables):
             (token, expires, hub, instance_id),
         )
         self._read.pop((hub, instance_id), None)
+        self._wrote(hub, instance_id)
 
     # History ---------------------------------------------------------------------------------------
     def history(self, hub: str, instance_id: str) -> list[bytes]:
@@ -454,6 +467,15 @@ class SqliteBackend:
             level = int(self._conn.execute("PRAGMA synchronous").fetchone()[0])
         return ("OFF", "NORMAL", "FULL", "EXTRA")[level]
 
+    def read_instance(self, hub: str, instance_id: str) -> InstanceRecord | None:
+        """One instance's row, outside a write transaction; its answer waits only for unsynced changes to that row."""
+        with self._lock:
+            self._tx.begin()
+            record = self._tx.get_instance(hub, instance_id)
+        if self._group is not None:
+            self._group.instance_read((hub, instance_id))
+        return record
+
     @property
     def group_commit(self) -> GroupCommit | None:
         """The syncing of the log after commits (``durability="full"`` on a file), else ``None``."""
@@ -498,7 +520,7 @@ class SqliteBackend:
                 ) from error
             if self._group is not None:
                 changes = self._conn.total_changes - changes
-                self._group.committed_one(self._tx.written + 128 * changes, changes > 0)
+                self._group.committed_one(self._tx.written + 128 * changes, changes > 0, self._tx.instances_written)
 
     def _roll_back(self) -> None:
         if not self._conn.in_transaction:
@@ -512,6 +534,7 @@ class SqliteBackend:
         self, keep_until: Micros | None = None, now: Micros = 0
     ) -> list[ActivityRecord | EntityRecord]:
         with self.transaction():
+            self._tx.instances_written = None
             # Only the leased rows (through ix_instances_lease): rewriting every row made a restart grow with the store.
             self._conn.execute(
                 "UPDATE instances SET lock_token = NULL, lock_expires = NULL WHERE lock_token IS NOT NULL"
@@ -543,6 +566,7 @@ class SqliteBackend:
 
     def reset(self) -> None:
         with self.transaction():
+            self._tx.instances_written = None
             for table in _HUB_TABLES:
                 self._conn.execute(f"DELETE FROM {table}")
 

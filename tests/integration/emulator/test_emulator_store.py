@@ -6,18 +6,20 @@ import logging
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import empty_pb2
 
 from dtscale_emulator.__main__ import build_parser
 from dtscale_emulator.errors import DatabaseInUseError, StorageError
 from dtscale_emulator.server import EmulatorServer
 from dtscale_emulator.storage import SqliteBackend
 from durabletask._proto import orchestrator_service_pb2 as pb
-from tests.support.reliability import env, free_port, kill, start_emulator
+from tests.support.reliability import env, free_port, kill, start_emulator, wait_until
 
 from .conftest import HubStub, start, uid
 
@@ -148,3 +150,39 @@ def test_durability_option() -> None:
         SqliteBackend(None, "paranoid")
     with EmulatorServer(port=0, in_memory=True, durability="full"):
         pass
+
+
+def test_a_stalled_disk_holds_the_answers_that_wait_for_it_and_not_a_health_ping(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dtscale_emulator.storage import group_commit
+
+    disk = threading.Event()
+    disk.set()
+    monkeypatch.setattr(group_commit, "sync_file", lambda fd: disk.wait(60) or None)
+    with (
+        EmulatorServer(port=0, db_path=str(tmp_path / "emu.db")) as server,
+        grpc.insecure_channel(server.address) as ch,
+    ):
+        stub = HubStub(ch, "default")
+        kept = start(stub)
+        group = server.backend.group_commit
+        assert group is not None
+        disk.clear()  # the disk stalls
+        committed = group.committed
+        iid = uid()
+        pending = stub._stub.StartInstance.future(
+            pb.CreateInstanceRequest(instanceId=iid, name="Orch"), metadata=[("taskhub", "default")]
+        )
+        wait_until(lambda: group.committed > committed, 30, "the start's commit")
+        stub.Hello(empty_pb2.Empty(), timeout=30)  # the loop is free: a health ping is answered
+        # Reads of rows with no change waiting for the disk are answered; a read of the new row waits with it.
+        assert stub.GetInstance(pb.GetInstanceRequest(instanceId="never-started"), timeout=30).exists is False
+        assert stub.GetInstance(pb.GetInstanceRequest(instanceId=kept), timeout=30).exists
+        read = stub._stub.GetInstance.future(pb.GetInstanceRequest(instanceId=iid), metadata=[("taskhub", "default")])
+        stub.Hello(empty_pb2.Empty(), timeout=30)
+        assert not pending.done() and not read.done()  # committed, not yet on disk: not answered, not shown
+        disk.set()
+        assert pending.result(timeout=30).instanceId == iid
+        assert read.result(timeout=30).exists
+        assert stub.GetInstance(pb.GetInstanceRequest(instanceId=kept)).exists

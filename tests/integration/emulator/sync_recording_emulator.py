@@ -1,0 +1,47 @@
+"""The emulator, run as a process, with each sync of its write-ahead log recorded (for the power-loss tests).
+
+Before each sync it reads how many frames the log holds (the ``mxFrame`` of the ``-shm`` index header); once the
+sync has returned, those frames are on disk, and it appends that count to the file named by
+``DTS_TEST_SYNC_RECORD``. A test that kills the process can then put the log back as a power loss would leave
+it: the recorded frames kept, everything after them gone.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+
+from dtscale_emulator import __main__ as cli
+from dtscale_emulator.storage import group_commit
+
+
+def frames_in_log(shm: str) -> int:
+    """The log's valid frames by the index header, the lower of its two copies (SQLite writes them in turn)."""
+    try:
+        with open(shm, "rb") as f:
+            header = f.read(96)
+    except FileNotFoundError:
+        return 0
+    if len(header) < 96:
+        return 0
+    return min(struct.unpack_from("=I", header, 16)[0], struct.unpack_from("=I", header, 48 + 16)[0])
+
+
+def main() -> int:
+    record = os.environ["DTS_TEST_SYNC_RECORD"]
+    db = sys.argv[sys.argv.index("--db") + 1]
+    real = group_commit.sync_file
+
+    def recording_sync(fd: int) -> None:
+        frames = frames_in_log(db + "-shm")
+        real(fd)
+        with open(record, "a") as out:
+            out.write(f"{frames}\n")
+
+    group_commit.sync_file = recording_sync
+    return cli.main(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,209 @@
+"""Group commit (``--durability full``): commits synced together, nothing answered before its sync, a failed sync
+reported to the callers whose commits it held and to no other, bounded batches, fairness behind a large turn."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from dtscale_emulator.errors import StorageError
+from dtscale_emulator.storage import InstanceRecord, SqliteBackend
+from dtscale_emulator.storage import group_commit as gc
+from dtscale_emulator.storage.group_commit import GroupCommit, track_call
+
+
+class Disk:
+    """A sync the test controls: it can be held (a stalled disk) or fail; it counts what it was asked."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+        self.open.set()
+        self.entered = threading.Semaphore(0)
+        self.fail_calls: set[int] = set()
+        self.calls = 0
+
+    def sync(self, fd: int) -> None:
+        self.calls += 1
+        call = self.calls
+        self.entered.release()
+        assert self.open.wait(60), "the test never let the held sync finish"
+        if call in self.fail_calls:
+            raise OSError(errno.EIO, "Input/output error")
+
+    def hold(self) -> None:
+        self.open.clear()
+
+    def release(self) -> None:
+        self.open.set()
+
+    def wait_entered(self) -> None:
+        assert self.entered.acquire(timeout=60), "no sync began"
+
+
+@pytest.fixture
+def disk(monkeypatch: pytest.MonkeyPatch) -> Disk:
+    d = Disk()
+    monkeypatch.setattr(gc, "sync_file", d.sync)
+    return d
+
+
+@pytest.fixture
+def backend(tmp_path: Path, disk: Disk) -> Iterator[SqliteBackend]:
+    b = SqliteBackend(str(tmp_path / "emu.db"))
+    disk.wait_entered()  # the sync of the log's first size, at open
+    yield b
+    disk.release()
+    b.close()
+
+
+def _group(backend: SqliteBackend) -> GroupCommit:
+    group = backend.group_commit
+    assert group is not None
+    return group
+
+
+def _put(backend: SqliteBackend, iid: str, payload: str = "") -> tuple[int, int]:
+    """Commits one instance; returns the (made, seen) commits a call that did it would wait for."""
+    needs = track_call()
+    with backend.transaction() as tx:
+        tx.put_instance(InstanceRecord("h", iid, "e", "n", 0, 1, 1, input=payload or None))
+    return needs.made, needs.seen
+
+
+def _read(backend: SqliteBackend, iid: str) -> tuple[int, int]:
+    needs = track_call()
+    with backend.transaction() as tx:
+        tx.get_instance("h", iid)
+    return needs.made, needs.seen
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    """Waits (bounded) for another thread to reach a state; never asserts on how long it took."""
+    event = threading.Event()
+    for _ in range(6000):
+        if condition():
+            return
+        event.wait(0.01)
+    raise AssertionError("the condition never held")
+
+
+def test_commits_made_during_a_sync_share_the_next_one_and_none_is_answered_before_its_sync(
+    backend: SqliteBackend, disk: Disk
+) -> None:
+    group = _group(backend)
+
+    async def scenario() -> None:
+        disk.hold()
+        first = asyncio.ensure_future(backend.durable(*_put(backend, "first")))
+        await asyncio.to_thread(disk.wait_entered)  # the first commit's sync is running, held
+        later = [asyncio.ensure_future(backend.durable(*_put(backend, f"later-{i}"))) for i in range(20)]
+        await asyncio.sleep(0)
+        assert not first.done() and not any(f.done() for f in later)
+        syncs = group.syncs
+        disk.release()
+        await first
+        await asyncio.gather(*later)
+        # The twenty commits made while the first sync ran were synced together, by one more sync.
+        assert group.syncs == syncs + 2
+        assert group.synced == group.committed
+
+    asyncio.run(scenario())
+
+
+def test_a_read_waits_for_the_commits_it_may_have_seen_and_a_call_that_touched_nothing_waits_for_none(
+    backend: SqliteBackend, disk: Disk
+) -> None:
+    async def scenario() -> None:
+        disk.hold()
+        made = _put(backend, "a")
+        await asyncio.to_thread(disk.wait_entered)
+        read = _read(backend, "a")
+        assert read == (0, made[0])
+        reader = asyncio.ensure_future(backend.durable(*read))
+        await asyncio.sleep(0)
+        assert not reader.done()  # what it read is not on disk yet
+        idle = track_call()
+        await backend.durable(idle.made, idle.seen)  # nothing read or written: answered at once
+        disk.release()
+        await reader
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_sync_fails_exactly_the_commits_it_held(backend: SqliteBackend, disk: Disk) -> None:
+    async def scenario() -> None:
+        disk.hold()
+        before = _put(backend, "before")
+        await asyncio.to_thread(disk.wait_entered)  # its sync runs, held; the next three share the next one
+        failing = [_put(backend, f"in-failing-batch-{i}") for i in range(3)]
+        reader = _read(backend, "in-failing-batch-0")
+        disk.fail_calls.add(disk.calls + 1)
+        disk.release()
+        await backend.durable(*before)  # its own sync succeeded
+        outcomes = await asyncio.gather(*(backend.durable(*f) for f in failing), return_exceptions=True)
+        assert all(isinstance(o, StorageError) and "could not save the change to disk" in str(o) for o in outcomes)
+        assert len({str(o) for o in outcomes}) == 1  # one failure, one error ID, told to each of its callers
+        await backend.durable(*reader)  # a reader of that batch is not told of a failure that is not its own
+        await backend.durable(*before)  # nor, asked again, a caller an earlier sync held
+        await backend.durable(*_put(backend, "after"))  # and the store goes on
+
+    asyncio.run(scenario())
+
+
+def test_a_small_commit_behind_a_large_one_waits_at_most_one_extra_sync(backend: SqliteBackend, disk: Disk) -> None:
+    group = _group(backend)
+
+    async def scenario() -> None:
+        disk.hold()
+        large = _put(backend, "large", "x" * (256 * 1024))
+        await asyncio.to_thread(disk.wait_entered)
+        syncs_at_commit = group.syncs
+        small = _put(backend, "small")
+        disk.release()
+        await backend.durable(*small)
+        await backend.durable(*large)
+        assert group.syncs - syncs_at_commit <= 2  # the large commit's sync, then the one holding the small
+
+    asyncio.run(scenario())
+
+
+def test_unsynced_bytes_are_bounded_callers_wait_for_room(
+    backend: SqliteBackend, disk: Disk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gc, "MAX_PENDING_BYTES", 64 * 1024)
+
+    async def scenario() -> None:
+        disk.hold()
+        _put(backend, "first")
+        await asyncio.to_thread(disk.wait_entered)
+        await backend.room()  # under the bound: no wait
+        _put(backend, "big", "y" * (128 * 1024))
+        room = asyncio.ensure_future(backend.room())
+        await asyncio.sleep(0)
+        assert not room.done()  # past the bound: the next writer waits for a sync
+        disk.release()
+        await room
+
+    asyncio.run(scenario())
+
+
+def test_close_syncs_what_is_left(tmp_path: Path, disk: Disk) -> None:
+    backend = SqliteBackend(str(tmp_path / "emu.db"))
+    group = _group(backend)
+    _put(backend, "last")
+    backend.close()
+    assert group.synced == group.committed
+
+
+def test_normal_durability_and_memory_have_nothing_to_wait_for(tmp_path: Path) -> None:
+    for backend in (SqliteBackend(str(tmp_path / "n.db"), "normal"), SqliteBackend(None)):
+        assert backend.group_commit is None
+        made, seen = _put(backend, "x")
+        assert backend.last_commit == 0 and (made, seen) == (0, 0)
+        asyncio.run(backend.durable(made, seen))
+        backend.close()
