@@ -2,17 +2,19 @@
 
 Prints, never asserts.
 
-Each round starts one emulator process per mode on a fresh SQLite file and sends it StartInstance calls: first
-one client calling back to back (each start is one committed transaction, so this is the latency of a commit),
-then several client threads at once (the emulator commits one transaction at a time, so the threads show
-whether the sync per commit limits throughput). Rounds alternate the modes (full, normal, full, normal...) so both
-meet the same load on a shared machine; the table gives each mode's median over the rounds and the ratio.
+Each round starts one emulator process per mode on a fresh SQLite file and sends it StartInstance calls at each
+concurrency level in turn (``--clients``, default 1, 8 and 32 callers at once, each on a channel of its own and
+calling back to back): one client shows the latency a synced commit adds, where nothing can share a sync; more
+clients show whether commits made during one sync share the next (group commit). Rounds alternate the modes
+(full, normal, full, normal...) so both meet the same load on a shared machine; the table gives each mode's
+median over the rounds, the ratio of the medians, and the median of the rounds' own ratios.
 
-``full`` (the default) syncs the write-ahead log at every commit; ``normal`` syncs it only at checkpoints. The
-cost of ``full`` is one fsync per commit, so it depends on the disk: the script also times a bare
-``write + fsync`` of one 4 KiB page in the same folder, as the floor of what a synced commit can cost there.
+``full`` (the default) answers a call once the write-ahead log holding its commit is synced (one sync for all the
+commits made while the previous one ran); ``normal`` syncs the log only at checkpoints. The cost of a sync
+depends on the disk: the script also times a bare ``write + fsync`` of one 4 KiB page appended in the same
+folder (a sync that also grows the file, so dearer than the log's in-place writes).
 
-Usage: .venv/bin/python bench/durability.py [--starts 2000] [--threads 8] [--rounds 3] [--dir PATH] [--json]
+Usage: .venv/bin/python bench/durability.py [--starts 2000] [--clients 1,8,32] [--rounds 3] [--dir PATH] [--json]
 """
 
 from __future__ import annotations
@@ -72,42 +74,34 @@ def _start(stub: pb_grpc.TaskHubSidecarServiceStub) -> float:
     return time.perf_counter() - began
 
 
-def _sequential(address: str, starts: int) -> dict[str, float]:
-    with grpc.insecure_channel(address) as channel:
-        stub = pb_grpc.TaskHubSidecarServiceStub(channel)
-        for _ in range(20):  # connection and first statements
-            _start(stub)
-        began = time.perf_counter()
-        latencies = sorted(_start(stub) for _ in range(starts))
-        seconds = time.perf_counter() - began
-    return {
-        "per_second": starts / seconds,
-        "p50_ms": latencies[len(latencies) // 2] * 1000,
-        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
-    }
+def _load(address: str, starts: int, clients: int) -> dict[str, float]:
+    """Starts per second and start latency with ``clients`` callers at once, each on a channel of its own."""
+    each = max(1, starts // clients)
+    barrier = threading.Barrier(clients + 1)
+    latencies: list[list[float]] = [[] for _ in range(clients)]
 
-
-def _concurrent(address: str, starts: int, threads: int) -> float:
-    """Starts per second with ``threads`` clients calling at once, each on a channel of its own."""
-    each = max(1, starts // threads)
-    barrier = threading.Barrier(threads + 1)
-
-    def client() -> None:
+    def client(n: int) -> None:
         with grpc.insecure_channel(address) as channel:
             stub = pb_grpc.TaskHubSidecarServiceStub(channel)
-            _start(stub)
-            barrier.wait()
-            for _ in range(each):
+            for _ in range(max(1, 20 // clients)):  # connection and first statements
                 _start(stub)
+            barrier.wait()
+            latencies[n] = [_start(stub) for _ in range(each)]
 
-    workers = [threading.Thread(target=client) for _ in range(threads)]
+    workers = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     for w in workers:
         w.start()
     barrier.wait()
     began = time.perf_counter()
     for w in workers:
         w.join()
-    return each * threads / (time.perf_counter() - began)
+    seconds = time.perf_counter() - began
+    every = sorted(x for per in latencies for x in per)
+    return {
+        "per_second": len(every) / seconds,
+        "p50_ms": every[len(every) // 2] * 1000,
+        "p99_ms": every[int(len(every) * 0.99)] * 1000,
+    }
 
 
 def _fsync_floor(folder: Path, count: int = 200) -> float:
@@ -125,15 +119,17 @@ def _fsync_floor(folder: Path, count: int = 200) -> float:
         path.unlink()
 
 
-def measure(folder: Path, starts: int, threads: int, rounds: int) -> dict[str, Any]:
+def measure(folder: Path, starts: int, levels: list[int], rounds: int) -> dict[str, Any]:
     runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     for round_ in range(rounds):
         for mode in MODES if round_ % 2 == 0 else tuple(reversed(MODES)):
             db = folder / f"{mode}-{round_}.db"
             proc, address = _emulator(db, mode)
+            result: dict[str, float] = {}
             try:
-                result = _sequential(address, starts)
-                result["concurrent_per_second"] = _concurrent(address, starts, threads)
+                for clients in levels:
+                    for key, value in _load(address, starts, clients).items():
+                        result[f"{key}@{clients}"] = value
             finally:
                 proc.terminate()
                 proc.wait(30)
@@ -144,35 +140,42 @@ def measure(folder: Path, starts: int, threads: int, rounds: int) -> dict[str, A
             runs[mode].append(result)
             print(f"  round {round_ + 1} {mode:6}: " + ", ".join(f"{k} {v:.2f}" for k, v in result.items()), flush=True)
     medians = {mode: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for mode, rs in runs.items()}
-    return {"modes": medians, "runs": runs, "fsync_ms": _fsync_floor(folder), "load": os.getloadavg()}
+    pairs = list(zip(runs["full"], runs["normal"], strict=True))
+    ratios = {k: statistics.median(f[k] / n[k] for f, n in pairs) for k in runs["full"][0]}
+    return {"modes": medians, "ratios": ratios, "runs": runs, "fsync_ms": _fsync_floor(folder), "load": os.getloadavg()}
 
 
-def report(result: dict[str, Any], starts: int, threads: int) -> None:
-    full, normal = result["modes"]["full"], result["modes"]["normal"]
-    rows = [
-        ("starts/s, one client", "per_second", "{:.0f}"),
-        ("p50 latency of a start (ms)", "p50_ms", "{:.2f}"),
-        ("p99 latency of a start (ms)", "p99_ms", "{:.2f}"),
-        (f"starts/s, {threads} clients", "concurrent_per_second", "{:.0f}"),
-    ]
-    print(f"\n{starts} starts per mode and round; medians over the rounds; load {result['load'][0]:.1f}")
-    print(f"{'':32} {'full (default)':>15} {'normal':>10} {'full / normal':>14}")
-    for label, key, fmt in rows:
-        print(f"{label:32} {fmt.format(full[key]):>15} {fmt.format(normal[key]):>10} {full[key] / normal[key]:>13.2f}x")
+def report(result: dict[str, Any], starts: int, levels: list[int]) -> None:
+    full, normal, ratios = result["modes"]["full"], result["modes"]["normal"], result["ratios"]
+    print(f"\n{starts} starts per level, mode and round; medians over the rounds; load {result['load'][0]:.1f}")
+    print(f"{'':34} {'full (default)':>15} {'normal':>10} {'full / normal':>14} {'(per round)':>12}")
+    for clients in levels:
+        for label, key, fmt in (
+            ("starts/s", "per_second", "{:.0f}"),
+            ("p50 latency of a start (ms)", "p50_ms", "{:.2f}"),
+            ("p99 latency of a start (ms)", "p99_ms", "{:.2f}"),
+        ):
+            k = f"{key}@{clients}"
+            name = f"{label}, {clients} client{'s' if clients > 1 else ''}"
+            print(
+                f"{name:34} {fmt.format(full[k]):>15} {fmt.format(normal[k]):>10} {full[k] / normal[k]:>13.2f}x"
+                f" {ratios[k]:>11.2f}x"
+            )
     print(f"write + fsync of one 4 KiB page in the same folder: {result['fsync_ms']:.3f} ms")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--starts", type=int, default=2000)
-    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--clients", default="1,8,32", help="concurrency levels, comma-separated")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", help="folder for the stores (default: a temporary one); the disk is what is measured")
     parser.add_argument("--json", action="store_true", help="print the result as JSON too")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
-        result = measure(Path(folder), args.starts, args.threads, args.rounds)
-    report(result, args.starts, args.threads)
+        levels = [int(c) for c in args.clients.split(",")]
+        result = measure(Path(folder), args.starts, levels, args.rounds)
+    report(result, args.starts, levels)
     if args.json:
         print(json.dumps(result))
 
