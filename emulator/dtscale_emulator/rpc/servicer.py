@@ -82,7 +82,7 @@ def _mapped(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
                 raise InvalidArgumentError(f"the request is not a valid {request.type_name} message: {request.problem}")
             if checked and isinstance(request, Message):  # extensions sharing this wrapper take raw bytes
                 self.limits.message(request)
-            backend = self.engine.backend
+            backend = self.dispatcher.engine.backend  # the servicer's and the protocol extensions' store
             if waits_for_room:
                 await backend.room()
             needs = track_call()
