@@ -56,11 +56,12 @@ class Codec:
         """This codec, naming ``instance_id`` in its errors."""
         return Codec(self._converter, self.limit, instance_id, self._payloads)
 
-    def encode(self, value: Any, field: str, name: str = "") -> str | None:
+    def encode(self, value: Any, field: str, name: str = "", *, finite: bool = False) -> str | None:
         """JSON text for ``value`` (``None`` stays absent).
 
         Raises ``PayloadTooLargeError`` naming ``field`` (formatted with ``name``: the message is only
-        built when needed).
+        built when needed). With ``finite`` (and no custom converter, which decides for itself), NaN and the
+        infinities raise ``NonFiniteNumberError`` instead of being written as ``NaN``/``Infinity``.
         """
         if value is None:
             return None
@@ -74,7 +75,7 @@ class Codec:
         elif kind is bool:
             text = "true" if value else "false"
         else:
-            text = _json_codec.to_json(value)
+            text = _json_codec.to_json(value, finite=finite)
         if text is not None and len(text) * 4 > self.limit:
             _json_codec.check_size(field.format(name), text, self.limit, self.instance_id)
         return text

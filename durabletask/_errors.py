@@ -15,6 +15,16 @@ class HistoryEventError(ProtocolError, ValueError):
     """A history event without a kind, or of a kind this SDK does not know (a ``ValueError``, as in Microsoft's)."""
 
 
+class NonFiniteNumberError(DurableTaskError, ValueError):
+    """A result holds NaN or an infinity, which JSON cannot carry and the other SDKs' parsers reject."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(
+            f"the value (of type '{kind}') is or holds NaN or an infinity, which JSON cannot represent (Python would"
+            " write NaN or Infinity, and the other SDKs reject that payload); use None, a string or a finite number"
+        )
+
+
 class PayloadTooLargeError(DurableTaskError, ValueError):
     """A payload exceeds the configured size limit (1 MiB by default, as in the service)."""
 
@@ -37,3 +47,15 @@ class SerializationError(DurableTaskError, ValueError):
 
 class SyncCallInEventLoopError(DurableTaskError, RuntimeError):
     """A blocking client method was called from inside a running asyncio event loop."""
+
+
+def exception_message(error: BaseException) -> str:
+    """``str(error)``, or a line naming its type when its ``__str__`` raises (user code can define one that does).
+
+    Reporting a failure must never fail in turn: an error raised while describing an error would leave the work
+    item neither completed nor handed back.
+    """
+    try:
+        return str(error)
+    except BaseException as broken:  # whatever __str__ raises, the failure is still reported
+        return f"{type(error).__name__} (its message could not be read: str() raised {type(broken).__name__})"

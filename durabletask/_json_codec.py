@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from durabletask._coercion import coerce, pydantic_model
-from durabletask._errors import PayloadTooLargeError, SerializationError
+from durabletask._errors import NonFiniteNumberError, PayloadTooLargeError, SerializationError
 
 #: The service's limit for one input, output, event payload, custom status or entity state.
 MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -47,22 +47,32 @@ def _default(value: Any) -> Any:
 # ``json.dumps`` defaults (", " and ": ", non-ASCII escaped) are what Microsoft's SDK writes; one shared
 # encoder avoids building a JSONEncoder per call (``encode`` keeps no state between calls).
 _ENCODER = json.JSONEncoder(default=_default)
+# The same, refusing NaN and the infinities: Python writes them as ``NaN``/``Infinity``, which is not JSON, and
+# the other SDKs' parsers (.NET, Java, JavaScript) reject the whole payload.
+_FINITE_ENCODER = json.JSONEncoder(default=_default, allow_nan=False)
 
 
-def to_json(value: Any) -> str:
+def to_json(value: Any, *, finite: bool = False) -> str:
     """Serialize ``value`` to the JSON text Microsoft's ``JsonDataConverter`` writes for it.
 
     Enums become their value; dataclasses, ``SimpleNamespace`` and pydantic models become objects;
     a class's ``to_json`` hook (``type(value).to_json(value)``) returns the JSON value to write.
 
+    With ``finite``, NaN and the infinities are refused instead of written as ``NaN``/``Infinity``.
+
     Raises:
         TypeError: ``value`` is, or holds, a value JSON cannot represent; the message names the type of
             ``value`` and of the value refused, in Microsoft's words.
+        NonFiniteNumberError: with ``finite``, ``value`` is or holds NaN or an infinity.
     """
     try:
-        return _ENCODER.encode(value)
+        return (_FINITE_ENCODER if finite else _ENCODER).encode(value)
     except TypeError as exc:
         raise TypeError(f"Failed to serialize object of type '{type(value).__name__}' to JSON: {exc}") from exc
+    except ValueError as exc:
+        if not finite or "JSON compliant" not in str(exc):
+            raise
+        raise NonFiniteNumberError(type(value).__name__) from exc
 
 
 def _legacy_object(obj: dict[str, Any]) -> Any:

@@ -72,7 +72,7 @@ def blocking(method: F) -> F:
 
 
 def describe(request: RpcRequest) -> str:
-    """One line naming an operation and the instance or entity it is for, for the client's INFO log."""
+    """One line naming an operation and the instance or entity it is for, for the client's log."""
     # Messages without an instanceId field raise AttributeError, which getattr turns into "".
     target = getattr(request.request, "instanceId", "")
     return f"{request.method} for '{target}'" if target else request.method

@@ -8,6 +8,7 @@ async clients only perform the steps, each in its own I/O style.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -71,7 +72,10 @@ def call(settings: ClientSettings, request: rq.RpcRequest) -> Plan[Any]:
         attempt += 1
         remaining = time_left(deadline)
         if attempt == 1:
-            settings.logger.info("%s", describe(request))
+            # Reads repeat while a caller polls or pages (a LangGraph client waiting asks GetInstance again
+            # and again), so they are DEBUG; a call that changes an instance or entity is what an operator
+            # acts on, and stays at INFO as Microsoft's client logs it.
+            settings.logger.log(logging.DEBUG if request.idempotent else logging.INFO, "%s", describe(request))
         settings.logger.debug("calling %s (attempt %d, timeout %s)", request.method, attempt, remaining)
         try:
             result = yield Invoke(request, remaining)

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from durabletask._codec import Codec, PayloadSource
-from durabletask._errors import ProtocolError
+from durabletask._errors import ProtocolError, exception_message
 from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import Registry
@@ -143,10 +143,18 @@ class OrchestrationExecutor:
             self._handlers.apply(rt, events)
         except ProtocolError:
             raise
-        except Exception as error:
+        except BaseException as error:  # SystemExit, GeneratorExit and the like fail it too
             # Logged whether the code raised on new events or while replaying old ones: either way the
-            # orchestration fails now, in this turn (Microsoft's executor logs both at INFO too).
-            self._logger.info("%s: orchestration '%s' failed: %s", rt.instance_id, rt.name, error)
+            # orchestration fails now, in this turn (Microsoft's executor logs both at INFO too). An exception
+            # outside ``Exception`` fails it the same way: let through, it would end the work item's job with
+            # no response, and the instance would wait for its lease to run out, then fail the same way again.
+            self._logger.info(
+                "%s: orchestration '%s' failed: %s: %s",
+                rt.instance_id,
+                rt.name,
+                type(error).__name__,
+                exception_message(error),
+            )
             rt.fail(error)
             return False
         finally:

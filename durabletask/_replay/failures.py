@@ -9,7 +9,7 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
-from durabletask._errors import DurableTaskError
+from durabletask._errors import DurableTaskError, exception_message
 from durabletask._proto import orchestrator_service_pb2 as pb
 
 # Exceptions are reported by their fully qualified type name. The public names live in
@@ -123,7 +123,7 @@ def _proto_from_exception(
     seen: set[int],
 ) -> pb.TaskFailureDetails:
     seen.add(id(error))
-    details = pb.TaskFailureDetails(errorType=qualified_name(type(error)), errorMessage=str(error))
+    details = pb.TaskFailureDetails(errorType=qualified_name(type(error)), errorMessage=exception_message(error))
     details.stackTrace.value = "".join(traceback.format_tb(error.__traceback__))
     nested = getattr(error, "_failure_proto", None)
     if isinstance(nested, pb.TaskFailureDetails):

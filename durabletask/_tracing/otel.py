@@ -16,6 +16,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from durabletask._errors import exception_message
 from durabletask._trace_context import Parent
 
 TRACER_NAME = "durabletask"
@@ -92,8 +93,12 @@ def live_span(
 
 
 def record_failure(span: Any, exc: BaseException) -> None:
-    span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
-    span.record_exception(exc)
+    message = exception_message(exc)
+    span.set_status(trace.Status(trace.StatusCode.ERROR, message))
+    try:
+        span.record_exception(exc)
+    except Exception:  # it reads str(exc), which user code can make raise; the event then carries our line
+        span.add_event("exception", {"exception.type": type(exc).__name__, "exception.message": message})
 
 
 def recording() -> bool:

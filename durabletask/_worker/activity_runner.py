@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from durabletask import _trace_context as trace_context
 from durabletask import _tracing as tracing
 from durabletask._codec import Codec, PayloadSource
+from durabletask._errors import exception_message
 from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import ActivityNotRegisteredError, Registry
@@ -85,7 +86,7 @@ class ActivityRunner:
                 encoded = self._encode(request, output)
                 del output
                 return self._success(request, completion_token, encoded)
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit and the like fail the activity too (see _failure)
                 tracing.record_failure(span, exc)
                 return self._failure(request, completion_token, exc)
 
@@ -101,7 +102,9 @@ class ActivityRunner:
                 encoded = self._encode(request, output)
                 del output
                 return self._success(request, completion_token, encoded)
-            except Exception as exc:
+            except asyncio.CancelledError:
+                raise  # the worker's loop is going away: the work item is handed back, not failed
+            except BaseException as exc:  # as in run()
                 tracing.record_failure(span, exc)
                 return self._failure(request, completion_token, exc)
 
@@ -131,7 +134,8 @@ class ActivityRunner:
         return fn, self._new_context(instance_id, request.taskId), value
 
     def _encode(self, request: pb.ActivityRequest, output: Any) -> str | None:
-        return self._codec.for_instance(request.orchestrationInstance.instanceId).encode(output, _RESULT_FIELD)
+        codec = self._codec.for_instance(request.orchestrationInstance.instanceId)
+        return codec.encode(output, _RESULT_FIELD, finite=True)
 
     def _success(self, request: pb.ActivityRequest, token: str, encoded: str | None) -> pb.ActivityResponse:
         response = self._response(request, token)
@@ -146,20 +150,28 @@ class ActivityRunner:
         )
         return response
 
-    def _failure(self, request: pb.ActivityRequest, token: str, exc: Exception) -> pb.ActivityResponse:
+    def _failure(self, request: pb.ActivityRequest, token: str, exc: BaseException) -> pb.ActivityResponse:
+        """A failed response for any exception, ``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit`` included.
+
+        Those end the activity as failed rather than the worker: raised on a pool thread they would otherwise end
+        only that thread's job and leave the work item leased, to run and fail again after the lease expires.
+        """
         response = self._response(request, token)
         response.failureDetails.CopyFrom(self._failure_details(exc))
-        self._logger.warning(
-            "%s/%d: activity '%s' failed: %s: %s",
+        escaped = not isinstance(exc, Exception)
+        self._logger.log(
+            logging.ERROR if escaped else logging.WARNING,
+            "%s/%d: activity '%s' failed: %s: %s%s",
             response.instanceId,
             request.taskId,
             request.name,
             type(exc).__name__,
-            exc,
+            exception_message(exc),
+            "; the worker does not exit for an exception raised by an activity" if escaped else "",
         )
         return response
 
-    def _failure_details(self, exc: Exception) -> pb.TaskFailureDetails:
+    def _failure_details(self, exc: BaseException) -> pb.TaskFailureDetails:
         return proto_from_exception(exc, properties_of=self._properties_of)
 
     @staticmethod

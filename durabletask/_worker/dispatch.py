@@ -252,7 +252,7 @@ class WorkItemPools:
     def _guarded(self, kind: WorkKind, number: int, job: Callable[[], None]) -> None:
         try:
             job()
-        except Exception:
+        except BaseException:  # a pool thread has no one above it to report to
             self._logger.exception("a %s work item failed unexpectedly", kind.value)
         finally:
             self._end(kind, number)
@@ -260,7 +260,9 @@ class WorkItemPools:
     async def _guarded_async(self, kind: WorkKind, number: int, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
         try:
             await job()
-        except Exception:
+        except asyncio.CancelledError:
+            raise
+        except BaseException:  # SystemExit or KeyboardInterrupt out of a task stops the whole loop
             self._logger.exception("a %s work item failed unexpectedly", kind.value)
         finally:
             self._end(kind, number)

@@ -15,6 +15,7 @@ from google.protobuf import timestamp_pb2
 from durabletask import _trace_context as trace_context
 from durabletask import _tracing as tracing
 from durabletask._codec import Codec
+from durabletask._errors import exception_message
 from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import EntityNotRegisteredError, Registry
@@ -152,12 +153,19 @@ class EntityRunner:
         try:
             output = self._invoke(entity_id, operation.operation, encoded_input, state)
             encoded = state.codec.encode(output, "result of entity operation '{}'", operation.operation)
-        except Exception as error:
+        except BaseException as error:  # SystemExit and the like fail the operation, not the batch
             tracing.record_failure(span, error)
             state.rollback()
             # ERROR with the traceback, as Microsoft's worker logs a failed operation: the failure reaches a
             # caller only as details, and a signal's failure reaches no one.
-            self._logger.error("%s: operation '%s' failed: %s", entity_id, operation.operation, error, exc_info=error)
+            self._logger.error(
+                "%s: operation '%s' failed: %s: %s",
+                entity_id,
+                operation.operation,
+                type(error).__name__,
+                exception_message(error),
+                exc_info=error,
+            )
             failure = out.failure
             failure.failureDetails.CopyFrom(proto_from_exception(error, properties_of=self._properties_of))
             _stamp(failure.startTimeUtc, started)

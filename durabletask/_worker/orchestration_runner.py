@@ -262,7 +262,7 @@ class OrchestrationRunner:
             else:
                 with trace_ids.active(ids):
                     result = step()
-        except Exception as exc:
+        except BaseException as exc:  # whatever escapes, the work item gets its response
             # The executor turns user errors into a failed completion itself; reaching here is a bug
             # in the SDK or a corrupt history, which must still end the episode visibly.
             self._logger.exception("%s: the orchestration could not be executed", instance_id)

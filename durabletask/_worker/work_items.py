@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from durabletask._errors import exception_message
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import Registry
 from durabletask._worker.activity_runner import ActivityRunner
@@ -38,6 +39,10 @@ def _then_async(
             done()
 
     return run
+
+
+def _failure_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {exception_message(error)}"
 
 
 class WorkItemHandler:
@@ -103,8 +108,32 @@ class WorkItemHandler:
                 lambda: stub.CompleteOrchestratorTask(outcome.response, timeout=self._sender.timeout),
             )
 
-        self._pools.submit(WorkKind.ORCHESTRATION, _then(job, done), what=f"orchestration '{request.instanceId}'")
+        def hand_back(error: BaseException) -> None:
+            reason = f"it could not be run ({_failure_line(error)})"
+            self._abandon_orchestration(request.instanceId, token, stub, reason)
+
+        what = f"orchestration '{request.instanceId}'"
+        self._pools.submit(WorkKind.ORCHESTRATION, _then(self._settled(job, hand_back, what), done), what=what)
         return True
+
+    def _settled(
+        self, job: Callable[[], None], hand_back: Callable[[BaseException], None], what: str
+    ) -> Callable[[], None]:
+        """``job``, made to end its work item whatever escapes it: a completion, or else an abandonment.
+
+        The runners turn what user code raises into failure details; this catches what they could not (a bug,
+        an error while reporting an error), which would otherwise leave the work item leased until its lease
+        ran out, holding the backend's slot for it, and then be redelivered to fail the same way.
+        """
+
+        def run() -> None:
+            try:
+                job()
+            except BaseException as error:  # see the docstring
+                self._logger.error("handing back %s: %s", what, _failure_line(error), exc_info=error)
+                hand_back(error)
+
+        return run
 
     def _abandon_orchestration(self, instance_id: str, token: str, stub: Stub, reason: str) -> None:
         self._logger.info("handing back the orchestration work item for '%s': %s", instance_id, reason)
@@ -119,13 +148,17 @@ class WorkItemHandler:
         instance_id = request.orchestrationInstance.instanceId
         running = f"activity '{request.name}' (task {request.taskId}) of orchestration '{instance_id}'"
         what = f"the result of activity '{request.name}#{request.taskId}' for '{instance_id}'"
-        if not self._pools.acquire(WorkKind.ACTIVITY):
+
+        def hand_back(_: BaseException | None = None) -> None:
             self._sender.send(
                 f"the abandonment of {what}",
                 lambda: stub.AbandonTaskActivityWorkItem(
                     pb.AbandonActivityTaskRequest(completionToken=token), timeout=self._sender.timeout
                 ),
             )
+
+        if not self._pools.acquire(WorkKind.ACTIVITY):
+            hand_back()
             return False
 
         def complete(response: pb.ActivityResponse) -> None:
@@ -134,13 +167,18 @@ class WorkItemHandler:
         if self._activities.is_async(request):
 
             async def async_job() -> None:
-                response = await self._activities.run_async(request, token)
+                try:
+                    response = await self._activities.run_async(request, token)
+                except BaseException as error:  # as in _settled, and never out into the loop
+                    self._logger.error("handing back %s: %s", running, _failure_line(error), exc_info=error)
+                    await self._pools.run_blocking(hand_back)
+                    return
                 await self._pools.run_blocking(lambda: complete(response))
 
             self._pools.submit_async(WorkKind.ACTIVITY, _then_async(async_job, done), what=running)
         else:
-            job = _then(lambda: complete(self._activities.run(request, token)), done)
-            self._pools.submit(WorkKind.ACTIVITY, job, what=running)
+            job = self._settled(lambda: complete(self._activities.run(request, token)), hand_back, running)
+            self._pools.submit(WorkKind.ACTIVITY, _then(job, done), what=running)
         return True
 
     def _entity(self, item: pb.WorkItem, stub: Stub, done: Callable[[], None]) -> bool:
@@ -168,7 +206,11 @@ class WorkItemHandler:
                 lambda: stub.CompleteEntityTask(result, timeout=self._sender.timeout),
             )
 
-        self._pools.submit(WorkKind.ENTITY, _then(job, done), what=f"entity batch of '{batch.instanceId}'")
+        def hand_back(_: BaseException) -> None:
+            self._abandon_entity(batch.instanceId, item.completionToken, stub)
+
+        what = f"entity batch of '{batch.instanceId}'"
+        self._pools.submit(WorkKind.ENTITY, _then(self._settled(job, hand_back, what), done), what=what)
         return True
 
     def _abandon_entity(self, instance_id: str, token: str, stub: Stub) -> None:

@@ -16,7 +16,7 @@ from dtscale_emulator.ops.faults import FaultProfile
 from dtscale_emulator.ops.stop_signal import StopSignal
 from dtscale_emulator.ops.tracing.otlp import ENDPOINT_ENV, EXTRA
 from dtscale_emulator.rpc.auth import TLS_CERT_ENV, TLS_KEY_ENV, TOKEN_ENV, TOKEN_FILE_ENV, read_token_file
-from dtscale_emulator.server import DEFAULT_RESTART_GRACE, EmulatorServer
+from dtscale_emulator.server import DEFAULT_RESTART_GRACE, DEFAULT_STOP_GRACE, EmulatorServer
 
 
 def _fault_profile(text: str) -> FaultProfile:
@@ -58,6 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds for which, after a crash, the activity leases of the previous process stay valid (each no "
         "longer than its own lease), so results still on their way count and those activities do not run again; "
         f"0 offers them again at once (default {DEFAULT_RESTART_GRACE:g})",
+    )
+    parser.add_argument(
+        "--stop-grace",
+        type=float,
+        default=DEFAULT_STOP_GRACE,
+        help="on SIGTERM or Ctrl-C, seconds to lease nothing more and take the results of work already handed out; "
+        "leases still out then stay in the store as after a crash, for the next start's --restart-grace "
+        f"(default {DEFAULT_STOP_GRACE:g})",
     )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     auth = parser.add_mutually_exclusive_group()
@@ -137,6 +145,15 @@ def _token(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | N
     return token.strip() if token and token.strip() else None
 
 
+def _check_durations(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    for flag in ("keepalive_interval", "keepalive_timeout"):
+        if not 0.001 <= getattr(args, flag) <= 86_400:
+            parser.error(f"--{flag.replace('_', '-')} must be between 0.001 and 86400 seconds")
+    for flag in ("restart_grace", "stop_grace"):
+        if not 0 <= getattr(args, flag) <= 86_400:
+            parser.error(f"--{flag.replace('_', '-')} must be between 0 and 86400 seconds")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -148,11 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = getattr(args, flag)
         if path is not None and not os.access(path, os.R_OK):
             parser.error(f"--{flag.replace('_', '-')}: cannot read {path!r} (a PEM file is required)")
-    for flag in ("keepalive_interval", "keepalive_timeout"):
-        if not 0.001 <= getattr(args, flag) <= 86_400:
-            parser.error(f"--{flag.replace('_', '-')} must be between 0.001 and 86400 seconds")
-    if not 0 <= args.restart_grace <= 86_400:
-        parser.error("--restart-grace must be between 0 and 86400 seconds")
+    _check_durations(args, parser)
     token = _token(args, parser)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     hubs = tuple(h.strip() for h in args.task_hubs.split(",") if h.strip())
@@ -174,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stop.wait()
     if dashboard is not None:
         aio_loop.run(dashboard.close())
-    server.stop(grace=2.0)
+    server.shutdown(grace=args.stop_grace)
     return 0
 
 

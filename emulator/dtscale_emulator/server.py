@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from types import TracebackType
@@ -34,6 +35,8 @@ from dtscale_emulator.storage import ActivityRecord, EntityRecord, SqliteBackend
 log = logging.getLogger("dtscale_emulator")
 #: Seconds for which a restarted emulator keeps the activity leases of the process before it (``restart_grace``).
 DEFAULT_RESTART_GRACE = 15.0
+#: Seconds a graceful stop (:meth:`EmulatorServer.shutdown`, SIGTERM, Ctrl-C) waits for work already handed out.
+DEFAULT_STOP_GRACE = 5.0
 
 
 class EmulatorServer:
@@ -79,7 +82,8 @@ class EmulatorServer:
         restart_grace: Seconds for which the activity leases a crashed previous process left in ``db_path`` stay
             valid, each no longer than its own lease: a worker that ran such an activity may still deliver its
             result, which counts, and the activity is offered again only once that time is over. ``0`` offers
-            them again at once. (A stop hands every work item back first, so it leaves no leases.)
+            them again at once. (:meth:`stop` hands every work item back first, so it leaves no leases;
+            :meth:`shutdown` leaves them as a crash does.)
 
     Raises:
         DatabaseInUseError: another emulator already serves ``db_path`` (by this or any other path to the file).
@@ -156,6 +160,7 @@ class EmulatorServer:
         self._auth = BearerTokenInterceptor(auth_token) if auth_token else None
         self._tls = (tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None
         self._restart_lock = threading.Lock()
+        self._leases_kept = False  # set by shutdown(): a later stop() must not release them after all
         #: Fault injection hooks (a pass-through until a fault is turned on).
         self.faults = FaultInjector(
             abandon=self.dispatcher.abandon, wake=self.dispatcher.wake, restart=lambda grace: self.restart(grace)
@@ -185,6 +190,7 @@ class EmulatorServer:
     def start(self) -> EmulatorServer:
         """Binds the port and starts serving; returns ``self``."""
         self.dispatcher.open()
+        self._leases_kept = False
         self._server, self._port = aio_loop.run(self._serve(f"{self.host}:{self._requested_port}"))
         log.info("Durable Task emulator listening on %s%s", self.address, " (TLS)" if self._tls else "")
         if self._auth is not None and self._tls is None and not _is_loopback(self.host):
@@ -267,14 +273,41 @@ class EmulatorServer:
         if self._otlp is not None:
             self._otlp.flush()
 
-    def _stop_serving(self, grace: float | None) -> None:
-        self.dispatcher.close()
+    def shutdown(self, grace: float = DEFAULT_STOP_GRACE) -> None:
+        """Stops serving as a process about to exit should: no work item runs again that a crash would not rerun.
+
+        For up to ``grace`` seconds the server leases nothing more, keeps the workers' streams open and takes
+        the results of the work it handed out; then it stops, and the leases still out stay in the store, as
+        after a crash (``kill -9``). The next process on the same ``db_path`` keeps them for its
+        ``restart_grace``, so a result a worker delivers then still counts, and the work runs again only if
+        none comes. (:meth:`stop` instead hands every work item back at once: each runs again.)
+        """
+        if not 0 <= grace <= 86_400:
+            raise ValueError(f"grace must be between 0 and 86400 seconds, got {grace}")
+        self.faults.stop_schedule()
+        if self.time_skipper is not None:
+            self.time_skipper.stop()
+        started = time.monotonic()
+        left = self.dispatcher.drain_leases(grace)
+        if left:
+            log.info("stopping with %d work item(s) still out; their leases stay for the next start", left)
+        # What came in while draining finishes within what is left of the grace (a moment at least).
+        self._stop_serving(max(grace - (time.monotonic() - started), 0.5), keep_leases=True)
+        if self._otlp is not None:
+            self._otlp.flush()
+
+    def _stop_serving(self, grace: float | None, *, keep_leases: bool = False) -> None:
+        keep_leases = keep_leases or self._leases_kept
+        self.dispatcher.close(keep_leases=keep_leases)
         if self._server is not None:
             aio_loop.run(self._server.stop(grace))
             self._server = None
         if not self.dispatcher.drain(timeout=5.0):
             log.warning("some streams were still running when the emulator stopped")
-        self.backend.release_all_leases()
+        if keep_leases:
+            self._leases_kept = True
+        else:
+            self.backend.release_all_leases()
 
     def close(self) -> None:
         """Stops serving and closes the database."""

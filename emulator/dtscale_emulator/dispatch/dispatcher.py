@@ -45,6 +45,8 @@ from dtscale_emulator.protocol import pb
 from dtscale_emulator.storage import ActivityRecord, EntityRecord, InstanceRecord
 
 log = logging.getLogger("dtscale_emulator")
+#: How often a graceful stop looks whether the work it waits for has come back.
+DRAIN_POLL_SECONDS = 0.02
 
 
 class WorkDispatcher:
@@ -75,6 +77,9 @@ class WorkDispatcher:
         self._cond = threading.Condition()
         self._due_changes = 0  # changes that may have brought a timer or lease expiry forward
         self._closed = False
+        # A graceful stop: streams stay open but lease nothing more, and stream ends leave leases in the store.
+        self._draining = False
+        self._keep_leases = False
         self._active = 0
         self.leases = LeaseBook()
         #: Open streams by ID, read by the dashboard's worker view (changed on the loop thread only).
@@ -135,13 +140,37 @@ class WorkDispatcher:
     def open(self) -> None:
         with self._cond:
             self._closed = False
+            self._draining = False
+            self._keep_leases = False
 
-    def close(self) -> None:
+    def close(self, *, keep_leases: bool = False) -> None:
+        """Ends every stream and waiter. With ``keep_leases``, what the streams hold stays leased in the store.
+
+        Kept leases end as a crash leaves them: a restarted process keeps them for its restart grace, so a result
+        still on its way lands instead of the work being run again (see :meth:`drain_leases`).
+        """
         with self._cond:
             self._closed = True
+            self._keep_leases = keep_leases
             self._cond.notify_all()
         self._wake_streams()
         self.instance_changed(None, None)
+
+    def drain_leases(self, timeout: float) -> int:
+        """The first half of a graceful stop: lease nothing more and wait for the work already out to come back.
+
+        Streams stay open (their workers see no disconnection and keep sending results), work leased but not yet
+        sent goes back at once, and this returns once every lease given to a connected stream has been completed
+        or handed back, or after ``timeout`` seconds; how many are still out.
+        """
+        with self._cond:
+            self._draining = True
+        self._wake_streams()  # each stream hands back what it has not sent yet
+        held = list(self.leases.live)
+        deadline = time.monotonic() + timeout
+        while (left := self.leases.count_held(held)) and time.monotonic() < deadline:
+            time.sleep(DRAIN_POLL_SECONDS)  # a shutdown path: completions end leases on other threads
+        return left
 
     @contextmanager
     def _tracked(self) -> Iterator[None]:
@@ -330,6 +359,9 @@ class WorkDispatcher:
         return tokens, found
 
     def _next(self, state: StreamState) -> pb.WorkItem | None:
+        if self._draining:
+            self._hand_back_unsent(state)
+            return None
         if state.ready:
             return state.ready.popleft()
         now = time.monotonic()
@@ -357,13 +389,25 @@ class WorkDispatcher:
             return state.ready.popleft()
         return None
 
+    def _hand_back_unsent(self, state: StreamState) -> None:
+        """Ends the leases of work a draining stream took but never sent: no worker has it, nothing to wait for."""
+        while state.ready:
+            token = state.ready.popleft().completionToken
+            lease = self.leases.find(token)
+            if lease is not None:
+                self.completions.abandon(lease.hub, token, lease.kind)
+
     def _drop_stream(self, state: StreamState) -> None:
         """Offers a vanished stream's work again at once.
 
         Its leases only expire: a worker that lost its stream in a network blip may still complete
-        what it holds, and that completion counts as long as nothing else has taken the work.
+        what it holds, and that completion counts as long as nothing else has taken the work. When the
+        server stops keeping leases (:meth:`close`), the store keeps them as a crash would.
         """
         leases = self.leases.orphan_all(state)
+        if self._keep_leases:
+            self.sessions.drop_stream(state.id)
+            return
         if state.stalled:
             log.warning(
                 "work-item stream %d of task hub '%s' did not take a work item within %g s (its worker does not "

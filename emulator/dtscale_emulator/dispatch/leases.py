@@ -39,6 +39,11 @@ class LeaseBook:
         with self._lock:
             return self.live.get(token) or self._orphans.get(token)
 
+    def count_held(self, tokens: list[str]) -> int:
+        """How many of ``tokens`` still name a lease (live or orphaned)."""
+        with self._lock:
+            return sum(1 for token in tokens if token in self.live or token in self._orphans)
+
     def take(self, hub: str, token: str, kind: str) -> Lease:
         """The lease a completion or abandon names.
 

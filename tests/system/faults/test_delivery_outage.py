@@ -53,9 +53,10 @@ class Outage:
         time.sleep(down_for)  # the outage itself, not a wait for a condition
         self.relay.restore()
 
-    def restart_emulator(self, down_for: float) -> None:
+    def restart_emulator(self, down_for: float, sig: int = signal.SIGKILL) -> None:
+        """SIGKILL: a crash, no goodbye to the worker's calls in flight; SIGTERM: a graceful stop (its grace)."""
         assert self.emulator is not None
-        kill(self.emulator)  # SIGKILL: no goodbye to the worker's calls in flight
+        kill(self.emulator, sig)
         self.emulator = None
         time.sleep(down_for)  # the outage itself
         self.emulator = start_emulator(self.db, self.port, *EMULATOR_ARGS)
@@ -69,7 +70,7 @@ class Outage:
         if outage == "network":
             self.cut_network(OUTAGE_SECONDS)
         else:
-            self.restart_emulator(OUTAGE_SECONDS)
+            self.restart_emulator(OUTAGE_SECONDS, signal.SIGTERM if outage == "graceful" else signal.SIGKILL)
         with client.TaskHubGrpcClient(host_address=self.address) as c:
             states = wait_done(c, ids, 240)
         assert {s.runtime_status for s in states.values()} == {client.OrchestrationStatus.COMPLETED}
@@ -135,7 +136,19 @@ def test_every_activity_runs_once_across_an_emulator_restart(outage: Outage) -> 
     # Results on their way when the emulator died were delivered to the new process, under their old tokens.
     assert "retrying the result of activity" in log, log[-4000:]
     assert "delivered the result of activity" in log, log[-4000:]
-    assert "dropping the result of activity" not in log, log[-4000:]
+    # A "dropping the result" line may appear, and is no rerun (every activity ran once, above): the kill can land
+    # after the old process committed a result and before its answer left, so the worker sends it again and the
+    # new process, which never saw that token, refuses it. How often that happens is a matter of timing.
+
+
+@pytest.mark.adversarial
+@pytest.mark.timeout(300)
+def test_every_activity_runs_once_across_a_graceful_emulator_stop(outage: Outage) -> None:
+    # SIGTERM, as `docker stop` or Ctrl-C: before, the stop handed every lease back and cut the results in flight,
+    # and five or six activities ran again after the restart, where a kill -9 reran none.
+    attempts = outage.run("graceful")
+    log = outage.log.read_text()
+    assert {key: n for key, n in attempts.items() if n != 1} == {}, log[-4000:]
 
 
 @pytest.mark.adversarial

@@ -53,8 +53,28 @@ def test_log_handler_and_formatter_are_deprecated_at_the_callers_line(make: Any)
     assert make(logger=mine)._logger is mine
 
 
-def test_each_call_logs_one_info_line_naming_the_operation(sidecar: SidecarServer, caplog: Any) -> None:
+@pytest.mark.adversarial
+def test_reads_log_at_debug_and_changes_at_info_so_a_polling_client_stays_quiet(
+    sidecar: SidecarServer, caplog: Any
+) -> None:
     log = logging.getLogger("durabletask-client-tests")
-    with client.TaskHubGrpcClient(host_address=sidecar.address, logger=log) as c, caplog.at_level(logging.INFO):
-        c.get_orchestration_state("order-7")
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == ["GetInstance for 'order-7'"]
+    with client.TaskHubGrpcClient(host_address=sidecar.address, logger=log) as c, caplog.at_level(logging.DEBUG):
+        for _ in range(20):  # a caller polling for a state change
+            c.get_orchestration_state("order-7")
+        c.raise_orchestration_event("order-7", "approved")
+        c.terminate_orchestration("order-7")
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert info == ["RaiseEvent for 'order-7'", "TerminateInstance for 'order-7'"]
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert debug.count("GetInstance for 'order-7'") == 20
+
+
+@pytest.mark.adversarial
+async def test_the_async_client_logs_reads_at_debug_too(sidecar: SidecarServer, caplog: Any) -> None:
+    log = logging.getLogger("durabletask-client-tests")
+    async with client.AsyncTaskHubGrpcClient(host_address=sidecar.address, logger=log) as c:
+        with caplog.at_level(logging.DEBUG):
+            await c.get_orchestration_state("order-8")
+            await c.suspend_orchestration("order-8")
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == ["SuspendInstance for 'order-8'"]
+    assert "GetInstance for 'order-8'" in [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]

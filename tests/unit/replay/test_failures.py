@@ -61,3 +61,26 @@ def test_public_errors_share_the_sdk_root_and_report_the_public_module(error_typ
 
 def test_event_timeouts_are_timeout_errors() -> None:
     assert issubclass(task.EventTimeoutError, TimeoutError)
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message")
+
+
+@pytest.mark.adversarial
+def test_an_error_whose_str_raises_is_still_described_by_its_type() -> None:
+    try:
+        raise _Unprintable from SystemExit(2)
+    except _Unprintable as error:
+        details = proto_from_exception(error)
+    assert details.errorType.endswith("._Unprintable")
+    assert details.errorMessage == "_Unprintable (its message could not be read: str() raised RuntimeError)"
+    assert details.stackTrace.value  # the traceback is kept
+
+
+@pytest.mark.parametrize("error", [SystemExit(3), KeyboardInterrupt(), GeneratorExit("closed")])
+def test_exceptions_outside_exception_are_described_like_any_other(error: BaseException) -> None:
+    details = proto_from_exception(error)
+    assert details.errorType == f"builtins.{type(error).__name__}"
+    assert details.errorMessage == str(error)

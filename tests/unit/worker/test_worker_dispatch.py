@@ -120,6 +120,35 @@ def test_a_failing_job_releases_its_slot(pools: WorkItemPools) -> None:
     assert pools.slots(WorkKind.ORCHESTRATION).used == 0
 
 
+@pytest.mark.adversarial
+@pytest.mark.parametrize("escaping", [SystemExit, KeyboardInterrupt, GeneratorExit])
+def test_a_job_raising_outside_exception_neither_stops_the_loop_nor_keeps_its_slot(
+    pools: WorkItemPools, escaping: type[BaseException]
+) -> None:
+    async def async_escape() -> None:
+        raise escaping()
+
+    def escape() -> None:
+        raise escaping()
+
+    for _ in range(3):  # more than the two activity slots: each must come back
+        assert pools.acquire(WorkKind.ACTIVITY)
+        pools.submit_async(WorkKind.ACTIVITY, async_escape)
+        assert pools.acquire(WorkKind.ACTIVITY)
+        pools.submit(WorkKind.ACTIVITY, escape)
+    assert pools.wait_idle(WAIT)
+    ran = threading.Event()
+
+    async def after() -> None:
+        ran.set()
+
+    # Before, SystemExit or KeyboardInterrupt out of a task stopped the event loop: later async work never ran.
+    assert pools.acquire(WorkKind.ACTIVITY)
+    pools.submit_async(WorkKind.ACTIVITY, after)
+    assert ran.wait(WAIT) and pools.wait_idle(WAIT)
+    assert pools.slots(WorkKind.ACTIVITY).used == 0
+
+
 def test_async_jobs_share_one_loop_and_run_together(pools: WorkItemPools) -> None:
     both_running = threading.Barrier(3, timeout=WAIT)
     loops: set[int] = set()
