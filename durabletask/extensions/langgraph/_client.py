@@ -15,7 +15,7 @@ from typing import Any
 from durabletask.client import AlreadyExistsError, OrchestrationStatus
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph import _requests as rq
-from durabletask.extensions.langgraph._naming import fingerprint, instance_id, thread_id_of
+from durabletask.extensions.langgraph._naming import check_graph_name, fingerprint, thread_id_of
 from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import load
@@ -57,6 +57,7 @@ class DurableGraph:
     def __init__(
         self, client: Any, name: str, graph: Any, *, start_timeout: float = 30.0, poll_interval: float = 0.05
     ) -> None:
+        check_graph_name(name)
         lg.install_id_shim()
         self.client = client
         self.name = name
@@ -68,13 +69,13 @@ class DurableGraph:
 
     # ------------------------------------------------------------------------------------ plans
 
-    def _instance(self, config: Any) -> tuple[str, str]:
+    def _instance(self, config: Any) -> Generator[rq.Op, Any, tuple[str, str]]:
         thread = thread_id_of(config)
-        return thread, instance_id(self.name, thread)
+        return thread, (yield from rq.resolve_instance(self.name, thread))
 
     def _run_plan(self, input: Any, config: Any, stream_modes: list[str], invoke: bool, **options: Any) -> Plan:
         """Send a run; an invoke returns its output, a stream emits its chunks as they come."""
-        thread, instance = self._instance(config)
+        thread, instance = yield from self._instance(config)
         body = rq.run_body(input, config, stream_modes=stream_modes, invoke=invoke, **options)
         req = rq.request("run", self.fingerprint, thread, body)
         checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
@@ -87,7 +88,7 @@ class DurableGraph:
 
     def _saver_plan(self, config: Any, history: bool) -> Plan:
         """The thread's checkpoints, in a local saver: all of them, or what ``get_state`` of ``config`` reads."""
-        thread, instance = self._instance(config)
+        thread, instance = yield from self._instance(config)
         state = yield from rq.read_state(instance)
         if state is None:
             return ReplaySaver()
@@ -99,7 +100,7 @@ class DurableGraph:
         return ReplaySaver.restore(result["saver"])
 
     def _update_plan(self, config: Any, values: Any, as_node: str | None, task_id: str | None) -> Plan:
-        thread, instance = self._instance(config)
+        thread, instance = yield from self._instance(config)
         body = {
             "values": values,
             "as_node": as_node,

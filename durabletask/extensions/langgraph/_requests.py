@@ -6,6 +6,7 @@ async façades in ``_client`` only carry them out, so both share every rule here
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Generator
@@ -20,7 +21,7 @@ from durabletask.extensions.langgraph._errors import (
     LangGraphError,
     ResumeRejectedError,
 )
-from durabletask.extensions.langgraph._naming import RUN_EVENT, orchestrator_name
+from durabletask.extensions.langgraph._naming import RUN_EVENT, instance_id, legacy_instance_id, orchestrator_name
 from durabletask.extensions.langgraph._resume import refuse_unwaited_resume
 from durabletask.extensions.langgraph._serde import dump, load
 
@@ -194,6 +195,37 @@ def failed_checkpoints(state: OrchestrationState | None) -> dict[str, Any] | Non
     return failed if isinstance(failed, dict) else None
 
 
+def resolve_instance(graph_name: str, thread_id: str) -> Generator[Op, Any, str]:
+    """The thread's instance: :func:`instance_id`, or the one an earlier mapping gave it if the thread lives there.
+
+    Only a short thread ID holding ``~`` mapped elsewhere before (to ``lg:{graph}:{thread_id}`` unhashed); such a
+    thread is found there while its instance records this very thread ID, so no other thread's instance is taken.
+    """
+    current = instance_id(graph_name, thread_id)
+    legacy = legacy_instance_id(graph_name, thread_id)
+    if legacy is None:
+        return current
+    if (yield Op("get", current)) is not None:
+        return current
+    old: OrchestrationState | None = yield Op("get", legacy)
+    return legacy if old is not None and recorded_thread_id(old) == thread_id else current
+
+
+def recorded_thread_id(state: OrchestrationState) -> str | None:
+    """The thread ID an instance's input records (its first request's, or the one it carried on)."""
+    try:
+        payload = json.loads(state.serialized_input or "null")
+        if not isinstance(payload, dict):
+            return None
+        carry = payload.get("carry") or {}
+        if carry.get("thread_id") is not None:
+            return str(carry["thread_id"])
+        body = load(payload["request"]["body"])
+        return str(body["thread_id"])
+    except (ValueError, KeyError, TypeError):  # not a thread's input: no thread of ours lives there
+        return None
+
+
 def read_state(instance_id: str) -> Generator[Op, Any, OrchestrationState | None]:
     state: OrchestrationState | None = yield Op("get", instance_id)
     return state
@@ -206,7 +238,9 @@ __all__ = [
     "check_resume_locally",
     "failed_checkpoints",
     "read_state",
+    "recorded_thread_id",
     "request",
+    "resolve_instance",
     "run_body",
     "send_and_wait",
 ]
