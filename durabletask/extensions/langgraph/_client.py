@@ -15,7 +15,7 @@ from typing import Any
 from durabletask.client import AlreadyExistsError, OrchestrationStatus
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph import _requests as rq
-from durabletask.extensions.langgraph._naming import check_graph_name, fingerprint, thread_id_of
+from durabletask.extensions.langgraph._naming import check_graph_name, shape, shape_fingerprint, thread_id_of
 from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import load
@@ -62,7 +62,8 @@ class DurableGraph:
         self.client = client
         self.name = name
         self.graph = graph
-        self.fingerprint = fingerprint(graph)
+        self.shape = shape(graph)
+        self.fingerprint = shape_fingerprint(self.shape)
         # Threads start with the graph's orchestrator itself, so they record its code hash (see code_identity).
         self._orchestrator = thread_orchestrator(graph, name, self.fingerprint)
         self._waiting = rq.Waiting(start_timeout, poll_interval)
@@ -77,13 +78,13 @@ class DurableGraph:
         """Send a run; an invoke returns its output, a stream emits its chunks as they come."""
         thread, instance = yield from self._instance(config)
         body = rq.run_body(input, config, stream_modes=stream_modes, invoke=invoke, **options)
-        req = rq.request("run", self.fingerprint, thread, body)
+        req = rq.request("run", self.shape, thread, body)
         checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
 
         def precheck(status: dict[str, Any] | None) -> None:
             rq.check_resume_locally(input, checkpoint_id, status, thread)
 
-        result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting, precheck)
+        result = yield from rq.send_and_wait(instance, self.name, req, self._waiting, precheck)
         return load(result["output"]) if invoke else None
 
     def _saver_plan(self, config: Any, history: bool) -> Plan:
@@ -95,8 +96,8 @@ class DurableGraph:
         if (failed := rq.failed_checkpoints(state)) is not None:
             return ReplaySaver.restore(failed["saver"])
         checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
-        req = rq.request("state", self.fingerprint, thread, {"history": history, "checkpoint_id": checkpoint_id})
-        result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting)
+        req = rq.request("state", self.shape, thread, {"history": history, "checkpoint_id": checkpoint_id})
+        result = yield from rq.send_and_wait(instance, self.name, req, self._waiting)
         return ReplaySaver.restore(result["saver"])
 
     def _update_plan(self, config: Any, values: Any, as_node: str | None, task_id: str | None) -> Plan:
@@ -108,8 +109,8 @@ class DurableGraph:
             "configurable": rq.user_configurable(config),
             "checkpoint_id": ((config or {}).get("configurable") or {}).get("checkpoint_id"),
         }
-        req = rq.request("update", self.fingerprint, thread, body)
-        result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting)
+        req = rq.request("update", self.shape, thread, body)
+        result = yield from rq.send_and_wait(instance, self.name, req, self._waiting)
         return load(result["config"])
 
     def _local(self, saver: ReplaySaver) -> Any:

@@ -90,11 +90,10 @@ def thread_id_of(config: Any) -> str:
     return str(thread_id)
 
 
-def fingerprint(graph: Any) -> str:
-    """A hash of what a compiled graph is made of: nodes, their triggers and channels, edges and channel types.
+def shape(graph: Any) -> dict[str, Any]:
+    """What a compiled graph is made of, as JSON: nodes with their triggers and channels, edges and channel types.
 
-    Two builds of the same graph have the same fingerprint; adding, removing or rewiring a node changes it.
-    Node code is not part of it (a fix inside a node keeps threads running).
+    Two builds of the same graph have the same shape; node code is not part of it.
     """
     nodes = {
         name: {
@@ -110,14 +109,25 @@ def fingerprint(graph: Any) -> str:
         edges = sorted((e.source, e.target, bool(e.conditional)) for e in drawn.edges)
     except Exception:  # drawing needs every branch's type hints; the wiring above still identifies the graph
         edges = []
-    shape = {
+    found = {
         "nodes": nodes,
         "channels": channels,
         "edges": edges,
         "input": str(graph.input_channels),
         "output": str(graph.output_channels),
     }
-    return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    loaded: dict[str, Any] = json.loads(json.dumps(found, sort_keys=True, default=str))
+    return loaded
+
+
+def shape_fingerprint(graph_shape: dict[str, Any]) -> str:
+    """The short hash that names a graph :func:`shape`."""
+    return hashlib.sha256(json.dumps(graph_shape, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def fingerprint(graph: Any) -> str:
+    """A hash of the graph's :func:`shape`: adding, removing or rewiring a node changes it; a fix inside one not."""
+    return shape_fingerprint(shape(graph))
 
 
 def code_identity(graph_name: str, graph_fingerprint: str) -> Callable[..., Any]:

@@ -21,7 +21,13 @@ from durabletask.extensions.langgraph._errors import (
     LangGraphError,
     ResumeRejectedError,
 )
-from durabletask.extensions.langgraph._naming import RUN_EVENT, instance_id, legacy_instance_id, orchestrator_name
+from durabletask.extensions.langgraph._naming import (
+    RUN_EVENT,
+    instance_id,
+    legacy_instance_id,
+    orchestrator_name,
+    shape_fingerprint,
+)
 from durabletask.extensions.langgraph._resume import refuse_unwaited_resume
 from durabletask.extensions.langgraph._serde import dump, load
 
@@ -43,10 +49,24 @@ class Op:
     data: Any = None
 
 
-def request(kind: str, fingerprint: str, thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    """A request for the thread's orchestrator, with a fresh ID the client waits for."""
+def request(kind: str, graph_shape: dict[str, Any], thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A request for the thread's orchestrator, with a fresh ID the client waits for.
+
+    It names the client's graph (its fingerprint and shape), so the orchestrator can say what differs from its own.
+    """
     payload = {"thread_id": thread_id, **body}
-    return {"id": uuid.uuid4().hex, "kind": kind, "fp": fingerprint, "body": dump(payload, f"the {kind} request")}
+    return {
+        "id": uuid.uuid4().hex,
+        "kind": kind,
+        "fp": shape_fingerprint(graph_shape),
+        "shape": graph_shape,
+        "body": dump(payload, f"the {kind} request"),
+    }
+
+
+def start_input(req: dict[str, Any], carry: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The input of a thread's orchestration that starts with ``req`` (after a failure, from ``carry``)."""
+    return {"v": 2, "request": req, **({"carry": carry} if carry is not None else {})}
 
 
 def user_configurable(config: Any) -> dict[str, Any]:
@@ -121,10 +141,14 @@ class Waiting:
 
 
 def send_and_wait(
-    instance_id: str, graph_name: str, fingerprint: str, req: dict[str, Any], waiting: Waiting, precheck: Any = None
+    instance_id: str, graph_name: str, req: dict[str, Any], waiting: Waiting, precheck: Any = None
 ) -> Generator[Op, Any, dict[str, Any]]:
-    """Deliver ``req`` to the thread (starting its orchestration if needed) and return its result."""
-    yield from _deliver(instance_id, graph_name, fingerprint, req, precheck)
+    """Deliver ``req`` to the thread (starting its orchestration if needed) and return its result.
+
+    Whether the thread's graph and the client's agree is the orchestrator's to decide: it knows both, and refuses
+    with :class:`GraphMismatchError` naming what changed.
+    """
+    yield from _deliver(instance_id, graph_name, req, precheck)
     since = time.monotonic()
     seen = 0  # stream chunks already handed out
     while True:
@@ -151,28 +175,21 @@ def send_and_wait(
         yield Op("sleep", data=waiting.poll_interval)
 
 
-def _deliver(
-    instance_id: str, graph_name: str, fingerprint: str, req: dict[str, Any], precheck: Any
-) -> Generator[Op, Any, None]:
+def _deliver(instance_id: str, graph_name: str, req: dict[str, Any], precheck: Any) -> Generator[Op, Any, None]:
     """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event."""
     state: OrchestrationState | None = yield Op("get", instance_id)
     status = _status(state)
     carry = failed_checkpoints(state)
     if state is not None and state.runtime_status in _TERMINAL and carry is None:
         raise _ended(state, graph_name)
-    if status is not None and status.get("fp") != fingerprint:
-        raise GraphMismatchError(
-            f"graph '{graph_name}' differs from the one the workers run (fingerprint {fingerprint}, "
-            f"workers: {status.get('fp')}): nodes, edges or channels changed"
-        )
     if precheck is not None:
         precheck(status)
     started = False
     if state is None:
-        started = yield Op("start", instance_id, {"request": req})
+        started = yield Op("start", instance_id, start_input(req))
     elif carry is not None:
         # After a failed run the thread goes on from its last checkpoints, as a LangGraph thread does.
-        started = yield Op("restart", instance_id, {"request": req, "carry": carry})
+        started = yield Op("restart", instance_id, start_input(req, carry))
     if not started:
         yield Op("raise_event", instance_id, req)
 
@@ -243,4 +260,5 @@ __all__ = [
     "resolve_instance",
     "run_body",
     "send_and_wait",
+    "start_input",
 ]
