@@ -12,7 +12,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from durabletask.client import OrchestrationStatus
-from durabletask.extensions.langgraph import DurableGraph, GraphMismatchError, instance_id, register_graph
+from durabletask.extensions.langgraph import (
+    DurableGraph,
+    GraphMismatchError,
+    _orchestrator,
+    instance_id,
+    register_graph,
+)
 from tests.e2e.conftest import Hub
 
 pytestmark = pytest.mark.adversarial
@@ -163,3 +169,24 @@ def test_an_incompatible_change_is_refused_and_the_thread_waits_for_its_graph(hu
     deploy.serve(v1())
     done = deploy.client(v1()).invoke(Command(resume={i.id: "yes" for i in asked}), cfg)
     assert done["items"] == ["plan", "ask:yes", "tail"]
+
+
+def _scheduled(deploy: Deployment, cfg: dict[str, Any]) -> int:
+    iid = instance_id(deploy.name, cfg["configurable"]["thread_id"])
+    return sum(type(e).__name__ == "TaskScheduledEvent" for e in deploy.hub.client().get_orchestration_history(iid))
+
+
+def test_a_thread_whose_execution_holds_earlier_runs_replays_them_and_then_ends_it(
+    hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Threads started before runs ended their executions wait in an execution that holds their runs.
+    monkeypatch.setattr(_orchestrator.ThreadRuntime, "seal", lambda self: False)
+    deploy = Deployment(hub)
+    cfg, asked = _waiting_thread(deploy)
+    assert _scheduled(deploy, cfg) == 3  # __start__, plan, ask
+    monkeypatch.undo()
+    deploy.serve(v1())  # a new worker process replays the execution from its history
+    done = deploy.client(v1()).invoke(Command(resume={i.id: "yes" for i in asked}), cfg)
+    assert done["items"] == ["plan", "ask:yes", "tail"]
+    assert _scheduled(deploy, cfg) == 0  # that run ended the execution: the thread waits in a new one
+    assert deploy.client(v1()).invoke({"x": 2, "items": []}, cfg)["__interrupt__"]
