@@ -74,7 +74,9 @@ class DurableGraph:
         thread = thread_id_of(config)
         return thread, (yield from rq.resolve_instance(self.name, thread))
 
-    def _run_plan(self, input: Any, config: Any, stream_modes: list[str], invoke: bool, **options: Any) -> Plan:
+    def _run_plan(
+        self, input: Any, config: Any, stream_modes: list[str], invoke: bool, timeout: float | None, **options: Any
+    ) -> Plan:
         """Send a run; an invoke returns its output, a stream emits its chunks as they come."""
         thread, instance = yield from self._instance(config)
         body = rq.run_body(input, config, stream_modes=stream_modes, invoke=invoke, **options)
@@ -84,7 +86,7 @@ class DurableGraph:
         def precheck(status: dict[str, Any] | None) -> None:
             rq.check_resume_locally(input, checkpoint_id, status, thread)
 
-        result = yield from rq.send_and_wait(instance, self.name, req, self._waiting, precheck)
+        result = yield from rq.send_and_wait(instance, self.name, req, self._waiting, precheck, timeout)
         return load(result["output"]) if invoke else None
 
     def _saver_plan(self, config: Any, history: bool) -> Plan:
@@ -217,16 +219,18 @@ class DurableGraph:
         stream_mode: str = "values",
         interrupt_before: Any = None,
         interrupt_after: Any = None,
+        timeout: float | None = None,
     ) -> Any:
         """Run the graph on the config's thread and return what ``graph.invoke`` returns.
 
         Returns at END or at an interrupt (with ``"__interrupt__"``), as LangGraph does. Raises
-        :class:`GraphRunError` when the run fails, :class:`ResumeRejectedError` for a resume nothing waits for.
+        :class:`GraphRunError` when the run fails, :class:`ResumeRejectedError` for a resume nothing waits for,
+        :class:`GraphTimeoutError` (a ``TimeoutError``) when ``timeout`` seconds pass without the result.
         """
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         if stream_mode != "values":
-            return list(self.stream(input, config, stream_mode=stream_mode, **options))
-        return self._sync(self._run_plan(input, config, ["values", "updates"], True, **options))
+            return list(self.stream(input, config, stream_mode=stream_mode, timeout=timeout, **options))
+        return self._sync(self._run_plan(input, config, ["values", "updates"], True, timeout, **options))
 
     def stream(
         self,
@@ -238,14 +242,17 @@ class DurableGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         subgraphs: bool = False,
+        timeout: float | None = None,
     ) -> Iterator[Any]:
         """The run's chunks, as ``graph.stream`` yields them, each superstep's as soon as it has finished.
 
         With ``subgraphs=True``, the chunks of subgraphs too, each with its namespace, as in LangGraph.
+        ``timeout`` bounds the whole run in seconds (:class:`GraphTimeoutError`).
         """
         mode, modes = self._modes(stream_mode)
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        for chunk in self._iterate(self._run_plan(input, config, modes, False, subgraphs=subgraphs, **options)):
+        plan = self._run_plan(input, config, modes, False, timeout, subgraphs=subgraphs, **options)
+        for chunk in self._iterate(plan):
             yield from _format([chunk], mode, subgraphs)
 
     def get_state(self, config: Any, *, subgraphs: bool = False) -> Any:
@@ -277,12 +284,13 @@ class DurableGraph:
         stream_mode: str = "values",
         interrupt_before: Any = None,
         interrupt_after: Any = None,
+        timeout: float | None = None,
     ) -> Any:
         """:meth:`invoke` with an ``AsyncTaskHubGrpcClient``."""
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         if stream_mode != "values":
-            return [c async for c in self.astream(input, config, stream_mode=stream_mode, **options)]
-        return await self._async(self._run_plan(input, config, ["values", "updates"], True, **options))
+            return [c async for c in self.astream(input, config, stream_mode=stream_mode, timeout=timeout, **options)]
+        return await self._async(self._run_plan(input, config, ["values", "updates"], True, timeout, **options))
 
     async def astream(
         self,
@@ -294,11 +302,13 @@ class DurableGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         subgraphs: bool = False,
+        timeout: float | None = None,
     ) -> AsyncIterator[Any]:
         """:meth:`stream` with an ``AsyncTaskHubGrpcClient``."""
         mode, modes = self._modes(stream_mode)
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        async for chunk in self._aiterate(self._run_plan(input, config, modes, False, subgraphs=subgraphs, **options)):
+        plan = self._run_plan(input, config, modes, False, timeout, subgraphs=subgraphs, **options)
+        async for chunk in self._aiterate(plan):
             for item in _format([chunk], mode, subgraphs):
                 yield item
 

@@ -18,6 +18,7 @@ from durabletask.extensions.langgraph._errors import (
     GraphMismatchError,
     GraphNotRegisteredError,
     GraphRunError,
+    GraphTimeoutError,
     LangGraphError,
     ResumeRejectedError,
 )
@@ -140,56 +141,151 @@ class Waiting:
     poll_interval: float
 
 
+# Seconds between restarts of a thread that a worker without its graph failed, while the request waits.
+RESTART_EVERY = 1.0
+
+
+@dataclass
+class _Wait:
+    """One request's wait: since when, until when (``timeout``), and what it has handed out and retried."""
+
+    instance_id: str
+    graph_name: str
+    req: dict[str, Any]
+    waiting: Waiting
+    timeout: float | None
+    since: float
+    seen: int = 0
+    restarted: float = 0.0
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.since
+
+    def expired(self, state: OrchestrationState | None, status: dict[str, Any]) -> LangGraphError | None:
+        """The error to raise once the request has waited too long, saying what it waited for."""
+        pending = state is None or state.runtime_status == OrchestrationStatus.PENDING
+        if pending and self.elapsed() > self.waiting.start_timeout:
+            return GraphNotRegisteredError(
+                f"no worker picked up graph '{self.graph_name}' (orchestrator "
+                f"'{orchestrator_name(self.graph_name)}') within {self.waiting.start_timeout:g} s: is the graph "
+                "registered with register_graph on a running worker?"
+            )
+        if self.timeout is None or self.elapsed() <= self.timeout:
+            return None
+        thread = load(self.req["body"])["thread_id"]
+        if pending:
+            doing = f"no worker serving graph '{self.graph_name}' has picked the thread up"
+        elif (status.get("live") or {}).get("id") == self.req["id"]:
+            doing = "the run is in progress (its stream has chunks)"
+        else:
+            doing = (
+                f"the thread's orchestration is {state.runtime_status.name if state else 'missing'} and has not "
+                f"answered: no worker serving graph '{self.graph_name}' is running, or the request runs or waits "
+                "behind others"
+            )
+        return GraphTimeoutError(
+            f"the {self.req['kind']} request on thread {thread!r} (instance '{self.instance_id}') got no result "
+            f"within {self.timeout:g} s: {doing}. The request stays with the thread and may still run"
+        )
+
+
 def send_and_wait(
-    instance_id: str, graph_name: str, req: dict[str, Any], waiting: Waiting, precheck: Any = None
+    instance_id: str,
+    graph_name: str,
+    req: dict[str, Any],
+    waiting: Waiting,
+    precheck: Any = None,
+    timeout: float | None = None,
 ) -> Generator[Op, Any, dict[str, Any]]:
     """Deliver ``req`` to the thread (starting its orchestration if needed) and return its result.
 
     Whether the thread's graph and the client's agree is the orchestrator's to decide: it knows both, and refuses
-    with :class:`GraphMismatchError` naming what changed.
+    with :class:`GraphMismatchError` naming what changed. ``timeout`` bounds the whole wait
+    (:class:`GraphTimeoutError`); a thread failed by a worker without its graph is started again meanwhile.
     """
+    if timeout is not None and timeout < 0:
+        raise ValueError(f"timeout must be None or at least 0 seconds, not {timeout!r}")
     yield from _deliver(instance_id, graph_name, req, precheck)
-    since = time.monotonic()
-    seen = 0  # stream chunks already handed out
+    wait = _Wait(instance_id, graph_name, req, waiting, timeout, time.monotonic())
     while True:
         state = yield Op("get", instance_id)
         status = _status(state) or {}
         live = status.get("live")
-        if live and live["id"] == req["id"] and len(chunks := load(live["chunks"])) > seen:
-            yield Op("emit", data=[tuple(c) for c in chunks[seen:]])
-            seen = len(chunks)
+        if live and live["id"] == req["id"] and len(chunks := load(live["chunks"])) > wait.seen:
+            yield Op("emit", data=[tuple(c) for c in chunks[wait.seen :]])
+            wait.seen = len(chunks)
         if state is not None and state.runtime_status in _TERMINAL:
-            raise _ended(state, graph_name)
+            yield from _ended_while_waiting(state, wait)
+            continue
         for rid, result in status.get("done", []):
             if rid == req["id"]:
                 accepted = _accepted(result, instance_id)
                 if "chunks" in accepted:
-                    yield Op("emit", data=[tuple(c) for c in load(accepted["chunks"])][seen:])
+                    yield Op("emit", data=[tuple(c) for c in load(accepted["chunks"])][wait.seen :])
                 return accepted
-        pending = state is None or state.runtime_status == OrchestrationStatus.PENDING
-        if pending and time.monotonic() - since > waiting.start_timeout:
-            raise GraphNotRegisteredError(
-                f"no worker picked up graph '{graph_name}' (orchestrator '{orchestrator_name(graph_name)}') "
-                f"within {waiting.start_timeout:g} s: is the graph registered with register_graph on a running worker?"
-            )
+        if (error := wait.expired(state, status)) is not None:
+            raise error
         yield Op("sleep", data=waiting.poll_interval)
+
+
+def _ended_while_waiting(state: OrchestrationState, wait: _Wait) -> Generator[Op, Any, None]:
+    """A thread that ended while its request waited: started again if a worker without its graph failed it."""
+    restart = restart_input(state)
+    if restart is None or not _not_registered(state):
+        raise _ended(state, wait.graph_name)
+    if wait.elapsed() > wait.waiting.start_timeout and (wait.timeout is None or wait.elapsed() > wait.timeout):
+        raise GraphNotRegisteredError(
+            f"workers without graph '{wait.graph_name}' took its thread (instance '{wait.instance_id}') and none "
+            f"serving it picked it up within {max(wait.waiting.start_timeout, wait.timeout or 0):g} s: give every "
+            "worker worker.use_work_item_filters(), or register the graph; the thread starts again on its next request"
+        )
+    if time.monotonic() - wait.restarted >= RESTART_EVERY:
+        wait.restarted = time.monotonic()
+        if not (yield Op("restart", wait.instance_id, start_input(wait.req, restart.get("carry")))):
+            yield Op("raise_event", wait.instance_id, wait.req)
+    yield Op("sleep", data=wait.waiting.poll_interval)
+
+
+def _not_registered(state: OrchestrationState) -> bool:
+    details = state.failure_details
+    return details is not None and details.error_type.endswith("OrchestratorNotRegisteredError")
+
+
+def restart_input(state: OrchestrationState | None) -> dict[str, Any] | None:
+    """What a failed thread starts again from (``{"carry": ...}``), or ``None`` if it cannot.
+
+    After a failed run, its checkpoints as the custom status keeps them. After a worker without the graph failed
+    the execution (it ran nothing), the execution's own input, when that input holds at most one run's worth of
+    requests (the form in which each run ends its execution).
+    """
+    if (carry := failed_checkpoints(state)) is not None:
+        return {"carry": carry}
+    if state is None or state.runtime_status != OrchestrationStatus.FAILED or not _not_registered(state):
+        return None
+    try:
+        payload = json.loads(state.serialized_input or "null")
+    except ValueError:
+        return None
+    if not isinstance(payload, dict) or payload.get("v") != 2:
+        return None
+    return {"carry": payload.get("carry")}
 
 
 def _deliver(instance_id: str, graph_name: str, req: dict[str, Any], precheck: Any) -> Generator[Op, Any, None]:
     """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event."""
     state: OrchestrationState | None = yield Op("get", instance_id)
     status = _status(state)
-    carry = failed_checkpoints(state)
-    if state is not None and state.runtime_status in _TERMINAL and carry is None:
+    restart = restart_input(state)
+    if state is not None and state.runtime_status in _TERMINAL and restart is None:
         raise _ended(state, graph_name)
     if precheck is not None:
         precheck(status)
     started = False
     if state is None:
         started = yield Op("start", instance_id, start_input(req))
-    elif carry is not None:
+    elif restart is not None:
         # After a failed run the thread goes on from its last checkpoints, as a LangGraph thread does.
-        started = yield Op("restart", instance_id, start_input(req, carry))
+        started = yield Op("restart", instance_id, start_input(req, restart["carry"]))
     if not started:
         yield Op("raise_event", instance_id, req)
 
@@ -258,6 +354,7 @@ __all__ = [
     "recorded_thread_id",
     "request",
     "resolve_instance",
+    "restart_input",
     "run_body",
     "send_and_wait",
     "start_input",
