@@ -15,7 +15,7 @@ from typing import Any
 from durabletask.client import AlreadyExistsError, OrchestrationStatus
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph import _requests as rq
-from durabletask.extensions.langgraph._naming import fingerprint, instance_id, thread_id_of
+from durabletask.extensions.langgraph._naming import check_graph_name, shape, shape_fingerprint, thread_id_of
 from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import load
@@ -57,49 +57,53 @@ class DurableGraph:
     def __init__(
         self, client: Any, name: str, graph: Any, *, start_timeout: float = 30.0, poll_interval: float = 0.05
     ) -> None:
+        check_graph_name(name)
         lg.install_id_shim()
         self.client = client
         self.name = name
         self.graph = graph
-        self.fingerprint = fingerprint(graph)
+        self.shape = shape(graph)
+        self.fingerprint = shape_fingerprint(self.shape)
         # Threads start with the graph's orchestrator itself, so they record its code hash (see code_identity).
         self._orchestrator = thread_orchestrator(graph, name, self.fingerprint)
         self._waiting = rq.Waiting(start_timeout, poll_interval)
 
     # ------------------------------------------------------------------------------------ plans
 
-    def _instance(self, config: Any) -> tuple[str, str]:
+    def _instance(self, config: Any) -> Generator[rq.Op, Any, tuple[str, str]]:
         thread = thread_id_of(config)
-        return thread, instance_id(self.name, thread)
+        return thread, (yield from rq.resolve_instance(self.name, thread))
 
-    def _run_plan(self, input: Any, config: Any, stream_modes: list[str], invoke: bool, **options: Any) -> Plan:
+    def _run_plan(
+        self, input: Any, config: Any, stream_modes: list[str], invoke: bool, timeout: float | None, **options: Any
+    ) -> Plan:
         """Send a run; an invoke returns its output, a stream emits its chunks as they come."""
-        thread, instance = self._instance(config)
+        thread, instance = yield from self._instance(config)
         body = rq.run_body(input, config, stream_modes=stream_modes, invoke=invoke, **options)
-        req = rq.request("run", self.fingerprint, thread, body)
+        req = rq.request("run", self.shape, thread, body)
         checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
 
         def precheck(status: dict[str, Any] | None) -> None:
             rq.check_resume_locally(input, checkpoint_id, status, thread)
 
-        result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting, precheck)
+        result = yield from rq.send_and_wait(instance, self.name, req, self._waiting, precheck, timeout)
         return load(result["output"]) if invoke else None
 
     def _saver_plan(self, config: Any, history: bool) -> Plan:
         """The thread's checkpoints, in a local saver: all of them, or what ``get_state`` of ``config`` reads."""
-        thread, instance = self._instance(config)
+        thread, instance = yield from self._instance(config)
         state = yield from rq.read_state(instance)
         if state is None:
             return ReplaySaver()
         if (failed := rq.failed_checkpoints(state)) is not None:
             return ReplaySaver.restore(failed["saver"])
         checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
-        req = rq.request("state", self.fingerprint, thread, {"history": history, "checkpoint_id": checkpoint_id})
-        result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting)
+        req = rq.request("state", self.shape, thread, {"history": history, "checkpoint_id": checkpoint_id})
+        result = yield from rq.send_and_wait(instance, self.name, req, self._waiting)
         return ReplaySaver.restore(result["saver"])
 
     def _update_plan(self, config: Any, values: Any, as_node: str | None, task_id: str | None) -> Plan:
-        thread, instance = self._instance(config)
+        thread, instance = yield from self._instance(config)
         body = {
             "values": values,
             "as_node": as_node,
@@ -107,8 +111,8 @@ class DurableGraph:
             "configurable": rq.user_configurable(config),
             "checkpoint_id": ((config or {}).get("configurable") or {}).get("checkpoint_id"),
         }
-        req = rq.request("update", self.fingerprint, thread, body)
-        result = yield from rq.send_and_wait(instance, self.name, self.fingerprint, req, self._waiting)
+        req = rq.request("update", self.shape, thread, body)
+        result = yield from rq.send_and_wait(instance, self.name, req, self._waiting)
         return load(result["config"])
 
     def _local(self, saver: ReplaySaver) -> Any:
@@ -215,16 +219,18 @@ class DurableGraph:
         stream_mode: str = "values",
         interrupt_before: Any = None,
         interrupt_after: Any = None,
+        timeout: float | None = None,
     ) -> Any:
         """Run the graph on the config's thread and return what ``graph.invoke`` returns.
 
         Returns at END or at an interrupt (with ``"__interrupt__"``), as LangGraph does. Raises
-        :class:`GraphRunError` when the run fails, :class:`ResumeRejectedError` for a resume nothing waits for.
+        :class:`GraphRunError` when the run fails, :class:`ResumeRejectedError` for a resume nothing waits for,
+        :class:`GraphTimeoutError` (a ``TimeoutError``) when ``timeout`` seconds pass without the result.
         """
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         if stream_mode != "values":
-            return list(self.stream(input, config, stream_mode=stream_mode, **options))
-        return self._sync(self._run_plan(input, config, ["values", "updates"], True, **options))
+            return list(self.stream(input, config, stream_mode=stream_mode, timeout=timeout, **options))
+        return self._sync(self._run_plan(input, config, ["values", "updates"], True, timeout, **options))
 
     def stream(
         self,
@@ -236,14 +242,17 @@ class DurableGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         subgraphs: bool = False,
+        timeout: float | None = None,
     ) -> Iterator[Any]:
         """The run's chunks, as ``graph.stream`` yields them, each superstep's as soon as it has finished.
 
         With ``subgraphs=True``, the chunks of subgraphs too, each with its namespace, as in LangGraph.
+        ``timeout`` bounds the whole run in seconds (:class:`GraphTimeoutError`).
         """
         mode, modes = self._modes(stream_mode)
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        for chunk in self._iterate(self._run_plan(input, config, modes, False, subgraphs=subgraphs, **options)):
+        plan = self._run_plan(input, config, modes, False, timeout, subgraphs=subgraphs, **options)
+        for chunk in self._iterate(plan):
             yield from _format([chunk], mode, subgraphs)
 
     def get_state(self, config: Any, *, subgraphs: bool = False) -> Any:
@@ -275,12 +284,13 @@ class DurableGraph:
         stream_mode: str = "values",
         interrupt_before: Any = None,
         interrupt_after: Any = None,
+        timeout: float | None = None,
     ) -> Any:
         """:meth:`invoke` with an ``AsyncTaskHubGrpcClient``."""
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         if stream_mode != "values":
-            return [c async for c in self.astream(input, config, stream_mode=stream_mode, **options)]
-        return await self._async(self._run_plan(input, config, ["values", "updates"], True, **options))
+            return [c async for c in self.astream(input, config, stream_mode=stream_mode, timeout=timeout, **options)]
+        return await self._async(self._run_plan(input, config, ["values", "updates"], True, timeout, **options))
 
     async def astream(
         self,
@@ -292,11 +302,13 @@ class DurableGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         subgraphs: bool = False,
+        timeout: float | None = None,
     ) -> AsyncIterator[Any]:
         """:meth:`stream` with an ``AsyncTaskHubGrpcClient``."""
         mode, modes = self._modes(stream_mode)
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        async for chunk in self._aiterate(self._run_plan(input, config, modes, False, subgraphs=subgraphs, **options)):
+        plan = self._run_plan(input, config, modes, False, timeout, subgraphs=subgraphs, **options)
+        async for chunk in self._aiterate(plan):
             for item in _format([chunk], mode, subgraphs):
                 yield item
 

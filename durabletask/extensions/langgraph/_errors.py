@@ -77,6 +77,11 @@ class GraphNotRegisteredError(LangGraphError, LookupError):
     """No worker serves the graph name (nothing picked the thread up before the timeout)."""
 
 
+class GraphTimeoutError(LangGraphError, TimeoutError):
+    """A request's result did not come within the ``timeout`` given to ``invoke`` / ``stream`` / ``ainvoke`` /
+    ``astream``; the message says what it waited for. The request stays with the thread and may still run."""
+
+
 class GraphMismatchError(LangGraphError, ValueError):
     """The client's graph differs from the one the workers run (nodes, edges or channels)."""
 

@@ -26,17 +26,56 @@ def activity_name(graph: str, node: str) -> str:
     return f"{_PREFIX}:{graph}:{node}"
 
 
+# The mark of a hashed instance ID: a plain one never holds it, so the two kinds cannot meet.
+_HASH_MARK = "~"
+_DIGEST_LENGTH = 32
+#: Longest graph name: a hashed instance ID needs room for ``lg:{graph}:``, the mark and the digest.
+MAX_GRAPH_NAME = MAX_INSTANCE_ID - len(_PREFIX) - 2 - 1 - _DIGEST_LENGTH
+
+
+def _printable(text: str) -> bool:
+    return all(" " <= ch <= "~" for ch in text)
+
+
+def check_graph_name(name: object) -> str:
+    """``name`` if it can name a graph's orchestrator, activities and instances; else ``ValueError`` saying why."""
+    if not isinstance(name, str) or not name or ":" in name:
+        raise ValueError(f"graph name {name!r}: a non-empty name without ':' is required")
+    if not _printable(name):
+        raise ValueError(f"graph name {name!r}: only printable ASCII characters can be part of instance IDs")
+    if len(name) > MAX_GRAPH_NAME:
+        raise ValueError(
+            f"graph name {name[:20]!r}... is {len(name)} characters long; the limit is {MAX_GRAPH_NAME}, so that "
+            f"every thread's instance ID fits in {MAX_INSTANCE_ID} characters"
+        )
+    return name
+
+
 def instance_id(graph: str, thread_id: str) -> str:
-    """``lg:{graph}:{thread_id}``; past 100 characters the tail becomes a hash of the whole thread ID."""
-    plain = f"{_PREFIX}:{graph}:{thread_id}"
-    if len(plain) <= MAX_INSTANCE_ID:
-        return plain
-    digest = hashlib.sha256(thread_id.encode()).hexdigest()[:32]
+    """The instance of the thread ``thread_id`` of ``graph``; distinct threads always get distinct instances.
+
+    ``lg:{graph}:{thread_id}`` when the thread ID is printable ASCII without ``~`` and fits in 100 characters.
+    Any other thread ID (longer, non-ASCII, control characters, ``~``) becomes ``lg:{graph}:{prefix}~{digest}``:
+    the first 32 hex digits of the SHA-256 of the whole thread ID after a readable prefix of it. A plain ID has
+    no ``~`` after the graph's name and a hashed one does, so no thread ID can take another's instance.
+    """
+    check_graph_name(graph)
     head = f"{_PREFIX}:{graph}:"
-    room = MAX_INSTANCE_ID - len(head) - len(digest) - 1
-    if room < 0:
-        raise ValueError(f"graph name '{graph}' is too long: instance IDs are limited to {MAX_INSTANCE_ID} characters")
-    return f"{head}{thread_id[:room]}~{digest}"
+    if _printable(thread_id) and _HASH_MARK not in thread_id and len(head) + len(thread_id) <= MAX_INSTANCE_ID:
+        return head + thread_id
+    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_LENGTH]
+    room = MAX_INSTANCE_ID - len(head) - len(_HASH_MARK) - len(digest)
+    readable = "".join(ch if " " <= ch <= "~" else "_" for ch in thread_id[:room])
+    return f"{head}{readable}{_HASH_MARK}{digest}"
+
+
+def legacy_instance_id(graph: str, thread_id: str) -> str | None:
+    """The instance the mapping before hashed IDs were marked gave this thread, where it differs (a short
+    thread ID holding ``~``); ``None`` for every other thread ID."""
+    plain = f"{_PREFIX}:{graph}:{thread_id}"
+    if _HASH_MARK in thread_id and _printable(thread_id) and len(plain) <= MAX_INSTANCE_ID:
+        return plain
+    return None
 
 
 def thread_id_of(config: Any) -> str:
@@ -51,11 +90,10 @@ def thread_id_of(config: Any) -> str:
     return str(thread_id)
 
 
-def fingerprint(graph: Any) -> str:
-    """A hash of what a compiled graph is made of: nodes, their triggers and channels, edges and channel types.
+def shape(graph: Any) -> dict[str, Any]:
+    """What a compiled graph is made of, as JSON: nodes with their triggers and channels, edges and channel types.
 
-    Two builds of the same graph have the same fingerprint; adding, removing or rewiring a node changes it.
-    Node code is not part of it (a fix inside a node keeps threads running).
+    Two builds of the same graph have the same shape; node code is not part of it.
     """
     nodes = {
         name: {
@@ -71,14 +109,25 @@ def fingerprint(graph: Any) -> str:
         edges = sorted((e.source, e.target, bool(e.conditional)) for e in drawn.edges)
     except Exception:  # drawing needs every branch's type hints; the wiring above still identifies the graph
         edges = []
-    shape = {
+    found = {
         "nodes": nodes,
         "channels": channels,
         "edges": edges,
         "input": str(graph.input_channels),
         "output": str(graph.output_channels),
     }
-    return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    loaded: dict[str, Any] = json.loads(json.dumps(found, sort_keys=True, default=str))
+    return loaded
+
+
+def shape_fingerprint(graph_shape: dict[str, Any]) -> str:
+    """The short hash that names a graph :func:`shape`."""
+    return hashlib.sha256(json.dumps(graph_shape, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def fingerprint(graph: Any) -> str:
+    """A hash of the graph's :func:`shape`: adding, removing or rewiring a node changes it; a fix inside one not."""
+    return shape_fingerprint(shape(graph))
 
 
 def code_identity(graph_name: str, graph_fingerprint: str) -> Callable[..., Any]:

@@ -3,6 +3,10 @@
 Each run is :func:`_driver.drive_run`, its tasks scheduled as activities (all of a superstep at once, in
 LangGraph's task order). The thread's checkpoints live in a :class:`ReplaySaver` rebuilt by replay; the
 client learns a request's result from the custom status, which keeps the last few results by request ID.
+
+Each run or update ends its execution: the thread continues as new, carrying its checkpoints and the graph that
+wrote them. A waiting thread's history therefore holds no graph's work, and a worker with another graph can take the
+next request: it runs it if the thread's checkpoints suit its graph, or refuses it, and the thread waits on.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.types import RetryPolicy
 
 from durabletask import task as dt
+from durabletask._errors import PayloadTooLargeError
 from durabletask._replay.failures import qualified_name
 from durabletask.extensions.langgraph import _internals as lg
+from durabletask.extensions.langgraph._changes import describe, incompatible
 from durabletask.extensions.langgraph._driver import (
     Chunk,
     RunSpec,
@@ -26,7 +32,13 @@ from durabletask.extensions.langgraph._driver import (
     invoke_output,
 )
 from durabletask.extensions.langgraph._errors import GraphMismatchError, ResumeRejectedError
-from durabletask.extensions.langgraph._naming import RUN_EVENT, activity_name, code_identity, orchestrator_name
+from durabletask.extensions.langgraph._naming import (
+    RUN_EVENT,
+    activity_name,
+    code_identity,
+    orchestrator_name,
+    shape,
+)
 from durabletask.extensions.langgraph._resume import refuse_unwaited_resume
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
@@ -64,6 +76,14 @@ def check_resume(graph: Any, saver: ReplaySaver, thread_id: str, value: Any, che
     refuse_unwaited_resume(value, checkpoint_id, thread_id, lambda: pending_interrupts(graph, saver, thread_id))
 
 
+class ForeignGraphError(GraphMismatchError):
+    """A request this execution accepted under another graph, replayed by a worker running a different one.
+
+    The run cannot be replayed with this graph, nor refused after the fact: it fails, and the thread starts again
+    from the checkpoints it had before that run (the execution's input) on its next request.
+    """
+
+
 class ThreadRuntime:
     """One thread's orchestration: its saver, id source, results, and the handling of each request."""
 
@@ -77,14 +97,23 @@ class ThreadRuntime:
         self.ids = lg.IdSource(ctx.instance_id, carry.get("counter", 0), clock=lambda: ctx.current_utc_datetime)
         self.done: list[list[Any]] = carry.get("done", [])
         self.thread_id: str | None = carry.get("thread_id")
+        # The graph the checkpoints were written by ({"fp", "shape"}), the interrupts it left pending, queued requests.
+        self.written_by: dict[str, Any] | None = carry.get("graph")
+        self.interrupts: list[str] | None = carry.get("interrupts")
         self.tasks_run = 0
+        self.tasks_carried: int = carry.get("tasks", 0)
         # Requests that arrived during a run (state reads are answered at once, the rest wait their turn),
         # and the one event wait kept open across both (a second wait would take events out of order).
-        self.queue: list[dict[str, Any]] = []
+        self.queue: list[dict[str, Any]] = list(carry.get("queue", []))
         self.listener: Any = None
         self.live: dict[str, Any] | None = None
         self.run_started_from: str | None = None
-        self.status: dict[str, Any] = {"fp": fingerprint, "done": self.done, "interrupts": []}
+        self.status: dict[str, Any] = {"fp": self.thread_fingerprint, "done": self.done, "interrupts": []}
+
+    @property
+    def thread_fingerprint(self) -> str:
+        """The fingerprint of the graph the thread's checkpoints belong to (this worker's for a thread without)."""
+        return self.written_by["fp"] if self.written_by else self.fingerprint
 
     def _latest_checkpoint_id(self) -> str | None:
         root = self.saver.storage[self.thread_id or ""][""] if self.thread_id else {}
@@ -104,37 +133,104 @@ class ThreadRuntime:
             "counter": self.ids.counter,
             "done": self.done,
             "thread_id": self.thread_id,
+            "graph": self.written_by,
+            "interrupts": self.interrupts,
+            "queue": self.queue,
+            "tasks": self.tasks_carried + self.tasks_run,
         }
 
+    def _pending(self) -> list[str]:
+        if self.interrupts is not None:  # what the thread's own graph found when it last ran it
+            return self.interrupts
+        return pending_interrupts(self.graph, self.saver, self.thread_id) if self.thread_id else []
+
     def publish(self) -> None:
-        waiting = pending_interrupts(self.graph, self.saver, self.thread_id) if self.thread_id else []
-        self.status = {"fp": self.fingerprint, "done": self.done, "interrupts": waiting}
+        self.status = {"fp": self.thread_fingerprint, "done": self.done, "interrupts": self._pending()}
         self.ctx.set_custom_status(self.status)
+
+    def seal(self) -> bool:
+        """End this execution after a run or update: the thread continues as new, carrying what it holds.
+
+        Checkpoints too large to carry are pruned to the last run's, then to the latest one; a thread whose latest
+        checkpoint alone is too large (or whose DeltaChannels need every ancestor) stays in this execution.
+        """
+        if self.tasks_carried + self.tasks_run >= TASKS_PER_EXECUTION:
+            self.prune()
+            self.tasks_carried, self.tasks_run = 0, 0
+        self.publish()
+        deltas = any(isinstance(spec, DeltaChannel) for spec in self.graph.channels.values())
+        for fallback in (self.prune, lambda: self.saver.forget_before(self.thread_id or "", None), None):
+            try:
+                self.ctx.continue_as_new({"v": 2, "carry": self.carry()}, save_events=True)
+                return True
+            except PayloadTooLargeError:
+                if fallback is None or deltas or not self.thread_id:
+                    return False
+                fallback()
+        return False
+
+    def _admit(self, request: dict[str, Any], fresh: bool) -> None:
+        """Raise unless this worker's graph may run ``request`` on the thread's checkpoints.
+
+        A request sent with another graph than this worker's is refused, or, when this execution had accepted it
+        (a replay), fails the run. The thread goes on under a changed graph only across changes that keep its
+        checkpoints meaningful (see ``_changes.incompatible``).
+        """
+        sent = request.get("shape")
+        if request.get("fp") != self.fingerprint:
+            change = describe(sent, shape(self.graph)) if sent else "its nodes, edges or channels differ"
+            text = (
+                f"graph '{self.graph_name}' sent by the client (fingerprint {request.get('fp')}) differs from the "
+                f"graph the workers run (fingerprint {self.fingerprint}): {change}"
+            )
+            raise (GraphMismatchError if fresh else ForeignGraphError)(text)
+        written = self.written_by
+        if written and written["fp"] != self.fingerprint and (problems := incompatible(written["shape"], sent or {})):
+            raise GraphMismatchError(
+                f"thread '{self.thread_id}' waits under an earlier graph '{self.graph_name}' (fingerprint "
+                f"{written['fp']}) that the graph the workers and the client run cannot take over: "
+                f"{'; '.join(problems)}. Serve the earlier graph again to go on with this thread"
+            )
+
+    def _admit_read(self, request: dict[str, Any]) -> None:
+        """Refuse a state read from a client whose graph is not the one the thread's checkpoints belong to."""
+        if request.get("fp") == self.thread_fingerprint:
+            return
+        written, sent = self.written_by, request.get("shape")
+        change = describe(written["shape"], sent) if written and sent else "its nodes, edges or channels differ"
+        raise GraphMismatchError(
+            f"thread '{self.thread_id}' belongs to graph '{self.graph_name}' with fingerprint "
+            f"{self.thread_fingerprint}; the client's graph (fingerprint {request.get('fp')}) cannot read its "
+            f"checkpoints: {change}"
+        )
 
     def publish_progress(self, request_id: str, chunks: list[Chunk]) -> None:
         """The chunks a streaming run has emitted so far, for its client to yield before the run ends."""
         self.live = {"id": request_id, "chunks": dump(chunks, "a stream chunk")}
         self.ctx.set_custom_status({**self.status, "live": self.live})
 
-    def handle(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
-        """Run one request and record its result; a failed run raises (and so fails the orchestration)."""
+    def handle(self, request: dict[str, Any], fresh: bool = True) -> Generator[Any, Any, None]:
+        """Run one request and record its result; a failed run raises (and so fails the orchestration).
+
+        ``fresh``: the request arrives now, not in a replay of this execution.
+        """
         body = load(request["body"])
         self.thread_id = body["thread_id"]
         try:
-            if request.get("fp") != self.fingerprint:
-                raise GraphMismatchError(
-                    f"the client's graph (fingerprint {request.get('fp')}) differs from the graph '{self.graph_name}' "
-                    f"this worker runs (fingerprint {self.fingerprint}): nodes, edges or channels changed"
-                )
             kind = request["kind"]
-            if kind == "run":
-                result = yield from self._run(request["id"], body)
-            elif kind == "update":
-                result = self._update(body)
-            elif kind == "state":
+            if kind == "state":
+                self._admit_read(request)
                 result = {"saver": self._export_state(body)}
+            elif kind in ("run", "update"):
+                self._admit(request, fresh)
+                result = (yield from self._run(request["id"], body)) if kind == "run" else self._update(body)
+                self.written_by = {"fp": self.fingerprint, "shape": request.get("shape") or shape(self.graph)}
+                self.interrupts = pending_interrupts(self.graph, self.saver, self.thread_id or "")
             else:
                 raise ValueError(f"unknown request kind '{kind}'")
+        except ForeignGraphError:
+            self.ctx.set_custom_status({**self.status, "failed": self.carry()})
+            raise
         except (ResumeRejectedError, GraphMismatchError) as refused:
             result = {"refused": {"type": type(refused).__name__, "message": str(refused)}}
         except Exception as failed:
@@ -208,7 +304,7 @@ class ThreadRuntime:
 
     def _arrived_during_run(self, request: dict[str, Any]) -> None:
         """Answer a state read at once (from the last finished superstep); queue anything else."""
-        if request.get("kind") != "state" or request.get("fp") != self.fingerprint:
+        if request.get("kind") != "state" or request.get("fp") != self.thread_fingerprint:
             self.queue.append(request)
             return
         self.done = [*self.done, [request["id"], {"saver": self._export_state(load(request["body"]))}]][-KEEP_RESULTS:]
@@ -256,19 +352,26 @@ def thread_orchestrator(graph: Any, graph_name: str, fingerprint: str) -> Any:
 
     def langgraph_thread(ctx: Any, payload: dict[str, Any]) -> Generator[Any, Any, None]:
         thread = ThreadRuntime(ctx, graph, graph_name, fingerprint, payload.get("carry"))
+        # Executions started before each run or update ended its execution ("v" absent) replay as they ran:
+        # several requests each. They take the new form at their next request that is not a replay.
+        legacy = payload.get("v") != 2
         request = payload.get("request")
+        fresh = not ctx.is_replaying
         while True:
             if request is None and thread.queue:
-                request = thread.queue.pop(0)
+                request, fresh = thread.queue.pop(0), not ctx.is_replaying
             if request is None:
-                if thread.tasks_run >= TASKS_PER_EXECUTION:
+                if legacy and thread.tasks_run >= TASKS_PER_EXECUTION:
                     thread.prune()
                     ctx.continue_as_new({"carry": thread.carry()}, save_events=True)
                     return
                 thread.publish()
                 request = yield thread.next_request()
                 thread.listener = None
-            yield from thread.handle(request)
+                fresh = not ctx.is_replaying
+            yield from thread.handle(request, fresh)
+            if request.get("kind") != "state" and (fresh or not legacy) and thread.seal():
+                return
             request = None
 
     langgraph_thread.__durabletask_name__ = orchestrator_name(graph_name)  # type: ignore[attr-defined]

@@ -7,7 +7,7 @@ from typing import Any
 
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._activity import task_activity
-from durabletask.extensions.langgraph._naming import activity_name, fingerprint, orchestrator_name
+from durabletask.extensions.langgraph._naming import activity_name, check_graph_name, fingerprint, orchestrator_name
 from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
 
 
@@ -29,8 +29,7 @@ def register_graph(
             ``__start__`` and its default error handler go with the orchestrator.
         orchestrator: Whether this worker also drives threads (``False`` for a worker that only runs nodes).
     """
-    if not name or ":" in name:
-        raise ValueError(f"graph name {name!r}: a non-empty name without ':' is required")
+    check_graph_name(name)
     if getattr(graph, "checkpointer", None) not in (None, False):
         raise ValueError(f"graph '{name}' has a checkpointer: compile it without one, DTS keeps the thread's state")
     chosen = list(graph.nodes) if nodes is None else list(nodes)

@@ -6,6 +6,7 @@ async façades in ``_client`` only carry them out, so both share every rule here
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Generator
@@ -17,10 +18,17 @@ from durabletask.extensions.langgraph._errors import (
     GraphMismatchError,
     GraphNotRegisteredError,
     GraphRunError,
+    GraphTimeoutError,
     LangGraphError,
     ResumeRejectedError,
 )
-from durabletask.extensions.langgraph._naming import RUN_EVENT, orchestrator_name
+from durabletask.extensions.langgraph._naming import (
+    RUN_EVENT,
+    instance_id,
+    legacy_instance_id,
+    orchestrator_name,
+    shape_fingerprint,
+)
 from durabletask.extensions.langgraph._resume import refuse_unwaited_resume
 from durabletask.extensions.langgraph._serde import dump, load
 
@@ -42,10 +50,24 @@ class Op:
     data: Any = None
 
 
-def request(kind: str, fingerprint: str, thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    """A request for the thread's orchestrator, with a fresh ID the client waits for."""
+def request(kind: str, graph_shape: dict[str, Any], thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A request for the thread's orchestrator, with a fresh ID the client waits for.
+
+    It names the client's graph (its fingerprint and shape), so the orchestrator can say what differs from its own.
+    """
     payload = {"thread_id": thread_id, **body}
-    return {"id": uuid.uuid4().hex, "kind": kind, "fp": fingerprint, "body": dump(payload, f"the {kind} request")}
+    return {
+        "id": uuid.uuid4().hex,
+        "kind": kind,
+        "fp": shape_fingerprint(graph_shape),
+        "shape": graph_shape,
+        "body": dump(payload, f"the {kind} request"),
+    }
+
+
+def start_input(req: dict[str, Any], carry: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The input of a thread's orchestration that starts with ``req`` (after a failure, from ``carry``)."""
+    return {"v": 2, "request": req, **({"carry": carry} if carry is not None else {})}
 
 
 def user_configurable(config: Any) -> dict[str, Any]:
@@ -119,59 +141,151 @@ class Waiting:
     poll_interval: float
 
 
+# Seconds between restarts of a thread that a worker without its graph failed, while the request waits.
+RESTART_EVERY = 1.0
+
+
+@dataclass
+class _Wait:
+    """One request's wait: since when, until when (``timeout``), and what it has handed out and retried."""
+
+    instance_id: str
+    graph_name: str
+    req: dict[str, Any]
+    waiting: Waiting
+    timeout: float | None
+    since: float
+    seen: int = 0
+    restarted: float = 0.0
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.since
+
+    def expired(self, state: OrchestrationState | None, status: dict[str, Any]) -> LangGraphError | None:
+        """The error to raise once the request has waited too long, saying what it waited for."""
+        pending = state is None or state.runtime_status == OrchestrationStatus.PENDING
+        if pending and self.elapsed() > self.waiting.start_timeout:
+            return GraphNotRegisteredError(
+                f"no worker picked up graph '{self.graph_name}' (orchestrator "
+                f"'{orchestrator_name(self.graph_name)}') within {self.waiting.start_timeout:g} s: is the graph "
+                "registered with register_graph on a running worker?"
+            )
+        if self.timeout is None or self.elapsed() <= self.timeout:
+            return None
+        thread = load(self.req["body"])["thread_id"]
+        if pending:
+            doing = f"no worker serving graph '{self.graph_name}' has picked the thread up"
+        elif (status.get("live") or {}).get("id") == self.req["id"]:
+            doing = "the run is in progress (its stream has chunks)"
+        else:
+            doing = (
+                f"the thread's orchestration is {state.runtime_status.name if state else 'missing'} and has not "
+                f"answered: no worker serving graph '{self.graph_name}' is running, or the request runs or waits "
+                "behind others"
+            )
+        return GraphTimeoutError(
+            f"the {self.req['kind']} request on thread {thread!r} (instance '{self.instance_id}') got no result "
+            f"within {self.timeout:g} s: {doing}. The request stays with the thread and may still run"
+        )
+
+
 def send_and_wait(
-    instance_id: str, graph_name: str, fingerprint: str, req: dict[str, Any], waiting: Waiting, precheck: Any = None
+    instance_id: str,
+    graph_name: str,
+    req: dict[str, Any],
+    waiting: Waiting,
+    precheck: Any = None,
+    timeout: float | None = None,
 ) -> Generator[Op, Any, dict[str, Any]]:
-    """Deliver ``req`` to the thread (starting its orchestration if needed) and return its result."""
-    yield from _deliver(instance_id, graph_name, fingerprint, req, precheck)
-    since = time.monotonic()
-    seen = 0  # stream chunks already handed out
+    """Deliver ``req`` to the thread (starting its orchestration if needed) and return its result.
+
+    Whether the thread's graph and the client's agree is the orchestrator's to decide: it knows both, and refuses
+    with :class:`GraphMismatchError` naming what changed. ``timeout`` bounds the whole wait
+    (:class:`GraphTimeoutError`); a thread failed by a worker without its graph is started again meanwhile.
+    """
+    if timeout is not None and timeout < 0:
+        raise ValueError(f"timeout must be None or at least 0 seconds, not {timeout!r}")
+    yield from _deliver(instance_id, graph_name, req, precheck)
+    wait = _Wait(instance_id, graph_name, req, waiting, timeout, time.monotonic())
     while True:
         state = yield Op("get", instance_id)
         status = _status(state) or {}
         live = status.get("live")
-        if live and live["id"] == req["id"] and len(chunks := load(live["chunks"])) > seen:
-            yield Op("emit", data=[tuple(c) for c in chunks[seen:]])
-            seen = len(chunks)
+        if live and live["id"] == req["id"] and len(chunks := load(live["chunks"])) > wait.seen:
+            yield Op("emit", data=[tuple(c) for c in chunks[wait.seen :]])
+            wait.seen = len(chunks)
         if state is not None and state.runtime_status in _TERMINAL:
-            raise _ended(state, graph_name)
+            yield from _ended_while_waiting(state, wait)
+            continue
         for rid, result in status.get("done", []):
             if rid == req["id"]:
                 accepted = _accepted(result, instance_id)
                 if "chunks" in accepted:
-                    yield Op("emit", data=[tuple(c) for c in load(accepted["chunks"])][seen:])
+                    yield Op("emit", data=[tuple(c) for c in load(accepted["chunks"])][wait.seen :])
                 return accepted
-        pending = state is None or state.runtime_status == OrchestrationStatus.PENDING
-        if pending and time.monotonic() - since > waiting.start_timeout:
-            raise GraphNotRegisteredError(
-                f"no worker picked up graph '{graph_name}' (orchestrator '{orchestrator_name(graph_name)}') "
-                f"within {waiting.start_timeout:g} s: is the graph registered with register_graph on a running worker?"
-            )
+        if (error := wait.expired(state, status)) is not None:
+            raise error
         yield Op("sleep", data=waiting.poll_interval)
 
 
-def _deliver(
-    instance_id: str, graph_name: str, fingerprint: str, req: dict[str, Any], precheck: Any
-) -> Generator[Op, Any, None]:
+def _ended_while_waiting(state: OrchestrationState, wait: _Wait) -> Generator[Op, Any, None]:
+    """A thread that ended while its request waited: started again if a worker without its graph failed it."""
+    restart = restart_input(state)
+    if restart is None or not _not_registered(state):
+        raise _ended(state, wait.graph_name)
+    if wait.elapsed() > wait.waiting.start_timeout and (wait.timeout is None or wait.elapsed() > wait.timeout):
+        raise GraphNotRegisteredError(
+            f"workers without graph '{wait.graph_name}' took its thread (instance '{wait.instance_id}') and none "
+            f"serving it picked it up within {max(wait.waiting.start_timeout, wait.timeout or 0):g} s: give every "
+            "worker worker.use_work_item_filters(), or register the graph; the thread starts again on its next request"
+        )
+    if time.monotonic() - wait.restarted >= RESTART_EVERY:
+        wait.restarted = time.monotonic()
+        if not (yield Op("restart", wait.instance_id, start_input(wait.req, restart.get("carry")))):
+            yield Op("raise_event", wait.instance_id, wait.req)
+    yield Op("sleep", data=wait.waiting.poll_interval)
+
+
+def _not_registered(state: OrchestrationState) -> bool:
+    details = state.failure_details
+    return details is not None and details.error_type.endswith("OrchestratorNotRegisteredError")
+
+
+def restart_input(state: OrchestrationState | None) -> dict[str, Any] | None:
+    """What a failed thread starts again from (``{"carry": ...}``), or ``None`` if it cannot.
+
+    After a failed run, its checkpoints as the custom status keeps them. After a worker without the graph failed
+    the execution (it ran nothing), the execution's own input, when that input holds at most one run's worth of
+    requests (the form in which each run ends its execution).
+    """
+    if (carry := failed_checkpoints(state)) is not None:
+        return {"carry": carry}
+    if state is None or state.runtime_status != OrchestrationStatus.FAILED or not _not_registered(state):
+        return None
+    try:
+        payload = json.loads(state.serialized_input or "null")
+    except ValueError:
+        return None
+    if not isinstance(payload, dict) or payload.get("v") != 2:
+        return None
+    return {"carry": payload.get("carry")}
+
+
+def _deliver(instance_id: str, graph_name: str, req: dict[str, Any], precheck: Any) -> Generator[Op, Any, None]:
     """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event."""
     state: OrchestrationState | None = yield Op("get", instance_id)
     status = _status(state)
-    carry = failed_checkpoints(state)
-    if state is not None and state.runtime_status in _TERMINAL and carry is None:
+    restart = restart_input(state)
+    if state is not None and state.runtime_status in _TERMINAL and restart is None:
         raise _ended(state, graph_name)
-    if status is not None and status.get("fp") != fingerprint:
-        raise GraphMismatchError(
-            f"graph '{graph_name}' differs from the one the workers run (fingerprint {fingerprint}, "
-            f"workers: {status.get('fp')}): nodes, edges or channels changed"
-        )
     if precheck is not None:
         precheck(status)
     started = False
     if state is None:
-        started = yield Op("start", instance_id, {"request": req})
-    elif carry is not None:
+        started = yield Op("start", instance_id, start_input(req))
+    elif restart is not None:
         # After a failed run the thread goes on from its last checkpoints, as a LangGraph thread does.
-        started = yield Op("restart", instance_id, {"request": req, "carry": carry})
+        started = yield Op("restart", instance_id, start_input(req, restart["carry"]))
     if not started:
         yield Op("raise_event", instance_id, req)
 
@@ -194,6 +308,37 @@ def failed_checkpoints(state: OrchestrationState | None) -> dict[str, Any] | Non
     return failed if isinstance(failed, dict) else None
 
 
+def resolve_instance(graph_name: str, thread_id: str) -> Generator[Op, Any, str]:
+    """The thread's instance: :func:`instance_id`, or the one an earlier mapping gave it if the thread lives there.
+
+    Only a short thread ID holding ``~`` mapped elsewhere before (to ``lg:{graph}:{thread_id}`` unhashed); such a
+    thread is found there while its instance records this very thread ID, so no other thread's instance is taken.
+    """
+    current = instance_id(graph_name, thread_id)
+    legacy = legacy_instance_id(graph_name, thread_id)
+    if legacy is None:
+        return current
+    if (yield Op("get", current)) is not None:
+        return current
+    old: OrchestrationState | None = yield Op("get", legacy)
+    return legacy if old is not None and recorded_thread_id(old) == thread_id else current
+
+
+def recorded_thread_id(state: OrchestrationState) -> str | None:
+    """The thread ID an instance's input records (its first request's, or the one it carried on)."""
+    try:
+        payload = json.loads(state.serialized_input or "null")
+        if not isinstance(payload, dict):
+            return None
+        carry = payload.get("carry") or {}
+        if carry.get("thread_id") is not None:
+            return str(carry["thread_id"])
+        body = load(payload["request"]["body"])
+        return str(body["thread_id"])
+    except (ValueError, KeyError, TypeError):  # not a thread's input: no thread of ours lives there
+        return None
+
+
 def read_state(instance_id: str) -> Generator[Op, Any, OrchestrationState | None]:
     state: OrchestrationState | None = yield Op("get", instance_id)
     return state
@@ -206,7 +351,11 @@ __all__ = [
     "check_resume_locally",
     "failed_checkpoints",
     "read_state",
+    "recorded_thread_id",
     "request",
+    "resolve_instance",
+    "restart_input",
     "run_body",
     "send_and_wait",
+    "start_input",
 ]

@@ -63,13 +63,13 @@ WAIT = rq.Waiting(start_timeout=0.0, poll_interval=0.0)
 
 def test_a_new_thread_is_started_and_its_result_found() -> None:
     done = state(OrchestrationStatus.RUNNING, {"fp": "fp1", "done": [["other", {}], ["r1", {"output": 1}]]})
-    ops, result, _ = drive(rq.send_and_wait("lg:g:t", "g", "fp1", REQ, WAIT), {"get": [None, done], "start": True})
+    ops, result, _ = drive(rq.send_and_wait("lg:g:t", "g", REQ, WAIT), {"get": [None, done], "start": True})
     assert [op.kind for op in ops] == ["get", "start", "get"]
     assert result == {"output": 1}
 
 
 def test_a_thread_nobody_picks_up_is_a_clear_error() -> None:
-    plan = rq.send_and_wait("lg:g:t", "g", "fp1", REQ, WAIT)
+    plan = rq.send_and_wait("lg:g:t", "g", REQ, WAIT)
     with pytest.raises(GraphNotRegisteredError, match="no worker picked up graph 'g'"):
         drive(plan, {"get": [None, state(OrchestrationStatus.PENDING)], "start": True})
 
@@ -81,25 +81,30 @@ def test_a_running_thread_gets_an_event_and_refusals_raise() -> None:
         {"fp": "fp1", "done": [["r1", {"refused": {"type": "ResumeRejectedError", "message": "nothing waits"}}]]},
     )
     with pytest.raises(ResumeRejectedError, match="nothing waits"):
-        drive(rq.send_and_wait("lg:g:t", "g", "fp1", REQ, WAIT), {"get": [running, refused]})
+        drive(rq.send_and_wait("lg:g:t", "g", REQ, WAIT), {"get": [running, refused]})
     other = state(
         OrchestrationStatus.RUNNING, {"fp": "fp1", "done": [["r1", {"refused": {"type": "x.Bad", "message": "m"}}]]}
     )
     with pytest.raises(GraphRunError) as caught:
-        drive(rq.send_and_wait("lg:g:t", "g", "fp1", REQ, WAIT), {"get": [running, other]})
+        drive(rq.send_and_wait("lg:g:t", "g", REQ, WAIT), {"get": [running, other]})
     assert (caught.value.error_type, caught.value.error_message) == ("x.Bad", "m")
 
 
-def test_a_different_graph_is_refused_before_sending() -> None:
+def test_a_different_graph_is_sent_for_the_thread_to_judge() -> None:
+    # The orchestrator knows the thread's graph and the workers': it refuses, or carries the thread on.
     running = state(OrchestrationStatus.RUNNING, {"fp": "other", "done": []})
-    with pytest.raises(GraphMismatchError, match="differs"):
-        drive(rq.send_and_wait("lg:g:t", "g", "fp1", REQ, WAIT), {"get": [running]})
+    refused = state(
+        OrchestrationStatus.RUNNING,
+        {"fp": "other", "done": [["r1", {"refused": {"type": "GraphMismatchError", "message": "node 'b' removed"}}]]},
+    )
+    with pytest.raises(GraphMismatchError, match="node 'b' removed"):
+        drive(rq.send_and_wait("lg:g:t", "g", REQ, WAIT), {"get": [running, refused]})
 
 
 def test_a_failed_thread_restarts_from_its_checkpoints() -> None:
     failed = state(OrchestrationStatus.FAILED, {"fp": "fp1", "done": [], "failed": {"saver": {"t": "x", "b": ""}}})
     done = state(OrchestrationStatus.RUNNING, {"fp": "fp1", "done": [["r1", {"output": 2}]]})
-    ops, result, _ = drive(rq.send_and_wait("lg:g:t", "g", "fp1", REQ, WAIT), {"get": [failed, done], "restart": True})
+    ops, result, _ = drive(rq.send_and_wait("lg:g:t", "g", REQ, WAIT), {"get": [failed, done], "restart": True})
     assert [op.kind for op in ops] == ["get", "restart", "get"] and result == {"output": 2}
     assert ops[1].data["carry"] == {"saver": {"t": "x", "b": ""}}
 
@@ -118,7 +123,7 @@ def test_stream_chunks_are_emitted_once_each() -> None:
         {"fp": "fp1", "done": [["r1", {"chunks": dump([["updates", 1], ["updates", 2], ["values", 3]], "c")}]]},
     )
     running = state(OrchestrationStatus.RUNNING, {"fp": "fp1", "done": []})
-    _, _, emitted = drive(rq.send_and_wait("lg:g:t", "g", "fp1", REQ, WAIT), {"get": [running, one, one, two, final]})
+    _, _, emitted = drive(rq.send_and_wait("lg:g:t", "g", REQ, WAIT), {"get": [running, one, one, two, final]})
     assert emitted == [("updates", 1), ("updates", 2), ("values", 3)]
 
 
