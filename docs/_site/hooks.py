@@ -13,14 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.structure.files import File, Files, InclusionLevel
-from mkdocs.structure.pages import Page
-
 # MkDocs puts this file's folder on sys.path while it loads the hooks.
 import bench_charts
 import cli_reference
 import refpages
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.structure.pages import Page
 
 log = logging.getLogger("mkdocs.plugins.dtscale")
 
