@@ -140,6 +140,9 @@ def _repository_link(match: re.Match[str], page: Page, config: MkDocsConfig, fil
         log.warning("%s: the link %r names no file of the repository", page.file.src_uri, target)
         return match.group(0)
     repo_path = resolved.relative_to(ROOT).as_posix()
+    if resolved == ROOT / "README.md":
+        # The README is short and points into the site: a link to it (or to a section it had) leads home.
+        return f"[{match['text']}]({_page_relative(page, Path('docs/index.md'))})"
     if resolved in _INCLUDED:
         suffix = f"#{anchor}" if anchor else ""
         return f"[{match['text']}]({_page_relative(page, Path('docs') / _INCLUDED[resolved])}{suffix})"

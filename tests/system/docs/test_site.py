@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +90,14 @@ def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:
     )
     proc = _build(tmp_path, config)
     assert proc.returncode != 0 and "no-such-page.md" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_the_readme_is_short_and_its_links_lead_to_files_that_exist() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200, "README.md is the short overview; the rest belongs on a page of docs/"
+    assert "python3 dev.py demo" in text and "python3 dev.py test" in text
+    targets = re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)", text)
+    local = [t.split("#", 1)[0] for t in targets if not re.match(r"^[a-z]+:|^#", t)]
+    assert any(t.startswith("docs/") for t in local), "the README links into the site"
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
