@@ -34,7 +34,8 @@ def _ours(obj: Any) -> bool:
     return module.split(".")[0] in OURS and "_pb2" not in module and "._proto" not in module
 
 
-def _exported(module: ModuleType) -> Iterator[tuple[str, Any]]:
+def exported(module: ModuleType) -> Iterator[tuple[str, Any]]:
+    """The public names of ``module``: its ``__all__``, or else what it defines without a leading underscore."""
     names = getattr(module, "__all__", None)
     if names is None:
         names = [n for n, v in vars(module).items() if not n.startswith("_") and getattr(v, "__module__", None)
@@ -73,7 +74,7 @@ def undocumented() -> list[str]:
     seen: set[int] = set()
     for module_name in public_modules():
         module = importlib.import_module(module_name)
-        for _name, obj in _exported(module):
+        for _name, obj in exported(module):
             if id(obj) in seen or not (inspect.isclass(obj) or inspect.isfunction(obj)) or not _ours(obj):
                 continue
             seen.add(id(obj))

@@ -7,6 +7,7 @@ The build runs offline from the packages of the dev extra (mkdocs, mkdocs-materi
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.docs.public_api import ROOT, public_modules
+from tests.system.docs.public_api import ROOT, exported, public_modules
 
 MKDOCS = [sys.executable, "-m", "mkdocs"]
 ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
@@ -57,6 +58,16 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
         elif not isinstance(action, argparse._HelpAction):
             found.update(action.option_strings)
     return found
+
+
+@pytest.mark.timeout(300)
+def test_the_reference_shows_every_name_a_public_module_exports(site: Path) -> None:
+    missing = []
+    for module_name in public_modules():
+        html = (site / "reference" / "api" / module_name / "index.html").read_text(encoding="utf-8")
+        missing += [f"{module_name}.{name}" for name, _ in exported(importlib.import_module(module_name))
+                    if f'id="{module_name}.{name}"' not in html]
+    assert not missing, f"names missing from the API reference: {missing}"
 
 
 @pytest.mark.timeout(300)
