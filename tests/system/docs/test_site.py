@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -112,3 +113,12 @@ def test_the_readme_is_short_and_its_links_lead_to_files_that_exist() -> None:
     assert any(t.startswith("docs/") for t in local), "the README links into the site"
     missing = [t for t in local if not (ROOT / t).exists()]
     assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
+def test_dev_py_builds_or_serves_the_site() -> None:
+    spec = importlib.util.spec_from_file_location("dev", ROOT / "dev.py")
+    assert spec is not None and spec.loader is not None
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)
+    assert dev.docs_command([])[-2:] == ["mkdocs", "build"]
+    assert dev.docs_command(["--serve", "-a", "127.0.0.1:9000"])[-4:] == ["mkdocs", "serve", "-a", "127.0.0.1:9000"]
