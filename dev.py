@@ -5,6 +5,7 @@ Usage:
     python3 dev.py demo            # the demo on the embedded emulator
     python3 dev.py test [ARGS...]  # every test (extra ARGS go to pytest)
     python3 dev.py bench           # the benchmarks in bench/
+    python3 dev.py docs [--serve]  # build the documentation site into site/ (strictly), or serve it while editing
     python3 dev.py run CMD...      # any command inside the project's environment
 
 Against another DTS endpoint (the public emulator container, managed DTS, or a separate emulator of ours):
@@ -90,6 +91,13 @@ def pytest_args(args: list[str], env: dict[str, str]) -> list[str]:
     return [*args, *EXTERNAL_SUITES] if external and not has_paths else args
 
 
+def docs_command(args: list[str]) -> list[str]:
+    """The mkdocs command for ``dev.py docs [--serve] [MKDOCS OPTIONS...]``; mkdocs.yml makes both strict."""
+    serve = "--serve" in args
+    rest = [a for a in args if a != "--serve"]
+    return [str(PY), "-m", "mkdocs", "serve" if serve else "build", *rest]
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in {"-h", "--help"}:
         print(__doc__)
@@ -106,6 +114,8 @@ def main(argv: list[str]) -> int:
         return subprocess.call([str(PY), "-m", "pytest", *pytest_args(rest, env)], cwd=ROOT, env=env)
     if cmd == "bench":
         return subprocess.call([str(PY), str(ROOT / "bench" / "run_all.py"), *rest], cwd=ROOT, env=env)
+    if cmd == "docs":
+        return subprocess.call(docs_command(rest), cwd=ROOT, env={**env, "NO_MKDOCS_2_WARNING": "1"})
     if cmd == "run":
         return subprocess.call([str(BIN / rest[0]) if (BIN / rest[0]).exists() else rest[0], *rest[1:]],
                                cwd=ROOT, env=env)

@@ -272,7 +272,11 @@ class RetryableTask(CompletableTask[T_co]):
         self._attempt_count += 1
 
     def on_child_completed(self, task: Task[Any]) -> None:
-        # The retry timer fired (or was cancelled with the orchestration): schedule the next attempt.
+        """Called when the retry timer that waits out a backoff completes: schedules the next attempt of the call.
+
+        Args:
+            task: The retry timer that completed; a failed one (cancelled with the orchestration) schedules nothing.
+        """
         if not self._is_complete and not task.is_failed and self._reschedule is not None:
             self.increment_attempt_count()
             self._reschedule(self)

@@ -107,6 +107,7 @@ class ReplayResult:
 
     @property
     def diverges(self) -> bool:
+        """True when the verdict is ``DIVERGES``: the current code makes other calls than the history recorded."""
         return self.verdict is Verdict.DIVERGES
 
     def describe(self) -> str:
@@ -168,14 +169,19 @@ class ReplayReport:
 
     @property
     def diverging(self) -> list[ReplayResult]:
+        """The results whose verdict is ``DIVERGES``, in the order the histories were checked."""
         return [r for r in self.results if r.verdict is Verdict.DIVERGES]
 
     @property
     def skipped(self) -> list[ReplayResult]:
+        """The results whose verdict is ``SKIPPED``: histories the worker would leave to another worker (versioning,
+        filters).
+        """
         return [r for r in self.results if r.verdict is Verdict.SKIPPED]
 
     @property
     def replaying(self) -> list[ReplayResult]:
+        """The results whose verdict is ``REPLAYS``: histories the current code replays call for call."""
         return [r for r in self.results if r.verdict is Verdict.REPLAYS]
 
     def summary(self) -> str:

@@ -104,6 +104,9 @@ class ScheduleCreationOptions:
         _check_timing(self.interval, self.cron, self.time_zone, required=True)
 
     def to_json(self) -> dict[str, Any]:
+        """These options as a JSON-ready dict (times in ISO 8601, the interval in seconds), as the client sends them to
+        the schedule entity.
+        """
         return {
             "schedule_id": self.schedule_id,
             "orchestration_name": self.orchestration_name,
@@ -118,6 +121,11 @@ class ScheduleCreationOptions:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleCreationOptions:
+        """Reads what :meth:`to_json` wrote.
+
+        Raises:
+            KeyError: ``schedule_id`` or ``orchestration_name`` is missing.
+        """
         return cls(
             schedule_id=data["schedule_id"],
             orchestration_name=data["orchestration_name"],
@@ -159,6 +167,7 @@ class ScheduleUpdateOptions:
             _timing.validate_cron(self.cron, self.time_zone)
 
     def to_json(self) -> dict[str, Any]:
+        """These options as a JSON-ready dict; a field left ``None`` is kept unchanged by the update."""
         return {
             "orchestration_name": self.orchestration_name,
             "orchestration_input": self.orchestration_input,
@@ -172,6 +181,7 @@ class ScheduleUpdateOptions:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleUpdateOptions:
+        """Reads what :meth:`to_json` wrote."""
         return cls(
             orchestration_name=data.get("orchestration_name"),
             orchestration_input=data.get("orchestration_input"),
@@ -276,6 +286,11 @@ class ScheduleConfiguration:
 
     @staticmethod
     def from_create_options(options: ScheduleCreationOptions) -> ScheduleConfiguration:
+        """The configuration a new schedule starts with, taken from the options it is created with.
+
+        Args:
+            options: The creation options.
+        """
         config = ScheduleConfiguration(
             options.schedule_id,
             options.orchestration_name,
@@ -330,6 +345,11 @@ class ScheduleConfiguration:
             raise ValueError(f"start_at cannot be later than end_at (start_at {start}, end_at {end}).")
 
     def to_json(self) -> dict[str, Any]:
+        """The configuration as the schedule entity stores it, with the keys of Microsoft's SDK (``ScheduleId``,
+        ``Interval`` as a .NET TimeSpan, ...), so either SDK's worker reads a schedule made by the other.
+
+        A cron schedule also stores its period as ``Interval``, for readers that do not know cron.
+        """
         interval = self.interval
         if self.cron is not None:
             interval = _timing.cron_period(self.cron, self.time_zone)
@@ -350,6 +370,11 @@ class ScheduleConfiguration:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleConfiguration:
+        """Reads a stored configuration, with Microsoft's keys or our snake_case ones.
+
+        Args:
+            data: The stored dict.
+        """
         cron = first_key(data, "CronExpression", "cron")
         config = cls(
             first_key(data, "ScheduleId", "schedule_id"),
@@ -393,9 +418,11 @@ class ScheduleState:
         self.schedule_configuration: ScheduleConfiguration | None = None
 
     def refresh_execution_token(self) -> None:
+        """Replaces the execution token, so wake-ups armed before (carrying the old token) are ignored as stale."""
         self.execution_token = _new_token()
 
     def to_json(self) -> dict[str, Any]:
+        """The state as the schedule entity stores it, with the keys and status numbers of Microsoft's SDK."""
         config = self.schedule_configuration
         return {
             "Status": self.status.to_dotnet_ordinal(),
@@ -409,6 +436,9 @@ class ScheduleState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleState:
+        """Reads a stored state, with Microsoft's keys or our snake_case ones; a state without a token gets a fresh
+        one.
+        """
         state = cls()
         state.status = ScheduleStatus.from_dotnet(first_key(data, "Status", "status"))
         token = first_key(data, "ExecutionToken", "execution_token")
@@ -427,6 +457,7 @@ class ScheduleState:
         return state
 
     def to_description(self) -> ScheduleDescription:
+        """What a client sees of this schedule: a :class:`ScheduleDescription` of its configuration and state."""
         config = self.schedule_configuration
         return ScheduleDescription(
             schedule_id=config.schedule_id if config else "",

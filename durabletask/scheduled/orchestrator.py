@@ -44,10 +44,12 @@ class ScheduleOperationRequest:
     input: Any | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The request as a JSON-ready dict: the entity, the operation and its input (options objects as their JSON)."""
         return {"entity_id": self.entity_id, "operation_name": self.operation_name, "input": _plain(self.input)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleOperationRequest:
+        """Reads what :meth:`to_json` wrote, turning the input of an operation that takes options back into them."""
         name = data["operation_name"]
         payload = data.get("input")
         kind = _OPTION_TYPES.get(name)

@@ -39,6 +39,7 @@ _TIMING_FIELDS = frozenset({"start_at", "interval", "start_immediately_if_late",
 
 
 def _utc_now() -> datetime:
+    """The current UTC time from the system clock: the schedule entity's default clock."""
     return datetime.now(timezone.utc)
 
 

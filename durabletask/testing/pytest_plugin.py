@@ -34,6 +34,7 @@ INI_OPTION = "durabletask_time_skipping"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Registers the ``durabletask_time_skipping`` ini option: time skipping for every test's backend."""
     parser.addini(
         INI_OPTION,
         type="bool",
@@ -43,6 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Registers the ``durabletask_time_skipping`` marker, which turns time skipping on (or off) for one test."""
     config.addinivalue_line(
         "markers",
         f"{MARKER}(enabled=True): the test's durabletask_backend jumps its clock to the next due timer whenever "
@@ -174,6 +176,7 @@ class WorkerFactory:
         return made
 
     def stop_all(self) -> None:
+        """Stops every worker this factory made, the last made first; the fixture calls it when the test ends."""
         for made in reversed(self._made):
             made.stop()
         self._made.clear()

@@ -107,6 +107,7 @@ class AsyncExportHistoryClient:
 
     @property
     def writer(self) -> HistoryWriter:
+        """The writer the jobs registered through this client store exported files with."""
         return self._writer
 
 
@@ -118,12 +119,26 @@ class AsyncExportHistoryJobClient(common.JobHandle):
         self._parent = parent
 
     async def describe(self) -> ExportJobDescription | None:
+        """The job's status, configuration, counters and failures, or ``None`` if the job does not exist."""
         return await self._parent.get_job(self._job_id)
 
     async def wait(self, *, timeout: float = 300.0, poll_interval: float = 1.0) -> ExportJobDescription:
+        """Polls until the job is COMPLETED or FAILED, and returns its description then.
+
+        Args:
+            timeout: Seconds to wait at most.
+            poll_interval: Seconds between two reads of the job's state.
+
+        Raises:
+            TimeoutError: The job is still ACTIVE after ``timeout`` seconds.
+            ExportJobNotFoundError: No job with this ID appeared within ``timeout``.
+        """
         return await self._parent.wait_for_job(self._job_id, timeout=timeout, poll_interval=poll_interval)
 
     async def delete(self) -> None:
+        """Stops the job and removes its state and its orchestration; the exported files stay. See
+        :meth:`AsyncExportHistoryClient.delete_job`.
+        """
         await self._parent.delete_job(self._job_id)
 
 

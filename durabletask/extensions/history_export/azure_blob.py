@@ -86,6 +86,7 @@ class AzureBlobHistoryExportWriter:
         self._lock = threading.Lock()
 
     def close(self) -> None:
+        """Closes the blob service client. The writer is also a context manager that closes it on exit."""
         self._service.close()
 
     def __enter__(self) -> AzureBlobHistoryExportWriter:
@@ -105,6 +106,26 @@ class AzureBlobHistoryExportWriter:
         content_encoding: str | None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
+        """Uploads ``payload`` as the blob ``blob_name`` of the options' container, creating the container first if
+        asked to.
+
+        The container of the options wins over ``container``: the writer is bound to one container. The blob gets
+        ``content_type``, ``content_encoding`` (only when set) and ``metadata``; with ``overwrite`` on (the default), a
+        retried export replaces the blob it wrote before.
+
+        Args:
+            instance_id: The instance whose history this is (unused: the blob name already depends on it).
+            container: The job's destination container (unused, see above).
+            blob_name: The blob's name, prefix and extension included.
+            payload: The file's bytes.
+            content_type: The format's content type.
+            content_encoding: ``"gzip"`` for compressed formats, else ``None``.
+            metadata: String pairs stored on the blob.
+
+        Raises:
+            azure.core.exceptions.AzureError: The storage account refused or could not be reached; the export activity
+                retries, then records the failure on the job.
+        """
         del instance_id, container  # the container is fixed by the options; see the class docstring
         self._ensure_container()
         # An empty Content-Encoding would be stored on the blob and mislead readers: set it only when compressed.

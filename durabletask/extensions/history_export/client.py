@@ -160,18 +160,24 @@ class ExportHistoryClient:
 
     @property
     def entity_name(self) -> str:
+        """The name of the job entity, ``ExportJobEntity`` (as in Microsoft's extension): jobs are
+        ``@exportjobentity@<job id>``.
+        """
         return ENTITY_NAME
 
     @property
     def orchestrator_name(self) -> str:
+        """The name of the orchestration that drives each job (``export_job_orchestrator``)."""
         return ORCHESTRATOR_NAME
 
     @property
     def writer(self) -> HistoryWriter:
+        """The writer the jobs registered through this client store exported files with."""
         return self._writer
 
     @property
     def underlying_client(self) -> client_module.TaskHubGrpcClient:
+        """The task hub client this export client calls."""
         return self._client
 
 

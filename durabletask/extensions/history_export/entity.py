@@ -91,6 +91,20 @@ class ExportJobEntity(entities.DurableEntity):
         return self.entity_context.entity_id.key
 
     def create(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Operation ``create``: starts the job over with the configuration in ``payload`` and makes it ACTIVE.
+
+        Counters, checkpoint, failures and error start again from nothing, also for a job created before.
+
+        Args:
+            payload: ``{"config": <ExportJobConfiguration as a dict>, "created_at": <ISO time, optional>}``.
+
+        Returns:
+            The job's new state, as a dict.
+
+        Raises:
+            ValueError: ``config`` is missing, empty or invalid.
+            ExportJobInvalidTransitionError: The job is ACTIVE already.
+        """
         job_id = self._job_id()
         current = self._load()
         assert_valid_transition(
@@ -119,10 +133,24 @@ class ExportJobEntity(entities.DurableEntity):
         return self._save(state)
 
     def get(self, _: Any = None) -> dict[str, Any] | None:
+        """Operation ``get``: the job's state as a dict, or ``None`` if it was never created or was deleted."""
         state = self._load()
         return None if state is None else state.to_dict()
 
     def commit_checkpoint(self, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Operation ``commit_checkpoint``: adds one page's counts and failures to the job and moves its checkpoint.
+
+        Args:
+            payload: ``scanned_delta``, ``exported_delta`` and ``failed_delta`` counts, ``failures`` (dicts of
+                :class:`ExportFailure`), the new ``last_instance_key``, and ``mark_failed_on_batch`` (a page with
+                failures then fails the job).
+
+        Returns:
+            The job's new state, or ``None`` if the job does not exist.
+
+        Raises:
+            ExportJobInvalidTransitionError: The job is not ACTIVE.
+        """
         state = self._load()
         if state is None:
             return None
@@ -146,6 +174,14 @@ class ExportJobEntity(entities.DurableEntity):
         return self._save(state)
 
     def mark_completed(self, _: Any = None) -> dict[str, Any] | None:
+        """Operation ``mark_completed``: the job is COMPLETED and its last error cleared.
+
+        Returns:
+            The job's new state, or ``None`` if the job does not exist.
+
+        Raises:
+            ExportJobInvalidTransitionError: The job is not ACTIVE.
+        """
         state = self._load()
         if state is None:
             return None
@@ -156,6 +192,16 @@ class ExportJobEntity(entities.DurableEntity):
         return self._save(state)
 
     def mark_failed(self, payload: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """Operation ``mark_failed``: the job is FAILED, with ``payload["reason"]`` as its last error.
+
+        A job that failed already keeps its first reason, the one that explains the failure.
+
+        Returns:
+            The job's new state, or ``None`` if the job does not exist.
+
+        Raises:
+            ExportJobInvalidTransitionError: The job is COMPLETED.
+        """
         state = self._load()
         if state is None:
             return None

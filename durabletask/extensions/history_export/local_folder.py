@@ -30,6 +30,7 @@ class LocalFolderHistoryWriter:
 
     @property
     def root(self) -> Path:
+        """The folder under which each container is a subfolder."""
         return self._root
 
     def path_for(self, container: str, blob_name: str) -> Path:
@@ -50,6 +51,23 @@ class LocalFolderHistoryWriter:
         content_encoding: str | None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
+        """Writes ``payload`` to ``<root>/<container>/<blob_name>``, whole: to a temporary file first, then renamed.
+
+        A reader never sees half a file, and a retried export replaces the file it wrote before.
+
+        Args:
+            instance_id: The instance whose history this is (unused: the name already depends on it).
+            container: The job's destination container: a subfolder of the root.
+            blob_name: The file's name within the container, prefix folders and extension included.
+            payload: The file's bytes.
+            content_type: Unused: the file's extension says its format.
+            content_encoding: Unused: the file's extension says whether it is compressed.
+            metadata: Unused: the file's first line carries the instance's metadata.
+
+        Raises:
+            ValueError: ``container`` or ``blob_name`` would lead outside the root.
+            FileExistsError: The file exists and the writer was made with ``overwrite=False``.
+        """
         del instance_id, content_type, content_encoding, metadata  # the file itself carries what a reader needs
         target = self.path_for(container, blob_name)
         target.parent.mkdir(parents=True, exist_ok=True)

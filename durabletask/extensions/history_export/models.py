@@ -81,10 +81,20 @@ class ExportFormat:
     schema_version: str = "1.0"
 
     def to_dict(self) -> dict[str, Any]:
+        """This format as the plain dict the job entity stores: its kind and schema version."""
         return {"kind": self.kind.value, "schema_version": self.schema_version}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExportFormat:
+        """Reads what :meth:`to_dict` wrote.
+
+        Args:
+            data: The stored dict.
+
+        Raises:
+            KeyError: A required key is missing.
+            ValueError: A value is malformed.
+        """
         return cls(kind=ExportFormatKind(data["kind"]), schema_version=data.get("schema_version", "1.0"))
 
 
@@ -100,10 +110,20 @@ class ExportDestination:
             raise ValueError("destination.container must be a non-empty string")
 
     def to_dict(self) -> dict[str, Any]:
+        """This destination as the plain dict the job entity stores: its container and prefix."""
         return {"container": self.container, "prefix": self.prefix}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExportDestination:
+        """Reads what :meth:`to_dict` wrote.
+
+        Args:
+            data: The stored dict.
+
+        Raises:
+            KeyError: A required key is missing.
+            ValueError: A value is malformed.
+        """
         return cls(container=data["container"], prefix=data.get("prefix"))
 
 
@@ -124,6 +144,9 @@ class ExportFilter:
         return list(_TERMINAL_RUNTIME_STATUSES if self.runtime_status is None else self.runtime_status)
 
     def to_dict(self) -> dict[str, Any]:
+        """This filter as the plain dict the job entity stores: its completed-time window and statuses (by wire
+        number).
+        """
         # Statuses are stored by wire number, which never changes, rather than by Python constant name.
         statuses = None if self.runtime_status is None else [s.value for s in self.runtime_status]
         return {
@@ -134,6 +157,15 @@ class ExportFilter:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExportFilter:
+        """Reads what :meth:`to_dict` wrote.
+
+        Args:
+            data: The stored dict.
+
+        Raises:
+            KeyError: A required key is missing.
+            ValueError: A value is malformed.
+        """
         completed_from = dt_from_iso(data.get("completed_time_from"))
         if completed_from is None:
             raise ValueError("completed_time_from is required")
@@ -152,10 +184,20 @@ class ExportCheckpoint:
     last_instance_key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """This checkpoint as the plain dict the job entity stores: the last instance key exported."""
         return {"last_instance_key": self.last_instance_key}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExportCheckpoint:
+        """Reads what :meth:`to_dict` wrote.
+
+        Args:
+            data: The stored dict.
+
+        Raises:
+            KeyError: A required key is missing.
+            ValueError: A value is malformed.
+        """
         return cls(last_instance_key=data.get("last_instance_key"))
 
 
@@ -169,6 +211,9 @@ class ExportFailure:
     last_attempt: datetime
 
     def to_dict(self) -> dict[str, Any]:
+        """This failure as the plain dict the job entity stores: the instance, the reason, the attempts and the last
+        attempt's time.
+        """
         return {
             "instance_id": self.instance_id,
             "reason": self.reason,
@@ -178,6 +223,15 @@ class ExportFailure:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExportFailure:
+        """Reads what :meth:`to_dict` wrote.
+
+        Args:
+            data: The stored dict.
+
+        Raises:
+            KeyError: A required key is missing.
+            ValueError: A value is malformed.
+        """
         last_attempt = dt_from_iso(data["last_attempt"])
         if last_attempt is None:
             raise ValueError("failure.last_attempt is required")
@@ -231,6 +285,9 @@ class ExportJobConfiguration:
             raise ValueError("completed_time_to must be strictly greater than completed_time_from")
 
     def to_dict(self) -> dict[str, Any]:
+        """This job configuration as the plain dict the job entity stores: its mode, filter, destination, format and
+        batch settings.
+        """
         return {
             "mode": self.mode.value,
             "filter": self.filter.to_dict(),
@@ -242,6 +299,15 @@ class ExportJobConfiguration:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExportJobConfiguration:
+        """Reads what :meth:`to_dict` wrote.
+
+        Args:
+            data: The stored dict.
+
+        Raises:
+            KeyError: A required key is missing.
+            ValueError: A value is malformed.
+        """
         # Only a missing format takes the default: an empty one is an error, not a silent default.
         format_data = data.get("format")
         if format_data is None:
@@ -317,6 +383,8 @@ class ExportJobState:
     failures: list[ExportFailure] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """This job state as the plain dict the job entity stores: the whole persisted state, with its schema version.
+        """
         return {
             "schema_version": STATE_SCHEMA_VERSION,
             "status": self.status.value,
@@ -335,6 +403,15 @@ class ExportJobState:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExportJobState:
+        """Reads what :meth:`to_dict` wrote.
+
+        Args:
+            data: The stored dict.
+
+        Raises:
+            KeyError: A required key is missing.
+            ValueError: A value is malformed or the state's schema version is not this release's.
+        """
         version = data.get("schema_version", STATE_SCHEMA_VERSION)
         if version != STATE_SCHEMA_VERSION:
             raise ValueError(
@@ -397,6 +474,12 @@ class ExportJobDescription:
 
     @classmethod
     def from_state(cls, job_id: str, state: ExportJobState) -> ExportJobDescription:
+        """What a client sees of the stored ``state`` of job ``job_id``.
+
+        Args:
+            job_id: The job's ID.
+            state: The job entity's state.
+        """
         return cls(
             job_id=job_id,
             status=state.status,

@@ -28,12 +28,15 @@ class SystemClock:
     """The wall clock."""
 
     def now(self) -> datetime:
+        """Returns the current UTC time (timezone-aware), read from the system clock."""
         return datetime.now(timezone.utc)
 
     def seconds_until(self, when: datetime) -> float | None:
+        """Real seconds until ``when``: never negative, and never ``None`` since the wall clock gets there by itself."""
         return max(0.0, (when - self.now()).total_seconds())
 
     def subscribe(self, callback: Callable[[], None]) -> None:
+        """Accepts ``callback`` and never calls it: the wall clock does not jump."""
         # Real time never jumps, so there is nothing to announce.
         return None
 
@@ -47,13 +50,24 @@ class ManualClock:
         self._callbacks: list[Callable[[], None]] = []
 
     def now(self) -> datetime:
+        """Returns the clock's current UTC time: its start, moved by every :meth:`advance` so far."""
         with self._lock:
             return self._now
 
     def seconds_until(self, when: datetime) -> float | None:
+        """Returns ``0.0`` when ``when`` has come, else ``None``: only :meth:`advance` moves this clock.
+
+        Args:
+            when: A timezone-aware time, e.g. a timer's due time.
+        """
         return 0.0 if when <= self.now() else None
 
     def subscribe(self, callback: Callable[[], None]) -> None:
+        """Registers ``callback`` to be called after every :meth:`advance` that announces the jump.
+
+        Args:
+            callback: Called with no arguments; the emulator uses it to fire due timers and wake waiting streams.
+        """
         with self._lock:
             self._callbacks.append(callback)
 

@@ -20,7 +20,7 @@ INTEGRATION_VERSION = "1.0.0b260922"
 # Microsoft's SDK distributions, which the integration requires and our SDK replaces (same import packages).
 REPLACED = frozenset({"durabletask", "durabletask-azuremanaged"})
 # The integration's other requirements, listed by hand because it is installed with --no-deps
-# (the README's Durable agents section).
+# (docs/agent-framework.md, Install).
 OTHER_REQUIREMENTS = ("agent-framework-core>=1.13.0,<2", "python-dateutil>=2.8.0,<3")
 # Left out of the copy the wheels are built from: version control, environments, caches, build output.
 _NOT_SOURCES = shutil.ignore_patterns(

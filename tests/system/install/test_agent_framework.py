@@ -1,4 +1,4 @@
-"""Microsoft Agent Framework's Durable Task integration runs unchanged on our SDK, installed as the README says.
+"""Microsoft Agent Framework's Durable Task integration runs unchanged on our SDK, installed as the docs say.
 
 A fresh venv gets this checkout's wheels, the integration's own requirements apart from Microsoft's SDK, and
 ``agent-framework-durabletask`` with ``--no-deps``. samples/agent_framework_agents.py then runs there on the emulator
@@ -140,9 +140,9 @@ def test_the_documented_install_names_every_other_requirement(agents_env: Agents
     declared = {key(r) for r in requires_dist(agents_env.integration_wheel) if r.name not in REPLACED}
     documented = {key(Requirement(text)) for text in OTHER_REQUIREMENTS}
     assert declared == documented, "the integration's requirements changed: update OTHER_REQUIREMENTS and the docs"
-    docs = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = (ROOT / "docs" / "agent-framework.md").read_text(encoding="utf-8")
     for text in (*OTHER_REQUIREMENTS, f"pip install --no-deps {INTEGRATION}=={INTEGRATION_VERSION}"):
-        assert text in docs, f"the README does not show {text!r}"
+        assert text in docs, f"docs/agent-framework.md does not show {text!r}"
 
 
 def test_durabletask_is_our_sdk_and_microsofts_is_not_installed(agents_env: AgentsEnv) -> None:
