@@ -93,6 +93,7 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._started = False
         self._last_beat: datetime | None = None
         self._details: str | None = None  # the last heartbeat's details, as JSON text
+        self._sent_details: str | None = None  # the details the running attempt was scheduled with
         self._retry_timer: TimerTask | None = None
         self._deadline: TimerTask | None = None
         self._cancel_requested = False
@@ -127,6 +128,7 @@ class ControlledActivityTask(CancellableTask[Any]):
         rt.activity_controls[seq] = self
         self._seq = seq
         self._attempt_task = attempt
+        self._sent_details = self._details
         self._started = False
         if options.schedule_to_start is not None:
             self._arm(control.SCHEDULE_TO_START, rt.current_utc_datetime + options.schedule_to_start)
@@ -265,6 +267,13 @@ class ControlledActivityTask(CancellableTask[Any]):
         """An attempt reported its start (``"start"``) or a heartbeat (``"beat"``) at ``at``."""
         if seq != self._seq or self._is_complete:
             return  # an attempt given up (or a call that has ended): its reports change nothing
+        if kind == "start" and self._started and self._details != self._sent_details:
+            # The attempt started again: the backend handed it out anew, its worker lost. That run resumes from
+            # the details it was scheduled with, older than the last heartbeat's: an attempt carrying those
+            # replaces it (not a failure, so the retry policy is not consulted).
+            self._end_attempt(stop=True)
+            self._schedule_attempt()
+            return
         if not self._started:
             self._on_started(at)
         if kind == "beat":

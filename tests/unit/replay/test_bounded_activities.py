@@ -325,3 +325,30 @@ def test_bad_options_fail_the_orchestration_with_a_message_naming_the_field(
     details = failed_with(run(History().started("orch").new(), orch))
     assert details.errorType.endswith(error.__name__)
     assert words in details.errorMessage
+
+
+def test_an_attempt_handed_out_again_after_heartbeats_is_replaced_by_one_resuming_from_them() -> None:
+    orch = catching(heartbeat_timeout=MIN)
+    history = History().started("orch")
+    record(history, run(history, orch))
+    report(history, 1, "start")
+    record(history, run(history, orch))  # heartbeat timer 2
+    report(history, 1, "beat", {"page": 7})
+    report(history.new(), 1, "start")  # its worker died; the backend handed the attempt out again
+    replaced = run(history, orch)
+    assert stop_requests(replaced) == [("@dtscale.activities@abc123", "cancel", "1")]
+    ((seq, _, settings),) = scheduled(replaced)
+    assert json.loads(settings.details or "null") == {"page": 7}
+    record(history.commit(), replaced)
+    history.new().orchestrator_started().task_completed(1, "stale").task_completed(seq, "done")
+    assert output(run(history, orch)) == "done"
+
+
+def test_an_attempt_handed_out_again_without_newer_details_keeps_running() -> None:
+    orch = catching(heartbeat_timeout=MIN)
+    history = History().started("orch")
+    record(history, run(history, orch))
+    report(history, 1, "start")
+    record(history, run(history, orch))
+    report(history.new(), 1, "start")
+    assert kinds(run(history, orch)) == []
