@@ -140,3 +140,86 @@ def _wait_for_heartbeats(instance_id: str) -> None:
     while not any(entry[0] == "attempt" for entry in _seen.get(instance_id, [])):
         assert time.monotonic() < deadline, "the activity never started"
         time.sleep(0.05)
+
+
+async def extract_async(ctx: task.ActivityContext, _: Any) -> int:
+    import asyncio
+
+    page = 0
+    _note(ctx, ("attempt", ctx.task_id, None))
+    try:
+        while page < 100_000:
+            ctx.heartbeat(page)  # the same call as in a thread: it never waits for the network
+            page += 1
+            await asyncio.sleep(0.02)
+    except task.ActivityCancelledError:
+        _note(ctx, ("stopped", page))
+        _stopped_event(ctx.orchestration_id).set()
+        raise
+    return page
+
+
+def async_pipeline(ctx: task.OrchestrationContext, _: Any) -> Any:
+    t = ctx.call_activity(extract_async, heartbeat_timeout=timedelta(seconds=5))
+    yield ctx.wait_for_external_event("cancel")
+    t.cancel()
+    return "cancelled"
+
+
+def test_an_async_activity_heartbeats_and_is_stopped_the_same_way(hub: Hub) -> None:
+    hub.start_worker([async_pipeline], [extract_async])
+    c = hub.client()
+    instance_id = c.schedule_new_orchestration(async_pipeline, instance_id=unique_id("async"))
+    _wait_for_heartbeats(instance_id)
+    c.raise_orchestration_event(instance_id, "cancel")
+    assert _output(c, instance_id) == "cancelled"
+    assert _stopped_event(instance_id).wait(WAIT)
+
+
+def renewing(ctx: task.OrchestrationContext, generation: int) -> Any:
+    if generation == 0:
+        ctx.call_activity(extract, input={}, heartbeat_timeout=timedelta(seconds=10))
+        yield ctx.wait_for_external_event("renew")
+        ctx.continue_as_new(1)
+        return None
+    return "renewed"
+
+
+def test_continue_as_new_stops_the_activities_of_the_execution_it_ends(hub: Hub) -> None:
+    c, instance_id = _run(hub, renewing, 0)
+    _wait_for_heartbeats(instance_id)
+    c.raise_orchestration_event(instance_id, "renew")
+    assert _output(c, instance_id) == "renewed"
+    assert _stopped_event(instance_id).wait(WAIT)
+
+
+def chatty(ctx: task.ActivityContext, count: int) -> int:
+    for page in range(count):
+        ctx.heartbeat(page)
+    return count
+
+
+def chatty_pipeline(ctx: task.OrchestrationContext, count: int) -> Any:
+    return (yield ctx.call_activity(chatty, input=count, heartbeat_timeout=timedelta(minutes=5)))
+
+
+def test_a_loop_of_heartbeats_costs_what_one_heartbeat_costs(hub: Hub) -> None:
+    hub.start_worker([chatty_pipeline], [chatty])
+    c = hub.client()
+    instance_id = c.schedule_new_orchestration(chatty_pipeline, input=200_000, instance_id=unique_id("chatty"))
+    assert _output(c, instance_id) == 200_000
+    reports = [
+        json.loads(e.eventRaised.input.value)["kind"]
+        for e in _history(hub, instance_id)
+        if e.HasField("eventRaised") and e.eventRaised.name == "dtscale.activity"
+    ]
+    # Its start, and at most the first heartbeat (sent at once); the next could go only after 0.8 x 5 minutes,
+    # and the activity's end drops the unsent details (its result supersedes them).
+    assert reports[0] == "start" and reports.count("beat") <= 1 and len(reports) <= 2
+
+
+def _history(hub: Hub, instance_id: str) -> list[Any]:
+    from tests.support.reliability import fetch_history
+
+    return list(fetch_history(hub.address, instance_id, hub.taskhub)) if hub.backend is None else hub.backend.history(
+        hub.taskhub, instance_id)
