@@ -211,18 +211,21 @@ class ControlledActivityTask(CancellableTask[Any]):
             self._close()
             self._finish(None, error)
             return
-        self._retry_timer = self._timer(self._rt.current_utc_datetime + delay)
+        now = self._rt.current_utc_datetime
+        deadline = self._options.schedule_to_close
+        if deadline is not None and now + delay >= self._first_at + deadline:
+            # The retry could not start before the call's deadline: the deadline ends the call now.
+            self._close()
+            self._finish(None, self._timeout_error(control.SCHEDULE_TO_CLOSE, None, cause=details))
+            return
+        self._retry_timer = self._timer(now + delay)
 
     def _next_delay(self, details: pb.TaskFailureDetails) -> timedelta | None:
         policy = self._policy
         if policy is None or details.isNonRetriable or details.errorType == _CANCELLED_TYPE:
             return None
         now = self._rt.current_utc_datetime
-        delay = policy.next_delay(self._attempt, self._first_at, now, details_from_proto(details))
-        deadline = self._options.schedule_to_close
-        if delay is not None and deadline is not None and now + delay >= self._first_at + deadline:
-            return None  # the next attempt could not start before the call's deadline
-        return delay
+        return policy.next_delay(self._attempt, self._first_at, now, details_from_proto(details))
 
     def _attempt_timer_fired(self, kind: str, timer: TimerTask) -> None:
         self._attempt_timers.pop(kind, None)
@@ -236,6 +239,18 @@ class ControlledActivityTask(CancellableTask[Any]):
 
     def _timed_out(self, kind: str) -> None:
         seq = self._seq
+        error = self._timeout_error(kind, seq)
+        if seq is not None:
+            self._end_attempt(stop=True)
+        if kind == control.SCHEDULE_TO_CLOSE:
+            self._close()
+            self._finish(None, error)
+        else:
+            self._attempt_failed(error._failure_proto, error)
+
+    def _timeout_error(
+        self, kind: str, seq: int | None, cause: pb.TaskFailureDetails | None = None
+    ) -> ActivityTimeoutError:
         limit = {
             control.START_TO_CLOSE: self._options.start_to_close,
             control.SCHEDULE_TO_CLOSE: self._options.schedule_to_close,
@@ -243,22 +258,19 @@ class ControlledActivityTask(CancellableTask[Any]):
             control.HEARTBEAT: self._options.heartbeat,
         }[kind]
         text = f"activity '{self._call.name}' attempt {self._attempt} timed out: {kind} timeout of {limit} expired"
+        if cause is not None:
+            text = f"{text} before a retry could start (last failure: {cause.errorMessage})"
         details = pb.TaskFailureDetails(errorType=_TIMEOUT_TYPE, errorMessage=text)
         details.properties["timeoutType"].string_value = kind
+        if cause is not None:
+            details.innerFailure.CopyFrom(cause)
         where = f"#{seq}" if seq is not None else f"'{self._call.name}'"
-        error = ActivityTimeoutError(
+        return ActivityTimeoutError(
             f"{self._rt.instance_id}: Activity task {where} failed: {text}",
             details,
             timeout_type=kind,
             last_heartbeat_details=self._decoded_details(),
         )
-        if seq is not None:
-            self._end_attempt(stop=True)
-        if kind == control.SCHEDULE_TO_CLOSE:
-            self._close()
-            self._finish(None, error)
-        else:
-            self._attempt_failed(details, error)
 
     def _decoded_details(self) -> Any:
         return None if self._details is None else self._rt.codec.decode(self._details, None)

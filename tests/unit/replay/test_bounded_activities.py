@@ -211,9 +211,23 @@ def test_schedule_to_close_ends_all_attempts_even_between_retries() -> None:
     assert output(done) == {"timeout": "schedule_to_close", "details": None}
 
 
-def test_a_retry_that_could_not_start_before_the_deadline_is_not_made() -> None:
+def test_a_retry_that_could_not_start_before_the_deadline_ends_the_call_with_the_deadline_at_once() -> None:
     retry = task.RetryPolicy(first_retry_interval=timedelta(minutes=5), max_number_of_attempts=10)
-    orch = catching(schedule_to_close_timeout=2 * MIN, retry_policy=retry)
+
+    def orch(ctx: task.OrchestrationContext, _: Any) -> Any:
+        try:
+            yield ctx.call_activity("extract", schedule_to_close_timeout=2 * MIN, retry_policy=retry)
+        except task.ActivityTimeoutError as error:
+            return [error.timeout_type, error.details.inner_failure and error.details.inner_failure.message]
+
+    history = History().started("orch")
+    record(history, run(history, orch))
+    history.new().orchestrator_started(T0 + MIN).task_failed(1, failure("flaky"))
+    assert output(run(history, orch)) == ["schedule_to_close", "flaky"]
+
+
+def test_without_a_retry_policy_a_failed_attempt_fails_the_call_with_its_own_error() -> None:
+    orch = catching(start_to_close_timeout=2 * MIN)
     history = History().started("orch")
     record(history, run(history, orch))
     history.new().orchestrator_started(T0 + MIN).task_failed(1, failure("flaky"))
