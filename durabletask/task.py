@@ -8,6 +8,7 @@ from __future__ import annotations
 from durabletask._errors import DurableTaskError as DurableTaskError
 from durabletask._errors import PayloadTooLargeError as PayloadTooLargeError
 from durabletask._errors import SerializationError as SerializationError
+from durabletask._replay.activity_control import ActivityCancellation as ActivityCancellation
 from durabletask._replay.contexts import (
     Activity,
     ActivityContext,
@@ -21,6 +22,8 @@ from durabletask._replay.contexts import (
     get_entity_name,
     get_name,
 )
+from durabletask._replay.failures import ActivityCancelledError as ActivityCancelledError
+from durabletask._replay.failures import ActivityTimeoutError as ActivityTimeoutError
 from durabletask._replay.failures import EventTimeoutError as EventTimeoutError
 from durabletask._replay.failures import (
     FailureDetails,

@@ -6,9 +6,10 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, overload
 
 from durabletask._replay import trace_ids
+from durabletask._replay.activity_control import ActivityCancellation
 from durabletask._replay.retry import RetryPolicy
 from durabletask._replay.tasks import CancellableTask, CompletableTask, LockTask, Task, TimerTask
 
@@ -68,6 +69,11 @@ class OrchestrationContext(ABC):
         tags: dict[str, str] | None = ...,
         return_type: type[T],
         version: str | None = ...,
+        start_to_close_timeout: timedelta | None = ...,
+        schedule_to_close_timeout: timedelta | None = ...,
+        schedule_to_start_timeout: timedelta | None = ...,
+        heartbeat_timeout: timedelta | None = ...,
+        cancellation: ActivityCancellation | None = ...,
     ) -> CompletableTask[T]: ...
 
     @overload
@@ -80,6 +86,11 @@ class OrchestrationContext(ABC):
         tags: dict[str, str] | None = ...,
         return_type: None = ...,
         version: str | None = ...,
+        start_to_close_timeout: timedelta | None = ...,
+        schedule_to_close_timeout: timedelta | None = ...,
+        schedule_to_start_timeout: timedelta | None = ...,
+        heartbeat_timeout: timedelta | None = ...,
+        cancellation: ActivityCancellation | None = ...,
     ) -> CompletableTask[TOutput]: ...
 
     @overload
@@ -92,6 +103,11 @@ class OrchestrationContext(ABC):
         tags: dict[str, str] | None = ...,
         return_type: None = ...,
         version: str | None = ...,
+        start_to_close_timeout: timedelta | None = ...,
+        schedule_to_close_timeout: timedelta | None = ...,
+        schedule_to_start_timeout: timedelta | None = ...,
+        heartbeat_timeout: timedelta | None = ...,
+        cancellation: ActivityCancellation | None = ...,
     ) -> CompletableTask[TOutput]: ...
 
     @overload
@@ -104,6 +120,11 @@ class OrchestrationContext(ABC):
         tags: dict[str, str] | None = ...,
         return_type: None = ...,
         version: str | None = ...,
+        start_to_close_timeout: timedelta | None = ...,
+        schedule_to_close_timeout: timedelta | None = ...,
+        schedule_to_start_timeout: timedelta | None = ...,
+        heartbeat_timeout: timedelta | None = ...,
+        cancellation: ActivityCancellation | None = ...,
     ) -> CompletableTask[Any]: ...
 
     @abstractmethod
@@ -116,6 +137,11 @@ class OrchestrationContext(ABC):
         tags: dict[str, str] | None = None,
         return_type: type | None = None,
         version: str | None = None,
+        start_to_close_timeout: timedelta | None = None,
+        schedule_to_close_timeout: timedelta | None = None,
+        schedule_to_start_timeout: timedelta | None = None,
+        heartbeat_timeout: timedelta | None = None,
+        cancellation: ActivityCancellation | None = None,
     ) -> CompletableTask[Any]:
         """Schedule an activity and return a task for its result.
 
@@ -126,6 +152,18 @@ class OrchestrationContext(ABC):
             tags: Tags recorded with the scheduled activity.
             return_type: Type to rebuild the result as; defaults to the function's return annotation.
             version: Activity version; defaults to the orchestration's version.
+            start_to_close_timeout: How long one attempt may run, from its start on a worker. An attempt that
+                runs longer fails with ``ActivityTimeoutError`` and is retried per ``retry_policy``.
+            schedule_to_close_timeout: How long the whole call may take: all attempts, their waits in the
+                queue and the delays between them. When it expires the call fails, without further retries.
+            schedule_to_start_timeout: How long one attempt may wait in the queue before a worker starts it.
+            heartbeat_timeout: The longest silence between two heartbeats of a running attempt
+                (``ActivityContext.heartbeat``); a silent attempt fails and is retried.
+            cancellation: What ``cancel()`` on the returned task does (``ActivityCancellation``; default
+                ``TRY_CANCEL``).
+
+        With any of the last five arguments the call returns a ``CancellableTask`` whose attempts are bounded
+        and can be cancelled (see docs/activities.md); without them it behaves as it always did.
         """
 
     @overload
@@ -322,12 +360,28 @@ class ReplaySafeLogger(_LoggerAdapterBase):
         return msg, kwargs
 
 
-class ActivityContext:
-    """What an activity function learns about its invocation."""
+class HeartbeatChannel(Protocol):
+    """How a running activity reaches its orchestration: the worker's side of ``ActivityContext.heartbeat``."""
 
-    def __init__(self, orchestration_id: str, task_id: int) -> None:
+    @property
+    def details(self) -> Any:
+        """The last heartbeat details of the previous attempt, or ``None``."""
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the activity was asked to stop."""
+
+    def beat(self, details: Any) -> None:
+        """Record a heartbeat (checked now, sent later); raises once the activity was asked to stop."""
+
+
+class ActivityContext:
+    """What an activity function learns about its invocation, and how it heartbeats."""
+
+    def __init__(self, orchestration_id: str, task_id: int, *, heartbeats: HeartbeatChannel | None = None) -> None:
         self._orchestration_id = orchestration_id
         self._task_id = task_id
+        self._heartbeats = heartbeats
 
     @property
     def orchestration_id(self) -> str:
@@ -338,6 +392,33 @@ class ActivityContext:
     def task_id(self) -> int:
         """The activity's sequence number within its orchestration."""
         return self._task_id
+
+    @property
+    def heartbeat_details(self) -> Any:
+        """The details of the previous attempt's last heartbeat that reached the orchestration; ``None`` on the
+        first attempt (and when the previous ones never heartbeated with details)."""
+        return None if self._heartbeats is None else self._heartbeats.details
+
+    @property
+    def is_cancellation_requested(self) -> bool:
+        """Whether the activity was asked to stop: the call was cancelled, the attempt timed out, or the
+        orchestration ended. Seen at most one throttle interval late (see docs/activities.md)."""
+        return self._heartbeats is not None and self._heartbeats.cancelled
+
+    def heartbeat(self, details: Any = None) -> None:
+        """Tell the orchestration the activity is alive, with ``details`` for a later attempt to resume from.
+
+        Never blocks on the network: heartbeats are sent in the background, at most one per 0.8 x the call's
+        ``heartbeat_timeout``, the latest details replacing earlier unsent ones. Outside a bounded call (no
+        timeout or cancellation type given to ``call_activity``) the details are only checked.
+
+        Raises:
+            ActivityCancelledError: The activity was asked to stop.
+            SerializationError: ``details`` cannot be serialized.
+            PayloadTooLargeError: ``details`` exceed 64 KiB once serialized.
+        """
+        if self._heartbeats is not None:
+            self._heartbeats.beat(details)
 
 
 #: An orchestrator: ``(context, input)`` → a generator of tasks returning the output, a coroutine awaiting

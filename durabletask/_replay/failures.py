@@ -187,5 +187,44 @@ class EventTimeoutError(DurableTaskError, TimeoutError):
     """An external event did not arrive within the timeout given to ``wait_for_external_event``."""
 
 
-for _cls in (TaskFailedError, NonDeterminismError, OrchestrationStateError, TaskCancelledError, EventTimeoutError):
+class ActivityTimeoutError(TaskFailedError, TimeoutError):
+    """An activity call ran out of time: one of the timeouts given to ``call_activity`` expired.
+
+    Attributes:
+        timeout_type: Which timeout expired: ``"start_to_close"``, ``"schedule_to_close"``,
+            ``"schedule_to_start"`` or ``"heartbeat"``.
+        last_heartbeat_details: The details of the last heartbeat the orchestration received from the
+            activity (any attempt), or ``None`` if it never heartbeated with details.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        details: pb.TaskFailureDetails | BaseException,
+        *,
+        timeout_type: str = "",
+        last_heartbeat_details: Any = None,
+    ) -> None:
+        super().__init__(message, details)
+        self.timeout_type = timeout_type
+        self.last_heartbeat_details = last_heartbeat_details
+
+
+class ActivityCancelledError(DurableTaskError):
+    """Raised inside an activity by ``ActivityContext.heartbeat()`` once its cancellation was requested.
+
+    The orchestration cancelled the call, the attempt timed out, or the orchestration ended. Let it
+    propagate (after any cleanup) so that the activity ends promptly.
+    """
+
+
+for _cls in (
+    TaskFailedError,
+    NonDeterminismError,
+    OrchestrationStateError,
+    TaskCancelledError,
+    EventTimeoutError,
+    ActivityTimeoutError,
+    ActivityCancelledError,
+):
     _cls.__module__ = _TASK_MODULE

@@ -9,11 +9,15 @@ from durabletask._errors import ProtocolError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import OrchestratorNotRegisteredError
 from durabletask._replay import nondeterminism
+from durabletask._replay.activity_control import CONTROL_EVENT
+from durabletask._replay.controlled_activity import parse_control_event
 from durabletask._replay.runtime import RuntimeContext
 from durabletask._replay.tasks import RetryableTask, TimerTask
 
 Handler = Callable[[RuntimeContext, pb.HistoryEvent], None]
 OrchestratorLookup = Callable[[str], Callable[..., Any] | None]
+
+_CONTROL_KEY = CONTROL_EVENT.casefold()
 
 #: Events that are applied even while the orchestration is suspended.
 UNSUSPENDABLE = frozenset({"executionResumed", "executionTerminated"})
@@ -35,6 +39,7 @@ def make_execution_started(lookup: OrchestratorLookup) -> Handler:
             rt.set_clock(event.timestamp)
         parent = started.parentInstance.orchestrationInstance.instanceId if started.HasField("parentInstance") else None
         rt.set_started_info(started.version.value if started.HasField("version") else None, parent or None)
+        rt.execution_id = started.orchestrationInstance.executionId.value
         rt.started = True
         rt.name = started.name
         fn = lookup(started.name)
@@ -131,6 +136,8 @@ def on_event_raised(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     raised = event.eventRaised
     key = raised.name.casefold()
     raw = raised.input.value if raised.HasField("input") else None
+    if rt.has_bounded_activities and key == _CONTROL_KEY and _on_activity_report(rt, event, raw):
+        return
     waiter = None if rt.done else rt.inbox.pop_waiter(key)
     if waiter is None:
         # Kept for a later wait, or carried over by continue_as_new(save_events=True): as its text, taken
@@ -142,6 +149,20 @@ def on_event_raised(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     waiter.complete(value)
     del value
     rt.resume()
+
+
+def _on_activity_report(rt: RuntimeContext, event: pb.HistoryEvent, raw: str | None) -> bool:
+    """A bounded activity's start or heartbeat: handled (``True``) if it is one for a call of this execution."""
+    report = parse_control_event(raw)
+    if report is None:
+        return False
+    seq, kind, details = report
+    call = rt.activity_controls.get(seq)
+    if call is not None and not rt.done:  # else a report of an attempt given up, or of an ended call
+        at = event.timestamp.ToDatetime() if event.HasField("timestamp") else rt.current_utc_datetime
+        call.on_control_event(seq, kind, at, details)
+        rt.resume()
+    return True
 
 
 # ---- lifecycle ------------------------------------------------------------------------------------

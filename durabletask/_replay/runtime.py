@@ -25,7 +25,9 @@ from durabletask._replay.actions import (
     SendEvent,
     complete_action,
 )
+from durabletask._replay.activity_control import CONTROL_TAG, ActivityCancellation, ActivityOptions, entity_key
 from durabletask._replay.contexts import Activity, OrchestrationContext, Orchestrator, get_name
+from durabletask._replay.controlled_activity import ActivityCall, ControlledActivityTask
 from durabletask._replay.coroutines import AsyncOrchestration
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError, proto_from_exception
 from durabletask._replay.inbox import EventInbox, EventTimeout
@@ -138,6 +140,10 @@ class RuntimeContext(OrchestrationContext):
         self.started = False
         self.suspended = False
         self.suspended_events: list[pb.HistoryEvent] = []
+        # Bounded activity calls by the task ID of their running attempt (see controlled_activity.py).
+        self.activity_controls: dict[int, ControlledActivityTask] = {}
+        self.has_bounded_activities = False
+        self.execution_id = ""
         # The last orchestratorStarted event applied in the current batch: its timestamp is read only if the code
         # asks the time (most of them are replayed without anyone asking). end_batch() reduces it to
         # ``_clock_ts``, (seconds, nanos): an event keeps its whole work item alive (payloads and all) for as long
@@ -236,7 +242,28 @@ class RuntimeContext(OrchestrationContext):
         tags: dict[str, str] | None = None,
         return_type: type | None = None,
         version: str | None = None,
+        start_to_close_timeout: timedelta | None = None,
+        schedule_to_close_timeout: timedelta | None = None,
+        schedule_to_start_timeout: timedelta | None = None,
+        heartbeat_timeout: timedelta | None = None,
+        cancellation: ActivityCancellation | None = None,
     ) -> CompletableTask[Any]:
+        if (
+            start_to_close_timeout is not None
+            or schedule_to_close_timeout is not None
+            or schedule_to_start_timeout is not None
+            or heartbeat_timeout is not None
+            or cancellation is not None
+        ):
+            options = ActivityOptions.build(
+                start_to_close_timeout,
+                schedule_to_close_timeout,
+                schedule_to_start_timeout,
+                heartbeat_timeout,
+                cancellation,
+            )
+            assert options is not None
+            return self._bounded_activity(activity, input, retry_policy, tags, return_type, version, options)
         # The ID is taken before anything can raise, so a caught error still uses it up (as in the
         # official SDK) and later calls keep the numbers that SDK gives them.
         seq = self._seq
@@ -260,6 +287,36 @@ class RuntimeContext(OrchestrationContext):
         self.pending[seq] = action
         self.open[seq] = task
         return task
+
+    def _bounded_activity(
+        self,
+        activity: Activity[Any, Any] | str,
+        input: Any,
+        retry_policy: RetryPolicy | None,
+        tags: dict[str, str] | None,
+        return_type: type | None,
+        version: str | None,
+        options: ActivityOptions,
+    ) -> ControlledActivityTask:
+        if isinstance(activity, str):
+            name = activity
+        else:
+            name = get_name(activity)
+            if return_type is None:
+                return_type = self.codec.payload_type(typehints.output_type(activity))
+        encoded = self.codec.encode(input, "input of activity '{}'", name)
+        if tags:
+            check_tags(tags)
+            if CONTROL_TAG in tags:
+                raise ValueError(f"tags: the key {CONTROL_TAG!r} is reserved for the activity's timeouts")
+        call = ActivityCall(name, encoded, tags, version if version is not None else self._version)
+        self.has_bounded_activities = True
+        return ControlledActivityTask(self, call, options, retry_policy, return_type)
+
+    @property
+    def activity_entity_key(self) -> str:
+        """The key of this execution's activity control entity."""
+        return entity_key(self._instance_id, self.execution_id)
 
     def call_sub_orchestrator(
         self,

@@ -19,6 +19,7 @@ from durabletask._registry import ActivityNotRegisteredError, Registry
 from durabletask._replay.contexts import ActivityContext
 from durabletask._replay.failures import proto_from_exception
 from durabletask._replay.typehints import input_type
+from durabletask._worker.heartbeats import AttemptHeartbeats, HeartbeatPump
 from durabletask.exception_properties import ExceptionPropertiesProvider, properties_reader
 
 if TYPE_CHECKING:
@@ -60,8 +61,10 @@ class ActivityRunner:
         emit_trace_spans: bool = True,
         payload_limit: int = MAX_PAYLOAD_BYTES,
         payloads: PayloadSource | None = None,
+        heartbeats: HeartbeatPump | None = None,
     ) -> None:
         self._registry = registry
+        self._heartbeats = heartbeats
         self._emit_trace_spans = emit_trace_spans
         self._logger = logger
         self._codec = Codec(data_converter, payload_limit, payloads=payloads)
@@ -76,8 +79,9 @@ class ActivityRunner:
     def run(self, request: pb.ActivityRequest, completion_token: str) -> pb.ActivityResponse:
         """Run a synchronous activity on the calling thread."""
         with self._span(request) as span:
+            attempt = None
             try:
-                fn, ctx, value = self._prepare(request)
+                fn, ctx, value, attempt = self._prepare(request)
                 output = fn(ctx, value)
                 del value  # a large input is not kept while the result is encoded and sent
                 if inspect.isawaitable(output):
@@ -89,12 +93,15 @@ class ActivityRunner:
             except BaseException as exc:  # SystemExit and the like fail the activity too (see _failure)
                 tracing.record_failure(span, exc)
                 return self._failure(request, completion_token, exc)
+            finally:
+                self._end(attempt)
 
     async def run_async(self, request: pb.ActivityRequest, completion_token: str) -> pb.ActivityResponse:
         """Run an ``async`` activity on the current event loop."""
         with self._span(request) as span:
+            attempt = None
             try:
-                fn, ctx, value = self._prepare(request)
+                fn, ctx, value, attempt = self._prepare(request)
                 output = fn(ctx, value)
                 del value
                 if inspect.isawaitable(output):
@@ -107,6 +114,8 @@ class ActivityRunner:
             except BaseException as exc:  # as in run()
                 tracing.record_failure(span, exc)
                 return self._failure(request, completion_token, exc)
+            finally:
+                self._end(attempt)
 
     def _span(self, request: pb.ActivityRequest) -> AbstractContextManager[Any]:
         """The activity's SERVER span, child of the CLIENT span the orchestration sent ahead."""
@@ -123,7 +132,9 @@ class ActivityRunner:
             tracing.span_name("activity", request.name), attributes, parent, emit=self._emit_trace_spans
         )
 
-    def _prepare(self, request: pb.ActivityRequest) -> tuple[Callable[..., Any], Any, Any]:
+    def _prepare(
+        self, request: pb.ActivityRequest
+    ) -> tuple[Callable[..., Any], Any, Any, AttemptHeartbeats | None]:
         instance_id = request.orchestrationInstance.instanceId
         fn = self._registry.get_activity(request.name)
         if fn is None:
@@ -131,7 +142,19 @@ class ActivityRunner:
         self._logger.debug("%s/%d: running activity '%s'", instance_id, request.taskId, request.name)
         text = request.input.value if request.HasField("input") else None
         value = self._codec.decode(text, self._codec.payload_type(input_type(fn)) if text else None)
-        return fn, self._new_context(instance_id, request.taskId), value
+        if self._new_context is not ActivityContext:
+            return fn, self._new_context(instance_id, request.taskId), value, None
+        attempt = AttemptHeartbeats(request, self._codec.for_instance(instance_id))
+        if attempt.settings is not None and self._heartbeats is not None:
+            self._heartbeats.begin(attempt)
+            if attempt.cancelled:  # cancelled (or timed out) before it could start: not worth starting
+                self._heartbeats.end(attempt)
+                attempt.beat(None)
+        return fn, ActivityContext(instance_id, request.taskId, heartbeats=attempt), value, attempt
+
+    def _end(self, attempt: AttemptHeartbeats | None) -> None:
+        if attempt is not None and attempt.settings is not None and self._heartbeats is not None:
+            self._heartbeats.end(attempt)
 
     def _encode(self, request: pb.ActivityRequest, output: Any) -> str | None:
         codec = self._codec.for_instance(request.orchestrationInstance.instanceId)

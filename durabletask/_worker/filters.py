@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay.activity_control import CONTROL_ENTITY
 from durabletask._worker.options import VersioningOptions, VersionMatchStrategy
 from durabletask._worker.registry import WorkerRegistry
 
@@ -69,8 +70,16 @@ def filters_from_registry(registry: WorkerRegistry, versioning: VersioningOption
     return WorkItemFilters(
         orchestrations=[OrchestrationWorkItemFilter(name, list(versions)) for name in registry.orchestrators],
         activities=[ActivityWorkItemFilter(name, list(versions)) for name in registry.activities],
-        entities=[EntityWorkItemFilter(name) for name in registry.entities],
+        entities=[EntityWorkItemFilter(name) for name in registry.entities] + _control_entity(registry),
     )
+
+
+def _control_entity(registry: WorkerRegistry) -> list[EntityWorkItemFilter]:
+    # A worker that runs orchestrations may cancel bounded activities through the built-in control entity,
+    # which it serves (see heartbeats.py); a filter naming everything else would leave its signals queued.
+    if registry.orchestrators and CONTROL_ENTITY not in registry.entities:
+        return [EntityWorkItemFilter(CONTROL_ENTITY)]
+    return []
 
 
 def filters_to_proto(filters: WorkItemFilters) -> pb.WorkItemFilters:

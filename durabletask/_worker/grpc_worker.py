@@ -28,6 +28,7 @@ from durabletask._worker.completions import CompletionSender
 from durabletask._worker.dispatch import WorkItemPools, WorkKind, startable_limits
 from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.filters import WorkItemFilters, filters_from_registry, filters_to_proto
+from durabletask._worker.heartbeats import HeartbeatPump
 from durabletask._worker.large_payloads import PayloadWorkItems
 from durabletask._worker.options import ConcurrencyOptions, VersioningOptions
 from durabletask._worker.orchestration_runner import (
@@ -415,6 +416,7 @@ class _Run:
             store_payloads=boundary.result if boundary is not None else None,
         )
         self.sender = CompletionSender(logger, stopping=self._stopping)
+        self.heartbeats = HeartbeatPump(self.channels, logger)
         handler = WorkItemHandler(
             self.pools,
             runner,
@@ -426,6 +428,7 @@ class _Run:
                 emit_trace_spans=worker._emit_trace_spans,
                 payload_limit=limit,
                 payloads=fetched,
+                heartbeats=self.heartbeats,
             ),
             self.sender,
             registry=worker._registry,
@@ -485,6 +488,7 @@ class _Run:
                 "; ".join(abandoned),
             )
         self.pools.close(wait=idle)
+        self.heartbeats.close()
         # Completions already on the wire finish (bounded by their RPC timeout) before the channel closes.
         self.sender.close(timeout=self.sender.timeout or 30.0)
         self.channels.close()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from durabletask._registry import Registry
+from durabletask._replay.activity_control import CONTROL_ENTITY
 from durabletask._worker.code_check import CodeMismatchPolicy
 from durabletask._worker.options import VersioningOptions
 
@@ -19,3 +22,12 @@ class WorkerRegistry(Registry):
         self.versioning: VersioningOptions | None = None
         # What to do with an instance started by other orchestrator code (see code_check.py).
         self.code_mismatch_policy: CodeMismatchPolicy = CodeMismatchPolicy.LOG
+
+    def get_entity(self, name: str) -> Any | None:
+        """The registered entity ``name``; the built-in activity control entity when that is asked for."""
+        found = super().get_entity(name)
+        if found is None and name.lower() == CONTROL_ENTITY:
+            from durabletask._worker.heartbeats import control_entity
+
+            return control_entity
+        return found

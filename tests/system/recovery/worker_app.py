@@ -23,6 +23,7 @@ from durabletask.worker import VersionFailureStrategy, VersioningOptions, Versio
 from tests.support import endpoint
 from tests.support.endpoint import BACKEND_ENV
 from tests.support.reliability import Ledger
+from tests.system.recovery import bounded_app
 
 RESILIENCY = GrpcWorkerResiliencyOptions(
     hello_timeout_seconds=5,
@@ -151,9 +152,9 @@ def scheduler_or_plain_worker(address: str) -> worker.TaskHubGrpcWorker:
 def build(address: str, ledger: Ledger, version: str | None) -> worker.TaskHubGrpcWorker:
     w = scheduler_or_plain_worker(address)
     acts = Activities(ledger)
-    for fn in (acts.step, acts.slow_step, acts.write, acts.lookup, acts.extract):
+    for fn in (acts.step, acts.slow_step, acts.write, acts.lookup, acts.extract, *bounded_app.activities(ledger)):
         w.add_activity(fn, name=fn.__name__)
-    for orch in (steps, pipeline, approval, uncertain_write, extraction):
+    for orch in (steps, pipeline, approval, uncertain_write, extraction, *bounded_app.ORCHESTRATORS):
         w.add_orchestrator(orch)
     if version is not None:
         w.add_orchestrator(order_v1 if version == "1" else order_v2, name="order")

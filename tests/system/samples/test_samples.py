@@ -84,6 +84,13 @@ EXPECTED = {
         "no completed model call was repeated; only the interrupted one ran again",
         "all scenarios completed as expected",
     ],
+    "long_extraction.py": [
+        "annual-report: pages",
+        'extract-flaky: COMPLETED {"pages": 120, "resumed_from": ',
+        "archive: cancellation seen at page",
+        'extract-cancelled: COMPLETED "cancelled by the user"',
+        "the retry resumed from its last heartbeat",
+    ],
     "langgraph_agent.py": [
         "killed worker pid",
         "ticket-42 waits for the manager: {'approve refund': {'order_id': 42, 'amount': 30}}",

@@ -52,7 +52,7 @@ def test_filters_name_everything_registered() -> None:
     assert filters == WorkItemFilters(
         orchestrations=[OrchestrationWorkItemFilter("orch")],
         activities=[ActivityWorkItemFilter("act")],
-        entities=[EntityWorkItemFilter("counter")],
+        entities=[EntityWorkItemFilter("counter"), EntityWorkItemFilter("dtscale.activities")],
     )
 
 

@@ -1,0 +1,98 @@
+"""The activity's side of heartbeats: details checked at once, sends throttled and coalesced, the stop raised."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from durabletask import task
+from durabletask._codec import Codec
+from durabletask._errors import PayloadTooLargeError, SerializationError
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._replay.activity_control import CONTROL_TAG, AttemptSettings
+from durabletask._worker.heartbeats import AttemptHeartbeats, control_entity
+
+
+def attempt(details: str | None = None, *, bounded: bool = True, throttle: float = 8.0) -> AttemptHeartbeats:
+    request = pb.ActivityRequest(name="extract", taskId=3,
+                                 orchestrationInstance=pb.OrchestrationInstance(instanceId="abc"))
+    if bounded:
+        settings = AttemptSettings(attempt=2, entity_key="abc", throttle_seconds=throttle, poll_seconds=1.0,
+                                   reports_start=True, details=details)
+        request.tags[CONTROL_TAG] = settings.to_tag()
+    return AttemptHeartbeats(request, Codec())
+
+
+def test_the_previous_attempts_details_are_decoded_for_the_activity() -> None:
+    assert attempt('{"page": 4}').details == {"page": 4}
+    assert attempt().details is None
+    assert attempt(bounded=False).details is None
+
+
+def test_a_million_heartbeats_between_two_sends_cost_one_send_with_the_latest_details() -> None:
+    beats = attempt(throttle=8.0)
+    now = 1000.0
+    beats._next_send = now
+    for page in range(1_000_000):
+        beats.beat(page)
+    assert beats.take_due(now)[:2] == (True, "999999")
+    for page in range(1_000_000, 1_000_010):
+        beats.beat(page)
+    assert beats.take_due(now + 7.9)[0] is False  # within 0.8 x the heartbeat timeout: nothing is sent
+    assert beats.take_due(now + 8.0)[:2] == (True, "1000009")  # the details coalesced into one send
+    assert beats.take_due(now + 100.0)[0] is False  # nothing new to send
+
+
+def test_heartbeat_raises_once_the_activity_was_asked_to_stop() -> None:
+    beats = attempt()
+    ctx = task.ActivityContext("abc", 3, heartbeats=beats)
+    ctx.heartbeat(1)
+    assert not ctx.is_cancellation_requested
+    beats.cancel()
+    assert ctx.is_cancellation_requested
+    with pytest.raises(task.ActivityCancelledError, match="asked to stop"):
+        ctx.heartbeat(2)
+
+
+@pytest.mark.adversarial
+@pytest.mark.parametrize("bounded", [True, False])
+def test_details_that_do_not_serialize_are_refused_where_heartbeat_is_called(bounded: bool) -> None:
+    ctx = task.ActivityContext("abc", 3, heartbeats=attempt(bounded=bounded))
+    with pytest.raises(SerializationError, match="heartbeat details cannot be serialized"):
+        ctx.heartbeat(object())
+
+
+@pytest.mark.adversarial
+@pytest.mark.parametrize("bounded", [True, False])
+def test_details_over_64_kib_are_refused_naming_the_limit(bounded: bool) -> None:
+    ctx = task.ActivityContext("abc", 3, heartbeats=attempt(bounded=bounded))
+    ctx.heartbeat("x" * (64 * 1024 - 2))  # exactly 64 KiB as JSON text, quotes included
+    with pytest.raises(PayloadTooLargeError, match=r"heartbeat details of instance 'abc' is 65537 bytes.*65536"):
+        ctx.heartbeat("x" * (64 * 1024 - 1))
+
+
+class _EntityContext:
+    def __init__(self, operation: str, state: Any, value: Any) -> None:
+        self.operation, self.state, self.value = operation, state, value
+
+    def get_state(self, _: Any = None, default: Any = None) -> Any:
+        return self.state if self.state is not None else default
+
+    def get_input(self) -> Any:
+        return self.value
+
+    def set_state(self, state: Any) -> None:
+        self.state = state
+
+
+def test_the_control_entity_keeps_each_stopped_task_once() -> None:
+    ctx = _EntityContext("cancel", None, 5)
+    control_entity(ctx, 5)
+    ctx.value = 2
+    control_entity(ctx, 2)
+    control_entity(ctx, 5)
+    assert json.dumps(ctx.state) == '{"cancelled": [2, 5]}'
+    with pytest.raises(ValueError, match="no operation 'reset'"):
+        control_entity(_EntityContext("reset", None, None), None)
