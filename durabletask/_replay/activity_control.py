@@ -107,6 +107,16 @@ class ActivityOptions:
         """Whether an attempt must report its start (the timeouts counted from it need the moment)."""
         return self.start_to_close is not None or self.schedule_to_start is not None or self.heartbeat is not None
 
+    def timeouts(self) -> tuple[tuple[str, float], ...]:
+        """The given timeouts in seconds, by kind."""
+        given = (
+            (START_TO_CLOSE, self.start_to_close),
+            (SCHEDULE_TO_CLOSE, self.schedule_to_close),
+            (SCHEDULE_TO_START, self.schedule_to_start),
+            (HEARTBEAT, self.heartbeat),
+        )
+        return tuple((kind, value.total_seconds()) for kind, value in given if value is not None)
+
     def throttle(self) -> timedelta:
         """How often a heartbeating attempt sends its details at most."""
         if self.heartbeat is None:
@@ -128,6 +138,8 @@ class AttemptSettings:
     poll_seconds: float
     reports_start: bool
     details: str | None
+    #: The call's timeouts in seconds by kind, for tools that show a running attempt (not read by the worker).
+    timeouts: tuple[tuple[str, float], ...] = ()
 
     def to_tag(self) -> str:
         """The tag's value."""
@@ -140,6 +152,8 @@ class AttemptSettings:
         }
         if self.details is not None:
             body["details"] = self.details
+        if self.timeouts:
+            body["timeouts"] = dict(self.timeouts)
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -154,6 +168,7 @@ class AttemptSettings:
             poll_seconds=float(body.get("poll", body["throttle"])),
             reports_start=bool(body.get("start", False)),
             details=details if isinstance(details, str) else None,
+            timeouts=tuple((str(k), float(v)) for k, v in dict(body.get("timeouts") or {}).items()),
         )
 
 

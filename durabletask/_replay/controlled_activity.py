@@ -119,6 +119,7 @@ class ControlledActivityTask(CancellableTask[Any]):
             poll_seconds=options.poll().total_seconds(),
             reports_start=options.reports_start,
             details=self._details,
+            timeouts=options.timeouts(),
         )
         call = self._call
         tags = {**(call.tags or {}), control.CONTROL_TAG: settings.to_tag()}

@@ -223,3 +223,28 @@ def _history(hub: Hub, instance_id: str) -> list[Any]:
 
     return list(fetch_history(hub.address, instance_id, hub.taskhub)) if hub.backend is None else hub.backend.history(
         hub.taskhub, instance_id)
+
+
+def test_durabletask_get_shows_each_running_activitys_timeouts_and_last_heartbeat(hub: Hub) -> None:
+    import os
+    import subprocess
+    import sys
+
+    c, instance_id = _run(hub, cancellable_pipeline, "TRY_CANCEL")
+    _wait_for_heartbeats(instance_id)
+    deadline = time.monotonic() + WAIT
+    out = ""
+    env = hub.child_env({k: v for k, v in os.environ.items() if not k.startswith("DURABLETASK_")})
+    while time.monotonic() < deadline:  # until a heartbeat with details has reached the orchestration
+        proc = subprocess.run([sys.executable, "-m", "durabletask.cli", *hub.cli_args(), "get", instance_id],
+                              capture_output=True, text=True, timeout=60, env=env)
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout
+        if "RUNNING ACTIVITY" in out and out.rstrip().splitlines()[-1].split()[-1].isdigit():
+            break
+        time.sleep(0.2)
+    header, row = out.rstrip().splitlines()[-2:]
+    assert header.split()[:4] == ["RUNNING", "ACTIVITY", "ATTEMPT", "TIMEOUTS"]
+    assert row.split()[:5] == ["extract", "#1", "1", "heartbeat", "10s"]
+    c.raise_orchestration_event(instance_id, "cancel")
+    assert _output(c, instance_id) == "cancelled"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from durabletask import client as dt_client
 from durabletask._cli import payloads
+from durabletask._cli.activities import running_attempts
 from durabletask._cli.arguments import UsageError, parse_json, parse_time
 from durabletask._cli.render import Renderer
 
@@ -44,7 +46,33 @@ def cmd_show(c: Client, a: argparse.Namespace, r: Renderer) -> int:
     if state is None:
         raise LookupError(f"no instance with ID '{a.instance_id}'")
     r.state(payloads.resolve(state, store, a.payloads))
+    if not r.as_json and state.runtime_status == dt_client.OrchestrationStatus.RUNNING:
+        _show_bounded_activities(c, a.instance_id, r)
     return 0
+
+
+def _show_bounded_activities(c: Client, instance_id: str, r: Renderer) -> None:
+    """The running bounded activities: their timeouts and last heartbeat (time and details)."""
+    attempts = running_attempts(c.get_orchestration_history(instance_id))
+    if not attempts:
+        return
+    r.line("")
+    rows = [
+        (
+            f"{a.name} #{a.task_id}",
+            a.attempt,
+            ", ".join(f"{kind} {seconds:g}s" for kind, seconds in a.timeouts.items()) or "-",
+            _time(a.started_at),
+            _time(a.last_heartbeat_at),
+            "" if a.last_heartbeat_details is None else json.dumps(a.last_heartbeat_details),
+        )
+        for a in attempts
+    ]
+    r.table(("RUNNING ACTIVITY", "ATTEMPT", "TIMEOUTS", "STARTED", "LAST HEARTBEAT", "DETAILS"), rows)
+
+
+def _time(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] if value is not None else "-"
 
 
 def cmd_history(c: Client, a: argparse.Namespace, r: Renderer) -> int:

@@ -190,3 +190,48 @@ def test_a_thread_whose_execution_holds_earlier_runs_replays_them_and_then_ends_
     assert done["items"] == ["plan", "ask:yes", "tail"]
     assert _scheduled(deploy, cfg) == 0  # that run ended the execution: the thread waits in a new one
     assert deploy.client(v1()).invoke({"x": 2, "items": []}, cfg)["__interrupt__"]
+
+
+def _orchestrating(hub: Hub, name: str, graph: Any) -> Any:
+    """A worker that drives the graph's threads and runs no node of its own."""
+    worker = hub.worker()
+    register_graph(worker, name, graph, nodes=[])
+    worker.use_work_item_filters()
+    worker.start()
+    return worker
+
+
+@pytest.mark.local_only("the gate that holds the node open is an object of this process")
+def test_a_run_in_flight_when_another_graph_takes_its_next_turn_fails_and_the_thread_goes_on(hub: Hub) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Event
+
+    from durabletask.extensions.langgraph import GraphRunError
+    from tests.e2e.langgraph import graphs
+
+    gate, started = Event(), Event()
+    name = f"rd{uuid.uuid4().hex[:8]}"
+    nodes = hub.worker()
+    register_graph(nodes, name, graphs.gated(gate, started).compile(), orchestrator=False)
+    nodes.use_work_item_filters()
+    nodes.start()
+    first = _orchestrating(hub, name, graphs.gated(gate, started).compile())
+    changed = graphs.gated(gate, started)
+    changed.add_node("extra", _step("extra"))
+    changed.add_edge("second", "extra")
+    cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    app = DurableGraph(hub.client(), name, graphs.gated(gate, started).compile())
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(app.invoke, {"x": 0, "items": []}, cfg)
+        assert started.wait(60)
+        first.stop()
+        second = _orchestrating(hub, name, changed.compile())  # the next turn replays the run with this graph
+        gate.set()
+        with pytest.raises(GraphRunError) as caught:
+            running.result(timeout=60)
+    assert caught.value.error_type.endswith("ForeignGraphError"), caught.value
+    assert "node 'extra' added" in caught.value.error_message
+    # Not bricked: served its own graph again, the thread starts over from the checkpoints it had before that run.
+    second.stop()
+    _orchestrating(hub, name, graphs.gated(gate, started).compile())
+    assert app.invoke({"x": 0, "items": []}, cfg)["items"] == ["first", "second"]

@@ -89,7 +89,9 @@ def test_an_attempt_carries_its_settings_in_one_tag_and_the_deadline_is_a_durabl
     ((seq, name, settings),) = scheduled(first)
     assert (seq, name) == (1, "extract")
     assert settings == AttemptSettings(attempt=1, entity_key="abc123#e1", throttle_seconds=24.0, poll_seconds=1.0,
-                                       reports_start=True, details=None)
+                                       reports_start=True, details=None,
+                                       timeouts=(("start_to_close", 300.0), ("schedule_to_close", 3600.0),
+                                                 ("heartbeat", 30.0)))
     assert timers(first) == [(2, T0 + 60 * MIN)]
 
 
