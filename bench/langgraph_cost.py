@@ -102,9 +102,16 @@ def workloads(chain: int, fan_out: int) -> dict[str, tuple[Any, dict[str, Any], 
 
 
 def serve(address: str, chain: int, fan_out: int) -> None:
-    """The worker process: serves both graphs until stdin closes."""
+    """The worker process: serves both graphs until stdin closes.
+
+    A thread ends its execution after each run (it continues as new, and the run's history goes with it); here
+    the runs stay in their executions, so that the history each task wrote can be read afterwards. What that
+    leaves out is one orchestration turn per request, not per node.
+    """
     from durabletask import worker
-    from durabletask.extensions.langgraph import register_graph
+    from durabletask.extensions.langgraph import _orchestrator, register_graph
+
+    _orchestrator.ThreadRuntime.seal = lambda self: False  # type: ignore[method-assign]
 
     w = worker.TaskHubGrpcWorker(host_address=address)
     for name, (graph, _, _) in workloads(chain, fan_out).items():
