@@ -35,6 +35,7 @@ def make_execution_started(lookup: OrchestratorLookup) -> Handler:
             rt.set_clock(event.timestamp)
         parent = started.parentInstance.orchestrationInstance.instanceId if started.HasField("parentInstance") else None
         rt.set_started_info(started.version.value if started.HasField("version") else None, parent or None)
+        rt.stream.execution_id = started.orchestrationInstance.executionId.value
         rt.started = True
         rt.name = started.name
         fn = lookup(started.name)

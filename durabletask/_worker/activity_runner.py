@@ -18,6 +18,7 @@ from durabletask._registry import ActivityNotRegisteredError, Registry
 from durabletask._replay.contexts import ActivityContext
 from durabletask._replay.failures import proto_from_exception
 from durabletask._replay.typehints import input_type
+from durabletask._streams.producer import ActivityPublisher
 from durabletask.exception_properties import ExceptionPropertiesProvider, properties_reader
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
 
 _RESULT_FIELD = "activity result"
 
-ContextFactory = Callable[[str, int], Any]
+ContextFactory = Callable[..., Any]
+#: Makes the publisher of one activity attempt (``durabletask._worker.streams.StreamTransport.publisher``).
+PublisherFactory = Callable[[pb.ActivityRequest, Codec], ActivityPublisher]
 
 
 def is_async_callable(fn: Any) -> bool:
@@ -59,8 +62,10 @@ class ActivityRunner:
         emit_trace_spans: bool = True,
         payload_limit: int = MAX_PAYLOAD_BYTES,
         payloads: PayloadSource | None = None,
+        publishers: PublisherFactory | None = None,
     ) -> None:
         self._registry = registry
+        self._publishers = publishers
         self._emit_trace_spans = emit_trace_spans
         self._logger = logger
         self._codec = Codec(data_converter, payload_limit, payloads=payloads)
@@ -75,13 +80,18 @@ class ActivityRunner:
     def run(self, request: pb.ActivityRequest, completion_token: str) -> pb.ActivityResponse:
         """Run a synchronous activity on the calling thread."""
         with self._span(request) as span:
+            publisher = self._publisher(request)
             try:
-                fn, ctx, value = self._prepare(request)
-                output = fn(ctx, value)
-                del value  # a large input is not kept while the result is encoded and sent
-                if inspect.isawaitable(output):
-                    # A plain function handed back an awaitable (e.g. a partial of an async function).
-                    output = asyncio.run(_await(output))
+                fn, ctx, value = self._prepare(request, publisher)
+                try:
+                    output = fn(ctx, value)
+                    del value  # a large input is not kept while the result is encoded and sent
+                    if inspect.isawaitable(output):
+                        # A plain function handed back an awaitable (e.g. a partial of an async function).
+                        output = asyncio.run(_await(output))
+                finally:
+                    if publisher is not None:
+                        publisher.close()  # its items are stored before its result is reported
                 encoded = self._encode(request, output)
                 del output
                 return self._success(request, completion_token, encoded)
@@ -92,12 +102,17 @@ class ActivityRunner:
     async def run_async(self, request: pb.ActivityRequest, completion_token: str) -> pb.ActivityResponse:
         """Run an ``async`` activity on the current event loop."""
         with self._span(request) as span:
+            publisher = self._publisher(request)
             try:
-                fn, ctx, value = self._prepare(request)
-                output = fn(ctx, value)
-                del value
-                if inspect.isawaitable(output):
-                    output = await output
+                fn, ctx, value = self._prepare(request, publisher)
+                try:
+                    output = fn(ctx, value)
+                    del value
+                    if inspect.isawaitable(output):
+                        output = await output
+                finally:
+                    if publisher is not None and publisher.used:
+                        await asyncio.to_thread(publisher.close)
                 encoded = self._encode(request, output)
                 del output
                 return self._success(request, completion_token, encoded)
@@ -120,7 +135,14 @@ class ActivityRunner:
             tracing.span_name("activity", request.name), attributes, parent, emit=self._emit_trace_spans
         )
 
-    def _prepare(self, request: pb.ActivityRequest) -> tuple[Callable[..., Any], Any, Any]:
+    def _publisher(self, request: pb.ActivityRequest) -> ActivityPublisher | None:
+        if self._publishers is None:
+            return None
+        return self._publishers(request, self._codec)
+
+    def _prepare(
+        self, request: pb.ActivityRequest, publisher: ActivityPublisher | None = None
+    ) -> tuple[Callable[..., Any], Any, Any]:
         instance_id = request.orchestrationInstance.instanceId
         fn = self._registry.get_activity(request.name)
         if fn is None:
@@ -128,7 +150,7 @@ class ActivityRunner:
         self._logger.debug("%s/%d: running activity '%s'", instance_id, request.taskId, request.name)
         text = request.input.value if request.HasField("input") else None
         value = self._codec.decode(text, self._codec.payload_type(input_type(fn)) if text else None)
-        return fn, self._new_context(instance_id, request.taskId), value
+        return fn, self._new_context(instance_id, request.taskId, publisher=publisher), value
 
     def _encode(self, request: pb.ActivityRequest, output: Any) -> str | None:
         return self._codec.for_instance(request.orchestrationInstance.instanceId).encode(output, _RESULT_FIELD)

@@ -39,6 +39,7 @@ from durabletask._worker.orchestration_runner import (
 from durabletask._worker.registry import WorkerRegistry
 from durabletask._worker.session_cache import ExtendedSessionOptions, SessionCache
 from durabletask._worker.stream import ChannelProvider, StreamLoop, history_fetcher
+from durabletask._worker.streams import StreamTransport
 from durabletask._worker.work_items import WorkItemHandler
 from durabletask.exception_properties import ExceptionPropertiesProvider
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
@@ -426,6 +427,7 @@ class _Run:
                 emit_trace_spans=worker._emit_trace_spans,
                 payload_limit=limit,
                 payloads=fetched,
+                publishers=StreamTransport(self.channels, logger).publisher,
             ),
             self.sender,
             registry=worker._registry,
