@@ -24,6 +24,7 @@ class Publisher(Protocol):
 
     def publish(self, value: Any, topic: str) -> None: ...
 
+
 TInput = TypeVar("TInput")
 TOutput = TypeVar("TOutput")
 

@@ -18,6 +18,14 @@ _RPC_TIMEOUT = 10.0
 _HEAD = entity.make_head_entity()
 
 
+def stream_entities(max_bytes_per_instance: int) -> dict[str, Any]:
+    """The stream entities by name, retaining ``max_bytes_per_instance`` per instance."""
+    return {
+        wire.HEAD_ENTITY: entity.make_head_entity(max_bytes_per_instance),
+        wire.SEGMENT_ENTITY: entity.dtscale_streamsegment,
+    }
+
+
 def built_in_entity(name: str) -> Any | None:
     """The stream entities every worker hosts unless it registers its own under their names."""
     if name == wire.HEAD_ENTITY:
