@@ -84,6 +84,14 @@ EXPECTED = {
         "no completed model call was repeated; only the interrupted one ran again",
         "all scenarios completed as expected",
     ],
+    "streaming_agent.py": [
+        "first connection: 4 tokens, then the connection dropped",
+        "reconnecting with Last-Event-ID: 0000000000",
+        "statuses: ['thinking', 'answered']",
+        "ended with: $end",
+        "reassembled answer: Durable streams keep every token, so a client that reconnects misses nothing.",
+        "every token arrived exactly once across the reconnection",
+    ],
     "langgraph_agent.py": [
         "killed worker pid",
         "ticket-42 waits for the manager: {'approve refund': {'order_id': 42, 'amount': 30}}",
