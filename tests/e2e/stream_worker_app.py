@@ -9,7 +9,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from durabletask import task, worker  # noqa: E402
+from durabletask import task, worker
 
 TOKENS = 20
 
