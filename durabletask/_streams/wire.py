@@ -34,7 +34,7 @@ MAX_TURN_BYTES = 512 * 1024
 #: What one activity signal carries at most (an activity flushes earlier when it has this much).
 MAX_BATCH_BYTES = 256 * 1024
 #: A head seals its items into a segment entity once they hold this much.
-SEGMENT_BYTES = 256 * 1024
+SEGMENT_BYTES = 64 * 1024
 #: The default per-instance cap on retained items; past it the oldest are dropped (with a marker).
 DEFAULT_MAX_INSTANCE_BYTES = 64 * 1024 * 1024
 

@@ -156,7 +156,9 @@ def test_past_the_cap_the_oldest_items_are_dropped_with_one_marker() -> None:
     assert marker.topic == wire.DROPPED_TOPIC and marker.data["dropped"] == head["first"]
     assert marker.id == wire.make_cursor(IID, head["first"] - 1)
     assert [i.id for i in rest] == [wire.make_cursor(IID, n) for n in range(head["first"], 400)]
-    assert not any(k.startswith(f"@{wire.SEGMENT_ENTITY}@") for k in store.states)  # dropped segments deleted
+    kept = {k for k in store.states if k.startswith(f"@{wire.SEGMENT_ENTITY}@")}
+    assert kept == {str(wire.segment_entity(IID, seg[0])) for seg in head["segs"]}  # dropped segments deleted
+    assert head["segs"][0][0] > 0
 
 
 def test_topics_filter_and_the_end_waits_for_the_last_orchestrator_batch() -> None:
