@@ -9,6 +9,7 @@ from typing import Any
 
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
+from durabletask._grpc.errors import UnimplementedError
 from durabletask._instance_models import DataConverter
 from durabletask._streams import reader, wire
 from durabletask._streams.wire import StreamItem
@@ -92,7 +93,10 @@ async def follow_async(
 def purge(instance_id: str, converter: DataConverter) -> ops.Operation[None]:
     """Remove a purged instance's stream (its head deletes its segments, then itself), if it has one."""
     head = wire.head_entity(instance_id)
-    metadata = yield from ops.get_entity(head, False, converter=converter)
+    try:
+        metadata = yield from ops.get_entity(head, False, converter=converter)
+    except UnimplementedError:  # a backend without entities has no streams to remove
+        return
     if metadata is not None:
         request = rq.build_signal_entity_request(head, wire.PURGE, None, None, converter=converter)
         yield from ops.signal_entity(request)
