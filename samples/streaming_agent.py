@@ -10,6 +10,7 @@ the rest of the answer, nothing twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -50,8 +51,9 @@ def make_app(reader: client.AsyncTaskHubGrpcClient) -> Any:
         response = web.StreamResponse(headers=streams.SSE_HEADERS)
         await response.prepare(request)
         try:
-            async for frame in frames:
-                await response.write(frame)
+            async with contextlib.aclosing(frames):  # a client that goes away ends the subscription at once
+                async for frame in frames:
+                    await response.write(frame)
         except ConnectionResetError:
             print("[web] the client went away; it resumes from its Last-Event-ID")
         return response

@@ -468,7 +468,8 @@ class TaskHubGrpcClient:
             instance_id: The orchestration instance.
             topics: Only items of these topics (all topics when ``None``).
             after: Resume after this cursor (an item's ``id``), e.g. from an earlier subscription.
-            timeout: Seconds the whole subscription may take; past them it raises ``TimeoutError``.
+            timeout: Seconds from this call after which waiting for more items raises ``TimeoutError``
+                (items that keep arriving are still delivered).
 
         Raises:
             StreamNotFoundError: The instance does not exist.

@@ -43,6 +43,10 @@ async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
+async def _closed(publisher: ActivityPublisher) -> None:
+    publisher.close()  # nothing was published: closing only marks it closed, without blocking
+
+
 class ActivityRunner:
     """Runs activity requests against a registry and builds the ``ActivityResponse`` for each.
 
@@ -111,8 +115,8 @@ class ActivityRunner:
                     if inspect.isawaitable(output):
                         output = await output
                 finally:
-                    if publisher is not None and publisher.used:
-                        await asyncio.to_thread(publisher.close)
+                    if publisher is not None:  # closed either way: a kept context cannot publish later
+                        await (asyncio.to_thread(publisher.close) if publisher.used else _closed(publisher))
                 encoded = self._encode(request, output)
                 del output
                 return self._success(request, completion_token, encoded)

@@ -274,3 +274,40 @@ def test_an_item_over_64_kib_fails_the_activity_at_publish(hub: Hub) -> None:
     state = c.wait_for_orchestration_completion(instance_id, timeout=60)
     assert state is not None and state.failure_details is not None
     assert "over the limit of 65536 bytes per item" in state.failure_details.message
+
+
+async def async_speaker(ctx: task.ActivityContext, words: list[str]) -> int:
+    for word in words:
+        ctx.publish(word, topic="words")
+        await asyncio.sleep(0.01)
+    return len(words)
+
+
+def async_run(ctx: task.OrchestrationContext, words: list[str]) -> Any:
+    return (yield ctx.call_activity(async_speaker, input=words))
+
+
+def test_async_activities_publish_too(hub: Hub) -> None:
+    hub.start_worker([async_run], [async_speaker])
+    c = hub.client()
+    instance_id = c.schedule_new_orchestration(async_run, input=["a", "b", "c"])
+    items = list(c.subscribe(instance_id, timeout=60))
+    assert [(i.topic, i.data, i.attempt) for i in items] == [("words", w, 1) for w in "abc"]
+
+
+def waits(ctx: task.OrchestrationContext, _: Any) -> Any:
+    ctx.publish("waiting")
+    return (yield ctx.wait_for_external_event("go"))
+
+
+@pytest.mark.adversarial
+def test_a_timeout_while_waiting_raises_naming_the_last_cursor(hub: Hub) -> None:
+    hub.start_worker([waits])
+    c = hub.client()
+    instance_id = c.schedule_new_orchestration(waits)
+    received: list[Any] = []
+    with pytest.raises(TimeoutError, match=f"timed out after 0.5s waiting for items of '{instance_id}'") as caught:
+        received.extend(c.subscribe(instance_id, timeout=0.5))
+    assert [i.data for i in received] == ["waiting"]
+    assert received[0].id in str(caught.value)
+    c.terminate_orchestration(instance_id)
