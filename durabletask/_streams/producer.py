@@ -30,7 +30,8 @@ ReadHead = Callable[[str], "dict[str, Any] | None"]
 class ActivityPublisher:
     """The publisher of one activity attempt.
 
-    Items are sent by one thread, in the order published, in batches of up to 256 KiB every 50 ms; a batch that
+    Items are sent by one thread, in the order published: the first at once, then while items keep coming one batch
+    (up to 256 KiB) at most every 50 ms; a batch that
     fails to send is sent again with the same number, which the head recognizes, so none is stored twice.
     ``close`` sends what is left and waits until the head has stored it, so that an activity's items are in
     the stream before its result is: a subscriber that sees the orchestration end has all of them to read.
@@ -79,8 +80,8 @@ class ActivityPublisher:
                     target=self._flush_loop, name="durabletask-stream-publisher", daemon=True
                 )
                 self._thread.start()
-            elif self._buffered >= wire.MAX_BATCH_BYTES:
-                self._lock.notify_all()
+            elif len(self._entries) == 1 or self._buffered >= wire.MAX_BATCH_BYTES:
+                self._lock.notify_all()  # the sender sleeps on an empty buffer, or a batch is full
 
     @property
     def used(self) -> bool:
@@ -114,14 +115,23 @@ class ActivityPublisher:
         return taken
 
     def _flush_loop(self) -> None:
+        # The first item after a quiet spell goes out at once; while items keep coming, one batch at most every
+        # FLUSH_INTERVAL carries all that arrived since the last (fewer signals, each with more items).
+        last_sent = 0.0
         while True:
             with self._lock:
-                if not self._closed and self._buffered < wire.MAX_BATCH_BYTES:
-                    self._lock.wait(FLUSH_INTERVAL)
+                while not self._closed and not self._entries:
+                    self._lock.wait()
+                while not self._closed and self._buffered < wire.MAX_BATCH_BYTES:
+                    left = last_sent + FLUSH_INTERVAL - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._lock.wait(left)
                 entries = self._take()
                 done = self._closed and not self._entries
             if entries:
                 self._send_batch(entries)
+                last_sent = time.monotonic()
             if done:
                 return
 
