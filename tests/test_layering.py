@@ -52,6 +52,7 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask.serialization",
             "durabletask.grpc_options",
             "durabletask._instance_models",
+            "durabletask._streams",
         ),
     ),
     (
@@ -83,6 +84,7 @@ SDK_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "durabletask.scheduled._ops",
             "durabletask.scheduled.client",
             "durabletask.extensions",
+            "durabletask.streams",
             "dtscale_emulator.dashboard",
         ),
     ),

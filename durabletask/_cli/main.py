@@ -15,6 +15,7 @@ from durabletask._cli.commands.dashboard import cmd_dashboard
 from durabletask._cli.commands.doctor import cmd_doctor
 from durabletask._cli.commands.entities import cmd_entity
 from durabletask._cli.commands.export import cmd_export, cmd_history_from_export
+from durabletask._cli.commands.follow import cmd_follow
 from durabletask._cli.commands.instances import COMMANDS, Handler
 from durabletask._cli.commands.replay_check import cmd_replay_check
 from durabletask._cli.commands.schedules import COMMAND_NAMES as SCHEDULE_COMMANDS
@@ -69,6 +70,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         handler = cmd_export
     elif args.command == "replay-check":
         handler = cmd_replay_check
+    elif args.command == "follow":
+        handler = cmd_follow
     else:
         handler = cmd_entity if args.command in ("entities", "entity") else COMMANDS[args.command]
     try:

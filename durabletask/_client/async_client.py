@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -16,6 +16,7 @@ from durabletask._client import attach as attach_ops
 from durabletask._client import call_plan
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
+from durabletask._client import streams as stream_ops
 from durabletask._client.attach import AsyncAttachedOrchestration
 from durabletask._client.base import ClientSettings
 from durabletask._client.payload_purge import purge_with_payload_owners
@@ -31,6 +32,7 @@ from durabletask._instance_models import (
     PurgeInstancesResult,
 )
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+from durabletask._streams.wire import StreamItem
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions
@@ -396,10 +398,13 @@ class AsyncTaskHubGrpcClient:
         purged instances are deleted too (see :mod:`durabletask._client.payload_purge`).
         """
         if not self._settings.purges_payloads():
-            return await self._run(ops.purge_orchestration(instance_id, recursive))
-        request = rq.build_purge_orchestration_request(instance_id, recursive)
-        result, owners = await self._run(purge_with_payload_owners(request))
-        await asyncio.to_thread(self._settings.delete_payloads, owners)
+            result = await self._run(ops.purge_orchestration(instance_id, recursive))
+        else:
+            request = rq.build_purge_orchestration_request(instance_id, recursive)
+            result, owners = await self._run(purge_with_payload_owners(request))
+            await asyncio.to_thread(self._settings.delete_payloads, owners)
+        if result.deleted_instance_count:
+            await self._run(stream_ops.purge(instance_id, self._settings.converter))
         return result
 
     async def purge_orchestrations_by(
@@ -425,6 +430,22 @@ class AsyncTaskHubGrpcClient:
         result, owners = await self._run(purge_with_payload_owners(request))
         await asyncio.to_thread(self._settings.delete_payloads, owners)
         return result
+
+    # ---------------------------------------------------------------------------------------------- streams
+
+    def subscribe(
+        self,
+        instance_id: str,
+        topics: Sequence[str] | None = None,
+        after: str | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[StreamItem]:
+        """The instance's published items (``ctx.publish``), in order, as they arrive: ``async for item in ...``.
+
+        Same arguments and guarantees as :meth:`TaskHubGrpcClient.subscribe`.
+        """
+        steps = stream_ops.plan(instance_id, topics, after, timeout, self._settings.converter)
+        return stream_ops.follow_async(steps, instance_id, self._settings.converter, self._run)
 
     # --------------------------------------------------------------------------------------------- entities
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -16,6 +16,7 @@ from durabletask._client import attach as attach_ops
 from durabletask._client import call_plan
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
+from durabletask._client import streams as stream_ops
 from durabletask._client.attach import AttachedOrchestration
 from durabletask._client.base import ClientSettings, blocking
 from durabletask._client.payload_purge import purge_with_payload_owners
@@ -31,6 +32,7 @@ from durabletask._instance_models import (
     PurgeInstancesResult,
 )
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+from durabletask._streams.wire import StreamItem
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_metadata import EntityMetadata
 from durabletask.grpc_options import GrpcChannelOptions, GrpcClientResiliencyOptions
@@ -415,10 +417,13 @@ class TaskHubGrpcClient:
         purged instances are deleted too (see :mod:`durabletask._client.payload_purge`).
         """
         if not self._settings.purges_payloads():
-            return self._run(ops.purge_orchestration(instance_id, recursive))
-        request = rq.build_purge_orchestration_request(instance_id, recursive)
-        result, owners = self._run(purge_with_payload_owners(request))
-        self._settings.delete_payloads(owners)
+            result = self._run(ops.purge_orchestration(instance_id, recursive))
+        else:
+            request = rq.build_purge_orchestration_request(instance_id, recursive)
+            result, owners = self._run(purge_with_payload_owners(request))
+            self._settings.delete_payloads(owners)
+        if result.deleted_instance_count:
+            self._run(stream_ops.purge(instance_id, self._settings.converter))
         return result
 
     @blocking
@@ -445,6 +450,33 @@ class TaskHubGrpcClient:
         result, owners = self._run(purge_with_payload_owners(request))
         self._settings.delete_payloads(owners)
         return result
+
+    # ---------------------------------------------------------------------------------------------- streams
+
+    def subscribe(
+        self,
+        instance_id: str,
+        topics: Sequence[str] | None = None,
+        after: str | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[StreamItem]:
+        """The instance's published items (``ctx.publish``), in order, as they arrive (docs/streams.md).
+
+        The iteration ends once the instance has ended (any terminal status) and every item has been delivered.
+
+        Args:
+            instance_id: The orchestration instance.
+            topics: Only items of these topics (all topics when ``None``).
+            after: Resume after this cursor (an item's ``id``), e.g. from an earlier subscription.
+            timeout: Seconds from this call after which waiting for more items raises ``TimeoutError``
+                (items that keep arriving are still delivered).
+
+        Raises:
+            StreamNotFoundError: The instance does not exist.
+            StreamCursorError: ``after`` is malformed or belongs to another instance (raised here, at the call).
+        """
+        steps = stream_ops.plan(instance_id, topics, after, timeout, self._settings.converter)
+        return stream_ops.follow(steps, instance_id, self._settings.converter, self._run)
 
     # --------------------------------------------------------------------------------------------- entities
 

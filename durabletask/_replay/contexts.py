@@ -12,11 +12,20 @@ from durabletask._replay import trace_ids
 from durabletask._replay.activity_control import ActivityCancellation
 from durabletask._replay.retry import RetryPolicy
 from durabletask._replay.tasks import CancellableTask, CompletableTask, LockTask, Task, TimerTask
+from durabletask._streams.wire import PublishError
 
 if TYPE_CHECKING:
     from durabletask.entities.entity_lock import EntityLock
 
 T = TypeVar("T")
+
+
+class Publisher(Protocol):
+    """Where an activity's published items go (the worker gives each running activity one)."""
+
+    def publish(self, value: Any, topic: str) -> None: ...
+
+
 TInput = TypeVar("TInput")
 TOutput = TypeVar("TOutput")
 
@@ -329,6 +338,14 @@ class OrchestrationContext(ABC):
     def _exit_critical_section(self) -> None:
         """Release entity locks held by the orchestration."""
 
+    def publish(self, value: Any, topic: str = "default") -> None:
+        """Publish ``value`` to the instance's durable stream, for ``client.subscribe`` (see docs/streams.md).
+
+        The items of a turn are stored once, when the turn commits (one history event per turn); a replay
+        publishes nothing again. Raises ``ValueError`` for an item over 64 KiB, or over 512 KiB in one turn.
+        """
+        raise PublishError(f"publish: {type(self).__name__} is not a running orchestration and cannot publish")
+
     def create_replay_safe_logger(self, logger: logging.Logger) -> ReplaySafeLogger:
         """Wrap ``logger`` so that it stays silent while the orchestrator replays."""
         return ReplaySafeLogger(logger, lambda: self.is_replaying)
@@ -378,10 +395,31 @@ class HeartbeatChannel(Protocol):
 class ActivityContext:
     """What an activity function learns about its invocation, and how it heartbeats."""
 
-    def __init__(self, orchestration_id: str, task_id: int, *, heartbeats: HeartbeatChannel | None = None) -> None:
+    def __init__(
+        self,
+        orchestration_id: str,
+        task_id: int,
+        *,
+        heartbeats: HeartbeatChannel | None = None,
+        publisher: Publisher | None = None,
+    ) -> None:
         self._orchestration_id = orchestration_id
         self._task_id = task_id
         self._heartbeats = heartbeats
+        self._publisher = publisher
+
+    def publish(self, value: Any, topic: str = "default") -> None:
+        """Publish ``value`` to the orchestration's durable stream while the activity runs (docs/streams.md).
+
+        Items are sent in batches (about every 50 ms) and are all stored before the activity's result is
+        reported. They carry this task's ID and attempt. Raises ``ValueError`` for an item over 64 KiB.
+        """
+        publisher = self._publisher
+        if publisher is None:
+            raise PublishError(
+                "publish: this ActivityContext does not belong to an activity run by a worker, so it cannot publish"
+            )
+        publisher.publish(value, topic)
 
     @property
     def orchestration_id(self) -> str:

@@ -14,6 +14,7 @@ from durabletask._replay.failures import NonDeterminismError, OrchestrationState
 from durabletask._replay.handlers import Handler, HandlerTable
 from durabletask._replay.runtime import RuntimeContext, naive_utc
 from durabletask._replay.tasks import CompletableTask, LockTask
+from durabletask._streams.wire import is_head
 from durabletask.entities.entity_context import to_entity_id
 from durabletask.entities.entity_instance_id import EntityInstanceId
 from durabletask.entities.entity_lock import EntityLock
@@ -145,6 +146,10 @@ def _recorded(event: pb.HistoryEvent, kind: str) -> str:
 
 def _on_entity_message_recorded(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
     kind = str(event.WhichOneof("eventType"))
+    if kind == "entityOperationSignaled" and is_head(event.entityOperationSignaled.targetInstanceId.value):
+        # A turn's stream output (durabletask._streams.turns): not a call of the code, so nothing to confirm.
+        rt.stream.on_recorded(event.entityOperationSignaled.input.value)
+        return
     action = rt.confirm(event.eventId)
     if isinstance(action, EntityMessage) and action.matches(event):
         return

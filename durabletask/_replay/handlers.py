@@ -40,6 +40,7 @@ def make_execution_started(lookup: OrchestratorLookup) -> Handler:
         parent = started.parentInstance.orchestrationInstance.instanceId if started.HasField("parentInstance") else None
         rt.set_started_info(started.version.value if started.HasField("version") else None, parent or None)
         rt.execution_id = started.orchestrationInstance.executionId.value
+        rt.stream.execution_id = started.orchestrationInstance.executionId.value
         rt.started = True
         rt.name = started.name
         fn = lookup(started.name)

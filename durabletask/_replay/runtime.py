@@ -42,6 +42,8 @@ from durabletask._replay.tasks import (
     TimerTask,
     is_task_class,
 )
+from durabletask._streams import wire as stream_wire
+from durabletask._streams.turns import TurnStream
 from durabletask.internal.json_encode_output_exception import JsonEncodeOutputException
 
 if TYPE_CHECKING:
@@ -166,6 +168,8 @@ class RuntimeContext(OrchestrationContext):
         self.custom_status: str | None = None
         #: The version given to sub-orchestrations started without one (the worker's versioning policy).
         self.default_sub_version: str | None = None
+        #: What the orchestrator publishes (durabletask.streams), sent with the turn that publishes it.
+        self.stream = TurnStream()
         # Last: entity support is built around the finished context.
         self.entities: EntitySupport = entity_support(self)
 
@@ -439,6 +443,16 @@ class RuntimeContext(OrchestrationContext):
     def lock_entities(self, entities: list[Any]) -> LockTask[EntityLock]:
         return self.entities.lock_entities(entities)
 
+    def publish(self, value: Any, topic: str = stream_wire.DEFAULT_TOPIC) -> None:
+        if self.done:
+            raise stream_wire.PublishError(
+                f"publish: orchestration '{self._instance_id}' has ended; nothing more can be published from it"
+            )
+        if self.is_replaying_flag:
+            stream_wire.check_topic(topic)
+            return
+        self.stream.publish(self.codec, value, topic, self.current_utc_datetime)
+
     def _exit_critical_section(self) -> None:
         self.entities.exit_critical_section()
 
@@ -546,6 +560,9 @@ class RuntimeContext(OrchestrationContext):
     def drain_actions(self) -> list[pb.OrchestratorAction]:
         """The actions to send now; they are then remembered as sent (for resumed sessions)."""
         actions = [action.to_proto() for action in self.pending.values()]
+        published = self.stream.action(self._instance_id)
+        if published is not None:
+            actions.append(published)
         for action in self.pending.values():
             if not isinstance(self.open.get(action.id), RetryableTask):  # a retry sends the same action again
                 action.release_payload()

@@ -19,6 +19,7 @@ from durabletask._registry import ActivityNotRegisteredError, Registry
 from durabletask._replay.contexts import ActivityContext
 from durabletask._replay.failures import proto_from_exception
 from durabletask._replay.typehints import input_type
+from durabletask._streams.producer import ActivityPublisher
 from durabletask._worker.heartbeats import AttemptHeartbeats, HeartbeatPump
 from durabletask.exception_properties import ExceptionPropertiesProvider, properties_reader
 
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 
 _RESULT_FIELD = "activity result"
 
-ContextFactory = Callable[[str, int], Any]
+ContextFactory = Callable[..., Any]
+#: Makes the publisher of one activity attempt (``durabletask._worker.streams.StreamTransport.publisher``).
+PublisherFactory = Callable[[pb.ActivityRequest, Codec], ActivityPublisher]
 
 
 def is_async_callable(fn: Any) -> bool:
@@ -40,6 +43,10 @@ def is_async_callable(fn: Any) -> bool:
 
 async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
+
+
+async def _closed(publisher: ActivityPublisher) -> None:
+    publisher.close()  # nothing was published: closing only marks it closed, without blocking
 
 
 class ActivityRunner:
@@ -62,9 +69,11 @@ class ActivityRunner:
         payload_limit: int = MAX_PAYLOAD_BYTES,
         payloads: PayloadSource | None = None,
         heartbeats: HeartbeatPump | None = None,
+        publishers: PublisherFactory | None = None,
     ) -> None:
         self._registry = registry
         self._heartbeats = heartbeats
+        self._publishers = publishers
         self._emit_trace_spans = emit_trace_spans
         self._logger = logger
         self._codec = Codec(data_converter, payload_limit, payloads=payloads)
@@ -80,13 +89,18 @@ class ActivityRunner:
         """Run a synchronous activity on the calling thread."""
         with self._span(request) as span:
             attempt = None
+            publisher = self._publisher(request)
             try:
-                fn, ctx, value, attempt = self._prepare(request)
-                output = fn(ctx, value)
-                del value  # a large input is not kept while the result is encoded and sent
-                if inspect.isawaitable(output):
-                    # A plain function handed back an awaitable (e.g. a partial of an async function).
-                    output = asyncio.run(_await(output))
+                fn, ctx, value, attempt = self._prepare(request, publisher)
+                try:
+                    output = fn(ctx, value)
+                    del value  # a large input is not kept while the result is encoded and sent
+                    if inspect.isawaitable(output):
+                        # A plain function handed back an awaitable (e.g. a partial of an async function).
+                        output = asyncio.run(_await(output))
+                finally:
+                    if publisher is not None:
+                        publisher.close()  # its items are stored before its result is reported
                 encoded = self._encode(request, output)
                 del output
                 return self._success(request, completion_token, encoded)
@@ -100,12 +114,17 @@ class ActivityRunner:
         """Run an ``async`` activity on the current event loop."""
         with self._span(request) as span:
             attempt = None
+            publisher = self._publisher(request)
             try:
-                fn, ctx, value, attempt = self._prepare(request)
-                output = fn(ctx, value)
-                del value
-                if inspect.isawaitable(output):
-                    output = await output
+                fn, ctx, value, attempt = self._prepare(request, publisher)
+                try:
+                    output = fn(ctx, value)
+                    del value
+                    if inspect.isawaitable(output):
+                        output = await output
+                finally:
+                    if publisher is not None:  # closed either way: a kept context cannot publish later
+                        await (asyncio.to_thread(publisher.close) if publisher.used else _closed(publisher))
                 encoded = self._encode(request, output)
                 del output
                 return self._success(request, completion_token, encoded)
@@ -132,8 +151,13 @@ class ActivityRunner:
             tracing.span_name("activity", request.name), attributes, parent, emit=self._emit_trace_spans
         )
 
+    def _publisher(self, request: pb.ActivityRequest) -> ActivityPublisher | None:
+        if self._publishers is None:
+            return None
+        return self._publishers(request, self._codec)
+
     def _prepare(
-        self, request: pb.ActivityRequest
+        self, request: pb.ActivityRequest, publisher: ActivityPublisher | None = None
     ) -> tuple[Callable[..., Any], Any, Any, AttemptHeartbeats | None]:
         instance_id = request.orchestrationInstance.instanceId
         fn = self._registry.get_activity(request.name)
@@ -143,14 +167,15 @@ class ActivityRunner:
         text = request.input.value if request.HasField("input") else None
         value = self._codec.decode(text, self._codec.payload_type(input_type(fn)) if text else None)
         if self._new_context is not ActivityContext:
-            return fn, self._new_context(instance_id, request.taskId), value, None
+            return fn, self._new_context(instance_id, request.taskId, publisher=publisher), value, None
         attempt = AttemptHeartbeats(request, self._codec.for_instance(instance_id))
         if attempt.settings is not None and self._heartbeats is not None:
             self._heartbeats.begin(attempt)
             if attempt.cancelled:  # cancelled (or timed out) before it could start: not worth starting
                 self._heartbeats.end(attempt)
                 attempt.beat(None)
-        return fn, ActivityContext(instance_id, request.taskId, heartbeats=attempt), value, attempt
+        context = ActivityContext(instance_id, request.taskId, heartbeats=attempt, publisher=publisher)
+        return fn, context, value, attempt
 
     def _end(self, attempt: AttemptHeartbeats | None) -> None:
         if attempt is not None and attempt.settings is not None and self._heartbeats is not None:

@@ -21,6 +21,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import EntityNotRegisteredError, Registry
 from durabletask._replay import typehints
 from durabletask._replay.failures import proto_from_exception
+from durabletask._worker.streams import built_in_entity
 from durabletask.entities._state import StateShim
 from durabletask.entities.durable_entity import DurableEntity
 from durabletask.entities.entity_context import EntityContext
@@ -179,7 +180,7 @@ class EntityRunner:
             success.result.value = encoded
 
     def _invoke(self, entity_id: EntityInstanceId, operation: str, encoded_input: str | None, state: StateShim) -> Any:
-        entity = self._registry.get_entity(entity_id.entity)
+        entity = self._registry.get_entity(entity_id.entity) or built_in_entity(entity_id.entity)
         if entity is None:
             raise EntityNotRegisteredError(f"Entity function named '{entity_id.entity}' was not registered!")
         if isinstance(entity, type):

@@ -40,6 +40,7 @@ from durabletask._worker.orchestration_runner import (
 from durabletask._worker.registry import WorkerRegistry
 from durabletask._worker.session_cache import ExtendedSessionOptions, SessionCache
 from durabletask._worker.stream import ChannelProvider, StreamLoop, history_fetcher
+from durabletask._worker.streams import StreamTransport, stream_entities
 from durabletask._worker.work_items import WorkItemHandler
 from durabletask.exception_properties import ExceptionPropertiesProvider
 from durabletask.grpc_options import GrpcChannelOptions, GrpcWorkerResiliencyOptions
@@ -242,6 +243,18 @@ class TaskHubGrpcWorker:
         self.add_orchestrator(execute_schedule_operation_orchestrator)
         self.add_capability(pb.WORKER_CAPABILITY_SCHEDULED_TASKS)
 
+    def configure_streams(self, *, max_bytes_per_instance: int) -> None:
+        """Set how much of each instance's stream (``ctx.publish``) the entities hosted here retain.
+
+        Past ``max_bytes_per_instance`` the oldest items are dropped, and subscribers that had not read them see
+        one ``$dropped`` marker instead (docs/streams.md). Every worker hosts the stream entities with the default
+        (64 MiB); give every worker of a task hub the same value. Call before :meth:`start`. Also registers the
+        stream entities, so a worker that sends work-item filters takes their work.
+        """
+        self._require_stopped("Streams")
+        for name, entity in stream_entities(max_bytes_per_instance).items():
+            self._registry.add_entity(entity, name)
+
     def use_code_mismatch_policy(self, policy: CodeMismatchPolicy) -> None:
         """Choose what happens to an instance whose recorded code hash differs from the registered orchestrator's.
 
@@ -429,6 +442,7 @@ class _Run:
                 payload_limit=limit,
                 payloads=fetched,
                 heartbeats=self.heartbeats,
+                publishers=StreamTransport(self.channels, logger).publisher,
             ),
             self.sender,
             registry=worker._registry,

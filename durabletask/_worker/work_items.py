@@ -15,6 +15,7 @@ from durabletask._worker.dispatch import WorkItemPools, WorkKind
 from durabletask._worker.entity_batches import EntityBatchRunner, as_batch, entity_name, unregistered_result
 from durabletask._worker.entity_runner import EntityRunner
 from durabletask._worker.orchestration_runner import OrchestrationRunner
+from durabletask._worker.streams import built_in_entity
 
 Stub = Any  # pb_grpc.TaskHubSidecarServiceStub; its generated methods are untyped.
 
@@ -184,7 +185,7 @@ class WorkItemHandler:
     def _entity(self, item: pb.WorkItem, stub: Stub, done: Callable[[], None]) -> bool:
         batch, infos = as_batch(item)
         name = entity_name(batch.instanceId)
-        registered = name is not None and self._registry.get_entity(name) is not None
+        registered = name is not None and (self._registry.get_entity(name) or built_in_entity(name)) is not None
         if not self._pools.acquire(WorkKind.ENTITY):
             self._abandon_entity(batch.instanceId, item.completionToken, stub)
             return False

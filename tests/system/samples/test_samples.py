@@ -91,6 +91,14 @@ EXPECTED = {
         'extract-cancelled: COMPLETED "cancelled by the user"',
         "the retry resumed from its last heartbeat",
     ],
+    "streaming_agent.py": [
+        "first connection: 4 tokens, then the connection dropped",
+        "reconnecting with Last-Event-ID: 0000000000",
+        "statuses: ['thinking', 'answered']",
+        "ended with: $end",
+        "reassembled answer: Durable streams keep every token, so a client that reconnects misses nothing.",
+        "every token arrived exactly once across the reconnection",
+    ],
     "langgraph_agent.py": [
         "killed worker pid",
         "ticket-42 waits for the manager: {'approve refund': {'order_id': 42, 'amount': 30}}",

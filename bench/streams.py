@@ -1,0 +1,109 @@
+"""Durable streams on the embedded emulator: publish-to-delivery latency, throughput of one activity, CPU per item.
+
+    .venv/bin/python bench/streams.py [--items 200] [--rate 50] [--burst 5000] [--instances 10]
+
+Latency: activities publish ``--items`` items at ``--rate`` per second each, on ``--instances`` instances at once,
+each with one subscriber already waiting; an item's latency is its arrival at the subscriber minus the wall-clock
+time of its ``publish`` (both in this process). Throughput: one activity publishes ``--burst`` small items as fast
+as it can; the figure is items delivered per second from its first publish to the last delivery. CPU: this whole
+process (emulator, worker and subscribers share it) per 1,000 items delivered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dtscale_emulator.server import EmulatorServer
+from durabletask import client, task, worker
+
+
+def paced(ctx: task.ActivityContext, spec: dict[str, Any]) -> int:
+    interval = 1.0 / spec["rate"]
+    for i in range(spec["items"]):
+        ctx.publish({"i": i, "sent": time.time()})
+        time.sleep(interval)
+    return spec["items"]
+
+
+def burst(ctx: task.ActivityContext, count: int) -> int:
+    for i in range(count):
+        ctx.publish(i)
+    return count
+
+
+def run_one(ctx: task.OrchestrationContext, spec: dict[str, Any]) -> Any:
+    return (yield ctx.call_activity(spec["activity"], input=spec["input"]))
+
+
+def _latency(c: client.TaskHubGrpcClient, instances: int, items: int, rate: int) -> tuple[list[float], float, int]:
+    latencies: list[float] = []
+    lock = threading.Lock()
+    ids = [
+        c.schedule_new_orchestration(run_one, input={"activity": "paced", "input": {"items": items, "rate": rate}})
+        for _ in range(instances)
+    ]
+
+    def subscribe(instance_id: str) -> None:
+        for item in c.subscribe(instance_id, timeout=600):
+            now = time.time()
+            with lock:
+                latencies.append(now - item.data["sent"])
+
+    cpu = time.process_time()
+    threads = [threading.Thread(target=subscribe, args=(i,)) for i in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies, time.process_time() - cpu, len(latencies)
+
+
+def _throughput(c: client.TaskHubGrpcClient, count: int) -> tuple[float, int]:
+    start = time.monotonic()
+    instance_id = c.schedule_new_orchestration(run_one, input={"activity": "burst", "input": count})
+    received = [item.data for item in c.subscribe(instance_id, timeout=600)]
+    elapsed = time.monotonic() - start
+    assert received == list(range(count)), "items lost, repeated or out of order"
+    return count / elapsed, len(received)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--items", type=int, default=200)
+    parser.add_argument("--rate", type=int, default=50)
+    parser.add_argument("--instances", type=int, default=10)
+    parser.add_argument("--burst", type=int, default=5000)
+    args = parser.parse_args()
+    server = EmulatorServer(port=0, in_memory=True)
+    server.start()
+    w = worker.TaskHubGrpcWorker(host_address=f"localhost:{server.port}")
+    w.add_orchestrator(run_one)
+    w.add_activity(paced)
+    w.add_activity(burst)
+    w.start()
+    c = client.TaskHubGrpcClient(host_address=f"localhost:{server.port}")
+    try:
+        latencies, cpu, delivered = _latency(c, args.instances, args.items, args.rate)
+        cut = statistics.quantiles(latencies, n=100)
+        print(f"latency, {args.instances} instances x {args.items} items at {args.rate}/s each, one subscriber each:")
+        print(f"  delivered {delivered} of {args.instances * args.items}")
+        print(f"  p50 {cut[49] * 1000:.1f} ms   p99 {cut[98] * 1000:.1f} ms   max {max(latencies) * 1000:.1f} ms")
+        print(f"  CPU of the process per 1,000 items: {cpu / delivered * 1000:.2f} s")
+        rate, count = _throughput(c, args.burst)
+        print(f"throughput, one activity publishing {count} small items: {rate:,.0f} items/s delivered in order")
+    finally:
+        c.close()
+        w.stop()
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
