@@ -120,8 +120,11 @@ class GroupCommit:
             if size < LOG_BYTES:
                 os.lseek(fd, size, os.SEEK_SET)
                 chunk = bytes(1024 * 1024)
-                while size < LOG_BYTES:
-                    size += os.write(fd, chunk[: LOG_BYTES - size])
+                try:
+                    while size < LOG_BYTES:
+                        size += os.write(fd, chunk[: LOG_BYTES - size])
+                except OSError as error:  # a full disk: the log grows as it is written instead, its syncs dearer
+                    log.warning("could not give the write-ahead log its full size (%s); commits still sync", error)
             self._sync(fd)
             sync_folder(self._wal)
         except BaseException:
@@ -186,11 +189,6 @@ class GroupCommit:
             failure = self._failure(made)
             if failure is not None:
                 raise failure
-
-    def wait(self, seq: int, timeout: float | None = None) -> bool:
-        """Blocks a thread until commit ``seq`` is synced; False on timeout."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._synced >= seq, timeout)
 
     async def room(self) -> None:
         """Waits while the commits not yet synced hold more than :data:`MAX_PENDING_BYTES`."""

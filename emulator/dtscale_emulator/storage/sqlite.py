@@ -445,6 +445,11 @@ class SqliteBackend:
                 if self._file_lock is not None and self._file_lock.created:
                     sync_folder(path)
             self._conn = open_store(path, durability)
+            try:
+                self._group = GroupCommit(path) if path and durability == "full" else None
+            except BaseException:
+                self._conn.close()
+                raise
         except BaseException:
             # A store that cannot be opened keeps no lock on its file.
             if self._file_lock is not None:
@@ -452,7 +457,6 @@ class SqliteBackend:
             raise
         self._tx = SqliteTransaction(self._conn)
         self._checkpointer: sqlite3.Connection | None = None
-        self._group = GroupCommit(path) if path and durability == "full" else None
 
     @property
     def synchronous(self) -> str:

@@ -207,3 +207,19 @@ def test_normal_durability_and_memory_have_nothing_to_wait_for(tmp_path: Path) -
         assert backend.last_commit == 0 and (made, seen) == (0, 0)
         asyncio.run(backend.durable(made, seen))
         backend.close()
+
+
+def test_a_disk_too_full_for_the_logs_full_size_still_opens_and_syncs(
+    tmp_path: Path, disk: Disk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_room(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(gc.os, "write", no_room)
+    backend = SqliteBackend(str(tmp_path / "emu.db"))
+    monkeypatch.undo()
+    group = _group(backend)
+    made, seen = _put(backend, "x")
+    asyncio.run(backend.durable(made, seen))
+    assert group.synced == group.committed == made
+    backend.close()
