@@ -156,13 +156,23 @@ def test_export_bad_input_gets_clear_errors(hub: Hub, tmp_path: Path) -> None:
     assert code == 2 and "give an instance ID, or --from-export FILE" in err
 
 
+GATED_CLI = Path(__file__).with_name("gated_cli.py")
+
+
 def _interrupt(hub: Hub, argv: list[str], sig: signal.Signals) -> tuple[int, str, str]:
-    """Starts the export, sends ``sig`` once it reports its first instance done; returns (code, first line, rest)."""
-    proc = subprocess.Popen(_argv(hub, *argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=_env(hub))  # fmt: skip
-    assert proc.stderr is not None
+    """Starts the export, sends ``sig`` once it reports its first instance done; returns (code, first line, rest).
+
+    The export waits after that line until its stdin closes (see gated_cli.py), so the signal lands there: sent
+    after a line it had already left behind, it came too late on a loaded machine, once all 40 were exported.
+    """
+    proc = subprocess.Popen([sys.executable, str(GATED_CLI), *hub.cli_args(), *argv], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(hub))  # fmt: skip
+    assert proc.stdin is not None and proc.stderr is not None
     first = proc.stderr.readline()  # printed after an instance is written and checkpointed
     proc.send_signal(sig)
+    # Lets a held export go on: Ctrl-C may reach another thread than the waiting one, and Python then raises
+    # KeyboardInterrupt in the main thread as soon as its wait ends, before the export gets any further.
+    proc.stdin.close()
     rest = proc.stderr.read()
     proc.stderr.close()
     return proc.wait(timeout=60), first, rest

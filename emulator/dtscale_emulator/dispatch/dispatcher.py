@@ -166,7 +166,7 @@ class WorkDispatcher:
         with self._cond:
             self._draining = True
         self._wake_streams()  # each stream hands back what it has not sent yet
-        held = list(self.leases.live)
+        held = self.leases.live_tokens()  # under the book's lock: completions change it meanwhile
         deadline = time.monotonic() + timeout
         while (left := self.leases.count_held(held)) and time.monotonic() < deadline:
             time.sleep(DRAIN_POLL_SECONDS)  # a shutdown path: completions end leases on other threads

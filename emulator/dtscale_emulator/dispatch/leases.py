@@ -39,6 +39,11 @@ class LeaseBook:
         with self._lock:
             return self.live.get(token) or self._orphans.get(token)
 
+    def live_tokens(self) -> list[str]:
+        """The tokens of every lease a connected stream holds, now."""
+        with self._lock:
+            return list(self.live)
+
     def count_held(self, tokens: list[str]) -> int:
         """How many of ``tokens`` still name a lease (live or orphaned)."""
         with self._lock:

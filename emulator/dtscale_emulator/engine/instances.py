@@ -161,9 +161,12 @@ class Engine:
 
     def terminate(self, hub: str, instance_id: str, reason: str | None, recursive: bool) -> None:
         with self.backend.transaction() as tx:
-            if not outbox.terminate(tx, hub, instance_id, reason, recursive, self.clock.now()):
+            record = tx.get_instance(hub, instance_id)
+            if record is None or not outbox.terminate(tx, hub, instance_id, reason, recursive, self.clock.now()):
                 raise NotFoundError(f"no orchestration instance with ID '{instance_id}' was found")
-        self._changed(hub)
+        # Only the instance's own turn can have become work (children are terminated by what that turn does).
+        self.changes.work_changed(hub, ("orchestration",), {"orchestration": frozenset((record.name,))})
+        self.changes.instance_changed(hub, None)
 
     def force_terminate(self, hub: str, instance_ids: Sequence[str], reason: str | None) -> list[str]:
         """Terminates instances at once, without a final orchestrator turn; returns the IDs left alone.

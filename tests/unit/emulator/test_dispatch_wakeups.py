@@ -139,6 +139,30 @@ def test_a_raised_event_and_an_entity_signal_wake_no_stream_filtered_to_other_na
     assert mine.next().orchestratorRequest.instanceId == "waiting"  # the event and its instance are still there
 
 
+@pytest.mark.adversarial  # a termination woke every stream of the task hub: issue #43, item 9
+@pytest.mark.parametrize("recursive", [False, True])
+def test_a_termination_wakes_no_stream_filtered_to_other_names(rig: Rig, recursive: bool) -> None:
+    mine = rig.stream(names=["Mine"])
+    rig.caught_up()
+    rig.start("running", "Mine")
+    first = mine.next()  # its first turn, which schedules nothing: the instance runs and waits
+    response = pb.OrchestratorResponse(instanceId="running", completionToken=first.completionToken)
+    rig.dispatcher.complete_orchestration(HUB, response)
+    for _ in range(40):
+        rig.stream(names=["Other"])
+    rig.caught_up()
+    before = rig.dispatcher.wakeups.count
+
+    rig.engine.terminate(HUB, "running", "stop", recursive)
+
+    terminated = mine.next().orchestratorRequest
+    assert terminated.instanceId == "running"
+    assert any(e.HasField("executionTerminated") for e in terminated.newEvents)
+    rig.caught_up()
+    assert rig.dispatcher.wakeups.count - before == 1
+    assert all(s.items.empty() for s in rig.streams if s is not mine)
+
+
 def test_work_of_no_known_name_wakes_every_stream_of_its_hub_and_kind(rig: Rig) -> None:
     specialists = [rig.stream(names=["Other"]) for _ in range(3)]
     everyone = rig.stream()

@@ -77,7 +77,10 @@ def test_engine_reports_each_change_to_its_subscriber(store: SqliteBackend) -> N
     engine.raise_event("h", "i1", "Go", None)
     assert recorder.take() == [("work", "h", ("orchestration",), {"orchestration": frozenset({"Orch"})})]
     engine.terminate("h", "i1", "stop", recursive=False)
-    assert recorder.take() == [("work", "h", None, None), ("instance", "h", None, None)]
+    assert recorder.take() == [
+        ("work", "h", ("orchestration",), {"orchestration": frozenset({"Orch"})}),
+        ("instance", "h", None, None),
+    ]
 
 
 def test_a_raised_event_for_an_instance_not_started_yet_is_timed_work(store: SqliteBackend) -> None:
