@@ -81,6 +81,7 @@ class ActivityRunner:
             attempt = None
             try:
                 fn, ctx, value, attempt = self._prepare(request)
+                self._begin(attempt)
                 output = fn(ctx, value)
                 del value  # a large input is not kept while the result is encoded and sent
                 if inspect.isawaitable(output):
@@ -101,6 +102,8 @@ class ActivityRunner:
             attempt = None
             try:
                 fn, ctx, value, attempt = self._prepare(request)
+                if attempt is not None and attempt.settings is not None:
+                    await asyncio.to_thread(self._begin, attempt)  # its RPCs would hold up the event loop
                 output = fn(ctx, value)
                 del value
                 if inspect.isawaitable(output):
@@ -142,12 +145,14 @@ class ActivityRunner:
         if self._new_context is not ActivityContext:
             return fn, self._new_context(instance_id, request.taskId), value, None
         attempt = AttemptHeartbeats(request, self._codec.for_instance(instance_id))
-        if attempt.settings is not None and self._heartbeats is not None:
-            self._heartbeats.begin(attempt)
-            if attempt.cancelled:  # cancelled (or timed out) before it could start: not worth starting
-                self._heartbeats.end(attempt)
-                attempt.beat(None)
         return fn, ActivityContext(instance_id, request.taskId, heartbeats=attempt), value, attempt
+
+    def _begin(self, attempt: AttemptHeartbeats | None) -> None:
+        """Report a bounded attempt's start; one cancelled (or timed out) before it could start is not started."""
+        if attempt is not None and attempt.settings is not None and self._heartbeats is not None:
+            self._heartbeats.begin(attempt)
+            if attempt.cancelled:
+                attempt.beat(None)  # raises ActivityCancelledError
 
     def _end(self, attempt: AttemptHeartbeats | None) -> None:
         if attempt is not None and attempt.settings is not None and self._heartbeats is not None:
