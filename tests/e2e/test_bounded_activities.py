@@ -248,3 +248,24 @@ def test_durabletask_get_shows_each_running_activitys_timeouts_and_last_heartbea
     assert row.split()[:5] == ["extract", "#1", "1", "heartbeat", "10s"]
     c.raise_orchestration_event(instance_id, "cancel")
     assert _output(c, instance_id) == "cancelled"
+
+
+def test_replay_check_accepts_the_histories_of_bounded_calls(hub: Hub) -> None:
+    from durabletask import worker
+    from durabletask.testing import ReplayChecker, Verdict, histories_from_client
+
+    hub.start_worker([timed_pipeline, cancellable_pipeline], [extract])
+    c = hub.client()
+    timed = c.schedule_new_orchestration(timed_pipeline, input={"timeouts": {"start_to_close_timeout": 1},
+                                                                "retry": True}, instance_id=unique_id("rc-timed"))
+    cancelled = c.schedule_new_orchestration(cancellable_pipeline, input="TRY_CANCEL", instance_id=unique_id("rc"))
+    _wait_for_heartbeats(cancelled)
+    c.raise_orchestration_event(cancelled, "cancel")
+    for instance_id in (timed, cancelled):
+        _output(c, instance_id)
+    checker = worker.TaskHubGrpcWorker()
+    checker.add_orchestrator(timed_pipeline)
+    checker.add_orchestrator(cancellable_pipeline)
+    report = ReplayChecker(checker).check(histories_from_client(c, statuses=[client.OrchestrationStatus.COMPLETED]))
+    verdicts = {r.instance_id: r.verdict for r in report.results if r.instance_id in (timed, cancelled)}
+    assert verdicts == {timed: Verdict.REPLAYS, cancelled: Verdict.REPLAYS}
