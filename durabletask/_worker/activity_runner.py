@@ -93,6 +93,7 @@ class ActivityRunner:
             try:
                 fn, ctx, value, attempt = self._prepare(request, publisher)
                 try:
+                    self._begin(attempt)
                     output = fn(ctx, value)
                     del value  # a large input is not kept while the result is encoded and sent
                     if inspect.isawaitable(output):
@@ -118,6 +119,8 @@ class ActivityRunner:
             try:
                 fn, ctx, value, attempt = self._prepare(request, publisher)
                 try:
+                    if attempt is not None and attempt.settings is not None:
+                        await asyncio.to_thread(self._begin, attempt)  # its RPCs would hold up the event loop
                     output = fn(ctx, value)
                     del value
                     if inspect.isawaitable(output):
@@ -169,13 +172,15 @@ class ActivityRunner:
         if self._new_context is not ActivityContext:
             return fn, self._new_context(instance_id, request.taskId, publisher=publisher), value, None
         attempt = AttemptHeartbeats(request, self._codec.for_instance(instance_id))
-        if attempt.settings is not None and self._heartbeats is not None:
-            self._heartbeats.begin(attempt)
-            if attempt.cancelled:  # cancelled (or timed out) before it could start: not worth starting
-                self._heartbeats.end(attempt)
-                attempt.beat(None)
         context = ActivityContext(instance_id, request.taskId, heartbeats=attempt, publisher=publisher)
         return fn, context, value, attempt
+
+    def _begin(self, attempt: AttemptHeartbeats | None) -> None:
+        """Report a bounded attempt's start; one cancelled (or timed out) before it could start is not started."""
+        if attempt is not None and attempt.settings is not None and self._heartbeats is not None:
+            self._heartbeats.begin(attempt)
+            if attempt.cancelled:
+                attempt.beat(None)  # raises ActivityCancelledError
 
     def _end(self, attempt: AttemptHeartbeats | None) -> None:
         if attempt is not None and attempt.settings is not None and self._heartbeats is not None:

@@ -94,7 +94,7 @@ def _output(c: client.TaskHubGrpcClient, instance_id: str) -> Any:
 def test_a_timed_out_attempt_is_stopped_and_the_retry_resumes_from_its_last_heartbeat(hub: Hub) -> None:
     c, instance_id = _run(hub, timed_pipeline, {"timeouts": {"start_to_close_timeout": 2}, "retry": True})
     result = _output(c, instance_id)
-    assert isinstance(result["resumed_from"], int) and result["resumed_from"] > 0
+    assert isinstance(result["resumed_from"], int)  # the first attempt's heartbeat reached the retry (not None)
     assert _stopped_event(instance_id).wait(WAIT)  # the first attempt saw the stop at a heartbeat
     attempts = [entry for entry in _seen[instance_id] if entry[0] == "attempt"]
     assert [a[2] for a in attempts] == [None, result["resumed_from"]]
@@ -248,3 +248,24 @@ def test_durabletask_get_shows_each_running_activitys_timeouts_and_last_heartbea
     assert row.split()[:5] == ["extract", "#1", "1", "heartbeat", "10s"]
     c.raise_orchestration_event(instance_id, "cancel")
     assert _output(c, instance_id) == "cancelled"
+
+
+def test_replay_check_accepts_the_histories_of_bounded_calls(hub: Hub) -> None:
+    from durabletask import worker
+    from durabletask.testing import ReplayChecker, Verdict, histories_from_client
+
+    hub.start_worker([timed_pipeline, cancellable_pipeline], [extract])
+    c = hub.client()
+    timed = c.schedule_new_orchestration(timed_pipeline, input={"timeouts": {"start_to_close_timeout": 1},
+                                                                "retry": True}, instance_id=unique_id("rc-timed"))
+    cancelled = c.schedule_new_orchestration(cancellable_pipeline, input="TRY_CANCEL", instance_id=unique_id("rc"))
+    _wait_for_heartbeats(cancelled)
+    c.raise_orchestration_event(cancelled, "cancel")
+    for instance_id in (timed, cancelled):
+        _output(c, instance_id)
+    checker = worker.TaskHubGrpcWorker()
+    checker.add_orchestrator(timed_pipeline)
+    checker.add_orchestrator(cancellable_pipeline)
+    report = ReplayChecker(checker).check(histories_from_client(c, statuses=[client.OrchestrationStatus.COMPLETED]))
+    verdicts = {r.instance_id: r.verdict for r in report.results if r.instance_id in (timed, cancelled)}
+    assert verdicts == {timed: Verdict.REPLAYS, cancelled: Verdict.REPLAYS}

@@ -53,7 +53,12 @@ def cmd_show(c: Client, a: argparse.Namespace, r: Renderer) -> int:
 
 def _show_bounded_activities(c: Client, instance_id: str, r: Renderer) -> None:
     """The running bounded activities: their timeouts and last heartbeat (time and details)."""
-    attempts = running_attempts(c.get_orchestration_history(instance_id))
+    try:
+        events = c.get_orchestration_history(instance_id)
+    except Exception as error:  # the state was shown; its history is extra, and may be refused or gone by now
+        r.line(f"(running activities not shown: {error})")
+        return
+    attempts = running_attempts(events)
     if not attempts:
         return
     r.line("")
