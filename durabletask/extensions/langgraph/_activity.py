@@ -20,6 +20,7 @@ from langgraph.errors import GraphInterrupt
 from langgraph.pregel.protocol import StreamProtocol
 from langgraph.runtime import Runtime
 
+from durabletask._errors import exception_message
 from durabletask._replay.failures import qualified_name
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._errors import StateSerializationError, node_failure
@@ -197,7 +198,8 @@ def _cache_writes(graph: Any, task: Any, writes: list[Any]) -> None:
 
 def _describe(exc: Exception) -> dict[str, Any]:
     """A node's exception for the orchestrator: its type, message, and arguments when they can be serialized."""
-    described: dict[str, Any] = {"type": qualified_name(type(exc)), "message": str(exc)}
+    # exception_message: a node's error whose __str__ raises must still be reported as that node's failure.
+    described: dict[str, Any] = {"type": qualified_name(type(exc)), "message": exception_message(exc)}
     with contextlib.suppress(StateSerializationError):  # without them, the stand-in is built from the message
         described["args"] = dump(list(exc.args), "the exception's arguments")
     return described

@@ -122,6 +122,17 @@ def test_stand_ins_keep_the_exceptions_arguments_and_text() -> None:
     assert custom.error_type == "shop.errors.OutOfStock"
 
 
+@pytest.mark.adversarial
+def test_a_node_error_whose_str_raises_is_described_by_its_type() -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    described = _activity._describe(Unprintable("x"))
+    assert described["type"].endswith("Unprintable")
+    assert "Unprintable" in described["message"] and "str() raised RuntimeError" in described["message"]
+
+
 def test_check_resume_refuses_what_nothing_waits_for() -> None:
     graph = _graph().compile()
     saver, ids = ReplaySaver(), _internals.IdSource("x")
