@@ -161,7 +161,17 @@ def test_a_retried_activity_publishes_under_the_next_attempt(hub: Hub) -> None:
     assert items[0].task_id == items[1].task_id
 
 
-@pytest.mark.parametrize("sessions", [True, False], ids=["extended-sessions", "full-replay"])
+@pytest.mark.parametrize(
+    "sessions",
+    [
+        pytest.param(True, id="extended-sessions"),
+        pytest.param(
+            False,
+            id="full-replay",
+            marks=pytest.mark.emulator_internals("turns extended sessions off through our worker's own option"),
+        ),
+    ],
+)
 def test_orchestrator_items_are_stored_once_with_sessions_on_or_off(hub: Hub, sessions: bool) -> None:
     options = {} if sessions else {"extended_sessions": ExtendedSessionOptions(max_cached_orchestrations=0)}
     hub.start_worker([talker], [speak], **options)
