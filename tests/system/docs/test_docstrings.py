@@ -27,11 +27,6 @@ REMAINING: frozenset[str] = frozenset({
     "durabletask.extensions.history_export.reader",
     "durabletask.extensions.history_export.serialization",
     "durabletask.extensions.history_export.transitions",
-    "durabletask.scheduled.client",
-    "durabletask.scheduled.models",
-    "durabletask.scheduled.orchestrator",
-    "durabletask.scheduled.schedule_entity",
-    "durabletask.scheduled.transitions",
 })
 
 
