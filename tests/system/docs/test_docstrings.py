@@ -16,17 +16,6 @@ REMAINING: frozenset[str] = frozenset({
     "durabletask._replay.retry",
     "durabletask._replay.tasks",
     "durabletask._worker.grpc_worker",
-    "durabletask.extensions.history_export._async_client",
-    "durabletask.extensions.history_export._constants",
-    "durabletask.extensions.history_export.activities",
-    "durabletask.extensions.history_export.client",
-    "durabletask.extensions.history_export.entity",
-    "durabletask.extensions.history_export.local_folder",
-    "durabletask.extensions.history_export.models",
-    "durabletask.extensions.history_export.orchestrator",
-    "durabletask.extensions.history_export.reader",
-    "durabletask.extensions.history_export.serialization",
-    "durabletask.extensions.history_export.transitions",
 })
 
 
