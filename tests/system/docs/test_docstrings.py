@@ -12,9 +12,6 @@ REMAINING: frozenset[str] = frozenset({
     "durabletask._client.async_client",
     "durabletask._client.attach",
     "durabletask._client.sync_client",
-    "durabletask._replay.contexts",
-    "durabletask._replay.retry",
-    "durabletask._replay.tasks",
     "durabletask._worker.grpc_worker",
 })
 
