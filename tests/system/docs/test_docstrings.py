@@ -12,7 +12,6 @@ REMAINING: frozenset[str] = frozenset({
     "durabletask._client.async_client",
     "durabletask._client.attach",
     "durabletask._client.sync_client",
-    "durabletask._worker.grpc_worker",
 })
 
 
