@@ -57,8 +57,7 @@ class ScheduleClient:
             options: The schedule's ID, orchestration, interval or cron and time window.
 
         Raises:
-            ScheduleOperationRefusedError: The schedule's status does not allow the change.
-            RuntimeError: The operation failed otherwise (e.g. ``start_at`` later than ``end_at``).
+            RuntimeError: The options were refused (e.g. ``start_at`` later than ``end_at``).
             TimeoutError: The operation did not finish within the client's ``operation_timeout``.
         """
         self._run_operation(transitions.CREATE_SCHEDULE, options)
@@ -120,7 +119,6 @@ class ScheduledTaskClient:
             options: The new schedule's ID, orchestration, interval or cron and time window.
 
         Raises:
-            ScheduleOperationRefusedError: The schedule exists in a status that cannot be replaced.
             RuntimeError: The options were refused (e.g. ``start_at`` later than ``end_at``).
             TimeoutError: The operation did not finish within the client's ``operation_timeout``.
         """
@@ -190,8 +188,7 @@ class AsyncScheduleClient:
             options: The schedule's ID, orchestration, interval or cron and time window.
 
         Raises:
-            ScheduleOperationRefusedError: The schedule's status does not allow the change.
-            RuntimeError: The operation failed otherwise (e.g. ``start_at`` later than ``end_at``).
+            RuntimeError: The options were refused (e.g. ``start_at`` later than ``end_at``).
             TimeoutError: The operation did not finish within the client's ``operation_timeout``.
         """
         await self._run_operation(transitions.CREATE_SCHEDULE, options)
@@ -250,7 +247,6 @@ class AsyncScheduledTaskClient:
             options: The new schedule's ID, orchestration, interval or cron and time window.
 
         Raises:
-            ScheduleOperationRefusedError: The schedule exists in a status that cannot be replaced.
             RuntimeError: The options were refused (e.g. ``start_at`` later than ``end_at``).
             TimeoutError: The operation did not finish within the client's ``operation_timeout``.
         """

@@ -103,7 +103,6 @@ class Schedule(DurableEntity):
 
         Raises:
             ValueError: ``options`` is neither, or the configuration is invalid.
-            ScheduleInvalidTransitionError: The schedule's status does not allow it.
         """
         created = _options(options, ScheduleCreationOptions)
         state = self._load()
