@@ -105,7 +105,12 @@ class OrchestrationState:
     @overload
     def get_input(self, expected_type: None = ...) -> Any: ...
     def get_input(self, expected_type: Any = None) -> Any:
-        """The decoded input (``None`` if there is none), rebuilt as ``expected_type`` if given."""
+        """The decoded input (``None`` if there is none), rebuilt as ``expected_type`` if given.
+
+        Args:
+            expected_type: A class to rebuild the decoded JSON as (through the client's data converter); ``None``
+                returns the plain decoded value.
+        """
         return self._decode(self.serialized_input, expected_type)
 
     @overload
@@ -113,7 +118,11 @@ class OrchestrationState:
     @overload
     def get_output(self, expected_type: None = ...) -> Any: ...
     def get_output(self, expected_type: Any = None) -> Any:
-        """The decoded output (``None`` if there is none), rebuilt as ``expected_type`` if given."""
+        """The decoded output (``None`` if there is none), rebuilt as ``expected_type`` if given.
+
+        Args:
+            expected_type: A class to rebuild the decoded JSON as; ``None`` returns the plain decoded value.
+        """
         return self._decode(self.serialized_output, expected_type)
 
     @overload
@@ -121,7 +130,11 @@ class OrchestrationState:
     @overload
     def get_custom_status(self, expected_type: None = ...) -> Any: ...
     def get_custom_status(self, expected_type: Any = None) -> Any:
-        """The decoded custom status (``None`` if unset), rebuilt as ``expected_type`` if given."""
+        """The decoded custom status (``None`` if unset), rebuilt as ``expected_type`` if given.
+
+        Args:
+            expected_type: A class to rebuild the decoded JSON as; ``None`` returns the plain decoded value.
+        """
         return self._decode(self.serialized_custom_status, expected_type)
 
     def _decode(self, text: str | None, expected_type: Any) -> Any:

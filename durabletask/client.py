@@ -86,17 +86,32 @@ __all__ = [
 def new_orchestration_state(
     instance_id: str, res: pb.GetInstanceResponse, data_converter: DataConverter | None = None
 ) -> OrchestrationState | None:
-    """The state in a ``GetInstance`` response (``None`` if the instance does not exist)."""
+    """The state in a ``GetInstance`` response (``None`` if the instance does not exist).
+
+    Args:
+        instance_id: The instance the request asked for.
+        res: The ``GetInstance`` response.
+        data_converter: Decodes the payloads later read from the state; the default JSON converter when ``None``.
+    """
     return parse_get_orchestration_state_response(instance_id, res, data_converter or DEFAULT_DATA_CONVERTER)
 
 
 def parse_orchestration_state(
     state: pb.OrchestrationState, data_converter: DataConverter | None = None
 ) -> OrchestrationState:
-    """The public snapshot of a wire ``OrchestrationState``."""
+    """The public snapshot of a wire ``OrchestrationState``.
+
+    Args:
+        state: The wire message.
+        data_converter: Decodes the payloads later read from the snapshot; the default JSON converter when ``None``.
+    """
     return orchestration_state_from_pb(state, data_converter)
 
 
 def new_purge_instances_result(response: pb.PurgeInstancesResponse) -> PurgeInstancesResult:
-    """The result of a ``PurgeInstances`` response."""
+    """The result of a ``PurgeInstances`` response.
+
+    Args:
+        response: The ``PurgeInstances`` response.
+    """
     return parse_purge_response(response)

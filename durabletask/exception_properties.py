@@ -27,7 +27,11 @@ class ExceptionPropertiesProvider(Protocol):
     """
 
     def get_exception_properties(self, exception: Exception) -> Mapping[str, Any] | None:
-        """The properties to record for ``exception``, or ``None``."""
+        """The properties to record for ``exception``, or ``None``.
+
+        Args:
+            exception: The exception being recorded (one of the failure's cause chain).
+        """
         ...
 
 

@@ -391,5 +391,9 @@ class ExecutionRewoundEvent(HistoryEvent):
 
 
 def to_dict(event: HistoryEvent) -> dict[str, Any]:
-    """``event.to_dict()``: the event as JSON-compatible data."""
+    """``event.to_dict()``: the event as JSON-compatible data.
+
+    Args:
+        event: Any history event.
+    """
     return event.to_dict()

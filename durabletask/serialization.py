@@ -34,18 +34,40 @@ class DataConverter(ABC):
 
     @abstractmethod
     def serialize(self, value: Any) -> str | None:
-        """Text for ``value``; ``None`` when ``value`` is ``None``."""
+        """Text for ``value``; ``None`` when ``value`` is ``None``.
+
+        Args:
+            value: Any value the converter supports.
+
+        Raises:
+            TypeError: The value cannot be written (the default converter's choice for bytes, sets and other
+                objects JSON cannot hold).
+        """
 
     @abstractmethod
     def deserialize(self, data: str | None, target_type: type | None = None) -> Any:
-        """The value of ``data`` (``None`` or empty → ``None``), rebuilt as ``target_type`` when given."""
+        """The value of ``data`` (``None`` or empty → ``None``), rebuilt as ``target_type`` when given.
+
+        Args:
+            data: Text :meth:`serialize` wrote, or ``None``.
+            target_type: A class to rebuild the value as (e.g. a dataclass); ``None`` returns the plain value.
+        """
 
     @abstractmethod
     def coerce(self, value: Any, target_type: type | None = None) -> Any:
-        """Rebuild an already-parsed value as ``target_type`` (unchanged when ``target_type`` is ``None``)."""
+        """Rebuild an already-parsed value as ``target_type`` (unchanged when ``target_type`` is ``None``).
+
+        Args:
+            value: A value already decoded from JSON (e.g. a dict).
+            target_type: The class to rebuild it as; ``None`` returns ``value`` unchanged.
+        """
 
     def can_reconstruct(self, target_type: Any) -> bool:
-        """Whether annotations of this type should drive reconstruction (``False`` unless overridden)."""
+        """Whether annotations of this type should drive reconstruction (``False`` unless overridden).
+
+        Args:
+            target_type: A parameter or return annotation.
+        """
         return False
 
 

@@ -65,6 +65,12 @@ def format_frame(item: StreamItem) -> str:
     """One ``text/event-stream`` frame: ``id:`` is the item's cursor, ``event:`` its topic, ``data:`` JSON.
 
     The data is ``{"topic", "data", "time", "task_id", "attempt"}``, so a page can tell an activity's attempts apart.
+
+    Args:
+        item: The published item.
+
+    Raises:
+        TypeError: The item's data holds a value JSON cannot express.
     """
     body = {
         "topic": item.topic,
@@ -103,8 +109,17 @@ def sse(
 
     aiohttp: prepare a ``web.StreamResponse(headers=SSE_HEADERS)`` and ``await response.write(frame)`` for each.
 
+    Args:
+        client: A sync or asyncio client (a sync client's iteration runs on worker threads).
+        instance_id: The orchestration instance whose items to stream.
+        last_event_id: Resume after this cursor; ``None`` or empty starts from the first item.
+        topics: Only items of these topics; all topics when ``None``.
+        timeout: Seconds after which waiting for more items ends the subscription with ``TimeoutError``.
+        heartbeat: Seconds without an item after which a comment line is sent.
+
     Raises:
         StreamCursorError: ``last_event_id`` is malformed or belongs to another instance (at the call: answer 400).
+        ValueError: ``heartbeat`` is not above zero.
     """
     if heartbeat <= 0:
         raise ValueError(f"heartbeat: expected seconds > 0, got {heartbeat!r}")

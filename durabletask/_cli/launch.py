@@ -32,7 +32,13 @@ def _command(argv: list[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
-    """Runs the ``durabletask`` command line; returns the process exit code."""
+    """Runs the ``durabletask`` command line; returns the process exit code.
+
+    Args:
+        argv: The arguments after the program name; ``sys.argv[1:]`` when ``None``.
+        stdout: Where command output goes; ``sys.stdout`` when ``None``.
+        stderr: Where diagnostics go; ``sys.stderr`` when ``None``.
+    """
     out, err = stdout or sys.stdout, stderr or sys.stderr
     args = list(sys.argv[1:] if argv is None else argv)
     # Already issued at `import durabletask` when the wheel's .pth is active; this covers a start without it.

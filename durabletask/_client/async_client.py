@@ -238,7 +238,12 @@ class AsyncTaskHubGrpcClient:
     async def get_orchestration_state(
         self, instance_id: str, *, fetch_payloads: bool = True
     ) -> OrchestrationState | None:
-        """The instance's current state, or ``None`` if it does not exist."""
+        """The instance's current state, or ``None`` if it does not exist.
+
+        Args:
+            instance_id: The instance's ID.
+            fetch_payloads: Include the input, output and custom status (``False`` leaves them ``None``).
+        """
         return await self._run(
             ops.get_orchestration_state(instance_id, fetch_payloads=fetch_payloads, converter=self._settings.converter)
         )
@@ -246,7 +251,13 @@ class AsyncTaskHubGrpcClient:
     async def get_orchestration_history(
         self, instance_id: str, *, execution_id: str | None = None, for_work_item_processing: bool = False
     ) -> list[history.HistoryEvent]:
-        """The instance's full history, oldest event first."""
+        """The instance's full history, oldest event first.
+
+        Args:
+            instance_id: The instance's ID.
+            execution_id: Sent as the request's ``executionId`` (the emulator returns the whole history regardless).
+            for_work_item_processing: Sent as ``forWorkItemProcessing``, the flag a worker sets when it reads history.
+        """
         return await self._run(
             ops.get_orchestration_history(
                 instance_id, execution_id=execution_id, for_work_item_processing=for_work_item_processing
@@ -261,7 +272,15 @@ class AsyncTaskHubGrpcClient:
         page_size: int | None = None,
         continuation_token: str | None = None,
     ) -> Page[str]:
-        """One page of instance IDs; pass the returned ``continuation_token`` back for the next page."""
+        """One page of instance IDs; pass the returned ``continuation_token`` back for the next page.
+
+        Args:
+            runtime_status: Only instances in these statuses.
+            completed_time_from: Only instances completed at or after this time.
+            completed_time_to: Only instances completed at or before this time.
+            page_size: At most this many IDs; the backend's default when ``None``.
+            continuation_token: The previous page's ``continuation_token``; the first page when ``None``.
+        """
         return await self._run(
             ops.list_instance_ids(runtime_status, completed_time_from, completed_time_to, page_size, continuation_token)
         )
@@ -269,7 +288,11 @@ class AsyncTaskHubGrpcClient:
     async def get_all_orchestration_states(
         self, orchestration_query: OrchestrationQuery | None = None
     ) -> list[OrchestrationState]:
-        """Every instance matching ``orchestration_query`` (all pages are fetched)."""
+        """Every instance matching ``orchestration_query`` (all pages are fetched).
+
+        Args:
+            orchestration_query: Time, status and ID-prefix filters and the page size; every instance when ``None``.
+        """
         return await self._run(
             ops.get_all_orchestration_states(orchestration_query, converter=self._settings.converter)
         )
@@ -278,6 +301,11 @@ class AsyncTaskHubGrpcClient:
         self, instance_id: str, *, fetch_payloads: bool = False, timeout: float = 60
     ) -> OrchestrationState | None:
         """Wait until the instance leaves ``PENDING``.
+
+        Args:
+            instance_id: The instance's ID.
+            fetch_payloads: Include the input, output and custom status in the returned state.
+            timeout: Seconds to wait.
 
         Raises:
             TimeoutError: ``timeout`` seconds passed first.
@@ -297,6 +325,11 @@ class AsyncTaskHubGrpcClient:
     ) -> OrchestrationState | None:
         """Wait until the instance completes, fails or is terminated.
 
+        Args:
+            instance_id: The instance's ID.
+            fetch_payloads: Include the input, output and custom status in the returned state.
+            timeout: Seconds to wait.
+
         Raises:
             TimeoutError: ``timeout`` seconds passed first.
         """
@@ -311,7 +344,13 @@ class AsyncTaskHubGrpcClient:
         )
 
     async def raise_orchestration_event(self, instance_id: str, event_name: str, *, data: Any | None = None) -> None:
-        """Send an external event to the instance."""
+        """Send an external event to the instance.
+
+        Args:
+            instance_id: The receiving instance.
+            event_name: The event's name (``wait_for_external_event`` matches it case-insensitively).
+            data: The event's JSON-serializable payload (at most 1 MiB once serialized).
+        """
         await self._run(
             ops.raise_orchestration_event(
                 instance_id,
@@ -326,7 +365,13 @@ class AsyncTaskHubGrpcClient:
     async def terminate_orchestration(
         self, instance_id: str, *, output: Any | None = None, recursive: bool = True
     ) -> None:
-        """Terminate the instance (and, by default, its sub-orchestrations)."""
+        """Terminate the instance (and, by default, its sub-orchestrations).
+
+        Args:
+            instance_id: The instance to terminate.
+            output: Recorded as the terminated instance's output.
+            recursive: Also terminate its sub-orchestrations.
+        """
         request = rq.build_terminate_orchestration_request(
             instance_id,
             output=output,
@@ -337,11 +382,21 @@ class AsyncTaskHubGrpcClient:
         await self._run(ops.fire(request))
 
     async def suspend_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
-        """Pause the instance until it is resumed."""
+        """Pause the instance until it is resumed.
+
+        Args:
+            instance_id: The instance to suspend.
+            reason: Recorded in the instance's history.
+        """
         await self._run(ops.fire(rq.build_suspend_orchestration_request(instance_id, reason=reason)))
 
     async def resume_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
-        """Resume a suspended instance."""
+        """Resume a suspended instance.
+
+        Args:
+            instance_id: The instance to resume.
+            reason: Recorded in the instance's history.
+        """
         await self._run(ops.fire(rq.build_resume_orchestration_request(instance_id, reason=reason)))
 
     async def attach_orchestration(
@@ -357,15 +412,24 @@ class AsyncTaskHubGrpcClient:
         """Start ``instance_id`` or attach to it: the carrier run that finishes a crashed process's work.
 
         The instance's recorded fingerprint (orchestrator name, version, input hash and code hash) must match
-        this call, so a second process never starts a second copy of the business operation:
-
-        * no such instance: start it (``STARTED``);
-        * running, pending or suspended: attach without creating anything (``ATTACHED``);
-        * completed: reuse the recorded result, run nothing (``ALREADY_COMPLETED``);
-        * failed: raise ``AttachedInstanceFailedError``, or rewind it when ``rewind_if_failed`` (``REWOUND``);
-        * a fingerprint that differs: raise ``FingerprintMismatchError`` listing exactly which parts differ.
+        this call, so a second process never starts a second copy of the business operation. No such instance:
+        start it (``STARTED``); running, pending or suspended: attach (``ATTACHED``); completed: reuse the
+        recorded result, run nothing (``ALREADY_COMPLETED``); failed: rewind it if ``rewind_if_failed``
+        (``REWOUND``).
 
         Returns a handle whose ``wait()``/``result()`` give the outcome. An addition to the compatible API.
+
+        Args:
+            orchestrator: The orchestrator function or its registered name.
+            instance_id: The instance to start or attach to.
+            input: The orchestration's input (part of the fingerprint).
+            version: The orchestration version; ``default_version`` when omitted.
+            tags: String tags stored with an instance this call starts.
+            rewind_if_failed: Rewind a failed instance instead of raising.
+
+        Raises:
+            AttachedInstanceFailedError: The instance failed and ``rewind_if_failed`` is false.
+            FingerprintMismatchError: The instance's fingerprint differs (the message lists which parts).
         """
         action, state = await self._run(
             attach_ops.attach_orchestration(
@@ -382,11 +446,21 @@ class AsyncTaskHubGrpcClient:
         return AsyncAttachedOrchestration(instance_id, action, state, self)
 
     async def rewind_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
-        """Retry a failed instance from its failed steps, keeping the results that succeeded."""
+        """Retry a failed instance from its failed steps, keeping the results that succeeded.
+
+        Args:
+            instance_id: The failed instance.
+            reason: Recorded in the instance's history.
+        """
         await self._run(ops.fire(rq.build_rewind_orchestration_request(instance_id, reason=reason)))
 
     async def restart_orchestration(self, instance_id: str, *, restart_with_new_instance_id: bool = False) -> str:
-        """Start the instance over with its original input; returns the (possibly new) instance ID."""
+        """Start the instance over with its original input; returns the (possibly new) instance ID.
+
+        Args:
+            instance_id: The instance to start over.
+            restart_with_new_instance_id: Give the new run a random instance ID instead of reusing this one.
+        """
         return await self._run(
             ops.restart_orchestration(instance_id, restart_with_new_instance_id=restart_with_new_instance_id)
         )
@@ -394,8 +468,11 @@ class AsyncTaskHubGrpcClient:
     async def purge_orchestration(self, instance_id: str, recursive: bool = True) -> PurgeInstancesResult:
         """Delete a finished instance's state and history.
 
-        With a payload store whose options set ``delete_payloads_on_purge``, the payloads stored for the
-        purged instances are deleted too (see :mod:`durabletask._client.payload_purge`).
+        With a payload store whose options set ``delete_payloads_on_purge``, its stored payloads are deleted too.
+
+        Args:
+            instance_id: The instance to delete.
+            recursive: Also purge its sub-orchestrations.
         """
         if not self._settings.purges_payloads():
             result = await self._run(ops.purge_orchestration(instance_id, recursive))
@@ -417,8 +494,14 @@ class AsyncTaskHubGrpcClient:
     ) -> PurgeInstancesResult:
         """Delete every finished instance matching the filter.
 
-        With a payload store whose options set ``delete_payloads_on_purge``, the payloads stored for the
-        purged instances are deleted too.
+        With a payload store whose options set ``delete_payloads_on_purge``, their stored payloads go too.
+
+        Args:
+            created_time_from: Only instances created at or after this time.
+            created_time_to: Only instances created at or before this time.
+            runtime_status: Only instances in these statuses.
+            recursive: Also purge their sub-orchestrations.
+            timeout: Bounds the backend's work on the purge (not the call).
         """
         if not self._settings.purges_payloads():
             return await self._run(
@@ -442,7 +525,13 @@ class AsyncTaskHubGrpcClient:
     ) -> AsyncIterator[StreamItem]:
         """The instance's published items (``ctx.publish``), in order, as they arrive: ``async for item in ...``.
 
-        Same arguments and guarantees as :meth:`TaskHubGrpcClient.subscribe`.
+        The same guarantees and errors as :meth:`TaskHubGrpcClient.subscribe`.
+
+        Args:
+            instance_id: The orchestration instance.
+            topics: Only items of these topics (all topics when ``None``).
+            after: Resume after this cursor (an item's ``id``).
+            timeout: Seconds after which waiting for more items raises ``TimeoutError``.
         """
         steps = stream_ops.plan(instance_id, topics, after, timeout, self._settings.converter)
         return stream_ops.follow_async(steps, instance_id, self._settings.converter, self._run)
@@ -456,7 +545,14 @@ class AsyncTaskHubGrpcClient:
         input: Any | None = None,
         signal_time: datetime | None = None,
     ) -> None:
-        """Send a one-way operation to an entity, optionally delivered at ``signal_time``."""
+        """Send a one-way operation to an entity, optionally delivered at ``signal_time``.
+
+        Args:
+            entity_instance_id: The target entity.
+            operation_name: The operation to call.
+            input: The operation's JSON-serializable input.
+            signal_time: Deliver no earlier than this time; at once when ``None``.
+        """
         request = rq.build_signal_entity_request(
             entity_instance_id,
             operation_name,
@@ -470,15 +566,29 @@ class AsyncTaskHubGrpcClient:
     async def get_entity(
         self, entity_instance_id: EntityInstanceId, include_state: bool = True
     ) -> EntityMetadata | None:
-        """The entity's metadata (and state), or ``None`` if it does not exist."""
+        """The entity's metadata (and state), or ``None`` if it does not exist.
+
+        Args:
+            entity_instance_id: The entity.
+            include_state: Include its state.
+        """
         return await self._run(ops.get_entity(entity_instance_id, include_state, converter=self._settings.converter))
 
     async def get_all_entities(self, entity_query: EntityQuery | None = None) -> list[EntityMetadata]:
-        """Every entity matching ``entity_query`` (all pages are fetched)."""
+        """Every entity matching ``entity_query`` (all pages are fetched).
+
+        Args:
+            entity_query: Name-prefix and last-modified filters and the page size; every entity when ``None``.
+        """
         return await self._run(ops.get_all_entities(entity_query, converter=self._settings.converter))
 
     async def clean_entity_storage(
         self, remove_empty_entities: bool = True, release_orphaned_locks: bool = True
     ) -> CleanEntityStorageResult:
-        """Remove empty entities and release locks held by finished orchestrations."""
+        """Remove empty entities and release locks held by finished orchestrations.
+
+        Args:
+            remove_empty_entities: Delete entities without state and without pending work.
+            release_orphaned_locks: Release locks held by orchestrations that have ended.
+        """
         return await self._run(ops.clean_entity_storage(remove_empty_entities, release_orphaned_locks))

@@ -97,7 +97,15 @@ class AttachedOrchestration:
     _client: _CompletionWaiter = field(repr=False, compare=False)
 
     def wait(self, timeout: float = 60) -> OrchestrationState:
-        """Wait for the instance to finish; a completed instance returns at once. Raises ``TimeoutError``."""
+        """Wait for the instance to finish; a completed instance returns at once.
+
+        Args:
+            timeout: Seconds to wait.
+
+        Raises:
+            TimeoutError: The instance did not finish in time.
+            DurableTaskError: The instance disappeared (was purged) while waiting.
+        """
         if self.action is AttachAction.ALREADY_COMPLETED and self.state is not None:
             return self.state
         state = self._client.wait_for_orchestration_completion(self.instance_id, timeout=timeout)
@@ -106,7 +114,16 @@ class AttachedOrchestration:
         return state
 
     def result(self, timeout: float = 60, expected_type: type | None = None) -> Any:
-        """The instance's output once it finishes; raises ``OrchestrationFailedError`` if it failed."""
+        """The instance's output once it finishes; raises ``OrchestrationFailedError`` if it failed.
+
+        Args:
+            timeout: Seconds to wait.
+            expected_type: A class to rebuild the output as; ``None`` returns the decoded JSON value.
+
+        Raises:
+            OrchestrationFailedError: The instance failed.
+            TimeoutError: The instance did not finish in time.
+        """
         state = self.wait(timeout)
         state.raise_if_failed()
         return state.get_output(expected_type)
@@ -122,7 +139,15 @@ class AsyncAttachedOrchestration:
     _client: _AsyncCompletionWaiter = field(repr=False, compare=False)
 
     async def wait(self, timeout: float = 60) -> OrchestrationState:
-        """Wait for the instance to finish; a completed instance returns at once. Raises ``TimeoutError``."""
+        """Wait for the instance to finish; a completed instance returns at once.
+
+        Args:
+            timeout: Seconds to wait.
+
+        Raises:
+            TimeoutError: The instance did not finish in time.
+            DurableTaskError: The instance disappeared (was purged) while waiting.
+        """
         if self.action is AttachAction.ALREADY_COMPLETED and self.state is not None:
             return self.state
         state = await self._client.wait_for_orchestration_completion(self.instance_id, timeout=timeout)
@@ -131,7 +156,16 @@ class AsyncAttachedOrchestration:
         return state
 
     async def result(self, timeout: float = 60, expected_type: type | None = None) -> Any:
-        """The instance's output once it finishes; raises ``OrchestrationFailedError`` if it failed."""
+        """The instance's output once it finishes; raises ``OrchestrationFailedError`` if it failed.
+
+        Args:
+            timeout: Seconds to wait.
+            expected_type: A class to rebuild the output as; ``None`` returns the decoded JSON value.
+
+        Raises:
+            OrchestrationFailedError: The instance failed.
+            TimeoutError: The instance did not finish in time.
+        """
         state = await self.wait(timeout)
         state.raise_if_failed()
         return state.get_output(expected_type)

@@ -49,29 +49,25 @@ class TaskHubGrpcClient:
     :class:`AsyncTaskHubGrpcClient` there). ``fail_in_event_loop=True`` turns such calls into errors.
 
     Args:
-        host_address: ``host:port`` (an ``http(s)://`` or ``grpc(s)://`` prefix selects TLS); default
-            ``localhost:4001``.
+        host_address: ``host:port`` (``http(s)://`` or ``grpc(s)://`` selects TLS); default ``localhost:4001``.
         metadata: Headers sent with every call (e.g. ``[("taskhub", "my-hub")]``).
         log_handler: Deprecated; pass ``logger`` instead.
         log_formatter: Deprecated; pass ``logger`` instead.
-        logger: Where to log. By default, as with Microsoft's client, a private ``durabletask-client`` logger
-            prints one INFO line per call (and warnings) to stderr; pass a logger to route or silence it.
+        logger: Where to log; by default, as Microsoft's, a private ``durabletask-client`` logger prints one
+            INFO line per call (and warnings) to stderr.
         channel: A channel to use instead of creating one (it is not closed by :meth:`close`).
         secure_channel: Use TLS when the address has no scheme.
         interceptors: Extra client interceptors.
         channel_options: Message size, keepalive and transport retry settings.
         resiliency_options: When to rebuild the channel after repeated transport failures.
         default_version: Version given to new orchestrations that do not name one.
-        payload_store: Where payloads over its threshold go (see :mod:`durabletask.payload`): requests leave
-            with large payloads externalized, responses come back with them restored.
+        payload_store: Where payloads over its threshold go, and come back from (see :mod:`durabletask.payload`).
         data_converter: Serializes inputs and decodes outputs; default: the JSON text Microsoft's converter writes.
-        emit_trace_spans: Whether to record OpenTelemetry spans (when ``opentelemetry-api`` is installed);
-            False still sends the caller's trace context with the request, as Microsoft's SDK does.
-        root_certificates: PEM CA certificates to trust for TLS (e.g. a private CA); an addition to the
-            compatible API.
-        fail_in_event_loop: Raise :class:`~durabletask.client.SyncCallInEventLoopError` instead of blocking
-            when a method is called from a thread running an asyncio event loop (default ``False``: block, as
-            Microsoft's client does). An addition to the compatible API, for code that wants the mistake caught.
+        emit_trace_spans: Record OpenTelemetry spans (with ``opentelemetry-api``); ``False`` still sends the
+            caller's trace context, as Microsoft's SDK does.
+        root_certificates: PEM CA certificates to trust for TLS (an addition to the compatible API).
+        fail_in_event_loop: Raise :class:`~durabletask.client.SyncCallInEventLoopError` instead of blocking in
+            a thread running an asyncio event loop (default ``False``, as Microsoft's); an addition to the API.
     """
 
     def __init__(
@@ -248,7 +244,12 @@ class TaskHubGrpcClient:
 
     @blocking
     def get_orchestration_state(self, instance_id: str, *, fetch_payloads: bool = True) -> OrchestrationState | None:
-        """The instance's current state, or ``None`` if it does not exist."""
+        """The instance's current state, or ``None`` if it does not exist.
+
+        Args:
+            instance_id: The instance's ID.
+            fetch_payloads: Include the input, output and custom status (``False`` leaves them ``None``).
+        """
         return self._run(
             ops.get_orchestration_state(instance_id, fetch_payloads=fetch_payloads, converter=self._settings.converter)
         )
@@ -257,7 +258,13 @@ class TaskHubGrpcClient:
     def get_orchestration_history(
         self, instance_id: str, *, execution_id: str | None = None, for_work_item_processing: bool = False
     ) -> list[history.HistoryEvent]:
-        """The instance's full history, oldest event first."""
+        """The instance's full history, oldest event first.
+
+        Args:
+            instance_id: The instance's ID.
+            execution_id: Sent as the request's ``executionId`` (the emulator returns the whole history regardless).
+            for_work_item_processing: Sent as ``forWorkItemProcessing``, the flag a worker sets when it reads history.
+        """
         return self._run(
             ops.get_orchestration_history(
                 instance_id, execution_id=execution_id, for_work_item_processing=for_work_item_processing
@@ -273,7 +280,15 @@ class TaskHubGrpcClient:
         page_size: int | None = None,
         continuation_token: str | None = None,
     ) -> Page[str]:
-        """One page of instance IDs; pass the returned ``continuation_token`` back for the next page."""
+        """One page of instance IDs; pass the returned ``continuation_token`` back for the next page.
+
+        Args:
+            runtime_status: Only instances in these statuses.
+            completed_time_from: Only instances completed at or after this time.
+            completed_time_to: Only instances completed at or before this time.
+            page_size: At most this many IDs; the backend's default when ``None``.
+            continuation_token: The previous page's ``continuation_token``; the first page when ``None``.
+        """
         return self._run(
             ops.list_instance_ids(runtime_status, completed_time_from, completed_time_to, page_size, continuation_token)
         )
@@ -290,6 +305,11 @@ class TaskHubGrpcClient:
         self, instance_id: str, *, fetch_payloads: bool = False, timeout: float = 60
     ) -> OrchestrationState | None:
         """Block until the instance leaves ``PENDING``.
+
+        Args:
+            instance_id: The instance's ID.
+            fetch_payloads: Include the input, output and custom status in the returned state.
+            timeout: Seconds to wait.
 
         Raises:
             TimeoutError: ``timeout`` seconds passed first.
@@ -310,6 +330,11 @@ class TaskHubGrpcClient:
     ) -> OrchestrationState | None:
         """Block until the instance completes, fails or is terminated.
 
+        Args:
+            instance_id: The instance's ID.
+            fetch_payloads: Include the input, output and custom status in the returned state.
+            timeout: Seconds to wait.
+
         Raises:
             TimeoutError: ``timeout`` seconds passed first.
         """
@@ -325,7 +350,13 @@ class TaskHubGrpcClient:
 
     @blocking
     def raise_orchestration_event(self, instance_id: str, event_name: str, *, data: Any | None = None) -> None:
-        """Send an external event to the instance."""
+        """Send an external event to the instance.
+
+        Args:
+            instance_id: The receiving instance.
+            event_name: The event's name (``wait_for_external_event`` matches it case-insensitively).
+            data: The event's JSON-serializable payload (at most 1 MiB once serialized).
+        """
         self._run(
             ops.raise_orchestration_event(
                 instance_id,
@@ -339,7 +370,13 @@ class TaskHubGrpcClient:
 
     @blocking
     def terminate_orchestration(self, instance_id: str, *, output: Any | None = None, recursive: bool = True) -> None:
-        """Terminate the instance (and, by default, its sub-orchestrations)."""
+        """Terminate the instance (and, by default, its sub-orchestrations).
+
+        Args:
+            instance_id: The instance to terminate.
+            output: Recorded as the terminated instance's output.
+            recursive: Also terminate its sub-orchestrations.
+        """
         request = rq.build_terminate_orchestration_request(
             instance_id,
             output=output,
@@ -351,12 +388,22 @@ class TaskHubGrpcClient:
 
     @blocking
     def suspend_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
-        """Pause the instance until it is resumed."""
+        """Pause the instance until it is resumed.
+
+        Args:
+            instance_id: The instance to suspend.
+            reason: Recorded in the instance's history.
+        """
         self._run(ops.fire(rq.build_suspend_orchestration_request(instance_id, reason=reason)))
 
     @blocking
     def resume_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
-        """Resume a suspended instance."""
+        """Resume a suspended instance.
+
+        Args:
+            instance_id: The instance to resume.
+            reason: Recorded in the instance's history.
+        """
         self._run(ops.fire(rq.build_resume_orchestration_request(instance_id, reason=reason)))
 
     @blocking
@@ -373,15 +420,23 @@ class TaskHubGrpcClient:
         """Start ``instance_id`` or attach to it: the carrier run that finishes a crashed process's work.
 
         The instance's recorded fingerprint (orchestrator name, version, input hash and code hash) must match
-        this call, so a second process never starts a second copy of the business operation:
+        this call, so a second process never starts a second copy of the business operation. No such instance:
+        start it (``STARTED``); running, pending or suspended: attach (``ATTACHED``); completed: reuse the
+        recorded result, run nothing (``ALREADY_COMPLETED``); failed: rewind it if ``rewind_if_failed``
+        (``REWOUND``). Returns a handle whose ``wait()``/``result()`` give the outcome. An addition to the
+        compatible API.
 
-        * no such instance: start it (``STARTED``);
-        * running, pending or suspended: attach without creating anything (``ATTACHED``);
-        * completed: reuse the recorded result, run nothing (``ALREADY_COMPLETED``);
-        * failed: raise ``AttachedInstanceFailedError``, or rewind it when ``rewind_if_failed`` (``REWOUND``);
-        * a fingerprint that differs: raise ``FingerprintMismatchError`` listing exactly which parts differ.
+        Args:
+            orchestrator: The orchestrator function or its registered name.
+            instance_id: The instance to start or attach to.
+            input: The orchestration's input (part of the fingerprint).
+            version: The orchestration version; ``default_version`` when omitted.
+            tags: String tags stored with an instance this call starts.
+            rewind_if_failed: Rewind a failed instance instead of raising.
 
-        Returns a handle whose ``wait()``/``result()`` give the outcome. An addition to the compatible API.
+        Raises:
+            AttachedInstanceFailedError: The instance failed and ``rewind_if_failed`` is false.
+            FingerprintMismatchError: The instance's fingerprint differs (the message lists which parts).
         """
         action, state = self._run(
             attach_ops.attach_orchestration(
@@ -399,12 +454,22 @@ class TaskHubGrpcClient:
 
     @blocking
     def rewind_orchestration(self, instance_id: str, *, reason: str | None = None) -> None:
-        """Retry a failed instance from its failed steps, keeping the results that succeeded."""
+        """Retry a failed instance from its failed steps, keeping the results that succeeded.
+
+        Args:
+            instance_id: The failed instance.
+            reason: Recorded in the instance's history.
+        """
         self._run(ops.fire(rq.build_rewind_orchestration_request(instance_id, reason=reason)))
 
     @blocking
     def restart_orchestration(self, instance_id: str, *, restart_with_new_instance_id: bool = False) -> str:
-        """Start the instance over with its original input; returns the (possibly new) instance ID."""
+        """Start the instance over with its original input; returns the (possibly new) instance ID.
+
+        Args:
+            instance_id: The instance to start over.
+            restart_with_new_instance_id: Give the new run a random instance ID instead of reusing this one.
+        """
         return self._run(
             ops.restart_orchestration(instance_id, restart_with_new_instance_id=restart_with_new_instance_id)
         )
@@ -413,8 +478,11 @@ class TaskHubGrpcClient:
     def purge_orchestration(self, instance_id: str, recursive: bool = True) -> PurgeInstancesResult:
         """Delete a finished instance's state and history.
 
-        With a payload store whose options set ``delete_payloads_on_purge``, the payloads stored for the
-        purged instances are deleted too (see :mod:`durabletask._client.payload_purge`).
+        With a payload store whose options set ``delete_payloads_on_purge``, its stored payloads are deleted too.
+
+        Args:
+            instance_id: The instance to delete.
+            recursive: Also purge its sub-orchestrations.
         """
         if not self._settings.purges_payloads():
             result = self._run(ops.purge_orchestration(instance_id, recursive))
@@ -437,8 +505,14 @@ class TaskHubGrpcClient:
     ) -> PurgeInstancesResult:
         """Delete every finished instance matching the filter.
 
-        With a payload store whose options set ``delete_payloads_on_purge``, the payloads stored for the
-        purged instances are deleted too.
+        With a payload store whose options set ``delete_payloads_on_purge``, their stored payloads go too.
+
+        Args:
+            created_time_from: Only instances created at or after this time.
+            created_time_to: Only instances created at or before this time.
+            runtime_status: Only instances in these statuses.
+            recursive: Also purge their sub-orchestrations.
+            timeout: Bounds the backend's work on the purge (not the call).
         """
         if not self._settings.purges_payloads():
             return self._run(
@@ -488,7 +562,14 @@ class TaskHubGrpcClient:
         input: Any | None = None,
         signal_time: datetime | None = None,
     ) -> None:
-        """Send a one-way operation to an entity, optionally delivered at ``signal_time``."""
+        """Send a one-way operation to an entity, optionally delivered at ``signal_time``.
+
+        Args:
+            entity_instance_id: The target entity.
+            operation_name: The operation to call.
+            input: The operation's JSON-serializable input.
+            signal_time: Deliver no earlier than this time; at once when ``None``.
+        """
         request = rq.build_signal_entity_request(
             entity_instance_id,
             operation_name,

@@ -60,11 +60,19 @@ class OrchestrationContext(ABC):
 
     @abstractmethod
     def set_custom_status(self, custom_status: Any) -> None:
-        """Set a JSON-serializable custom status visible to clients."""
+        """Set a JSON-serializable custom status visible to clients.
+
+        Args:
+            custom_status: Any value the data converter can serialize; ``None`` clears it.
+        """
 
     @abstractmethod
     def create_timer(self, fire_at: datetime | timedelta) -> TimerTask:
-        """A durable timer that fires at ``fire_at`` (or after that much orchestration time)."""
+        """A durable timer that fires at ``fire_at`` (or after that much orchestration time).
+
+        Args:
+            fire_at: An absolute time (naive values are UTC) or a delay from the orchestration's current time.
+        """
 
     # The overloads type an awaited (or yielded-into-a-variable) call by the activity's return annotation,
     # or by ``return_type``; a coroutine activity's result is what it returns, not the coroutine.
@@ -287,7 +295,16 @@ class OrchestrationContext(ABC):
         """
 
     def send_event(self, instance_id: str, event_name: str, *, data: Any | None = None) -> None:
-        """Send an event to another orchestration instance (fire and forget)."""
+        """Send an event to another orchestration instance (fire and forget).
+
+        Args:
+            instance_id: The receiving instance.
+            event_name: The event's name (the receiver matches it case-insensitively).
+            data: The event's payload.
+
+        Raises:
+            NotImplementedError: This context cannot send events.
+        """
         raise NotImplementedError("This OrchestrationContext does not support send_event().")
 
     @abstractmethod
@@ -318,13 +335,27 @@ class OrchestrationContext(ABC):
     def call_entity(
         self, entity: Any, operation: str, input: Any = None, *, return_type: type | None = None
     ) -> CompletableTask[Any]:
-        """Call an operation on a durable entity and return a task for its result."""
+        """Call an operation on a durable entity and return a task for its result.
+
+        Args:
+            entity: The entity, as an ``EntityInstanceId`` or its ``@name@key`` string.
+            operation: The operation name.
+            input: The operation's input.
+            return_type: A class to rebuild the result as.
+        """
 
     @abstractmethod
     def signal_entity(
         self, entity_id: Any, operation_name: str, input: Any = None, signal_time: datetime | None = None
     ) -> None:
-        """Signal an operation on a durable entity without waiting for it."""
+        """Signal an operation on a durable entity without waiting for it.
+
+        Args:
+            entity_id: The entity, as an ``EntityInstanceId`` or its ``@name@key`` string.
+            operation_name: The operation name.
+            input: The operation's input.
+            signal_time: Deliver the signal no earlier than this time; at once when ``None``.
+        """
 
     @abstractmethod
     def lock_entities(self, entities: list[Any]) -> LockTask[EntityLock]:
@@ -332,6 +363,9 @@ class OrchestrationContext(ABC):
 
         Hold the lock with ``with (yield task):`` in a generator orchestrator, or ``async with task:`` in an
         ``async def`` one.
+
+        Args:
+            entities: The entities to lock, as ``EntityInstanceId`` values or ``@name@key`` strings.
         """
 
     @abstractmethod
@@ -343,11 +377,23 @@ class OrchestrationContext(ABC):
 
         The items of a turn are stored once, when the turn commits (one history event per turn); a replay
         publishes nothing again. Raises ``ValueError`` for an item over 64 KiB, or over 512 KiB in one turn.
+
+        Args:
+            value: A JSON-serializable item.
+            topic: The topic subscribers filter on.
+
+        Raises:
+            PublishError: This context is not a running orchestration.
+            ValueError: The item or the turn's items are over the limits above.
         """
         raise PublishError(f"publish: {type(self).__name__} is not a running orchestration and cannot publish")
 
     def create_replay_safe_logger(self, logger: logging.Logger) -> ReplaySafeLogger:
-        """Wrap ``logger`` so that it stays silent while the orchestrator replays."""
+        """Wrap ``logger`` so that it stays silent while the orchestrator replays.
+
+        Args:
+            logger: The logger to wrap.
+        """
         return ReplaySafeLogger(logger, lambda: self.is_replaying)
 
 
@@ -365,11 +411,20 @@ class ReplaySafeLogger(_LoggerAdapterBase):
         self._is_replaying = is_replaying
 
     def isEnabledFor(self, level: int) -> bool:
-        """``False`` during replay, so messages are neither formatted nor emitted."""
+        """``False`` during replay, so messages are neither formatted nor emitted.
+
+        Args:
+            level: A logging level.
+        """
         return not self._is_replaying() and self.logger.isEnabledFor(level)
 
     def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
-        """Adds the orchestration's trace and span IDs (``otelTraceID``, ``otelSpanID``) when it is traced."""
+        """Adds the orchestration's trace and span IDs (``otelTraceID``, ``otelSpanID``) when it is traced.
+
+        Args:
+            msg: The log message.
+            kwargs: The logging call's keyword arguments.
+        """
         msg, kwargs = super().process(msg, kwargs)
         ids = trace_ids.current()
         if ids is not None:
@@ -413,6 +468,14 @@ class ActivityContext:
 
         Items are sent in batches (about every 50 ms) and are all stored before the activity's result is
         reported. They carry this task's ID and attempt. Raises ``ValueError`` for an item over 64 KiB.
+
+        Args:
+            value: A JSON-serializable item.
+            topic: The topic subscribers filter on.
+
+        Raises:
+            PublishError: This context does not belong to an activity run by a worker.
+            ValueError: The item is over 64 KiB once serialized.
         """
         publisher = self._publisher
         if publisher is None:
@@ -450,6 +513,10 @@ class ActivityContext:
         ``heartbeat_timeout``, the latest details replacing earlier unsent ones. Outside a bounded call (no
         timeout or cancellation type given to ``call_activity``) the details are only checked.
 
+        Args:
+            details: JSON-serializable progress (at most 64 KiB once serialized), given to a later attempt as
+                :attr:`heartbeat_details`.
+
         Raises:
             ActivityCancelledError: The activity was asked to stop.
             SerializationError: ``details`` cannot be serialized.
@@ -472,7 +539,14 @@ Entity: TypeAlias = Callable[[Any, TInput], TOutput] | type[Any]
 
 
 def get_name(fn: Callable[..., Any]) -> str:
-    """The name a function is registered and scheduled under."""
+    """The name a function is registered and scheduled under.
+
+    Args:
+        fn: The orchestrator, activity or entity function.
+
+    Raises:
+        ValueError: ``fn`` has no usable name (e.g. a lambda).
+    """
     name = getattr(fn, "__name__", None)
     if not isinstance(name, str) or not name:
         raise ValueError(f"Cannot infer a name from {fn!r}. Please provide a name explicitly.")
@@ -482,7 +556,14 @@ def get_name(fn: Callable[..., Any]) -> str:
 
 
 def get_entity_name(fn: Entity[Any, Any]) -> str:
-    """The name an entity function or class is registered under."""
+    """The name an entity function or class is registered under.
+
+    Args:
+        fn: The entity function or class; a ``__durable_entity_name__`` attribute takes precedence.
+
+    Raises:
+        ValueError: No name can be inferred.
+    """
     explicit = getattr(fn, "__durable_entity_name__", None)
     if isinstance(explicit, str) and explicit:
         return explicit

@@ -90,7 +90,13 @@ class RetryPolicy:
         return timedelta(seconds=seconds)
 
     def retry_expired(self, attempts: int, started: datetime, now: datetime) -> bool:
-        """Whether the retry after attempt ``attempts``, failed at ``now``, would start too late."""
+        """Whether the retry after attempt ``attempts``, failed at ``now``, would start too late.
+
+        Args:
+            attempts: How many attempts have run.
+            started: When the first attempt was scheduled (orchestration time).
+            now: When the latest attempt failed (orchestration time).
+        """
         if self._retry_timeout is None or attempts >= self._max_number_of_attempts:
             return False
         return now + self._delay(attempts) >= started + self._retry_timeout
@@ -104,6 +110,12 @@ class RetryPolicy:
         With ``retry_timeout``, a retry is made only if its timer fires before ``started + retry_timeout``:
         Microsoft's SDK checks the wall clock against that instant each time it replays, so a retry whose
         timer fires later is given up when the timer fires; here it is known when the attempt fails.
+
+        Args:
+            attempts: How many attempts have run.
+            started: When the first attempt was scheduled (orchestration time).
+            now: When the latest attempt failed (orchestration time).
+            failure: The latest failure, for the policy's ``handle_failure`` predicate.
         """
         if attempts >= self._max_number_of_attempts:
             return None

@@ -112,7 +112,14 @@ class CompletableTask(Task[T_co]):
         self._expected_type = expected_type
 
     def complete(self, result: T_co) -> None:  # type: ignore[misc]  # the runtime's call, not user code's
-        """Complete the task with ``result``."""
+        """Complete the task with ``result``.
+
+        Args:
+            result: The task's result.
+
+        Raises:
+            ValueError: The task has already completed.
+        """
         if self._is_complete:
             raise ValueError("The task has already completed.")
         # _finish(result, None) inlined: a task completes per replayed completion event. A pending task has no
@@ -126,7 +133,15 @@ class CompletableTask(Task[T_co]):
                 observer.on_child_completed(self)
 
     def fail(self, message: str, details: pb.TaskFailureDetails | BaseException) -> None:
-        """Fail the task with a :class:`TaskFailedError` built from ``message`` and ``details``."""
+        """Fail the task with a :class:`TaskFailedError` built from ``message`` and ``details``.
+
+        Args:
+            message: The error message.
+            details: The failure as reported on the wire, or the exception that caused it.
+
+        Raises:
+            ValueError: The task has already completed.
+        """
         if self._is_complete:
             raise ValueError("The task has already completed.")
         self._finish(None, TaskFailedError(message, details))
@@ -168,7 +183,11 @@ class CancellableTask(CompletableTask[T_co]):
         return self._is_cancelled
 
     def set_cancel_handler(self, cancel_handler: Callable[[], None]) -> None:
-        """Register what the runtime must undo when the task is cancelled."""
+        """Register what the runtime must undo when the task is cancelled.
+
+        Args:
+            cancel_handler: Called with no arguments when the task is cancelled.
+        """
         self._cancel_handler = cancel_handler
 
     def cancel(self) -> bool:
@@ -198,7 +217,11 @@ class TimerTask(CancellableTask[None]):
         return self._final_fire_at
 
     def set_retryable_parent(self, retryable_task: RetryableTask[Any]) -> None:
-        """Make ``retryable_task`` schedule its next attempt when this timer fires."""
+        """Make ``retryable_task`` schedule its next attempt when this timer fires.
+
+        Args:
+            retryable_task: The call waiting for this timer.
+        """
         self._observe(retryable_task)
 
     def _next_fire_at(self, now: datetime) -> datetime | None:
@@ -245,7 +268,12 @@ class RetryableTask(CompletableTask[T_co]):
     def compute_next_delay(
         self, failure: pb.TaskFailureDetails | None = None, now: datetime | None = None
     ) -> timedelta | None:
-        """The delay before the next attempt, or ``None`` when the policy says stop."""
+        """The delay before the next attempt, or ``None`` when the policy says stop.
+
+        Args:
+            failure: The failed attempt's details; a non-retriable failure stops the retries.
+            now: When the attempt failed (orchestration time); the call's start time when ``None``.
+        """
         if failure is not None and self._first_failure is None:
             self._first_failure = failure
         details: FailureDetails | None = details_from_proto(failure) if failure is not None else None
@@ -262,6 +290,9 @@ class RetryableTask(CompletableTask[T_co]):
 
         When the retry timeout ends the retries, it is the first attempt's, as with Microsoft's SDK (which
         notices the timeout while replaying and so gives up at the first failure in the history).
+
+        Args:
+            failure: The last attempt's failure.
         """
         if self._timed_out and self._first_failure is not None:
             return self._first_failure
@@ -317,7 +348,11 @@ class CompositeTask(Task[T]):
 
     @abstractmethod
     def on_child_completed(self, task: Task[Any]) -> None:
-        """Called once per distinct child when it completes."""
+        """Called once per distinct child when it completes.
+
+        Args:
+            task: The child that completed (successfully or not).
+        """
 
 
 class WhenAllTask(CompositeTask[list[T]]):
@@ -370,10 +405,17 @@ def when_all(tasks: Sequence[Task[T]]) -> WhenAllTask[T]:
     """A task that completes when all ``tasks`` complete, with their results in order.
 
     If any task fails, the first failure is raised once every task has finished.
+
+    Args:
+        tasks: The tasks to wait for (a task given twice counts twice).
     """
     return WhenAllTask(tasks)
 
 
 def when_any(tasks: Sequence[Task[T]]) -> WhenAnyTask[T]:
-    """A task that completes with the first of ``tasks`` to complete; the others are not cancelled."""
+    """A task that completes with the first of ``tasks`` to complete; the others are not cancelled.
+
+    Args:
+        tasks: The tasks to race.
+    """
     return WhenAnyTask(tasks)

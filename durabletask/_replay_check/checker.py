@@ -130,14 +130,26 @@ class ReplayChecker:
         )
 
     def check(self, histories: Iterable[OrchestrationHistory]) -> ReplayReport:
-        """Check every execution of every history; the report keeps their order."""
+        """Check every execution of every history; the report keeps their order.
+
+        Args:
+            histories: The histories to replay, e.g. from :func:`histories_from_client` or :func:`histories_from_files`.
+        """
         results: list[ReplayResult] = []
         for history in histories:
             results.extend(self.check_history(history))
         return ReplayReport(tuple(results))
 
     def check_history(self, history: OrchestrationHistory) -> list[ReplayResult]:
-        """Check each execution of one instance's history."""
+        """Check each execution of one instance's history.
+
+        Args:
+            history: One instance's history; it may hold several executions (continue-as-new).
+
+        Returns:
+            One result per execution; a single ``DIVERGES`` result when the history cannot be read and a single
+            ``SKIPPED`` result when nothing is recorded yet.
+        """
         try:
             runs = executions(history)
         except ValueError as error:  # an event no protocol kind describes
@@ -152,7 +164,11 @@ class ReplayChecker:
         return [self.check_execution(run) for run in runs]
 
     def check_execution(self, execution: Execution) -> ReplayResult:
-        """Check one execution's protocol events."""
+        """Check one execution's protocol events.
+
+        Args:
+            execution: One execution of a history.
+        """
         if not execution.started:
             unreadable = Divergence(DivergenceKind.HISTORY, "the history has no executionStarted event to replay from")
             return _result(execution, Verdict.DIVERGES, divergence=unreadable)

@@ -33,7 +33,13 @@ class OrchestrationHistory:
 
     @classmethod
     def of_protocol_events(cls, instance_id: str, events: list[pb.HistoryEvent], source: str) -> OrchestrationHistory:
-        """A history read straight into protocol events (from files): the checker's own form of it."""
+        """A history read straight into protocol events (from files): the checker's own form of it.
+
+        Args:
+            instance_id: The instance the history belongs to.
+            events: Its protocol events, oldest first.
+            source: Where the history came from (a file path), shown in reports.
+        """
         made = cls(instance_id, (), source)
         made._events, made._protocol = None, events
         return made

@@ -47,6 +47,16 @@ def histories_from_client(
     status), kept if their orchestrator name is among ``names``. With ``sub_orchestrations`` each one's
     sub-orchestrations follow it, whatever their name, each checked on its own. ``source`` labels them in reports.
 
+    Args:
+        client: A client of the task hub to read.
+        instance_ids: Check exactly these instances; otherwise the query below selects them.
+        names: Keep only instances of these orchestrator names; all names when ``None``.
+        statuses: Keep only instances in these runtime statuses; all statuses when ``None`` or empty.
+        created_from: Select instances created at or after this time (only without ``instance_ids``).
+        created_to: Select instances created at or before this time (only without ``instance_ids``).
+        sub_orchestrations: Follow each instance with its sub-orchestrations.
+        source: The label reports show for these histories.
+
     Raises:
         LookupError: an instance named in ``instance_ids`` does not exist.
     """
@@ -104,6 +114,9 @@ def _exported(path: Path) -> OrchestrationHistory:
 def read_history_file(path: str | Path) -> OrchestrationHistory:
     """One file's history: an export file of either SDK (``.json`` or ``.jsonl.gz``) or a ``history --json`` dump.
 
+    Args:
+        path: The file to read.
+
     Raises:
         ValueError: the file is neither.
     """
@@ -151,6 +164,12 @@ def histories_from_files(
 ) -> Iterator[OrchestrationHistory]:
     """The histories in export files and JSON dumps (folders are searched for ``*.json`` and ``*.jsonl.gz``),
     read one at a time and kept if they match the filters (by instance ID, orchestrator name, implied status).
+
+    Args:
+        paths: Files, or folders searched recursively.
+        instance_ids: Keep only these instances.
+        names: Keep only these orchestrator names.
+        statuses: Keep only histories whose last execution is in one of these statuses.
 
     Raises:
         ValueError: a file is not a history; OSError: it cannot be read.

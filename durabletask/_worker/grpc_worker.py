@@ -204,22 +204,55 @@ class TaskHubGrpcWorker:
 
         ``name`` is an addition to the compatible API: it lets two workers serve one orchestration name with
         different versions of the code.
+
+        Args:
+            fn: The orchestrator: a generator function, an ``async def`` function or a plain function.
+            name: The name to register under; the function's ``__name__`` when ``None``.
+
+        Raises:
+            RegistrationError: No name can be derived, or the name is already registered (a ``ValueError``).
+            RuntimeError: The worker is running.
         """
         self._require_stopped("Orchestrators")
         return self._registry.add_orchestrator(fn, name)
 
     def add_activity(self, fn: Callable[..., Any], *, name: str | None = None) -> str:
-        """Register an activity function (sync or ``async``) under ``name`` (default: its own name)."""
+        """Register an activity function (sync or ``async``) under ``name`` (default: its own name).
+
+        Args:
+            fn: The activity function, taking ``(ActivityContext, input)``.
+            name: The name to register under; the function's ``__name__`` when ``None``.
+
+        Raises:
+            RegistrationError: No name can be derived, or the name is already registered (a ``ValueError``).
+            RuntimeError: The worker is running.
+        """
         self._require_stopped("Activities")
         return self._registry.add_activity(fn, name)
 
     def add_entity(self, fn: Any, name: str | None = None) -> str:
-        """Register an entity function or class, under ``name`` or its own name; returns the name."""
+        """Register an entity function or class, under ``name`` or its own name; returns the name.
+
+        Args:
+            fn: An entity function taking ``(EntityContext, input)``, or a ``DurableEntity`` subclass.
+            name: The entity name to register under; the function's or class's name when ``None``.
+
+        Raises:
+            RegistrationError: No name can be derived, or the name is already registered (a ``ValueError``).
+            RuntimeError: The worker is running.
+        """
         self._require_stopped("Entities")
         return self._registry.add_entity(fn, name)
 
     def add_capability(self, capability: int) -> None:
-        """Advertise a worker capability (a ``WorkerCapability`` value) to the backend."""
+        """Advertise a worker capability (a ``WorkerCapability`` value) to the backend.
+
+        Args:
+            capability: The capability, e.g. ``WORKER_CAPABILITY_SCHEDULED_TASKS``.
+
+        Raises:
+            RuntimeError: The worker is running.
+        """
         self._require_stopped("Capabilities")
         self._capabilities.add(int(capability))
 
@@ -250,6 +283,13 @@ class TaskHubGrpcWorker:
         one ``$dropped`` marker instead (docs/streams.md). Every worker hosts the stream entities with the default
         (64 MiB); give every worker of a task hub the same value. Call before :meth:`start`. Also registers the
         stream entities, so a worker that sends work-item filters takes their work.
+
+        Args:
+            max_bytes_per_instance: The bytes of stream items kept per instance.
+
+        Raises:
+            ValueError: The value is not an int of at least one item's limit (64 KiB).
+            RuntimeError: The worker is running.
         """
         self._require_stopped("Streams")
         for name, entity in stream_entities(max_bytes_per_instance).items():
@@ -261,12 +301,25 @@ class TaskHubGrpcWorker:
         Every client start records the orchestrator's code hash in the instance's tags. ``LOG`` (the default) runs
         it and logs a warning; ``ABANDON`` hands it back so a worker with matching code takes it; ``FAIL`` fails
         it; ``IGNORE`` runs it silently. An addition to the compatible API.
+
+        Args:
+            policy: A :class:`CodeMismatchPolicy` value.
+
+        Raises:
+            RuntimeError: The worker is running.
         """
         self._require_stopped("The code mismatch policy")
         self._registry.code_mismatch_policy = policy
 
     def use_versioning(self, version: VersioningOptions) -> None:
-        """Set the versioning policy for orchestrations and the default sub-orchestration version."""
+        """Set the versioning policy for orchestrations and the default sub-orchestration version.
+
+        Args:
+            version: The worker's version, which versions it accepts and what it does with the others.
+
+        Raises:
+            RuntimeError: The worker is running.
+        """
         self._require_stopped("Versioning")
         self._registry.versioning = version
 

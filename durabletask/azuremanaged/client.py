@@ -108,6 +108,12 @@ class DurableTaskSchedulerClient(TaskHubGrpcClient):
         ``Endpoint``, ``TaskHub``, ``ResourceId`` and the credential chosen by ``Authentication`` come
         from the string; other keyword arguments are passed through.
 
+        Args:
+            connection_string: ``Key=Value;...`` pairs, e.g.
+                ``Endpoint=https://...;TaskHub=hub;Authentication=DefaultAzure``.
+            **kwargs: Further constructor arguments (``host_address``, ``taskhub``, ``token_credential`` and
+                ``resource_id`` come from the string).
+
         Raises:
             ConnectionStringError: the string is invalid (see
                 :mod:`durabletask.azuremanaged.connection_string`).
@@ -172,6 +178,10 @@ class AsyncDurableTaskSchedulerClient(AsyncTaskHubGrpcClient):
 
         The credential built from ``Authentication`` is a blocking azure-identity credential; its token
         requests run in a worker thread, so no asyncio HTTP transport needs to be installed.
+
+        Args:
+            connection_string: ``Key=Value;...`` pairs, as for the sync client's ``from_connection_string``.
+            **kwargs: Further constructor arguments.
 
         Raises:
             ConnectionStringError: the string is invalid.

@@ -110,6 +110,10 @@ class DurableTaskSchedulerConnectionString:
     def parse(cls, connection_string: str) -> DurableTaskSchedulerConnectionString:
         """Parse and validate a connection string.
 
+        Args:
+            connection_string: ``Key=Value`` segments separated by ``;`` (keys are case-sensitive, as in
+                Microsoft's .NET parser): ``Endpoint``, ``TaskHub`` and ``Authentication`` are required.
+
         Raises:
             ConnectionStringError: malformed segment, unknown key, missing ``Endpoint``/``TaskHub``/
                 ``Authentication``, unsupported ``Authentication`` value, or an invalid ``Endpoint``,
@@ -161,7 +165,14 @@ class DurableTaskSchedulerConnectionString:
 
 
 def parse_connection_string(connection_string: str) -> DurableTaskSchedulerConnectionString:
-    """Shorthand for :meth:`DurableTaskSchedulerConnectionString.parse`."""
+    """Shorthand for :meth:`DurableTaskSchedulerConnectionString.parse`.
+
+    Args:
+        connection_string: The scheduler connection string.
+
+    Raises:
+        ConnectionStringError: The string is invalid.
+    """
     return DurableTaskSchedulerConnectionString.parse(connection_string)
 
 

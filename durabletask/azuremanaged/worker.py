@@ -116,6 +116,10 @@ class DurableTaskSchedulerWorker(TaskHubGrpcWorker):
         ``Endpoint``, ``TaskHub``, ``ResourceId`` and the credential chosen by ``Authentication`` come
         from the string; other keyword arguments (e.g. ``concurrency_options``) are passed through.
 
+        Args:
+            connection_string: ``Key=Value;...`` pairs, as for the client's ``from_connection_string``.
+            **kwargs: Further constructor arguments.
+
         Raises:
             ConnectionStringError: the string is invalid (see
                 :mod:`durabletask.azuremanaged.connection_string`).

@@ -61,6 +61,10 @@ class StateShim:
     def get_state(self, intended_type: Any = None, default: Any = None) -> Any:
         """The state, rebuilt as ``intended_type`` when given, or ``default`` when there is none.
 
+        Args:
+            intended_type: A class to rebuild the state as; ``None`` returns the decoded JSON value.
+            default: Returned when the entity has no state.
+
         Raises:
             TypeError: the state cannot be read as ``intended_type`` (a class); Microsoft's words.
         """
@@ -73,7 +77,14 @@ class StateShim:
         return value
 
     def set_state(self, state: Any) -> None:
-        """Replace the state (``None`` deletes it); serialized now, so a bad value fails this operation."""
+        """Replace the state (``None`` deletes it); serialized now, so a bad value fails this operation.
+
+        Args:
+            state: The new state; must be serializable by the entity's converter.
+
+        Raises:
+            PayloadTooLargeError: The serialized state is over the payload limit.
+        """
         self._text = self._codec.encode(state, "entity state")
 
     def encode_state(self) -> str | None:
@@ -81,7 +92,11 @@ class StateShim:
         return self._text
 
     def add_operation_action(self, action: pb.OperationAction) -> None:
-        """An action (signal, orchestration start) of the running operation, sent only if it succeeds."""
+        """An action (signal, orchestration start) of the running operation, sent only if it succeeds.
+
+        Args:
+            action: The signal or orchestration start to send once the operation succeeds.
+        """
         self._actions.append(action)
 
     def get_operation_actions(self) -> list[pb.OperationAction]:

@@ -78,7 +78,11 @@ class EntityContext:
         return self._input
 
     def get_input(self, intended_type: type[TState] | None = None) -> Any:
-        """The operation's input, decoded as ``intended_type`` when given."""
+        """The operation's input, decoded as ``intended_type`` when given.
+
+        Args:
+            intended_type: A class to rebuild the decoded input as; ``None`` returns the decoded JSON value.
+        """
         if intended_type is None:
             return self._input
         return self._codec.decode(self._encoded_input, intended_type)
@@ -97,13 +101,21 @@ class EntityContext:
     def get_state(self, intended_type: Any = None, default: Any = None) -> Any:
         """The entity's state (a fresh copy), or ``default`` when it has none.
 
+        Args:
+            intended_type: A class to rebuild the state as; ``None`` returns the decoded JSON value.
+            default: Returned when the entity has no state.
+
         Raises:
             TypeError: The state cannot be read as ``intended_type``.
         """
         return self._state.get_state(intended_type, default)
 
     def set_state(self, new_state: Any) -> None:
-        """Replace the entity's state; ``None`` deletes it."""
+        """Replace the entity's state; ``None`` deletes it.
+
+        Args:
+            new_state: The state to keep; serialized now, so an unserializable value fails this operation.
+        """
         self._state.set_state(new_state)
 
     def delete_state(self) -> None:
@@ -117,7 +129,17 @@ class EntityContext:
         input: Any | None = None,
         signal_time: datetime | None = None,
     ) -> None:
-        """Send a one-way operation to an entity (this one included), optionally not before ``signal_time``."""
+        """Send a one-way operation to an entity (this one included), optionally not before ``signal_time``.
+
+        Args:
+            entity_instance_id: The target entity, as an ID or its ``@name@key`` string.
+            operation: The operation name to call on it.
+            input: The operation's input (serialized now).
+            signal_time: Deliver the signal no earlier than this time; at once when ``None``.
+
+        Raises:
+            ValueError: ``operation`` is empty or ``entity_instance_id`` is not a valid entity ID.
+        """
         target = to_entity_id(entity_instance_id)
         if not operation:
             raise ValueError("the operation name cannot be empty")
@@ -132,7 +154,16 @@ class EntityContext:
     def schedule_new_orchestration(
         self, orchestration_name: str, input: Any | None = None, instance_id: str | None = None
     ) -> str:
-        """Start an orchestration once this operation succeeds; returns its instance ID."""
+        """Start an orchestration once this operation succeeds; returns its instance ID.
+
+        Args:
+            orchestration_name: The registered name of the orchestrator to start.
+            input: The orchestration's input.
+            instance_id: The new instance's ID; a random one when ``None``.
+
+        Raises:
+            ValueError: ``orchestration_name`` is empty.
+        """
         if not orchestration_name:
             raise ValueError("the orchestration name cannot be empty")
         new_id = instance_id or uuid.uuid4().hex

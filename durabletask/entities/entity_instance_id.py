@@ -49,6 +49,9 @@ class EntityInstanceId:
     def parse(entity_id: str) -> EntityInstanceId:
         """Parse the ``@name@key`` form.
 
+        Args:
+            entity_id: The string to parse, e.g. ``"@counter@c1"`` (the name is lower-cased as stored).
+
         Raises:
             ValueError: ``entity_id`` does not have that form.
         """
@@ -61,7 +64,14 @@ class EntityInstanceId:
 
     @staticmethod
     def validate_entity_name(name: str) -> None:
-        """Raise ``ValueError`` unless ``name`` is a non-empty string without ``@``."""
+        """Raise ``ValueError`` unless ``name`` is a non-empty string without ``@``.
+
+        Args:
+            name: The entity name to check.
+
+        Raises:
+            ValueError: ``name`` is not a string, is empty or contains ``@``.
+        """
         if not isinstance(name, str):
             raise ValueError(f"entity name must be a string, not {type(name).__name__}")
         if not name:
@@ -71,7 +81,14 @@ class EntityInstanceId:
 
     @staticmethod
     def validate_key(key: str) -> None:
-        """Raise ``ValueError`` unless ``key`` is a non-empty string."""
+        """Raise ``ValueError`` unless ``key`` is a non-empty string.
+
+        Args:
+            key: The entity key to check.
+
+        Raises:
+            ValueError: ``key`` is not a string or is empty.
+        """
         if not isinstance(key, str):
             raise ValueError(f"entity key must be a string, not {type(key).__name__}")
         if not key:

@@ -54,7 +54,13 @@ class EntityMetadata:
     def from_entity_response(
         entity_response: pb.GetEntityResponse, includes_state: bool, data_converter: DataConverter | None = None
     ) -> EntityMetadata:
-        """Build from a ``GetEntity`` response."""
+        """Build from a ``GetEntity`` response.
+
+        Args:
+            entity_response: The response message.
+            includes_state: Whether the request asked for the state.
+            data_converter: Decodes the state for :meth:`get_typed_state`; the default JSON converter when ``None``.
+        """
         return EntityMetadata.from_entity_metadata(entity_response.entity, includes_state, data_converter)
 
     @staticmethod
@@ -65,6 +71,14 @@ class EntityMetadata:
 
         The compatible API puts this constructor on the model, so the model reads its own wire form here
         (protobuf types only); every other proto-to-model conversion lives in ``durabletask._grpc.convert``.
+
+        Args:
+            entity: The wire ``EntityMetadata``.
+            includes_state: Whether the request asked for the state.
+            data_converter: Decodes the state for :meth:`get_typed_state`; the default JSON converter when ``None``.
+
+        Raises:
+            ProtocolError: The service returned an entity ID that is not in ``@name@key`` form.
         """
         try:
             entity_id = EntityInstanceId.parse(entity.instanceId)
@@ -90,6 +104,9 @@ class EntityMetadata:
 
         Use :meth:`get_typed_state` to decode the JSON instead.
 
+        Args:
+            intended_type: A type built from the stored JSON text (Microsoft's behaviour); ``None`` returns the text.
+
         Raises:
             TypeError: ``intended_type`` cannot be built from the stored text.
         """
@@ -107,7 +124,11 @@ class EntityMetadata:
     @overload
     def get_typed_state(self, intended_type: None = None) -> Any: ...
     def get_typed_state(self, intended_type: Any = None) -> Any:
-        """The decoded state (``None`` if absent), rebuilt as ``intended_type`` when given."""
+        """The decoded state (``None`` if absent), rebuilt as ``intended_type`` when given.
+
+        Args:
+            intended_type: A class to rebuild the decoded JSON as; ``None`` returns the decoded value.
+        """
         if self._state is None:
             return None
         converter = self._data_converter if self._data_converter is not None else DEFAULT_DATA_CONVERTER

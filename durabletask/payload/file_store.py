@@ -106,7 +106,11 @@ class FilePayloadStore(PayloadStore):
         return True
 
     def delete_instance_payloads(self, instance_id: str) -> int:
-        """Delete every payload stored for ``instance_id``; returns how many there were."""
+        """Delete every payload stored for ``instance_id``; returns how many there were.
+
+        Args:
+            instance_id: The instance whose folder of payloads to delete.
+        """
         folder = self._root / self._options.container_name / quote(instance_id, safe="")
         if not folder.is_dir():
             return 0

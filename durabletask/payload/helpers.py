@@ -55,7 +55,13 @@ def string_payloads(
     msg: Message, prefix: str = "", instance_id: str | None = None
 ) -> Iterator[tuple[str, wrappers_pb2.StringValue, str | None]]:
     """Every set ``StringValue`` inside ``msg``: its field path (``events[3].taskCompleted.result``), the value,
-    and the instance it belongs to (the nearest enclosing message naming one, else ``instance_id``)."""
+    and the instance it belongs to (the nearest enclosing message naming one, else ``instance_id``).
+
+    Args:
+        msg: The message to walk (maps and repeated fields included).
+        prefix: Put before each field path (the walk's own recursion passes the path so far).
+        instance_id: The instance to report where no enclosing message names one.
+    """
     instance_id = instance_of(msg) or instance_id
     for fd, value in msg.ListFields():
         if fd.message_type is None or not _may_hold_strings(fd.message_type):
@@ -95,7 +101,11 @@ _INSTANCE_FIELDS = ("instanceId", "orchestrationInstance", "instance")
 
 
 def instance_of(msg: Message) -> str | None:
-    """The instance a message is about, for error messages and for grouping stored blobs."""
+    """The instance a message is about, for error messages and for grouping stored blobs.
+
+    Args:
+        msg: Any protobuf message; its ``instanceId``, ``orchestrationInstance`` or ``instance`` field is read.
+    """
     fields = msg.DESCRIPTOR.fields_by_name
     for field in _INSTANCE_FIELDS:
         if field not in fields:
@@ -176,7 +186,12 @@ def _token_in(store: PayloadStore, path: str, sv: wrappers_pb2.StringValue, inst
 
 
 def holds_tokens(msg: Message, store: PayloadStore) -> bool:
-    """Whether ``msg`` holds a value that :func:`deexternalize_payloads` would fetch or reject, without fetching."""
+    """Whether ``msg`` holds a value that :func:`deexternalize_payloads` would fetch or reject, without fetching.
+
+    Args:
+        msg: The message to look through.
+        store: The store whose tokens to recognize.
+    """
     for _, sv, _ in string_payloads(msg):
         text = _short_text(sv)
         if text is not None and (_looks_like_token(text) or store.is_known_token(text)):
@@ -226,6 +241,11 @@ def externalize_payloads(msg: Message, store: PayloadStore, *, instance_id: str 
 
     Raises :class:`StoredPayloadTooLargeError` for a payload over ``max_stored_payload_bytes`` and
     :class:`PayloadStoreError` when the store fails; both name the instance and the field.
+
+    Args:
+        msg: The message to change in place.
+        store: Where the large payloads go; its options give the threshold and the size limit.
+        instance_id: The instance named in errors and used for grouping when no enclosing message names one.
     """
     externalize(msg, store, instance_id=instance_id)
 
@@ -237,7 +257,18 @@ def externalize(
     instance_id: str | None = None,
     before_first: Callable[[], object] | None = None,
 ) -> None:
-    """:func:`externalize_payloads`, calling ``before_first`` once before the first payload is copied out."""
+    """:func:`externalize_payloads`, calling ``before_first`` once before the first payload is copied out.
+
+    Args:
+        msg: The message to change in place.
+        store: Where the large payloads go.
+        instance_id: The instance used when no enclosing message names one.
+        before_first: Called once before the first payload is stored (e.g. to copy a message shared with others).
+
+    Raises:
+        StoredPayloadTooLargeError: A payload is over ``max_stored_payload_bytes``.
+        PayloadStoreError: The store failed.
+    """
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
         size = _stored_size(store, path, sv, owner)
         if size is None:
@@ -260,6 +291,11 @@ def deexternalize_payloads(msg: Message, store: PayloadStore, *, instance_id: st
 
     Raises :class:`PayloadStoreError` naming the instance and the field for a token the store cannot read
     (malformed, or of another store) and for a payload it cannot fetch (missing, store unreachable).
+
+    Args:
+        msg: The message to change in place.
+        store: The store the tokens came from.
+        instance_id: The instance named in errors when no enclosing message names one.
     """
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
         token = _token_in(store, path, sv, owner)
@@ -281,6 +317,18 @@ def fetch_payloads(
     would keep that copy for as long as any part of the message lives). Fields whose path holds one of
     ``skip`` are not fetched (their tokens are still checked). Raises as :func:`deexternalize_payloads` does,
     naming the instance and the field.
+
+    Args:
+        msg: The message whose tokens to read; it is not changed.
+        store: The store the tokens came from.
+        instance_id: The instance named in errors when no enclosing message names one.
+        skip: Field names (e.g. ``"input"``) whose payloads are not fetched.
+
+    Returns:
+        The payload text keyed by token.
+
+    Raises:
+        PayloadStoreError: A token is unreadable or its payload cannot be fetched or is not UTF-8.
     """
     fetched: dict[str, str] = {}
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
@@ -293,7 +341,17 @@ def fetch_payloads(
 
 
 def fetch_text(store: PayloadStore, token: str, path: str, instance_id: str | None) -> str:
-    """The payload stored under ``token`` as text; a store or UTF-8 failure names ``path`` and the instance."""
+    """The payload stored under ``token`` as text; a store or UTF-8 failure names ``path`` and the instance.
+
+    Args:
+        store: The store the token came from.
+        token: The token to fetch.
+        path: The field the token was found in (for the error message).
+        instance_id: The instance the field belongs to (for the error message).
+
+    Raises:
+        PayloadStoreError: The store failed or the payload is not UTF-8.
+    """
     try:
         data = store.download(token)
     except Exception as exc:
@@ -305,7 +363,17 @@ def fetch_text(store: PayloadStore, token: str, path: str, instance_id: str | No
 
 
 async def externalize_payloads_async(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
-    """:func:`externalize_payloads` with the store's asyncio methods."""
+    """:func:`externalize_payloads` with the store's asyncio methods.
+
+    Args:
+        msg: The message to change in place.
+        store: Where the large payloads go.
+        instance_id: The instance used when no enclosing message names one.
+
+    Raises:
+        StoredPayloadTooLargeError: A payload is over ``max_stored_payload_bytes``.
+        PayloadStoreError: The store failed.
+    """
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
         size = _stored_size(store, path, sv, owner)
         if size is None:
@@ -319,7 +387,16 @@ async def externalize_payloads_async(msg: Message, store: PayloadStore, *, insta
 
 
 async def deexternalize_payloads_async(msg: Message, store: PayloadStore, *, instance_id: str | None = None) -> None:
-    """:func:`deexternalize_payloads` with the store's asyncio methods."""
+    """:func:`deexternalize_payloads` with the store's asyncio methods.
+
+    Args:
+        msg: The message to change in place.
+        store: The store the tokens came from.
+        instance_id: The instance named in errors when no enclosing message names one.
+
+    Raises:
+        PayloadStoreError: A token is unreadable or its payload cannot be fetched.
+    """
     for path, sv, owner in string_payloads(msg, instance_id=instance_id):
         token = _token_in(store, path, sv, owner)
         if token is None:

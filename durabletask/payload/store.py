@@ -46,23 +46,51 @@ class PayloadStore(abc.ABC):
 
         ``data`` is ``bytes``, unless the store sets ``reads_buffers`` (then any bytes-like object) or
         ``reads_text`` (then possibly the payload's ``str``, to be written as UTF-8).
+
+        Args:
+            data: The payload's bytes (already its UTF-8 text).
+            instance_id: The orchestration instance the payload belongs to, so stores can group (and later delete)
+                an instance's payloads; ``None`` when it is not known.
+
+        Returns:
+            A token that :meth:`is_known_token` recognizes; the message carries it in place of the payload.
         """
 
     @abc.abstractmethod
     async def upload_async(self, data: bytes, *, instance_id: str | None = None) -> str:
-        """:meth:`upload` for asyncio callers."""
+        """:meth:`upload` for asyncio callers.
+
+        Args:
+            data: The payload's bytes.
+            instance_id: The instance the payload belongs to, or ``None``.
+        """
 
     @abc.abstractmethod
     def download(self, token: str) -> bytes:
-        """The bytes stored under ``token``."""
+        """The bytes stored under ``token``.
+
+        Args:
+            token: A token :meth:`upload` returned.
+
+        Raises:
+            ValueError: ``token`` is not one of this store's tokens.
+        """
 
     @abc.abstractmethod
     async def download_async(self, token: str) -> bytes:
-        """:meth:`download` for asyncio callers."""
+        """:meth:`download` for asyncio callers.
+
+        Args:
+            token: A token :meth:`upload` returned.
+        """
 
     @abc.abstractmethod
     def is_known_token(self, value: str) -> bool:
-        """Whether ``value`` is a token this store can resolve."""
+        """Whether ``value`` is a token this store can resolve.
+
+        Args:
+            value: A payload's text as found in a message; called for every payload, so it should be cheap.
+        """
 
 
 def parse_token(token: str) -> tuple[str, str]:

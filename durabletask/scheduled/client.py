@@ -51,11 +51,29 @@ class ScheduleClient:
         _ops.check_outcome(self._schedule_id, operation_name, state)
 
     def create(self, options: ScheduleCreationOptions) -> None:
-        """Create this schedule, or replace its configuration if it exists (it becomes active)."""
+        """Create this schedule, or replace its configuration if it exists (it becomes active).
+
+        Args:
+            options: The schedule's ID, orchestration, interval or cron and time window.
+
+        Raises:
+            RuntimeError: The options were refused (e.g. ``start_at`` later than ``end_at``).
+            TimeoutError: The operation did not finish within the client's ``operation_timeout``.
+        """
         self._run_operation(transitions.CREATE_SCHEDULE, options)
 
     def update(self, options: ScheduleUpdateOptions) -> None:
-        """Change the fields ``options`` sets."""
+        """Change the fields ``options`` sets.
+
+        Args:
+            options: The fields to change; those left ``None`` stay as they are.
+
+        Raises:
+            ScheduleOperationNotFoundError: There is no such schedule.
+            ScheduleOperationRefusedError: The schedule's status does not allow the change.
+            RuntimeError: The operation failed otherwise (e.g. ``start_at`` later than ``end_at``).
+            TimeoutError: The operation did not finish within the client's ``operation_timeout``.
+        """
         self._run_operation(transitions.UPDATE_SCHEDULE, options)
 
     def pause(self) -> None:
@@ -87,17 +105,33 @@ class ScheduledTaskClient:
         self._operation_timeout = operation_timeout
 
     def get_schedule_client(self, schedule_id: str) -> ScheduleClient:
-        """A handle on one schedule (whether it exists or not)."""
+        """A handle on one schedule (whether it exists or not).
+
+        Args:
+            schedule_id: The schedule's ID.
+        """
         return ScheduleClient(self._client, schedule_id, operation_timeout=self._operation_timeout)
 
     def create_schedule(self, options: ScheduleCreationOptions) -> ScheduleClient:
-        """Create a schedule and return its handle."""
+        """Create a schedule and return its handle.
+
+        Args:
+            options: The new schedule's ID, orchestration, interval or cron and time window.
+
+        Raises:
+            RuntimeError: The options were refused (e.g. ``start_at`` later than ``end_at``).
+            TimeoutError: The operation did not finish within the client's ``operation_timeout``.
+        """
         handle = self.get_schedule_client(options.schedule_id)
         handle.create(options)
         return handle
 
     def get_schedule(self, schedule_id: str) -> ScheduleDescription | None:
-        """The schedule, or ``None`` if there is none with this ID."""
+        """The schedule, or ``None`` if there is none with this ID.
+
+        Args:
+            schedule_id: The schedule's ID.
+        """
         try:
             return self.get_schedule_client(schedule_id).describe()
         except ScheduleNotFoundError:
@@ -107,12 +141,21 @@ class ScheduledTaskClient:
         """Every schedule matching the query, read ``page_size`` entities at a time.
 
         The ID prefix is filtered by the backend; status and creation-time bounds here, after each page.
+
+        Args:
+            schedule_query: Filters by ID prefix, status and creation time, and the page size; every schedule when
+                ``None``.
         """
         return _ops.matching(self._client.get_all_entities(_ops.entity_query(schedule_query)), schedule_query)
 
     @staticmethod
     def matches_filter(state: ScheduleState, schedule_query: ScheduleQuery | None) -> bool:
-        """Whether a schedule state passes the query's status and creation-time filters."""
+        """Whether a schedule state passes the query's status and creation-time filters.
+
+        Args:
+            state: A schedule entity's state.
+            schedule_query: The query; ``None`` passes every state.
+        """
         return _ops.matches_filter(state, schedule_query)
 
 
@@ -139,11 +182,29 @@ class AsyncScheduleClient:
         _ops.check_outcome(self._schedule_id, operation_name, state)
 
     async def create(self, options: ScheduleCreationOptions) -> None:
-        """Create this schedule, or replace its configuration if it exists (it becomes active)."""
+        """Create this schedule, or replace its configuration if it exists (it becomes active).
+
+        Args:
+            options: The schedule's ID, orchestration, interval or cron and time window.
+
+        Raises:
+            RuntimeError: The options were refused (e.g. ``start_at`` later than ``end_at``).
+            TimeoutError: The operation did not finish within the client's ``operation_timeout``.
+        """
         await self._run_operation(transitions.CREATE_SCHEDULE, options)
 
     async def update(self, options: ScheduleUpdateOptions) -> None:
-        """Change the fields ``options`` sets."""
+        """Change the fields ``options`` sets.
+
+        Args:
+            options: The fields to change; those left ``None`` stay as they are.
+
+        Raises:
+            ScheduleOperationNotFoundError: There is no such schedule.
+            ScheduleOperationRefusedError: The schedule's status does not allow the change.
+            RuntimeError: The operation failed otherwise (e.g. ``start_at`` later than ``end_at``).
+            TimeoutError: The operation did not finish within the client's ``operation_timeout``.
+        """
         await self._run_operation(transitions.UPDATE_SCHEDULE, options)
 
     async def pause(self) -> None:
@@ -172,23 +233,44 @@ class AsyncScheduledTaskClient:
         self._operation_timeout = operation_timeout
 
     def get_schedule_client(self, schedule_id: str) -> AsyncScheduleClient:
-        """A handle on one schedule (whether it exists or not)."""
+        """A handle on one schedule (whether it exists or not).
+
+        Args:
+            schedule_id: The schedule's ID.
+        """
         return AsyncScheduleClient(self._client, schedule_id, operation_timeout=self._operation_timeout)
 
     async def create_schedule(self, options: ScheduleCreationOptions) -> AsyncScheduleClient:
-        """Create a schedule and return its handle."""
+        """Create a schedule and return its handle.
+
+        Args:
+            options: The new schedule's ID, orchestration, interval or cron and time window.
+
+        Raises:
+            RuntimeError: The options were refused (e.g. ``start_at`` later than ``end_at``).
+            TimeoutError: The operation did not finish within the client's ``operation_timeout``.
+        """
         handle = self.get_schedule_client(options.schedule_id)
         await handle.create(options)
         return handle
 
     async def get_schedule(self, schedule_id: str) -> ScheduleDescription | None:
-        """The schedule, or ``None`` if there is none with this ID."""
+        """The schedule, or ``None`` if there is none with this ID.
+
+        Args:
+            schedule_id: The schedule's ID.
+        """
         try:
             return await self.get_schedule_client(schedule_id).describe()
         except ScheduleNotFoundError:
             return None
 
     async def list_schedules(self, schedule_query: ScheduleQuery | None = None) -> list[ScheduleDescription]:
-        """Every schedule matching the query (see :meth:`ScheduledTaskClient.list_schedules`)."""
+        """Every schedule matching the query (see :meth:`ScheduledTaskClient.list_schedules`).
+
+        Args:
+            schedule_query: Filters by ID prefix, status and creation time, and the page size; every schedule when
+                ``None``.
+        """
         found = await self._client.get_all_entities(_ops.entity_query(schedule_query))
         return _ops.matching(found, schedule_query)

@@ -123,6 +123,9 @@ class ScheduleCreationOptions:
     def from_json(cls, data: dict[str, Any]) -> ScheduleCreationOptions:
         """Reads what :meth:`to_json` wrote.
 
+        Args:
+            data: A dict :meth:`to_json` wrote (or Microsoft's SDK sent).
+
         Raises:
             KeyError: ``schedule_id`` or ``orchestration_name`` is missing.
         """
@@ -181,7 +184,11 @@ class ScheduleUpdateOptions:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleUpdateOptions:
-        """Reads what :meth:`to_json` wrote."""
+        """Reads what :meth:`to_json` wrote.
+
+        Args:
+            data: A dict :meth:`to_json` wrote; absent keys leave their fields unset.
+        """
         return cls(
             orchestration_name=data.get("orchestration_name"),
             orchestration_input=data.get("orchestration_input"),
@@ -307,7 +314,11 @@ class ScheduleConfiguration:
         return config
 
     def update(self, options: ScheduleUpdateOptions) -> set[str]:
-        """Apply the fields ``options`` sets; returns the names of the fields that changed."""
+        """Apply the fields ``options`` sets; returns the names of the fields that changed.
+
+        Args:
+            options: The fields to change; an unset (``None``) field keeps its value.
+        """
         changed: set[str] = set()
 
         def put(name: str, value: Any, *, when: bool) -> None:
@@ -438,6 +449,10 @@ class ScheduleState:
     def from_json(cls, data: dict[str, Any]) -> ScheduleState:
         """Reads a stored state, with Microsoft's keys or our snake_case ones; a state without a token gets a fresh
         one.
+
+        Args:
+            data: A stored state (``Status``, ``ExecutionToken``, ``ScheduleConfiguration``, ... or their snake_case
+                forms).
         """
         state = cls()
         state.status = ScheduleStatus.from_dotnet(first_key(data, "Status", "status"))

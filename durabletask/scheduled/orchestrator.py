@@ -49,7 +49,14 @@ class ScheduleOperationRequest:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleOperationRequest:
-        """Reads what :meth:`to_json` wrote, turning the input of an operation that takes options back into them."""
+        """Reads what :meth:`to_json` wrote, turning the input of an operation that takes options back into them.
+
+        Args:
+            data: A dict with ``entity_id``, ``operation_name`` and optionally ``input``.
+
+        Raises:
+            KeyError: ``entity_id`` or ``operation_name`` is missing.
+        """
         name = data["operation_name"]
         payload = data.get("input")
         kind = _OPTION_TYPES.get(name)
@@ -61,7 +68,15 @@ class ScheduleOperationRequest:
 def execute_schedule_operation_orchestrator(
     ctx: task.OrchestrationContext, request: Any
 ) -> Generator[task.Task[Any], Any, Any]:
-    """Call the schedule entity with the request's operation and return its result (its failure fails this)."""
+    """Call the schedule entity with the request's operation and return its result (its failure fails this).
+
+    Args:
+        ctx: The orchestration context.
+        request: A :class:`ScheduleOperationRequest`, or its JSON dict.
+
+    Raises:
+        ValueError: ``request`` is not a schedule operation request or names an invalid entity ID.
+    """
     if isinstance(request, dict):
         request = ScheduleOperationRequest.from_json(request)
     if not isinstance(request, ScheduleOperationRequest):

@@ -47,6 +47,10 @@ def run_instance_id(config: ScheduleConfiguration, due: datetime) -> str:
     """The instance ID of the run due at ``due``: the configured one, else ``<schedule_id>-<due in ISO>``.
 
     Derived from the schedule and the due time only, so every attempt at one run names the same instance.
+
+    Args:
+        config: The schedule's configuration.
+        due: The run's due time.
     """
     return config.orchestration_instance_id or f"{config.schedule_id}-{due.isoformat()}"
 
@@ -92,7 +96,14 @@ class Schedule(DurableEntity):
             raise ScheduleInvalidTransitionError(schedule_id or _schedule_id(state), state.status, target, operation)
 
     def create_schedule(self, options: Any) -> None:
-        """Create the schedule, or replace the configuration of an existing one (which becomes active)."""
+        """Create the schedule, or replace the configuration of an existing one (which becomes active).
+
+        Args:
+            options: A :class:`ScheduleCreationOptions`, or the JSON object either SDK's client sends.
+
+        Raises:
+            ValueError: ``options`` is neither, or the configuration is invalid.
+        """
         created = _options(options, ScheduleCreationOptions)
         state = self._load()
         self._refuse(state, transitions.CREATE_SCHEDULE, ScheduleStatus.ACTIVE, created.schedule_id)
@@ -110,7 +121,15 @@ class Schedule(DurableEntity):
         self._wake(state)
 
     def update_schedule(self, options: Any) -> None:
-        """Change the fields the options set; the status stays as it is."""
+        """Change the fields the options set; the status stays as it is.
+
+        Args:
+            options: A :class:`ScheduleUpdateOptions`, or its JSON object.
+
+        Raises:
+            ValueError: ``options`` is neither, or the schedule has no configuration.
+            ScheduleInvalidTransitionError: The schedule does not exist.
+        """
         update = _options(options, ScheduleUpdateOptions)
         state = self._load()
         self._refuse(state, transitions.UPDATE_SCHEDULE, state.status)
@@ -131,7 +150,14 @@ class Schedule(DurableEntity):
             self._wake(state)
 
     def pause_schedule(self, _: Any = None) -> None:
-        """Stop starting runs until resumed; the pending wake-up becomes stale."""
+        """Stop starting runs until resumed; the pending wake-up becomes stale.
+
+        Args:
+            _: Ignored (the operation takes no input; a client may send ``None``).
+
+        Raises:
+            ScheduleInvalidTransitionError: The schedule is not active.
+        """
         state = self._load()
         self._refuse(state, transitions.PAUSE_SCHEDULE, ScheduleStatus.PAUSED)
         state.status = ScheduleStatus.PAUSED
@@ -141,7 +167,14 @@ class Schedule(DurableEntity):
         self._save(state)
 
     def resume_schedule(self, _: Any = None) -> None:
-        """Start running again from the next due time after now (runs due while paused are skipped)."""
+        """Start running again from the next due time after now (runs due while paused are skipped).
+
+        Args:
+            _: Ignored (the operation takes no input; a client may send ``None``).
+
+        Raises:
+            ScheduleInvalidTransitionError: The schedule is not paused.
+        """
         state = self._load()
         self._refuse(state, transitions.RESUME_SCHEDULE, ScheduleStatus.ACTIVE)
         state.status = ScheduleStatus.ACTIVE
@@ -151,7 +184,15 @@ class Schedule(DurableEntity):
         self._wake(state)
 
     def run_schedule(self, execution_token: Any) -> None:
-        """The wake-up: start the run that is due, if any, and arm the next wake-up."""
+        """The wake-up: start the run that is due, if any, and arm the next wake-up.
+
+        Args:
+            execution_token: The token the wake-up was armed with; a stale one (from before a pause or an update)
+                is ignored.
+
+        Raises:
+            ValueError: The schedule has no configuration or is not active.
+        """
         state = self._load()
         if state.status == ScheduleStatus.UNINITIALIZED:
             self.set_state(None)  # deleted meanwhile: the wake-up must not bring the entity back

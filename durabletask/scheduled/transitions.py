@@ -28,5 +28,10 @@ def is_valid_transition(operation_name: str, from_status: ScheduleStatus, target
     """Whether ``operation_name`` may move a schedule from ``from_status`` to ``target_status``.
 
     An operation not in the table is never valid.
+
+    Args:
+        operation_name: The entity operation, e.g. ``"pause_schedule"``.
+        from_status: The schedule's current status.
+        target_status: The status the operation would move it to.
     """
     return (from_status, target_status) in _ALLOWED.get(operation_name, frozenset())

@@ -155,6 +155,13 @@ class InMemoryOrchestrationBackend:
         """Moves the backend's clock forward by ``delta`` and returns the new time; timers now due fire.
 
         Needs a clock that can be moved: ``time_skipping=True`` or a :class:`~dtscale_emulator.ManualClock`.
+
+        Args:
+            delta: How far to move the clock.
+
+        Raises:
+            RuntimeError: The backend's clock cannot be moved.
+            TypeError: ``delta`` is not a ``timedelta``.
         """
         clock = self._server.clock
         if not isinstance(clock, ManualClock):
@@ -179,7 +186,11 @@ class InMemoryOrchestrationBackend:
         return self.address
 
     def stop(self, grace: float | None = None) -> None:
-        """Stops serving; state is kept until :meth:`reset`."""
+        """Stops serving; state is kept until :meth:`reset`.
+
+        Args:
+            grace: Seconds in-flight calls get to finish; ``None`` aborts them at once.
+        """
         self._server.stop(grace)
 
     def reset(self) -> None:

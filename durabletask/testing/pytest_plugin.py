@@ -34,7 +34,11 @@ INI_OPTION = "durabletask_time_skipping"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Registers the ``durabletask_time_skipping`` ini option: time skipping for every test's backend."""
+    """Registers the ``durabletask_time_skipping`` ini option: time skipping for every test's backend.
+
+    Args:
+        parser: pytest's option parser.
+    """
     parser.addini(
         INI_OPTION,
         type="bool",
@@ -44,7 +48,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Registers the ``durabletask_time_skipping`` marker, which turns time skipping on (or off) for one test."""
+    """Registers the ``durabletask_time_skipping`` marker, which turns time skipping on (or off) for one test.
+
+    Args:
+        config: pytest's configuration.
+    """
     config.addinivalue_line(
         "markers",
         f"{MARKER}(enabled=True): the test's durabletask_backend jumps its clock to the next due timer whenever "

@@ -254,6 +254,9 @@ class EmulatorServer:
 
         Connected clients receive GOAWAY and reconnect; open work-item streams end and their work items
         become available again.
+
+        Args:
+            grace: Seconds in-flight RPCs get to finish before the old server is cut off.
         """
         with self._restart_lock:
             port = self.port
@@ -265,6 +268,9 @@ class EmulatorServer:
         """Stops serving; open streams end and their work items become available again.
 
         State is kept, so :meth:`start` may be called again (and :meth:`reset` still works).
+
+        Args:
+            grace: Seconds in-flight RPCs get to finish; ``None`` aborts them at once (as ``grpc.aio`` does).
         """
         self.faults.stop_schedule()
         if self.time_skipper is not None:
@@ -281,6 +287,12 @@ class EmulatorServer:
         after a crash (``kill -9``). The next process on the same ``db_path`` keeps them for its
         ``restart_grace``, so a result a worker delivers then still counts, and the work runs again only if
         none comes. (:meth:`stop` instead hands every work item back at once: each runs again.)
+
+        Args:
+            grace: Seconds (0 to 86400) to keep taking results before stopping.
+
+        Raises:
+            ValueError: ``grace`` is outside 0 to 86400.
         """
         if not 0 <= grace <= 86_400:
             raise ValueError(f"grace must be between 0 and 86400 seconds, got {grace}")

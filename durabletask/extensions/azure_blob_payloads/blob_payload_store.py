@@ -195,7 +195,11 @@ class BlobPayloadStore(PayloadStore):
         return True
 
     def delete_instance_payloads(self, instance_id: str) -> int:
-        """Delete every blob stored for ``instance_id`` in the container; returns how many there were."""
+        """Delete every blob stored for ``instance_id`` in the container; returns how many there were.
+
+        Args:
+            instance_id: The instance whose blobs (named ``<instance_id>/...``) to delete.
+        """
         container = self._sync.get_container_client(self._options.container_name)
         names = [blob.name for blob in container.list_blobs(name_starts_with=f"{instance_id}/")]
         for name in names:

@@ -33,19 +33,35 @@ class AsyncExportHistoryClient:
         self._writer = writer
 
     async def create_job(self, options: ExportJobCreationOptions, *, job_id: str | None = None) -> ExportJobDescription:
-        """See :meth:`ExportHistoryClient.create_job`."""
+        """See :meth:`ExportHistoryClient.create_job`.
+
+        Args:
+            options: What to export (time window, statuses, format) and where.
+            job_id: The job's ID; a random one when ``None``.
+
+        Raises:
+            ValueError: The options are invalid (the message names the field).
+        """
         new = common.NewJob(options, job_id)
         new.warn_if_active(await self.get_job(new.job_id))
         await self._client.signal_entity(new.entity_id, ExportJobEntity.OP_CREATE, input=new.operation_input)
         return new.description()
 
     async def get_job(self, job_id: str) -> ExportJobDescription | None:
-        """The job's current description, or ``None`` when there is no such job."""
+        """The job's current description, or ``None`` when there is no such job.
+
+        Args:
+            job_id: The job's ID.
+        """
         meta = await self._client.get_entity(common.entity_id(job_id), include_state=True)
         return common.description_of(job_id, meta)
 
     async def list_jobs(self, query: ExportJobQuery | None = None) -> AsyncIterator[ExportJobDescription]:
-        """Every export job matching ``query``."""
+        """Every export job matching ``query``.
+
+        Args:
+            query: Status and last-modified filters; every job when ``None``.
+        """
         query = query or ExportJobQuery()
         for meta in await self._client.get_all_entities(common.entity_query(query)):
             desc = common.listed_job(meta, query)
@@ -55,7 +71,18 @@ class AsyncExportHistoryClient:
     async def wait_for_job(
         self, job_id: str, *, timeout: float = 300.0, poll_interval: float = 1.0
     ) -> ExportJobDescription:
-        """See :meth:`ExportHistoryClient.wait_for_job`."""
+        """See :meth:`ExportHistoryClient.wait_for_job`.
+
+        Args:
+            job_id: The job's ID.
+            timeout: Seconds to wait (above zero).
+            poll_interval: Seconds between reads of the job's state (above zero).
+
+        Raises:
+            ValueError: ``timeout`` or ``poll_interval`` is not above zero.
+            TimeoutError: The job is still ACTIVE after ``timeout`` seconds.
+            ExportJobNotFoundError: No job with this ID appeared within ``timeout``.
+        """
         common.check_wait_arguments(timeout, poll_interval)
         deadline = time.monotonic() + timeout
         last: ExportJobDescription | None = None
@@ -72,7 +99,11 @@ class AsyncExportHistoryClient:
             await asyncio.sleep(poll_interval)
 
     async def delete_job(self, job_id: str) -> None:
-        """See :meth:`ExportHistoryClient.delete_job`."""
+        """See :meth:`ExportHistoryClient.delete_job`.
+
+        Args:
+            job_id: The job's ID.
+        """
         orchestration = orchestrator_instance_id_for(job_id)
         await self._client.signal_entity(common.entity_id(job_id), ExportJobEntity.OP_DELETE)
         try:
@@ -98,11 +129,19 @@ class AsyncExportHistoryClient:
                 raise
 
     async def cancel_job(self, job_id: str) -> None:
-        """The same as :meth:`delete_job`."""
+        """The same as :meth:`delete_job`.
+
+        Args:
+            job_id: The job's ID.
+        """
         await self.delete_job(job_id)
 
     def get_job_client(self, job_id: str) -> AsyncExportHistoryJobClient:
-        """A client bound to one job."""
+        """A client bound to one job.
+
+        Args:
+            job_id: The job's ID.
+        """
         return AsyncExportHistoryJobClient(self, job_id)
 
     @property

@@ -16,7 +16,14 @@ ORCHESTRATOR_INSTANCE_ID_PREFIX = "export-job-"
 
 
 def orchestrator_instance_id_for(job_id: str) -> str:
-    """The instance ID of the orchestration driving ``job_id`` (one per job, so it can be found from the ID)."""
+    """The instance ID of the orchestration driving ``job_id`` (one per job, so it can be found from the ID).
+
+    Args:
+        job_id: The job's ID.
+
+    Raises:
+        ValueError: ``job_id`` is empty.
+    """
     if not job_id:
         raise ValueError("job_id must be a non-empty string")
     return ORCHESTRATOR_INSTANCE_ID_PREFIX + job_id

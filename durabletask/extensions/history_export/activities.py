@@ -61,6 +61,13 @@ def run_list_terminal_instances(context: HistoryExportContext, input: Mapping[st
 
     Input: ``completed_time_from`` (required), ``completed_time_to``, ``runtime_status`` (names),
     ``page_size``, ``continuation_token``.
+
+    Args:
+        context: The client to list with and the writer.
+        input: The filter, as :func:`build_list_activity_input` builds it.
+
+    Raises:
+        ValueError: ``completed_time_from`` is missing.
     """
     completed_time_from = dt_from_iso(input.get("completed_time_from"))
     if completed_time_from is None:
@@ -88,6 +95,15 @@ def run_export_instance_history(context: HistoryExportContext, input: Mapping[st
     An instance that is gone or no longer terminal is reported as a failure instead of writing an empty or
     partial file. The file name depends only on the instance ID and its last update time, so an export that is
     repeated (a retry, a worker that died mid-page) rewrites the same file.
+
+    Args:
+        context: The client to read the history with and the writer to write it with.
+        input: ``instance_id``, ``format`` (an :class:`ExportFormat` dict; gzipped JSON lines by default) and
+            ``destination`` (``container``, optional ``prefix``).
+
+    Raises:
+        TypeError: ``format`` is not a mapping.
+        ValueError: ``destination.container`` is missing.
     """
     instance_id = str(input["instance_id"])
     fmt_data = input.get("format") or {"kind": ExportFormatKind.JSONL_GZIP.value, "schema_version": "1.0"}
@@ -136,6 +152,12 @@ def blob_name_for(*, instance_id: str, last_updated_at: datetime, prefix: str | 
     The hash is over ``"<last update time in .NET round-trip form>|<instance ID>"``, the names the .NET and
     Microsoft Python exporters give: the same completion always maps to the same name, a later completion of
     the same ID to a new one, and IDs need no escaping.
+
+    Args:
+        instance_id: The exported instance.
+        last_updated_at: The instance's last update time.
+        prefix: A folder to put the file in; none when ``None`` or empty.
+        fmt: The file's format, which gives the extension.
     """
     digest = hashlib.sha256(f"{dotnet_round_trip(last_updated_at)}|{instance_id}".encode()).hexdigest()
     name = digest + file_extension_for(fmt)
@@ -146,6 +168,9 @@ def dotnet_round_trip(moment: datetime) -> str:
     """``moment`` as .NET's ``DateTimeOffset.ToString("O")``: seven fraction digits and a ``+HH:MM`` offset.
 
     Python keeps microseconds, so the seventh digit is always 0. A naive time is taken as UTC.
+
+    Args:
+        moment: The time to format.
     """
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
@@ -159,7 +184,11 @@ def dotnet_round_trip(moment: datetime) -> str:
 def build_activities(
     resolver: HistoryExportContextResolver,
 ) -> tuple[task.Activity[Any, Any], task.Activity[Any, Any]]:
-    """``(list_terminal_instances, export_instance_history)`` bound to ``resolver``, under their registered names."""
+    """``(list_terminal_instances, export_instance_history)`` bound to ``resolver``, under their registered names.
+
+    Args:
+        resolver: Called at each execution for the client and writer to use.
+    """
 
     def list_terminal_instances(_: task.ActivityContext, input: Mapping[str, Any]) -> dict[str, Any]:
         return run_list_terminal_instances(resolver(), input)
@@ -174,7 +203,12 @@ def build_activities(
 
 
 def register(worker_instance: worker_module.TaskHubGrpcWorker, resolver: HistoryExportContextResolver) -> None:
-    """Adds both activities to ``worker_instance``; ``resolver`` supplies the client and writer per execution."""
+    """Adds both activities to ``worker_instance``; ``resolver`` supplies the client and writer per execution.
+
+    Args:
+        worker_instance: The worker, not started yet.
+        resolver: Called at each execution for the client and writer to use.
+    """
     for activity in build_activities(resolver):
         worker_instance.add_activity(activity)
 
@@ -187,7 +221,15 @@ def build_list_activity_input(
     page_size: int,
     continuation_token: str | None,
 ) -> dict[str, Any]:
-    """The listing activity's input, as the orchestration builds it from the job's configuration."""
+    """The listing activity's input, as the orchestration builds it from the job's configuration.
+
+    Args:
+        runtime_status_names: :class:`OrchestrationStatus` names to keep; every terminal status when ``None``.
+        completed_time_from: The start of the completion-time window.
+        completed_time_to: The end of the window; open-ended when ``None``.
+        page_size: At most this many IDs per page.
+        continuation_token: The token of the page to read; the first page when ``None``.
+    """
     return {
         "runtime_status": runtime_status_names,
         "completed_time_from": completed_time_from.isoformat(),

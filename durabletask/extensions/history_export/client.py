@@ -72,11 +72,18 @@ class ExportHistoryClient:
         """Adds the export-job entity, activities and orchestration to ``worker_instance`` (before it starts).
 
         The activities use this client's task-hub client and writer.
+
+        Args:
+            worker_instance: The worker, not started yet.
         """
         register_worker_parts(worker_instance, self._client, self._writer)
 
     def create_job(self, options: ExportJobCreationOptions, *, job_id: str | None = None) -> ExportJobDescription:
         """Creates a job (ID generated when not given) and starts it; returns its description as submitted.
+
+        Args:
+            options: What to export (time window, statuses, format) and where.
+            job_id: The job's ID; a random one when ``None``.
 
         Raises:
             ValueError: the options are invalid (the message names the field).
@@ -90,11 +97,19 @@ class ExportHistoryClient:
         return new.description()
 
     def get_job(self, job_id: str) -> ExportJobDescription | None:
-        """The job's current description, or ``None`` when there is no such job."""
+        """The job's current description, or ``None`` when there is no such job.
+
+        Args:
+            job_id: The job's ID.
+        """
         return common.description_of(job_id, self._client.get_entity(common.entity_id(job_id), include_state=True))
 
     def list_jobs(self, query: ExportJobQuery | None = None) -> Iterator[ExportJobDescription]:
-        """Every export job matching ``query`` (status and last-modified filters)."""
+        """Every export job matching ``query`` (status and last-modified filters).
+
+        Args:
+            query: Status and last-modified filters; every job when ``None``.
+        """
         query = query or ExportJobQuery()
         for meta in self._client.get_all_entities(common.entity_query(query)):
             desc = common.listed_job(meta, query)
@@ -104,7 +119,13 @@ class ExportHistoryClient:
     def wait_for_job(self, job_id: str, *, timeout: float = 300.0, poll_interval: float = 1.0) -> ExportJobDescription:
         """Polls until the job is COMPLETED or FAILED.
 
+        Args:
+            job_id: The job's ID.
+            timeout: Seconds to wait (above zero).
+            poll_interval: Seconds between reads of the job's state (above zero).
+
         Raises:
+            ValueError: ``timeout`` or ``poll_interval`` is not above zero.
             TimeoutError: it is still ACTIVE after ``timeout`` seconds.
             ExportJobNotFoundError: no job with this ID appeared within ``timeout``.
         """
@@ -127,6 +148,9 @@ class ExportHistoryClient:
         """Stops the job and removes it: its state, then its orchestration (terminated, awaited, purged).
 
         Exported files stay where they are. A job or orchestration that does not exist is not an error.
+
+        Args:
+            job_id: The job's ID.
         """
         orchestration = orchestrator_instance_id_for(job_id)
         self._client.signal_entity(common.entity_id(job_id), ExportJobEntity.OP_DELETE)
@@ -151,11 +175,19 @@ class ExportHistoryClient:
                 raise
 
     def cancel_job(self, job_id: str) -> None:
-        """The same as :meth:`delete_job` (the way to stop a continuous job)."""
+        """The same as :meth:`delete_job` (the way to stop a continuous job).
+
+        Args:
+            job_id: The job's ID.
+        """
         self.delete_job(job_id)
 
     def get_job_client(self, job_id: str) -> ExportHistoryJobClient:
-        """A client bound to one job."""
+        """A client bound to one job.
+
+        Args:
+            job_id: The job's ID.
+        """
         return ExportHistoryJobClient(self, job_id)
 
     @property
@@ -198,7 +230,12 @@ class ExportHistoryJobClient(common.JobHandle):
         return self._parent.get_job(self._job_id)
 
     def wait(self, *, timeout: float = 300.0, poll_interval: float = 1.0) -> ExportJobDescription:
-        """See :meth:`ExportHistoryClient.wait_for_job`."""
+        """See :meth:`ExportHistoryClient.wait_for_job`.
+
+        Args:
+            timeout: Seconds to wait (above zero).
+            poll_interval: Seconds between reads of the job's state (above zero).
+        """
         return self._parent.wait_for_job(self._job_id, timeout=timeout, poll_interval=poll_interval)
 
     def delete(self) -> None:

@@ -133,7 +133,11 @@ class ExportJobEntity(entities.DurableEntity):
         return self._save(state)
 
     def get(self, _: Any = None) -> dict[str, Any] | None:
-        """Operation ``get``: the job's state as a dict, or ``None`` if it was never created or was deleted."""
+        """Operation ``get``: the job's state as a dict, or ``None`` if it was never created or was deleted.
+
+        Args:
+            _: Ignored; the operation takes no input.
+        """
         state = self._load()
         return None if state is None else state.to_dict()
 
@@ -176,6 +180,9 @@ class ExportJobEntity(entities.DurableEntity):
     def mark_completed(self, _: Any = None) -> dict[str, Any] | None:
         """Operation ``mark_completed``: the job is COMPLETED and its last error cleared.
 
+        Args:
+            _: Ignored; the operation takes no input.
+
         Returns:
             The job's new state, or ``None`` if the job does not exist.
 
@@ -195,6 +202,9 @@ class ExportJobEntity(entities.DurableEntity):
         """Operation ``mark_failed``: the job is FAILED, with ``payload["reason"]`` as its last error.
 
         A job that failed already keeps its first reason, the one that explains the failure.
+
+        Args:
+            payload: ``{"reason": ...}``; no reason when ``None``.
 
         Returns:
             The job's new state, or ``None`` if the job does not exist.
@@ -221,7 +231,12 @@ class ExportJobEntity(entities.DurableEntity):
 
 
 def register(worker_instance: worker_module.TaskHubGrpcWorker, *, name: str = ENTITY_NAME) -> None:
-    """Adds :class:`ExportJobEntity` to ``worker_instance`` under ``name``."""
+    """Adds :class:`ExportJobEntity` to ``worker_instance`` under ``name``.
+
+    Args:
+        worker_instance: The worker, not started yet.
+        name: The entity name to register under (``ExportJobEntity`` by default, as in Microsoft's extension).
+    """
     worker_instance.add_entity(ExportJobEntity, name=name)
 
 

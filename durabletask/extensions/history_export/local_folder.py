@@ -34,7 +34,15 @@ class LocalFolderHistoryWriter:
         return self._root
 
     def path_for(self, container: str, blob_name: str) -> Path:
-        """Where ``blob_name`` of ``container`` is stored; refuses names that would leave the root."""
+        """Where ``blob_name`` of ``container`` is stored; refuses names that would leave the root.
+
+        Args:
+            container: A folder under the root (may hold ``/``).
+            blob_name: The file's relative path within it.
+
+        Raises:
+            ValueError: Either holds ``..``, an absolute part or an empty part.
+        """
         parts = [*PurePosixPath(container).parts, *PurePosixPath(blob_name).parts]
         if not parts or any(p in ("..", "/", "") or os.sep in p for p in parts):
             raise ValueError(f"blob_name {blob_name!r} in container {container!r} is not a relative path")

@@ -444,7 +444,13 @@ class ExportJobState:
     def new(
         cls, config: ExportJobConfiguration, *, created_at: datetime, orchestrator_instance_id: str | None = None
     ) -> ExportJobState:
-        """The state of a job just created: ACTIVE, no progress."""
+        """The state of a job just created: ACTIVE, no progress.
+
+        Args:
+            config: The job's configuration.
+            created_at: The creation time (also its last modification time).
+            orchestrator_instance_id: The instance of the orchestration driving it, once known.
+        """
         return cls(
             status=ExportJobStatus.ACTIVE,
             config=config,
@@ -498,7 +504,12 @@ class ExportJobDescription:
 
     @classmethod
     def from_state_dict(cls, job_id: str, state: Mapping[str, Any]) -> ExportJobDescription:
-        """The description of a job from its stored entity state."""
+        """The description of a job from its stored entity state.
+
+        Args:
+            job_id: The job's ID.
+            state: The entity's state, as :meth:`ExportJobState.to_dict` wrote it.
+        """
         return cls.from_state(job_id, ExportJobState.from_dict(state))
 
 

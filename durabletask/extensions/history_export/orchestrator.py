@@ -127,6 +127,13 @@ def export_job_orchestrator(ctx: task.OrchestrationContext, input: Mapping[str, 
 
     Input: ``job_id``, ``config`` (:meth:`ExportJobConfiguration.to_dict`) and, after a continue-as-new,
     ``checkpoint``, ``totals``, ``processed_cycles`` and the continuous sweep window.
+
+    Args:
+        ctx: The orchestration context.
+        input: The job and where it has got to.
+
+    Raises:
+        TypeError: ``config`` is not a mapping.
     """
     job_id = str(input["job_id"])
     config_data = input["config"]
@@ -277,7 +284,11 @@ def _run_exports(
 
 
 def register(worker_instance: worker_module.TaskHubGrpcWorker) -> None:
-    """Adds :func:`export_job_orchestrator` to ``worker_instance``."""
+    """Adds :func:`export_job_orchestrator` to ``worker_instance``.
+
+    Args:
+        worker_instance: The worker, not started yet.
+    """
     worker_instance.add_orchestrator(export_job_orchestrator)
 
 

@@ -52,6 +52,12 @@ def iter_exported_records(source: str | Path | bytes) -> Iterator[dict[str, Any]
     """The file's records in order: first the header (``kind: "metadata"`` for JSON lines), then each event.
 
     For the single-document JSON format the first record is the document without its ``events``.
+
+    Args:
+        source: A file path, or the file's bytes (gzipped JSON lines or a JSON document).
+
+    Raises:
+        ValueError: A line of a JSON-lines file is not JSON.
     """
     with _open_source(source) as raw:
         magic = raw.read(2)
@@ -75,6 +81,9 @@ def iter_exported_records(source: str | Path | bytes) -> Iterator[dict[str, Any]
 def read_exported_history(source: str | Path | bytes) -> ExportedHistory:
     """Reads a whole exported file (a path or its bytes).
 
+    Args:
+        source: A file path, or the file's bytes.
+
     Raises:
         ValueError: the file is not an exported history (no header, or no ``instance_id``).
     """
@@ -93,6 +102,9 @@ def read_exported_history(source: str | Path | bytes) -> ExportedHistory:
 
 def event_from_dict(record: dict[str, Any]) -> history.HistoryEvent:
     """The history event an exported record describes.
+
+    Args:
+        record: One event record, as :func:`iter_exported_records` yields it.
 
     Raises:
         ValueError: ``event_type`` is missing or names no history event class.

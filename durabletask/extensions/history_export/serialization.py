@@ -25,12 +25,20 @@ _GZIP_WBITS = 31
 
 
 def event_to_dict(event: history.HistoryEvent) -> dict[str, Any]:
-    """The event as JSON data, with ``event_type`` (its class name) telling the kinds of event apart."""
+    """The event as JSON data, with ``event_type`` (its class name) telling the kinds of event apart.
+
+    Args:
+        event: Any history event.
+    """
     return {"event_type": type(event).__name__, **event.to_dict()}
 
 
 def failure_details_to_dict(failure: task.FailureDetails) -> dict[str, Any]:
-    """Failure details (and their chain of inner failures) as JSON data."""
+    """Failure details (and their chain of inner failures) as JSON data.
+
+    Args:
+        failure: The failure details.
+    """
     inner = failure.inner_failure
     return {
         "message": failure.message,
@@ -42,7 +50,11 @@ def failure_details_to_dict(failure: task.FailureDetails) -> dict[str, Any]:
 
 
 def orchestration_state_to_dict(state: client_module.OrchestrationState) -> dict[str, Any]:
-    """The instance's state as the metadata of its exported file (status by name, times in UTC ISO 8601)."""
+    """The instance's state as the metadata of its exported file (status by name, times in UTC ISO 8601).
+
+    Args:
+        state: The instance's state.
+    """
     failure = state.failure_details
     return {
         "instance_id": state.instance_id,
@@ -72,6 +84,15 @@ def serialize_history(
 
     ``metadata`` (normally :func:`orchestration_state_to_dict`) goes in the document's ``metadata`` field, or in
     the first line for JSON lines. Events are consumed one at a time, so an iterator is never held whole.
+
+    Args:
+        events: The history, oldest first.
+        instance_id: The exported instance.
+        fmt: JSON or gzipped JSON lines, and the schema version written.
+        metadata: The instance's state as JSON data; left out when ``None``.
+
+    Raises:
+        ValueError: ``fmt`` is of an unsupported kind.
     """
     if fmt.kind is ExportFormatKind.JSON:
         document: dict[str, Any] = {
@@ -108,7 +129,14 @@ def _gzip_jsonl(
 
 
 def content_type_for(fmt: ExportFormat) -> str:
-    """The HTTP content type of a file in ``fmt``."""
+    """The HTTP content type of a file in ``fmt``.
+
+    Args:
+        fmt: The export format.
+
+    Raises:
+        ValueError: ``fmt`` is of an unsupported kind.
+    """
     if fmt.kind is ExportFormatKind.JSON:
         return "application/json"
     if fmt.kind is ExportFormatKind.JSONL_GZIP:
@@ -117,12 +145,23 @@ def content_type_for(fmt: ExportFormat) -> str:
 
 
 def content_encoding_for(fmt: ExportFormat) -> str | None:
-    """The HTTP content encoding of a file in ``fmt`` (``"gzip"`` for JSON lines, else none)."""
+    """The HTTP content encoding of a file in ``fmt`` (``"gzip"`` for JSON lines, else none).
+
+    Args:
+        fmt: The export format.
+    """
     return "gzip" if fmt.kind is ExportFormatKind.JSONL_GZIP else None
 
 
 def file_extension_for(fmt: ExportFormat) -> str:
-    """The file name extension of ``fmt``: ``.json`` or ``.jsonl.gz``."""
+    """The file name extension of ``fmt``: ``.json`` or ``.jsonl.gz``.
+
+    Args:
+        fmt: The export format.
+
+    Raises:
+        ValueError: ``fmt`` is of an unsupported kind.
+    """
     if fmt.kind is ExportFormatKind.JSON:
         return ".json"
     if fmt.kind is ExportFormatKind.JSONL_GZIP:

@@ -31,14 +31,27 @@ TRANSITIONS: Mapping[tuple[str, ExportJobStatus | None], frozenset[ExportJobStat
 
 
 def is_valid_transition(operation: str, from_status: ExportJobStatus | None, to_status: ExportJobStatus) -> bool:
-    """Whether ``operation`` may take a job from ``from_status`` to ``to_status``."""
+    """Whether ``operation`` may take a job from ``from_status`` to ``to_status``.
+
+    Args:
+        operation: The entity operation, e.g. ``"mark_completed"``.
+        from_status: The job's current status; ``None`` for a job that does not exist.
+        to_status: The status the operation would set.
+    """
     return to_status in TRANSITIONS.get((operation, from_status), frozenset())
 
 
 def assert_valid_transition(
     operation: str, from_status: ExportJobStatus | None, to_status: ExportJobStatus, *, job_id: str | None = None
 ) -> None:
-    """Raises :class:`ExportJobInvalidTransitionError` unless the transition is allowed."""
+    """Raises :class:`ExportJobInvalidTransitionError` unless the transition is allowed.
+
+    Args:
+        operation: The entity operation.
+        from_status: The job's current status; ``None`` for a job that does not exist.
+        to_status: The status the operation would set.
+        job_id: The job, named in the error.
+    """
     if not is_valid_transition(operation, from_status, to_status):
         raise ExportJobInvalidTransitionError(
             operation=operation,

@@ -38,6 +38,12 @@ def idempotency_key(config: Any = None) -> str:
     It is the same every time this task is delivered (after a worker crash, or a durable retry), and
     differs between tasks, so it can deduplicate a node's side effects (a payment, an email).
     Call it inside a node, or pass the node's ``config``.
+
+    Args:
+        config: The node's ``RunnableConfig``; the one LangGraph's context holds when ``None``.
+
+    Raises:
+        RuntimeError: Not called inside a node this extension runs.
     """
     found = (config if config is not None else get_config()).get("configurable", {}).get(IDEMPOTENCY_KEY)
     if not found:

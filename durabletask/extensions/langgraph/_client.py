@@ -226,6 +226,25 @@ class DurableGraph:
         Returns at END or at an interrupt (with ``"__interrupt__"``), as LangGraph does. Raises
         :class:`GraphRunError` when the run fails, :class:`ResumeRejectedError` for a resume nothing waits for,
         :class:`GraphTimeoutError` (a ``TimeoutError``) when ``timeout`` seconds pass without the result.
+
+        Args:
+            input: The graph's input, or a ``Command`` (e.g. ``Command(resume=...)`` to answer an interrupt);
+                ``None`` continues from the thread's latest checkpoint.
+            config: A LangGraph config naming the thread: ``{"configurable": {"thread_id": ...}}``, optionally
+                with a ``checkpoint_id`` to run from (time travel).
+            context: The run's context object (LangGraph's ``context=``).
+            stream_mode: ``"values"`` returns the final state; any other mode returns the list of chunks
+                :meth:`stream` yields.
+            interrupt_before: Nodes to interrupt before, for this run.
+            interrupt_after: Nodes to interrupt after, for this run.
+            timeout: Seconds to wait for the result; no limit when ``None``.
+
+        Raises:
+            GraphRunError: The run failed.
+            ResumeRejectedError: ``input`` resumes an interrupt that nothing waits for.
+            GraphTimeoutError: ``timeout`` passed first.
+            MissingThreadIdError: ``config`` names no ``thread_id``.
+            TypeError: The graph was built with an asyncio client (use :meth:`ainvoke`).
         """
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         if stream_mode != "values":
@@ -248,6 +267,21 @@ class DurableGraph:
 
         With ``subgraphs=True``, the chunks of subgraphs too, each with its namespace, as in LangGraph.
         ``timeout`` bounds the whole run in seconds (:class:`GraphTimeoutError`).
+
+        Args:
+            input: The graph's input, or a ``Command``; ``None`` continues from the latest checkpoint.
+            config: A LangGraph config naming the thread (``configurable.thread_id``).
+            context: The run's context object.
+            stream_mode: A LangGraph stream mode or a list of them; the graph's own when ``None``.
+            interrupt_before: Nodes to interrupt before, for this run.
+            interrupt_after: Nodes to interrupt after, for this run.
+            subgraphs: Also yield the chunks of subgraphs, as ``(namespace, chunk)``.
+            timeout: Seconds the whole run may take; no limit when ``None``.
+
+        Raises:
+            GraphRunError: The run failed.
+            GraphTimeoutError: ``timeout`` passed first.
+            MissingThreadIdError: ``config`` names no ``thread_id``.
         """
         mode, modes = self._modes(stream_mode)
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
@@ -259,18 +293,39 @@ class DurableGraph:
         """LangGraph's ``StateSnapshot`` of the thread (at ``checkpoint_id`` if the config names one).
 
         With ``subgraphs=True``, the tasks of an interrupted subgraph node carry the subgraph's own snapshot.
+
+        Args:
+            config: A LangGraph config naming the thread, and optionally a ``checkpoint_id``.
+            subgraphs: Include the snapshots of interrupted subgraphs.
         """
         return self._local(self._sync(self._saver_plan(config, False))).get_state(config, subgraphs=subgraphs)
 
     def get_state_history(
         self, config: Any, *, filter: dict[str, Any] | None = None, before: Any = None, limit: int | None = None
     ) -> Iterator[Any]:
-        """The thread's ``StateSnapshot`` s, newest first, as ``graph.get_state_history`` lists them."""
+        """The thread's ``StateSnapshot`` s, newest first, as ``graph.get_state_history`` lists them.
+
+        Args:
+            config: A LangGraph config naming the thread.
+            filter: Only checkpoints whose metadata has these key/value pairs.
+            before: Only checkpoints before this config's checkpoint.
+            limit: At most this many snapshots.
+        """
         local = self._local(self._sync(self._saver_plan(config, True)))
         yield from local.get_state_history(config, filter=filter, before=before, limit=limit)
 
     def update_state(self, config: Any, values: Any, as_node: str | None = None, task_id: str | None = None) -> Any:
-        """Apply ``values`` as if ``as_node`` wrote them (in the thread's orchestration); returns the new config."""
+        """Apply ``values`` as if ``as_node`` wrote them (in the thread's orchestration); returns the new config.
+
+        Args:
+            config: A LangGraph config naming the thread (and optionally the checkpoint to fork from).
+            values: The state update, as the node would return it.
+            as_node: The node the update counts as coming from; LangGraph's choice when ``None``.
+            task_id: The pending task the update answers, when it is for one.
+
+        Raises:
+            MissingThreadIdError: ``config`` names no ``thread_id``.
+        """
         return self._sync(self._update_plan(config, values, as_node, task_id))
 
     # ---------------------------------------------------------------------------- public: async
@@ -286,7 +341,17 @@ class DurableGraph:
         interrupt_after: Any = None,
         timeout: float | None = None,
     ) -> Any:
-        """:meth:`invoke` with an ``AsyncTaskHubGrpcClient``."""
+        """:meth:`invoke` with an ``AsyncTaskHubGrpcClient``.
+
+        Args:
+            input: As for :meth:`invoke`.
+            config: As for :meth:`invoke`.
+            context: As for :meth:`invoke`.
+            stream_mode: As for :meth:`invoke`.
+            interrupt_before: As for :meth:`invoke`.
+            interrupt_after: As for :meth:`invoke`.
+            timeout: As for :meth:`invoke`.
+        """
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         if stream_mode != "values":
             return [c async for c in self.astream(input, config, stream_mode=stream_mode, timeout=timeout, **options)]
@@ -304,7 +369,18 @@ class DurableGraph:
         subgraphs: bool = False,
         timeout: float | None = None,
     ) -> AsyncIterator[Any]:
-        """:meth:`stream` with an ``AsyncTaskHubGrpcClient``."""
+        """:meth:`stream` with an ``AsyncTaskHubGrpcClient``.
+
+        Args:
+            input: As for :meth:`stream`.
+            config: As for :meth:`stream`.
+            context: As for :meth:`stream`.
+            stream_mode: As for :meth:`stream`.
+            interrupt_before: As for :meth:`stream`.
+            interrupt_after: As for :meth:`stream`.
+            subgraphs: As for :meth:`stream`.
+            timeout: As for :meth:`stream`.
+        """
         mode, modes = self._modes(stream_mode)
         options = {"context": context, "interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         plan = self._run_plan(input, config, modes, False, timeout, subgraphs=subgraphs, **options)
@@ -313,13 +389,25 @@ class DurableGraph:
                 yield item
 
     async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
-        """:meth:`get_state` with an ``AsyncTaskHubGrpcClient``."""
+        """:meth:`get_state` with an ``AsyncTaskHubGrpcClient``.
+
+        Args:
+            config: As for :meth:`get_state`.
+            subgraphs: As for :meth:`get_state`.
+        """
         return self._local(await self._async(self._saver_plan(config, False))).get_state(config, subgraphs=subgraphs)
 
     async def aget_state_history(
         self, config: Any, *, filter: dict[str, Any] | None = None, before: Any = None, limit: int | None = None
     ) -> AsyncIterator[Any]:
-        """:meth:`get_state_history` with an ``AsyncTaskHubGrpcClient``."""
+        """:meth:`get_state_history` with an ``AsyncTaskHubGrpcClient``.
+
+        Args:
+            config: As for :meth:`get_state_history`.
+            filter: As for :meth:`get_state_history`.
+            before: As for :meth:`get_state_history`.
+            limit: As for :meth:`get_state_history`.
+        """
         local = self._local(await self._async(self._saver_plan(config, True)))
         for snapshot in local.get_state_history(config, filter=filter, before=before, limit=limit):
             yield snapshot
@@ -327,5 +415,12 @@ class DurableGraph:
     async def aupdate_state(
         self, config: Any, values: Any, as_node: str | None = None, task_id: str | None = None
     ) -> Any:
-        """:meth:`update_state` with an ``AsyncTaskHubGrpcClient``."""
+        """:meth:`update_state` with an ``AsyncTaskHubGrpcClient``.
+
+        Args:
+            config: As for :meth:`update_state`.
+            values: As for :meth:`update_state`.
+            as_node: As for :meth:`update_state`.
+            task_id: As for :meth:`update_state`.
+        """
         return await self._async(self._update_plan(config, values, as_node, task_id))

@@ -17,12 +17,21 @@ _PREFIX = "lg"
 
 
 def orchestrator_name(graph: str) -> str:
-    """The orchestrator that drives every thread of ``graph``: ``lg:{graph}``."""
+    """The orchestrator that drives every thread of ``graph``: ``lg:{graph}``.
+
+    Args:
+        graph: The graph's name.
+    """
     return f"{_PREFIX}:{graph}"
 
 
 def activity_name(graph: str, node: str) -> str:
-    """The activity that runs one task of ``node``: ``lg:{graph}:{node}`` (the name work-item filters see)."""
+    """The activity that runs one task of ``node``: ``lg:{graph}:{node}`` (the name work-item filters see).
+
+    Args:
+        graph: The graph's name.
+        node: The node's name.
+    """
     return f"{_PREFIX}:{graph}:{node}"
 
 
@@ -58,6 +67,13 @@ def instance_id(graph: str, thread_id: str) -> str:
     Any other thread ID (longer, non-ASCII, control characters, ``~``) becomes ``lg:{graph}:{prefix}~{digest}``:
     the first 32 hex digits of the SHA-256 of the whole thread ID after a readable prefix of it. A plain ID has
     no ``~`` after the graph's name and a hashed one does, so no thread ID can take another's instance.
+
+    Args:
+        graph: The graph's name.
+        thread_id: The LangGraph thread ID (``config["configurable"]["thread_id"]``).
+
+    Raises:
+        ValueError: ``graph`` cannot name a graph (empty, holds ``:`` or non-printable characters, or too long).
     """
     check_graph_name(graph)
     head = f"{_PREFIX}:{graph}:"

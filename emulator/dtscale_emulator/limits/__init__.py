@@ -46,6 +46,9 @@ class Limits(FieldLimits):
     def orchestrator_response(self, response: pb.OrchestratorResponse) -> None:
         """Checks every field an orchestrator's actions carry before anything is applied.
 
+        Args:
+            response: The ``CompleteOrchestratorTask`` request.
+
         Raises:
             InvalidArgumentError: the response is malformed (it keeps its lease).
             RefusedContentError: a field is over a limit (the turn fails the orchestration).
@@ -83,7 +86,15 @@ class Limits(FieldLimits):
             self.message(body, path)
 
     def entity_batch_result(self, result: pb.EntityBatchResult) -> None:
-        """Checks the entity IDs and fields an entity's results and actions carry before anything is applied."""
+        """Checks the entity IDs and fields an entity's results and actions carry before anything is applied.
+
+        Args:
+            result: The ``CompleteEntityTask`` request.
+
+        Raises:
+            InvalidArgumentError: an entity or instance ID is malformed.
+            RefusedContentError: a field is over a limit.
+        """
         for action in result.actions:
             if action.HasField("sendSignal"):
                 self.entity_id(action.sendSignal.instanceId, f"actions[{action.id}].sendSignal.instanceId")
@@ -93,7 +104,14 @@ class Limits(FieldLimits):
         self.message(result)
 
     def activity_response(self, response: pb.ActivityResponse) -> None:
-        """Checks an activity's failure details (its result is a payload the dispatcher checks itself)."""
+        """Checks an activity's failure details (its result is a payload the dispatcher checks itself).
+
+        Args:
+            response: The ``CompleteActivityTask`` request.
+
+        Raises:
+            RefusedContentError: the failure details are over a limit.
+        """
         if response.HasField("failureDetails"):
             self.failure("failureDetails", response.failureDetails)
 

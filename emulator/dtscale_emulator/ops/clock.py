@@ -16,11 +16,19 @@ class Clock(Protocol):
         ...
 
     def seconds_until(self, when: datetime) -> float | None:
-        """Real seconds to wait until ``when``; ``None`` when only an explicit advance can get there."""
+        """Real seconds to wait until ``when``; ``None`` when only an explicit advance can get there.
+
+        Args:
+            when: A timezone-aware time, e.g. a timer's due time.
+        """
         ...
 
     def subscribe(self, callback: Callable[[], None]) -> None:
-        """Registers a callback invoked whenever time jumps (manual clocks only)."""
+        """Registers a callback invoked whenever time jumps (manual clocks only).
+
+        Args:
+            callback: Called with no arguments after a jump.
+        """
         ...
 
 
@@ -32,11 +40,19 @@ class SystemClock:
         return datetime.now(timezone.utc)
 
     def seconds_until(self, when: datetime) -> float | None:
-        """Real seconds until ``when``: never negative, and never ``None`` since the wall clock gets there by itself."""
+        """Real seconds until ``when``: never negative, and never ``None`` since the wall clock gets there by itself.
+
+        Args:
+            when: A timezone-aware time.
+        """
         return max(0.0, (when - self.now()).total_seconds())
 
     def subscribe(self, callback: Callable[[], None]) -> None:
-        """Accepts ``callback`` and never calls it: the wall clock does not jump."""
+        """Accepts ``callback`` and never calls it: the wall clock does not jump.
+
+        Args:
+            callback: Kept for the protocol's sake; never called.
+        """
         # Real time never jumps, so there is nothing to announce.
         return None
 
@@ -75,8 +91,15 @@ class ManualClock:
         """Moves time forward by ``delta`` (a timedelta or seconds) and wakes everything waiting on time.
 
         Args:
+            delta: How far to move: a ``timedelta`` or a number of seconds.
             announce: ``False`` leaves the waking to a later :meth:`announce` (a caller that moves time while
                 holding a lock that what wakes up would need).
+
+        Returns:
+            The clock's new time.
+
+        Raises:
+            ValueError: ``delta`` is negative (a manual clock never moves backwards).
         """
         step = delta if isinstance(delta, timedelta) else timedelta(seconds=delta)
         if step < timedelta(0):
@@ -89,7 +112,15 @@ class ManualClock:
         return now
 
     def set(self, when: datetime, *, announce: bool = True) -> datetime:
-        """Moves time forward to ``when``."""
+        """Moves time forward to ``when``.
+
+        Args:
+            when: The target time; a time already past leaves the clock where it is.
+            announce: ``False`` leaves the waking to a later :meth:`announce`.
+
+        Returns:
+            The clock's new time.
+        """
         return self.advance(max(timedelta(0), when - self.now()), announce=announce)
 
     def announce(self) -> None:

@@ -84,3 +84,84 @@ def undocumented() -> list[str]:
             if inspect.isclass(obj):
                 missing += [f"{where}.{n}" for n, v in _members(obj) if not _documented_member(obj, n, v)]
     return sorted(set(missing))
+
+
+_SKIPPED_PARAMS = {"self", "cls"}
+_SECTION = ("Args:", "Arguments:", "Parameters:", "Keyword Args:", "Keyword Arguments:", "Other Parameters:")
+
+
+def _params(func: Any) -> list[str]:
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name for p in signature.parameters.values()
+        if p.name not in _SKIPPED_PARAMS and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+
+
+def documented_params(doc: str) -> set[str]:
+    """The names a Google-style docstring documents in its ``Args:`` (or keyword-arguments) sections."""
+    names: set[str] = set()
+    lines = inspect.cleandoc(doc).splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() not in _SECTION:
+            i += 1
+            continue
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        i += 1
+        entry: int | None = None
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            line = lines[i]
+            depth = len(line) - len(line.lstrip())
+            if line.strip() and (entry is None or depth <= entry):
+                entry = depth
+                head = line.strip().split(":", 1)[0].split(" (", 1)[0].strip().lstrip("*")
+                names.update(n.strip() for n in head.split(","))
+            i += 1
+    return names
+
+
+def _member_docs(cls: type | None, name: str, value: Any) -> list[str]:
+    docs = [getattr(value, "__doc__", None) or ""]
+    if cls is not None:
+        docs += [getattr(base.__dict__.get(name), "__doc__", None) or "" for base in cls.__mro__[1:]]
+    return docs
+
+
+def _missing_params(cls: type | None, name: str, func: Any) -> list[str]:
+    wanted = _params(func)
+    if not wanted:
+        return []
+    documented: set[str] = set()
+    for doc in _member_docs(cls, name, func):
+        documented |= documented_params(doc)
+    return [p for p in wanted if p not in documented]
+
+
+def undocumented_params(only: set[str] | None = None) -> dict[str, list[str]]:
+    """``module.function`` (or ``module.Class.method``) → the parameters its docstring's ``Args:`` leaves out.
+
+    ``only`` limits the walk to objects defined in those modules (their ``__module__``).
+    """
+    missing: dict[str, list[str]] = {}
+    seen: set[int] = set()
+    for module_name in public_modules():
+        module = importlib.import_module(module_name)
+        for _name, obj in exported(module):
+            if id(obj) in seen or not (inspect.isclass(obj) or inspect.isfunction(obj)) or not _ours(obj):
+                continue
+            seen.add(id(obj))
+            if only is not None and obj.__module__ not in only:
+                continue
+            where = f"{obj.__module__}.{obj.__qualname__}"
+            if inspect.isfunction(obj):
+                if gaps := _missing_params(None, obj.__name__, obj):
+                    missing[where] = gaps
+                continue
+            for member, value in _members(obj):
+                if inspect.isfunction(value) and (gaps := _missing_params(obj, member, value)):
+                    missing[f"{where}.{member}"] = gaps
+    return dict(sorted(missing.items()))
