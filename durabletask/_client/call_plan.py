@@ -9,7 +9,7 @@ async clients only perform the steps, each in its own I/O style.
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -107,3 +107,28 @@ def run(settings: ClientSettings, operation: ops.Operation[T]) -> Plan[T]:
     except StopIteration as done:
         result: T = done.value
         return result
+
+
+def drive(plan: Plan[T], step: Callable[[Step], Any]) -> T:
+    """Carry out ``plan`` with a blocking ``step`` function, feeding each reply or gRPC error back into the plan.
+
+    Args:
+        plan: The plan to run to its end.
+        step: Performs one step and returns its reply; a ``grpc.RpcError`` it raises goes back into the plan.
+
+    Returns:
+        What the plan returns.
+    """
+    reply: Any = None
+    failure: grpc.RpcError | None = None
+    while True:
+        try:
+            next_step = plan.send(reply) if failure is None else plan.throw(failure)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        reply, failure = None, None
+        try:
+            reply = step(next_step)
+        except grpc.RpcError as raw:
+            failure = raw

@@ -161,8 +161,6 @@ class TaskHubGrpcClient:
     def __exit__(self, *args: object) -> None:
         self.close()
 
-    # -------------------------------------------------------------------------------------------- driving
-
     def _call(self, request: rq.RpcRequest) -> Any:
         return self._perform(call_plan.call(self._settings, request))
 
@@ -170,20 +168,7 @@ class TaskHubGrpcClient:
         return self._perform(call_plan.run(self._settings, operation))
 
     def _perform(self, plan: call_plan.Plan[T]) -> T:
-        """Carries out a plan's steps with blocking I/O."""
-        reply: Any = None
-        failure: grpc.RpcError | None = None
-        while True:
-            try:
-                step = plan.send(reply) if failure is None else plan.throw(failure)
-            except StopIteration as done:
-                result: T = done.value
-                return result
-            reply, failure = None, None
-            try:
-                reply = self._step(step)
-            except grpc.RpcError as raw:
-                failure = raw
+        return call_plan.drive(plan, self._step)  # blocking I/O
 
     def _step(self, step: call_plan.Step) -> Any:
         payloads = self._settings.payloads
@@ -297,7 +282,11 @@ class TaskHubGrpcClient:
     def get_all_orchestration_states(
         self, orchestration_query: OrchestrationQuery | None = None
     ) -> list[OrchestrationState]:
-        """Every instance matching ``orchestration_query`` (all pages are fetched)."""
+        """Every instance matching ``orchestration_query`` (all pages are fetched).
+
+        Args:
+            orchestration_query: Time, status and ID-prefix filters and the page size; every instance when ``None``.
+        """
         return self._run(ops.get_all_orchestration_states(orchestration_query, converter=self._settings.converter))
 
     @blocking
@@ -525,8 +514,6 @@ class TaskHubGrpcClient:
         self._settings.delete_payloads(owners)
         return result
 
-    # ---------------------------------------------------------------------------------------------- streams
-
     def subscribe(
         self,
         instance_id: str,
@@ -582,17 +569,31 @@ class TaskHubGrpcClient:
 
     @blocking
     def get_entity(self, entity_instance_id: EntityInstanceId, include_state: bool = True) -> EntityMetadata | None:
-        """The entity's metadata (and state), or ``None`` if it does not exist."""
+        """The entity's metadata (and state), or ``None`` if it does not exist.
+
+        Args:
+            entity_instance_id: The entity.
+            include_state: Include its state.
+        """
         return self._run(ops.get_entity(entity_instance_id, include_state, converter=self._settings.converter))
 
     @blocking
     def get_all_entities(self, entity_query: EntityQuery | None = None) -> list[EntityMetadata]:
-        """Every entity matching ``entity_query`` (all pages are fetched)."""
+        """Every entity matching ``entity_query`` (all pages are fetched).
+
+        Args:
+            entity_query: Name-prefix and last-modified filters and the page size; every entity when ``None``.
+        """
         return self._run(ops.get_all_entities(entity_query, converter=self._settings.converter))
 
     @blocking
     def clean_entity_storage(
         self, remove_empty_entities: bool = True, release_orphaned_locks: bool = True
     ) -> CleanEntityStorageResult:
-        """Remove empty entities and release locks held by finished orchestrations."""
+        """Remove empty entities and release locks held by finished orchestrations.
+
+        Args:
+            remove_empty_entities: Delete entities without state and without pending work.
+            release_orphaned_locks: Release locks held by orchestrations that have ended.
+        """
         return self._run(ops.clean_entity_storage(remove_empty_entities, release_orphaned_locks))
