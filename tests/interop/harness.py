@@ -177,6 +177,11 @@ ROLES: dict[str, dict[str, Any]] = {
     "version-1": {"orchestrators": (sc.versioned,), "configure": _versioning("1.0")},
     "version-2": {"orchestrators": (sc.versioned,), "configure": _versioning("2.0")},
     "handoff": {"orchestrators": (sc.handoff,), "activities": (sc.hello,)},
+    "official-mix": {
+        "orchestrators": (sc.chaining, sc.fan_out_fan_in, sc.approval),
+        "activities": (sc.hello, sc.nap),
+        "configure": filtered,
+    },
 }
 
 

@@ -7,6 +7,7 @@ entry) and under ours, so each function uses only names both packages export.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Generator
 from datetime import timedelta
 from pathlib import Path
@@ -62,6 +63,12 @@ def fragile(ctx: task.ActivityContext, args: dict[str, Any]) -> str:
 
 def broken(ctx: task.ActivityContext, _: Any) -> None:
     raise ValueError("broken on purpose")
+
+
+def nap(ctx: task.ActivityContext, seconds: float) -> float:
+    """Sleeps ``seconds``: an activity that outlives a deadline set by its caller."""
+    time.sleep(seconds)
+    return seconds
 
 
 def specialty_a(ctx: task.ActivityContext, n: int) -> dict[str, Any]:
