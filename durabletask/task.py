@@ -15,12 +15,9 @@ from durabletask._replay.contexts import (
     Entity,
     OrchestrationContext,
     Orchestrator,
-    ReplaySafeLogger,
     T,
     TInput,
     TOutput,
-    get_entity_name,
-    get_name,
 )
 from durabletask._replay.failures import ActivityCancelledError as ActivityCancelledError
 from durabletask._replay.failures import ActivityTimeoutError as ActivityTimeoutError
@@ -32,6 +29,8 @@ from durabletask._replay.failures import (
     TaskCancelledError,
     TaskFailedError,
 )
+from durabletask._replay.names import get_entity_name, get_name
+from durabletask._replay.replay_logger import ReplaySafeLogger
 from durabletask._replay.retry import RetryPolicy
 from durabletask._replay.tasks import (
     CancellableTask,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, overload
 
-from durabletask._replay import trace_ids
 from durabletask._replay.activity_control import ActivityCancellation
+from durabletask._replay.replay_logger import ReplaySafeLogger
 from durabletask._replay.retry import RetryPolicy
 from durabletask._replay.tasks import CancellableTask, CompletableTask, LockTask, Task, TimerTask
 from durabletask._streams.wire import PublishError
@@ -74,8 +74,80 @@ class OrchestrationContext(ABC):
             fire_at: An absolute time (naive values are UTC) or a delay from the orchestration's current time.
         """
 
-    # The overloads type an awaited (or yielded-into-a-variable) call by the activity's return annotation,
-    # or by ``return_type``; a coroutine activity's result is what it returns, not the coroutine.
+    # The first four overloads are plain calls (no timeout, no cancellation type); the next four, bounded
+    # calls, return a CancellableTask. They type an awaited (or yielded-into-a-variable) call by the activity's
+    # return annotation, or by ``return_type``; a coroutine activity's result is what it returns, not the
+    # coroutine.
+    @overload
+    def call_activity(
+        self,
+        activity: Activity[TInput, Any] | str,
+        *,
+        input: TInput | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        tags: dict[str, str] | None = ...,
+        return_type: type[T],
+        version: str | None = ...,
+        start_to_close_timeout: None = ...,
+        schedule_to_close_timeout: None = ...,
+        schedule_to_start_timeout: None = ...,
+        heartbeat_timeout: None = ...,
+        cancellation: None = ...,
+    ) -> CompletableTask[T]: ...
+
+    # A coroutine activity also matches the bounded overload for plain functions below, with its coroutine
+    # as the result; the first match wins, so the overlap is harmless.
+    @overload
+    def call_activity(  # type: ignore[overload-overlap]
+        self,
+        activity: Callable[[ActivityContext, TInput], Awaitable[TOutput]],
+        *,
+        input: TInput | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        tags: dict[str, str] | None = ...,
+        return_type: None = ...,
+        version: str | None = ...,
+        start_to_close_timeout: None = ...,
+        schedule_to_close_timeout: None = ...,
+        schedule_to_start_timeout: None = ...,
+        heartbeat_timeout: None = ...,
+        cancellation: None = ...,
+    ) -> CompletableTask[TOutput]: ...
+
+    @overload
+    def call_activity(
+        self,
+        activity: Activity[TInput, TOutput],
+        *,
+        input: TInput | None = ...,
+        retry_policy: RetryPolicy | None = ...,
+        tags: dict[str, str] | None = ...,
+        return_type: None = ...,
+        version: str | None = ...,
+        start_to_close_timeout: None = ...,
+        schedule_to_close_timeout: None = ...,
+        schedule_to_start_timeout: None = ...,
+        heartbeat_timeout: None = ...,
+        cancellation: None = ...,
+    ) -> CompletableTask[TOutput]: ...
+
+    @overload
+    def call_activity(
+        self,
+        activity: str,
+        *,
+        input: Any = ...,
+        retry_policy: RetryPolicy | None = ...,
+        tags: dict[str, str] | None = ...,
+        return_type: None = ...,
+        version: str | None = ...,
+        start_to_close_timeout: None = ...,
+        schedule_to_close_timeout: None = ...,
+        schedule_to_start_timeout: None = ...,
+        heartbeat_timeout: None = ...,
+        cancellation: None = ...,
+    ) -> CompletableTask[Any]: ...
+
     @overload
     def call_activity(
         self,
@@ -91,7 +163,7 @@ class OrchestrationContext(ABC):
         schedule_to_start_timeout: timedelta | None = ...,
         heartbeat_timeout: timedelta | None = ...,
         cancellation: ActivityCancellation | None = ...,
-    ) -> CompletableTask[T]: ...
+    ) -> CancellableTask[T]: ...
 
     @overload
     def call_activity(
@@ -108,7 +180,7 @@ class OrchestrationContext(ABC):
         schedule_to_start_timeout: timedelta | None = ...,
         heartbeat_timeout: timedelta | None = ...,
         cancellation: ActivityCancellation | None = ...,
-    ) -> CompletableTask[TOutput]: ...
+    ) -> CancellableTask[TOutput]: ...
 
     @overload
     def call_activity(
@@ -125,7 +197,7 @@ class OrchestrationContext(ABC):
         schedule_to_start_timeout: timedelta | None = ...,
         heartbeat_timeout: timedelta | None = ...,
         cancellation: ActivityCancellation | None = ...,
-    ) -> CompletableTask[TOutput]: ...
+    ) -> CancellableTask[TOutput]: ...
 
     @overload
     def call_activity(
@@ -142,7 +214,7 @@ class OrchestrationContext(ABC):
         schedule_to_start_timeout: timedelta | None = ...,
         heartbeat_timeout: timedelta | None = ...,
         cancellation: ActivityCancellation | None = ...,
-    ) -> CompletableTask[Any]: ...
+    ) -> CancellableTask[Any]: ...
 
     @abstractmethod
     def call_activity(
@@ -397,41 +469,6 @@ class OrchestrationContext(ABC):
         return ReplaySafeLogger(logger, lambda: self.is_replaying)
 
 
-if TYPE_CHECKING:
-    _LoggerAdapterBase = logging.LoggerAdapter[logging.Logger]
-else:
-    _LoggerAdapterBase = logging.LoggerAdapter
-
-
-class ReplaySafeLogger(_LoggerAdapterBase):
-    """A logger adapter that drops records while the orchestrator is replaying."""
-
-    def __init__(self, logger: logging.Logger, is_replaying: Callable[[], bool]) -> None:
-        super().__init__(logger, {})
-        self._is_replaying = is_replaying
-
-    def isEnabledFor(self, level: int) -> bool:
-        """``False`` during replay, so messages are neither formatted nor emitted.
-
-        Args:
-            level: A logging level.
-        """
-        return not self._is_replaying() and self.logger.isEnabledFor(level)
-
-    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
-        """Adds the orchestration's trace and span IDs (``otelTraceID``, ``otelSpanID``) when it is traced.
-
-        Args:
-            msg: The log message.
-            kwargs: The logging call's keyword arguments.
-        """
-        msg, kwargs = super().process(msg, kwargs)
-        ids = trace_ids.current()
-        if ids is not None:
-            kwargs["extra"] = {**(kwargs.get("extra") or {}), "otelTraceID": ids[0], "otelSpanID": ids[1]}
-        return msg, kwargs
-
-
 class HeartbeatChannel(Protocol):
     """How a running activity reaches its orchestration: the worker's side of ``ActivityContext.heartbeat``."""
 
@@ -536,35 +573,3 @@ Orchestrator: TypeAlias = Callable[
 Activity: TypeAlias = Callable[[ActivityContext, TInput], TOutput]
 #: An entity: a function ``(entity_context, input)`` or an entity class.
 Entity: TypeAlias = Callable[[Any, TInput], TOutput] | type[Any]
-
-
-def get_name(fn: Callable[..., Any]) -> str:
-    """The name a function is registered and scheduled under.
-
-    Args:
-        fn: The orchestrator, activity or entity function.
-
-    Raises:
-        ValueError: ``fn`` has no usable name (e.g. a lambda).
-    """
-    name = getattr(fn, "__name__", None)
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"Cannot infer a name from {fn!r}. Please provide a name explicitly.")
-    if name == "<lambda>":
-        raise ValueError("Cannot infer a name from a lambda function. Please provide a name explicitly.")
-    return name
-
-
-def get_entity_name(fn: Entity[Any, Any]) -> str:
-    """The name an entity function or class is registered under.
-
-    Args:
-        fn: The entity function or class; a ``__durable_entity_name__`` attribute takes precedence.
-
-    Raises:
-        ValueError: No name can be inferred.
-    """
-    explicit = getattr(fn, "__durable_entity_name__", None)
-    if isinstance(explicit, str) and explicit:
-        return explicit
-    return get_name(fn)

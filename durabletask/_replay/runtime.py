@@ -26,11 +26,12 @@ from durabletask._replay.actions import (
     complete_action,
 )
 from durabletask._replay.activity_control import CONTROL_TAG, ActivityCancellation, ActivityOptions, entity_key
-from durabletask._replay.contexts import Activity, OrchestrationContext, Orchestrator, get_name
+from durabletask._replay.contexts import Activity, OrchestrationContext, Orchestrator
 from durabletask._replay.controlled_activity import ActivityCall, ControlledActivityTask
 from durabletask._replay.coroutines import AsyncOrchestration
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError, proto_from_exception
 from durabletask._replay.inbox import EventInbox, EventTimeout
+from durabletask._replay.names import get_name
 from durabletask._replay.retry import RetryPolicy
 from durabletask._replay.tasks import (
     TASK_CLASSES,
@@ -251,7 +252,7 @@ class RuntimeContext(OrchestrationContext):
         schedule_to_start_timeout: timedelta | None = None,
         heartbeat_timeout: timedelta | None = None,
         cancellation: ActivityCancellation | None = None,
-    ) -> CompletableTask[Any]:
+    ) -> Any:  # a CompletableTask, or a CancellableTask for a bounded call (see the overloads of the base class)
         if (
             start_to_close_timeout is not None
             or schedule_to_close_timeout is not None

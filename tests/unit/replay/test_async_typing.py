@@ -1,5 +1,7 @@
 """Awaited durable calls are typed: mypy sees an activity's (or sub-orchestrator's) return type at the await.
 
+A bounded call (any timeout or a cancellation type) is typed as a ``CancellableTask``, a plain one is not.
+
 A small orchestrator file is type-checked by mypy in strict mode; ``assert_type`` lines fail the check if a
 type is lost, and a second file must produce exactly the errors a wrong use deserves.
 """
@@ -82,6 +84,23 @@ def classic(ctx: task.OrchestrationContext, order: Order) -> Generator[task.Task
     with (yield ctx.lock_entities([EntityInstanceId("counter", "c")])):
         pass
     return stock
+
+
+def bounded(ctx: task.OrchestrationContext, order: Order) -> Generator[task.Task[Any], Any, int]:
+    t = ctx.call_activity(reserve, input=order, heartbeat_timeout=timedelta(seconds=30))
+    assert_type(t, task.CancellableTask[int])
+    cancel = task.ActivityCancellation.ABANDON
+    assert_type(ctx.call_activity(pay, input=order, cancellation=cancel), task.CancellableTask[Receipt])
+    five = timedelta(minutes=5)
+    assert_type(
+        ctx.call_activity("reserve", start_to_close_timeout=five, return_type=Receipt), task.CancellableTask[Receipt]
+    )
+    assert_type(ctx.call_activity("reserve", schedule_to_close_timeout=five), task.CancellableTask[Any])
+    assert_type(ctx.call_activity(reserve, input=order), task.CompletableTask[int])
+    assert_type(ctx.call_activity(pay, input=order), task.CompletableTask[Receipt])
+    assert_type(t.cancel(), bool)
+    pages: int = yield t
+    return pages
 """
 
 MISTAKES = """
@@ -97,6 +116,7 @@ def reserve(ctx: task.ActivityContext, order: int) -> int:
 async def wrong(ctx: task.OrchestrationContext, order: int) -> None:
     text: str = await ctx.call_activity(reserve, input=order)
     await ctx.call_activity(reserve, input="not an order")
+    ctx.call_activity(reserve, input=order).cancel()
 """
 
 
@@ -127,4 +147,5 @@ def test_a_wrongly_typed_await_or_input_is_reported(tmp_path: Path) -> None:
     assert [source[n - 1].strip() for n in flagged] == [
         "text: str = await ctx.call_activity(reserve, input=order)",
         'await ctx.call_activity(reserve, input="not an order")',
+        "ctx.call_activity(reserve, input=order).cancel()",
     ], done.stdout
