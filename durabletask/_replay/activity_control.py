@@ -9,6 +9,7 @@ the control entity (:data:`CONTROL_ENTITY`) of its execution, whose state the wo
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ CONTROL_EVENT = "dtscale.activity"
 CONTROL_ENTITY = "dtscale.activities"
 #: The largest heartbeat details, as JSON text.
 MAX_HEARTBEAT_DETAILS_BYTES = 64 * 1024
+#: The longest tag value DTS takes, in characters. Details that would make the control tag longer do not travel
+#: in it: the tag names the heartbeat that carried them, and the next attempt's worker reads it from the history.
+MAX_TAG_VALUE_CHARS = 4096
 #: The share of the heartbeat timeout after which the worker sends the pending heartbeat.
 THROTTLE_SHARE = 0.8
 #: How often the worker sends heartbeat details at most when no heartbeat timeout is given (each send is a
@@ -140,6 +144,9 @@ class AttemptSettings:
     details: str | None
     #: The call's timeouts in seconds by kind, for tools that show a running attempt (not read by the worker).
     timeouts: tuple[tuple[str, float], ...] = ()
+    #: Where ``details`` are when they are too long for the tag: the task ID of the attempt that sent them and
+    #: which of its heartbeats with details it was (1 for the first), counted in the orchestration's history.
+    details_at: tuple[int, int] | None = None
 
     def to_tag(self) -> str:
         """The tag's value."""
@@ -154,6 +161,8 @@ class AttemptSettings:
             body["details"] = self.details
         if self.timeouts:
             body["timeouts"] = dict(self.timeouts)
+        if self.details_at is not None:
+            body["details_at"] = list(self.details_at)
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -161,6 +170,7 @@ class AttemptSettings:
         """Read a tag written by :meth:`to_tag`."""
         body = json.loads(text)
         details = body.get("details")
+        at = body.get("details_at")
         return cls(
             attempt=int(body["attempt"]),
             entity_key=str(body["key"]),
@@ -169,7 +179,14 @@ class AttemptSettings:
             reports_start=bool(body.get("start", False)),
             details=details if isinstance(details, str) else None,
             timeouts=tuple((str(k), float(v)) for k, v in dict(body.get("timeouts") or {}).items()),
+            details_at=(int(at[0]), int(at[1])) if isinstance(at, list) and len(at) == 2 else None,
         )
+
+    def fitted(self, details_at: tuple[int, int] | None) -> AttemptSettings:
+        """These settings with their details replaced by ``details_at`` if the tag would be too long for DTS."""
+        if self.details is None or details_at is None or len(self.to_tag()) <= MAX_TAG_VALUE_CHARS:
+            return self
+        return dataclasses.replace(self, details=None, details_at=details_at)
 
 
 def control_event(task_id: int, kind: str, details: str | None = None) -> str:

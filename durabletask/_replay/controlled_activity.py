@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from durabletask._codec import Codec
+from durabletask._json_codec import utf8_size
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import activity_control as control
 from durabletask._replay.actions import PendingAction, ScheduleTask
@@ -93,6 +94,8 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._started = False
         self._last_beat: datetime | None = None
         self._details: str | None = None  # the last heartbeat's details, as JSON text
+        self._details_at: tuple[int, int] | None = None  # which heartbeat carried them (see AttemptSettings)
+        self._beats_with_details = 0  # of the running attempt
         self._sent_details: str | None = None  # the details the running attempt was scheduled with
         self._retry_timer: TimerTask | None = None
         self._deadline: TimerTask | None = None
@@ -120,7 +123,7 @@ class ControlledActivityTask(CancellableTask[Any]):
             reports_start=options.reports_start,
             details=self._details,
             timeouts=options.timeouts(),
-        )
+        ).fitted(self._details_at)
         call = self._call
         tags = {**(call.tags or {}), control.CONTROL_TAG: settings.to_tag()}
         attempt: CompletableTask[Any] = CompletableTask(self._expected_type)
@@ -130,6 +133,7 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._seq = seq
         self._attempt_task = attempt
         self._sent_details = self._details
+        self._beats_with_details = 0
         self._started = False
         if options.schedule_to_start is not None:
             self._arm(control.SCHEDULE_TO_START, rt.current_utc_datetime + options.schedule_to_start)
@@ -292,6 +296,8 @@ class ControlledActivityTask(CancellableTask[Any]):
         if kind == "beat":
             if details is not None:
                 self._details = details
+                self._beats_with_details += 1
+                self._details_at = (seq, self._beats_with_details)
             self._last_beat = at
 
     def _on_started(self, at: datetime) -> None:
@@ -335,15 +341,30 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._finish(None, TaskCancelledError(f"activity '{self._call.name}' was cancelled"))
 
 
+#: The largest task ID a control event may name (task IDs are 32-bit on the wire).
+_MAX_TASK_ID = 2**31 - 1
+
+
 def parse_control_event(raw: str | None) -> tuple[int, str, str | None] | None:
-    """The task ID, kind and details of a control event's payload, or ``None`` if it is not one."""
+    """The task ID, kind and details of a control event's payload, or ``None`` if it is not one.
+
+    Any client may raise an event under the control event's name, so only what a worker of this SDK sends is
+    taken: a JSON object whose task is a JSON integer in the range of task IDs, whose kind is ``start`` or
+    ``beat``, and whose details, if any, are within the heartbeat limit.
+    """
     if not raw:
         return None
     try:
         body = json.loads(raw)
-        seq, kind = int(body["task"]), str(body["kind"])
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, RecursionError):
         return None
-    details = body.get("details")
-    return seq, kind, details if isinstance(details, str) else None
-
+    if not isinstance(body, dict):
+        return None
+    seq, kind, details = body.get("task"), body.get("kind"), body.get("details")
+    if type(seq) is not int or not 0 <= seq <= _MAX_TASK_ID or kind not in ("start", "beat"):
+        return None
+    if not isinstance(details, str):
+        return seq, kind, None
+    if utf8_size(details) > control.MAX_HEARTBEAT_DETAILS_BYTES:
+        return None
+    return seq, kind, details

@@ -23,6 +23,7 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask._replay import activity_control as control
 from durabletask._replay.failures import ActivityCancelledError
+from durabletask._worker.heartbeat_details import read_details
 from durabletask._worker.stream import ChannelProvider
 
 _LIVE = frozenset(
@@ -42,6 +43,8 @@ class AttemptHeartbeats:
         tag = request.tags.get(control.CONTROL_TAG)
         self.settings = control.AttemptSettings.from_tag(tag) if tag else None
         self._codec = codec
+        #: Details too long for the tag, once read from the history (see :mod:`heartbeat_details`).
+        self.resolved_details: str | None = None
         self._lock = threading.Lock()
         self._pending: str | None = None
         self._has_pending = False
@@ -55,7 +58,8 @@ class AttemptHeartbeats:
     @property
     def details(self) -> Any:
         settings = self.settings
-        return None if settings is None or settings.details is None else self._codec.decode(settings.details)
+        text = None if settings is None else settings.details or self.resolved_details
+        return None if text is None else self._codec.decode(text)
 
     @property
     def cancelled(self) -> bool:
@@ -138,6 +142,14 @@ class HeartbeatPump:
         settings = attempt.settings
         if settings is None:
             return
+        if settings.details is None and settings.details_at is not None:
+            at = settings.details_at
+            channel, release = self._channels.hold()
+            try:
+                stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+                attempt.resolved_details = read_details(stub, attempt.instance_id, attempt.execution_id, at)
+            finally:
+                release()
         if settings.reports_start:
             self._call(lambda stub: self._raise(stub, attempt, "start", None), attempt)
         self._call(lambda stub: self._poll(stub, attempt), attempt)
