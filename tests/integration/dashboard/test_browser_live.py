@@ -53,8 +53,9 @@ def test_running_activity_and_stream_items_appear_while_the_page_is_open(page: A
     expect(running).to_have_count(1)
     expect(running).to_contain_text("#1 produce")
     expect(running).to_contain_text("start_to_close 600 s, schedule_to_close 900 s, heartbeat 120 s")
-    live.beat(instance_id, {"page": 41})
+    live.beat(instance_id, {"page": 41, "html": HOSTILE_TOPIC})
     expect(running).to_contain_text('"page": 41')  # the page re-renders on the heartbeat's history event
+    assert activities.locator("img").count() == 0
     expect(running.get_by_role("cell").nth(4)).not_to_have_text("none yet")
 
     live.publish(instance_id, [("tokens", {"token": "lo"}), (HOSTILE_TOPIC, HOSTILE_DATA)])
