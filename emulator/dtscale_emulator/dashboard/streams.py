@@ -27,7 +27,7 @@ SEGMENT_ENTITY = "dtscale.streamsegment"
 DROPPED_TOPIC = "$dropped"
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
-#: The most item data (in characters) one page carries; a page always carries at least one item.
+#: The most item data and topics (in characters) one page carries; a page always carries at least one item.
 MAX_PAGE_BYTES = 512 * 1024
 #: The most of one item's data a page carries; longer data is cut, and the page says how long it was.
 MAX_DATA_CHARS = 4096
@@ -170,7 +170,7 @@ class _Page:
             return
         shown = _shown(self.request.instance_id, stored)
         self.items.append(shown)
-        self.size += len(shown["data"])
+        self.size += len(shown["data"]) + len(shown["topic"])
         self.position = stored[0]
 
 
@@ -197,8 +197,9 @@ async def read_page(request: PageRequest, read: ReadState) -> dict[str, Any]:
         }
     try:
         next_offset, first = int(head["next"]), int(head["first"])
-        segments, items = list(head["segs"]), list(head["items"])
-    except (KeyError, TypeError, ValueError):
+        segments = [(int(seg[0]), int(seg[2])) for seg in head["segs"]]  # [number, first, last, bytes]
+        items = list(head["items"])
+    except (KeyError, IndexError, TypeError, ValueError):
         raise StreamFormatError("the stream head's state lacks next, first, segs or items") from None
     # A tail page starts at the newest items still retained; a dropped marker is for readers that move forward.
     start = request.after if request.tail is None else max(first - 1, next_offset - 1 - request.tail)
@@ -207,12 +208,12 @@ async def read_page(request: PageRequest, read: ReadState) -> dict[str, Any]:
     if start + 1 < first:  # items this reader has not seen were dropped over the retention cap
         page.items.append(_marker(instance_id, first - (start + 1), first - 1))
         page.position = first - 1
-    for number, _first, last, *_ in segments:
+    for number, last in segments:
         if page.full:
             break
         if last <= page.position:
             continue
-        segment = _state(await read(segment_id(instance_id, int(number))), "stream segment")
+        segment = _state(await read(segment_id(instance_id, number)), "stream segment")
         if segment is None:  # sealed by the head, not yet stored by its segment: the next page reads it
             break
         for stored in segment.get("items", []):

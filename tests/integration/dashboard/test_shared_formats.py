@@ -227,3 +227,24 @@ def test_running_activities_read_from_the_sdks_tags_and_control_events(continued
     assert one.timeouts == {"start_to_close": 300.0, "schedule_to_close": 3600.0, "heartbeat": 30.0}
     assert (one.started_at, one.last_heartbeat_at) == (T0 + timedelta(seconds=5), T0 + timedelta(seconds=7))
     assert one.last_heartbeat_details is not None and json.loads(one.last_heartbeat_details) == {"page": 9}
+
+
+@pytest.mark.adversarial
+@pytest.mark.parametrize(
+    ("head", "message"),
+    [
+        ("blob:v1:payloads:stream-head", "the stream head's state is not JSON (is it kept in a payload store?)"),
+        ("[1, 2]", "the stream head's state is not a JSON object"),
+        ('{"next": 1}', "the stream head's state lacks next, first, segs or items"),
+        ('{"next": 1, "first": 0, "segs": [[0]], "items": []}', "lacks next, first, segs or items"),
+        ('{"next": 1, "first": 0, "segs": [], "items": [["x"]]}', "a stored stream item is not [offset, topic"),
+        ('{"next": 1, "first": 0, "segs": [], "items": [[0, "t", "1", "noon", null, null]]}', "is not an ISO 8601"),
+    ],
+)
+def test_a_stream_state_of_another_format_is_reported_not_guessed(head: str, message: str) -> None:
+    async def read(entity_id: str) -> str | None:
+        return head if entity_id == streams.head_id(IID) else None
+
+    with pytest.raises(streams.StreamFormatError) as refused:
+        asyncio.run(streams.read_page(streams.PageRequest.parse(IID, {}), read))
+    assert message in str(refused.value)
