@@ -8,7 +8,6 @@ either side breaks these tests.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 
 from dtscale_emulator.dashboard import activities, streams
 from dtscale_emulator.dashboard.models import history_entry
+from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.protocol import StringValue, Timestamp, pb
 from durabletask._instance_models import OrchestrationStatus
 from durabletask._replay import activity_control as control
@@ -90,7 +90,7 @@ def dashboard_items(store: Store, limit: int, after: str | None = None) -> tuple
     pages = 0
     query = {"limit": str(limit), **({"after": after} if after else {})}
     while True:
-        page = asyncio.run(streams.read_page(streams.PageRequest.parse(IID, query), store.read))
+        page = aio_loop.run(streams.read_page(streams.PageRequest.parse(IID, query), store.read))
         pages += 1
         assert len(page["items"]) <= limit
         found.extend(page["items"])
@@ -149,7 +149,7 @@ def test_items_dropped_over_the_cap_show_the_sdks_marker() -> None:
     assert sdk[0].topic == wire.DROPPED_TOPIC
     board, _ = dashboard_items(store, 50)
     same(sdk, board)
-    tail = asyncio.run(streams.read_page(streams.PageRequest.parse(IID, {"tail": "5"}), store.read))
+    tail = aio_loop.run(streams.read_page(streams.PageRequest.parse(IID, {"tail": "5"}), store.read))
     assert [i["id"] for i in tail["items"]] == [i.id for i in sdk[-5:]]
     assert tail["dropped"] == head["first"] and tail["skipped"] == len(sdk) - 1 - 5
 
@@ -159,7 +159,7 @@ def test_a_page_is_bounded_in_bytes_and_cuts_long_data() -> None:
     big = "y" * (streams.MAX_DATA_CHARS * 3)
     for number in range(1, 60):
         store.append(wire.activity_batch("exec", 1, "run", number, [wire.item_entry("t", json.dumps(big), T0)] * 4))
-    page = asyncio.run(streams.read_page(streams.PageRequest.parse(IID, {"limit": "500"}), store.read))
+    page = aio_loop.run(streams.read_page(streams.PageRequest.parse(IID, {"limit": "500"}), store.read))
     assert page["more"] and len(page["items"]) < 500
     assert sum(len(i["data"]) for i in page["items"]) <= streams.MAX_PAGE_BYTES + streams.MAX_DATA_CHARS
     first = page["items"][0]
@@ -246,5 +246,5 @@ def test_a_stream_state_of_another_format_is_reported_not_guessed(head: str, mes
         return head if entity_id == streams.head_id(IID) else None
 
     with pytest.raises(streams.StreamFormatError) as refused:
-        asyncio.run(streams.read_page(streams.PageRequest.parse(IID, {}), read))
+        aio_loop.run(streams.read_page(streams.PageRequest.parse(IID, {}), read))
     assert message in str(refused.value)
