@@ -16,7 +16,8 @@ from typing import Any
 
 from aiohttp import web
 
-from dtscale_emulator.dashboard import actions, diagnose, listing, schedules, views
+from dtscale_emulator.dashboard import actions, diagnose, listing, schedules, streams, views
+from dtscale_emulator.dashboard.activities import activities_json
 from dtscale_emulator.dashboard.hubs import Hub, Hubs, UnknownHubError, describe
 from dtscale_emulator.dashboard.models import entity_id, entity_row, history_entry, instance_row, parse_entity_id
 from dtscale_emulator.dashboard.protection import add_security_headers, same_origin_json
@@ -118,7 +119,7 @@ async def index(request: web.Request) -> web.StreamResponse:
 
 async def static(request: web.Request) -> web.StreamResponse:
     name = request.match_info["name"]
-    if name not in {"app.js", "ui.js", "instance.js", "entities.js", "style.css"}:
+    if name not in {"app.js", "ui.js", "instance.js", "stream.js", "entities.js", "style.css"}:
         raise web.HTTPNotFound()
     kind = "text/javascript" if name.endswith(".js") else "text/css"
     return web.Response(text=(STATIC / name).read_text(), content_type=kind)
@@ -189,6 +190,41 @@ async def _entity(request: web.Request, hub: Hub) -> dict[str, Any]:
     return {**shown, "digest": views.fingerprint(shown)}
 
 
+def _state_reader(hub: Hub) -> streams.ReadState:
+    async def read(entity: str) -> str | None:
+        found = await hub.client.get_entity(entity, include_state=True)
+        return found.serializedState.value if found is not None and found.HasField("serializedState") else None
+
+    return read
+
+
+async def _existing(hub: Hub, instance_id: str) -> str:
+    """The instance's status; 404 when it does not exist."""
+    state = await hub.client.get_instance(instance_id, payloads=False)
+    if state is None:
+        raise web.HTTPNotFound(
+            text=json.dumps({"error": f"no instance {instance_id!r} in task hub {hub.name!r}"}),
+            content_type="application/json",
+        )
+    return instance_row(state).status
+
+
+async def _stream(request: web.Request, hub: Hub) -> dict[str, Any]:
+    """A page of the instance's stream items: ``after`` a cursor, or the newest ``tail``; ``limit`` at most."""
+    instance_id = _instance_id(request)
+    asked = streams.PageRequest.parse(instance_id, request.query)
+    status = await _existing(hub, instance_id)
+    page = await streams.read_page(asked, _state_reader(hub))
+    # The digest the live feed (view=stream) compares with, so an item stored after this read is not missed.
+    return {**page, "status": status, "digest": f"{status}:{page['position']}"}
+
+
+async def _stream_digest(request: web.Request, hub: Hub) -> dict[str, Any]:
+    instance_id = _instance_id(request)
+    status = await _existing(hub, instance_id)
+    return {"digest": f"{status}:{await streams.position(instance_id, _state_reader(hub))}"}
+
+
 async def _workers(request: web.Request, hub: Hub) -> dict[str, Any]:
     info = await request.app[HUBS_KEY].workers_of(hub.name)
     return {"available": info is not None, **(info or {}), "digest": views.fingerprint(info)}
@@ -203,6 +239,7 @@ Reader = Callable[[web.Request, Hub], Awaitable[dict[str, Any]]]
 WATCHED: dict[str, Reader] = {
     "orchestrations": _orchestrations,
     "instance": _instance_digest,
+    "stream": _stream_digest,
     "entities": _entities,
     "entity": _entity,
     "workers": _workers,
@@ -233,6 +270,7 @@ async def get_instance(request: web.Request) -> web.StreamResponse:
     page = views.instance_json(row, entries)
     workers = await request.app[HUBS_KEY].workers_of(hub.name)
     page["pending_reason"] = diagnose.pending_reason(row, workers)
+    page["activities"] = activities_json(row.status, entries)
     page["refused"] = hub.refused
     page["digest"] = views.digest([row])
     return _json(page)
@@ -323,6 +361,7 @@ def build_app(
     app.router.add_get(f"{api}/orchestrations", _reading(_orchestrations))
     app.router.add_post(f"{api}/orchestrations", new_orchestration)
     app.router.add_get(f"{api}/instance", get_instance)
+    app.router.add_get(f"{api}/stream", _reading(_stream))
     app.router.add_post(f"{api}/instance/{{action}}", instance_action)
     app.router.add_post(f"{api}/bulk/{{action}}", bulk_action)
     app.router.add_get(f"{api}/entities", _reading(_entities))

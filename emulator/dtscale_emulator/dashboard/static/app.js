@@ -1,6 +1,7 @@
 // The dashboard page: routes itself from the URL (so back/forward and shared links keep filters), renders each
 // section from the server's JSON API, and re-renders when the server reports a change over server-sent events.
 import { renderInstance } from "./instance.js";
+import { stopStream } from "./stream.js";
 import { renderEntities, renderEntity, renderSchedules, renderWorkers } from "./entities.js";
 import { api, ask, el, hubPath, link, navigate, notice, pager, show, statusBadge, STATUSES, when } from "./ui.js";
 const FILTERS = ["name", "status", "tag", "from", "to", "prefix"];
@@ -154,6 +155,7 @@ async function renderNow(rewatch) {
   let view = "orchestrations";
   let query = new URLSearchParams(location.search);
   let digest = null;  // of what the page now shows
+  if (section !== "instances" || !id) stopStream();
   try {
     if (section === "instances" && id) {
       [view, query] = ["instance", new URLSearchParams({ id })];
@@ -174,6 +176,7 @@ async function renderNow(rewatch) {
       digest = await renderList(hub, !rewatch);
     }
   } catch (problem) {
+    stopStream();
     show(main, el("p", { class: "error", role: "alert" }, problem.message));
   }
   if (rewatch) {

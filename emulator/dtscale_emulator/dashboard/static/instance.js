@@ -1,5 +1,7 @@
-// The instance page: overview, actions, a Gantt timeline of its work, and its history with payloads.
+// The instance page: overview, actions, running activities, a Gantt timeline of its work, its stream, and its
+// history with payloads.
 import { api, ask, el, hubPath, jsonBlock, link, navigate, show, statusBadge, when } from "./ui.js";
+import { streamPanel } from "./stream.js";
 
 const instanceUrl = (hub, id) => `/hubs/${encodeURIComponent(hub)}/instances/${encodeURIComponent(id)}`;
 
@@ -116,6 +118,22 @@ function timeline(d) {
   return section;
 }
 
+// Bounded activity calls still running: each attempt's timeouts and its last heartbeat (time and details).
+function runningActivities(d) {
+  if (!d.activities || !d.activities.length) return null;
+  const timeouts = (t) => Object.entries(t).map(([kind, seconds]) => `${kind} ${seconds} s`).join(", ") || "(none)";
+  const rows = d.activities.map((a) => el("tr", {},
+    el("td", {}, `#${a.task_id} ${a.name}`), el("td", {}, String(a.attempt)), el("td", {}, timeouts(a.timeouts)),
+    el("td", {}, a.started_at ? when(a.started_at) : "not yet"),
+    el("td", {}, a.last_heartbeat_at ? when(a.last_heartbeat_at) : "none yet"),
+    el("td", {}, a.last_heartbeat_details === null ? "" : jsonBlock(a.last_heartbeat_details))));
+  return el("section", { "aria-labelledby": "activities-h" }, el("h2", { id: "activities-h" }, "Running activities"),
+    el("table", { class: "grid", "aria-label": "Running activities" },
+      el("thead", {}, el("tr", {}, ["Activity", "Attempt", "Timeouts", "Started", "Last heartbeat",
+        "Heartbeat details"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows)));
+}
+
 function historyTable(d) {
   const rows = d.history.map((e) => el("tr", {},
     el("td", {}, String(e.event_id)), el("td", {}, e.kind), el("td", {}, e.name || ""),
@@ -137,6 +155,7 @@ export async function renderInstance(main, hub, id) {
     el("h1", {}, d.instance_id, " ", statusBadge(d.status)),
     d.refused ? el("p", { class: "error", role: "alert" }, `The backend refused this task hub: ${d.refused}`)
       : actionButtons(hub, d),
-    overview(hub, d), timeline(d), historyTable(d));
+    overview(hub, d), runningActivities(d), timeline(d),
+    streamPanel(hub, id, document.getElementById("live").checked), historyTable(d));
   return d.digest;
 }
