@@ -1,7 +1,11 @@
 """The client's side of a thread, without I/O: requests to send, and the plan that sends one and waits for it.
 
-A plan is a generator of :class:`Op` s (read the instance, start it, raise the event, sleep); the sync and
-async façades in ``_client`` only carry them out, so both share every rule here.
+A plan is a generator of :class:`Op` s (read the instance, start it, raise the event, follow its durable stream,
+sleep); the sync and async façades in ``_client`` only carry them out, so both share every rule here.
+
+A request's result and a streaming run's chunks arrive on the instance's durable stream (``_delivery``). A thread
+whose status says its workers answer in the custom status (workers from before durable streams) is asked the old
+way, and its status is read every ``poll_interval`` for the answer.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from durabletask._instance_models import OrchestrationState, OrchestrationStatus
+from durabletask.extensions.langgraph._delivery import Assembly
 from durabletask.extensions.langgraph._errors import (
     GraphMismatchError,
     GraphNotRegisteredError,
@@ -24,6 +29,7 @@ from durabletask.extensions.langgraph._errors import (
 )
 from durabletask.extensions.langgraph._naming import (
     RUN_EVENT,
+    STREAMED,
     instance_id,
     legacy_instance_id,
     orchestrator_name,
@@ -43,7 +49,9 @@ _REFUSALS: dict[str, type[LangGraphError]] = {
 @dataclass(frozen=True)
 class Op:
     """One thing a plan needs done: ``get`` / ``start`` / ``restart`` (a failed thread) / ``raise_event`` /
-    ``sleep``, or ``emit`` stream chunks."""
+    ``sleep``; ``emit`` stream chunks; ``subscribe`` to the instance's stream (``data``: ``after`` and
+    ``timeout``, replacing the plan's earlier subscription) and take its ``next`` item (``None`` once the
+    subscription has ended or timed out)."""
 
     kind: str
     instance_id: str = ""
@@ -135,7 +143,7 @@ _TERMINAL = (
 
 @dataclass(frozen=True)
 class Waiting:
-    """How long and how often a plan polls."""
+    """How long a new thread may wait for a worker, and how often a thread answering in its status is read."""
 
     start_timeout: float
     poll_interval: float
@@ -157,9 +165,20 @@ class _Wait:
     since: float
     seen: int = 0
     restarted: float = 0.0
+    running: bool = False  # a worker has taken the thread up since the request was sent
 
     def elapsed(self) -> float:
         return time.monotonic() - self.since
+
+    def window(self) -> float | None:
+        """How long the next subscription may wait before the plan looks at the instance (``None``: no limit)."""
+        limits = []
+        if self.timeout is not None:
+            limits.append(self.timeout - self.elapsed())
+        if not self.running:
+            limits.append(self.waiting.start_timeout - self.elapsed())
+        # a little past the limit, so that the look that follows finds it passed
+        return None if not limits else max(0.0, min(limits)) + 0.05
 
     def expired(self, state: OrchestrationState | None, status: dict[str, Any]) -> LangGraphError | None:
         """The error to raise once the request has waited too long, saying what it waited for."""
@@ -175,7 +194,7 @@ class _Wait:
         thread = load(self.req["body"])["thread_id"]
         if pending:
             doing = f"no worker serving graph '{self.graph_name}' has picked the thread up"
-        elif (status.get("live") or {}).get("id") == self.req["id"]:
+        elif self.seen or (status.get("live") or {}).get("id") == self.req["id"]:
             doing = "the run is in progress (its stream has chunks)"
         else:
             doing = (
@@ -207,6 +226,41 @@ def send_and_wait(
         raise ValueError(f"timeout must be None or at least 0 seconds, not {timeout!r}")
     yield from _deliver(instance_id, graph_name, req, precheck)
     wait = _Wait(instance_id, graph_name, req, waiting, timeout, time.monotonic())
+    if req.get("via") == STREAMED:
+        return (yield from _follow(wait))
+    return (yield from _poll(wait))
+
+
+def _follow(wait: _Wait) -> Generator[Op, Any, dict[str, Any]]:
+    """Wait for the request's result on the instance's stream, emitting its chunks as they arrive.
+
+    A subscription ends when the instance does (a failed run, a worker without the graph); the instance is read
+    then, and whenever the subscription's window (the request's ``timeout``, the thread's ``start_timeout``)
+    has passed. Each new subscription goes on after the last item seen.
+    """
+    assembly = Assembly(wait.req["id"])
+    cursor: str | None = None
+    while True:
+        yield Op("subscribe", wait.instance_id, {"after": cursor, "timeout": wait.window()})
+        while (item := (yield Op("next"))) is not None:
+            cursor = item.id
+            if ready := assembly.feed(item.data, item.task_id, item.attempt):
+                yield Op("emit", data=ready)
+                wait.seen += len(ready)
+            if assembly.result is not None:
+                return _accepted(assembly.result, wait.instance_id)
+        state = yield Op("get", wait.instance_id)
+        wait.running = wait.running or (state is not None and state.runtime_status != OrchestrationStatus.PENDING)
+        if state is not None and state.runtime_status in _TERMINAL:
+            yield from _ended_while_waiting(state, wait)
+            continue
+        if (error := wait.expired(state, _status(state) or {})) is not None:
+            raise error
+
+
+def _poll(wait: _Wait) -> Generator[Op, Any, dict[str, Any]]:
+    """Wait for the request's result in the thread's custom status, where workers before durable streams put it."""
+    instance_id, req, waiting = wait.instance_id, wait.req, wait.waiting
     while True:
         state = yield Op("get", instance_id)
         status = _status(state) or {}
@@ -275,6 +329,8 @@ def _deliver(instance_id: str, graph_name: str, req: dict[str, Any], precheck: A
     """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event."""
     state: OrchestrationState | None = yield Op("get", instance_id)
     status = _status(state)
+    if streamable(instance_id) and (status is None or status.get("via") == STREAMED):
+        req["via"] = STREAMED  # else the thread's workers answer in the custom status
     restart = restart_input(state)
     if state is not None and state.runtime_status in _TERMINAL and restart is None:
         raise _ended(state, graph_name)
@@ -288,6 +344,16 @@ def _deliver(instance_id: str, graph_name: str, req: dict[str, Any], precheck: A
         started = yield Op("restart", instance_id, start_input(req, restart["carry"]))
     if not started:
         yield Op("raise_event", instance_id, req)
+
+
+# The longest instance ID whose stream entities fit DTS's 100-character entity IDs: a stream keeps its sealed
+# segments under "@dtscale.streamsegment@<number>|<instance ID>" (docs/streams.md).
+STREAMABLE_ID = 70
+
+
+def streamable(instance_id: str) -> bool:
+    """Whether the thread's results can travel on its instance's durable stream."""
+    return len(instance_id) <= STREAMABLE_ID
 
 
 def _accepted(result: dict[str, Any], instance_id: str) -> dict[str, Any]:
