@@ -135,12 +135,11 @@ class ThreadRuntime:
         self.live: dict[str, Any] | None = None
         self.run_started_from: str | None = None
         self.out = Outbox(ctx)
-        self.status: dict[str, Any] = {
-            "fp": self.thread_fingerprint,
-            "done": self.done,
-            "interrupts": [],
-            "via": STREAMED,
-        }
+        # Names this instance's stream for clients that remember where they read it (a purged and recreated
+        # instance has a new stream, and a new epoch).
+        self.epoch: str = carry.get("epoch") or str(ctx.new_uuid())
+        self.status: dict[str, Any] = {}
+        self._set_status([])
 
     @property
     def thread_fingerprint(self) -> str:
@@ -169,6 +168,7 @@ class ThreadRuntime:
             "interrupts": self.interrupts,
             "queue": self.queue,
             "tasks": self.tasks_carried + self.tasks_run,
+            "epoch": self.epoch,
         }
 
     def _pending(self) -> list[str]:
@@ -176,8 +176,17 @@ class ThreadRuntime:
             return self.interrupts
         return pending_interrupts(self.graph, self.saver, self.thread_id) if self.thread_id else []
 
+    def _set_status(self, interrupts: list[str]) -> None:
+        self.status = {
+            "fp": self.thread_fingerprint,
+            "done": self.done,
+            "interrupts": interrupts,
+            "via": STREAMED,
+            "epoch": self.epoch,
+        }
+
     def publish(self) -> None:
-        self.status = {"fp": self.thread_fingerprint, "done": self.done, "interrupts": self._pending(), "via": STREAMED}
+        self._set_status(self._pending())
         self.ctx.set_custom_status(self.status)
 
     def seal(self) -> bool:

@@ -11,10 +11,11 @@ way, and its status is read every ``poll_interval`` for the answer.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from durabletask._instance_models import OrchestrationState, OrchestrationStatus
@@ -141,12 +142,43 @@ _TERMINAL = (
 )
 
 
+class Cursors:
+    """Where this client last read each thread's stream, so a new request's subscription starts there rather than
+    at the stream's first item. Kept per stream epoch (the thread's status names it): a purged and recreated
+    instance has a new stream, where an old cursor means nothing.
+
+    A cursor is read before the request is sent and was delivered before that, so it precedes the request's items.
+    """
+
+    LIMIT = 4096  # threads remembered; the oldest is forgotten first
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, instance_id: str, epoch: str | None) -> str | None:
+        with self._lock:
+            known = self._last.get(instance_id)
+        return known[1] if epoch is not None and known is not None and known[0] == epoch else None
+
+    def note(self, instance_id: str, epoch: str | None, cursor: str | None) -> None:
+        if epoch is None or cursor is None:
+            return
+        with self._lock:
+            self._last.pop(instance_id, None)
+            self._last[instance_id] = (epoch, cursor)
+            if len(self._last) > self.LIMIT:
+                self._last.pop(next(iter(self._last)))
+
+
 @dataclass(frozen=True)
 class Waiting:
-    """How long a new thread may wait for a worker, and how often a thread answering in its status is read."""
+    """How long a new thread may wait for a worker, how often a thread answering in its status is read, and
+    where this client last read each thread's stream."""
 
     start_timeout: float
     poll_interval: float
+    cursors: Cursors = field(default_factory=Cursors)
 
 
 # Seconds between restarts of a thread that a worker without its graph failed, while the request waits.
@@ -224,14 +256,14 @@ def send_and_wait(
     """
     if timeout is not None and timeout < 0:
         raise ValueError(f"timeout must be None or at least 0 seconds, not {timeout!r}")
-    yield from _deliver(instance_id, graph_name, req, precheck)
+    epoch, after = yield from _deliver(instance_id, graph_name, req, precheck, waiting.cursors)
     wait = _Wait(instance_id, graph_name, req, waiting, timeout, time.monotonic())
     if req.get("via") == STREAMED:
-        return (yield from _follow(wait))
+        return (yield from _follow(wait, epoch, after))
     return (yield from _poll(wait))
 
 
-def _follow(wait: _Wait) -> Generator[Op, Any, dict[str, Any]]:
+def _follow(wait: _Wait, epoch: str | None, after: str | None) -> Generator[Op, Any, dict[str, Any]]:
     """Wait for the request's result on the instance's stream, emitting its chunks as they arrive.
 
     A subscription ends when the instance does (a failed run, a worker without the graph); the instance is read
@@ -239,7 +271,7 @@ def _follow(wait: _Wait) -> Generator[Op, Any, dict[str, Any]]:
     has passed. Each new subscription goes on after the last item seen.
     """
     assembly = Assembly(wait.req["id"])
-    cursor: str | None = None
+    cursor = after
     while True:
         yield Op("subscribe", wait.instance_id, {"after": cursor, "timeout": wait.window()})
         while (item := (yield Op("next"))) is not None:
@@ -248,6 +280,7 @@ def _follow(wait: _Wait) -> Generator[Op, Any, dict[str, Any]]:
                 yield Op("emit", data=ready)
                 wait.seen += len(ready)
             if assembly.result is not None:
+                wait.waiting.cursors.note(wait.instance_id, epoch, cursor)
                 return _accepted(assembly.result, wait.instance_id)
         state = yield Op("get", wait.instance_id)
         wait.running = wait.running or (state is not None and state.runtime_status != OrchestrationStatus.PENDING)
@@ -325,10 +358,17 @@ def restart_input(state: OrchestrationState | None) -> dict[str, Any] | None:
     return {"carry": payload.get("carry")}
 
 
-def _deliver(instance_id: str, graph_name: str, req: dict[str, Any], precheck: Any) -> Generator[Op, Any, None]:
-    """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event."""
+def _deliver(
+    instance_id: str, graph_name: str, req: dict[str, Any], precheck: Any, cursors: Cursors
+) -> Generator[Op, Any, tuple[str | None, str | None]]:
+    """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event.
+
+    Returns the thread's stream epoch and where this client last read that stream (each ``None`` if unknown).
+    """
     state: OrchestrationState | None = yield Op("get", instance_id)
     status = _status(state)
+    epoch = (status or {}).get("epoch")
+    after = cursors.start(instance_id, epoch)
     if streamable(instance_id) and (status is None or status.get("via") == STREAMED):
         req["via"] = STREAMED  # else the thread's workers answer in the custom status
     restart = restart_input(state)
@@ -344,6 +384,7 @@ def _deliver(instance_id: str, graph_name: str, req: dict[str, Any], precheck: A
         started = yield Op("restart", instance_id, start_input(req, restart["carry"]))
     if not started:
         yield Op("raise_event", instance_id, req)
+    return epoch, after
 
 
 # The longest instance ID whose stream entities fit DTS's 100-character entity IDs: a stream keeps its sealed

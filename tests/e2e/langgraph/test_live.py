@@ -19,7 +19,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from typing_extensions import TypedDict
 
 from durabletask.client import AsyncTaskHubGrpcClient
-from durabletask.extensions.langgraph import DurableGraph, instance_id, register_graph
+from durabletask.extensions.langgraph import DurableGraph, _requests, instance_id, register_graph
 from tests.e2e.conftest import Hub
 from tests.e2e.langgraph.conftest import Serve, reference, thread
 from tests.support.langgraph_tokens import TokenModel
@@ -172,3 +172,22 @@ def test_a_result_far_over_the_custom_status_limit_comes_whole_with_the_status_u
     # The status names the graph and the pending interrupts only: far below the 16 KB other backends allow.
     assert len(state.serialized_custom_status) < 1_000, state.serialized_custom_status[:200]
     assert app.get_state(cfg).values == out
+
+
+def test_a_client_that_reads_results_in_the_custom_status_is_still_answered_there(
+    serve: Serve, hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a client from before durable streams asks (its requests do not say "via": "stream").
+    monkeypatch.setattr(_requests, "streamable", lambda _instance_id: False)
+    RELEASE.set()
+    app = serve(held_writer())
+    cfg = thread()
+    assert app.invoke({"x": 0, "log": []}, cfg) == {"x": 1, "log": ["before", "talk"]}
+    assert list(app.stream({"x": 0, "log": []}, thread(), stream_mode="custom")) == [
+        {"said": "first"},
+        {"said": "second"},
+    ]
+    state = hub.client().get_orchestration_state(instance_id(app.name, cfg["configurable"]["thread_id"]))
+    assert state is not None
+    [(_request_id, answer)] = state.get_custom_status()["done"]
+    assert answer.keys() == {"output"}

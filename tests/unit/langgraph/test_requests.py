@@ -211,3 +211,23 @@ def test_resumes_are_checked_against_the_published_interrupts() -> None:
         rq.check_resume_locally(Command(resume={"b" * 32: 1}), None, waiting, "t")
     with pytest.raises(ResumeRejectedError, match="no pending interrupt"):
         rq.check_resume_locally(Command(resume=1), None, {"interrupts": []}, "t")
+
+
+def test_a_later_request_reads_the_stream_after_where_this_client_left_it_in_the_same_epoch() -> None:
+    waiting = rq.Waiting(start_timeout=0.0, poll_interval=0.0)
+    running = state(OrchestrationStatus.RUNNING, {"fp": "fp1", "done": [], "via": "stream", "epoch": "e1"})
+    first = items_of("r1", "result", 0, {"output": 1}, first=7)
+    drive(rq.send_and_wait("lg:g:t", "g", req(), waiting), {"get": [running], "items": first})
+    second = {**req(), "id": "r2"}
+    ops, result, _ = drive(
+        rq.send_and_wait("lg:g:t", "g", second, waiting),
+        {"get": [running], "items": items_of("r2", "result", 0, {"output": 2}, first=8)},
+    )
+    assert [op.data["after"] for op in ops if op.kind == "subscribe"] == [first[-1].id] and result == {"output": 2}
+    # A recreated instance has a stream of its own (another epoch): it is read from its start.
+    recreated = state(OrchestrationStatus.RUNNING, {"fp": "fp1", "done": [], "via": "stream", "epoch": "e2"})
+    ops, _, _ = drive(
+        rq.send_and_wait("lg:g:t", "g", {**req(), "id": "r3"}, waiting),
+        {"get": [recreated], "items": items_of("r3", "result", 0, {}, first=0)},
+    )
+    assert [op.data["after"] for op in ops if op.kind == "subscribe"] == [None]
