@@ -289,6 +289,8 @@ def _follow(wait: _Wait, epoch: str | None, after: str | None) -> Generator[Op, 
             continue
         if (error := wait.expired(state, _status(state) or {})) is not None:
             raise error
+        if state is None:  # no instance to follow (purged meanwhile): look again after a pause
+            yield Op("sleep", data=wait.waiting.poll_interval)
 
 
 def _poll(wait: _Wait) -> Generator[Op, Any, dict[str, Any]]:
