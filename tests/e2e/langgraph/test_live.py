@@ -191,3 +191,36 @@ def test_a_client_that_reads_results_in_the_custom_status_is_still_answered_ther
     assert state is not None
     [(_request_id, answer)] = state.get_custom_status()["done"]
     assert answer.keys() == {"output"}
+
+
+class _CountingClient:
+    """The hub's client, counting the reads of instance status a DurableGraph makes."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.status_reads = 0
+
+    def get_orchestration_state(self, *args: Any, **kwargs: Any) -> Any:
+        self.status_reads += 1
+        return self.inner.get_orchestration_state(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_request_waits_on_its_subscription_without_reading_the_status_again(hub: Hub) -> None:
+    name = "livewait"
+    worker = hub.worker()
+    register_graph(worker, name, held_writer().compile())
+    worker.start()
+    counting = _CountingClient(hub.client())
+    app = DurableGraph(counting, name, held_writer().compile())
+    cfg = thread()
+    chunks = app.stream({"x": 0, "log": []}, cfg, stream_mode="custom")
+    assert next(chunks) == {"said": "first"}
+    RELEASE.set()
+    assert list(chunks) == [{"said": "second"}]
+    # One read before the request is sent; the wait itself is the subscription's (a status poll would read on).
+    assert counting.status_reads == 1
+    app.invoke(None, cfg)
+    assert counting.status_reads == 2
