@@ -8,7 +8,6 @@ failure ends).
 
 from __future__ import annotations
 
-import asyncio
 import operator
 import threading
 from typing import Annotated, Any
@@ -18,7 +17,6 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from typing_extensions import TypedDict
 
-from durabletask.client import AsyncTaskHubGrpcClient
 from durabletask.extensions.langgraph import DurableGraph, _requests, instance_id, register_graph
 from tests.e2e.conftest import Hub
 from tests.e2e.langgraph.conftest import Serve, reference, thread
@@ -119,25 +117,21 @@ def _comparable(chunk: Any) -> Any:
     return norm({k: v for k, v in chunk.items() if k != "id"} if isinstance(chunk, dict) else chunk)
 
 
-def test_astream_delivers_tokens_while_their_node_runs(hub: Hub) -> None:
+async def test_astream_delivers_tokens_while_their_node_runs(hub: Hub) -> None:
     name = "livetokens"
     worker = hub.worker()
     register_graph(worker, name, held_model().compile())
     worker.start()
-
-    async def scenario() -> list[str]:
-        client = AsyncTaskHubGrpcClient(host_address=hub.address, metadata=hub.metadata)
-        try:
-            app = DurableGraph(client, name, held_model().compile())
-            chunks = app.astream({"messages": [("user", "hi")]}, thread(), stream_mode="messages")
-            first, _ = await anext(chunks)
-            assert WAITED == []
-            RELEASE.set()
-            return [first.content] + [token.content async for token, _ in chunks]
-        finally:
-            await client.close()
-
-    tokens = asyncio.run(scenario())
+    client = hub.async_client()
+    try:
+        app = DurableGraph(client, name, held_model().compile())
+        chunks = app.astream({"messages": [("user", "hi")]}, thread(), stream_mode="messages")
+        first, _ = await anext(chunks)
+        assert WAITED == []
+        RELEASE.set()
+        tokens = [first.content] + [token.content async for token, _ in chunks]
+    finally:
+        await client.close()
     assert tokens[:2] == ["Hel", "lo"] and not "".join(tokens[2:])
     assert WAITED == [True]
 
