@@ -154,7 +154,8 @@ def big_state() -> StateGraph[Any]:
 
 def test_a_result_far_over_the_custom_status_limit_comes_whole_with_the_status_unused(serve: Serve, hub: Hub) -> None:
     app = serve(big_state())
-    cfg = thread()
+    # The longest instance ID a stream takes (70 characters): its sealed segments' entity IDs are the longest.
+    cfg = thread("t" * (70 - len(f"lg:{app.name}:")))
     out = app.invoke({"text": "", "n": 0}, cfg)
     assert out == {"text": "x" * 400_000, "n": 1}
     # The values stream's chunks are as large; they come whole too.
@@ -218,3 +219,22 @@ def test_a_request_waits_on_its_subscription_without_reading_the_status_again(hu
     assert counting.status_reads == 1
     app.invoke(None, cfg)
     assert counting.status_reads == 2
+
+
+@pytest.mark.parametrize("length", [70, 71])
+def test_threads_whose_instance_ids_fit_the_streams_entity_ids_use_the_stream(
+    serve: Serve, hub: Hub, length: int
+) -> None:
+    RELEASE.set()
+    app = serve(held_writer())
+    prefix = f"lg:{app.name}:"
+    cfg = thread("t" * (length - len(prefix)))
+    iid = instance_id(app.name, cfg["configurable"]["thread_id"])
+    assert len(iid) == length
+    assert list(app.stream({"x": 0, "log": []}, cfg, stream_mode="custom")) == [{"said": "first"}, {"said": "second"}]
+    state = hub.client().get_orchestration_state(iid)
+    assert state is not None
+    answered_in_status = bool(state.get_custom_status()["done"])
+    # Up to 70 characters the stream's segment entities ('@dtscale.streamsegment@<n>|<instance ID>') fit DTS's
+    # 100-character entity IDs; a longer instance ID is answered in the custom status, as before streams.
+    assert answered_in_status == (length > 70)
