@@ -101,7 +101,7 @@ class DurableGraph:
         state = yield from rq.read_state(instance)
         if state is None:
             return ReplaySaver()
-        if (failed := rq.failed_checkpoints(state)) is not None:
+        if (failed := (yield from rq.failed_carry(instance, state))) is not None:
             return ReplaySaver.restore(failed["saver"])
         checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
         req = rq.request("state", self.shape, thread, {"history": history, "checkpoint_id": checkpoint_id})

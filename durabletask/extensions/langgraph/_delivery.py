@@ -31,7 +31,8 @@ Chunk = tuple[tuple[str, ...], str, Any]
 
 
 def pieces(request_id: str, kind: str, seq: int, message: dict[str, Any]) -> list[dict[str, Any]]:
-    """The item values carrying ``message``: ``kind`` is ``chunks`` (orchestrator), ``chunk`` (activity), ``result``."""
+    """The item values carrying ``message``: ``kind`` is ``chunks`` (orchestrator), ``chunk`` (activity),
+    ``result``, or ``failed`` (the checkpoints of a run that failed, which the thread starts again from)."""
     text = json.dumps(message, separators=(",", ":"))
     cuts = range(0, max(len(text), 1), PIECE)
     return [
@@ -87,6 +88,28 @@ def activity_publisher(ctx: Any, live: dict[str, Any], errors: list[BaseExceptio
     return publish
 
 
+def _joined(parts: dict[Any, list[str]], data: dict[str, Any], producer: Any) -> dict[str, Any] | None:
+    """The message an item completes (its producer's pieces so far, joined), or ``None`` while more are due."""
+    parts.setdefault(producer, []).append(str(data["t"]))
+    if data.get("more"):
+        return None
+    message: dict[str, Any] = json.loads("".join(parts.pop(producer)))
+    return message
+
+
+@dataclass
+class LastFailure:
+    """The checkpoints the thread's last failed run left on its stream (``carry``, once read)."""
+
+    carry: dict[str, Any] | None = None
+    parts: dict[Any, list[str]] = field(default_factory=dict)
+
+    def feed(self, data: Any) -> None:
+        if isinstance(data, dict) and data.get("k") == "failed":
+            message = _joined(self.parts, data, data.get("r"))
+            self.carry = message if message is not None else self.carry
+
+
 @dataclass
 class Assembly:
     """The client's side: one request's items in, its chunks (in LangGraph's order) and its result out."""
@@ -99,13 +122,11 @@ class Assembly:
 
     def feed(self, data: Any, task_id: int | None, attempt: int | None) -> list[Chunk]:
         """The chunks ready to yield once this item's data is in (``result`` is set when the result is)."""
-        if not isinstance(data, dict) or data.get("r") != self.request_id:
+        if not isinstance(data, dict) or data.get("r") != self.request_id or data.get("k") == "failed":
             return []
-        producer = (task_id, attempt)
-        self.parts.setdefault(producer, []).append(str(data["t"]))
-        if data.get("more"):
+        message = _joined(self.parts, data, (task_id, attempt))
+        if message is None:
             return []
-        message = json.loads("".join(self.parts.pop(producer)))
         kind, seq = data["k"], int(data["s"])
         if kind == "result":
             self.result = message

@@ -257,6 +257,15 @@ class ThreadRuntime:
         else:
             self.done = [*self.done, [request["id"], result]][-KEEP_RESULTS:]
 
+    def _record_failure(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
+        """Keep the checkpoints of a run that failed: on the stream (the status says so), or in the status for a
+        client that reads it there."""
+        if request.get("via") == STREAMED:
+            yield from self.out.send(request["id"], "failed", 0, self.carry())
+            self.ctx.set_custom_status({**self.status, "failed_on_stream": True})
+        else:
+            self.ctx.set_custom_status({**self.status, "failed": self.carry()})
+
     def handle(self, request: dict[str, Any], fresh: bool = True) -> Generator[Any, Any, None]:
         """Run one request and record its result; a failed run raises (and so fails the orchestration).
 
@@ -277,6 +286,7 @@ class ThreadRuntime:
             else:
                 raise ValueError(f"unknown request kind '{kind}'")
         except ForeignGraphError:
+            # Raised while this execution replays: what is published then goes nowhere, so the status keeps them.
             self.ctx.set_custom_status({**self.status, "failed": self.carry()})
             raise
         except (ResumeRejectedError, GraphMismatchError) as refused:
@@ -286,9 +296,9 @@ class ThreadRuntime:
                 result = {"refused": {"type": qualified_name(type(failed)), "message": str(failed)}}
             else:
                 # The run failed, and with it this execution. Its checkpoints (with the failed task's error)
-                # stay in the custom status: state views read them, and the next run starts from them.
-                self.ctx.set_custom_status({**self.status, "failed": self.carry()})
-                raise
+                # are kept: state views read them, and the next run starts from them.
+                yield from self._record_failure(request)
+                raise failed
         yield from self.answer(request, result)
         self.live = None
 

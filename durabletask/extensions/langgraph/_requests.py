@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from durabletask._instance_models import OrchestrationState, OrchestrationStatus
-from durabletask.extensions.langgraph._delivery import Assembly
+from durabletask.extensions.langgraph._delivery import Assembly, LastFailure
 from durabletask.extensions.langgraph._errors import (
     GraphMismatchError,
     GraphNotRegisteredError,
@@ -319,8 +319,8 @@ def _poll(wait: _Wait) -> Generator[Op, Any, dict[str, Any]]:
 
 def _ended_while_waiting(state: OrchestrationState, wait: _Wait) -> Generator[Op, Any, None]:
     """A thread that ended while its request waited: started again if a worker without its graph failed it."""
-    restart = restart_input(state)
-    if restart is None or not _not_registered(state):
+    restart = restart_input(state) if _not_registered(state) else None
+    if restart is None:
         raise _ended(state, wait.graph_name)
     if wait.elapsed() > wait.waiting.start_timeout and (wait.timeout is None or wait.elapsed() > wait.timeout):
         raise GraphNotRegisteredError(
@@ -340,12 +340,39 @@ def _not_registered(state: OrchestrationState) -> bool:
     return details is not None and details.error_type.endswith("OrchestratorNotRegisteredError")
 
 
+# Seconds a read of a failed thread's stream (for the checkpoints its failed run left there) may take.
+FAILURE_READ_TIMEOUT = 60.0
+
+
+def failed_carry(instance_id: str, state: OrchestrationState | None) -> Generator[Op, Any, dict[str, Any] | None]:
+    """The checkpoints a thread whose last run failed left: in its status, or on its stream (the status says so)."""
+    if (carry := failed_checkpoints(state)) is not None:
+        return carry
+    if state is None or state.runtime_status != OrchestrationStatus.FAILED:
+        return None
+    if not (_status(state) or {}).get("failed_on_stream"):
+        return None
+    # The instance has ended: the subscription ends once it has delivered every item.
+    last = LastFailure()
+    yield Op("subscribe", instance_id, {"after": None, "timeout": FAILURE_READ_TIMEOUT})
+    while (item := (yield Op("next"))) is not None:
+        last.feed(item.data)
+    return last.carry
+
+
+def restart_plan(instance_id: str, state: OrchestrationState | None) -> Generator[Op, Any, dict[str, Any] | None]:
+    """:func:`restart_input`, with the checkpoints of a failed run read from the stream when they are there."""
+    carry = yield from failed_carry(instance_id, state)
+    return {"carry": carry} if carry is not None else restart_input(state)
+
+
 def restart_input(state: OrchestrationState | None) -> dict[str, Any] | None:
     """What a failed thread starts again from (``{"carry": ...}``), or ``None`` if it cannot.
 
-    After a failed run, its checkpoints as the custom status keeps them. After a worker without the graph failed
-    the execution (it ran nothing), the execution's own input, when that input holds at most one run's worth of
-    requests (the form in which each run ends its execution).
+    After a failed run, its checkpoints as the custom status keeps them (see :func:`restart_plan` for those kept
+    on the stream). After a worker without the graph failed the execution (it ran nothing), the execution's own
+    input, when that input holds at most one run's worth of requests (the form in which each run ends its
+    execution).
     """
     if (carry := failed_checkpoints(state)) is not None:
         return {"carry": carry}
@@ -373,7 +400,7 @@ def _deliver(
     after = cursors.start(instance_id, epoch)
     if streamable(instance_id) and (status is None or status.get("via") == STREAMED):
         req["via"] = STREAMED  # else the thread's workers answer in the custom status
-    restart = restart_input(state)
+    restart = yield from restart_plan(instance_id, state)
     if state is not None and state.runtime_status in _TERMINAL and restart is None:
         raise _ended(state, graph_name)
     if precheck is not None:
@@ -458,6 +485,7 @@ __all__ = [
     "Op",
     "Waiting",
     "check_resume_locally",
+    "failed_carry",
     "failed_checkpoints",
     "read_state",
     "recorded_thread_id",

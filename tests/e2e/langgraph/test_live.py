@@ -17,7 +17,8 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from typing_extensions import TypedDict
 
-from durabletask.extensions.langgraph import DurableGraph, _requests, instance_id, register_graph
+from durabletask.client import OrchestrationStatus
+from durabletask.extensions.langgraph import DurableGraph, GraphRunError, _requests, instance_id, register_graph
 from tests.e2e.conftest import Hub
 from tests.e2e.langgraph.conftest import Serve, reference, thread
 from tests.support.langgraph_tokens import TokenModel
@@ -238,3 +239,43 @@ def test_threads_whose_instance_ids_fit_the_streams_entity_ids_use_the_stream(
     # Up to 70 characters the stream's segment entities ('@dtscale.streamsegment@<n>|<instance ID>') fit DTS's
     # 100-character entity IDs; a longer instance ID is answered in the custom status, as before streams.
     assert answered_in_status == (length > 70)
+
+
+FAILURES: list[str] = []
+
+
+def big_then_failing() -> StateGraph[Any]:
+    """``grow`` writes 150 KB; ``check`` raises on its first run in this process, then passes."""
+
+    def grow(s: Big) -> dict[str, Any]:
+        return {"text": "y" * 150_000, "n": 1}
+
+    def check(s: Big) -> dict[str, Any]:
+        if not FAILURES:
+            FAILURES.append("check")
+            raise RuntimeError("not yet")
+        return {"n": s["n"] + 1}
+
+    b = StateGraph(Big)
+    b.add_node("grow", grow)
+    b.add_node("check", check)
+    b.add_edge(START, "grow")
+    b.add_edge("grow", "check")
+    b.add_edge("check", END)
+    return b
+
+
+def test_a_failed_runs_large_checkpoints_stay_readable_with_the_status_unused(serve: Serve, hub: Hub) -> None:
+    FAILURES.clear()
+    app = serve(big_then_failing())
+    cfg = thread()
+    with pytest.raises(GraphRunError, match="not yet"):
+        app.invoke({"text": "", "n": 0}, cfg)
+    state = hub.client().get_orchestration_state(instance_id(app.name, cfg["configurable"]["thread_id"]))
+    assert state is not None and state.runtime_status == OrchestrationStatus.FAILED
+    assert state.serialized_custom_status is not None and len(state.serialized_custom_status) < 1_000
+    # The failed run's checkpoints (kept on the stream) give the state view, and the next run starts from them.
+    failed = app.get_state(cfg)
+    assert (failed.values["n"], failed.next) == (1, ("check",))
+    assert [t.error for t in failed.tasks] == ["RuntimeError('not yet')"]
+    assert app.invoke(None, cfg) == {"text": "y" * 150_000, "n": 2}

@@ -231,3 +231,20 @@ def test_a_later_request_reads_the_stream_after_where_this_client_left_it_in_the
         {"get": [recreated], "items": items_of("r3", "result", 0, {}, first=0)},
     )
     assert [op.data["after"] for op in ops if op.kind == "subscribe"] == [None]
+
+
+def test_a_failed_thread_restarts_from_the_checkpoints_its_run_left_on_the_stream() -> None:
+    carry = {"saver": {"t": "x", "b": "z" * (PIECE * 2)}, "epoch": "e1"}
+    failed = state(OrchestrationStatus.FAILED, {"fp": "fp1", "done": [], "via": "stream", "failed_on_stream": True})
+    left = [
+        *items_of("old", "failed", 0, {"saver": {"t": "x", "b": "older"}}),
+        *items_of("r0", "result", 0, {}, first=1),
+        *items_of("r0", "failed", 0, carry, first=2),
+    ]
+    ops, _, _ = drive(
+        rq.send_and_wait("lg:g:t", "g", req(), WAIT),
+        {"get": [failed], "restart": True, "items": [*left, None, *items_of("r1", "result", 0, {}, first=5)]},
+    )
+    restart = next(op for op in ops if op.kind == "restart")
+    assert restart.data["carry"] == carry  # the last failure's, put together from its pieces
+    assert [op.kind for op in ops][:3] == ["get", "subscribe", "next"]
