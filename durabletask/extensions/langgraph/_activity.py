@@ -3,7 +3,8 @@
 It rebuilds the task LangGraph's loop planned (same path, same task id, checked) from the checkpoint the
 orchestrator sent, runs it once, and returns its writes, its interrupts or its error. Retries are the
 orchestrator's (durable): a failure that a node's ``RetryPolicy`` retries is raised, anything else is
-returned as data so the run can route it as LangGraph does.
+returned as data so the run can route it as LangGraph does. A streaming run's ``custom`` and ``messages``
+chunks are published to the instance's durable stream as the node emits them (``_delivery``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from langgraph.runtime import Runtime
 from durabletask._errors import exception_message
 from durabletask._replay.failures import qualified_name
 from durabletask.extensions.langgraph import _internals as lg
+from durabletask.extensions.langgraph._delivery import activity_publisher
 from durabletask.extensions.langgraph._errors import StateSerializationError, node_failure
 from durabletask.extensions.langgraph._functional import InlineCalls
 from durabletask.extensions.langgraph._saver import ReplaySaver
@@ -149,18 +151,25 @@ def prepare_task(
     return task, call_task_id
 
 
-def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
-    """Run one task and report its outcome (see the module docstring for what is raised)."""
+def execute_task(graph: Any, payload: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
+    """Run one task and report its outcome (see the module docstring for what is raised).
+
+    With ``ctx`` (the activity's context) and a streaming run, the task's chunks are published as they come.
+    """
     chunks: list[Any] = []
+    unsent: list[BaseException] = []
+    collect = chunks.append
+    if ctx is not None and payload.get("live"):
+        collect = activity_publisher(ctx, payload["live"], unsent)
     # A subgraph node gets the checkpoints its subgraphs saved in earlier tasks, and returns what they saved.
     saver = ReplaySaver.restore(payload["subgraphs"]) if "subgraphs" in payload else None
-    task, call_task_id = prepare_task(graph, payload, chunks.append, saver)
+    task, call_task_id = prepare_task(graph, payload, collect, saver)
     if (cached := _cached_writes(graph, task)) is not None:
         return {"writes": dump(cached, f"the cached writes of node '{task.name}'"), "cached": True}
     policies = task.retry_policy
     task = dataclasses.replace(task, retry_policy=())  # retries are durable, in the orchestrator
     saved = {task_id: value for task_id, channel, value in load(payload["pending"]) if channel == lg.RETURN}
-    calls = InlineCalls(call_task_id, saved, chunks.append, "updates" in (payload.get("stream") or ()))
+    calls = InlineCalls(call_task_id, saved, collect, "updates" in (payload.get("stream") or ()))
     result: dict[str, Any] = {}
     try:
         if lg.is_async_only(graph.nodes.get(task.name)):  # an ``async def`` node runs on a loop of its own
@@ -173,6 +182,8 @@ def execute_task(graph: Any, payload: dict[str, Any]) -> dict[str, Any]:
         if policies and any(lg.should_retry_on(policy, exc) for policy in policies):
             raise
         result["error"] = _describe(exc)
+    if unsent:
+        raise unsent[0]
     writes = list(task.writes)
     lg.ensure_message_ids(graph.channels, writes)
     if not result:  # finished: what a cache may hold (never an error or an interrupt)
@@ -215,6 +226,6 @@ def task_activity(graph: Any) -> Callable[[Any, dict[str, Any]], dict[str, Any]]
     """The activity function for every node of ``graph``."""
 
     def run_langgraph_task(ctx: Any, payload: dict[str, Any]) -> dict[str, Any]:
-        return execute_task(graph, payload)
+        return execute_task(graph, payload, ctx)
 
     return run_langgraph_task

@@ -15,12 +15,16 @@ from typing import Any
 from durabletask.client import AlreadyExistsError, OrchestrationStatus
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph import _requests as rq
+from durabletask.extensions.langgraph._delivery import TOPIC
 from durabletask.extensions.langgraph._naming import check_graph_name, shape, shape_fingerprint, thread_id_of
 from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import load
+from durabletask.streams import StreamNotFoundError, StreamTimeoutError
 
 Plan = Generator[rq.Op, Any, Any]
+# What ends a wait for the next item: the subscription's window passed, or the instance is gone (purged).
+_STOPS = (StreamTimeoutError, StreamNotFoundError)
 
 
 def _format(chunks: list[Any], stream_mode: str | Sequence[str], subgraphs: bool) -> list[Any]:
@@ -51,7 +55,9 @@ class DurableGraph:
         name: The name the workers registered the graph under with :func:`register_graph`.
         graph: The same compiled graph (or an identical build); it must match the workers' graph.
         start_timeout: Seconds a new thread may wait for a worker before :class:`GraphNotRegisteredError`.
-        poll_interval: Seconds between reads of the thread's status while a request runs.
+        poll_interval: Seconds between reads of the status of a thread whose workers answer in its custom status
+            (workers from before durable streams), and between restarts of a thread a worker without the graph
+            failed. Other requests wait on the instance's durable stream.
     """
 
     def __init__(
@@ -95,7 +101,7 @@ class DurableGraph:
         state = yield from rq.read_state(instance)
         if state is None:
             return ReplaySaver()
-        if (failed := rq.failed_checkpoints(state)) is not None:
+        if (failed := (yield from rq.failed_carry(instance, state))) is not None:
             return ReplaySaver.restore(failed["saver"])
         checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
         req = rq.request("state", self.shape, thread, {"history": history, "checkpoint_id": checkpoint_id})
@@ -157,16 +163,30 @@ class DurableGraph:
         if inspect.iscoroutinefunction(self.client.get_orchestration_state):
             raise TypeError("this DurableGraph has an async client: use ainvoke, astream, aget_state, ...")
         sent: Any = None
-        while True:
-            try:
-                op = plan.send(sent)
-            except StopIteration as stop:
-                return stop.value
-            if op.kind == "emit":
-                yield from op.data
+        items: Any = None  # the plan's subscription
+        try:
+            while True:
+                try:
+                    op = plan.send(sent)
+                except StopIteration as stop:
+                    return stop.value
                 sent = None
-            else:
-                sent = self._do(op)
+                if op.kind == "emit":
+                    yield from op.data
+                elif op.kind == "subscribe":
+                    if items is not None:
+                        items.close()
+                    items = self.client.subscribe(op.instance_id, topics=[TOPIC], **op.data)
+                elif op.kind == "next":
+                    try:
+                        sent = next(items, None)
+                    except _STOPS:
+                        sent = None
+                else:
+                    sent = self._do(op)
+        finally:
+            if items is not None:
+                items.close()
 
     def _sync(self, plan: Plan) -> Any:
         steps = self._iterate(plan)
@@ -181,17 +201,31 @@ class DurableGraph:
         if not inspect.iscoroutinefunction(self.client.get_orchestration_state):
             raise TypeError("this DurableGraph has a sync client: use invoke, stream, get_state, ...")
         sent: Any = None
-        while True:
-            try:
-                op = plan.send(sent)
-            except StopIteration:
-                return
-            if op.kind == "emit":
-                for item in op.data:
-                    yield item
+        items: Any = None  # the plan's subscription
+        try:
+            while True:
+                try:
+                    op = plan.send(sent)
+                except StopIteration:
+                    return
                 sent = None
-            else:
-                sent = await self._ado(op)
+                if op.kind == "emit":
+                    for item in op.data:
+                        yield item
+                elif op.kind == "subscribe":
+                    if items is not None:
+                        await items.aclose()
+                    items = self.client.subscribe(op.instance_id, topics=[TOPIC], **op.data)
+                elif op.kind == "next":
+                    try:
+                        sent = await anext(items, None)
+                    except _STOPS:
+                        sent = None
+                else:
+                    sent = await self._ado(op)
+        finally:
+            if items is not None:
+                await items.aclose()
 
     async def _async(self, plan: Plan) -> Any:
         result: list[Any] = []

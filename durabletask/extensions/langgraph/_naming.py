@@ -13,6 +13,8 @@ from durabletask.extensions.langgraph._errors import MissingThreadIdError
 # DTS caps instance IDs at 100 characters.
 MAX_INSTANCE_ID = 100
 RUN_EVENT = "lg.run"
+# A request's "via" and the thread's status name it when results travel on the instance's durable stream.
+STREAMED = "stream"
 _PREFIX = "lg"
 
 

@@ -1,8 +1,9 @@
 """The orchestrator of one LangGraph thread: runs, state reads and updates arrive as events and run in order.
 
 Each run is :func:`_driver.drive_run`, its tasks scheduled as activities (all of a superstep at once, in
-LangGraph's task order). The thread's checkpoints live in a :class:`ReplaySaver` rebuilt by replay; the
-client learns a request's result from the custom status, which keeps the last few results by request ID.
+LangGraph's task order). The thread's checkpoints live in a :class:`ReplaySaver` rebuilt by replay. A request's
+result, and a streaming run's chunks, are published to the instance's durable stream (``_delivery``); requests from
+clients that predate that find their result in the custom status, which keeps the last few results by request ID.
 
 Each run or update ends its execution: the thread continues as new, carrying its checkpoints and the graph that
 wrote them. A waiting thread's history therefore holds no graph's work, and a worker with another graph can take the
@@ -23,6 +24,7 @@ from durabletask._errors import PayloadTooLargeError
 from durabletask._replay.failures import qualified_name
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._changes import describe, incompatible
+from durabletask.extensions.langgraph._delivery import Outbox
 from durabletask.extensions.langgraph._driver import (
     Chunk,
     RunSpec,
@@ -34,6 +36,7 @@ from durabletask.extensions.langgraph._driver import (
 from durabletask.extensions.langgraph._errors import GraphMismatchError, ResumeRejectedError
 from durabletask.extensions.langgraph._naming import (
     RUN_EVENT,
+    STREAMED,
     activity_name,
     code_identity,
     orchestrator_name,
@@ -84,6 +87,29 @@ class ForeignGraphError(GraphMismatchError):
     """
 
 
+class _LiveRun:
+    """A streaming run's chunks on their way out: the loop's, published after each superstep (numbered), and the
+    number each task is given, so the client yields the task's chunks after the loop's that precede them."""
+
+    def __init__(self, request_id: str, spec: RunSpec) -> None:
+        self.request_id = request_id
+        self.modes = set(spec.stream_modes)
+        self.sent = 0  # chunks of the run already looked at
+        self.seq = 0  # the loop's chunk messages published
+
+    def flush(self, out: Outbox, chunks: list[Chunk]) -> Generator[Any, Any, None]:
+        new = [(ns, mode, payload) for ns, mode, payload in chunks[self.sent :] if mode in self.modes]
+        self.sent = len(chunks)
+        if new:
+            self.seq += 1
+            yield from out.send(self.request_id, "chunks", self.seq, {"c": dump(new, "the run's stream chunks")})
+
+    def mark(self, calls: list[TaskCall]) -> None:
+        for call in calls:
+            if call.payload.get("stream"):
+                call.payload["live"] = {"r": self.request_id, "s": self.seq}
+
+
 class ThreadRuntime:
     """One thread's orchestration: its saver, id source, results, and the handling of each request."""
 
@@ -108,7 +134,12 @@ class ThreadRuntime:
         self.listener: Any = None
         self.live: dict[str, Any] | None = None
         self.run_started_from: str | None = None
-        self.status: dict[str, Any] = {"fp": self.thread_fingerprint, "done": self.done, "interrupts": []}
+        self.out = Outbox(ctx)
+        # Names this instance's stream for clients that remember where they read it (a purged and recreated
+        # instance has a new stream, and a new epoch).
+        self.epoch: str = carry.get("epoch") or str(ctx.new_uuid())
+        self.status: dict[str, Any] = {}
+        self._set_status([])
 
     @property
     def thread_fingerprint(self) -> str:
@@ -137,6 +168,7 @@ class ThreadRuntime:
             "interrupts": self.interrupts,
             "queue": self.queue,
             "tasks": self.tasks_carried + self.tasks_run,
+            "epoch": self.epoch,
         }
 
     def _pending(self) -> list[str]:
@@ -144,8 +176,17 @@ class ThreadRuntime:
             return self.interrupts
         return pending_interrupts(self.graph, self.saver, self.thread_id) if self.thread_id else []
 
+    def _set_status(self, interrupts: list[str]) -> None:
+        self.status = {
+            "fp": self.thread_fingerprint,
+            "done": self.done,
+            "interrupts": interrupts,
+            "via": STREAMED,
+            "epoch": self.epoch,
+        }
+
     def publish(self) -> None:
-        self.status = {"fp": self.thread_fingerprint, "done": self.done, "interrupts": self._pending()}
+        self._set_status(self._pending())
         self.ctx.set_custom_status(self.status)
 
     def seal(self) -> bool:
@@ -205,9 +246,25 @@ class ThreadRuntime:
         )
 
     def publish_progress(self, request_id: str, chunks: list[Chunk]) -> None:
-        """The chunks a streaming run has emitted so far, for its client to yield before the run ends."""
+        """The chunks a run streamed through the custom status has emitted so far, for its client to yield."""
         self.live = {"id": request_id, "chunks": dump(chunks, "a stream chunk")}
         self.ctx.set_custom_status({**self.status, "live": self.live})
+
+    def answer(self, request: dict[str, Any], result: dict[str, Any]) -> Generator[Any, Any, None]:
+        """Deliver a request's result: on the stream, or in the custom status to a client that reads it there."""
+        if request.get("via") == STREAMED:
+            yield from self.out.send(request["id"], "result", 0, result)
+        else:
+            self.done = [*self.done, [request["id"], result]][-KEEP_RESULTS:]
+
+    def _record_failure(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
+        """Keep the checkpoints of a run that failed: on the stream (the status says so), or in the status for a
+        client that reads it there."""
+        if request.get("via") == STREAMED:
+            yield from self.out.send(request["id"], "failed", 0, self.carry())
+            self.ctx.set_custom_status({**self.status, "failed_on_stream": True})
+        else:
+            self.ctx.set_custom_status({**self.status, "failed": self.carry()})
 
     def handle(self, request: dict[str, Any], fresh: bool = True) -> Generator[Any, Any, None]:
         """Run one request and record its result; a failed run raises (and so fails the orchestration).
@@ -223,12 +280,13 @@ class ThreadRuntime:
                 result = {"saver": self._export_state(body)}
             elif kind in ("run", "update"):
                 self._admit(request, fresh)
-                result = (yield from self._run(request["id"], body)) if kind == "run" else self._update(body)
+                result = (yield from self._run(request, body)) if kind == "run" else self._update(body)
                 self.written_by = {"fp": self.fingerprint, "shape": request.get("shape") or shape(self.graph)}
                 self.interrupts = pending_interrupts(self.graph, self.saver, self.thread_id or "")
             else:
                 raise ValueError(f"unknown request kind '{kind}'")
         except ForeignGraphError:
+            # Raised while this execution replays: what is published then goes nowhere, so the status keeps them.
             self.ctx.set_custom_status({**self.status, "failed": self.carry()})
             raise
         except (ResumeRejectedError, GraphMismatchError) as refused:
@@ -238,13 +296,14 @@ class ThreadRuntime:
                 result = {"refused": {"type": qualified_name(type(failed)), "message": str(failed)}}
             else:
                 # The run failed, and with it this execution. Its checkpoints (with the failed task's error)
-                # stay in the custom status: state views read them, and the next run starts from them.
-                self.ctx.set_custom_status({**self.status, "failed": self.carry()})
-                raise
-        self.done = [*self.done, [request["id"], result]][-KEEP_RESULTS:]
+                # are kept: state views read them, and the next run starts from them.
+                yield from self._record_failure(request)
+                raise failed
+        yield from self.answer(request, result)
         self.live = None
 
-    def _run(self, request_id: str, body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
+    def _run(self, request: dict[str, Any], body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
+        request_id = request["id"]
         spec = RunSpec(**body["spec"])
         self.run_started_from = self._latest_checkpoint_id()
         check_resume(self.graph, self.saver, self.thread_id or "", spec.input, spec.checkpoint_id)
@@ -258,6 +317,8 @@ class ThreadRuntime:
             instance_id=self.ctx.instance_id,
             chunks=emitted,
         )
+        # A streaming run's chunks go out as they come: the loop's after each superstep, the nodes' from their tasks.
+        live = None if body.get("invoke") or request.get("via") != STREAMED else _LiveRun(request_id, spec)
         sent: list[TaskOutcome] | None = None
         while True:
             with lg.deterministic_ids(self.ids):
@@ -266,15 +327,22 @@ class ThreadRuntime:
                 except StopIteration as stop:
                     outcome = stop.value
                     break
-            if not body.get("invoke"):
+            if live is not None:
+                yield from live.flush(self.out, emitted)
+                live.mark(calls)
+            elif not body.get("invoke"):
                 self.publish_progress(request_id, self._wanted(emitted, spec))
             sent = yield from self._execute(calls)
+        if live is not None:  # a stream yields what the run emitted before it ends, or raises
+            yield from live.flush(self.out, outcome.chunks)
         if outcome.error is not None:
-            if not body.get("invoke"):  # a stream yields what the run emitted before it raises
+            if not body.get("invoke") and live is None:  # a client reading the custom status gets them there
                 self.status["live"] = {"id": request_id, "chunks": dump(self._wanted(outcome.chunks, spec), "chunks")}
             raise outcome.error
         if body.get("invoke"):
             return {"output": dump(invoke_output(outcome.chunks), "the run's output")}
+        if live is not None:
+            return {}
         return {"chunks": dump(self._wanted(outcome.chunks, spec), "the run's stream")}
 
     @staticmethod
@@ -302,14 +370,15 @@ class ThreadRuntime:
         self.listener = None
         return request
 
-    def _arrived_during_run(self, request: dict[str, Any]) -> None:
+    def _arrived_during_run(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
         """Answer a state read at once (from the last finished superstep); queue anything else."""
         if request.get("kind") != "state" or request.get("fp") != self.thread_fingerprint:
             self.queue.append(request)
             return
-        self.done = [*self.done, [request["id"], {"saver": self._export_state(load(request["body"]))}]][-KEEP_RESULTS:]
-        self.status["done"] = self.done
-        self.ctx.set_custom_status({**self.status, **({"live": self.live} if self.live else {})})
+        yield from self.answer(request, {"saver": self._export_state(load(request["body"]))})
+        if request.get("via") != STREAMED:
+            self.status["done"] = self.done
+            self.ctx.set_custom_status(self.status)
 
     def _execute(self, calls: list[TaskCall]) -> Generator[Any, Any, list[TaskOutcome]]:
         scheduled = [
@@ -325,7 +394,7 @@ class ThreadRuntime:
                 listener = self.next_request()
                 yield dt.when_any([pending, listener])
                 if listener.is_complete:
-                    self._arrived_during_run(self._take_request())
+                    yield from self._arrived_during_run(self._take_request())
             try:
                 payload = pending.get_result()
             except dt.TaskFailedError as failed:

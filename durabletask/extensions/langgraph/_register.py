@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -9,6 +10,7 @@ from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._activity import task_activity
 from durabletask.extensions.langgraph._naming import activity_name, check_graph_name, fingerprint, orchestrator_name
 from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
+from durabletask.streams import DEFAULT_MAX_INSTANCE_BYTES
 
 
 def register_graph(
@@ -28,6 +30,9 @@ def register_graph(
             error handler (``__error_handler__{node}``) goes with the node; the graph's input node
             ``__start__`` and its default error handler go with the orchestrator.
         orchestrator: Whether this worker also drives threads (``False`` for a worker that only runs nodes).
+
+    Results and stream chunks travel on the threads' durable streams, so the worker also hosts the stream
+    entities (``worker.configure_streams`` with the default cap, unless it was called before).
     """
     check_graph_name(name)
     if getattr(graph, "checkpointer", None) not in (None, False):
@@ -38,6 +43,7 @@ def register_graph(
         raise ValueError(f"graph '{name}' has no node named {', '.join(unknown)}; nodes: {', '.join(graph.nodes)}")
     chosen = _with_internal_nodes(graph, chosen, orchestrator)
     lg.install_id_shim()
+    _host_streams(worker)
     if orchestrator:
         worker.add_orchestrator(thread_orchestrator(graph, name, fingerprint(graph)), name=orchestrator_name(name))
     run_task = task_activity(graph)
@@ -51,3 +57,10 @@ def _with_internal_nodes(graph: Any, chosen: list[str], orchestrator: bool) -> l
     if orchestrator:
         extra += ["__start__", "__default_error_handler__"]
     return list(dict.fromkeys([*chosen, *(node for node in extra if node in graph.nodes)]))
+
+
+def _host_streams(worker: Any) -> None:
+    """Register the stream entities, so a worker that sends work-item filters also stores the threads' streams."""
+    # Already registered (by the application, with its own cap, or for another graph): kept as they are.
+    with contextlib.suppress(ValueError):
+        worker.configure_streams(max_bytes_per_instance=DEFAULT_MAX_INSTANCE_BYTES)

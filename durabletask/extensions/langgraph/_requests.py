@@ -1,19 +1,25 @@
 """The client's side of a thread, without I/O: requests to send, and the plan that sends one and waits for it.
 
-A plan is a generator of :class:`Op` s (read the instance, start it, raise the event, sleep); the sync and
-async façades in ``_client`` only carry them out, so both share every rule here.
+A plan is a generator of :class:`Op` s (read the instance, start it, raise the event, follow its durable stream,
+sleep); the sync and async façades in ``_client`` only carry them out, so both share every rule here.
+
+A request's result and a streaming run's chunks arrive on the instance's durable stream (``_delivery``). A thread
+whose status says its workers answer in the custom status (workers from before durable streams) is asked the old
+way, and its status is read every ``poll_interval`` for the answer.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from durabletask._instance_models import OrchestrationState, OrchestrationStatus
+from durabletask.extensions.langgraph._delivery import Assembly, LastFailure
 from durabletask.extensions.langgraph._errors import (
     GraphMismatchError,
     GraphNotRegisteredError,
@@ -24,6 +30,7 @@ from durabletask.extensions.langgraph._errors import (
 )
 from durabletask.extensions.langgraph._naming import (
     RUN_EVENT,
+    STREAMED,
     instance_id,
     legacy_instance_id,
     orchestrator_name,
@@ -43,7 +50,9 @@ _REFUSALS: dict[str, type[LangGraphError]] = {
 @dataclass(frozen=True)
 class Op:
     """One thing a plan needs done: ``get`` / ``start`` / ``restart`` (a failed thread) / ``raise_event`` /
-    ``sleep``, or ``emit`` stream chunks."""
+    ``sleep``; ``emit`` stream chunks; ``subscribe`` to the instance's stream (``data``: ``after`` and
+    ``timeout``, replacing the plan's earlier subscription) and take its ``next`` item (``None`` once the
+    subscription has ended or timed out)."""
 
     kind: str
     instance_id: str = ""
@@ -133,12 +142,43 @@ _TERMINAL = (
 )
 
 
+class Cursors:
+    """Where this client last read each thread's stream, so a new request's subscription starts there rather than
+    at the stream's first item. Kept per stream epoch (the thread's status names it): a purged and recreated
+    instance has a new stream, where an old cursor means nothing.
+
+    A cursor is read before the request is sent and was delivered before that, so it precedes the request's items.
+    """
+
+    LIMIT = 4096  # threads remembered; the oldest is forgotten first
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, instance_id: str, epoch: str | None) -> str | None:
+        with self._lock:
+            known = self._last.get(instance_id)
+        return known[1] if epoch is not None and known is not None and known[0] == epoch else None
+
+    def note(self, instance_id: str, epoch: str | None, cursor: str | None) -> None:
+        if epoch is None or cursor is None:
+            return
+        with self._lock:
+            self._last.pop(instance_id, None)
+            self._last[instance_id] = (epoch, cursor)
+            if len(self._last) > self.LIMIT:
+                self._last.pop(next(iter(self._last)))
+
+
 @dataclass(frozen=True)
 class Waiting:
-    """How long and how often a plan polls."""
+    """How long a new thread may wait for a worker, how often a thread answering in its status is read, and
+    where this client last read each thread's stream."""
 
     start_timeout: float
     poll_interval: float
+    cursors: Cursors = field(default_factory=Cursors)
 
 
 # Seconds between restarts of a thread that a worker without its graph failed, while the request waits.
@@ -157,9 +197,20 @@ class _Wait:
     since: float
     seen: int = 0
     restarted: float = 0.0
+    running: bool = False  # a worker has taken the thread up since the request was sent
 
     def elapsed(self) -> float:
         return time.monotonic() - self.since
+
+    def window(self) -> float | None:
+        """How long the next subscription may wait before the plan looks at the instance (``None``: no limit)."""
+        limits = []
+        if self.timeout is not None:
+            limits.append(self.timeout - self.elapsed())
+        if not self.running:
+            limits.append(self.waiting.start_timeout - self.elapsed())
+        # a little past the limit, so that the look that follows finds it passed
+        return None if not limits else max(0.0, min(limits)) + 0.05
 
     def expired(self, state: OrchestrationState | None, status: dict[str, Any]) -> LangGraphError | None:
         """The error to raise once the request has waited too long, saying what it waited for."""
@@ -175,7 +226,7 @@ class _Wait:
         thread = load(self.req["body"])["thread_id"]
         if pending:
             doing = f"no worker serving graph '{self.graph_name}' has picked the thread up"
-        elif (status.get("live") or {}).get("id") == self.req["id"]:
+        elif self.seen or (status.get("live") or {}).get("id") == self.req["id"]:
             doing = "the run is in progress (its stream has chunks)"
         else:
             doing = (
@@ -205,8 +256,46 @@ def send_and_wait(
     """
     if timeout is not None and timeout < 0:
         raise ValueError(f"timeout must be None or at least 0 seconds, not {timeout!r}")
-    yield from _deliver(instance_id, graph_name, req, precheck)
+    epoch, after = yield from _deliver(instance_id, graph_name, req, precheck, waiting.cursors)
     wait = _Wait(instance_id, graph_name, req, waiting, timeout, time.monotonic())
+    if req.get("via") == STREAMED:
+        return (yield from _follow(wait, epoch, after))
+    return (yield from _poll(wait))
+
+
+def _follow(wait: _Wait, epoch: str | None, after: str | None) -> Generator[Op, Any, dict[str, Any]]:
+    """Wait for the request's result on the instance's stream, emitting its chunks as they arrive.
+
+    A subscription ends when the instance does (a failed run, a worker without the graph); the instance is read
+    then, and whenever the subscription's window (the request's ``timeout``, the thread's ``start_timeout``)
+    has passed. Each new subscription goes on after the last item seen.
+    """
+    assembly = Assembly(wait.req["id"])
+    cursor = after
+    while True:
+        yield Op("subscribe", wait.instance_id, {"after": cursor, "timeout": wait.window()})
+        while (item := (yield Op("next"))) is not None:
+            cursor = item.id
+            if ready := assembly.feed(item.data, item.task_id, item.attempt):
+                yield Op("emit", data=ready)
+                wait.seen += len(ready)
+            if assembly.result is not None:
+                wait.waiting.cursors.note(wait.instance_id, epoch, cursor)
+                return _accepted(assembly.result, wait.instance_id)
+        state = yield Op("get", wait.instance_id)
+        wait.running = wait.running or (state is not None and state.runtime_status != OrchestrationStatus.PENDING)
+        if state is not None and state.runtime_status in _TERMINAL:
+            yield from _ended_while_waiting(state, wait)
+            continue
+        if (error := wait.expired(state, _status(state) or {})) is not None:
+            raise error
+        if state is None:  # no instance to follow (purged meanwhile): look again after a pause
+            yield Op("sleep", data=wait.waiting.poll_interval)
+
+
+def _poll(wait: _Wait) -> Generator[Op, Any, dict[str, Any]]:
+    """Wait for the request's result in the thread's custom status, where workers before durable streams put it."""
+    instance_id, req, waiting = wait.instance_id, wait.req, wait.waiting
     while True:
         state = yield Op("get", instance_id)
         status = _status(state) or {}
@@ -230,8 +319,8 @@ def send_and_wait(
 
 def _ended_while_waiting(state: OrchestrationState, wait: _Wait) -> Generator[Op, Any, None]:
     """A thread that ended while its request waited: started again if a worker without its graph failed it."""
-    restart = restart_input(state)
-    if restart is None or not _not_registered(state):
+    restart = restart_input(state) if _not_registered(state) else None
+    if restart is None:
         raise _ended(state, wait.graph_name)
     if wait.elapsed() > wait.waiting.start_timeout and (wait.timeout is None or wait.elapsed() > wait.timeout):
         raise GraphNotRegisteredError(
@@ -251,12 +340,39 @@ def _not_registered(state: OrchestrationState) -> bool:
     return details is not None and details.error_type.endswith("OrchestratorNotRegisteredError")
 
 
+# Seconds a read of a failed thread's stream (for the checkpoints its failed run left there) may take.
+FAILURE_READ_TIMEOUT = 60.0
+
+
+def failed_carry(instance_id: str, state: OrchestrationState | None) -> Generator[Op, Any, dict[str, Any] | None]:
+    """The checkpoints a thread whose last run failed left: in its status, or on its stream (the status says so)."""
+    if (carry := failed_checkpoints(state)) is not None:
+        return carry
+    if state is None or state.runtime_status != OrchestrationStatus.FAILED:
+        return None
+    if not (_status(state) or {}).get("failed_on_stream"):
+        return None
+    # The instance has ended: the subscription ends once it has delivered every item.
+    last = LastFailure()
+    yield Op("subscribe", instance_id, {"after": None, "timeout": FAILURE_READ_TIMEOUT})
+    while (item := (yield Op("next"))) is not None:
+        last.feed(item.data)
+    return last.carry
+
+
+def restart_plan(instance_id: str, state: OrchestrationState | None) -> Generator[Op, Any, dict[str, Any] | None]:
+    """:func:`restart_input`, with the checkpoints of a failed run read from the stream when they are there."""
+    carry = yield from failed_carry(instance_id, state)
+    return {"carry": carry} if carry is not None else restart_input(state)
+
+
 def restart_input(state: OrchestrationState | None) -> dict[str, Any] | None:
     """What a failed thread starts again from (``{"carry": ...}``), or ``None`` if it cannot.
 
-    After a failed run, its checkpoints as the custom status keeps them. After a worker without the graph failed
-    the execution (it ran nothing), the execution's own input, when that input holds at most one run's worth of
-    requests (the form in which each run ends its execution).
+    After a failed run, its checkpoints as the custom status keeps them (see :func:`restart_plan` for those kept
+    on the stream). After a worker without the graph failed the execution (it ran nothing), the execution's own
+    input, when that input holds at most one run's worth of requests (the form in which each run ends its
+    execution).
     """
     if (carry := failed_checkpoints(state)) is not None:
         return {"carry": carry}
@@ -271,11 +387,20 @@ def restart_input(state: OrchestrationState | None) -> dict[str, Any] | None:
     return {"carry": payload.get("carry")}
 
 
-def _deliver(instance_id: str, graph_name: str, req: dict[str, Any], precheck: Any) -> Generator[Op, Any, None]:
-    """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event."""
+def _deliver(
+    instance_id: str, graph_name: str, req: dict[str, Any], precheck: Any, cursors: Cursors
+) -> Generator[Op, Any, tuple[str | None, str | None]]:
+    """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event.
+
+    Returns the thread's stream epoch and where this client last read that stream (each ``None`` if unknown).
+    """
     state: OrchestrationState | None = yield Op("get", instance_id)
     status = _status(state)
-    restart = restart_input(state)
+    epoch = (status or {}).get("epoch")
+    after = cursors.start(instance_id, epoch)
+    if streamable(instance_id) and (status is None or status.get("via") == STREAMED):
+        req["via"] = STREAMED  # else the thread's workers answer in the custom status
+    restart = yield from restart_plan(instance_id, state)
     if state is not None and state.runtime_status in _TERMINAL and restart is None:
         raise _ended(state, graph_name)
     if precheck is not None:
@@ -288,6 +413,17 @@ def _deliver(instance_id: str, graph_name: str, req: dict[str, Any], precheck: A
         started = yield Op("restart", instance_id, start_input(req, restart["carry"]))
     if not started:
         yield Op("raise_event", instance_id, req)
+    return epoch, after
+
+
+# The longest instance ID whose stream entities fit DTS's 100-character entity IDs: a stream keeps its sealed
+# segments under "@dtscale.streamsegment@<number>|<instance ID>" (docs/streams.md).
+STREAMABLE_ID = 70
+
+
+def streamable(instance_id: str) -> bool:
+    """Whether the thread's results can travel on its instance's durable stream."""
+    return len(instance_id) <= STREAMABLE_ID
 
 
 def _accepted(result: dict[str, Any], instance_id: str) -> dict[str, Any]:
@@ -349,6 +485,7 @@ __all__ = [
     "Op",
     "Waiting",
     "check_resume_locally",
+    "failed_carry",
     "failed_checkpoints",
     "read_state",
     "recorded_thread_id",

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import RetryPolicy, Send, interrupt
 from typing_extensions import TypedDict
 
 from durabletask.extensions.langgraph import idempotency_key
+from tests.support.langgraph_tokens import TokenModel
 from tests.support.reliability import Ledger
 
 CHAIN = ("n1", "n2", "n3", "n4", "n5")
@@ -150,6 +151,25 @@ def build_fan_out(ledger: Ledger, spread: int = 2) -> Any:
     return b.compile()
 
 
+class Talk(MessagesState):
+    run: str
+
+
+def build_speaker(ledger: Ledger) -> Any:
+    """``speak`` calls a model that streams "Hel", waits until released, then streams "lo"."""
+
+    def speak(s: Talk) -> dict[str, Any]:
+        ledger.apply(f"{s['run']}/speak")
+        model = TokenModel(between=lambda _index: _wait_for_release(ledger, s["run"]))
+        return {"messages": [model.invoke(s["messages"])]}
+
+    b = StateGraph(Talk)
+    b.add_node("speak", speak)
+    b.add_edge(START, "speak")
+    b.add_edge("speak", END)
+    return b.compile()
+
+
 def build_retry(ledger: Ledger) -> Any:
     """``flaky`` fails its first two attempts (counted across processes in the ledger) and then succeeds."""
 
@@ -176,6 +196,7 @@ BUILDERS: dict[str, Callable[[Ledger], Any]] = {
     # prep → gpu → post: the test serves gpu from one worker process only.
     "pinned": lambda ledger: build_line(ledger, PINNED),
     "retry": build_retry,
+    "speaker": build_speaker,
 }
 
 

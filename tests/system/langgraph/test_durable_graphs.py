@@ -174,3 +174,22 @@ def test_a_durable_retry_counts_attempts_across_a_worker_crash(cluster: GraphClu
     assert cluster.ledger.attempts()[f"{run}/flaky"] == 3
     assert pids(cluster.ledger, f"{run}/flaky") == {f"{run}/flaky": {first.pid, second.pid}}
     assert norm(out) == {"run": run, "trail": ["done on attempt 3"]}
+
+
+def test_a_retried_attempts_tokens_carry_its_attempt_after_a_worker_crash(cluster: GraphCluster) -> None:
+    run = "speak-crash"
+    first = cluster.start_graph_worker()
+    app = cluster.app("speaker")
+    chunks = app.stream({"run": run, "messages": [("user", "hi")]}, config(run), stream_mode="messages")
+    # The first token arrives while the node waits between its two tokens: the worker dies mid-answer.
+    token, metadata = next(chunks)
+    assert token.content == "Hel" and "durabletask_attempt" not in metadata
+    cluster.kill_worker(first)
+    second = cluster.start_graph_worker()
+    release_file(cluster.ledger, run).touch()
+    rest = [(t.content, m.get("durabletask_attempt"), m["langgraph_node"]) for t, m in chunks]
+
+    # The task ran again on the new worker; its tokens say they are the second attempt's.
+    assert [r for r in rest if r[0]] == [("Hel", 2, "speak"), ("lo", 2, "speak")]
+    assert pids(cluster.ledger, f"{run}/speak") == {f"{run}/speak": {first.pid, second.pid}}
+    assert [m.content for m in app.get_state(config(run)).values["messages"]] == ["hi", "Hello"]
