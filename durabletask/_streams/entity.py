@@ -25,22 +25,22 @@ def make_head_entity(max_instance_bytes: int = wire.DEFAULT_MAX_INSTANCE_BYTES) 
         )
 
     def dtscale_stream(ctx: EntityContext, batch: Any) -> None:
-        instance_id = ctx.entity_id.key
+        key = ctx.entity_id.key  # the stream's key (see wire.stream_key), which names its segments too
         if ctx.operation == wire.PURGE:
             state = ctx.get_state()
             for number, *_ in (state or {}).get("segs", []):
-                ctx.signal_entity(wire.segment_entity(instance_id, number), wire.PURGE)
+                ctx.signal_entity(wire.segment_of_key(key, number), wire.PURGE)
             ctx.delete_state()
             return
         if ctx.operation != wire.APPEND:
             raise ValueError(f"the stream entity has no operation {ctx.operation!r}")
         state = ctx.get_state() or new_head_state()
         if append(state, batch):
-            seal(state, lambda number, items: ctx.signal_entity(wire.segment_entity(instance_id, number), "put", items))
+            seal(state, lambda number, items: ctx.signal_entity(wire.segment_of_key(key, number), "put", items))
             trim(
                 state,
                 max_instance_bytes,
-                lambda number: ctx.signal_entity(wire.segment_entity(instance_id, number), wire.PURGE),
+                lambda number: ctx.signal_entity(wire.segment_of_key(key, number), wire.PURGE),
             )
             ctx.set_state(state)
 

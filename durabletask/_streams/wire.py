@@ -82,14 +82,33 @@ class StreamItem:
     attempt: int | None = None
 
 
+#: The longest instance ID used as it is in its stream's entity keys. Entity IDs are capped at 100 characters
+#: (DTS's limit) and the longest, a segment's ``@dtscale.streamsegment@<number>|<key>``, leaves 66 for the key
+#: with segment numbers of up to ten digits; longer IDs get a key of 65 characters that no plain key can equal.
+PLAIN_KEY_CHARS = 64
+
+
+def stream_key(instance_id: str) -> str:
+    """The key of ``instance_id``'s stream entities: the ID itself, or for a long ID its start and a hash."""
+    if len(instance_id) <= PLAIN_KEY_CHARS:
+        return instance_id
+    digest = hashlib.sha256(instance_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{instance_id[:32]}~{digest}"
+
+
 def head_entity(instance_id: str) -> EntityInstanceId:
     """The head entity of ``instance_id``'s stream."""
-    return EntityInstanceId(HEAD_ENTITY, instance_id)
+    return EntityInstanceId(HEAD_ENTITY, stream_key(instance_id))
 
 
 def segment_entity(instance_id: str, number: int) -> EntityInstanceId:
     """The entity holding sealed segment ``number`` of ``instance_id``'s stream."""
-    return EntityInstanceId(SEGMENT_ENTITY, f"{number}|{instance_id}")
+    return segment_of_key(stream_key(instance_id), number)
+
+
+def segment_of_key(key: str, number: int) -> EntityInstanceId:
+    """The segment entity ``number`` of the stream whose head has the key ``key`` (see :func:`stream_key`)."""
+    return EntityInstanceId(SEGMENT_ENTITY, f"{number}|{key}")
 
 
 def is_head(target: str) -> bool:

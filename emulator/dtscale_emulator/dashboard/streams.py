@@ -40,12 +40,23 @@ class StreamFormatError(RuntimeError):
     """The stream's stored state is not of the format this dashboard reads (the page shows why, as a conflict)."""
 
 
+#: Instance IDs up to this length are their stream's key; longer ones are shortened (the SDK's stream_key).
+PLAIN_KEY_CHARS = 64
+
+
+def stream_key(instance_id: str) -> str:
+    if len(instance_id) <= PLAIN_KEY_CHARS:
+        return instance_id
+    digest = hashlib.sha256(instance_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{instance_id[:32]}~{digest}"
+
+
 def head_id(instance_id: str) -> str:
-    return f"@{HEAD_ENTITY}@{instance_id}"
+    return f"@{HEAD_ENTITY}@{stream_key(instance_id)}"
 
 
 def segment_id(instance_id: str, number: int) -> str:
-    return f"@{SEGMENT_ENTITY}@{number}|{instance_id}"
+    return f"@{SEGMENT_ENTITY}@{number}|{stream_key(instance_id)}"
 
 
 def _fingerprint(instance_id: str) -> str:

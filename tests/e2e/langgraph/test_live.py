@@ -155,8 +155,8 @@ def big_state() -> StateGraph[Any]:
 
 def test_a_result_far_over_the_custom_status_limit_comes_whole_with_the_status_unused(serve: Serve, hub: Hub) -> None:
     app = serve(big_state())
-    # The longest instance ID a stream takes (70 characters): its sealed segments' entity IDs are the longest.
-    cfg = thread("t" * (70 - len(f"lg:{app.name}:")))
+    # The longest instance ID DTS takes (100 characters): its stream's entities get shortened keys.
+    cfg = thread("t" * (100 - len(f"lg:{app.name}:")))
     out = app.invoke({"text": "", "n": 0}, cfg)
     assert out == {"text": "x" * 400_000, "n": 1}
     # The values stream's chunks are as large; they come whole too.
@@ -174,7 +174,7 @@ def test_a_client_that_reads_results_in_the_custom_status_is_still_answered_ther
     serve: Serve, hub: Hub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As a client from before durable streams asks (its requests do not say "via": "stream").
-    monkeypatch.setattr(_requests, "streamable", lambda _instance_id: False)
+    monkeypatch.setattr(_requests, "ASK_FOR_STREAM", False)
     RELEASE.set()
     app = serve(held_writer())
     cfg = thread()
@@ -222,8 +222,8 @@ def test_a_request_waits_on_its_subscription_without_reading_the_status_again(hu
     assert counting.status_reads == 2
 
 
-@pytest.mark.parametrize("length", [70, 71])
-def test_threads_whose_instance_ids_fit_the_streams_entity_ids_use_the_stream(
+@pytest.mark.parametrize("length", [64, 65, 100])
+def test_threads_of_any_instance_id_length_use_the_stream(
     serve: Serve, hub: Hub, length: int
 ) -> None:
     RELEASE.set()
@@ -235,10 +235,8 @@ def test_threads_whose_instance_ids_fit_the_streams_entity_ids_use_the_stream(
     assert list(app.stream({"x": 0, "log": []}, cfg, stream_mode="custom")) == [{"said": "first"}, {"said": "second"}]
     state = hub.client().get_orchestration_state(iid)
     assert state is not None
-    answered_in_status = bool(state.get_custom_status()["done"])
-    # Up to 70 characters the stream's segment entities ('@dtscale.streamsegment@<n>|<instance ID>') fit DTS's
-    # 100-character entity IDs; a longer instance ID is answered in the custom status, as before streams.
-    assert answered_in_status == (length > 70)
+    # Instance IDs over 64 characters get shortened stream keys, so every thread is answered on its stream.
+    assert not state.get_custom_status()["done"]
 
 
 FAILURES: list[str] = []

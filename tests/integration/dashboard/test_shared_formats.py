@@ -115,8 +115,9 @@ def test_the_names_and_the_cursor_are_the_sdks() -> None:
         wire.SEGMENT_ENTITY,
         wire.DROPPED_TOPIC,
     )
-    assert streams.head_id(IID) == str(wire.head_entity(IID))
-    assert streams.segment_id(IID, 7) == str(wire.segment_entity(IID, 7))
+    for instance_id in (IID, "x" * 64, "y" * 65, "ü" * 300):
+        assert streams.head_id(instance_id) == str(wire.head_entity(instance_id))
+        assert streams.segment_id(instance_id, 7) == str(wire.segment_entity(instance_id, 7))
     for instance_id, offset in ((IID, 0), ("ünïcode id", 41), ("x" * 300, 10**11)):
         cursor = wire.make_cursor(instance_id, offset)
         assert streams.make_cursor(instance_id, offset) == cursor
