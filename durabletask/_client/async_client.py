@@ -181,10 +181,7 @@ class AsyncTaskHubGrpcClient:
     async def _step(self, step: call_plan.Step) -> Any:
         payloads = self._settings.payloads
         if isinstance(step, call_plan.Invoke):
-            method: Callable[..., Any] = getattr(self._get_stub(), step.request.method)
-            if step.request.streaming:
-                return [chunk async for chunk in method(step.request.request, timeout=step.timeout)]
-            return await method(step.request.request, timeout=step.timeout)
+            return await call_plan.invoke_async(getattr(self._get_stub(), step.request.method), step)
         if isinstance(step, call_plan.Pause):
             await asyncio.sleep(step.seconds)
         elif isinstance(step, call_plan.RebuildChannel):

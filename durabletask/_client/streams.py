@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
+from durabletask._client.call_plan import Answered
 from durabletask._grpc.errors import UnimplementedError
 from durabletask._instance_models import DataConverter
+from durabletask._protocol_extensions import ENTITY_VERSION, ENTITY_WAIT_INSTANCE, ENTITY_WAIT_MS
 from durabletask._streams import reader, wire
 from durabletask._streams.wire import StreamItem
+from durabletask.entities.entity_metadata import EntityMetadata
+
+#: Seconds a held read's call may take beyond the wait it asks for, before its deadline cuts it.
+HOLD_DEADLINE_MARGIN = 10.0
 
 
 def plan(
@@ -34,6 +42,8 @@ def operation(step: reader.Step, instance_id: str, converter: DataConverter) -> 
     """The client operation a read step needs; its result is what the plan is sent back."""
     if isinstance(step, reader.ReadStatus):
         return ops.get_orchestration_state(instance_id, fetch_payloads=False, converter=converter)
+    if isinstance(step, reader.ReadHead):
+        return _head(step, instance_id, converter)
     if isinstance(step, reader.ReadEntity):
         return _entity_state(step, converter)
     if isinstance(step, reader.ReadHistory):
@@ -43,10 +53,31 @@ def operation(step: reader.Step, instance_id: str, converter: DataConverter) -> 
 
 def _entity_state(step: reader.ReadEntity, converter: DataConverter) -> ops.Operation[Any]:
     metadata = yield from ops.get_entity(step.entity, True, converter=converter)
+    return _decoded(metadata, converter)
+
+
+def _decoded(metadata: EntityMetadata | None, converter: DataConverter) -> Any:
     if metadata is None:
         return None
     state = metadata.get_state()
     return converter.deserialize(state) if isinstance(state, str) else state
+
+
+def _head(step: reader.ReadHead, instance_id: str, converter: DataConverter) -> ops.Operation[reader.HeadRead]:
+    """``GetEntity`` of the head with the held-read metadata (docs/streams.md, "How a subscriber waits")."""
+    metadata = [(ENTITY_WAIT_MS, str(math.ceil(step.wait * 1000)))]
+    if step.seen is not None:
+        metadata.append((ENTITY_VERSION, step.seen))
+    if step.until_end:
+        metadata.append((ENTITY_WAIT_INSTANCE, instance_id))
+    request = rq.build_get_entity_request(step.entity, True)
+    # The call's own deadline leaves the server room to answer a held read before it.
+    request = dataclasses.replace(request, metadata=tuple(metadata), timeout=step.wait + HOLD_DEADLINE_MARGIN)
+    answer = yield request
+    if not isinstance(answer, Answered):  # a shell that cannot send metadata: the read was not held
+        answer = Answered(answer, ())
+    response = rq.parse_get_entity_response(answer.response, True, converter)
+    return reader.HeadRead(_decoded(response, converter), answer.trailer(ENTITY_VERSION))
 
 
 def follow(

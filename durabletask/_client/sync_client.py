@@ -173,9 +173,7 @@ class TaskHubGrpcClient:
     def _step(self, step: call_plan.Step) -> Any:
         payloads = self._settings.payloads
         if isinstance(step, call_plan.Invoke):
-            method: Callable[..., Any] = getattr(self._stub, step.request.method)
-            result = method(step.request.request, timeout=step.timeout)
-            return list(result) if step.request.streaming else result
+            return call_plan.invoke(getattr(self._stub, step.request.method), step)
         if isinstance(step, call_plan.Pause):
             time.sleep(step.seconds)
         elif isinstance(step, call_plan.RebuildChannel):

@@ -14,9 +14,12 @@ from durabletask._instance_models import OrchestrationState, OrchestrationStatus
 from durabletask._streams import wire
 from durabletask.entities.entity_instance_id import EntityInstanceId
 
-#: The first pause after a read that found nothing new, and the longest one (the pause doubles in between).
+#: The first pause after a read that found nothing new, and the longest one (the pause doubles in between),
+#: against a backend that cannot hold a read open until the stream changes.
 FIRST_PAUSE = 0.02
 LONGEST_PAUSE = 0.5
+#: How long one held read of the head waits at most, against a backend that holds reads (our emulator).
+HOLD_SECONDS = 10.0
 
 _TERMINAL = frozenset(
     {
@@ -40,6 +43,29 @@ class ReadEntity:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadHead:
+    """Read the stream's head; send back a ``HeadRead``.
+
+    With ``seen`` (the version an earlier read returned) and ``wait`` > 0, a backend that can hold the read
+    answers once the head has moved past ``seen``, the instance has ended (with ``until_end``), or ``wait``
+    seconds have passed; one that cannot answers at once.
+    """
+
+    entity: EntityInstanceId
+    seen: str | None = None
+    wait: float = 0.0
+    until_end: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HeadRead:
+    """The head's decoded state (``None``: no items yet) and its version (``None``: the backend holds no reads)."""
+
+    state: dict[str, Any] | None
+    version: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class ReadHistory:
     """Read the instance's history; send back the list of ``history.HistoryEvent``."""
 
@@ -58,7 +84,7 @@ class Deliver:
     item: wire.StreamItem
 
 
-Step = ReadStatus | ReadEntity | ReadHistory | Sleep | Deliver
+Step = ReadStatus | ReadHead | ReadEntity | ReadHistory | Sleep | Deliver
 Plan = Generator[Step, Any, None]
 
 
@@ -144,8 +170,11 @@ def _plan(
         raise wire.StreamNotFoundError(f"subscribe: no orchestration instance '{instance_id}' exists")
     barrier: tuple[str, int] | None = None  # (execution ID, last orchestrator batch) once the instance ended
     pause = FIRST_PAUSE
+    wait = 0.0
+    version: str | None = None
     while True:
-        head = yield ReadEntity(wire.head_entity(instance_id))
+        read = yield ReadHead(wire.head_entity(instance_id), version if wait else None, wait, barrier is None)
+        head, version, wait = read.state, read.version, 0.0
         progressed = yield from _deliver(position, head, decode)
         if progressed:
             pause = FIRST_PAUSE
@@ -159,11 +188,15 @@ def _plan(
                 continue  # one more read: items may have landed between the head read and the status read
         elif _reached(head, barrier) and position.offset + 1 >= (head or {}).get("next", 0):
             return
-        if deadline is not None and clock() + pause > deadline:
+        left = None if deadline is None else deadline - clock()
+        if left is not None and left <= (0 if version is not None else pause):
             raise StreamTimeoutError(
                 f"subscribe: timed out after {timeout}s waiting for items of '{instance_id}' "
                 f"(last delivered: {wire.make_cursor(instance_id, position.offset) if position.offset >= 0 else None})"
             )
+        if version is not None:  # the next read of the head waits on the server for a change
+            wait = HOLD_SECONDS if left is None else min(HOLD_SECONDS, left)
+            continue
         yield Sleep(pause)
         pause = min(pause * 2, LONGEST_PAUSE)
 

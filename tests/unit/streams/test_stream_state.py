@@ -79,6 +79,8 @@ def drive(
             out.append(step.item)
         elif isinstance(step, reader.ReadStatus):
             reply = _make_state(status)
+        elif isinstance(step, reader.ReadHead):
+            reply = reader.HeadRead(store.states.get(str(step.entity)), None)  # a backend that holds no reads
         elif isinstance(step, reader.ReadEntity):
             reply = store.states.get(str(step.entity))
         elif isinstance(step, reader.ReadHistory):
@@ -195,3 +197,54 @@ def test_bad_subscription_arguments_are_refused() -> None:
         reader.subscription(IID, topics="tokens", after=None, timeout=None, decode=str)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_instance_bytes"):
         entity.make_head_entity(10)
+
+
+def test_against_a_backend_that_holds_reads_the_plan_waits_on_the_server_and_never_sleeps() -> None:
+    store = Store()
+    store.append(wire.orchestrator_batch("e1", 1, _entries(2)))
+    plan = reader.subscription(IID, topics=None, after=None, timeout=None, decode=json.loads)
+    reads: list[reader.ReadHead] = []
+    statuses = iter([OrchestrationStatus.RUNNING, OrchestrationStatus.RUNNING, OrchestrationStatus.COMPLETED])
+    delivered: list[Any] = []
+    reply: Any = None
+    with pytest.raises(StopIteration):
+        for _ in range(100):
+            step = plan.send(reply)
+            reply = None
+            assert not isinstance(step, reader.Sleep)
+            if isinstance(step, reader.ReadStatus):
+                reply = _make_state(next(statuses))
+            elif isinstance(step, reader.ReadHead):
+                reads.append(step)
+                if len(reads) == 3:  # the held read ends with a change: two more items
+                    store.append(wire.activity_batch("e1", 3, "runA", 1, _entries(2, start=2)))
+                state = store.states.get(str(step.entity))
+                reply = reader.HeadRead(state, f"v{state['next']}")
+            elif isinstance(step, reader.ReadHistory):
+                reply = []
+            elif isinstance(step, reader.Deliver):
+                delivered.append(step.item.data)
+    assert delivered == ["x" * 10 + str(i) for i in range(4)]
+    # First read: nothing named, nothing to wait for; after a read with nothing new, a held read naming its version
+    # and the instance's end; once the instance has ended, held reads no longer name it.
+    assert (reads[0].seen, reads[0].wait) == (None, 0.0)
+    assert (reads[2].seen, reads[2].wait, reads[2].until_end) == ("v2", reader.HOLD_SECONDS, True)
+    assert reads[3].wait == 0.0  # progress: the next read answers at once
+    assert reads[-1].until_end is False
+
+
+def test_against_a_backend_that_ignores_the_hint_the_plan_polls_with_backoff() -> None:
+    store = Store()
+    pauses: list[float] = []
+    plan = reader.subscription(IID, topics=None, after=None, timeout=None, decode=json.loads)
+    reply: Any = None
+    for _ in range(12):
+        step = plan.send(reply)
+        reply = None
+        if isinstance(step, reader.ReadStatus):
+            reply = _make_state(OrchestrationStatus.RUNNING)
+        elif isinstance(step, reader.ReadHead):
+            reply = reader.HeadRead(store.states.get(str(step.entity)), None)
+        elif isinstance(step, reader.Sleep):
+            pauses.append(step.seconds)
+    assert pauses[:3] == [reader.FIRST_PAUSE, reader.FIRST_PAUSE * 2, reader.FIRST_PAUSE * 4]
