@@ -174,8 +174,12 @@ def _plan(
     version: str | None = None
     while True:
         read = yield ReadHead(wire.head_entity(instance_id), version if wait else None, wait, barrier is None)
-        head, version, wait = read.state, read.version, 0.0
+        head, version = read.state, read.version
         progressed = yield from _deliver(position, head, decode)
+        left = None if deadline is None else deadline - clock()
+        # Against a backend that holds reads, every next read of the head waits there for a change (answered at
+        # once if the head moved meanwhile); against one that does not, reads go on at once while they find items.
+        wait = _hold(left) if version is not None else 0.0
         if progressed:
             pause = FIRST_PAUSE
             continue
@@ -185,20 +189,27 @@ def _plan(
                 raise wire.StreamNotFoundError(f"subscribe: the instance '{instance_id}' was purged")
             if is_terminal(state):
                 barrier = orchestrator_batches((yield ReadHistory()))
+                wait = 0.0
                 continue  # one more read: items may have landed between the head read and the status read
         elif _reached(head, barrier) and position.offset + 1 >= (head or {}).get("next", 0):
             return
-        left = None if deadline is None else deadline - clock()
         if left is not None and left <= (0 if version is not None else pause):
-            raise StreamTimeoutError(
-                f"subscribe: timed out after {timeout}s waiting for items of '{instance_id}' "
-                f"(last delivered: {wire.make_cursor(instance_id, position.offset) if position.offset >= 0 else None})"
-            )
-        if version is not None:  # the next read of the head waits on the server for a change
-            wait = HOLD_SECONDS if left is None else min(HOLD_SECONDS, left)
-            continue
-        yield Sleep(pause)
-        pause = min(pause * 2, LONGEST_PAUSE)
+            raise _timed_out(position, timeout)
+        if version is None:
+            yield Sleep(pause)
+            pause = min(pause * 2, LONGEST_PAUSE)
+
+
+def _hold(left: float | None) -> float:
+    return HOLD_SECONDS if left is None else max(0.0, min(HOLD_SECONDS, left))
+
+
+def _timed_out(position: _Position, timeout: float | None) -> StreamTimeoutError:
+    instance_id = position.instance_id
+    last = wire.make_cursor(instance_id, position.offset) if position.offset >= 0 else None
+    return StreamTimeoutError(
+        f"subscribe: timed out after {timeout}s waiting for items of '{instance_id}' (last delivered: {last})"
+    )
 
 
 def _reached(head: dict[str, Any] | None, barrier: tuple[str, int]) -> bool:

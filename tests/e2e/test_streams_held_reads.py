@@ -150,6 +150,24 @@ def test_the_end_of_the_named_instance_ends_a_held_read(emulated: Hub, stub: pb_
     assert answers and answers[0][1] == version  # unchanged entity, answered because the instance ended
 
 
+@pytest.mark.timeout(20)  # a hang guard: held, the read below would wait 30 s
+@pytest.mark.parametrize("ended", [True, False])
+def test_a_held_read_naming_an_instance_that_has_ended_or_does_not_exist_is_answered_at_once(
+    emulated: Hub, stub: pb_grpc.TaskHubSidecarServiceStub, ended: bool
+) -> None:
+    instance_id = unique_id("over")
+    if ended:
+        c = emulated.client()
+        c.schedule_new_orchestration(idle, instance_id=instance_id)
+        c.wait_for_orchestration_start(instance_id, timeout=15)
+        c.raise_orchestration_event(instance_id, "go")
+        c.wait_for_orchestration_completion(instance_id, timeout=15)
+    entity_id = f"@tally@{instance_id}"
+    _response, version = _get(stub, entity_id, _held(emulated, "0"))
+    _response, again = _get(stub, entity_id, _held(emulated, "30000", version, instance_id), timeout=60)
+    assert again == version
+
+
 def test_a_plain_get_entity_carries_no_version(emulated: Hub, stub: pb_grpc.TaskHubSidecarServiceStub) -> None:
     _response, version = _get(stub, f"@tally@{unique_id('plain')}", emulated.metadata)
     assert version is None

@@ -153,12 +153,14 @@ class EntityWaits:
         entity_id: str,
         hint: Hint,
         read: Callable[[], str | None],
+        ended: Callable[[str], bool],
         time_remaining: float | None,
     ) -> bool:
         """Waits as ``hint`` asks; whether the read was held (``False``: too many held reads, answer unheld).
 
-        ``read`` returns the entity's serialized state now; the caller reads it again to answer. A cancelled
-        call (its caller went away) cancels this coroutine, which ends the wait at once.
+        ``read`` returns the entity's serialized state now (the caller reads it again to answer), and
+        ``ended(instance_id)`` whether an instance has ended or does not exist. A cancelled call (its caller
+        went away) cancels this coroutine, which ends the wait at once.
         """
         if hint.seen is None or hint.seconds <= 0:
             return True  # nothing to wait for: the caller learns the version
@@ -169,8 +171,10 @@ class EntityWaits:
         if event is None:
             return False
         try:
-            # Watching before the read: a change made after it has set the event already.
-            if not self._closing() and version_of(read()) == hint.seen and seconds > 0:
+            # Watching before these reads: a change made after them has set the event already.
+            unchanged = version_of(read()) == hint.seen
+            over = hint.instance_id is not None and ended(hint.instance_id)
+            if unchanged and not over and not self._closing() and seconds > 0:
                 await aio_loop.wait(event, seconds)
         finally:
             self._unwatch(hub, entity_id, hint.instance_id, event)

@@ -411,7 +411,12 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         self.limits.entity_id(request.instanceId)
         hint = entity_waits.parse_hint(context.invocation_metadata() or ())
         held = hint is not None and await self.dispatcher.entity_waits.hold(
-            hub, request.instanceId, hint, lambda: self._entity_state(hub, request.instanceId), context.time_remaining()
+            hub,
+            request.instanceId,
+            hint,
+            lambda: self._entity_state(hub, request.instanceId),
+            lambda instance_id: self._ended(hub, instance_id),
+            context.time_remaining(),
         )
         found = self.entities.get(hub, request.instanceId)
         if held:  # the caller learns that this backend holds reads, and the version to name in the next one
@@ -420,6 +425,10 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
         if found is None:
             return pb.GetEntityResponse(exists=False)
         return pb.GetEntityResponse(exists=True, entity=entity_metadata(found, request.includeState))
+
+    def _ended(self, hub: str, instance_id: str) -> bool:
+        record = self.engine.get(hub, instance_id)
+        return record is None or record.status in events.TERMINAL_STATUSES
 
     def _entity_state(self, hub: str, entity_id: str) -> str | None:
         found = self.entities.get(hub, entity_id)

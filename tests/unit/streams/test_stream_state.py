@@ -216,7 +216,7 @@ def test_against_a_backend_that_holds_reads_the_plan_waits_on_the_server_and_nev
                 reply = _make_state(next(statuses))
             elif isinstance(step, reader.ReadHead):
                 reads.append(step)
-                if len(reads) == 3:  # the held read ends with a change: two more items
+                if len(reads) == 2:  # the held read ends with a change: two more items
                     store.append(wire.activity_batch("e1", 3, "runA", 1, _entries(2, start=2)))
                 state = store.states.get(str(step.entity))
                 reply = reader.HeadRead(state, f"v{state['next']}")
@@ -225,12 +225,12 @@ def test_against_a_backend_that_holds_reads_the_plan_waits_on_the_server_and_nev
             elif isinstance(step, reader.Deliver):
                 delivered.append(step.item.data)
     assert delivered == ["x" * 10 + str(i) for i in range(4)]
-    # First read: nothing named, nothing to wait for; after a read with nothing new, a held read naming its version
-    # and the instance's end; once the instance has ended, held reads no longer name it.
+    # First read: nothing named, nothing to wait for; then each read is held, naming the version the last one saw
+    # and the instance's end; once the instance has ended, the last read is at once and no longer names it.
     assert (reads[0].seen, reads[0].wait) == (None, 0.0)
-    assert (reads[2].seen, reads[2].wait, reads[2].until_end) == ("v2", reader.HOLD_SECONDS, True)
-    assert reads[3].wait == 0.0  # progress: the next read answers at once
-    assert reads[-1].until_end is False
+    assert (reads[1].seen, reads[1].wait, reads[1].until_end) == ("v2", reader.HOLD_SECONDS, True)
+    assert [read.seen for read in reads[2:-1]] == ["v4"] * (len(reads) - 3)
+    assert (reads[-1].wait, reads[-1].until_end) == (0.0, False)
 
 
 def test_against_a_backend_that_ignores_the_hint_the_plan_polls_with_backoff() -> None:
