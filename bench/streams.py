@@ -1,12 +1,15 @@
 """Durable streams on the embedded emulator: publish-to-delivery latency, throughput of one activity, CPU per item.
 
     .venv/bin/python bench/streams.py [--items 200] [--rate 50] [--burst 5000] [--instances 10]
+        [--sustained-rate 5000] [--sustained-seconds 10]
 
 Latency: activities publish ``--items`` items at ``--rate`` per second each, on ``--instances`` instances at once,
 each with one subscriber already waiting; an item's latency is its arrival at the subscriber minus the wall-clock
 time of its ``publish`` (both in this process). Throughput: one activity publishes ``--burst`` small items as fast
-as it can; the figure is items delivered per second from its first publish to the last delivery. CPU: this whole
-process (emulator, worker and subscribers share it) per 1,000 items delivered.
+as it can; the figure is items delivered per second from its first publish to the last delivery. Sustained: one
+activity publishes ``--sustained-rate`` items per second for ``--sustained-seconds``, with one subscriber checking
+that all arrive in order, and the latency of each. CPU: this whole process (emulator, worker and subscribers share
+it) per 1,000 items delivered.
 """
 
 from __future__ import annotations
@@ -31,6 +34,18 @@ def paced(ctx: task.ActivityContext, spec: dict[str, Any]) -> int:
         ctx.publish({"i": i, "sent": time.time()})
         time.sleep(interval)
     return spec["items"]
+
+
+def sustained(ctx: task.ActivityContext, spec: dict[str, Any]) -> int:
+    """``rate`` items per second for ``seconds``, published in 10 ms slices (each item says when it was sent)."""
+    per_slice = max(1, spec["rate"] // 100)
+    total = spec["rate"] * spec["seconds"]
+    start = time.monotonic()
+    for i in range(total):
+        if i % per_slice == 0:
+            time.sleep(max(0.0, start + i / spec["rate"] - time.monotonic()))
+        ctx.publish([i, time.time()])
+    return total
 
 
 def burst(ctx: task.ActivityContext, count: int) -> int:
@@ -75,12 +90,28 @@ def _throughput(c: client.TaskHubGrpcClient, count: int) -> tuple[float, int]:
     return count / elapsed, len(received)
 
 
+def _sustained(c: client.TaskHubGrpcClient, rate: int, seconds: int) -> tuple[list[float], float, int]:
+    instance_id = c.schedule_new_orchestration(
+        run_one, input={"activity": "sustained", "input": {"rate": rate, "seconds": seconds}}
+    )
+    latencies: list[float] = []
+    numbers: list[int] = []
+    cpu = time.process_time()
+    for item in c.subscribe(instance_id, timeout=600):
+        latencies.append(time.time() - item.data[1])
+        numbers.append(item.data[0])
+    assert numbers == list(range(rate * seconds)), "items lost, repeated or out of order"
+    return latencies, time.process_time() - cpu, len(numbers)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--items", type=int, default=200)
     parser.add_argument("--rate", type=int, default=50)
     parser.add_argument("--instances", type=int, default=10)
     parser.add_argument("--burst", type=int, default=5000)
+    parser.add_argument("--sustained-rate", type=int, default=5000)
+    parser.add_argument("--sustained-seconds", type=int, default=10)
     args = parser.parse_args()
     server = EmulatorServer(port=0, in_memory=True)
     server.start()
@@ -88,6 +119,7 @@ def main() -> None:
     w.add_orchestrator(run_one)
     w.add_activity(paced)
     w.add_activity(burst)
+    w.add_activity(sustained)
     w.start()
     c = client.TaskHubGrpcClient(host_address=f"localhost:{server.port}")
     try:
@@ -99,6 +131,14 @@ def main() -> None:
         print(f"  CPU of the process per 1,000 items: {cpu / delivered * 1000:.2f} s")
         rate, count = _throughput(c, args.burst)
         print(f"throughput, one activity publishing {count} small items: {rate:,.0f} items/s delivered in order")
+        if args.sustained_seconds > 0:
+            latencies, cpu, delivered = _sustained(c, args.sustained_rate, args.sustained_seconds)
+            cut = statistics.quantiles(latencies, n=100)
+            print(
+                f"sustained, one activity publishing {args.sustained_rate}/s for {args.sustained_seconds} s: "
+                f"{delivered} delivered in order, p50 {cut[49] * 1000:.1f} ms, p99 {cut[98] * 1000:.1f} ms, "
+                f"CPU per 1,000 items {cpu / delivered * 1000:.2f} s"
+            )
     finally:
         c.close()
         w.stop()

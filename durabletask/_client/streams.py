@@ -10,10 +10,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from typing import Any
 
 from durabletask._client import operations as ops
+from durabletask._client import payload_purge
 from durabletask._client import requests as rq
 from durabletask._client.call_plan import Answered
 from durabletask._grpc.errors import UnimplementedError
-from durabletask._instance_models import DataConverter
+from durabletask._instance_models import DataConverter, PurgeInstancesResult
 from durabletask._protocol_extensions import ENTITY_VERSION, ENTITY_WAIT_INSTANCE, ENTITY_WAIT_MS
 from durabletask._streams import reader, wire
 from durabletask._streams.wire import StreamItem
@@ -121,13 +122,29 @@ async def follow_async(
             reply = await run(operation(step, instance_id, converter))
 
 
-def purge(instance_id: str, converter: DataConverter) -> ops.Operation[None]:
-    """Remove a purged instance's stream (its head deletes its segments, then itself), if it has one."""
+def purge(
+    request: rq.RpcRequest, converter: DataConverter, *, payloads: bool
+) -> ops.Operation[tuple[PurgeInstancesResult, list[str]]]:
+    """Run a purge (a ``PurgeInstances`` request: one instance, or a filter; recursive or not), then remove the
+    stream of every instance it removed; returns its result and, with ``payloads``, the instances whose stored
+    payloads may go (see ``payload_purge``)."""
+    result, candidates, gone = yield from payload_purge.purge_reporting(request, with_parents=payloads)
+    for instance_id in sorted(gone):
+        if not (yield from _purge_stream(instance_id, converter)):
+            break  # a backend without entities: no instance has a stream
+    owners = (yield from payload_purge.payload_owners(candidates, gone)) if payloads else []
+    return result, owners
+
+
+def _purge_stream(instance_id: str, converter: DataConverter) -> ops.Operation[bool]:
+    """Remove a purged instance's stream (its head deletes its segments, then itself), if it has one; ``False``
+    when the backend has no entities."""
     head = wire.head_entity(instance_id)
     try:
         metadata = yield from ops.get_entity(head, False, converter=converter)
-    except UnimplementedError:  # a backend without entities has no streams to remove
-        return
+    except UnimplementedError:
+        return False
     if metadata is not None:
         request = rq.build_signal_entity_request(head, wire.PURGE, None, None, converter=converter)
         yield from ops.signal_entity(request)
+    return True
