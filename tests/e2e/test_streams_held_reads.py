@@ -30,6 +30,18 @@ def idle(ctx: task.OrchestrationContext, _: Any) -> Any:
     return "done"
 
 
+def speaker(ctx: task.ActivityContext, count: int) -> int:
+    for i in range(count):
+        ctx.publish(i)
+    return count
+
+
+def announcer(ctx: task.OrchestrationContext, count: int) -> Any:
+    ctx.publish("begin")
+    yield ctx.wait_for_external_event("go")
+    return (yield ctx.call_activity(speaker, input=count))
+
+
 @pytest.fixture
 def emulated(hub: Hub) -> Hub:
     if hub.server is None:
@@ -37,6 +49,8 @@ def emulated(hub: Hub) -> Hub:
     w = hub.worker()
     w.add_entity(tally)
     w.add_orchestrator(idle)
+    w.add_orchestrator(announcer)
+    w.add_activity(speaker)
     w.start()
     return hub
 
@@ -86,9 +100,13 @@ def _held_now(hub: Hub) -> int:
 
 
 def _until(condition: Any) -> None:
+    """Waits until ``condition()`` holds (a hang guard of 60 s fails the test instead of hanging it)."""
     event = threading.Event()
-    while not condition():
+    for _ in range(6000):
+        if condition():
+            return
         event.wait(0.01)
+    raise AssertionError("the condition never held")
 
 
 def test_a_held_read_answers_when_the_entity_changes(emulated: Hub, stub: pb_grpc.TaskHubSidecarServiceStub) -> None:
@@ -270,3 +288,27 @@ def test_past_the_cap_reads_are_answered_unheld(
     for call in calls:
         call.cancel()
     _until(lambda: _held_now(emulated) == 0)
+
+
+def _announced(hub: Hub, held_reads_seen: bool) -> list[Any]:
+    c = hub.client()
+    instance_id = c.schedule_new_orchestration(announcer, input=5, instance_id=unique_id("announce"))
+    items: list[Any] = []
+    reader = threading.Thread(target=lambda: items.extend(i.data for i in c.subscribe(instance_id, timeout=60)))
+    reader.start()
+    _until(lambda: items == ["begin"])
+    if held_reads_seen:
+        _until(lambda: _held_now(hub) == 1)  # the subscriber waits on the server for the next change
+    c.raise_orchestration_event(instance_id, "go")
+    reader.join(60)
+    return items
+
+
+def test_a_subscriber_waits_with_a_held_read(emulated: Hub) -> None:
+    assert _announced(emulated, held_reads_seen=True) == ["begin", 0, 1, 2, 3, 4]
+
+
+def test_a_subscriber_polls_when_its_reads_are_not_held(emulated: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(entity_waits, "MAX_WAITERS", 0)  # every read answered at once, without a version
+    assert _announced(emulated, held_reads_seen=False) == ["begin", 0, 1, 2, 3, 4]
+    assert _held_now(emulated) == 0
