@@ -1,7 +1,7 @@
 """Durable streams on the embedded emulator: publish-to-delivery latency, throughput of one activity, CPU per item.
 
     .venv/bin/python bench/streams.py [--items 200] [--rate 50] [--burst 5000] [--instances 10]
-        [--sustained-rate 5000] [--sustained-seconds 10] [--poll]
+        [--sustained-rate 5000] [--sustained-seconds 10] [--poll] [--db FILE [--durability full|normal]]
 
 Latency: activities publish ``--items`` items at ``--rate`` per second each, on ``--instances`` instances at once,
 each with one subscriber already waiting; an item's latency is its arrival at the subscriber minus the wall-clock
@@ -135,6 +135,8 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=5000)
     parser.add_argument("--sustained-rate", type=int, default=5000)
     parser.add_argument("--sustained-seconds", type=int, default=10)
+    parser.add_argument("--db", help="a SQLite file for the emulator (default: in memory)")
+    parser.add_argument("--durability", default="full", choices=["full", "normal"], help="with --db")
     parser.add_argument(
         "--poll",
         action="store_true",
@@ -143,7 +145,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.poll:
         entity_waits.MAX_WAITERS = 0  # past the cap (here: always) reads are answered unheld
-    server = EmulatorServer(port=0, in_memory=True)
+    server = EmulatorServer(port=0, db_path=args.db, in_memory=args.db is None, durability=args.durability)
     server.start()
     w = worker.TaskHubGrpcWorker(host_address=f"localhost:{server.port}")
     w.add_orchestrator(run_one)

@@ -3,7 +3,7 @@
 A caller (the SDK's stream subscriber) sends the request metadata of
 :data:`~dtscale_emulator.protocol.extensions.ENTITY_WAIT_MS` and
 :data:`~dtscale_emulator.protocol.extensions.ENTITY_VERSION`; the answer then comes once the entity's state
-differs from that version, the named orchestration instance changes, the wait elapses, or the call's deadline
+differs from that version, the named orchestration instance ends, the wait elapses, or the call's deadline
 nears, whichever is first, and it carries the state's version in its trailing metadata. A backend that does
 not know the keys ignores them and answers at once without the version, which tells the caller to poll.
 
