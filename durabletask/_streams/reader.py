@@ -175,15 +175,19 @@ def _plan(
     while True:
         read = yield ReadHead(wire.head_entity(instance_id), version if wait else None, wait, barrier is None)
         head, version = read.state, read.version
-        progressed = yield from _deliver(position, head, decode)
+        progressed, blocked = yield from _deliver(position, head, decode)
         left = None if deadline is None else deadline - clock()
         # Against a backend that holds reads, every next read of the head waits there for a change (answered at
         # once if the head moved meanwhile); against one that does not, reads go on at once while they find items.
-        wait = _hold(left) if version is not None else 0.0
+        # A sealed segment not stored yet is waited for by polling: storing it does not change the head.
+        wait = _hold(left) if version is not None and not blocked else 0.0
+        if barrier is not None and _reached(head, barrier) and position.offset + 1 >= (head or {}).get("next", 0):
+            return
         if progressed:
             pause = FIRST_PAUSE
-            continue
-        if barrier is None:
+            if not blocked:
+                continue
+        if barrier is None and not blocked:
             state = yield ReadStatus()
             if state is None:
                 raise wire.StreamNotFoundError(f"subscribe: the instance '{instance_id}' was purged")
@@ -191,11 +195,9 @@ def _plan(
                 barrier = orchestrator_batches((yield ReadHistory()))
                 wait = 0.0
                 continue  # one more read: items may have landed between the head read and the status read
-        elif _reached(head, barrier) and position.offset + 1 >= (head or {}).get("next", 0):
-            return
-        if left is not None and left <= (0 if version is not None else pause):
+        if left is not None and left <= (0 if wait else pause):
             raise _timed_out(position, timeout)
-        if version is None:
+        if version is None or blocked:
             yield Sleep(pause)
             pause = min(pause * 2, LONGEST_PAUSE)
 
@@ -221,10 +223,11 @@ def _reached(head: dict[str, Any] | None, barrier: tuple[str, int]) -> bool:
 
 def _deliver(
     position: _Position, head: dict[str, Any] | None, decode: Callable[[str | None], Any]
-) -> Generator[Step, Any, bool]:
-    """Deliver what the head (and its sealed segments) hold after the position; whether the position moved."""
+) -> Generator[Step, Any, tuple[bool, bool]]:
+    """Deliver what the head (and its sealed segments) hold after the position; whether the position moved, and
+    whether a sealed segment it needs is not stored yet."""
     if head is None:
-        return False
+        return False, False
     start = position.offset
     marker = position.dropped(int(head["first"]))
     if marker is not None:
@@ -234,10 +237,10 @@ def _deliver(
             continue
         segment = yield ReadEntity(wire.segment_entity(position.instance_id, number))
         if segment is None:  # sealed, but its segment entity has not stored it yet
-            return position.offset != start
+            return position.offset != start, True
         yield from _items(position, segment["items"], decode)
     yield from _items(position, head["items"], decode)
-    return position.offset != start
+    return position.offset != start, False
 
 
 def _items(

@@ -65,11 +65,16 @@ class _FailedCall:
 
 
 class FaultyEntityReads(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
-    """Delays a share of ``GetEntity`` calls and fails another share with UNAVAILABLE (which the client retries)."""
+    """Delays a share of ``GetEntity`` calls and fails another share with UNAVAILABLE.
+
+    A thread's reads fail at most twice in a row, within the client's retry budget (4 attempts): a read
+    that kept failing would end the subscription with the error, which is not what this test is about.
+    """
 
     def __init__(self, seed: int) -> None:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
+        self._in_a_row = threading.local()
         self.failed = 0
         self.delayed = 0
 
@@ -77,11 +82,16 @@ class FaultyEntityReads(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         if details.method.endswith("/GetEntity"):
             with self._lock:
                 roll, delay = self._rng.random(), self._rng.random() * 0.02
-                if roll < 0.15:
+            in_a_row = getattr(self._in_a_row, "count", 0)
+            if roll < 0.15 and in_a_row < 2:
+                self._in_a_row.count = in_a_row + 1
+                with self._lock:
                     self.failed += 1
-                    return _FailedCall()
-                self.delayed += roll < 0.5
+                return _FailedCall()
+            self._in_a_row.count = 0
             if roll < 0.5:
+                with self._lock:
+                    self.delayed += 1
                 time.sleep(delay)
         return continuation(details, request)
 
