@@ -290,11 +290,20 @@ def test_past_the_cap_reads_are_answered_unheld(
     _until(lambda: _held_now(emulated) == 0)
 
 
-def _announced(hub: Hub, held_reads_seen: bool) -> list[Any]:
+def _announced(hub: Hub, held_reads_seen: bool, use_async: bool = False) -> list[Any]:
     c = hub.client()
     instance_id = c.schedule_new_orchestration(announcer, input=5, instance_id=unique_id("announce"))
     items: list[Any] = []
-    reader = threading.Thread(target=lambda: items.extend(i.data for i in c.subscribe(instance_id, timeout=60)))
+
+    async def consume() -> None:
+        async with hub.async_client() as ac:
+            async for item in ac.subscribe(instance_id, timeout=60):
+                items.append(item.data)
+
+    if use_async:
+        reader = threading.Thread(target=lambda: asyncio.run(consume()))
+    else:
+        reader = threading.Thread(target=lambda: items.extend(i.data for i in c.subscribe(instance_id, timeout=60)))
     reader.start()
     _until(lambda: items == ["begin"])
     if held_reads_seen:
@@ -304,8 +313,9 @@ def _announced(hub: Hub, held_reads_seen: bool) -> list[Any]:
     return items
 
 
-def test_a_subscriber_waits_with_a_held_read(emulated: Hub) -> None:
-    assert _announced(emulated, held_reads_seen=True) == ["begin", 0, 1, 2, 3, 4]
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_subscriber_waits_with_a_held_read(emulated: Hub, use_async: bool) -> None:
+    assert _announced(emulated, held_reads_seen=True, use_async=use_async) == ["begin", 0, 1, 2, 3, 4]
 
 
 def test_a_subscriber_polls_when_its_reads_are_not_held(emulated: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
