@@ -322,3 +322,15 @@ def test_a_subscriber_polls_when_its_reads_are_not_held(emulated: Hub, monkeypat
     monkeypatch.setattr(entity_waits, "MAX_WAITERS", 0)  # every read answered at once, without a version
     assert _announced(emulated, held_reads_seen=False) == ["begin", 0, 1, 2, 3, 4]
     assert _held_now(emulated) == 0
+
+
+@pytest.mark.adversarial
+def test_a_subscriber_that_stops_reading_holds_nothing_on_the_server(emulated: Hub) -> None:
+    c = emulated.client()
+    instance_id = c.schedule_new_orchestration(announcer, input=200, instance_id=unique_id("stalled"))
+    items = c.subscribe(instance_id, timeout=60)
+    assert next(items).data == "begin"  # then it stops reading while the instance publishes 200 more
+    c.raise_orchestration_event(instance_id, "go")
+    c.wait_for_orchestration_completion(instance_id, timeout=60)
+    assert _held_now(emulated) == 0  # no read open for it: the items wait in the stream, not in a buffer for it
+    assert [item.data for item in items] == list(range(200))
