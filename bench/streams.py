@@ -1,7 +1,8 @@
 """Durable streams on the embedded emulator: publish-to-delivery latency, throughput of one activity, CPU per item.
 
     .venv/bin/python bench/streams.py [--items 200] [--rate 50] [--burst 5000] [--instances 10]
-        [--sustained-rate 5000] [--sustained-seconds 10] [--poll] [--db FILE [--durability full|normal]]
+        [--sustained-rate 5000] [--sustained-seconds 10] [--orchestrator-items 0] [--poll]
+        [--db FILE [--durability full|normal]]
 
 Latency: activities publish ``--items`` items at ``--rate`` per second each, on ``--instances`` instances at once,
 each with one subscriber already waiting; an item's latency is its arrival at the subscriber minus the wall-clock
@@ -19,6 +20,7 @@ import statistics
 import sys
 import threading
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,14 @@ def sustained(ctx: task.ActivityContext, spec: dict[str, Any]) -> int:
 def burst(ctx: task.ActivityContext, count: int) -> int:
     for i in range(count):
         ctx.publish(i)
+    return count
+
+
+def ticker(ctx: task.OrchestrationContext, count: int) -> int:
+    """Publishes one item per turn, a turn every 20 ms (a timer between them)."""
+    for i in range(count):
+        ctx.publish(i)
+        yield ctx.create_timer(ctx.current_utc_datetime + timedelta(milliseconds=20))
     return count
 
 
@@ -99,6 +109,27 @@ def _latency(
     return latencies, time.process_time() - cpu, _emulator_cpu() - emulator, len(latencies)
 
 
+def _orchestrator_items(c: client.TaskHubGrpcClient, instances: int, count: int) -> list[float]:
+    """Latency of orchestrator items: delivery minus the item's time (the orchestration's clock in its turn)."""
+    ids = [c.schedule_new_orchestration(ticker, input=count) for _ in range(instances)]
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def subscribe(instance_id: str) -> None:
+        for item in c.subscribe(instance_id, timeout=600):
+            now = datetime.now(timezone.utc)
+            with lock:
+                latencies.append((now - item.time).total_seconds())
+
+    threads = [threading.Thread(target=subscribe, args=(i,)) for i in ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(latencies) == instances * count, "orchestrator items lost or repeated"
+    return latencies
+
+
 def _throughput(c: client.TaskHubGrpcClient, count: int) -> tuple[float, int]:
     start = time.monotonic()
     instance_id = c.schedule_new_orchestration(run_one, input={"activity": "burst", "input": count})
@@ -135,6 +166,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=5000)
     parser.add_argument("--sustained-rate", type=int, default=5000)
     parser.add_argument("--sustained-seconds", type=int, default=10)
+    parser.add_argument("--orchestrator-items", type=int, default=0, help="items per orchestrator, one per turn")
     parser.add_argument("--db", help="a SQLite file for the emulator (default: in memory)")
     parser.add_argument("--durability", default="full", choices=["full", "normal"], help="with --db")
     parser.add_argument(
@@ -149,6 +181,7 @@ def main() -> None:
     server.start()
     w = worker.TaskHubGrpcWorker(host_address=f"localhost:{server.port}")
     w.add_orchestrator(run_one)
+    w.add_orchestrator(ticker)
     w.add_activity(paced)
     w.add_activity(burst)
     w.add_activity(sustained)
@@ -161,6 +194,13 @@ def main() -> None:
         print(f"  delivered {delivered} of {args.instances * args.items}")
         print(f"  p50 {cut[49] * 1000:.1f} ms   p99 {cut[98] * 1000:.1f} ms   max {max(latencies) * 1000:.1f} ms")
         print(f"  {_cpu_text(cpu, emulator_cpu, delivered)}")
+        if args.orchestrator_items > 0:
+            latencies = _orchestrator_items(c, args.instances, args.orchestrator_items)
+            cut = statistics.quantiles(latencies, n=100)
+            print(
+                f"orchestrator items, {args.instances} instances x {args.orchestrator_items} (a turn every 20 ms): "
+                f"p50 {cut[49] * 1000:.1f} ms, p99 {cut[98] * 1000:.1f} ms from the turn's clock to delivery"
+            )
         rate, count = _throughput(c, args.burst)
         print(f"throughput, one activity publishing {count} small items: {rate:,.0f} items/s delivered in order")
         if args.sustained_seconds > 0:
