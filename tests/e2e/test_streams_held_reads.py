@@ -95,8 +95,9 @@ def _await_state(stub: pb_grpc.TaskHubSidecarServiceStub, hub: Hub, entity_id: s
 
 
 def _held_now(hub: Hub) -> int:
+    """Reads of this test's task hub held on the server now (other tests' hubs do not count)."""
     assert hub.server is not None
-    return len(hub.server.dispatcher.entity_waits)
+    return hub.server.dispatcher.entity_waits.held_in(hub.taskhub)
 
 
 def _until(condition: Any) -> None:

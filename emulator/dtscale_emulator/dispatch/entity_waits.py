@@ -98,11 +98,17 @@ class EntityWaits:
         self._by_entity: dict[tuple[str, str], set[asyncio.Event]] = {}
         self._by_instance: dict[tuple[str, str], set[asyncio.Event]] = {}
         self._count = 0
+        self._per_hub: dict[str, int] = {}
 
     def __len__(self) -> int:
         """How many reads are held now."""
         with self._lock:
             return self._count
+
+    def held_in(self, hub: str) -> int:
+        """How many reads of ``hub``'s entities are held now."""
+        with self._lock:
+            return self._per_hub.get(hub, 0)
 
     def entity_changed(self, hub: str, entity_id: str) -> None:
         """The state of an entity was committed (from any thread; never blocks)."""
@@ -132,6 +138,7 @@ class EntityWaits:
             if self._count >= MAX_WAITERS:
                 return None
             self._count += 1
+            self._per_hub[hub] = self._per_hub.get(hub, 0) + 1
             self._by_entity.setdefault((hub, entity_id), set()).add(event)
             if instance_id is not None:
                 self._by_instance.setdefault((hub, instance_id), set()).add(event)
@@ -140,6 +147,9 @@ class EntityWaits:
     def _unwatch(self, hub: str, entity_id: str, instance_id: str | None, event: asyncio.Event) -> None:
         with self._lock:
             self._count -= 1
+            self._per_hub[hub] -= 1
+            if not self._per_hub[hub]:
+                del self._per_hub[hub]
             for table, key in ((self._by_entity, (hub, entity_id)), (self._by_instance, (hub, instance_id or ""))):
                 found = table.get(key)
                 if found is not None:
