@@ -72,8 +72,9 @@ def _head(step: reader.ReadHead, instance_id: str, converter: DataConverter) -> 
     if step.until_end:
         metadata.append((ENTITY_WAIT_INSTANCE, instance_id))
     request = rq.build_get_entity_request(step.entity, True)
-    # The call's own deadline leaves the server room to answer a held read before it.
-    request = dataclasses.replace(request, metadata=tuple(metadata), timeout=step.wait + HOLD_DEADLINE_MARGIN)
+    # A held read's own deadline leaves the server room to answer before it; a read at once keeps the client's.
+    timeout = step.wait + HOLD_DEADLINE_MARGIN if step.wait > 0 else request.timeout
+    request = dataclasses.replace(request, metadata=tuple(metadata), timeout=timeout)
     answer = yield request
     if not isinstance(answer, Answered):  # a shell that cannot send metadata: the read was not held
         answer = Answered(answer, ())
