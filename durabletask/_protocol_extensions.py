@@ -38,3 +38,14 @@ INCLUDE_PAST_EVENTS = "IncludePastEvents"
 #: answers UNIMPLEMENTED, which a client reads as "this backend cannot tell".
 WORKER_VIEW_SERVICE = "dtscale.WorkerView"
 WORKER_VIEW_METHOD = "GetWorkers"
+
+#: Held entity reads, which stream subscribers use to wait for new items without polling. A ``GetEntity`` call
+#: may carry the request metadata ``ENTITY_WAIT_MS`` (whole milliseconds) with ``ENTITY_VERSION`` (the version an
+#: earlier answer named) and optionally ``ENTITY_WAIT_INSTANCE`` (an orchestration instance ID). A backend that
+#: knows them answers once the entity's state has moved past that version, the named instance has ended, or the
+#: wait has elapsed (it may answer earlier, e.g. before the call's deadline), and names the state's current
+#: version in the answer's trailing metadata under ``ENTITY_VERSION``. A backend that does not know them (managed
+#: DTS) answers at once without that key, which tells the caller to poll instead.
+ENTITY_WAIT_MS = "dtscale-entity-wait-ms"
+ENTITY_VERSION = "dtscale-entity-version"
+ENTITY_WAIT_INSTANCE = "dtscale-entity-wait-instance"

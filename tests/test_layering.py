@@ -346,7 +346,15 @@ EXTENSION_HOMES = (
     ROOT / "emulator" / "dtscale_emulator" / "protocol" / "extensions.py",
 )
 BUILD_OUTPUT = {"build", "dist"}
-EXTENSION_NAMES = ("EXTENDED_SESSIONS_CAPABILITY", "INCLUDE_PAST_EVENTS", "WORKER_VIEW_SERVICE", "WORKER_VIEW_METHOD")
+EXTENSION_NAMES = (
+    "EXTENDED_SESSIONS_CAPABILITY",
+    "INCLUDE_PAST_EVENTS",
+    "WORKER_VIEW_SERVICE",
+    "WORKER_VIEW_METHOD",
+    "ENTITY_WAIT_MS",
+    "ENTITY_VERSION",
+    "ENTITY_WAIT_INSTANCE",
+)
 
 
 def test_the_private_protocol_extensions_are_defined_once_per_distribution() -> None:

@@ -19,7 +19,6 @@ from durabletask._client import requests as rq
 from durabletask._client import streams as stream_ops
 from durabletask._client.attach import AsyncAttachedOrchestration
 from durabletask._client.base import ClientSettings
-from durabletask._client.payload_purge import purge_with_payload_owners
 from durabletask._grpc.channel import AsyncClientInterceptor, create_aio_channel
 from durabletask._instance_models import (
     CleanEntityStorageResult,
@@ -181,10 +180,7 @@ class AsyncTaskHubGrpcClient:
     async def _step(self, step: call_plan.Step) -> Any:
         payloads = self._settings.payloads
         if isinstance(step, call_plan.Invoke):
-            method: Callable[..., Any] = getattr(self._get_stub(), step.request.method)
-            if step.request.streaming:
-                return [chunk async for chunk in method(step.request.request, timeout=step.timeout)]
-            return await method(step.request.request, timeout=step.timeout)
+            return await call_plan.invoke_async(getattr(self._get_stub(), step.request.method), step)
         if isinstance(step, call_plan.Pause):
             await asyncio.sleep(step.seconds)
         elif isinstance(step, call_plan.RebuildChannel):
@@ -474,14 +470,15 @@ class AsyncTaskHubGrpcClient:
             instance_id: The instance to delete.
             recursive: Also purge its sub-orchestrations.
         """
-        if not self._settings.purges_payloads():
-            result = await self._run(ops.purge_orchestration(instance_id, recursive))
-        else:
-            request = rq.build_purge_orchestration_request(instance_id, recursive)
-            result, owners = await self._run(purge_with_payload_owners(request))
+        request = rq.build_purge_orchestration_request(instance_id, recursive)
+        return await self._purge(request)
+
+    async def _purge(self, request: rq.RpcRequest) -> PurgeInstancesResult:
+        """Purge, then remove the purged instances' streams and (with a store that deletes them) payloads."""
+        payloads = self._settings.purges_payloads()
+        result, owners = await self._run(stream_ops.purge(request, self._settings.converter, payloads=payloads))
+        if owners:
             await asyncio.to_thread(self._settings.delete_payloads, owners)
-        if result.deleted_instance_count:
-            await self._run(stream_ops.purge(instance_id, self._settings.converter))
         return result
 
     async def purge_orchestrations_by(
@@ -503,16 +500,10 @@ class AsyncTaskHubGrpcClient:
             recursive: Also purge their sub-orchestrations.
             timeout: Bounds the backend's work on the purge (not the call).
         """
-        if not self._settings.purges_payloads():
-            return await self._run(
-                ops.purge_orchestrations_by(created_time_from, created_time_to, runtime_status, recursive, timeout)
-            )
         request = rq.build_purge_orchestrations_by_request(
             created_time_from, created_time_to, runtime_status, recursive, timeout
         )
-        result, owners = await self._run(purge_with_payload_owners(request))
-        await asyncio.to_thread(self._settings.delete_payloads, owners)
-        return result
+        return await self._purge(request)
 
     # ---------------------------------------------------------------------------------------------- streams
 

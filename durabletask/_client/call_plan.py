@@ -58,6 +58,43 @@ class FetchPayloads:
     response: Any
 
 
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """The answer to a call made with its own metadata: the response and the answer's trailing metadata."""
+
+    response: Any
+    trailers: tuple[tuple[str, str | bytes], ...]
+
+    def trailer(self, key: str) -> str | None:
+        """The last value of ``key`` in the trailing metadata, if any."""
+        found = [value for name, value in self.trailers if name == key]
+        if not found:
+            return None
+        return found[-1].decode("utf-8", "replace") if isinstance(found[-1], bytes) else found[-1]
+
+
+def invoke(method: Any, step: Invoke) -> Any:
+    """Make ``step``'s call with a blocking stub method."""
+    request = step.request
+    if request.metadata:
+        response, call = method.with_call(request.request, timeout=step.timeout, metadata=request.metadata)
+        return Answered(response, tuple(call.trailing_metadata() or ()))
+    result = method(request.request, timeout=step.timeout)
+    return list(result) if request.streaming else result
+
+
+async def invoke_async(method: Any, step: Invoke) -> Any:
+    """Make ``step``'s call with an asyncio stub method."""
+    request = step.request
+    if request.streaming:
+        return [chunk async for chunk in method(request.request, timeout=step.timeout)]
+    if request.metadata:
+        call = method(request.request, timeout=step.timeout, metadata=request.metadata)
+        response = await call
+        return Answered(response, tuple(await call.trailing_metadata() or ()))
+    return await method(request.request, timeout=step.timeout)
+
+
 Step = Invoke | Pause | RebuildChannel | StorePayloads | FetchPayloads
 Plan = Generator[Step, Any, T]
 
@@ -89,7 +126,7 @@ def call(settings: ClientSettings, request: rq.RpcRequest) -> Plan[Any]:
             continue
         settings.health.record_success()
         if settings.payloads is not None and not request.keep_payloads:
-            yield FetchPayloads(result)
+            yield FetchPayloads(result.response if isinstance(result, Answered) else result)
         return result
 
 

@@ -8,7 +8,7 @@ and parsing exist once.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 from durabletask import _tracing as tracing
@@ -23,7 +23,6 @@ from durabletask._instance_models import (
     OrchestrationState,
     OrchestrationStatus,
     Page,
-    PurgeInstancesResult,
 )
 from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -180,23 +179,6 @@ def get_all_orchestration_states(
         states.extend(page)
         if token is None:
             return states
-
-
-def purge_orchestration(instance_id: str, recursive: bool) -> Operation[PurgeInstancesResult]:
-    return single(rq.build_purge_orchestration_request(instance_id, recursive), rq.parse_purge_response)
-
-
-def purge_orchestrations_by(
-    created_time_from: datetime | None,
-    created_time_to: datetime | None,
-    runtime_status: Sequence[OrchestrationStatus] | None,
-    recursive: bool,
-    timeout: timedelta | None,
-) -> Operation[PurgeInstancesResult]:
-    request = rq.build_purge_orchestrations_by_request(
-        created_time_from, created_time_to, runtime_status, recursive, timeout
-    )
-    return single(request, rq.parse_purge_response)
 
 
 def restart_orchestration(instance_id: str, *, restart_with_new_instance_id: bool) -> Operation[str]:

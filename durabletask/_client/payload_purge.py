@@ -1,11 +1,11 @@
-"""A purge that also reports whose stored payloads may go: for clients whose store deletes them on purge.
+"""A purge that also reports which instances it removed: their streams go, and their stored payloads may go.
 
 Payloads are stored under the instance they belong to, so deleting an instance's payloads is deleting one
 folder of the store. The purge response only counts what it removed, so the instances a purge may remove
 are listed first (the one named and, for a recursive purge, the sub-orchestrations its history started; or
-those a filter matches), and after the purge each is looked up again: only those gone lose their payloads.
-A sub-orchestration's result is stored under the sub-orchestration but read by its parent's history too, so
-its payloads are kept while its parent still exists.
+those a filter matches), and after the purge each is looked up again: only those gone lose their streams and
+payloads. A sub-orchestration's result is stored under the sub-orchestration but read by its parent's history
+too, so its payloads are kept while its parent still exists.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
+from durabletask._grpc.errors import UnimplementedError
 from durabletask._instance_models import PurgeInstancesResult
 from durabletask._proto import orchestrator_service_pb2 as pb
 
@@ -100,22 +101,37 @@ def _gone(instance_ids: Sequence[str]) -> ops.Operation[set[str]]:
     return gone
 
 
-def purge_with_payload_owners(
-    purge: rq.RpcRequest,
-) -> ops.Operation[tuple[PurgeInstancesResult, list[str]]]:
-    """Run ``purge`` (a ``PurgeInstances`` request); returns its result and the instances whose payloads go."""
+def purge_reporting(
+    purge: rq.RpcRequest, *, with_parents: bool
+) -> ops.Operation[tuple[PurgeInstancesResult, dict[str, str | None], set[str]]]:
+    """Run ``purge`` (a ``PurgeInstances`` request); returns its result, the instances it may have removed (with
+    their parents when ``with_parents``, else ``None`` for those it names) and those among them now gone."""
     request: pb.PurgeInstancesRequest = purge.request  # type: ignore[assignment]
-    if request.HasField("purgeInstanceFilter"):
-        candidates = yield from _matching(request.purgeInstanceFilter)
-    else:
-        named = [request.instanceId] if request.instanceId else list(request.instanceBatch.instanceIds)
-        candidates = yield from _parents(named)
-    if request.recursive:
-        candidates = yield from _with_descendants(candidates)
+    named: list[str] = []
+    candidates: dict[str, str | None] = {}
+    try:
+        if request.HasField("purgeInstanceFilter"):
+            candidates = yield from _matching(request.purgeInstanceFilter)
+        else:
+            named = [request.instanceId] if request.instanceId else list(request.instanceBatch.instanceIds)
+            candidates = (yield from _parents(named)) if with_parents else dict.fromkeys(named)
+        if request.recursive:
+            candidates = yield from _with_descendants(candidates)
+    except UnimplementedError:
+        # A backend without a call this needs (QueryInstances, StreamInstanceHistory) still purges; only what
+        # was found before it is cleaned up after.
+        pass
     result = rq.parse_purge_response((yield purge))
-    gone = yield from _gone(list(candidates))
+    if not result.deleted_instance_count:
+        return result, candidates, set()
+    if len(named) == 1 and not request.recursive:
+        return result, candidates, set(named)  # the one instance it could remove is the one it removed
+    return result, candidates, (yield from _gone(list(candidates)))
+
+
+def payload_owners(candidates: dict[str, str | None], gone: set[str]) -> ops.Operation[list[str]]:
+    """The purged instances whose stored payloads may go: those gone whose parent (if any) is gone too."""
     # A parent that was not among the candidates may be gone all the same (purged earlier).
     outside = {p for i in gone if (p := candidates[i]) is not None and p not in candidates}
-    gone |= yield from _gone(sorted(outside))
-    owners = [i for i in candidates if i in gone and (candidates[i] is None or candidates[i] in gone)]
-    return result, owners
+    gone = gone | (yield from _gone(sorted(outside)))
+    return [i for i in candidates if i in gone and (candidates[i] is None or candidates[i] in gone)]

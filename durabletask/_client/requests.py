@@ -59,6 +59,9 @@ class RpcRequest:
     streaming: bool = False
     #: The answer's payload tokens stay as they are (with a payload store): the caller reads only IDs.
     keep_payloads: bool = False
+    #: Extra request metadata for this call; the answer then comes as ``call_plan.Answered``, with the
+    #: answer's trailing metadata (a unary call only).
+    metadata: tuple[tuple[str, str], ...] = ()
 
     @property
     def idempotent(self) -> bool:

@@ -19,7 +19,6 @@ from durabletask._client import requests as rq
 from durabletask._client import streams as stream_ops
 from durabletask._client.attach import AttachedOrchestration
 from durabletask._client.base import ClientSettings, blocking
-from durabletask._client.payload_purge import purge_with_payload_owners
 from durabletask._grpc.channel import ClientInterceptor, create_channel, intercept_given_channel
 from durabletask._instance_models import (
     CleanEntityStorageResult,
@@ -173,9 +172,7 @@ class TaskHubGrpcClient:
     def _step(self, step: call_plan.Step) -> Any:
         payloads = self._settings.payloads
         if isinstance(step, call_plan.Invoke):
-            method: Callable[..., Any] = getattr(self._stub, step.request.method)
-            result = method(step.request.request, timeout=step.timeout)
-            return list(result) if step.request.streaming else result
+            return call_plan.invoke(getattr(self._stub, step.request.method), step)
         if isinstance(step, call_plan.Pause):
             time.sleep(step.seconds)
         elif isinstance(step, call_plan.RebuildChannel):
@@ -473,14 +470,14 @@ class TaskHubGrpcClient:
             instance_id: The instance to delete.
             recursive: Also purge its sub-orchestrations.
         """
-        if not self._settings.purges_payloads():
-            result = self._run(ops.purge_orchestration(instance_id, recursive))
-        else:
-            request = rq.build_purge_orchestration_request(instance_id, recursive)
-            result, owners = self._run(purge_with_payload_owners(request))
-            self._settings.delete_payloads(owners)
-        if result.deleted_instance_count:
-            self._run(stream_ops.purge(instance_id, self._settings.converter))
+        request = rq.build_purge_orchestration_request(instance_id, recursive)
+        return self._purge(request)
+
+    def _purge(self, request: rq.RpcRequest) -> PurgeInstancesResult:
+        """Purge, then remove the purged instances' streams and (with a store that deletes them) payloads."""
+        payloads = self._settings.purges_payloads()
+        result, owners = self._run(stream_ops.purge(request, self._settings.converter, payloads=payloads))
+        self._settings.delete_payloads(owners)
         return result
 
     @blocking
@@ -503,16 +500,10 @@ class TaskHubGrpcClient:
             recursive: Also purge their sub-orchestrations.
             timeout: Bounds the backend's work on the purge (not the call).
         """
-        if not self._settings.purges_payloads():
-            return self._run(
-                ops.purge_orchestrations_by(created_time_from, created_time_to, runtime_status, recursive, timeout)
-            )
         request = rq.build_purge_orchestrations_by_request(
             created_time_from, created_time_to, runtime_status, recursive, timeout
         )
-        result, owners = self._run(purge_with_payload_owners(request))
-        self._settings.delete_payloads(owners)
-        return result
+        return self._purge(request)
 
     def subscribe(
         self,

@@ -14,9 +14,12 @@ from durabletask._instance_models import OrchestrationState, OrchestrationStatus
 from durabletask._streams import wire
 from durabletask.entities.entity_instance_id import EntityInstanceId
 
-#: The first pause after a read that found nothing new, and the longest one (the pause doubles in between).
+#: The first pause after a read that found nothing new, and the longest one (the pause doubles in between),
+#: against a backend that cannot hold a read open until the stream changes.
 FIRST_PAUSE = 0.02
 LONGEST_PAUSE = 0.5
+#: How long one held read of the head waits at most, against a backend that holds reads (our emulator).
+HOLD_SECONDS = 10.0
 
 _TERMINAL = frozenset(
     {
@@ -40,6 +43,29 @@ class ReadEntity:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadHead:
+    """Read the stream's head; send back a ``HeadRead``.
+
+    With ``seen`` (the version an earlier read returned) and ``wait`` > 0, a backend that can hold the read
+    answers once the head has moved past ``seen``, the instance has ended (with ``until_end``), or ``wait``
+    seconds have passed; one that cannot answers at once.
+    """
+
+    entity: EntityInstanceId
+    seen: str | None = None
+    wait: float = 0.0
+    until_end: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HeadRead:
+    """The head's decoded state (``None``: no items yet) and its version (``None``: the backend holds no reads)."""
+
+    state: dict[str, Any] | None
+    version: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class ReadHistory:
     """Read the instance's history; send back the list of ``history.HistoryEvent``."""
 
@@ -58,7 +84,7 @@ class Deliver:
     item: wire.StreamItem
 
 
-Step = ReadStatus | ReadEntity | ReadHistory | Sleep | Deliver
+Step = ReadStatus | ReadHead | ReadEntity | ReadHistory | Sleep | Deliver
 Plan = Generator[Step, Any, None]
 
 
@@ -144,28 +170,48 @@ def _plan(
         raise wire.StreamNotFoundError(f"subscribe: no orchestration instance '{instance_id}' exists")
     barrier: tuple[str, int] | None = None  # (execution ID, last orchestrator batch) once the instance ended
     pause = FIRST_PAUSE
+    wait = 0.0
+    version: str | None = None
     while True:
-        head = yield ReadEntity(wire.head_entity(instance_id))
-        progressed = yield from _deliver(position, head, decode)
+        read = yield ReadHead(wire.head_entity(instance_id), version if wait else None, wait, barrier is None)
+        head, version = read.state, read.version
+        progressed, blocked = yield from _deliver(position, head, decode)
+        left = None if deadline is None else deadline - clock()
+        # Against a backend that holds reads, every next read of the head waits there for a change (answered at
+        # once if the head moved meanwhile); against one that does not, reads go on at once while they find items.
+        # A sealed segment not stored yet is waited for by polling: storing it does not change the head.
+        wait = _hold(left) if version is not None and not blocked else 0.0
+        if barrier is not None and _reached(head, barrier) and position.offset + 1 >= (head or {}).get("next", 0):
+            return
         if progressed:
             pause = FIRST_PAUSE
-            continue
-        if barrier is None:
+            if not blocked:
+                continue
+        if barrier is None and not blocked:
             state = yield ReadStatus()
             if state is None:
                 raise wire.StreamNotFoundError(f"subscribe: the instance '{instance_id}' was purged")
             if is_terminal(state):
                 barrier = orchestrator_batches((yield ReadHistory()))
+                wait = 0.0
                 continue  # one more read: items may have landed between the head read and the status read
-        elif _reached(head, barrier) and position.offset + 1 >= (head or {}).get("next", 0):
-            return
-        if deadline is not None and clock() + pause > deadline:
-            raise StreamTimeoutError(
-                f"subscribe: timed out after {timeout}s waiting for items of '{instance_id}' "
-                f"(last delivered: {wire.make_cursor(instance_id, position.offset) if position.offset >= 0 else None})"
-            )
-        yield Sleep(pause)
-        pause = min(pause * 2, LONGEST_PAUSE)
+        if left is not None and left <= (0 if wait else pause):
+            raise _timed_out(position, timeout)
+        if version is None or blocked:
+            yield Sleep(pause)
+            pause = min(pause * 2, LONGEST_PAUSE)
+
+
+def _hold(left: float | None) -> float:
+    return HOLD_SECONDS if left is None else max(0.0, min(HOLD_SECONDS, left))
+
+
+def _timed_out(position: _Position, timeout: float | None) -> StreamTimeoutError:
+    instance_id = position.instance_id
+    last = wire.make_cursor(instance_id, position.offset) if position.offset >= 0 else None
+    return StreamTimeoutError(
+        f"subscribe: timed out after {timeout}s waiting for items of '{instance_id}' (last delivered: {last})"
+    )
 
 
 def _reached(head: dict[str, Any] | None, barrier: tuple[str, int]) -> bool:
@@ -177,10 +223,11 @@ def _reached(head: dict[str, Any] | None, barrier: tuple[str, int]) -> bool:
 
 def _deliver(
     position: _Position, head: dict[str, Any] | None, decode: Callable[[str | None], Any]
-) -> Generator[Step, Any, bool]:
-    """Deliver what the head (and its sealed segments) hold after the position; whether the position moved."""
+) -> Generator[Step, Any, tuple[bool, bool]]:
+    """Deliver what the head (and its sealed segments) hold after the position; whether the position moved, and
+    whether a sealed segment it needs is not stored yet."""
     if head is None:
-        return False
+        return False, False
     start = position.offset
     marker = position.dropped(int(head["first"]))
     if marker is not None:
@@ -190,10 +237,10 @@ def _deliver(
             continue
         segment = yield ReadEntity(wire.segment_entity(position.instance_id, number))
         if segment is None:  # sealed, but its segment entity has not stored it yet
-            return position.offset != start
+            return position.offset != start, True
         yield from _items(position, segment["items"], decode)
     yield from _items(position, head["items"], decode)
-    return position.offset != start
+    return position.offset != start, False
 
 
 def _items(

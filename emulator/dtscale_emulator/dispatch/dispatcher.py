@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from dtscale_emulator.dispatch.completions import Completions
+from dtscale_emulator.dispatch.entity_waits import EntityWaits
 from dtscale_emulator.dispatch.leases import LeaseBook
 from dtscale_emulator.dispatch.sessions import SessionTable, advertised
 from dtscale_emulator.dispatch.streams import (
@@ -88,6 +89,9 @@ class WorkDispatcher:
         self.wakeups = StreamWakeups()
         self.sessions = SessionTable()
         self.waiters = InstanceWaiters(engine.get, lambda: self._closed)
+        #: Held entity reads (GetEntity with the held-read metadata), woken by entity commits and instance ends.
+        self.entity_waits = EntityWaits(lambda: self._closed)
+        entities.on_state_change(self.entity_waits.entity_changed)
         # Told the hub of every lease that ends (time skipping looks for idleness then).
         self._lease_listeners: tuple[Callable[[str], None], ...] = ()
         self.completions = Completions(
@@ -136,6 +140,7 @@ class WorkDispatcher:
     def instance_changed(self, hub: str | None, instance_id: str | None, status: int | None = None) -> None:
         """Wakes the waiters on one instance (or, with ``None``, on every instance of a hub or of all)."""
         self.waiters.instance_changed(hub, instance_id, status)
+        self.entity_waits.instance_changed(hub, instance_id, status)
 
     def open(self) -> None:
         with self._cond:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -39,6 +40,11 @@ class Entities:
         self.backend = backend
         self.clock = clock
         self.changes: ChangeSubscriber = changes if changes is not None else ChangeFeed()
+        self._state_listeners: tuple[Callable[[str, str], None], ...] = ()
+
+    def on_state_change(self, listener: Callable[[str, str], None]) -> None:
+        """Calls ``listener(hub, entity_id)`` after each commit of an entity's state (must not block)."""
+        self._state_listeners = (*self._state_listeners, listener)
 
     def signal(
         self, hub: str, entity_id: str, operation: str, data: str | None, request_id: str, at: datetime | None
@@ -143,4 +149,6 @@ class Entities:
             tx.put_entity(entity)
             tx.drop_entity_if_empty(hub, work.entity_id)  # its state was deleted and nothing else waits for it
             entity_ops.run_actions(tx, hub, list(result.actions), now)
+        for listener in self._state_listeners:
+            listener(hub, work.entity_id)
         self.changes.work_changed(hub)

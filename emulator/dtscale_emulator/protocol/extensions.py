@@ -25,3 +25,12 @@ INCLUDE_PAST_EVENTS = "IncludePastEvents"
 #: backend without it answers UNIMPLEMENTED.
 WORKER_VIEW_SERVICE = "dtscale.WorkerView"
 WORKER_VIEW_METHOD = "GetWorkers"
+
+#: Held entity reads. A ``GetEntity`` call whose request metadata carries ``ENTITY_WAIT_MS`` (whole milliseconds)
+#: and ``ENTITY_VERSION`` (a version from an earlier answer) is answered once the entity's state has moved past
+#: that version, the orchestration instance named by ``ENTITY_WAIT_INSTANCE`` (if any) has ended, or the wait
+#: has elapsed (at most 30 s, and before the call's deadline). The answer names the state's version in its
+#: trailing metadata under ``ENTITY_VERSION``; an answer without it came from a backend that does not hold reads.
+ENTITY_WAIT_MS = "dtscale-entity-wait-ms"
+ENTITY_VERSION = "dtscale-entity-version"
+ENTITY_WAIT_INSTANCE = "dtscale-entity-wait-instance"

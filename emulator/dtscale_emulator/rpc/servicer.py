@@ -16,6 +16,7 @@ import grpc
 from google.protobuf import empty_pb2
 from google.protobuf.message import Message
 
+from dtscale_emulator.dispatch import entity_waits
 from dtscale_emulator.dispatch.dispatcher import WorkDispatcher
 from dtscale_emulator.engine import entity_ops, events, queries
 from dtscale_emulator.engine.delivery import StartOptions
@@ -30,6 +31,7 @@ from dtscale_emulator.errors import (
 from dtscale_emulator.limits import Limits, RefusedContentError, reuse_policy
 from dtscale_emulator.ops.faults import FaultInjector
 from dtscale_emulator.protocol import BoolValue, Empty, pb, pb_grpc
+from dtscale_emulator.protocol.extensions import ENTITY_VERSION
 from dtscale_emulator.rpc.hubs import TaskHubs
 from dtscale_emulator.rpc.methods import Undecodable
 from dtscale_emulator.storage import InstanceRecord
@@ -407,10 +409,30 @@ class Servicer(pb_grpc.TaskHubSidecarServiceServicer):  # type: ignore[misc]
     async def GetEntity(self, request: pb.GetEntityRequest, context: Context) -> pb.GetEntityResponse:
         hub = self._hub(context)
         self.limits.entity_id(request.instanceId)
+        hint = entity_waits.parse_hint(context.invocation_metadata() or ())
+        held = hint is not None and await self.dispatcher.entity_waits.hold(
+            hub,
+            request.instanceId,
+            hint,
+            lambda: self._entity_state(hub, request.instanceId),
+            lambda instance_id: self._ended(hub, instance_id),
+            context.time_remaining(),
+        )
         found = self.entities.get(hub, request.instanceId)
+        if held:  # the caller learns that this backend holds reads, and the version to name in the next one
+            version = entity_waits.version_of(None if found is None else found.record.state)
+            context.set_trailing_metadata(((ENTITY_VERSION, version),))
         if found is None:
             return pb.GetEntityResponse(exists=False)
         return pb.GetEntityResponse(exists=True, entity=entity_metadata(found, request.includeState))
+
+    def _ended(self, hub: str, instance_id: str) -> bool:
+        record = self.engine.get(hub, instance_id)
+        return record is None or record.status in events.TERMINAL_STATUSES
+
+    def _entity_state(self, hub: str, entity_id: str) -> str | None:
+        found = self.entities.get(hub, entity_id)
+        return None if found is None else found.record.state
 
     @_mapped
     async def QueryEntities(self, request: pb.QueryEntitiesRequest, context: Context) -> pb.QueryEntitiesResponse:

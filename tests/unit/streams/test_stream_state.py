@@ -79,6 +79,8 @@ def drive(
             out.append(step.item)
         elif isinstance(step, reader.ReadStatus):
             reply = _make_state(status)
+        elif isinstance(step, reader.ReadHead):
+            reply = reader.HeadRead(store.states.get(str(step.entity)), None)  # a backend that holds no reads
         elif isinstance(step, reader.ReadEntity):
             reply = store.states.get(str(step.entity))
         elif isinstance(step, reader.ReadHistory):
@@ -195,3 +197,125 @@ def test_bad_subscription_arguments_are_refused() -> None:
         reader.subscription(IID, topics="tokens", after=None, timeout=None, decode=str)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_instance_bytes"):
         entity.make_head_entity(10)
+
+
+def test_against_a_backend_that_holds_reads_the_plan_waits_on_the_server_and_never_sleeps() -> None:
+    store = Store()
+    store.append(wire.orchestrator_batch("e1", 1, _entries(2)))
+    plan = reader.subscription(IID, topics=None, after=None, timeout=None, decode=json.loads)
+    reads: list[reader.ReadHead] = []
+    statuses = iter([OrchestrationStatus.RUNNING, OrchestrationStatus.RUNNING, OrchestrationStatus.COMPLETED])
+    delivered: list[Any] = []
+    reply: Any = None
+    with pytest.raises(StopIteration):
+        for _ in range(100):
+            step = plan.send(reply)
+            reply = None
+            assert not isinstance(step, reader.Sleep)
+            if isinstance(step, reader.ReadStatus):
+                reply = _make_state(next(statuses))
+            elif isinstance(step, reader.ReadHead):
+                reads.append(step)
+                if len(reads) == 2:  # the held read ends with a change: two more items
+                    store.append(wire.activity_batch("e1", 3, "runA", 1, _entries(2, start=2)))
+                state = store.states.get(str(step.entity))
+                reply = reader.HeadRead(state, f"v{state['next']}")
+            elif isinstance(step, reader.ReadHistory):
+                reply = []
+            elif isinstance(step, reader.Deliver):
+                delivered.append(step.item.data)
+    assert delivered == ["x" * 10 + str(i) for i in range(4)]
+    # First read: nothing named, nothing to wait for; then each read is held, naming the version the last one saw
+    # and the instance's end; once the instance has ended, the last read is at once and no longer names it.
+    assert (reads[0].seen, reads[0].wait) == (None, 0.0)
+    assert (reads[1].seen, reads[1].wait, reads[1].until_end) == ("v2", reader.HOLD_SECONDS, True)
+    assert [read.seen for read in reads[2:-1]] == ["v4"] * (len(reads) - 3)
+    assert (reads[-1].wait, reads[-1].until_end) == (0.0, False)
+
+
+def test_against_a_backend_that_ignores_the_hint_the_plan_polls_with_backoff() -> None:
+    store = Store()
+    pauses: list[float] = []
+    plan = reader.subscription(IID, topics=None, after=None, timeout=None, decode=json.loads)
+    reply: Any = None
+    for _ in range(12):
+        step = plan.send(reply)
+        reply = None
+        if isinstance(step, reader.ReadStatus):
+            reply = _make_state(OrchestrationStatus.RUNNING)
+        elif isinstance(step, reader.ReadHead):
+            reply = reader.HeadRead(store.states.get(str(step.entity)), None)
+        elif isinstance(step, reader.Sleep):
+            pauses.append(step.seconds)
+    assert pauses[:3] == [reader.FIRST_PAUSE, reader.FIRST_PAUSE * 2, reader.FIRST_PAUSE * 4]
+
+
+def _held_drive(store: Store, on_read: Any, status: OrchestrationStatus, batches: int) -> list[Any]:
+    """Drive a plan against a backend that holds reads; ``on_read(step, n)`` may change the store first."""
+    plan = reader.subscription(IID, topics=None, after=None, timeout=None, decode=json.loads)
+    steps: list[Any] = []
+    reply: Any = None
+    for _ in range(200):
+        try:
+            step = plan.send(reply)
+        except StopIteration:
+            return steps
+        steps.append(step)
+        reply = None
+        if isinstance(step, reader.ReadStatus):
+            reply = _make_state(status)
+        elif isinstance(step, reader.ReadHead):
+            on_read(step, sum(isinstance(s, reader.ReadHead) for s in steps))
+            state = store.states.get(str(step.entity))
+            reply = reader.HeadRead(state, f"v{json.dumps(state, sort_keys=True).__hash__()}")
+        elif isinstance(step, reader.ReadEntity):
+            reply = store.states.get(str(step.entity))
+        elif isinstance(step, reader.ReadHistory):
+            reply = [
+                history.ExecutionStartedEvent(
+                    event_id=-1,
+                    timestamp=None,
+                    name="o",  # type: ignore[arg-type]
+                    orchestration_instance=history.OrchestrationInstance(IID, "e1"),
+                ),
+                *[
+                    history.EntityOperationSignaledEvent(
+                        event_id=n,
+                        timestamp=None,
+                        request_id="r",
+                        operation="append",  # type: ignore[arg-type]
+                        input=json.dumps({"s": n + 1}),
+                        target_instance_id=str(wire.head_entity(IID)),
+                    )
+                    for n in range(batches)
+                ],
+            ]
+    raise AssertionError("the plan did not end")
+
+
+def test_once_the_last_batch_is_delivered_after_the_end_the_plan_ends_without_another_held_read() -> None:
+    store = Store()
+    store.append(wire.orchestrator_batch("e1", 1, _entries(2)))
+
+    def on_read(step: reader.ReadHead, n: int) -> None:
+        if step.wait and not step.until_end:  # held after the end: the last turn's batch lands meanwhile
+            store.append(wire.orchestrator_batch("e1", 2, _entries(1, start=2)))
+
+    steps = _held_drive(store, on_read, OrchestrationStatus.COMPLETED, batches=2)
+    assert [s.item.data for s in steps if isinstance(s, reader.Deliver)] == ["x" * 10 + str(i) for i in range(3)]
+    assert isinstance(steps[-1], reader.Deliver)  # it ended right after delivering the last item
+
+
+def test_a_sealed_segment_not_stored_yet_is_polled_for_not_held_on() -> None:
+    store = Store()
+    store.hold = True
+    store.append(wire.orchestrator_batch("e1", 1, _entries(30, size=3000)))  # sealed: its segment is held back
+
+    def on_read(step: reader.ReadHead, n: int) -> None:
+        assert not (step.wait and store.held)  # no held read while a segment is missing: it would not wake
+        if n == 3:
+            store.release()
+
+    steps = _held_drive(store, on_read, OrchestrationStatus.COMPLETED, batches=1)
+    assert len([s for s in steps if isinstance(s, reader.Deliver)]) == 30
+    assert any(isinstance(s, reader.Sleep) for s in steps)
