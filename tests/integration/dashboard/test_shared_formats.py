@@ -78,6 +78,8 @@ def sdk_items(store: Store, after: str | None = None) -> list[wire.StreamItem]:
             found.append(step.item)
         elif isinstance(step, reader.ReadStatus):
             reply = running
+        elif isinstance(step, reader.ReadHead):
+            reply = reader.HeadRead(store.states.get(str(step.entity)), None)  # a backend that holds no reads
         elif isinstance(step, reader.ReadEntity):
             reply = store.states.get(str(step.entity))
         elif isinstance(step, reader.Sleep):
