@@ -335,6 +335,13 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._finish(None, TaskCancelledError(f"activity '{self._call.name}' was cancelled"))
 
 
+def announce_end(rt: Orchestration) -> None:
+    """The execution is ending: if attempts of bounded calls still run, its control entity learns it in this turn
+    (one signal), so their workers' batched checks stop them without asking after each orchestration."""
+    if rt.activity_controls:
+        rt.signal_entity(f"@{control.CONTROL_ENTITY}@{rt.activity_entity_key}", "end")
+
+
 def parse_control_event(raw: str | None) -> tuple[int, str, str | None] | None:
     """The task ID, kind and details of a control event's payload, or ``None`` if it is not one."""
     if not raw:

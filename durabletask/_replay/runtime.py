@@ -27,7 +27,7 @@ from durabletask._replay.actions import (
 )
 from durabletask._replay.activity_control import CONTROL_TAG, ActivityCancellation, ActivityOptions, entity_key
 from durabletask._replay.contexts import Activity, OrchestrationContext, Orchestrator, get_name
-from durabletask._replay.controlled_activity import ActivityCall, ControlledActivityTask
+from durabletask._replay.controlled_activity import ActivityCall, ControlledActivityTask, announce_end
 from durabletask._replay.coroutines import AsyncOrchestration
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError, proto_from_exception
 from durabletask._replay.inbox import EventInbox, EventTimeout
@@ -544,9 +544,11 @@ class RuntimeContext(OrchestrationContext):
         self._end(TERMINATED, encoded_output)
 
     def _release_locks(self) -> None:
-        # Entity locks still held when the execution ends must be released by this episode's actions.
+        # Entity locks still held when the execution ends must be released by this episode's actions; bounded
+        # attempts still running are told in the same turn that the execution ends.
         if not self.done:
             self.entities.exit_critical_section()
+            announce_end(self)
 
     def _end(
         self, status: pb.OrchestrationStatus, encoded_output: str | None, failure: pb.TaskFailureDetails | None = None

@@ -1,13 +1,12 @@
 """Heartbeats of running bounded activities: checked in the activity, sent and answered on a background thread.
 
 An attempt of a bounded call (one carrying the control tag) reports its start and its throttled heartbeats
-as external events raised at its orchestration, and learns that it must stop by reading its execution's
-control entity and its orchestration's status: public RPCs only (RaiseEvent, GetEntity, GetInstance).
+as external events raised at its orchestration (RaiseEvent), and learns that it must stop from the worker's
+batched checks (attempt_checks.py): public RPCs only.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -23,13 +22,8 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask._replay import activity_control as control
 from durabletask._replay.failures import ActivityCancelledError
+from durabletask._worker.attempt_checks import RPC_TIMEOUT, StopChecks, first_fallback
 from durabletask._worker.stream import ChannelProvider
-
-_LIVE = frozenset(
-    {pb.ORCHESTRATION_STATUS_RUNNING, pb.ORCHESTRATION_STATUS_PENDING, pb.ORCHESTRATION_STATUS_SUSPENDED}
-)
-#: The deadline of each heartbeat RPC: a slow backend delays heartbeats, never the activity.
-RPC_TIMEOUT = 10.0
 
 
 class AttemptHeartbeats:
@@ -49,7 +43,7 @@ class AttemptHeartbeats:
         self.sends = 0  # heartbeats sent (for tests and benchmarks)
         now = time.monotonic()
         self._next_send = now
-        self._next_poll = now + (self.settings.poll_seconds if self.settings else 0.0)
+        self.next_fallback = first_fallback(now)  # the slow per-attempt check (see attempt_checks.py)
         self.busy = False
 
     @property
@@ -93,8 +87,8 @@ class AttemptHeartbeats:
                 )
         return text
 
-    def take_due(self, now: float) -> tuple[bool, str | None, bool]:
-        """Whether a heartbeat is due (and its details), and whether a cancellation check is due."""
+    def take_due(self, now: float) -> tuple[bool, str | None]:
+        """Whether a heartbeat is due, and its details (the latest given, coalesced since the last send)."""
         settings = self.settings
         assert settings is not None
         with self._lock:
@@ -103,21 +97,19 @@ class AttemptHeartbeats:
             if send:
                 self._has_pending = False
                 self._next_send = now + settings.throttle_seconds
-        poll = not self._cancelled and now >= self._next_poll
-        if poll:
-            self._next_poll = now + settings.poll_seconds
-        return send, details, poll
+        return send, details
 
     def due(self, now: float) -> bool:
-        """Whether anything is due at ``now`` (cheap; no lock)."""
-        return (self._has_pending and now >= self._next_send) or (not self._cancelled and now >= self._next_poll)
+        """Whether a heartbeat is due at ``now`` (cheap; no lock)."""
+        return self._has_pending and now >= self._next_send
 
 
 class HeartbeatPump:
     """Sends the heartbeats of a worker's running attempts and checks whether they must stop.
 
     One thread looks at the running attempts every ``tick`` seconds and hands what is due to a few sender
-    threads, so an activity's ``heartbeat()`` never waits for the network.
+    threads, so an activity's ``heartbeat()`` never waits for the network. Whether attempts must stop is
+    checked for all of them at once, once per poll interval (the shortest of the running attempts').
     """
 
     def __init__(
@@ -132,21 +124,27 @@ class HeartbeatPump:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self.checks = StopChecks(logger)
+        self._looking = False
+        self._next_look = 0.0
 
     def begin(self, attempt: AttemptHeartbeats) -> None:
-        """An attempt starts: report its start if its call needs the moment, and check it is still wanted."""
+        """An attempt starts: report its start if its call needs the moment, and check it is still wanted.
+
+        It is registered before its own check, so a stop requested after that check is seen by the next look.
+        """
         settings = attempt.settings
         if settings is None:
             return
-        if settings.reports_start:
-            self._call(lambda stub: self._raise(stub, attempt, "start", None), attempt)
-        self._call(lambda stub: self._poll(stub, attempt), attempt)
         with self._lock:
             self._attempts[id(attempt)] = attempt
             if self._thread is None and not self._stop.is_set():
                 self._pool = ThreadPoolExecutor(self._senders, thread_name_prefix="durabletask-heartbeats")
                 self._thread = threading.Thread(target=self._run, name="durabletask-heartbeat-pump", daemon=True)
                 self._thread.start()
+        if settings.reports_start:
+            self._call(lambda stub: self._raise(stub, attempt, "start", None), attempt)
+        self._call(lambda stub: self.checks.check_one(stub, attempt), attempt)
 
     def end(self, attempt: AttemptHeartbeats) -> None:
         """The attempt has ended: unsent heartbeats are dropped (its result says more)."""
@@ -166,21 +164,37 @@ class HeartbeatPump:
         while not self._stop.wait(self._tick):
             now = time.monotonic()
             with self._lock:
-                due = [a for a in self._attempts.values() if not a.busy and a.due(now)]
-            for attempt in due:
-                attempt.busy = True
-                assert self._pool is not None
-                self._pool.submit(self._serve, attempt, now)
+                running = list(self._attempts.values())
+            pool = self._pool
+            assert pool is not None
+            for attempt in running:
+                if not attempt.busy and attempt.due(now):
+                    attempt.busy = True
+                    pool.submit(self._serve, attempt, now)
+            watched = [a for a in running if not a.cancelled]
+            if watched and not self._looking and now >= self._next_look:
+                self._looking = True
+                self._next_look = now + min(a.settings.poll_seconds for a in watched if a.settings is not None)
+                pool.submit(self._look, watched, now)
 
     def _serve(self, attempt: AttemptHeartbeats, now: float) -> None:
         try:
-            send, details, poll = attempt.take_due(now)
+            send, details = attempt.take_due(now)
             if send:
                 self._call(lambda stub: self._raise(stub, attempt, "beat", details), attempt)
-            if poll:
-                self._call(lambda stub: self._poll(stub, attempt), attempt)
         finally:
             attempt.busy = False
+
+    def _look(self, attempts: list[AttemptHeartbeats], now: float) -> None:
+        channel, release = self._channels.hold()
+        try:
+            self.checks.look(pb_grpc.TaskHubSidecarServiceStub(channel), attempts, now)
+        except grpc.RpcError as error:
+            # A missed look is made up by the next: it reads from where the last complete one got to.
+            self._logger.debug("checking whether running activities must stop failed: %s", error)
+        finally:
+            release()
+            self._looking = False
 
     def _call(self, rpc: Any, attempt: AttemptHeartbeats) -> None:
         channel, release = self._channels.hold()
@@ -200,35 +214,17 @@ class HeartbeatPump:
         if kind == "beat":
             attempt.sends += 1
 
-    @staticmethod
-    def _poll(stub: Any, attempt: AttemptHeartbeats) -> None:
-        settings = attempt.settings
-        assert settings is not None
-        entity = stub.GetEntity(
-            pb.GetEntityRequest(instanceId=f"@{control.CONTROL_ENTITY}@{settings.entity_key}", includeState=True),
-            timeout=RPC_TIMEOUT,
-        )
-        if entity.exists and entity.entity.serializedState.value:
-            state = json.loads(entity.entity.serializedState.value)
-            if isinstance(state, dict) and attempt.task_id in state.get("cancelled", []):
-                attempt.cancel()
-                return
-        found = stub.GetInstance(pb.GetInstanceRequest(instanceId=attempt.instance_id), timeout=RPC_TIMEOUT)
-        state = found.orchestrationState
-        current = state.executionId.value
-        if (
-            not found.exists
-            or state.orchestrationStatus not in _LIVE
-            or (attempt.execution_id and current and current != attempt.execution_id)
-        ):
-            attempt.cancel()
-
 
 def control_entity(ctx: Any, _: Any) -> None:
-    """The built-in entity recording which attempts of one orchestration execution were asked to stop."""
-    if ctx.operation != "cancel":
+    """The built-in entity recording which attempts of one orchestration execution were asked to stop
+    (``cancel``, its input a task ID), and whether the execution has ended (``end``: all of them)."""
+    if ctx.operation not in ("cancel", "end"):
         raise ValueError(f"the activity control entity has no operation {ctx.operation!r}")
-    state = ctx.get_state(None, None) or {}
-    cancelled = {int(task_id) for task_id in state.get("cancelled", [])}
-    cancelled.add(int(ctx.get_input()))
-    ctx.set_state({"cancelled": sorted(cancelled)})
+    state = dict(ctx.get_state(None, None) or {})
+    if ctx.operation == "end":
+        state["ended"] = True
+    else:
+        cancelled = {int(task_id) for task_id in state.get("cancelled", [])}
+        cancelled.add(int(ctx.get_input()))
+        state["cancelled"] = sorted(cancelled)
+    ctx.set_state(state)

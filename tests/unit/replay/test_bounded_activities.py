@@ -368,3 +368,45 @@ def test_an_attempt_handed_out_again_without_newer_details_keeps_running() -> No
     record(history, run(history, orch))
     report(history.new(), 1, "start")
     assert kinds(run(history, orch)) == []
+
+
+def _ending(how: str) -> Any:
+    """An orchestrator that starts a bounded call and ends, on a user event, without waiting for it."""
+
+    def orch(ctx: task.OrchestrationContext, generation: int) -> Any:
+        ctx.call_activity("extract", heartbeat_timeout=MIN)
+        yield ctx.wait_for_external_event("go")
+        if how == "complete":
+            return "done"
+        if how == "fail":
+            raise ValueError("gave up")
+        ctx.continue_as_new(generation + 1)
+        return None
+
+    orch.__name__ = "orch"
+    return orch
+
+
+@pytest.mark.parametrize("how", ["complete", "fail", "continue"])
+def test_an_execution_that_ends_while_an_attempt_runs_tells_its_control_entity_in_that_turn(how: str) -> None:
+    history = History().started("orch", 0, execution_id="e1")
+    record(history, run(history, _ending(how)))
+    report(history, 1, "start")
+    record(history, run(history, _ending(how)))
+    history.new().orchestrator_started().event_raised("go")
+    result = run(history, _ending(how))
+    # The workers' batched checks read the entity: its "end" stops every attempt of the execution.
+    assert stop_requests(result) == [("@dtscale.activities@abc123#e1", "end", "")]
+    assert kinds(result)[-2:] == ["sendEntityMessage", "completeOrchestration"]
+
+
+def test_an_execution_whose_calls_have_all_ended_sends_nothing_more_when_it_ends() -> None:
+    def orch(ctx: task.OrchestrationContext, _: Any) -> Any:
+        return (yield ctx.call_activity("extract", heartbeat_timeout=MIN))
+
+    history = History().started("orch")
+    record(history, run(history, orch))
+    history.new().orchestrator_started().task_completed(1, 7)
+    result = run(history, orch)
+    assert kinds(result) == ["completeOrchestration"]
+    assert output(result) == 7

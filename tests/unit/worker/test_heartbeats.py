@@ -96,3 +96,11 @@ def test_the_control_entity_keeps_each_stopped_task_once() -> None:
     assert json.dumps(ctx.state) == '{"cancelled": [2, 5]}'
     with pytest.raises(ValueError, match="no operation 'reset'"):
         control_entity(_EntityContext("reset", None, None), None)
+
+
+def test_the_control_entity_records_that_its_execution_ended_beside_the_stopped_tasks() -> None:
+    ctx = _EntityContext("cancel", None, 4)
+    control_entity(ctx, 4)
+    ctx.operation, ctx.value = "end", None
+    control_entity(ctx, None)
+    assert ctx.state == {"cancelled": [4], "ended": True}
