@@ -172,11 +172,22 @@ class AttemptSettings:
         )
 
 
-def control_event(task_id: int, kind: str, details: str | None = None) -> str:
-    """The payload of a :data:`CONTROL_EVENT` an attempt raises: ``kind`` is ``"start"`` or ``"beat"``."""
+def control_event(
+    task_id: int, kind: str, details: str | None = None, *, run: str | None = None, number: int | None = None
+) -> str:
+    """The payload of a :data:`CONTROL_EVENT` an attempt raises: ``kind`` is ``"start"`` or ``"beat"``.
+
+    ``run`` names the run of the attempt that sends it (a backend may hand an attempt out again) and ``number``
+    counts that run's heartbeats: a heartbeat sent again after a failed send whose event was recorded after all
+    carries the same pair, and the orchestration counts it once.
+    """
     body: dict[str, Any] = {"task": task_id, "kind": kind}
     if details is not None:
         body["details"] = details
+    if run is not None:
+        body["run"] = run
+    if number is not None:
+        body["n"] = number
     return json.dumps(body, separators=(",", ":"))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from durabletask._codec import Codec
 from durabletask._proto import orchestrator_service_pb2 as pb
@@ -97,6 +97,8 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._retry_timer: TimerTask | None = None
         self._deadline: TimerTask | None = None
         self._cancel_requested = False
+        self._beat_run: str | None = None  # the run and number of the last heartbeat counted
+        self._beat_number = 0
         self._schedule_attempt()
         if options.schedule_to_close is not None:
             self._deadline = self._timer(self._first_at + options.schedule_to_close)
@@ -276,10 +278,15 @@ class ControlledActivityTask(CancellableTask[Any]):
     def _decoded_details(self) -> Any:
         return None if self._details is None else self._rt.codec.decode(self._details, None)
 
-    def on_control_event(self, seq: int, kind: str, at: datetime, details: str | None) -> None:
+    def on_control_event(self, report: ControlReport, at: datetime) -> None:
         """An attempt reported its start (``"start"``) or a heartbeat (``"beat"``) at ``at``."""
+        seq, kind, details = report.seq, report.kind, report.details
         if seq != self._seq or self._is_complete:
             return  # an attempt given up (or a call that has ended): its reports change nothing
+        if report.number is not None:
+            if report.run == self._beat_run and report.number <= self._beat_number:
+                return  # sent again after a send that seemed to fail but was recorded: counted once
+            self._beat_run, self._beat_number = report.run, report.number
         if kind == "start" and self._started and self._details != self._sent_details:
             # The attempt started again: the backend handed it out anew, its worker lost. That run resumes from
             # the details it was scheduled with, older than the last heartbeat's: an attempt carrying those
@@ -320,9 +327,11 @@ class ControlledActivityTask(CancellableTask[Any]):
             return True
         if seq is not None:
             self._rt.open.pop(seq, None)
-            self._rt.activity_controls.pop(seq, None)
             if how is _Cancellation.TRY_CANCEL:
+                self._rt.activity_controls.pop(seq, None)
                 self._request_stop(seq)
+            # An abandoned attempt stays listed (its reports are ignored, as seq is no longer the call's): it may
+            # still run when the execution ends, which then tells it (announce_end).
             for kind in list(self._attempt_timers):
                 self._disarm(kind)
             self._seq = None
@@ -342,15 +351,27 @@ def announce_end(rt: Orchestration) -> None:
         rt.signal_entity(f"@{control.CONTROL_ENTITY}@{rt.activity_entity_key}", "end")
 
 
-def parse_control_event(raw: str | None) -> tuple[int, str, str | None] | None:
-    """The task ID, kind and details of a control event's payload, or ``None`` if it is not one."""
+class ControlReport(NamedTuple):
+    """A start or heartbeat report of an attempt, as read from its event."""
+
+    seq: int
+    kind: str
+    details: str | None
+    run: str | None = None
+    number: int | None = None
+
+
+def parse_control_event(raw: str | None) -> ControlReport | None:
+    """The report in a control event's payload, or ``None`` if it is not one."""
     if not raw:
         return None
     try:
         body = json.loads(raw)
         seq, kind = int(body["task"]), str(body["kind"])
+        number = int(body["n"]) if "n" in body else None
     except (ValueError, KeyError, TypeError):
         return None
-    details = body.get("details")
-    return seq, kind, details if isinstance(details, str) else None
-
+    details, run = body.get("details"), body.get("run")
+    return ControlReport(
+        seq, kind, details if isinstance(details, str) else None, run if isinstance(run, str) else None, number
+    )

@@ -157,11 +157,10 @@ def _on_activity_report(rt: RuntimeContext, event: pb.HistoryEvent, raw: str | N
     report = parse_control_event(raw)
     if report is None:
         return False
-    seq, kind, details = report
-    call = rt.activity_controls.get(seq)
+    call = rt.activity_controls.get(report.seq)
     if call is not None and not rt.done:  # else a report of an attempt given up, or of an ended call
         at = event.timestamp.ToDatetime() if event.HasField("timestamp") else rt.current_utc_datetime
-        call.on_control_event(seq, kind, at, details)
+        call.on_control_event(report, at)
         rt.resume()
     return True
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,6 +26,9 @@ from durabletask._replay.failures import ActivityCancelledError
 from durabletask._worker.attempt_checks import RPC_TIMEOUT, StopChecks, first_fallback
 from durabletask._worker.stream import ChannelProvider
 
+#: How soon a heartbeat whose send failed is sent again (sooner when the throttle is shorter).
+RETRY_SECONDS = 1.0
+
 
 class AttemptHeartbeats:
     """One running attempt's side of ``ActivityContext.heartbeat`` (a ``HeartbeatChannel``)."""
@@ -39,8 +43,11 @@ class AttemptHeartbeats:
         self._lock = threading.Lock()
         self._pending: str | None = None
         self._has_pending = False
+        self._pending_number: int | None = None  # set while the pending details are a failed send's, to resend
+        self._numbered = 0  # heartbeats numbered for sending so far
+        self.run = uuid.uuid4().hex[:12]  # this run of the attempt (a backend may hand the attempt out again)
         self._cancelled = False
-        self.sends = 0  # heartbeats sent (for tests and benchmarks)
+        self.sends = 0  # heartbeats sent and acknowledged (for tests and benchmarks)
         now = time.monotonic()
         self._next_send = now
         self.next_fallback = first_fallback(now)  # the slow per-attempt check (see attempt_checks.py)
@@ -71,6 +78,7 @@ class AttemptHeartbeats:
         with self._lock:
             self._pending = encoded
             self._has_pending = True
+            self._pending_number = None  # newer details: a failed send they replace is not sent again
 
     def _encode(self, details: Any) -> str | None:
         try:
@@ -87,17 +95,32 @@ class AttemptHeartbeats:
                 )
         return text
 
-    def take_due(self, now: float) -> tuple[bool, str | None]:
-        """Whether a heartbeat is due, and its details (the latest given, coalesced since the last send)."""
+    def take_due(self, now: float) -> tuple[bool, str | None, int]:
+        """Whether a heartbeat is due, its details (the latest given, coalesced since the last send) and its number
+        (a failed send's, when it is sent again)."""
         settings = self.settings
         assert settings is not None
         with self._lock:
             send = self._has_pending and now >= self._next_send
-            details = self._pending
+            details, number = self._pending, self._pending_number
             if send:
                 self._has_pending = False
                 self._next_send = now + settings.throttle_seconds
-        return send, details
+                if number is None:
+                    self._numbered += 1
+                    number = self._numbered
+        return send, details, number if number is not None else 0
+
+    def failed(self, details: str | None, number: int, now: float) -> None:
+        """A send failed (perhaps after its event was recorded): send it again soon, with the same number, unless
+        newer details have replaced it meanwhile."""
+        settings = self.settings
+        assert settings is not None
+        with self._lock:
+            if self._has_pending:
+                return  # coalesced into the newer details, which go at the next send
+            self._pending, self._pending_number, self._has_pending = details, number, True
+            self._next_send = now + min(settings.throttle_seconds, RETRY_SECONDS)
 
     def due(self, now: float) -> bool:
         """Whether a heartbeat is due at ``now`` (cheap; no lock)."""
@@ -179,11 +202,23 @@ class HeartbeatPump:
 
     def _serve(self, attempt: AttemptHeartbeats, now: float) -> None:
         try:
-            send, details = attempt.take_due(now)
+            send, details, number = attempt.take_due(now)
             if send:
-                self._call(lambda stub: self._raise(stub, attempt, "beat", details), attempt)
+                self._send_beat(attempt, details, number)
         finally:
             attempt.busy = False
+
+    def _send_beat(self, attempt: AttemptHeartbeats, details: str | None, number: int) -> None:
+        channel, release = self._channels.hold()
+        try:
+            self._raise(pb_grpc.TaskHubSidecarServiceStub(channel), attempt, "beat", details, number)
+            attempt.sends += 1
+        except grpc.RpcError as error:
+            # Perhaps recorded all the same: the resend carries the same number, and is counted once.
+            self._logger.debug("%s/%d: heartbeat not sent: %s", attempt.instance_id, attempt.task_id, error)
+            attempt.failed(details, number, time.monotonic())
+        finally:
+            release()
 
     def _look(self, attempts: list[AttemptHeartbeats], now: float) -> None:
         channel, release = self._channels.hold()
@@ -207,12 +242,12 @@ class HeartbeatPump:
             release()
 
     @staticmethod
-    def _raise(stub: Any, attempt: AttemptHeartbeats, kind: str, details: str | None) -> None:
+    def _raise(stub: Any, attempt: AttemptHeartbeats, kind: str, details: str | None, number: int = 0) -> None:
         request = pb.RaiseEventRequest(instanceId=attempt.instance_id, name=control.CONTROL_EVENT)
-        request.input.value = control.control_event(attempt.task_id, kind, details)
+        request.input.value = control.control_event(
+            attempt.task_id, kind, details, run=attempt.run if number else None, number=number or None
+        )
         stub.RaiseEvent(request, timeout=RPC_TIMEOUT)
-        if kind == "beat":
-            attempt.sends += 1
 
 
 def control_entity(ctx: Any, _: Any) -> None:

@@ -268,7 +268,9 @@ def test_try_cancel_asks_the_activity_to_stop_and_raises_at_once() -> None:
 
 def test_abandon_does_not_tell_the_activity() -> None:
     _, result = cancelled_history(task.ActivityCancellation.ABANDON)
-    assert stop_requests(result) == []
+    # No stop is asked for the call; the execution ending in this same turn is announced (every execution that
+    # ends while an attempt of it may run does so, whatever the cancellation type).
+    assert stop_requests(result) == [("@dtscale.activities@abc123", "end", "")]
     assert output(result) == "cancelled"
 
 
@@ -410,3 +412,30 @@ def test_an_execution_whose_calls_have_all_ended_sends_nothing_more_when_it_ends
     result = run(history, orch)
     assert kinds(result) == ["completeOrchestration"]
     assert output(result) == 7
+
+
+def _numbered_beat(history: History, seq: int, page: int, run_id: str, number: int, at: datetime) -> History:
+    history.orchestrator_started(at)
+    payload = control_event(seq, "beat", json.dumps(page), run=run_id, number=number)
+    return history._add(eventRaised=pb.EventRaisedEvent(name=CONTROL_EVENT, input={"value": payload}))
+
+
+def test_a_heartbeat_recorded_twice_is_counted_once_and_a_new_run_counts_afresh() -> None:
+    orch = catching(heartbeat_timeout=timedelta(seconds=30))
+    history = History().started("orch")
+    record(history, run(history, orch))
+    report(history, 1, "start", at=T0)
+    record(history, run(history, orch))  # heartbeat watch: timer 2 at T0 + 30 s
+    _numbered_beat(history, 1, 5, "r1", 1, T0 + timedelta(seconds=10))
+    # The same heartbeat again (its first send's answer was lost): it neither keeps the attempt alive longer...
+    _numbered_beat(history, 1, 5, "r1", 1, T0 + timedelta(seconds=25))
+    fire = T0 + timedelta(seconds=30)
+    history.orchestrator_started(fire).timer_fired(2, fire)
+    moved = run(history, orch)
+    assert timers(moved) == [(3, T0 + timedelta(seconds=40))]  # ...the watch follows the first recording
+    record(history, moved)
+    # Another run of the same attempt (handed out again) numbers from 1: its heartbeats count.
+    _numbered_beat(history, 1, 6, "r2", 1, T0 + timedelta(seconds=35))
+    fire = T0 + timedelta(seconds=40)
+    history.orchestrator_started(fire).timer_fired(3, fire)
+    assert timers(run(history, orch)) == [(4, T0 + timedelta(seconds=65))]
