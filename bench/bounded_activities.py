@@ -233,6 +233,14 @@ def many(count: int, heartbeat_timeout: float, seconds: float) -> dict[str, Any]
         still_running = len(_sends) < count
         states = [c.wait_for_orchestration_completion(iid, timeout=600) for iid in ids]
         completed = sum(1 for s in states if s is not None and s.runtime_status == client.OrchestrationStatus.COMPLETED)
+        failures: dict[str, int] = {}
+        for state in states:
+            if state is not None and state.failure_details is not None:
+                message = state.failure_details.message
+                reason = (
+                    message.split("timed out: ", 1)[1].split(" timeout", 1)[0] if "timed out: " in message else message
+                )
+                failures[reason] = failures.get(reason, 0) + 1
         ended = time.monotonic() + 30
         while len(_sends) < count and time.monotonic() < ended:  # stopped attempts see the stop at a heartbeat
             time.sleep(0.1)
@@ -258,6 +266,7 @@ def many(count: int, heartbeat_timeout: float, seconds: float) -> dict[str, Any]
             "emulator_cpu_share": round(emulator_cpu, 2),
             "loadavg": [round(x, 2) for x in load],
             "completed": completed,
+            "failed_by": failures,
             "heartbeats_sent": sum(_sends),
             "heartbeats_in_histories": received,
         }

@@ -36,9 +36,7 @@ PAGE_SIZE = 500
 #: The deadline of each RPC: a slow backend delays checks, never the activity.
 RPC_TIMEOUT = 10.0
 
-_LIVE = frozenset(
-    {pb.ORCHESTRATION_STATUS_RUNNING, pb.ORCHESTRATION_STATUS_PENDING, pb.ORCHESTRATION_STATUS_SUSPENDED}
-)
+_LIVE = frozenset({pb.ORCHESTRATION_STATUS_RUNNING, pb.ORCHESTRATION_STATUS_PENDING, pb.ORCHESTRATION_STATUS_SUSPENDED})
 
 
 class Watched(Protocol):
@@ -121,9 +119,7 @@ class StopChecks:
             self._floor = max(floors) if floors else None
         self._fallback(stub, attempts, now)
 
-    def _read_entities(
-        self, stub: Any, attempts: Sequence[Watched], since: datetime | None
-    ) -> datetime | None:
+    def _read_entities(self, stub: Any, attempts: Sequence[Watched], since: datetime | None) -> datetime | None:
         by_key: dict[str, list[Watched]] = {}
         for attempt in attempts:
             assert attempt.settings is not None
@@ -216,4 +212,3 @@ def _stops(state: dict[str, Any], task_id: int) -> bool:
         return True
     cancelled = state.get("cancelled")
     return isinstance(cancelled, list) and task_id in cancelled
-

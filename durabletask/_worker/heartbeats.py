@@ -28,6 +28,8 @@ from durabletask._worker.stream import ChannelProvider
 
 #: How soon a heartbeat whose send failed is sent again (sooner when the throttle is shorter).
 RETRY_SECONDS = 1.0
+#: Heartbeat sends awaiting their answer at most, per worker.
+MAX_IN_FLIGHT = 64
 
 
 class AttemptHeartbeats:
@@ -130,13 +132,14 @@ class AttemptHeartbeats:
 class HeartbeatPump:
     """Sends the heartbeats of a worker's running attempts and checks whether they must stop.
 
-    One thread looks at the running attempts every ``tick`` seconds and hands what is due to a few sender
-    threads, so an activity's ``heartbeat()`` never waits for the network. Whether attempts must stop is
-    checked for all of them at once, once per poll interval (the shortest of the running attempts').
+    One thread looks at the running attempts every ``tick`` seconds and sends what is due without waiting for
+    the answers (up to MAX_IN_FLIGHT at once), so an activity's ``heartbeat()`` never waits for the network.
+    Whether attempts must stop is checked for all of them at once, once per poll interval (the shortest of the
+    running attempts'), on a few threads of their own (``senders``).
     """
 
     def __init__(
-        self, channels: ChannelProvider, logger: logging.Logger, *, tick: float = 0.05, senders: int = 4
+        self, channels: ChannelProvider, logger: logging.Logger, *, tick: float = 0.05, senders: int = 2
     ) -> None:
         self._channels = channels
         self._logger = logger
@@ -150,6 +153,9 @@ class HeartbeatPump:
         self.checks = StopChecks(logger)
         self._looking = False
         self._next_look = 0.0
+        self._slots = threading.Semaphore(MAX_IN_FLIGHT)  # one per heartbeat send awaiting its answer
+        self._stub_for: Any = None
+        self._stub_channel: grpc.Channel | None = None
 
     def begin(self, attempt: AttemptHeartbeats) -> None:
         """An attempt starts: report its start if its call needs the moment, and check it is still wanted.
@@ -175,7 +181,7 @@ class HeartbeatPump:
             self._attempts.pop(id(attempt), None)
 
     def close(self) -> None:
-        """Stop the thread and the senders (the worker stops)."""
+        """Stop the thread and the checks (the worker stops)."""
         self._stop.set()
         thread, pool = self._thread, self._pool
         if thread is not None:
@@ -188,37 +194,58 @@ class HeartbeatPump:
             now = time.monotonic()
             with self._lock:
                 running = list(self._attempts.values())
-            pool = self._pool
-            assert pool is not None
             for attempt in running:
                 if not attempt.busy and attempt.due(now):
-                    attempt.busy = True
-                    pool.submit(self._serve, attempt, now)
+                    if not self._slots.acquire(blocking=False):
+                        break  # the rest stay due: a later tick sends them
+                    self._send_beat(attempt, now)
             watched = [a for a in running if not a.cancelled]
             if watched and not self._looking and now >= self._next_look:
                 self._looking = True
                 self._next_look = now + min(a.settings.poll_seconds for a in watched if a.settings is not None)
-                pool.submit(self._look, watched, now)
+                assert self._pool is not None
+                self._pool.submit(self._look, watched, now)
 
-    def _serve(self, attempt: AttemptHeartbeats, now: float) -> None:
-        try:
-            send, details, number = attempt.take_due(now)
-            if send:
-                self._send_beat(attempt, details, number)
-        finally:
-            attempt.busy = False
-
-    def _send_beat(self, attempt: AttemptHeartbeats, details: str | None, number: int) -> None:
+    def _send_beat(self, attempt: AttemptHeartbeats, now: float) -> None:
+        """Send the attempt's due heartbeat without waiting for the answer: many are in flight at once."""
+        send, details, number = attempt.take_due(now)
+        if not send:
+            self._slots.release()
+            return
+        attempt.busy = True  # one send at a time per attempt, so its heartbeats arrive in order
         channel, release = self._channels.hold()
+        request = pb.RaiseEventRequest(instanceId=attempt.instance_id, name=control.CONTROL_EVENT)
+        request.input.value = control.control_event(attempt.task_id, "beat", details, run=attempt.run, number=number)
+
+        def answered(call: Any) -> None:
+            try:
+                call.result()
+                attempt.sends += 1
+            except grpc.RpcError as error:
+                # Perhaps recorded all the same: the resend carries the same number, and is counted once.
+                self._logger.debug("%s/%d: heartbeat not sent: %s", attempt.instance_id, attempt.task_id, error)
+                attempt.failed(details, number, time.monotonic())
+            finally:
+                release()
+                self._slots.release()
+                attempt.busy = False
+
         try:
-            self._raise(pb_grpc.TaskHubSidecarServiceStub(channel), attempt, "beat", details, number)
-            attempt.sends += 1
-        except grpc.RpcError as error:
-            # Perhaps recorded all the same: the resend carries the same number, and is counted once.
+            call = self._stub(channel).RaiseEvent.future(request, timeout=RPC_TIMEOUT)
+        except Exception as error:  # e.g. a channel closed under us: the pump thread must go on
             self._logger.debug("%s/%d: heartbeat not sent: %s", attempt.instance_id, attempt.task_id, error)
-            attempt.failed(details, number, time.monotonic())
-        finally:
             release()
+            self._slots.release()
+            attempt.busy = False
+            attempt.failed(details, number, now)
+            return
+        call.add_done_callback(answered)
+
+    def _stub(self, channel: grpc.Channel) -> Any:
+        # Building a stub makes a callable per RPC of the service: one per channel, not one per heartbeat.
+        if self._stub_channel is not channel:
+            self._stub_for, self._stub_channel = pb_grpc.TaskHubSidecarServiceStub(channel), channel
+        return self._stub_for
 
     def _look(self, attempts: list[AttemptHeartbeats], now: float) -> None:
         channel, release = self._channels.hold()
@@ -242,11 +269,9 @@ class HeartbeatPump:
             release()
 
     @staticmethod
-    def _raise(stub: Any, attempt: AttemptHeartbeats, kind: str, details: str | None, number: int = 0) -> None:
+    def _raise(stub: Any, attempt: AttemptHeartbeats, kind: str, details: str | None) -> None:
         request = pb.RaiseEventRequest(instanceId=attempt.instance_id, name=control.CONTROL_EVENT)
-        request.input.value = control.control_event(
-            attempt.task_id, kind, details, run=attempt.run if number else None, number=number or None
-        )
+        request.input.value = control.control_event(attempt.task_id, kind, details)
         stub.RaiseEvent(request, timeout=RPC_TIMEOUT)
 
 
