@@ -140,6 +140,9 @@ class AttemptSettings:
     details: str | None
     #: The call's timeouts in seconds by kind, for tools that show a running attempt (not read by the worker).
     timeouts: tuple[tuple[str, float], ...] = ()
+    #: The orchestration decides the attempt's timeouts once the whole turn in which a timer fired is applied
+    #: (recorded in the tag so that attempts recorded before this rule are replayed by the earlier one).
+    decides_at_turn_end: bool = False
 
     def to_tag(self) -> str:
         """The tag's value."""
@@ -154,6 +157,8 @@ class AttemptSettings:
             body["details"] = self.details
         if self.timeouts:
             body["timeouts"] = dict(self.timeouts)
+        if self.decides_at_turn_end:
+            body["turn"] = 1
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -169,6 +174,7 @@ class AttemptSettings:
             reports_start=bool(body.get("start", False)),
             details=details if isinstance(details, str) else None,
             timeouts=tuple((str(k), float(v)) for k, v in dict(body.get("timeouts") or {}).items()),
+            decides_at_turn_end=bool(body.get("turn", False)),
         )
 
 

@@ -8,6 +8,7 @@ completion events resolve, and its late result then changes nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
 
@@ -36,6 +37,7 @@ class Orchestration(Protocol):
     codec: Codec
     open: dict[int, CompletableTask[Any]]
     activity_controls: dict[int, ControlledActivityTask]
+    at_turn_end: list[Callable[[], None]]
 
     @property
     def instance_id(self) -> str: ...
@@ -55,6 +57,8 @@ class Orchestration(Protocol):
     def signal_entity(
         self, entity_id: Any, operation_name: str, input: Any = None, signal_time: datetime | None = None
     ) -> None: ...
+
+    def resume(self) -> None: ...
 
 
 class ActivityCall:
@@ -99,6 +103,8 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._cancel_requested = False
         self._beat_run: str | None = None  # the run and number of the last heartbeat counted
         self._beat_number = 0
+        # Whether the running attempt's recorded tag says to decide its timeouts at the end of the turn.
+        self._at_turn_end = False
         self._schedule_attempt()
         if options.schedule_to_close is not None:
             self._deadline = self._timer(self._first_at + options.schedule_to_close)
@@ -122,6 +128,7 @@ class ControlledActivityTask(CancellableTask[Any]):
             reports_start=options.reports_start,
             details=self._details,
             timeouts=options.timeouts(),
+            decides_at_turn_end=True,
         )
         call = self._call
         tags = {**(call.tags or {}), control.CONTROL_TAG: settings.to_tag()}
@@ -175,6 +182,11 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._retry_timer = self._deadline = None
 
     # ---- events ----------------------------------------------------------------------------------
+    def on_scheduled(self, seq: int, tag: str | None) -> None:
+        """The attempt ``seq`` was recorded as scheduled, with ``tag``: how its timeouts are decided."""
+        if seq == self._seq and tag:
+            self._at_turn_end = control.AttemptSettings.from_tag(tag).decides_at_turn_end
+
     def on_child_completed(self, task: Task[Any]) -> None:
         if self._is_complete:
             return
@@ -182,15 +194,27 @@ class ControlledActivityTask(CancellableTask[Any]):
             self._attempt_ended(task)
         elif task.is_failed:
             return  # a timer of ours that was cancelled
-        elif task is self._deadline:
-            self._timed_out(control.SCHEDULE_TO_CLOSE)
         elif task is self._retry_timer:
             self._retry_timer = None
             self._schedule_attempt()
+        elif self._at_turn_end and (task is self._deadline or task in self._attempt_timers.values()):
+            # The backend may deliver, later in this same turn, a completion, start or heartbeat that was recorded
+            # before the timer fired (its queue is in order of arrival, and the timer was queued first): decide once
+            # the turn's events are all applied.
+            seq = self._seq
+            self._rt.at_turn_end.append(lambda: self._timer_fired(task, seq))
         else:
-            for kind, timer in list(self._attempt_timers.items()):
-                if timer is task:
-                    self._attempt_timer_fired(kind, timer)
+            self._timer_fired(task, self._seq)
+
+    def _timer_fired(self, task: Task[Any], seq: int | None) -> None:
+        if self._is_complete or seq != self._seq:
+            return  # the attempt ended, or the call did, by an event later in the same turn
+        if task is self._deadline:
+            self._timed_out(control.SCHEDULE_TO_CLOSE)
+            return
+        for kind, timer in list(self._attempt_timers.items()):
+            if timer is task:
+                self._attempt_timer_fired(kind, timer)
 
     def _attempt_ended(self, attempt: Task[Any]) -> None:
         self._end_attempt(stop=False)
@@ -342,6 +366,15 @@ class ControlledActivityTask(CancellableTask[Any]):
     def _finish_cancelled(self) -> None:
         self._close()
         self._finish(None, TaskCancelledError(f"activity '{self._call.name}' was cancelled"))
+
+
+def finish_turn(rt: Orchestration) -> None:
+    """A turn's events are all applied: take the timeout decisions left for its end, then let the code go on."""
+    if rt.at_turn_end:
+        decisions, rt.at_turn_end = rt.at_turn_end, []
+        for decide in decisions:
+            decide()
+        rt.resume()
 
 
 def announce_end(rt: Orchestration) -> None:

@@ -144,6 +144,7 @@ class RuntimeContext(OrchestrationContext):
         self.suspended_events: list[pb.HistoryEvent] = []
         # Bounded activity calls by the task ID of their running attempt (see controlled_activity.py).
         self.activity_controls: dict[int, ControlledActivityTask] = {}
+        self.at_turn_end: list[Callable[[], None]] = []  # decisions taken once the turn's events are applied
         self.has_bounded_activities = False
         self.execution_id = ""
         # The last orchestratorStarted event applied in the current batch: its timestamp is read only if the code

@@ -91,7 +91,7 @@ def test_an_attempt_carries_its_settings_in_one_tag_and_the_deadline_is_a_durabl
     assert settings == AttemptSettings(attempt=1, entity_key="abc123#e1", throttle_seconds=24.0, poll_seconds=1.0,
                                        reports_start=True, details=None,
                                        timeouts=(("start_to_close", 300.0), ("schedule_to_close", 3600.0),
-                                                 ("heartbeat", 30.0)))
+                                                 ("heartbeat", 30.0)), decides_at_turn_end=True)
     assert timers(first) == [(2, T0 + 60 * MIN)]
 
 
@@ -439,3 +439,49 @@ def test_a_heartbeat_recorded_twice_is_counted_once_and_a_new_run_counts_afresh(
     fire = T0 + timedelta(seconds=40)
     history.orchestrator_started(fire).timer_fired(3, fire)
     assert timers(run(history, orch)) == [(4, T0 + timedelta(seconds=65))]
+
+
+def _watch_fires_before_a_heartbeat_in_the_same_turn(*, legacy: bool) -> ExecutionResults:
+    """The heartbeat watch (30 s) fires at T0 + 30 s; a heartbeat recorded at T0 + 29 s reaches the orchestration
+    in the same turn, after the timer (the backend queued the timer first)."""
+    orch = catching(heartbeat_timeout=timedelta(seconds=30))
+    history = History().started("orch")
+    record(history, run(history, orch))
+    if legacy:  # an attempt recorded before timeouts were decided at the end of the turn
+        tags = history.old[-1].taskScheduled.tags
+        tags[CONTROL_TAG] = json.dumps({k: v for k, v in json.loads(tags[CONTROL_TAG]).items() if k != "turn"})
+    report(history, 1, "start", at=T0)
+    record(history, run(history, orch))  # the watch: timer 2 at T0 + 30 s
+    fire = T0 + timedelta(seconds=30)
+    history.new().orchestrator_started(fire + timedelta(seconds=1)).timer_fired(2, fire)
+    beat = pb.EventRaisedEvent(name=CONTROL_EVENT, input={"value": control_event(1, "beat", "29", run="r", number=1)})
+    history._add(eventRaised=beat)
+    history.new_events[-1].timestamp.FromDatetime(T0 + timedelta(seconds=29))
+    return run(history, orch)
+
+
+def test_a_heartbeat_recorded_before_the_watch_fired_counts_though_delivered_after_it_in_the_same_turn() -> None:
+    result = _watch_fires_before_a_heartbeat_in_the_same_turn(legacy=False)
+    assert stop_requests(result) == []
+    assert timers(result) == [(3, T0 + timedelta(seconds=59))]  # the watch moves to that heartbeat plus 30 s
+
+
+def test_an_attempt_recorded_before_that_rule_replays_the_decision_it_was_run_with() -> None:
+    result = _watch_fires_before_a_heartbeat_in_the_same_turn(legacy=True)
+    assert stop_requests(result) == [("@dtscale.activities@abc123", "cancel", "1")]
+    assert output(result) == {"timeout": "heartbeat", "details": None}
+
+
+def test_a_result_recorded_before_the_deadline_counts_though_delivered_after_it_in_the_same_turn() -> None:
+    orch = catching(start_to_close_timeout=MIN)
+    history = History().started("orch")
+    record(history, run(history, orch))
+    report(history, 1, "start", at=T0)
+    record(history, run(history, orch))  # start_to_close: timer 2 at T0 + 1 min
+    history.new().orchestrator_started(T0 + MIN + timedelta(seconds=2)).timer_fired(2, T0 + MIN).task_completed(1, 9)
+    first = run(history, orch)
+    assert output(first) == 9
+    # Replayed with the actions it recorded, the same turn decides the same.
+    record(history.commit(), first)
+    history.new().orchestrator_started().event_raised("unrelated")
+    assert output(run(history, orch)) == 9
