@@ -103,8 +103,10 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._cancel_requested = False
         self._beat_run: str | None = None  # the run and number of the last heartbeat counted
         self._beat_number = 0
-        # Whether the running attempt's recorded tag says to decide its timeouts at the end of the turn.
-        self._at_turn_end = False
+        # Whether the running attempt's timeouts are decided at the end of the turn (every attempt this code
+        # schedules; not one whose recorded tag predates the rule). A session that keeps the orchestration between
+        # turns never sees the recorded scheduling, hence this default.
+        self._at_turn_end = True
         self._schedule_attempt()
         if options.schedule_to_close is not None:
             self._deadline = self._timer(self._first_at + options.schedule_to_close)
@@ -138,6 +140,7 @@ class ControlledActivityTask(CancellableTask[Any]):
         rt.activity_controls[seq] = self
         self._seq = seq
         self._attempt_task = attempt
+        self._at_turn_end = True
         self._sent_details = self._details
         self._started = False
         if options.schedule_to_start is not None:
@@ -183,9 +186,10 @@ class ControlledActivityTask(CancellableTask[Any]):
 
     # ---- events ----------------------------------------------------------------------------------
     def on_scheduled(self, seq: int, tag: str | None) -> None:
-        """The attempt ``seq`` was recorded as scheduled, with ``tag``: how its timeouts are decided."""
-        if seq == self._seq and tag:
-            self._at_turn_end = control.AttemptSettings.from_tag(tag).decides_at_turn_end
+        """The attempt ``seq`` was recorded as scheduled, with ``tag``: an attempt recorded before timeouts were
+        decided at the end of the turn is replayed with the decision taken at the timer, as it was run."""
+        if seq == self._seq and tag and not control.AttemptSettings.from_tag(tag).decides_at_turn_end:
+            self._at_turn_end = False
 
     def on_child_completed(self, task: Task[Any]) -> None:
         if self._is_complete:

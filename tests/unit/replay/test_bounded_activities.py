@@ -485,3 +485,25 @@ def test_a_result_recorded_before_the_deadline_counts_though_delivered_after_it_
     record(history.commit(), first)
     history.new().orchestrator_started().event_raised("unrelated")
     assert output(run(history, orch)) == 9
+
+
+def test_a_session_that_never_sees_the_recorded_scheduling_decides_at_the_end_of_the_turn_too() -> None:
+    from durabletask._replay.executor import OrchestrationExecutor
+
+    from .history import registry
+
+    orch = catching(heartbeat_timeout=timedelta(seconds=30))
+    executor = OrchestrationExecutor(registry(orch))
+    first = executor.execute("abc123", [], History().new().started("orch").new_events)
+    assert kinds(first) == ["scheduleTask"]
+    # Resumed with new events only: the attempt's taskScheduled and the watch's timerCreated are never replayed.
+    started = History().new().orchestrator_started(T0)
+    started._add(eventRaised=pb.EventRaisedEvent(name=CONTROL_EVENT, input={"value": control_event(1, "start")}))
+    assert timers(executor.resume(started.new_events)) == [(2, T0 + timedelta(seconds=30))]
+    late = History().new().orchestrator_started(T0 + timedelta(seconds=31)).timer_fired(2, T0 + timedelta(seconds=30))
+    beat = pb.EventRaisedEvent(name=CONTROL_EVENT, input={"value": control_event(1, "beat", "29", run="r", number=1)})
+    late._add(eventRaised=beat)
+    late.new_events[-1].timestamp.FromDatetime(T0 + timedelta(seconds=29))
+    result = executor.resume(late.new_events)
+    assert stop_requests(result) == []
+    assert timers(result) == [(3, T0 + timedelta(seconds=59))]
