@@ -23,6 +23,7 @@ import asyncio
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -46,6 +47,7 @@ from durabletask.worker import ConcurrencyOptions  # noqa: E402
 from tests.support.reliability import env, fetch_history, free_port  # noqa: E402
 
 _seen: dict[str, float] = {}
+_phase = random.Random(40)
 _sends: list[int] = []
 
 
@@ -140,7 +142,9 @@ def cancel_latency(c: client.TaskHubGrpcClient, runs: int) -> dict[str, float]:
     for _ in range(runs):
         iid = c.schedule_new_orchestration(cancelled_pipeline, instance_id=f"cancel-{uuid.uuid4().hex[:8]}")
         c.wait_for_orchestration_start(iid, timeout=60)
-        time.sleep(0.3)  # the activity runs and heartbeats
+        # The activity runs and heartbeats; a random extra wait puts the cancel at any point of the worker's
+        # once-a-second look (runs started back to back would otherwise all fall at a similar point of it).
+        time.sleep(0.3 + _phase.random())
         sent = time.perf_counter()
         c.raise_orchestration_event(iid, "cancel")
         deadline = time.monotonic() + 60
