@@ -147,6 +147,9 @@ class AttemptSettings:
     #: Where ``details`` are when they are too long for the tag: the task ID of the attempt that sent them and
     #: which of its heartbeats with details it was (1 for the first), counted in the orchestration's history.
     details_at: tuple[int, int] | None = None
+    #: The orchestration decides the attempt's timeouts once the whole turn in which a timer fired is applied
+    #: (recorded in the tag so that attempts recorded before this rule are replayed by the earlier one).
+    decides_at_turn_end: bool = False
 
     def to_tag(self) -> str:
         """The tag's value."""
@@ -163,6 +166,8 @@ class AttemptSettings:
             body["timeouts"] = dict(self.timeouts)
         if self.details_at is not None:
             body["details_at"] = list(self.details_at)
+        if self.decides_at_turn_end:
+            body["turn"] = 1
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -180,6 +185,7 @@ class AttemptSettings:
             details=details if isinstance(details, str) else None,
             timeouts=tuple((str(k), float(v)) for k, v in dict(body.get("timeouts") or {}).items()),
             details_at=(int(at[0]), int(at[1])) if isinstance(at, list) and len(at) == 2 else None,
+            decides_at_turn_end=bool(body.get("turn", False)),
         )
 
     def fitted(self, details_at: tuple[int, int] | None) -> AttemptSettings:
@@ -189,11 +195,22 @@ class AttemptSettings:
         return dataclasses.replace(self, details=None, details_at=details_at)
 
 
-def control_event(task_id: int, kind: str, details: str | None = None) -> str:
-    """The payload of a :data:`CONTROL_EVENT` an attempt raises: ``kind`` is ``"start"`` or ``"beat"``."""
+def control_event(
+    task_id: int, kind: str, details: str | None = None, *, run: str | None = None, number: int | None = None
+) -> str:
+    """The payload of a :data:`CONTROL_EVENT` an attempt raises: ``kind`` is ``"start"`` or ``"beat"``.
+
+    ``run`` names the run of the attempt that sends it (a backend may hand an attempt out again) and ``number``
+    counts that run's heartbeats: a heartbeat sent again after a failed send whose event was recorded after all
+    carries the same pair, and the orchestration counts it once.
+    """
     body: dict[str, Any] = {"task": task_id, "kind": kind}
     if details is not None:
         body["details"] = details
+    if run is not None:
+        body["run"] = run
+    if number is not None:
+        body["n"] = number
     return json.dumps(body, separators=(",", ":"))
 
 

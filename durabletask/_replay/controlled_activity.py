@@ -8,8 +8,9 @@ completion events resolve, and its late result then changes nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from durabletask._codec import Codec
 from durabletask._json_codec import utf8_size
@@ -37,6 +38,7 @@ class Orchestration(Protocol):
     codec: Codec
     open: dict[int, CompletableTask[Any]]
     activity_controls: dict[int, ControlledActivityTask]
+    at_turn_end: list[Callable[[], None]]
 
     @property
     def instance_id(self) -> str: ...
@@ -56,6 +58,8 @@ class Orchestration(Protocol):
     def signal_entity(
         self, entity_id: Any, operation_name: str, input: Any = None, signal_time: datetime | None = None
     ) -> None: ...
+
+    def resume(self) -> None: ...
 
 
 class ActivityCall:
@@ -100,6 +104,12 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._retry_timer: TimerTask | None = None
         self._deadline: TimerTask | None = None
         self._cancel_requested = False
+        self._beat_run: str | None = None  # the run and number of the last heartbeat counted
+        self._beat_number = 0
+        # Whether the running attempt's timeouts are decided at the end of the turn (every attempt this code
+        # schedules; not one whose recorded tag predates the rule). A session that keeps the orchestration between
+        # turns never sees the recorded scheduling, hence this default.
+        self._at_turn_end = True
         self._schedule_attempt()
         if options.schedule_to_close is not None:
             self._deadline = self._timer(self._first_at + options.schedule_to_close)
@@ -123,6 +133,7 @@ class ControlledActivityTask(CancellableTask[Any]):
             reports_start=options.reports_start,
             details=self._details,
             timeouts=options.timeouts(),
+            decides_at_turn_end=True,
         ).fitted(self._details_at)
         call = self._call
         tags = {**(call.tags or {}), control.CONTROL_TAG: settings.to_tag()}
@@ -132,6 +143,7 @@ class ControlledActivityTask(CancellableTask[Any]):
         rt.activity_controls[seq] = self
         self._seq = seq
         self._attempt_task = attempt
+        self._at_turn_end = True
         self._sent_details = self._details
         self._beats_with_details = 0
         self._started = False
@@ -177,6 +189,12 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._retry_timer = self._deadline = None
 
     # ---- events ----------------------------------------------------------------------------------
+    def on_scheduled(self, seq: int, tag: str | None) -> None:
+        """The attempt ``seq`` was recorded as scheduled, with ``tag``: an attempt recorded before timeouts were
+        decided at the end of the turn is replayed with the decision taken at the timer, as it was run."""
+        if seq == self._seq and tag and not control.AttemptSettings.from_tag(tag).decides_at_turn_end:
+            self._at_turn_end = False
+
     def on_child_completed(self, task: Task[Any]) -> None:
         if self._is_complete:
             return
@@ -184,15 +202,27 @@ class ControlledActivityTask(CancellableTask[Any]):
             self._attempt_ended(task)
         elif task.is_failed:
             return  # a timer of ours that was cancelled
-        elif task is self._deadline:
-            self._timed_out(control.SCHEDULE_TO_CLOSE)
         elif task is self._retry_timer:
             self._retry_timer = None
             self._schedule_attempt()
+        elif self._at_turn_end and (task is self._deadline or task in self._attempt_timers.values()):
+            # The backend may deliver, later in this same turn, a completion, start or heartbeat that was recorded
+            # before the timer fired (its queue is in order of arrival, and the timer was queued first): decide once
+            # the turn's events are all applied.
+            seq = self._seq
+            self._rt.at_turn_end.append(lambda: self._timer_fired(task, seq))
         else:
-            for kind, timer in list(self._attempt_timers.items()):
-                if timer is task:
-                    self._attempt_timer_fired(kind, timer)
+            self._timer_fired(task, self._seq)
+
+    def _timer_fired(self, task: Task[Any], seq: int | None) -> None:
+        if self._is_complete or seq != self._seq:
+            return  # the attempt ended, or the call did, by an event later in the same turn
+        if task is self._deadline:
+            self._timed_out(control.SCHEDULE_TO_CLOSE)
+            return
+        for kind, timer in list(self._attempt_timers.items()):
+            if timer is task:
+                self._attempt_timer_fired(kind, timer)
 
     def _attempt_ended(self, attempt: Task[Any]) -> None:
         self._end_attempt(stop=False)
@@ -280,10 +310,15 @@ class ControlledActivityTask(CancellableTask[Any]):
     def _decoded_details(self) -> Any:
         return None if self._details is None else self._rt.codec.decode(self._details, None)
 
-    def on_control_event(self, seq: int, kind: str, at: datetime, details: str | None) -> None:
+    def on_control_event(self, report: ControlReport, at: datetime) -> None:
         """An attempt reported its start (``"start"``) or a heartbeat (``"beat"``) at ``at``."""
+        seq, kind, details = report.seq, report.kind, report.details
         if seq != self._seq or self._is_complete:
             return  # an attempt given up (or a call that has ended): its reports change nothing
+        if report.number is not None:
+            if report.run == self._beat_run and report.number <= self._beat_number:
+                return  # sent again after a send that seemed to fail but was recorded: counted once
+            self._beat_run, self._beat_number = report.run, report.number
         if kind == "start" and self._started and self._details != self._sent_details:
             # The attempt started again: the backend handed it out anew, its worker lost. That run resumes from
             # the details it was scheduled with, older than the last heartbeat's: an attempt carrying those
@@ -326,9 +361,11 @@ class ControlledActivityTask(CancellableTask[Any]):
             return True
         if seq is not None:
             self._rt.open.pop(seq, None)
-            self._rt.activity_controls.pop(seq, None)
             if how is _Cancellation.TRY_CANCEL:
+                self._rt.activity_controls.pop(seq, None)
                 self._request_stop(seq)
+            # An abandoned attempt stays listed (its reports are ignored, as seq is no longer the call's): it may
+            # still run when the execution ends, which then tells it (announce_end).
             for kind in list(self._attempt_timers):
                 self._disarm(kind)
             self._seq = None
@@ -345,12 +382,39 @@ class ControlledActivityTask(CancellableTask[Any]):
 _MAX_TASK_ID = 2**31 - 1
 
 
-def parse_control_event(raw: str | None) -> tuple[int, str, str | None] | None:
-    """The task ID, kind and details of a control event's payload, or ``None`` if it is not one.
+def finish_turn(rt: Orchestration) -> None:
+    """A turn's events are all applied: take the timeout decisions left for its end, then let the code go on."""
+    if rt.at_turn_end:
+        decisions, rt.at_turn_end = rt.at_turn_end, []
+        for decide in decisions:
+            decide()
+        rt.resume()
+
+
+def announce_end(rt: Orchestration) -> None:
+    """The execution is ending: if attempts of bounded calls still run, its control entity learns it in this turn
+    (one signal), so their workers' batched checks stop them without asking after each orchestration."""
+    if rt.activity_controls:
+        rt.signal_entity(f"@{control.CONTROL_ENTITY}@{rt.activity_entity_key}", "end")
+
+
+class ControlReport(NamedTuple):
+    """A start or heartbeat report of an attempt, as read from its event."""
+
+    seq: int
+    kind: str
+    details: str | None
+    run: str | None = None
+    number: int | None = None
+
+
+def parse_control_event(raw: str | None) -> ControlReport | None:
+    """The report in a control event's payload, or ``None`` if it is not one.
 
     Any client may raise an event under the control event's name, so only what a worker of this SDK sends is
     taken: a JSON object whose task is a JSON integer in the range of task IDs, whose kind is ``start`` or
-    ``beat``, and whose details, if any, are within the heartbeat limit.
+    ``beat``, whose heartbeat number, if any, is a JSON integer, and whose details, if any, are within the
+    heartbeat limit.
     """
     if not raw:
         return None
@@ -360,11 +424,13 @@ def parse_control_event(raw: str | None) -> tuple[int, str, str | None] | None:
         return None
     if not isinstance(body, dict):
         return None
-    seq, kind, details = body.get("task"), body.get("kind"), body.get("details")
+    seq, kind, details, run, number = (body.get(key) for key in ("task", "kind", "details", "run", "n"))
     if type(seq) is not int or not 0 <= seq <= _MAX_TASK_ID or kind not in ("start", "beat"):
         return None
-    if not isinstance(details, str):
-        return seq, kind, None
-    if utf8_size(details) > control.MAX_HEARTBEAT_DETAILS_BYTES:
+    if number is not None and type(number) is not int:
         return None
-    return seq, kind, details
+    if isinstance(details, str) and utf8_size(details) > control.MAX_HEARTBEAT_DETAILS_BYTES:
+        return None
+    return ControlReport(
+        seq, kind, details if isinstance(details, str) else None, run if isinstance(run, str) else None, number
+    )

@@ -13,6 +13,7 @@ from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import Registry
 from durabletask._replay import entities, rewind
+from durabletask._replay.controlled_activity import finish_turn
 from durabletask._replay.failures import OrchestrationStateError
 from durabletask._replay.handlers import HandlerTable
 from durabletask._replay.runtime import EntitySupport, RuntimeContext
@@ -141,6 +142,8 @@ class OrchestrationExecutor:
         rt.is_replaying_flag = replaying
         try:
             self._handlers.apply(rt, events)
+            if rt.at_turn_end:
+                finish_turn(rt)  # the last turn's: its events end here, as they ended when the turn was run
         except ProtocolError:
             raise
         except BaseException as error:  # SystemExit, GeneratorExit and the like fail it too

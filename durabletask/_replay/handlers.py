@@ -9,8 +9,8 @@ from durabletask._errors import ProtocolError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import OrchestratorNotRegisteredError
 from durabletask._replay import nondeterminism
-from durabletask._replay.activity_control import CONTROL_EVENT
-from durabletask._replay.controlled_activity import parse_control_event
+from durabletask._replay.activity_control import CONTROL_EVENT, CONTROL_TAG
+from durabletask._replay.controlled_activity import finish_turn, parse_control_event
 from durabletask._replay.runtime import RuntimeContext
 from durabletask._replay.tasks import RetryableTask, TimerTask
 
@@ -21,6 +21,24 @@ _CONTROL_KEY = CONTROL_EVENT.casefold()
 
 #: Events that are applied even while the orchestration is suspended.
 UNSUSPENDABLE = frozenset({"executionResumed", "executionTerminated"})
+# Where the events a turn received end: the next turn, or the events recording what the turn decided (a backend
+# stores them after the events the turn received).
+TURN_ENDS = frozenset(
+    {
+        "orchestratorStarted",
+        "orchestratorCompleted",
+        "taskScheduled",
+        "subOrchestrationInstanceCreated",
+        "timerCreated",
+        "eventSent",
+        "entityOperationSignaled",
+        "entityOperationCalled",
+        "entityLockRequested",
+        "entityUnlockSent",
+        "executionCompleted",
+        "continueAsNew",
+    }
+)
 
 
 def on_orchestrator_started(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
@@ -61,6 +79,10 @@ def on_task_scheduled(rt: RuntimeContext, event: pb.HistoryEvent) -> None:
         action = rt.sent.pop(event.eventId, None)
     if action is None or action.event_kind != "taskScheduled" or action.name != event.taskScheduled.name:
         raise nondeterminism.mismatch("taskScheduled", event, action)
+    if rt.has_bounded_activities:
+        call = rt.activity_controls.get(event.eventId)
+        if call is not None:
+            call.on_scheduled(event.eventId, event.taskScheduled.tags.get(CONTROL_TAG))
 
 
 def _confirm(kind: str) -> Handler:
@@ -157,11 +179,10 @@ def _on_activity_report(rt: RuntimeContext, event: pb.HistoryEvent, raw: str | N
     report = parse_control_event(raw)
     if report is None:
         return False
-    seq, kind, details = report
-    call = rt.activity_controls.get(seq)
+    call = rt.activity_controls.get(report.seq)
     if call is not None and not rt.done:  # else a report of an attempt given up, or of an ended call
         at = event.timestamp.ToDatetime() if event.HasField("timestamp") else rt.current_utc_datetime
-        call.on_control_event(seq, kind, at, details)
+        call.on_control_event(report, at)
         rt.resume()
     return True
 
@@ -231,6 +252,8 @@ class HandlerTable:
         table = self.table
         for event in events:
             kind = event.WhichOneof("eventType")
+            if rt.at_turn_end and kind in TURN_ENDS:
+                finish_turn(rt)  # the decisions a turn left for its end precede the turn's recorded actions
             if rt.suspended and kind not in UNSUSPENDABLE:
                 rt.suspended_events.append(event)
                 continue

@@ -27,7 +27,7 @@ from durabletask._replay.actions import (
 )
 from durabletask._replay.activity_control import CONTROL_TAG, ActivityCancellation, ActivityOptions, entity_key
 from durabletask._replay.contexts import Activity, OrchestrationContext, Orchestrator
-from durabletask._replay.controlled_activity import ActivityCall, ControlledActivityTask
+from durabletask._replay.controlled_activity import ActivityCall, ControlledActivityTask, announce_end
 from durabletask._replay.coroutines import AsyncOrchestration
 from durabletask._replay.failures import NonDeterminismError, OrchestrationStateError, proto_from_exception
 from durabletask._replay.inbox import EventInbox, EventTimeout
@@ -145,6 +145,7 @@ class RuntimeContext(OrchestrationContext):
         self.suspended_events: list[pb.HistoryEvent] = []
         # Bounded activity calls by the task ID of their running attempt (see controlled_activity.py).
         self.activity_controls: dict[int, ControlledActivityTask] = {}
+        self.at_turn_end: list[Callable[[], None]] = []  # decisions taken once the turn's events are applied
         self.has_bounded_activities = False
         self.execution_id = ""
         # The last orchestratorStarted event applied in the current batch: its timestamp is read only if the code
@@ -545,9 +546,11 @@ class RuntimeContext(OrchestrationContext):
         self._end(TERMINATED, encoded_output)
 
     def _release_locks(self) -> None:
-        # Entity locks still held when the execution ends must be released by this episode's actions.
+        # Entity locks still held when the execution ends must be released by this episode's actions; bounded
+        # attempts still running are told in the same turn that the execution ends.
         if not self.done:
             self.entities.exit_critical_section()
+            announce_end(self)
 
     def _end(
         self, status: pb.OrchestrationStatus, encoded_output: str | None, failure: pb.TaskFailureDetails | None = None

@@ -25,18 +25,30 @@ class HeartbeatDetailsError(DurableTaskError):
 
 
 def find_details(events: Any, at: tuple[int, int]) -> str | None:
-    """The details of the ``at[1]``-th heartbeat with details of task ``at[0]`` among ``events``, if present."""
+    """The details of the ``at[1]``-th heartbeat with details of task ``at[0]`` among ``events``, if present.
+
+    Heartbeats are counted as the orchestration counted them: one recorded twice (sent again after a send that
+    seemed to fail, with the same run and number) counts once.
+    """
     task_id, ordinal = at
     seen = 0
+    run: str | None = None
+    number = -1
     for event in events:
         if not event.HasField("eventRaised") or event.eventRaised.name != control.CONTROL_EVENT:
             continue
         report = parse_control_event(event.eventRaised.input.value)
-        if report is None or report[0] != task_id or report[1] != "beat" or report[2] is None:
+        if report is None or report.seq != task_id:
+            continue
+        if report.number is not None:
+            if report.run == run and report.number <= number:
+                continue
+            run, number = report.run, report.number
+        if report.kind != "beat" or report.details is None:
             continue
         seen += 1
         if seen == ordinal:
-            return report[2]
+            return report.details
     return None
 
 

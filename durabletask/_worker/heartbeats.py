@@ -1,16 +1,16 @@
 """Heartbeats of running bounded activities: checked in the activity, sent and answered on a background thread.
 
 An attempt of a bounded call (one carrying the control tag) reports its start and its throttled heartbeats
-as external events raised at its orchestration, and learns that it must stop by reading its execution's
-control entity and its orchestration's status: public RPCs only (RaiseEvent, GetEntity, GetInstance).
+as external events raised at its orchestration (RaiseEvent), and learns that it must stop from the worker's
+batched checks (attempt_checks.py): public RPCs only.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,14 +23,14 @@ from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask._replay import activity_control as control
 from durabletask._replay.failures import ActivityCancelledError
+from durabletask._worker.attempt_checks import RPC_TIMEOUT, StopChecks, first_fallback
 from durabletask._worker.heartbeat_details import read_details
 from durabletask._worker.stream import ChannelProvider
 
-_LIVE = frozenset(
-    {pb.ORCHESTRATION_STATUS_RUNNING, pb.ORCHESTRATION_STATUS_PENDING, pb.ORCHESTRATION_STATUS_SUSPENDED}
-)
-#: The deadline of each heartbeat RPC: a slow backend delays heartbeats, never the activity.
-RPC_TIMEOUT = 10.0
+#: How soon a heartbeat whose send failed is sent again (sooner when the throttle is shorter).
+RETRY_SECONDS = 1.0
+#: Heartbeat sends awaiting their answer at most, per worker.
+MAX_IN_FLIGHT = 64
 
 
 class AttemptHeartbeats:
@@ -48,11 +48,14 @@ class AttemptHeartbeats:
         self._lock = threading.Lock()
         self._pending: str | None = None
         self._has_pending = False
+        self._pending_number: int | None = None  # set while the pending details are a failed send's, to resend
+        self._numbered = 0  # heartbeats numbered for sending so far
+        self.run = uuid.uuid4().hex[:12]  # this run of the attempt (a backend may hand the attempt out again)
         self._cancelled = False
-        self.sends = 0  # heartbeats sent (for tests and benchmarks)
+        self.sends = 0  # heartbeats sent and acknowledged (for tests and benchmarks)
         now = time.monotonic()
         self._next_send = now
-        self._next_poll = now + (self.settings.poll_seconds if self.settings else 0.0)
+        self.next_fallback = first_fallback(now)  # the slow per-attempt check (see attempt_checks.py)
         self.busy = False
 
     @property
@@ -81,6 +84,7 @@ class AttemptHeartbeats:
         with self._lock:
             self._pending = encoded
             self._has_pending = True
+            self._pending_number = None  # newer details: a failed send they replace is not sent again
 
     def _encode(self, details: Any) -> str | None:
         try:
@@ -97,35 +101,49 @@ class AttemptHeartbeats:
                 )
         return text
 
-    def take_due(self, now: float) -> tuple[bool, str | None, bool]:
-        """Whether a heartbeat is due (and its details), and whether a cancellation check is due."""
+    def take_due(self, now: float) -> tuple[bool, str | None, int]:
+        """Whether a heartbeat is due, its details (the latest given, coalesced since the last send) and its number
+        (a failed send's, when it is sent again)."""
         settings = self.settings
         assert settings is not None
         with self._lock:
             send = self._has_pending and now >= self._next_send
-            details = self._pending
+            details, number = self._pending, self._pending_number
             if send:
                 self._has_pending = False
                 self._next_send = now + settings.throttle_seconds
-        poll = not self._cancelled and now >= self._next_poll
-        if poll:
-            self._next_poll = now + settings.poll_seconds
-        return send, details, poll
+                if number is None:
+                    self._numbered += 1
+                    number = self._numbered
+        return send, details, number if number is not None else 0
+
+    def failed(self, details: str | None, number: int, now: float) -> None:
+        """A send failed (perhaps after its event was recorded): send it again soon, with the same number, unless
+        newer details have replaced it meanwhile."""
+        settings = self.settings
+        assert settings is not None
+        with self._lock:
+            if self._has_pending:
+                return  # coalesced into the newer details, which go at the next send
+            self._pending, self._pending_number, self._has_pending = details, number, True
+            self._next_send = now + min(settings.throttle_seconds, RETRY_SECONDS)
 
     def due(self, now: float) -> bool:
-        """Whether anything is due at ``now`` (cheap; no lock)."""
-        return (self._has_pending and now >= self._next_send) or (not self._cancelled and now >= self._next_poll)
+        """Whether a heartbeat is due at ``now`` (cheap; no lock)."""
+        return self._has_pending and now >= self._next_send
 
 
 class HeartbeatPump:
     """Sends the heartbeats of a worker's running attempts and checks whether they must stop.
 
-    One thread looks at the running attempts every ``tick`` seconds and hands what is due to a few sender
-    threads, so an activity's ``heartbeat()`` never waits for the network.
+    One thread looks at the running attempts every ``tick`` seconds and sends what is due without waiting for
+    the answers (up to MAX_IN_FLIGHT at once), so an activity's ``heartbeat()`` never waits for the network.
+    Whether attempts must stop is checked for all of them at once, once per poll interval (the shortest of the
+    running attempts'), on a few threads of their own (``senders``).
     """
 
     def __init__(
-        self, channels: ChannelProvider, logger: logging.Logger, *, tick: float = 0.05, senders: int = 4
+        self, channels: ChannelProvider, logger: logging.Logger, *, tick: float = 0.05, senders: int = 2
     ) -> None:
         self._channels = channels
         self._logger = logger
@@ -136,9 +154,18 @@ class HeartbeatPump:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self.checks = StopChecks(logger)
+        self._looking = False
+        self._next_look = 0.0
+        self._slots = threading.Semaphore(MAX_IN_FLIGHT)  # one per heartbeat send awaiting its answer
+        self._stub_for: Any = None
+        self._stub_channel: grpc.Channel | None = None
 
     def begin(self, attempt: AttemptHeartbeats) -> None:
-        """An attempt starts: report its start if its call needs the moment, and check it is still wanted."""
+        """An attempt starts: report its start if its call needs the moment, and check it is still wanted.
+
+        It is registered before its own check, so a stop requested after that check is seen by the next look.
+        """
         settings = attempt.settings
         if settings is None:
             return
@@ -150,15 +177,15 @@ class HeartbeatPump:
                 attempt.resolved_details = read_details(stub, attempt.instance_id, attempt.execution_id, at)
             finally:
                 release()
-        if settings.reports_start:
-            self._call(lambda stub: self._raise(stub, attempt, "start", None), attempt)
-        self._call(lambda stub: self._poll(stub, attempt), attempt)
         with self._lock:
             self._attempts[id(attempt)] = attempt
             if self._thread is None and not self._stop.is_set():
                 self._pool = ThreadPoolExecutor(self._senders, thread_name_prefix="durabletask-heartbeats")
                 self._thread = threading.Thread(target=self._run, name="durabletask-heartbeat-pump", daemon=True)
                 self._thread.start()
+        if settings.reports_start:
+            self._call(lambda stub: self._raise(stub, attempt, "start", None), attempt)
+        self._call(lambda stub: self.checks.check_one(stub, attempt), attempt)
 
     def end(self, attempt: AttemptHeartbeats) -> None:
         """The attempt has ended: unsent heartbeats are dropped (its result says more)."""
@@ -166,7 +193,7 @@ class HeartbeatPump:
             self._attempts.pop(id(attempt), None)
 
     def close(self) -> None:
-        """Stop the thread and the senders (the worker stops)."""
+        """Stop the thread and the checks (the worker stops)."""
         self._stop.set()
         thread, pool = self._thread, self._pool
         if thread is not None:
@@ -178,21 +205,70 @@ class HeartbeatPump:
         while not self._stop.wait(self._tick):
             now = time.monotonic()
             with self._lock:
-                due = [a for a in self._attempts.values() if not a.busy and a.due(now)]
-            for attempt in due:
-                attempt.busy = True
+                running = list(self._attempts.values())
+            for attempt in running:
+                if not attempt.busy and attempt.due(now):
+                    if not self._slots.acquire(blocking=False):
+                        break  # the rest stay due: a later tick sends them
+                    self._send_beat(attempt, now)
+            watched = [a for a in running if not a.cancelled]
+            if watched and not self._looking and now >= self._next_look:
+                self._looking = True
+                self._next_look = now + min(a.settings.poll_seconds for a in watched if a.settings is not None)
                 assert self._pool is not None
-                self._pool.submit(self._serve, attempt, now)
+                self._pool.submit(self._look, watched, now)
 
-    def _serve(self, attempt: AttemptHeartbeats, now: float) -> None:
+    def _send_beat(self, attempt: AttemptHeartbeats, now: float) -> None:
+        """Send the attempt's due heartbeat without waiting for the answer: many are in flight at once."""
+        send, details, number = attempt.take_due(now)
+        if not send:
+            self._slots.release()
+            return
+        attempt.busy = True  # one send at a time per attempt, so its heartbeats arrive in order
+        channel, release = self._channels.hold()
+        request = pb.RaiseEventRequest(instanceId=attempt.instance_id, name=control.CONTROL_EVENT)
+        request.input.value = control.control_event(attempt.task_id, "beat", details, run=attempt.run, number=number)
+
+        def answered(call: Any) -> None:
+            try:
+                call.result()
+                attempt.sends += 1
+            except grpc.RpcError as error:
+                # Perhaps recorded all the same: the resend carries the same number, and is counted once.
+                self._logger.debug("%s/%d: heartbeat not sent: %s", attempt.instance_id, attempt.task_id, error)
+                attempt.failed(details, number, time.monotonic())
+            finally:
+                release()
+                self._slots.release()
+                attempt.busy = False
+
         try:
-            send, details, poll = attempt.take_due(now)
-            if send:
-                self._call(lambda stub: self._raise(stub, attempt, "beat", details), attempt)
-            if poll:
-                self._call(lambda stub: self._poll(stub, attempt), attempt)
-        finally:
+            call = self._stub(channel).RaiseEvent.future(request, timeout=RPC_TIMEOUT)
+        except Exception as error:  # e.g. a channel closed under us: the pump thread must go on
+            self._logger.debug("%s/%d: heartbeat not sent: %s", attempt.instance_id, attempt.task_id, error)
+            release()
+            self._slots.release()
             attempt.busy = False
+            attempt.failed(details, number, now)
+            return
+        call.add_done_callback(answered)
+
+    def _stub(self, channel: grpc.Channel) -> Any:
+        # Building a stub makes a callable per RPC of the service: one per channel, not one per heartbeat.
+        if self._stub_channel is not channel:
+            self._stub_for, self._stub_channel = pb_grpc.TaskHubSidecarServiceStub(channel), channel
+        return self._stub_for
+
+    def _look(self, attempts: list[AttemptHeartbeats], now: float) -> None:
+        channel, release = self._channels.hold()
+        try:
+            self.checks.look(pb_grpc.TaskHubSidecarServiceStub(channel), attempts, now)
+        except grpc.RpcError as error:
+            # A missed look is made up by the next: it reads from where the last complete one got to.
+            self._logger.debug("checking whether running activities must stop failed: %s", error)
+        finally:
+            release()
+            self._looking = False
 
     def _call(self, rpc: Any, attempt: AttemptHeartbeats) -> None:
         channel, release = self._channels.hold()
@@ -209,38 +285,18 @@ class HeartbeatPump:
         request = pb.RaiseEventRequest(instanceId=attempt.instance_id, name=control.CONTROL_EVENT)
         request.input.value = control.control_event(attempt.task_id, kind, details)
         stub.RaiseEvent(request, timeout=RPC_TIMEOUT)
-        if kind == "beat":
-            attempt.sends += 1
-
-    @staticmethod
-    def _poll(stub: Any, attempt: AttemptHeartbeats) -> None:
-        settings = attempt.settings
-        assert settings is not None
-        entity = stub.GetEntity(
-            pb.GetEntityRequest(instanceId=f"@{control.CONTROL_ENTITY}@{settings.entity_key}", includeState=True),
-            timeout=RPC_TIMEOUT,
-        )
-        if entity.exists and entity.entity.serializedState.value:
-            state = json.loads(entity.entity.serializedState.value)
-            if isinstance(state, dict) and attempt.task_id in state.get("cancelled", []):
-                attempt.cancel()
-                return
-        found = stub.GetInstance(pb.GetInstanceRequest(instanceId=attempt.instance_id), timeout=RPC_TIMEOUT)
-        state = found.orchestrationState
-        current = state.executionId.value
-        if (
-            not found.exists
-            or state.orchestrationStatus not in _LIVE
-            or (attempt.execution_id and current and current != attempt.execution_id)
-        ):
-            attempt.cancel()
 
 
 def control_entity(ctx: Any, _: Any) -> None:
-    """The built-in entity recording which attempts of one orchestration execution were asked to stop."""
-    if ctx.operation != "cancel":
+    """The built-in entity recording which attempts of one orchestration execution were asked to stop
+    (``cancel``, its input a task ID), and whether the execution has ended (``end``: all of them)."""
+    if ctx.operation not in ("cancel", "end"):
         raise ValueError(f"the activity control entity has no operation {ctx.operation!r}")
-    state = ctx.get_state(None, None) or {}
-    cancelled = {int(task_id) for task_id in state.get("cancelled", [])}
-    cancelled.add(int(ctx.get_input()))
-    ctx.set_state({"cancelled": sorted(cancelled)})
+    state = dict(ctx.get_state(None, None) or {})
+    if ctx.operation == "end":
+        state["ended"] = True
+    else:
+        cancelled = {int(task_id) for task_id in state.get("cancelled", [])}
+        cancelled.add(int(ctx.get_input()))
+        state["cancelled"] = sorted(cancelled)
+    ctx.set_state(state)

@@ -8,6 +8,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
+import grpc
 import pytest
 
 from durabletask import client, task
@@ -269,3 +270,52 @@ def test_replay_check_accepts_the_histories_of_bounded_calls(hub: Hub) -> None:
     report = ReplayChecker(checker).check(histories_from_client(c, statuses=[client.OrchestrationStatus.COMPLETED]))
     verdicts = {r.instance_id: r.verdict for r in report.results if r.instance_id in (timed, cancelled)}
     assert verdicts == {timed: Verdict.REPLAYS, cancelled: Verdict.REPLAYS}
+
+
+class _Counting(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Counts the worker's unary calls by method."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        with self._lock:
+            method = details.method.rsplit("/", 1)[-1]
+            self.calls[method] = self.calls.get(method, 0) + 1
+        return continuation(details, request)
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.calls)
+
+
+def many_pipeline(ctx: task.OrchestrationContext, _: Any) -> Any:
+    return (yield ctx.call_activity(extract_async, heartbeat_timeout=timedelta(seconds=10)))
+
+
+def test_whether_attempts_must_stop_is_checked_for_all_of_them_at_once(hub: Hub) -> None:
+    from durabletask._worker.attempt_checks import FALLBACK_PER_LOOK
+
+    counting = _Counting()
+    hub.start_worker([many_pipeline], [extract_async], interceptors=[counting])
+    c = hub.client()
+    ids = [c.schedule_new_orchestration(many_pipeline, instance_id=unique_id("many")) for _ in range(30)]
+    for instance_id in ids:
+        _wait_for_heartbeats(instance_id)
+    before = counting.snapshot()
+    deadline = time.monotonic() + WAIT
+    while counting.snapshot().get("QueryEntities", 0) < before.get("QueryEntities", 0) + 4:
+        assert time.monotonic() < deadline, "the worker stopped checking"
+        time.sleep(0.05)
+    after = counting.snapshot()
+    grew = {m: after.get(m, 0) - before.get(m, 0) for m in ("QueryEntities", "ListInstanceIds", "GetEntity")}
+    # Per look: one QueryEntities and one ListInstanceIds page for all 30 attempts, and the slow per-attempt
+    # check (GetEntity, GetInstance) for a few at most, where a check per attempt would read 30 entities.
+    looks = grew["QueryEntities"] + 1  # a look may have been under way when counting began
+    assert grew["ListInstanceIds"] <= looks
+    assert grew["GetEntity"] <= FALLBACK_PER_LOOK * looks < 30 * (looks - 1)
+    for instance_id in ids:  # a termination reaches every attempt through the listing of terminated instances
+        c.terminate_orchestration(instance_id)
+    for instance_id in ids:
+        assert _stopped_event(instance_id).wait(WAIT)

@@ -45,6 +45,21 @@ def bounded_extraction(ctx: task.OrchestrationContext, plan: dict[str, Any]) -> 
     return (yield extract)
 
 
+def watched_extraction(ctx: task.OrchestrationContext, plan: dict[str, Any]) -> Any:
+    """An extraction with a heartbeat timeout, retried after failures; its output lists why each retry was made."""
+    retried: list[list[Any]] = []
+
+    def note(failure: task.FailureDetails) -> bool:  # rebuilt the same on every replay: a pure function of history
+        retried.append([failure.error_type, (failure.properties or {}).get("timeoutType")])
+        return True
+
+    policy = task.RetryPolicy(first_retry_interval=timedelta(milliseconds=200), max_number_of_attempts=3,
+                              handle_failure=note)
+    result = yield ctx.call_activity("extract_pages", input=plan, retry_policy=policy,
+                                     heartbeat_timeout=timedelta(seconds=plan["heartbeat_seconds"]))
+    return {**result, "retried_after": retried}
+
+
 class BoundedActivities:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
@@ -75,7 +90,7 @@ class BoundedActivities:
         return {"pages": page, "resumed_from": start}
 
 
-ORCHESTRATORS = (bounded_write, bounded_extraction)
+ORCHESTRATORS = (bounded_write, bounded_extraction, watched_extraction)
 
 
 def activities(ledger: Ledger) -> list[Any]:

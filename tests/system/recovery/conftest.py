@@ -58,9 +58,9 @@ class Cluster:
     def address(self) -> str:
         return self.backend.endpoint if self.backend is not None else f"127.0.0.1:{self.port}"
 
-    def start_emulator(self) -> None:
+    def start_emulator(self, *extra: str) -> None:
         if self.backend is None:
-            self.emulator = start_emulator(self.db, self.port, "--health-ping-interval", "1")
+            self.emulator = start_emulator(self.db, self.port, "--health-ping-interval", "1", *extra)
 
     def kill_emulator(self) -> None:
         assert self.emulator is not None

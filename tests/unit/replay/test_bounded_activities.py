@@ -91,7 +91,7 @@ def test_an_attempt_carries_its_settings_in_one_tag_and_the_deadline_is_a_durabl
     assert settings == AttemptSettings(attempt=1, entity_key="abc123#e1", throttle_seconds=24.0, poll_seconds=1.0,
                                        reports_start=True, details=None,
                                        timeouts=(("start_to_close", 300.0), ("schedule_to_close", 3600.0),
-                                                 ("heartbeat", 30.0)))
+                                                 ("heartbeat", 30.0)), decides_at_turn_end=True)
     assert timers(first) == [(2, T0 + 60 * MIN)]
 
 
@@ -268,7 +268,9 @@ def test_try_cancel_asks_the_activity_to_stop_and_raises_at_once() -> None:
 
 def test_abandon_does_not_tell_the_activity() -> None:
     _, result = cancelled_history(task.ActivityCancellation.ABANDON)
-    assert stop_requests(result) == []
+    # No stop is asked for the call; the execution ending in this same turn is announced (every execution that
+    # ends while an attempt of it may run does so, whatever the cancellation type).
+    assert stop_requests(result) == [("@dtscale.activities@abc123", "end", "")]
     assert output(result) == "cancelled"
 
 
@@ -368,3 +370,140 @@ def test_an_attempt_handed_out_again_without_newer_details_keeps_running() -> No
     record(history, run(history, orch))
     report(history.new(), 1, "start")
     assert kinds(run(history, orch)) == []
+
+
+def _ending(how: str) -> Any:
+    """An orchestrator that starts a bounded call and ends, on a user event, without waiting for it."""
+
+    def orch(ctx: task.OrchestrationContext, generation: int) -> Any:
+        ctx.call_activity("extract", heartbeat_timeout=MIN)
+        yield ctx.wait_for_external_event("go")
+        if how == "complete":
+            return "done"
+        if how == "fail":
+            raise ValueError("gave up")
+        ctx.continue_as_new(generation + 1)
+        return None
+
+    orch.__name__ = "orch"
+    return orch
+
+
+@pytest.mark.parametrize("how", ["complete", "fail", "continue"])
+def test_an_execution_that_ends_while_an_attempt_runs_tells_its_control_entity_in_that_turn(how: str) -> None:
+    history = History().started("orch", 0, execution_id="e1")
+    record(history, run(history, _ending(how)))
+    report(history, 1, "start")
+    record(history, run(history, _ending(how)))
+    history.new().orchestrator_started().event_raised("go")
+    result = run(history, _ending(how))
+    # The workers' batched checks read the entity: its "end" stops every attempt of the execution.
+    assert stop_requests(result) == [("@dtscale.activities@abc123#e1", "end", "")]
+    assert kinds(result)[-2:] == ["sendEntityMessage", "completeOrchestration"]
+
+
+def test_an_execution_whose_calls_have_all_ended_sends_nothing_more_when_it_ends() -> None:
+    def orch(ctx: task.OrchestrationContext, _: Any) -> Any:
+        return (yield ctx.call_activity("extract", heartbeat_timeout=MIN))
+
+    history = History().started("orch")
+    record(history, run(history, orch))
+    history.new().orchestrator_started().task_completed(1, 7)
+    result = run(history, orch)
+    assert kinds(result) == ["completeOrchestration"]
+    assert output(result) == 7
+
+
+def _numbered_beat(history: History, seq: int, page: int, run_id: str, number: int, at: datetime) -> History:
+    history.orchestrator_started(at)
+    payload = control_event(seq, "beat", json.dumps(page), run=run_id, number=number)
+    return history._add(eventRaised=pb.EventRaisedEvent(name=CONTROL_EVENT, input={"value": payload}))
+
+
+def test_a_heartbeat_recorded_twice_is_counted_once_and_a_new_run_counts_afresh() -> None:
+    orch = catching(heartbeat_timeout=timedelta(seconds=30))
+    history = History().started("orch")
+    record(history, run(history, orch))
+    report(history, 1, "start", at=T0)
+    record(history, run(history, orch))  # heartbeat watch: timer 2 at T0 + 30 s
+    _numbered_beat(history, 1, 5, "r1", 1, T0 + timedelta(seconds=10))
+    # The same heartbeat again (its first send's answer was lost): it neither keeps the attempt alive longer...
+    _numbered_beat(history, 1, 5, "r1", 1, T0 + timedelta(seconds=25))
+    fire = T0 + timedelta(seconds=30)
+    history.orchestrator_started(fire).timer_fired(2, fire)
+    moved = run(history, orch)
+    assert timers(moved) == [(3, T0 + timedelta(seconds=40))]  # ...the watch follows the first recording
+    record(history, moved)
+    # Another run of the same attempt (handed out again) numbers from 1: its heartbeats count.
+    _numbered_beat(history, 1, 6, "r2", 1, T0 + timedelta(seconds=35))
+    fire = T0 + timedelta(seconds=40)
+    history.orchestrator_started(fire).timer_fired(3, fire)
+    assert timers(run(history, orch)) == [(4, T0 + timedelta(seconds=65))]
+
+
+def _watch_fires_before_a_heartbeat_in_the_same_turn(*, legacy: bool) -> ExecutionResults:
+    """The heartbeat watch (30 s) fires at T0 + 30 s; a heartbeat recorded at T0 + 29 s reaches the orchestration
+    in the same turn, after the timer (the backend queued the timer first)."""
+    orch = catching(heartbeat_timeout=timedelta(seconds=30))
+    history = History().started("orch")
+    record(history, run(history, orch))
+    if legacy:  # an attempt recorded before timeouts were decided at the end of the turn
+        tags = history.old[-1].taskScheduled.tags
+        tags[CONTROL_TAG] = json.dumps({k: v for k, v in json.loads(tags[CONTROL_TAG]).items() if k != "turn"})
+    report(history, 1, "start", at=T0)
+    record(history, run(history, orch))  # the watch: timer 2 at T0 + 30 s
+    fire = T0 + timedelta(seconds=30)
+    history.new().orchestrator_started(fire + timedelta(seconds=1)).timer_fired(2, fire)
+    beat = pb.EventRaisedEvent(name=CONTROL_EVENT, input={"value": control_event(1, "beat", "29", run="r", number=1)})
+    history._add(eventRaised=beat)
+    history.new_events[-1].timestamp.FromDatetime(T0 + timedelta(seconds=29))
+    return run(history, orch)
+
+
+def test_a_heartbeat_recorded_before_the_watch_fired_counts_though_delivered_after_it_in_the_same_turn() -> None:
+    result = _watch_fires_before_a_heartbeat_in_the_same_turn(legacy=False)
+    assert stop_requests(result) == []
+    assert timers(result) == [(3, T0 + timedelta(seconds=59))]  # the watch moves to that heartbeat plus 30 s
+
+
+def test_an_attempt_recorded_before_that_rule_replays_the_decision_it_was_run_with() -> None:
+    result = _watch_fires_before_a_heartbeat_in_the_same_turn(legacy=True)
+    assert stop_requests(result) == [("@dtscale.activities@abc123", "cancel", "1")]
+    assert output(result) == {"timeout": "heartbeat", "details": None}
+
+
+def test_a_result_recorded_before_the_deadline_counts_though_delivered_after_it_in_the_same_turn() -> None:
+    orch = catching(start_to_close_timeout=MIN)
+    history = History().started("orch")
+    record(history, run(history, orch))
+    report(history, 1, "start", at=T0)
+    record(history, run(history, orch))  # start_to_close: timer 2 at T0 + 1 min
+    history.new().orchestrator_started(T0 + MIN + timedelta(seconds=2)).timer_fired(2, T0 + MIN).task_completed(1, 9)
+    first = run(history, orch)
+    assert output(first) == 9
+    # Replayed with the actions it recorded, the same turn decides the same.
+    record(history.commit(), first)
+    history.new().orchestrator_started().event_raised("unrelated")
+    assert output(run(history, orch)) == 9
+
+
+def test_a_session_that_never_sees_the_recorded_scheduling_decides_at_the_end_of_the_turn_too() -> None:
+    from durabletask._replay.executor import OrchestrationExecutor
+
+    from .history import registry
+
+    orch = catching(heartbeat_timeout=timedelta(seconds=30))
+    executor = OrchestrationExecutor(registry(orch))
+    first = executor.execute("abc123", [], History().new().started("orch").new_events)
+    assert kinds(first) == ["scheduleTask"]
+    # Resumed with new events only: the attempt's taskScheduled and the watch's timerCreated are never replayed.
+    started = History().new().orchestrator_started(T0)
+    started._add(eventRaised=pb.EventRaisedEvent(name=CONTROL_EVENT, input={"value": control_event(1, "start")}))
+    assert timers(executor.resume(started.new_events)) == [(2, T0 + timedelta(seconds=30))]
+    late = History().new().orchestrator_started(T0 + timedelta(seconds=31)).timer_fired(2, T0 + timedelta(seconds=30))
+    beat = pb.EventRaisedEvent(name=CONTROL_EVENT, input={"value": control_event(1, "beat", "29", run="r", number=1)})
+    late._add(eventRaised=beat)
+    late.new_events[-1].timestamp.FromDatetime(T0 + timedelta(seconds=29))
+    result = executor.resume(late.new_events)
+    assert stop_requests(result) == []
+    assert timers(result) == [(3, T0 + timedelta(seconds=59))]

@@ -50,3 +50,12 @@ def test_the_named_heartbeat_is_the_nth_with_details_of_that_task() -> None:
     assert find_details(events, (1, 2)) == '"second"'
     assert find_details(events, (1, 3)) is None
     assert find_details(events, (7, 1)) == '"other task"'
+
+
+def test_a_heartbeat_recorded_twice_counts_once_as_the_orchestration_counts_it() -> None:
+    def beat(details: str, number: int, run: str = "r1") -> pb.HistoryEvent:
+        return _raised(control.CONTROL_EVENT, control.control_event(1, "beat", details, run=run, number=number))
+
+    events = [beat('"one"', 1), beat('"one"', 1), beat('"two"', 2), beat('"again"', 1, run="r2")]
+    assert find_details(events, (1, 2)) == '"two"'
+    assert find_details(events, (1, 3)) == '"again"'  # a new run (the attempt handed out anew) counts anew

@@ -96,3 +96,71 @@ def test_the_control_entity_keeps_each_stopped_task_once() -> None:
     assert json.dumps(ctx.state) == '{"cancelled": [2, 5]}'
     with pytest.raises(ValueError, match="no operation 'reset'"):
         control_entity(_EntityContext("reset", None, None), None)
+
+
+def test_the_control_entity_records_that_its_execution_ended_beside_the_stopped_tasks() -> None:
+    ctx = _EntityContext("cancel", None, 4)
+    control_entity(ctx, 4)
+    ctx.operation, ctx.value = "end", None
+    control_entity(ctx, None)
+    assert ctx.state == {"cancelled": [4], "ended": True}
+
+
+class _Backend:
+    """The reads a look makes, answered from a list of control entities; the requests are kept."""
+
+    def __init__(self) -> None:
+        self.entities: list[Any] = []
+        self.queries: list[Any] = []
+        self.listings: list[Any] = []
+        self.updated = "2026-12-06T10:00:00Z"
+
+    def QueryEntities(self, request: Any, timeout: float) -> Any:
+        self.queries.append(request.query)
+        return pb.QueryEntitiesResponse(entities=self.entities)
+
+    def ListInstanceIds(self, request: Any, timeout: float) -> Any:
+        self.listings.append(request)
+        return pb.ListInstanceIdsResponse()
+
+    def GetEntity(self, request: Any, timeout: float) -> Any:
+        return pb.GetEntityResponse(exists=False)
+
+    def GetInstance(self, request: Any, timeout: float) -> Any:
+        state = pb.OrchestrationState(instanceId=request.instanceId,
+                                      orchestrationStatus=pb.ORCHESTRATION_STATUS_RUNNING)
+        state.lastUpdatedTimestamp.FromJsonString(self.updated)
+        return pb.GetInstanceResponse(exists=True, orchestrationState=state)
+
+
+def _entity(key: str, state: dict[str, Any], modified: str) -> Any:
+    found = pb.EntityMetadata(instanceId=f"@dtscale.activities@{key}")
+    found.serializedState.value = json.dumps(state)
+    found.lastModifiedTime.FromJsonString(modified)
+    return found
+
+
+def test_a_look_reads_the_changes_since_the_backends_last_known_time_less_the_margin_and_stops_the_attempts() -> None:
+    import logging
+    from datetime import datetime
+
+    from durabletask._worker.attempt_checks import StopChecks
+
+    backend, checks = _Backend(), StopChecks(logging.getLogger("test"))
+    first, second = attempt(), attempt()
+    second.task_id = 4
+    checks.check_one(backend, first)  # at the start: the backend's time is that of the orchestration's last update
+    checks.look(backend, [first, second], now=0.0)
+    assert backend.queries[-1].instanceIdStartsWith.value == "@dtscale.activities@"
+    assert backend.queries[-1].lastModifiedFrom.ToDatetime() == datetime(2026, 12, 6, 9, 59, 55)  # 5 s margin
+    assert backend.listings[-1].completedTimeFrom.ToDatetime() == datetime(2026, 12, 6, 9, 59, 55)
+    assert list(backend.listings[-1].runtimeStatus) == [pb.ORCHESTRATION_STATUS_TERMINATED]
+    backend.entities = [_entity("abc", {"cancelled": [4]}, "2026-12-06T10:00:30Z"),
+                        _entity("other", {"ended": True}, "2026-12-06T10:00:20Z")]
+    checks.look(backend, [first, second], now=1.0)
+    assert (first.cancelled, second.cancelled) == (False, True)  # task 4 of this execution; another's end
+    backend.entities = [_entity("abc", {"cancelled": [4], "ended": True}, "2026-12-06T10:00:31Z")]
+    checks.look(backend, [first], now=2.0)
+    # From the newest change the previous look read (a backend time, whatever the worker's clock says).
+    assert backend.queries[-1].lastModifiedFrom.ToDatetime() == datetime(2026, 12, 6, 10, 0, 25)
+    assert first.cancelled
