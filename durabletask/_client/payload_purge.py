@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
-from durabletask._grpc.errors import UnimplementedError
+from durabletask._grpc.errors import NotFoundError, UnimplementedError
 from durabletask._instance_models import PurgeInstancesResult
 from durabletask._proto import orchestrator_service_pb2 as pb
 
@@ -35,10 +35,13 @@ def _lookup(instance_id: str) -> ops.Operation[pb.GetInstanceResponse]:
 
 
 def _children(instance_id: str) -> ops.Operation[list[str]]:
-    """The sub-orchestrations the instance's history started."""
-    chunks: list[pb.HistoryChunk] = yield _quiet(
-        "StreamInstanceHistory", pb.StreamInstanceHistoryRequest(instanceId=instance_id)
-    )
+    """The sub-orchestrations the instance's history started (none if the instance does not exist)."""
+    try:
+        chunks: list[pb.HistoryChunk] = yield _quiet(
+            "StreamInstanceHistory", pb.StreamInstanceHistoryRequest(instanceId=instance_id)
+        )
+    except NotFoundError:
+        return []  # purging a missing instance removes nothing, as the purge itself then says
     return [
         event.subOrchestrationInstanceCreated.instanceId
         for chunk in chunks

@@ -54,7 +54,8 @@ class Hub:
 
     def worker(self, **kwargs: Any) -> worker.TaskHubGrpcWorker:
         if self.backend is not None:
-            w: worker.TaskHubGrpcWorker = self.backend.worker(self.taskhub, [self.made.interceptor()], **kwargs)
+            interceptors = [self.made.interceptor(), *(kwargs.pop("interceptors", None) or [])]
+            w: worker.TaskHubGrpcWorker = self.backend.worker(self.taskhub, interceptors, **kwargs)
         else:
             w = worker.TaskHubGrpcWorker(host_address=self.address, metadata=self.metadata, **kwargs)
         self._stack.callback(w.stop)

@@ -128,3 +128,18 @@ def test_a_purge_that_removes_nothing_leaves_the_stream(hub: Hub) -> None:
     assert c.purge_orchestrations_by().deleted_instance_count == 0
     assert c.get_entity(wire.head_entity(alive)) is not None
     c.terminate_orchestration(alive)
+
+
+@pytest.mark.parametrize("recursive", [True, False])
+def test_purging_an_instance_that_does_not_exist_removes_nothing_on_both_clients(hub: Hub, recursive: bool) -> None:
+    missing = unique_id("never-started")
+    assert hub.client().purge_orchestration(missing, recursive=recursive).deleted_instance_count == 0
+
+    async def purge_async() -> int:
+        c = hub.async_client()
+        try:
+            return (await c.purge_orchestration(missing, recursive=recursive)).deleted_instance_count
+        finally:
+            await c.close()
+
+    assert asyncio.run(purge_async()) == 0
