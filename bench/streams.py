@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/streams.py [--items 200] [--rate 50] [--burst 5000] [--instances 10]
         [--sustained-rate 5000] [--sustained-seconds 10] [--orchestrator-items 0] [--poll]
-        [--db FILE [--durability full|normal]]
+        [--db FILE [--durability full|normal]] [--separate]
 
 Latency: activities publish ``--items`` items at ``--rate`` per second each, on ``--instances`` instances at once,
 each with one subscriber already waiting; an item's latency is its arrival at the subscriber minus the wall-clock
@@ -10,13 +10,17 @@ time of its ``publish`` (both in this process). Throughput: one activity publish
 as it can; the figure is items delivered per second from its first publish to the last delivery. Sustained: one
 activity publishes ``--sustained-rate`` items per second for ``--sustained-seconds``, with one subscriber checking
 that all arrive in order, and the latency of each. CPU: this whole process (emulator, worker and subscribers share
-it) per 1,000 items delivered.
+it) per 1,000 items delivered. With ``--separate`` the emulator runs in a process of its own, as users run it, and
+its figure is that process's CPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -69,11 +73,23 @@ def run_one(ctx: task.OrchestrationContext, spec: dict[str, Any]) -> Any:
     return (yield ctx.call_activity(spec["activity"], input=spec["input"]))
 
 
+#: The emulator's process with ``--separate`` (its CPU is then the whole process's).
+_separate: subprocess.Popen[str] | None = None
+
+
+def _process_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def _emulator_cpu() -> float:
     """CPU seconds of the emulator's own threads (its event loop, turn, commit and admin threads) so far.
 
-    gRPC's C-core threads are not among them: their share is in the whole process's figure only.
+    gRPC's C-core threads are not among them: their share is in the whole process's figure only. With
+    ``--separate``, the emulator process's CPU, gRPC's threads included.
     """
+    if _separate is not None:
+        return _process_cpu(_separate.pid)
     total = 0.0
     for thread in threading.enumerate():
         if thread.name.startswith(("dts-emulator", "emulator-")) and thread.ident is not None:
@@ -158,6 +174,33 @@ def _cpu_text(cpu: float, emulator_cpu: float, delivered: int) -> str:
     return f"CPU per 1,000 items: process {cpu * per:.2f} s, emulator {emulator_cpu * per:.2f} s"
 
 
+def _start_emulator(args: argparse.Namespace) -> tuple[int, Any]:
+    """The emulator's port and how to stop it: in this process, or (``--separate``) in its own."""
+    global _separate
+    if not args.separate:
+        server = EmulatorServer(port=0, db_path=args.db, in_memory=args.db is None, durability=args.durability)
+        server.start()
+        return server.port, server.stop
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = ["--db", args.db, "--durability", args.durability] if args.db else ["--in-memory"]
+    _separate = subprocess.Popen(
+        [sys.executable, "-m", "dtscale_emulator", "--port", str(port), *store, "--no-dashboard"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert _separate.stdout is not None and "listening" in _separate.stdout.readline()
+    process = _separate
+
+    def stop() -> None:
+        process.terminate()
+        process.wait(timeout=30)
+
+    return port, stop
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--items", type=int, default=200)
@@ -174,19 +217,25 @@ def main() -> None:
         action="store_true",
         help="the emulator answers every read at once, as a backend without held reads: subscribers poll",
     )
+    parser.add_argument(
+        "--separate",
+        action="store_true",
+        help="run the emulator in a process of its own (`python -m dtscale_emulator`), as users run it",
+    )
     args = parser.parse_args()
+    if args.poll and args.separate:
+        parser.error("--poll steers the emulator in this process; it cannot be combined with --separate")
     if args.poll:
         entity_waits.MAX_WAITERS = 0  # past the cap (here: always) reads are answered unheld
-    server = EmulatorServer(port=0, db_path=args.db, in_memory=args.db is None, durability=args.durability)
-    server.start()
-    w = worker.TaskHubGrpcWorker(host_address=f"localhost:{server.port}")
+    port, stop = _start_emulator(args)
+    w = worker.TaskHubGrpcWorker(host_address=f"localhost:{port}")
     w.add_orchestrator(run_one)
     w.add_orchestrator(ticker)
     w.add_activity(paced)
     w.add_activity(burst)
     w.add_activity(sustained)
     w.start()
-    c = client.TaskHubGrpcClient(host_address=f"localhost:{server.port}")
+    c = client.TaskHubGrpcClient(host_address=f"localhost:{port}")
     try:
         latencies, cpu, emulator_cpu, delivered = _latency(c, args.instances, args.items, args.rate)
         cut = statistics.quantiles(latencies, n=100)
@@ -214,7 +263,7 @@ def main() -> None:
     finally:
         c.close()
         w.stop()
-        server.stop()
+        stop()
 
 
 if __name__ == "__main__":
