@@ -104,8 +104,7 @@ class ControlledActivityTask(CancellableTask[Any]):
         self._retry_timer: TimerTask | None = None
         self._deadline: TimerTask | None = None
         self._cancel_requested = False
-        self._beat_run: str | None = None  # the run and number of the last heartbeat counted
-        self._beat_number = 0
+        self._reports = RepeatFilter()
         # Whether the running attempt's timeouts are decided at the end of the turn (every attempt this code
         # schedules; not one whose recorded tag predates the rule). A session that keeps the orchestration between
         # turns never sees the recorded scheduling, hence this default.
@@ -315,10 +314,8 @@ class ControlledActivityTask(CancellableTask[Any]):
         seq, kind, details = report.seq, report.kind, report.details
         if seq != self._seq or self._is_complete:
             return  # an attempt given up (or a call that has ended): its reports change nothing
-        if report.number is not None:
-            if report.run == self._beat_run and report.number <= self._beat_number:
-                return  # sent again after a send that seemed to fail but was recorded: counted once
-            self._beat_run, self._beat_number = report.run, report.number
+        if not self._reports.fresh(report):
+            return  # sent again after a send that seemed to fail but was recorded: counted once
         if kind == "start" and self._started and self._details != self._sent_details:
             # The attempt started again: the backend handed it out anew, its worker lost. That run resumes from
             # the details it was scheduled with, older than the last heartbeat's: an attempt carrying those
@@ -406,6 +403,25 @@ class ControlReport(NamedTuple):
     details: str | None
     run: str | None = None
     number: int | None = None
+
+
+class RepeatFilter:
+    """Tells a report apart from one sent again after a send that seemed to fail but was recorded (the same run,
+    a number not above the last one counted). The orchestration counts reports through it, and a worker reading
+    heartbeats back from the history counts them the same way."""
+
+    def __init__(self) -> None:
+        self._run: str | None = None
+        self._number = 0
+
+    def fresh(self, report: ControlReport) -> bool:
+        """Whether ``report`` counts (and, if numbered, remember it as the last one counted)."""
+        if report.number is None:
+            return True
+        if report.run == self._run and report.number <= self._number:
+            return False
+        self._run, self._number = report.run, report.number
+        return True
 
 
 def parse_control_event(raw: str | None) -> ControlReport | None:

@@ -14,7 +14,7 @@ import grpc
 from durabletask._errors import DurableTaskError
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._replay import activity_control as control
-from durabletask._replay.controlled_activity import parse_control_event
+from durabletask._replay.controlled_activity import RepeatFilter, parse_control_event
 
 #: The deadline of the history read; a retry that cannot read its details fails (and may be retried).
 READ_TIMEOUT = 30.0
@@ -32,18 +32,13 @@ def find_details(events: Any, at: tuple[int, int]) -> str | None:
     """
     task_id, ordinal = at
     seen = 0
-    run: str | None = None
-    number = -1
+    repeats = RepeatFilter()
     for event in events:
         if not event.HasField("eventRaised") or event.eventRaised.name != control.CONTROL_EVENT:
             continue
         report = parse_control_event(event.eventRaised.input.value)
-        if report is None or report.seq != task_id:
+        if report is None or report.seq != task_id or not repeats.fresh(report):
             continue
-        if report.number is not None:
-            if report.run == run and report.number <= number:
-                continue
-            run, number = report.run, report.number
         if report.kind != "beat" or report.details is None:
             continue
         seen += 1
