@@ -28,7 +28,8 @@ log = logging.getLogger("dtscale_emulator")
 #: Commits not yet synced may hold about this many bytes; past it, calls wait for a sync before they run, so a
 #: disk that stalls holds back the writes, not the memory (or the loop, or a health ping).
 MAX_PENDING_BYTES = 8 * 1024 * 1024
-_FAILURES_KEPT = 64
+#: Failed syncs remembered for callers that ask after the sync ended (those waiting are told as it ends).
+_FAILURES_KEPT = 1024
 #: The size the log is given when the store opens: the frames a checkpoint lets it reach (``wal_autocheckpoint``,
 #: 4,000 pages of 4 KiB, each with its 24-byte frame header), and its 32-byte header.
 LOG_BYTES = 32 + 4000 * (4096 + 24)
@@ -73,10 +74,17 @@ def _note(made: int, seen: int) -> None:
         needs.seen = max(needs.seen, seen)
 
 
-def _settle(futures: list[asyncio.Future[StorageError | None]], failure: StorageError | None) -> None:
-    for future in futures:
+#: A waiting call's future, and what it is told: None (its commit is on disk) or its sync's failure.
+_Outcome = tuple[asyncio.Future[StorageError | None], StorageError | None]
+
+
+def _settle(outcomes: list[_Outcome]) -> None:
+    for future, failure in outcomes:
         if not future.done():
             future.set_result(failure)
+
+
+_Waiter = tuple[int, int, asyncio.AbstractEventLoop, asyncio.Future[StorageError | None]]
 
 
 class GroupCommit:
@@ -97,7 +105,8 @@ class GroupCommit:
         self._bytes = 0
         self._closing = False
         self._fd: int | None = None
-        self._waiters: list[tuple[int, asyncio.AbstractEventLoop, asyncio.Future[StorageError | None]]] = []
+        # Each waiter: the commit it waits for, its own commit (0: none), its loop and its future.
+        self._waiters: list[_Waiter] = []
         self._failures: deque[tuple[int, int, StorageError]] = deque(maxlen=_FAILURES_KEPT)
         #: Syncs made so far (each covers every commit made before it began).
         self.syncs = 0
@@ -175,17 +184,19 @@ class GroupCommit:
         ``seen``) is not this caller's failure, and is not reported to it.
         """
         target = max(made, seen)
-        failure: StorageError | None = None
         if target > self._synced:
             loop = asyncio.get_running_loop()
             future: asyncio.Future[StorageError | None] = loop.create_future()
             with self._cond:
                 waiting = target > self._synced
                 if waiting:
-                    self._waiters.append((target, loop, future))
+                    self._waiters.append((target, made, loop, future))
             if waiting:
-                failure = await future
-        if made and (failure is not None or self._failures):
+                failure = await future  # the outcome of the sync that held ``made``, told as the waiter's ends
+                if failure is not None:
+                    raise failure
+                return
+        if made and self._failures:
             failure = self._failure(made)
             if failure is not None:
                 raise failure
@@ -197,9 +208,15 @@ class GroupCommit:
 
     def _failure(self, seq: int) -> StorageError | None:
         with self._cond:
-            for first, last, error in self._failures:
-                if first <= seq <= last:
-                    return error
+            return self._failure_of(seq)
+
+    def _failure_of(self, seq: int) -> StorageError | None:
+        """The failure of the sync that held commit ``seq``, if it failed (called with the lock held)."""
+        for first, last, error in reversed(self._failures):
+            if first <= seq <= last:
+                return error
+            if last < seq:
+                break  # ranges are kept in order: none before this one holds ``seq``
         return None
 
     # The syncing thread ----------------------------------------------------------------------------
@@ -212,21 +229,36 @@ class GroupCommit:
                 first, target, taken = self._synced + 1, self._committed, self._bytes
             problem = self._sync_log()
             with self._cond:
-                failure = None if problem is None else self._failed(first, target, problem)
+                if problem is not None:
+                    self._failed(first, target, problem)
                 self._bytes -= taken
                 self._synced = target
                 if self._dirty:
                     self._dirty = {key: seq for key, seq in self._dirty.items() if seq > target}
                 self.syncs += 1
-                ready = [w for w in self._waiters if w[0] <= target]
-                self._waiters = [w for w in self._waiters if w[0] > target]
+                by_loop = self._take_ready(target)
                 self._cond.notify_all()
-            by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[StorageError | None]]] = {}
-            for _, loop, future in ready:
-                by_loop.setdefault(loop, []).append(future)
-            for loop, futures in by_loop.items():
+            for loop, outcomes in by_loop.items():
                 with contextlib.suppress(RuntimeError):  # a loop already closed has no one left to answer
-                    loop.call_soon_threadsafe(_settle, futures, failure)
+                    loop.call_soon_threadsafe(_settle, outcomes)
+
+    def _take_ready(self, target: int) -> dict[asyncio.AbstractEventLoop, list[_Outcome]]:
+        """Removes the waiters the sync up to ``target`` answers, each with its own commit's outcome, by loop.
+
+        A waiter's own commit may have been held by an earlier sync than the one that ends its wait (it waited for
+        a later commit it read), so its outcome is looked up by that commit, never taken from this sync.
+        """
+        by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
+        waiting: list[_Waiter] = []
+        for waiter in self._waiters:
+            wanted, made, loop, future = waiter
+            if wanted > target:
+                waiting.append(waiter)
+            else:
+                failure = self._failure_of(made) if made and self._failures else None
+                by_loop.setdefault(loop, []).append((future, failure))
+        self._waiters = waiting
+        return by_loop
 
     def _sync_log(self) -> OSError | None:
         assert self._fd is not None
