@@ -1,5 +1,9 @@
 """Group commit under concurrent load: every acknowledged write survives a SIGKILL of the emulator, and a simulated
-power loss at a random point (the write-ahead log cut back to what its last completed sync covered)."""
+power loss at a random point (the write-ahead log cut back to what its last completed sync covered).
+
+The load covers each kind of write a caller is answered for: starts, raised events and entity signals from six
+clients, and, through a worker of the test's own (raw gRPC) and a purging client, orchestration completions and
+purges."""
 
 from __future__ import annotations
 
@@ -30,19 +34,31 @@ CHECKPOINT_FRAMES = 4000
 
 
 class Load:
-    """Client threads, each on its own channel, starting instances and raising an event to each one started."""
+    """Client threads, each on its own channel: starting instances, raising an event to each one and signalling an
+    entity; beside them, a worker completing the instances of another orchestration, and a client purging those
+    whose completion was acknowledged. Each list holds only what was acknowledged."""
 
     def __init__(self, address: str) -> None:
         self.address = address
         self.started: list[str] = []
         self.raised: list[str] = []
+        self.signalled: list[str] = []
+        self.completed: list[str] = []
+        self.purge_sent: set[str] = set()
+        self.purged: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._client, args=(n,)) for n in range(CLIENTS)]
+        self._threads += [threading.Thread(target=self._starter), threading.Thread(target=self._worker)]
+        self._threads.append(threading.Thread(target=self._purger))
 
     def acknowledged(self) -> int:
         with self._lock:
-            return len(self.started) + len(self.raised)
+            return len(self.started) + len(self.raised) + len(self.signalled) + len(self.completed) + len(self.purged)
+
+    def _ack(self, into: list[str], iid: str) -> None:
+        with self._lock:
+            into.append(iid)
 
     def _client(self, n: int) -> None:
         with grpc.insecure_channel(self.address) as channel:
@@ -58,8 +74,67 @@ class Load:
                     stub.RaiseEvent(pb.RaiseEventRequest(instanceId=iid, name="go"), metadata=META, timeout=10)
                     with self._lock:
                         self.raised.append(iid)
+                    entity = f"@counter@{iid}"
+                    stub.SignalEntity(pb.SignalEntityRequest(instanceId=entity, name="add"), metadata=META, timeout=10)
+                    self._ack(self.signalled, entity)
                 except grpc.RpcError:
                     return  # the emulator is gone: what was not acknowledged may be lost
+
+    def _starter(self) -> None:
+        """Starts instances of ``Done``, the orchestration the worker completes."""
+        with grpc.insecure_channel(self.address) as channel:
+            stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+            for i in range(100_000):
+                if self._stop.is_set():
+                    return
+                try:
+                    stub.StartInstance(pb.CreateInstanceRequest(instanceId=f"d-{i}", name="Done"), metadata=META)
+                except grpc.RpcError:
+                    return
+
+    def _worker(self) -> None:
+        """Completes each ``Done`` instance it is given, in its first turn."""
+        only_done = pb.WorkItemFilters(orchestrations=[pb.OrchestrationFilter(name="Done")])
+        with grpc.insecure_channel(self.address) as channel:
+            stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+            items = stub.GetWorkItems(pb.GetWorkItemsRequest(workItemFilters=only_done), metadata=META)
+            try:
+                for item in items:
+                    if self._stop.is_set():
+                        return
+                    if not item.HasField("orchestratorRequest"):
+                        continue
+                    iid = item.orchestratorRequest.instanceId
+                    done = pb.CompleteOrchestrationAction(orchestrationStatus=pb.ORCHESTRATION_STATUS_COMPLETED)
+                    response = pb.OrchestratorResponse(
+                        instanceId=iid,
+                        completionToken=item.completionToken,
+                        actions=[pb.OrchestratorAction(id=0, completeOrchestration=done)],
+                    )
+                    stub.CompleteOrchestratorTask(response, metadata=META, timeout=10)
+                    self._ack(self.completed, iid)
+            except grpc.RpcError:
+                return
+            finally:
+                items.cancel()
+
+    def _purger(self) -> None:
+        """Purges the instances whose completion was acknowledged, one call each."""
+        with grpc.insecure_channel(self.address) as channel:
+            stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+            while not self._stop.wait(0.005):
+                with self._lock:
+                    todo = [iid for iid in self.completed if iid not in self.purge_sent][:5]
+                    self.purge_sent.update(todo)
+                for iid in todo:
+                    try:
+                        purged = stub.PurgeInstances(
+                            pb.PurgeInstancesRequest(instanceId=iid), metadata=META, timeout=10
+                        )
+                    except grpc.RpcError:
+                        return
+                    assert purged.deletedInstanceCount == 1, iid
+                    self._ack(self.purged, iid)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[Load]:
@@ -99,43 +174,56 @@ def _power_loss(db: Path, record: Path) -> int:
     return synced
 
 
-def _found(db: Path, port: int, load: Load) -> tuple[list[str], list[str]]:
-    """Restarts the emulator on the store; returns the acknowledged starts and events it does not have."""
+def _instances(port: int, ids: list[str]) -> dict[str, pb.GetInstanceResponse]:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+        return {iid: stub.GetInstance(pb.GetInstanceRequest(instanceId=iid), metadata=META, timeout=30) for iid in ids}
+
+
+def _found(db: Path, port: int, load: Load) -> dict[str, list[str]]:
+    """Restarts the emulator on the store; returns, by kind, the acknowledged writes it does not have."""
     proc = start_emulator(db, port, "--no-dashboard")
     try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = pb_grpc.TaskHubSidecarServiceStub(channel)
-            missing = [
-                iid
-                for iid in load.started
-                if not stub.GetInstance(pb.GetInstanceRequest(instanceId=iid), metadata=META, timeout=30).exists
-            ]
+        got = _instances(port, [*load.started, *load.completed])
     finally:
         kill(proc, 15)  # a graceful stop, so the file is read whole below
     with contextlib.closing(sqlite3.connect(db)) as conn:
-        raised = set()
+        queued: dict[str, set[str]] = {"eventRaised": set(), "entityOperationSignaled": set()}
         for iid, event in conn.execute("SELECT instance_id, event FROM messages"):
-            if pb.HistoryEvent.FromString(event).HasField("eventRaised"):
-                raised.add(iid)
-    return missing, [iid for iid in load.raised if iid not in raised]
+            kind = pb.HistoryEvent.FromString(event).WhichOneof("eventType")
+            if kind in queued:
+                queued[kind].add(iid)
+    completed = pb.ORCHESTRATION_STATUS_COMPLETED
+    return {
+        "starts": [iid for iid in load.started if not got[iid].exists],
+        "events": [iid for iid in load.raised if iid not in queued["eventRaised"]],
+        "signals": [e for e in load.signalled if e not in queued["entityOperationSignaled"]],
+        # A completion is kept unless a purge of the instance was sent (answered or not: it may have committed).
+        "completions": [
+            iid
+            for iid in load.completed
+            if not (got[iid].exists and got[iid].orchestrationState.orchestrationStatus == completed)
+            and iid not in load.purge_sent
+        ],
+        "purges": [iid for iid in load.purged if got[iid].exists],
+    }
 
 
-def _crash_under_load(tmp_path: Path, crash: str, durability: str, seed: int) -> tuple[list[str], list[str], Load]:
+def _crash_under_load(tmp_path: Path, crash: str, durability: str, seed: int) -> tuple[dict[str, list[str]], Load]:
     rng = random.Random(seed)
     db, port, record = tmp_path / "emu.db", free_port(), tmp_path / "syncs.txt"
     emulator = _recording_emulator(db, port, record, durability)
     load = Load(f"127.0.0.1:{port}")
     try:
         with load.running():
-            target = rng.randint(20, 150)  # the point of the crash: after this many acknowledgements
-            wait_until(lambda: load.acknowledged() >= target, 60, f"{target} acknowledged writes")
+            target = rng.randint(40, 300)  # the point of the crash: after this many acknowledgements (one a purge)
+            wait_until(lambda: load.acknowledged() >= target and bool(load.purged), 60, f"{target} acknowledged writes")
             kill(emulator)
     finally:
         kill(emulator)
     if crash == "power loss":
         _power_loss(db, record)
-    missing_starts, missing_events = _found(db, port, load)
-    return missing_starts, missing_events, load
+    return _found(db, port, load), load
 
 
 @pytest.mark.parametrize("crash", ["SIGKILL", "power loss"])
@@ -143,13 +231,13 @@ def _crash_under_load(tmp_path: Path, crash: str, durability: str, seed: int) ->
 def test_every_acknowledged_write_survives_a_crash_at_a_random_point_under_load(
     tmp_path: Path, crash: str, seed: int
 ) -> None:
-    missing_starts, missing_events, load = _crash_under_load(tmp_path, crash, "full", seed)
-    assert load.started and load.raised
-    assert missing_starts == [] and missing_events == []
+    missing, load = _crash_under_load(tmp_path, crash, "full", seed)
+    assert load.started and load.raised and load.signalled and load.completed and load.purged
+    assert missing == {"starts": [], "events": [], "signals": [], "completions": [], "purges": []}
 
 
 def test_the_power_loss_simulation_finds_what_normal_durability_loses(tmp_path: Path) -> None:
     """The same crash with ``--durability normal`` (no sync before the answer) loses acknowledged writes: the
     simulation can tell a store that answers before its data is on disk."""
-    missing_starts, _, load = _crash_under_load(tmp_path, "power loss", "normal", 3)
-    assert load.started and missing_starts
+    missing, load = _crash_under_load(tmp_path, "power loss", "normal", 3)
+    assert load.started and missing["starts"]
