@@ -16,7 +16,6 @@ import os
 import sys
 import threading
 import uuid
-from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
 
@@ -28,8 +27,6 @@ log = logging.getLogger("dtscale_emulator")
 #: Commits not yet synced may hold about this many bytes; past it, calls wait for a sync before they run, so a
 #: disk that stalls holds back the writes, not the memory (or the loop, or a health ping).
 MAX_PENDING_BYTES = 8 * 1024 * 1024
-#: Failed syncs remembered for callers that ask after the sync ended (those waiting are told as it ends).
-_FAILURES_KEPT = 1024
 #: The size the log is given when the store opens: the frames a checkpoint lets it reach (``wal_autocheckpoint``,
 #: 4,000 pages of 4 KiB, each with its 24-byte frame header), and its 32-byte header.
 LOG_BYTES = 32 + 4000 * (4096 + 24)
@@ -107,7 +104,8 @@ class GroupCommit:
         self._fd: int | None = None
         # Each waiter: the commit it waits for, its own commit (0: none), its loop and its future.
         self._waiters: list[_Waiter] = []
-        self._failures: deque[tuple[int, int, StorageError]] = deque(maxlen=_FAILURES_KEPT)
+        # The first failed sync: its commits, and the errors told to them and to every commit made after them.
+        self._failed_batch: tuple[int, int, StorageError, StorageError] | None = None
         #: Syncs made so far (each covers every commit made before it began).
         self.syncs = 0
         self._open_log()
@@ -196,7 +194,7 @@ class GroupCommit:
                 if failure is not None:
                     raise failure
                 return
-        if made and self._failures:
+        if made and self._failed_batch is not None:
             failure = self._failure(made)
             if failure is not None:
                 raise failure
@@ -211,13 +209,18 @@ class GroupCommit:
             return self._failure_of(seq)
 
     def _failure_of(self, seq: int) -> StorageError | None:
-        """The failure of the sync that held commit ``seq``, if it failed (called with the lock held)."""
-        for first, last, error in reversed(self._failures):
-            if first <= seq <= last:
-                return error
-            if last < seq:
-                break  # ranges are kept in order: none before this one holds ``seq``
-        return None
+        """Why commit ``seq`` is not on disk, or ``None`` if it is (called with the lock held)."""
+        if self._failed_batch is None:
+            return None
+        first, last, error, after = self._failed_batch
+        if seq < first:
+            return None
+        return error if seq <= last else after
+
+    @property
+    def failed(self) -> bool:
+        """A sync of the log failed: no commit made since can be made durable (see :meth:`_failed`)."""
+        return self._failed_batch is not None
 
     # The syncing thread ----------------------------------------------------------------------------
     def _run(self) -> None:
@@ -227,7 +230,7 @@ class GroupCommit:
                 if self._synced >= self._committed:
                     return  # closing, and everything is synced
                 first, target, taken = self._synced + 1, self._committed, self._bytes
-            problem = self._sync_log()
+            problem = self._sync_log() if self._failed_batch is None else None
             with self._cond:
                 if problem is not None:
                     self._failed(first, target, problem)
@@ -255,7 +258,7 @@ class GroupCommit:
             if wanted > target:
                 waiting.append(waiter)
             else:
-                failure = self._failure_of(made) if made and self._failures else None
+                failure = self._failure_of(made) if made else None
                 by_loop.setdefault(loop, []).append((future, failure))
         self._waiters = waiting
         return by_loop
@@ -268,14 +271,29 @@ class GroupCommit:
             return error
         return None
 
-    def _failed(self, first: int, last: int, problem: OSError) -> StorageError:
+    def _failed(self, first: int, last: int, problem: OSError) -> None:
+        """Fails the batch, and every commit after it: the log is no longer trusted to keep what follows.
+
+        On Linux a failed sync may leave the pages it could not write marked clean, so a later sync that succeeds
+        does not write them (PostgreSQL's "fsyncgate"). The log's frames are chained by checksums, and a power
+        loss would end its replay at the first frame that did not reach the disk, with every later commit, synced
+        or not. So no later commit is acknowledged; the emulator must be restarted (PostgreSQL stops, too). Calls
+        that only read go on being answered.
+        """
         error_id = uuid.uuid4().hex[:12]
-        log.error("error %s: syncing the write-ahead log failed (commits %d to %d): %s", error_id, first, last, problem)
+        log.error(
+            "error %s: syncing the write-ahead log failed (commits %d to %d): %s; no change made from now on can be "
+            "saved to disk: restart the emulator",
+            error_id, first, last, problem,
+        )  # fmt: skip
         error = StorageError(
             f"the emulator could not save the change to disk (error {error_id}; the server log has the details)"
         )
-        self._failures.append((first, last, error))
-        return error
+        after = StorageError(
+            f"the emulator cannot save changes to disk since an earlier write to disk failed (error {error_id}); "
+            "restart it (the server log has the details)"
+        )
+        self._failed_batch = (first, last, error, after)
 
     def close(self) -> None:
         """Syncs what is left, then stops the thread."""

@@ -26,7 +26,7 @@ from dtscale_emulator.storage.group_commit import GroupCommit
 from dtscale_emulator.storage.lockfile import DatabaseLock
 from dtscale_emulator.storage.sqlite_checks import check_store_file, open_store, sync_folder
 from dtscale_emulator.storage.sqlite_entities import EntityTables
-from dtscale_emulator.storage.sqlite_listing import TERMINAL, AgeKey, keys_by_age, query_instance_ids
+from dtscale_emulator.storage.sqlite_listing import TERMINAL, AgeKey, accepted_clause, keys_by_age, query_instance_ids
 
 _INSTANCE_COLUMNS = (
     "hub, instance_id, execution_id, name, version, status, input, output, custom_status, failure, tags, "
@@ -76,27 +76,6 @@ def _activity(row: Sequence[Any]) -> ActivityRecord:
 
 def _placeholders(values: Collection[object]) -> str:
     return ",".join("?" for _ in values)
-
-
-def _accepted(accept: NameFilter, name: str, version: str) -> tuple[str, list[object]]:
-    """An ``AND (...)`` clause, and its parameters, keeping the rows whose name and version ``accept`` takes.
-
-    Versions are matched in SQL too: filtered after a LIMIT, older versions could fill every page.
-    """
-    wanted = accept.versions_by_name
-    if wanted is None:
-        return "", []
-    parts: list[str] = []
-    params: list[object] = []
-    any_version = sorted(n for n, versions in wanted.items() if not versions)
-    if any_version:
-        parts.append(f"{name} IN ({_placeholders(any_version)})")
-        params.extend(any_version)
-    for n, versions in sorted(wanted.items()):
-        if versions:
-            parts.append(f"({name} = ? AND COALESCE({version}, '') IN ({_placeholders(versions)}))")
-            params.extend((n, *sorted(versions)))
-    return f"AND ({' OR '.join(parts) or '0'})", params
 
 
 class SqliteTransaction(EntityTables):
@@ -353,7 +332,7 @@ class SqliteTransaction(EntityTables):
     def ready_instances(
         self, hub: str, now: Micros, accept: NameFilter, limit: int
     ) -> tuple[list[tuple[str, str, str | None]], bool]:
-        accept_clause, accept_params = _accepted(accept, "i.name", "i.version")
+        accept_clause, accept_params = accepted_clause(accept, "i.name", "i.version")
         # Walk the visible-time index and stop early: the cost follows the page, not the backlog.
         rows = self._db.execute(
             "SELECT i.instance_id, i.name, i.version FROM messages m "
@@ -390,7 +369,7 @@ class SqliteTransaction(EntityTables):
         return None if row is None else _activity(row)
 
     def ready_activities(self, hub: str, now: Micros, accept: NameFilter, limit: int) -> list[ActivityRecord]:
-        accept_clause, accept_params = _accepted(accept, "name", "version")
+        accept_clause, accept_params = accepted_clause(accept, "name", "version")
         rows = self._db.execute(
             f"SELECT {_ACTIVITY_COLUMNS} FROM activities WHERE hub = ? "
             f"AND (lock_token IS NULL OR lock_expires <= ?) {accept_clause} ORDER BY id LIMIT ?",
@@ -457,6 +436,7 @@ class SqliteBackend:
             raise
         self._tx = SqliteTransaction(self._conn)
         self._checkpointer: sqlite3.Connection | None = None
+        self._checkpoints_stopped = False
 
     @property
     def synchronous(self) -> str:
@@ -525,6 +505,12 @@ class SqliteBackend:
             if self._group is not None:
                 changes = self._conn.total_changes - changes
                 self._group.committed_one(self._tx.written + 128 * changes, changes > 0, self._tx.instances_written)
+                if self._group.failed and not self._checkpoints_stopped:
+                    # A checkpoint would copy newer pages into the file, then start the log again; a power loss
+                    # before that start reached the disk would replay the old log, cut short where the failed
+                    # sync lost frames, over those pages. Left alone until a restart, the log replays consistently.
+                    self._checkpoints_stopped = True
+                    self._conn.execute("PRAGMA wal_autocheckpoint=0")
 
     def _roll_back(self) -> None:
         if not self._conn.in_transaction:
@@ -582,7 +568,7 @@ class SqliteBackend:
         the whole copy. Run between purge steps from a connection of its own, it overlaps other calls instead
         (a passive checkpoint never waits for readers or writers).
         """
-        if not self.path:
+        if not self.path or self._checkpoints_stopped:
             return
         if self._checkpointer is None:
             self._checkpointer = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)

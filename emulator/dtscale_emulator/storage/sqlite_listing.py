@@ -20,8 +20,9 @@ running, say, and the query asks for completed ones): then it reads at most thos
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Collection
 
-from dtscale_emulator.storage.base import InstanceQueryArgs
+from dtscale_emulator.storage.base import InstanceQueryArgs, NameFilter
 from dtscale_emulator.storage.sqlite_entities import glob_literal
 
 # Wider than the per-time indexes of older stores, which were on (hub, time) only (schema version 3 drops those).
@@ -134,3 +135,28 @@ def keys_by_age(db: sqlite3.Connection, hub: str, args: InstanceQueryArgs, after
         (hub, *params, args.limit),
     ).fetchall()
     return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
+
+
+def _marks(values: Collection[str]) -> str:
+    return ",".join("?" for _ in values)
+
+
+def accepted_clause(accept: NameFilter, name: str, version: str) -> tuple[str, list[object]]:
+    """An ``AND (...)`` clause, and its parameters, keeping the rows whose name and version ``accept`` takes.
+
+    Versions are matched in SQL too: filtered after a LIMIT, older versions could fill every page.
+    """
+    wanted = accept.versions_by_name
+    if wanted is None:
+        return "", []
+    parts: list[str] = []
+    params: list[object] = []
+    any_version = sorted(n for n, versions in wanted.items() if not versions)
+    if any_version:
+        parts.append(f"{name} IN ({_marks(any_version)})")
+        params.extend(any_version)
+    for n, versions in sorted(wanted.items()):
+        if versions:
+            parts.append(f"({name} = ? AND COALESCE({version}, '') IN ({_marks(versions)}))")
+            params.extend((n, *sorted(versions)))
+    return f"AND ({' OR '.join(parts) or '0'})", params

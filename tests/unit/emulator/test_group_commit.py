@@ -150,7 +150,29 @@ def test_a_failed_sync_fails_exactly_the_commits_it_held(backend: SqliteBackend,
         assert len({str(o) for o in outcomes}) == 1  # one failure, one error ID, told to each of its callers
         await backend.durable(*reader)  # a reader of that batch is not told of a failure that is not its own
         await backend.durable(*before)  # nor, asked again, a caller an earlier sync held
-        await backend.durable(*_put(backend, "after"))  # and the store goes on
+        # A commit after the failed batch follows lost frames in the log: never acknowledged, the log not synced.
+        syncs = disk.calls
+        with pytest.raises(StorageError, match=r"since an earlier write to disk failed .*restart it"):
+            await backend.durable(*_put(backend, "after"))
+        assert disk.calls == syncs
+        await backend.durable(*_read(backend, "after"))  # reads are still answered
+
+    asyncio.run(scenario())
+    assert backend._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0  # the log is kept as it is
+
+
+def test_a_commit_made_during_a_failed_sync_is_never_acknowledged(backend: SqliteBackend, disk: Disk) -> None:
+    async def scenario() -> None:
+        disk.hold()
+        failing = _put(backend, "failing")
+        await asyncio.to_thread(disk.wait_entered)
+        disk.fail_calls.add(disk.calls)
+        later = _put(backend, "later")  # made while the failing sync runs: its own batch is the next one
+        disk.release()
+        with pytest.raises(StorageError, match="could not save the change to disk"):
+            await backend.durable(*failing)
+        with pytest.raises(StorageError, match="since an earlier write to disk failed"):
+            await backend.durable(*later)
 
     asyncio.run(scenario())
 
