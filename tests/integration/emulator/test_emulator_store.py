@@ -186,3 +186,47 @@ def test_a_stalled_disk_holds_the_answers_that_wait_for_it_and_not_a_health_ping
         assert pending.result(timeout=30).instanceId == iid
         assert read.result(timeout=30).exists
         assert stub.GetInstance(pb.GetInstanceRequest(instanceId=kept)).exists
+
+
+def test_a_failed_sync_answers_unavailable_and_then_refuses_to_acknowledge_writes_until_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dtscale_emulator.storage import group_commit
+
+    failing = threading.Event()
+
+    def sync(fd: int) -> None:
+        if failing.is_set():
+            failing.clear()
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(group_commit, "sync_file", sync)
+    db = tmp_path / "emu.db"
+    with (
+        EmulatorServer(port=0, db_path=str(db)) as server,
+        grpc.insecure_channel(server.address) as ch,
+    ):
+        stub = HubStub(ch, "default")
+        kept = start(stub)
+        failing.set()
+        with pytest.raises(grpc.RpcError) as first:
+            start(stub)
+        assert first.value.code() == grpc.StatusCode.UNAVAILABLE
+        # Its batch's error (or, if a commit of the server's own went first, the one for the commits after it).
+        assert "save the change to disk" in (first.value.details() or "") or "restart it" in (
+            first.value.details() or ""
+        )
+        error_id = (first.value.details() or "").split("(error ")[1][:12]
+        with pytest.raises(grpc.RpcError) as later:  # its own sync would succeed; it follows the lost frames
+            start(stub)
+        assert later.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert f"earlier write to disk failed (error {error_id}); restart it" in (later.value.details() or "")
+        stub.Hello(empty_pb2.Empty(), timeout=30)  # a health ping and reads are still answered
+        assert stub.GetInstance(pb.GetInstanceRequest(instanceId=kept), timeout=30).exists
+    with (  # a restart on the same file serves writes again
+        EmulatorServer(port=0, db_path=str(db)) as server,
+        grpc.insecure_channel(server.address) as ch,
+    ):
+        stub = HubStub(ch, "default")
+        assert stub.GetInstance(pb.GetInstanceRequest(instanceId=kept), timeout=30).exists
+        assert stub.GetInstance(pb.GetInstanceRequest(instanceId=start(stub)), timeout=30).exists
