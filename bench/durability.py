@@ -12,7 +12,9 @@ median over the rounds, the ratio of the medians, and the median of the rounds' 
 ``full`` (the default) answers a call once the write-ahead log holding its commit is synced (one sync for all the
 commits made while the previous one ran); ``normal`` syncs the log only at checkpoints. The cost of a sync
 depends on the disk: the script also times a bare ``write + fsync`` of one 4 KiB page appended in the same
-folder (a sync that also grows the file, so dearer than the log's in-place writes).
+folder (a sync that also grows the file, so dearer than the log's in-place writes). Where ``/proc`` exists, it also
+gives the emulator's own CPU time (user and system) per start: what the syncing costs besides waiting, which on a
+machine with few cores bounds the throughput.
 
 Usage: .venv/bin/python bench/durability.py [--starts 2000] [--clients 1,8,32] [--rounds 3] [--dir PATH] [--json]
 """
@@ -74,6 +76,15 @@ def _start(stub: pb_grpc.TaskHubSidecarServiceStub) -> float:
     return time.perf_counter() - began
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """The user and system CPU time of process ``pid`` so far (Linux's ``/proc``; ``None`` elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _load(address: str, starts: int, clients: int) -> dict[str, float]:
     """Starts per second and start latency with ``clients`` callers at once, each on a channel of its own."""
     each = max(1, starts // clients)
@@ -128,7 +139,12 @@ def measure(folder: Path, starts: int, levels: list[int], rounds: int) -> dict[s
             result: dict[str, float] = {}
             try:
                 for clients in levels:
-                    for key, value in _load(address, starts, clients).items():
+                    cpu_before = _cpu_seconds(proc.pid)
+                    load = _load(address, starts, clients)
+                    cpu_after = _cpu_seconds(proc.pid)
+                    if cpu_before is not None and cpu_after is not None:
+                        load["cpu_ms"] = (cpu_after - cpu_before) * 1000 / (max(1, starts // clients) * clients)
+                    for key, value in load.items():
                         result[f"{key}@{clients}"] = value
             finally:
                 proc.terminate()
@@ -148,17 +164,20 @@ def measure(folder: Path, starts: int, levels: list[int], rounds: int) -> dict[s
 def report(result: dict[str, Any], starts: int, levels: list[int]) -> None:
     full, normal, ratios = result["modes"]["full"], result["modes"]["normal"], result["ratios"]
     print(f"\n{starts} starts per level, mode and round; medians over the rounds; load {result['load'][0]:.1f}")
-    print(f"{'':34} {'full (default)':>15} {'normal':>10} {'full / normal':>14} {'(per round)':>12}")
+    print(f"{'':40} {'full (default)':>15} {'normal':>10} {'full / normal':>14} {'(per round)':>12}")
     for clients in levels:
         for label, key, fmt in (
             ("starts/s", "per_second", "{:.0f}"),
             ("p50 latency of a start (ms)", "p50_ms", "{:.2f}"),
             ("p99 latency of a start (ms)", "p99_ms", "{:.2f}"),
+            ("emulator CPU per start (ms)", "cpu_ms", "{:.3f}"),
         ):
             k = f"{key}@{clients}"
+            if k not in full:
+                continue
             name = f"{label}, {clients} client{'s' if clients > 1 else ''}"
             print(
-                f"{name:34} {fmt.format(full[k]):>15} {fmt.format(normal[k]):>10} {full[k] / normal[k]:>13.2f}x"
+                f"{name:40} {fmt.format(full[k]):>15} {fmt.format(normal[k]):>10} {full[k] / normal[k]:>13.2f}x"
                 f" {ratios[k]:>11.2f}x"
             )
     print(f"write + fsync of one 4 KiB page in the same folder: {result['fsync_ms']:.3f} ms")
