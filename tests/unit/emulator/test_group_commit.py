@@ -245,3 +245,51 @@ def test_a_disk_too_full_for_the_logs_full_size_still_opens_and_syncs(
     asyncio.run(backend.durable(made, seen))
     assert group.synced == group.committed == made
     backend.close()
+
+
+async def _answer_three_together(backend: SqliteBackend, disk: Disk) -> None:
+    """Leaves the group having answered three callers with one sync (so it expects three back)."""
+    disk.hold()
+    first = _put(backend, "first")
+    await asyncio.to_thread(disk.wait_entered)  # the first sync runs, held; three commits come meanwhile
+    trio = [_put(backend, f"trio-{i}") for i in range(3)]
+    waits = [asyncio.ensure_future(backend.durable(*c)) for c in (first, *trio)]
+    await asyncio.sleep(0)  # all four wait
+    disk.release()
+    await asyncio.gather(*waits)
+
+
+def test_a_sync_waits_for_as_many_commits_as_the_last_one_answered_callers(
+    backend: SqliteBackend, disk: Disk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gc, "GATHER_SECONDS", 60.0)  # the bound in time never ends the wait here
+    group = _group(backend)
+
+    async def scenario() -> None:
+        await _answer_three_together(backend, disk)
+        syncs = group.syncs
+        made = []
+        for i in range(3):  # three callers come back one after another, the loop free in between
+            made.append(_put(backend, f"back-{i}"))
+            await asyncio.sleep(0.02)
+        await asyncio.gather(*(backend.durable(*m) for m in made))
+        assert group.syncs == syncs + 1  # one sync for the three, not one for the first as it came
+
+    asyncio.run(scenario())
+
+
+def test_a_sync_waits_for_expected_commits_no_longer_than_its_bound_and_never_for_a_lone_caller(
+    backend: SqliteBackend, disk: Disk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gc, "GATHER_SECONDS", 0.01)
+    group = _group(backend)
+
+    async def scenario() -> None:
+        await _answer_three_together(backend, disk)
+        syncs = group.syncs
+        await backend.durable(*_put(backend, "only-one-came-back"))  # three expected: the bound ends the wait
+        assert group.syncs == syncs + 1
+        monkeypatch.setattr(gc, "GATHER_SECONDS", 60.0)
+        await backend.durable(*_put(backend, "alone"))  # the last sync answered one caller: no wait at all
+
+    asyncio.run(scenario())
