@@ -46,11 +46,16 @@ class Load:
         self.completed: list[str] = []
         self.purge_sent: set[str] = set()
         self.purged: list[str] = []
+        self.refusals: list[tuple[grpc.StatusCode, str]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._client, args=(n,)) for n in range(CLIENTS)]
         self._threads += [threading.Thread(target=self._starter), threading.Thread(target=self._worker)]
         self._threads.append(threading.Thread(target=self._purger))
+
+    def clients_done(self) -> bool:
+        """Every client and the starter have stopped (each stops at its first failed call)."""
+        return not any(t.is_alive() for t in self._threads[: CLIENTS + 1])
 
     def acknowledged(self) -> int:
         with self._lock:
@@ -77,8 +82,10 @@ class Load:
                     entity = f"@counter@{iid}"
                     stub.SignalEntity(pb.SignalEntityRequest(instanceId=entity, name="add"), metadata=META, timeout=10)
                     self._ack(self.signalled, entity)
-                except grpc.RpcError:
-                    return  # the emulator is gone: what was not acknowledged may be lost
+                except grpc.RpcError as error:
+                    with self._lock:
+                        self.refusals.append((error.code(), error.details() or ""))  # type: ignore[attr-defined]
+                    return  # the emulator is gone or failing: what was not acknowledged may be lost
 
     def _starter(self) -> None:
         """Starts instances of ``Done``, the orchestration the worker completes."""
@@ -148,11 +155,14 @@ class Load:
                 t.join(30)
 
 
-def _recording_emulator(db: Path, port: int, record: Path, durability: str) -> subprocess.Popen[str]:
+def _recording_emulator(
+    db: Path, port: int, record: Path, durability: str, fail_sync: int = 0
+) -> subprocess.Popen[str]:
+    environ = {**env(), "DTS_TEST_SYNC_RECORD": str(record), "DTS_TEST_FAIL_SYNC": str(fail_sync)}
     proc = subprocess.Popen(
-        [sys.executable, str(RECORDING), "--db", str(db), "--port", str(port), "--log-level", "WARNING",
+        [sys.executable, str(RECORDING), "--db", str(db), "--port", str(port), "--log-level", "CRITICAL",
          "--no-dashboard", "--durability", durability],
-        cwd=ROOT, env={**env(), "DTS_TEST_SYNC_RECORD": str(record)}, stdout=subprocess.PIPE, text=True,
+        cwd=ROOT, env=environ, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -241,3 +251,30 @@ def test_the_power_loss_simulation_finds_what_normal_durability_loses(tmp_path: 
     simulation can tell a store that answers before its data is on disk."""
     missing, load = _crash_under_load(tmp_path, "power loss", "normal", 3)
     assert load.started and missing["starts"]
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_after_a_sync_fails_under_load_nothing_more_is_acknowledged_and_a_power_loss_keeps_all_that_was(
+    tmp_path: Path, seed: int
+) -> None:
+    """A sync fails at a random point under the same load: every client is refused from then on (with the batch's
+    error or the one that asks for a restart, under one error ID), and a power loss right after, cutting the log
+    back to the last sync that succeeded, loses nothing that any client was told was done."""
+    rng = random.Random(seed)
+    db, port, record = tmp_path / "emu.db", free_port(), tmp_path / "syncs.txt"
+    emulator = _recording_emulator(db, port, record, "full", fail_sync=rng.randint(15, 60))
+    load = Load(f"127.0.0.1:{port}")
+    try:
+        with load.running():
+            wait_until(load.clients_done, 60, "every client refused")
+            kill(emulator)
+    finally:
+        kill(emulator)
+    _power_loss(db, record)
+    missing = _found(db, port, load)
+    assert load.started
+    assert missing == {"starts": [], "events": [], "signals": [], "completions": [], "purges": []}
+    assert len(load.refusals) == CLIENTS
+    assert all(code == grpc.StatusCode.UNAVAILABLE for code, _ in load.refusals)
+    ids = {details.split("(error ")[1][:12] for _, details in load.refusals}
+    assert len(ids) == 1, load.refusals  # one failed sync, one error ID for every caller it concerned
