@@ -160,7 +160,6 @@ def test_specialist_streams_do_not_look_for_work_made_for_other_names() -> None:
     try:
         with grpc.insecure_channel(server.address) as channel:
             stub = HubStub(channel, "default")
-
             def only(name: str) -> pb.GetWorkItemsRequest:
                 return pb.GetWorkItemsRequest(
                     workItemFilters=pb.WorkItemFilters(activities=[pb.ActivityFilter(name=name)])
@@ -234,9 +233,7 @@ def test_abandoning_a_replaced_instance_frees_the_full_streams_slot_at_once() ->
                 ]
             )
             start(stub, instance_id="x", orchestrationIdReusePolicy=replace)
-            stub.AbandonTaskOrchestratorWorkItem(
-                pb.AbandonOrchestrationTaskRequest(completionToken=first.completionToken)
-            )
+            stub.AbandonTaskOrchestratorWorkItem(pb.AbandonOrchestrationTaskRequest(completionToken=first.completionToken))
             # The stream had no room; the abandon gave it back, so it takes the new run now, not at its next ping.
             assert stream.next(timeout=5).orchestratorRequest.instanceId == "x"
             stream.cancel()

@@ -245,8 +245,7 @@ def test_a_completion_with_a_status_that_ends_nothing_is_refused_and_changes_not
     work = WorkStream(stub)
     item = work.next()
     ending = pb.OrchestratorAction(
-        id=2,
-        completeOrchestration=pb.CompleteOrchestrationAction(orchestrationStatus=status),  # type: ignore[arg-type]
+        id=2, completeOrchestration=pb.CompleteOrchestrationAction(orchestrationStatus=status)  # type: ignore[arg-type]
     )
     with pytest.raises(grpc.RpcError) as err:
         complete(stub, item, schedule(1, "Greet"), ending)
