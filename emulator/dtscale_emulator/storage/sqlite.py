@@ -8,7 +8,7 @@ import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,7 +26,14 @@ from dtscale_emulator.storage.group_commit import GroupCommit
 from dtscale_emulator.storage.lockfile import DatabaseLock
 from dtscale_emulator.storage.sqlite_checks import check_store_file, open_store, sync_folder
 from dtscale_emulator.storage.sqlite_entities import EntityTables
-from dtscale_emulator.storage.sqlite_listing import TERMINAL, AgeKey, accepted_clause, keys_by_age, query_instance_ids
+from dtscale_emulator.storage.sqlite_listing import (
+    TERMINAL,
+    AgeKey,
+    accepted_clause,
+    keys_by_age,
+    placeholders,
+    query_instance_ids,
+)
 
 _INSTANCE_COLUMNS = (
     "hub, instance_id, execution_id, name, version, status, input, output, custom_status, failure, tags, "
@@ -72,10 +79,6 @@ def _instance(row: Sequence[Any]) -> InstanceRecord:
 
 def _activity(row: Sequence[Any]) -> ActivityRecord:
     return ActivityRecord(*row)
-
-
-def _placeholders(values: Collection[object]) -> str:
-    return ",".join("?" for _ in values)
 
 
 class SqliteTransaction(EntityTables):
@@ -142,7 +145,7 @@ class SqliteTransaction(EntityTables):
             ]
             if not keys:
                 break
-            marks = _placeholders(keys)
+            marks = placeholders(keys)
             removed += self._db.execute(
                 f"DELETE FROM history WHERE (ikey, seq) IN (SELECT ikey, seq FROM history WHERE ikey IN ({marks}) "
                 "LIMIT ?)",
@@ -151,7 +154,7 @@ class SqliteTransaction(EntityTables):
             if removed >= limit:
                 break  # some of these histories may be left: their instances stay for the next call
             keys = keys[: limit - removed]
-            removed += self._db.execute(f"DELETE FROM instances WHERE ikey IN ({_placeholders(keys)})", keys).rowcount
+            removed += self._db.execute(f"DELETE FROM instances WHERE ikey IN ({placeholders(keys)})", keys).rowcount
         return removed
 
     # Instances -------------------------------------------------------------------------------------
@@ -216,18 +219,18 @@ class SqliteTransaction(EntityTables):
         unique = sorted(set(instance_ids))
         for first in range(0, len(unique), _ID_BATCH):
             batch = unique[first : first + _ID_BATCH]
-            marks = _placeholders(batch)
+            marks = placeholders(batch)
             rows = self._db.execute(
                 f"SELECT instance_id, ikey FROM instances WHERE hub = ? AND instance_id IN ({marks}) "
-                f"AND status IN ({_placeholders(TERMINAL)})",
+                f"AND status IN ({placeholders(TERMINAL)})",
                 (hub, *batch, *TERMINAL),
             ).fetchall()
             if not rows:
                 continue
             ids = [r[0] for r in rows]
             # Oldest first, these are neighbours: their histories share (and empty) a few pages.
-            self._db.execute(f"DELETE FROM history WHERE ikey IN ({_placeholders(rows)})", [r[1] for r in rows])
-            marks = _placeholders(ids)
+            self._db.execute(f"DELETE FROM history WHERE ikey IN ({placeholders(rows)})", [r[1] for r in rows])
+            marks = placeholders(ids)
             found = self._db.execute(
                 f"SELECT instance_id FROM instances WHERE hub = ? AND parent_instance_id IN ({marks})", (hub, *ids)
             ).fetchall()
@@ -251,7 +254,7 @@ class SqliteTransaction(EntityTables):
         if not ids:
             return []
         rows = self._db.execute(
-            f"SELECT {_INSTANCE_COLUMNS} FROM instances WHERE hub = ? AND instance_id IN ({_placeholders(ids)})",
+            f"SELECT {_INSTANCE_COLUMNS} FROM instances WHERE hub = ? AND instance_id IN ({placeholders(ids)})",
             (hub, *ids),
         ).fetchall()
         rows.sort(key=lambda row: row[1])

@@ -137,7 +137,8 @@ def keys_by_age(db: sqlite3.Connection, hub: str, args: InstanceQueryArgs, after
     return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
 
 
-def _marks(values: Collection[str]) -> str:
+def placeholders(values: Collection[object]) -> str:
+    """One ``?`` per value, comma-separated: the parameters of an ``IN (...)``."""
     return ",".join("?" for _ in values)
 
 
@@ -153,10 +154,10 @@ def accepted_clause(accept: NameFilter, name: str, version: str) -> tuple[str, l
     params: list[object] = []
     any_version = sorted(n for n, versions in wanted.items() if not versions)
     if any_version:
-        parts.append(f"{name} IN ({_marks(any_version)})")
+        parts.append(f"{name} IN ({placeholders(any_version)})")
         params.extend(any_version)
     for n, versions in sorted(wanted.items()):
         if versions:
-            parts.append(f"({name} = ? AND COALESCE({version}, '') IN ({_marks(versions)}))")
+            parts.append(f"({name} = ? AND COALESCE({version}, '') IN ({placeholders(versions)}))")
             params.extend((n, *sorted(versions)))
     return f"AND ({' OR '.join(parts) or '0'})", params
