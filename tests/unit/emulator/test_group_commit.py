@@ -262,7 +262,7 @@ async def _answer_three_together(backend: SqliteBackend, disk: Disk) -> None:
 def test_a_sync_waits_for_as_many_commits_as_the_last_one_answered_callers(
     backend: SqliteBackend, disk: Disk, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gc, "GATHER_SECONDS", 60.0)  # the bound in time never ends the wait here
+    monkeypatch.setattr(gc, "GATHER_SECONDS", 3600.0)  # the bound in time never ends the wait here
     group = _group(backend)
 
     async def scenario() -> None:
@@ -289,7 +289,23 @@ def test_a_sync_waits_for_expected_commits_no_longer_than_its_bound_and_never_fo
         syncs = group.syncs
         await backend.durable(*_put(backend, "only-one-came-back"))  # three expected: the bound ends the wait
         assert group.syncs == syncs + 1
-        monkeypatch.setattr(gc, "GATHER_SECONDS", 60.0)
+        monkeypatch.setattr(gc, "GATHER_SECONDS", 3600.0)  # past the test's timeout: only the rule ends a wait
         await backend.durable(*_put(backend, "alone"))  # the last sync answered one caller: no wait at all
+
+    asyncio.run(scenario())
+
+
+def test_a_sync_waits_for_expected_commits_only_until_they_hold_its_bound_in_bytes(
+    backend: SqliteBackend, disk: Disk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gc, "GATHER_SECONDS", 3600.0)  # past the test's timeout: only the rule ends a wait
+    monkeypatch.setattr(gc, "GATHER_BYTES", 64 * 1024)
+    group = _group(backend)
+
+    async def scenario() -> None:
+        await _answer_three_together(backend, disk)
+        syncs = group.syncs
+        await backend.durable(*_put(backend, "large", "z" * (128 * 1024)))  # three expected; the bytes end the wait
+        assert group.syncs == syncs + 1
 
     asyncio.run(scenario())
