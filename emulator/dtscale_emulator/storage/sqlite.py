@@ -9,7 +9,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from dtscale_emulator.errors import StorageError
@@ -584,5 +584,9 @@ class SqliteBackend:
             if self._checkpointer is not None:
                 self._checkpointer.close()
             self._conn.close()
+            if self._checkpoints_stopped and self.path:
+                # Closing copied the log into the file and removed it: that removal must not come undone.
+                with suppress(OSError):
+                    sync_folder(self.path)
             if self._file_lock is not None:
                 self._file_lock.release()
