@@ -108,24 +108,16 @@ class CompletionSender:
                 self._logger.warning("could not deliver %s: the worker has stopped", what)
                 return False
             self._in_flight += 1
-        try:
-            return self._send(what, call)
-        finally:
-            with self._lock:
-                self._in_flight -= 1
-                if self._waiting:
-                    self._gate.notify_all()
-
-    def _send(self, what: str, call: Callable[[], object]) -> bool:
         outage = _Outage()
         try:
             return self._attempts(what, call, outage)
         finally:
-            if outage.counted:
-                with self._lock:
+            with self._lock:
+                self._in_flight -= 1
+                if outage.counted:
                     self._retrying -= 1
-                    if self._waiting:
-                        self._gate.notify_all()
+                if self._waiting:
+                    self._gate.notify_all()
 
     def _attempts(self, what: str, call: Callable[[], object], outage: _Outage) -> bool:
         while True:
