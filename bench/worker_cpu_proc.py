@@ -19,7 +19,7 @@ if "--thread-polling" in sys.argv:
     opt_in()
 
 # isort: split
-from durabletask import task, worker  # noqa: E402
+from durabletask import task, worker
 
 BIG = "x" * 10_240  # what the 10 KB activity returns
 
