@@ -10,6 +10,7 @@ Rows:
   fan_out       turns of a 1,000-way fan-out (a scheduling turn, then 10 turns of 100 completions)
   chain100      turns of 100-activity chains: ours with extended sessions (continuations carry new events
                 only), ours without, Microsoft's (full histories every turn)
+  activity      activities as a chain's are: a small input, a small result
   activity10k   activities returning 10 KB
   entity50      entity batches of 50 operations
   memory        10,000 orchestrations held in our extended sessions: resident memory per held orchestration
@@ -50,6 +51,7 @@ ROWS: dict[str, tuple[str, int, int, list[tuple[str, str, list[str], list[str]]]
     "chain3": ("chain3", 500, 150, SIDES_PLAIN),
     "fan_out": ("fan_out", 6, 2, SIDES_PLAIN),
     "chain100": ("chain100", 20, 6, SIDES_SESSIONS),
+    "activity": ("activity", 3000, 800, SIDES_PLAIN),
     "activity10k": ("activity10k", 3000, 800, SIDES_PLAIN),
     "entity50": ("entity50", 1000, 300, SIDES_PLAIN),
 }

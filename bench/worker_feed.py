@@ -120,6 +120,8 @@ def workload(name: str, size: int, sessions: bool) -> list[list[pb.WorkItem]]:
         return [chain_turns(f"h{i}", 100, sessions, first=2) for i in range(size)]
     if name == "fan_out":
         return [fan_out_turns(f"f{i}", 1000, 10) for i in range(size)]
+    if name == "activity":  # the activities of a chain: a small input, a small result
+        return [[activity(f"a{i}", "step")] for i in range(size)]
     if name == "activity10k":
         return [[activity(f"a{i}", "big")] for i in range(size)]
     if name == "entity50":

@@ -220,5 +220,8 @@ HANDLERS: dict[str, Handler] = {
 
 def install(table: HandlerTable, kinds: Iterable[str] = HANDLERS) -> None:
     """Register the entity event handlers in an executor's handler table."""
+    if kinds is HANDLERS:  # every executor's: one update rather than a call per kind
+        table.table.update(HANDLERS)
+        return
     for kind in kinds:
         table.register(kind, HANDLERS[kind])

@@ -22,9 +22,11 @@ def is_rewind_request(old_events: Sequence[pb.HistoryEvent], new_events: Sequenc
     Once the backend has installed the rewritten history its executionCompleted event is gone, so a later
     work item that still carries executionRewound is an ordinary replay.
     """
-    return any(e.HasField("executionRewound") for e in new_events) and any(
-        e.HasField("executionCompleted") for e in old_events
-    )
+    # Asked of every work item: a plain loop over the few new events, with no generator to build each time.
+    for event in new_events:
+        if event.HasField("executionRewound"):
+            return any(e.HasField("executionCompleted") for e in old_events)
+    return False
 
 
 def rewind_action(

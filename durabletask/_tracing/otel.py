@@ -101,13 +101,23 @@ def record_failure(span: Any, exc: BaseException) -> None:
         span.add_event("exception", {"exception.type": type(exc).__name__, "exception.message": message})
 
 
+_provider_seen = False  # a real provider was found; OpenTelemetry sets the global provider once per process
+
+
 def recording() -> bool:
     """Whether spans started now would be recorded: a tracer provider has been set.
 
     Until one is, the global tracer hands out non-recording spans that only carry their parent's context,
-    which :func:`activated` does for far less.
+    which :func:`activated` does for far less. Asked per work item; once a provider is found the answer
+    stays yes, since OpenTelemetry refuses to replace the global provider.
     """
-    return not isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+    global _provider_seen
+    if _provider_seen:
+        return True
+    if isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return False
+    _provider_seen = True
+    return True
 
 
 def _sdk_processor() -> tuple[Any, Any] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from durabletask._errors import exception_message
 from durabletask._json_codec import MAX_PAYLOAD_BYTES
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._registry import ActivityNotRegisteredError, Registry
+from durabletask._replay.activity_control import CONTROL_TAG
 from durabletask._replay.contexts import ActivityContext
 from durabletask._replay.failures import proto_from_exception
 from durabletask._replay.typehints import input_type
@@ -45,8 +47,72 @@ async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-async def _closed(publisher: ActivityPublisher) -> None:
+async def _closed(publisher: _OnFirstItem) -> None:
     publisher.close()  # nothing was published: closing only marks it closed, without blocking
+
+
+class _OnFirstItem:
+    """An attempt's publisher, made when the activity first publishes: most activities never do, and a publisher
+    costs a random run ID, a lock and the stream head's name."""
+
+    __slots__ = ("_closed", "_lock", "_make", "_publisher")
+
+    def __init__(self, make: Callable[[], ActivityPublisher]) -> None:
+        self._make = make
+        self._publisher: ActivityPublisher | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def _get(self) -> ActivityPublisher:
+        with self._lock:
+            publisher = self._publisher
+            if publisher is None:
+                publisher = self._publisher = self._make()
+                if self._closed:  # publishing after the activity returned: the publisher refuses it as usual
+                    publisher.close()
+            return publisher
+
+    def publish(self, value: Any, topic: str) -> None:
+        self._get().publish(value, topic)
+
+    @property
+    def used(self) -> bool:
+        publisher = self._publisher
+        return publisher is not None and publisher.used
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            publisher = self._publisher
+        if publisher is not None:
+            publisher.close()
+
+
+class _PlainAttempt:
+    """The heartbeats of an attempt of an unbounded call (no control tag): never asked to stop, no details to resume
+    from, and a heartbeat only checks its details, so the attempt's state is made only if the activity beats."""
+
+    __slots__ = ("_attempt", "_lock", "_make")
+
+    def __init__(self, make: Callable[[], AttemptHeartbeats]) -> None:
+        self._make = make
+        self._attempt: AttemptHeartbeats | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def details(self) -> Any:
+        return None
+
+    @property
+    def cancelled(self) -> bool:
+        return False
+
+    def beat(self, details: Any) -> None:
+        with self._lock:
+            attempt = self._attempt
+            if attempt is None:
+                attempt = self._attempt = self._make()
+        attempt.beat(details)
 
 
 class ActivityRunner:
@@ -154,13 +220,15 @@ class ActivityRunner:
             tracing.span_name("activity", request.name), attributes, parent, emit=self._emit_trace_spans
         )
 
-    def _publisher(self, request: pb.ActivityRequest) -> ActivityPublisher | None:
-        if self._publishers is None:
+    def _publisher(self, request: pb.ActivityRequest) -> _OnFirstItem | None:
+        publishers = self._publishers
+        if publishers is None:
             return None
-        return self._publishers(request, self._codec)
+        codec = self._codec
+        return _OnFirstItem(lambda: publishers(request, codec))
 
     def _prepare(
-        self, request: pb.ActivityRequest, publisher: ActivityPublisher | None = None
+        self, request: pb.ActivityRequest, publisher: _OnFirstItem | None = None
     ) -> tuple[Callable[..., Any], Any, Any, AttemptHeartbeats | None]:
         instance_id = request.orchestrationInstance.instanceId
         fn = self._registry.get_activity(request.name)
@@ -171,7 +239,11 @@ class ActivityRunner:
         value = self._codec.decode(text, self._codec.payload_type(input_type(fn)) if text else None)
         if self._new_context is not ActivityContext:
             return fn, self._new_context(instance_id, request.taskId, publisher=publisher), value, None
-        attempt = AttemptHeartbeats(request, self._codec.for_instance(instance_id))
+        codec = self._codec
+        if not request.tags.get(CONTROL_TAG):  # an unbounded call: nothing to report until the activity beats
+            plain = _PlainAttempt(lambda: AttemptHeartbeats(request, codec.for_instance(instance_id)))
+            return fn, ActivityContext(instance_id, request.taskId, heartbeats=plain, publisher=publisher), value, None
+        attempt = AttemptHeartbeats(request, codec.for_instance(instance_id))
         context = ActivityContext(instance_id, request.taskId, heartbeats=attempt, publisher=publisher)
         return fn, context, value, attempt
 

@@ -61,21 +61,29 @@ class CompletionSender:
         self.timeout = timeout
         # Sends in flight: the channel must not be closed under them (grpc can crash the process when an RPC
         # starts on a closed intercepted channel), so closing waits for them and later sends are dropped.
-        self._gate = threading.Condition()
+        # The lock is taken directly twice per send (entering the Condition is a Python call); the Condition
+        # over it is notified only while close() or wait_delivered() waits on it.
+        self._lock = threading.Lock()
+        self._gate = threading.Condition(self._lock)
+        self._waiting = 0
         self._in_flight = 0
         self._retrying = 0  # sends waiting for an unreachable backend
         self._closed = False
 
     def close(self, timeout: float) -> bool:
         """Refuse new sends and wait up to ``timeout`` seconds for those in flight; ``True`` if none remain."""
-        with self._gate:
+        with self._lock:
             self._closed = True
-            return self._gate.wait_for(lambda: self._in_flight == 0, timeout)
+            self._waiting += 1
+            try:
+                return self._gate.wait_for(lambda: self._in_flight == 0, timeout)
+            finally:
+                self._waiting -= 1
 
     @property
     def retrying(self) -> int:
         """How many results are waiting for the backend to be reachable again."""
-        with self._gate:
+        with self._lock:
             return self._retrying
 
     def wait_delivered(self, stopping: threading.Event) -> None:
@@ -85,32 +93,30 @@ class CompletionSender:
         would otherwise hand the same items straight back, and a result still on its way would then be
         refused as stale and its work run twice. Each waiting result gives up within ``retry_for``.
         """
-        with self._gate:
-            while self._retrying and not stopping.is_set():
-                self._gate.wait(0.25)  # stopping is an Event of its own: look at it now and then
+        with self._lock:
+            self._waiting += 1
+            try:
+                while self._retrying and not stopping.is_set():
+                    self._gate.wait(0.25)  # stopping is an Event of its own: look at it now and then
+            finally:
+                self._waiting -= 1
 
     def send(self, what: str, call: Callable[[], object]) -> bool:
         """Run ``call`` (one unary RPC); ``True`` if the backend accepted it."""
-        with self._gate:
+        with self._lock:
             if self._closed:
                 self._logger.warning("could not deliver %s: the worker has stopped", what)
                 return False
             self._in_flight += 1
-        try:
-            return self._send(what, call)
-        finally:
-            with self._gate:
-                self._in_flight -= 1
-                self._gate.notify_all()
-
-    def _send(self, what: str, call: Callable[[], object]) -> bool:
         outage = _Outage()
         try:
             return self._attempts(what, call, outage)
         finally:
-            if outage.counted:
-                with self._gate:
+            with self._lock:
+                self._in_flight -= 1
+                if outage.counted:
                     self._retrying -= 1
+                if self._waiting:
                     self._gate.notify_all()
 
     def _attempts(self, what: str, call: Callable[[], object], outage: _Outage) -> bool:
@@ -144,7 +150,7 @@ class CompletionSender:
         now = self._clock()
         if not outage.counted:
             outage.began, outage.counted = now, True
-            with self._gate:
+            with self._lock:
                 self._retrying += 1
         elapsed = now - outage.began
         if elapsed >= self._retry_for:

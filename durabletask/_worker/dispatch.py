@@ -51,36 +51,45 @@ class Slots:
             raise ValueError(f"a concurrency limit must be at least 1, got {limit}")
         self.limit = limit
         self._used = 0
-        self._cond = threading.Condition()
+        # Taken directly on the paths every work item passes (entering the Condition is a Python call);
+        # the Condition over it is for waiting, and is notified only when someone waits.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0
         self._on_full = on_full
 
     @property
     def used(self) -> int:
-        with self._cond:
+        with self._lock:
             return self._used
 
     def acquire(self, abandon: threading.Event) -> bool:
         """Take a slot, waiting while all are in use; ``False`` if ``abandon`` was set first."""
-        with self._cond:
+        with self._lock:
             if self._used >= self.limit and not abandon.is_set() and self._on_full is not None:
                 self._on_full()
             while self._used >= self.limit and not abandon.is_set():
-                self._cond.wait()
+                self._waiting += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting -= 1
             if abandon.is_set():
                 return False
             self._used += 1
             return True
 
     def release(self) -> None:
-        with self._cond:
+        with self._lock:
             if self._used == 0:
                 raise RuntimeError("a work-item slot was released more often than it was taken")
             self._used -= 1
-            self._cond.notify()
+            if self._waiting:
+                self._cond.notify()
 
     def wake(self) -> None:
         """Wake every waiter so it can re-check its abandon event."""
-        with self._cond:
+        with self._lock:
             self._cond.notify_all()
 
 
@@ -99,7 +108,8 @@ class WorkItemPools:
         self._slots = {kind: Slots(limits[kind], on_full=partial(self._reading_waits, kind)) for kind in WorkKind}
         self._max_threads = max_threads
         self._stopping = threading.Event()
-        self._idle = threading.Condition()
+        self._lock = threading.Lock()  # taken directly per work item; _idle over it is for wait_idle()
+        self._idle = threading.Condition(self._lock)
         self._in_flight = 0
         self._running: dict[int, str] = {}  # what each job still running does, by submission number
         self._numbers = itertools.count()
@@ -119,12 +129,12 @@ class WorkItemPools:
 
     @property
     def in_flight(self) -> int:
-        with self._idle:
+        with self._lock:
             return self._in_flight
 
     def running(self) -> list[str]:
         """What each job still running does (the ``what`` it was submitted with), oldest first."""
-        with self._idle:
+        with self._lock:
             return list(self._running.values())
 
     def start(self) -> None:
@@ -146,7 +156,7 @@ class WorkItemPools:
         pool = self._require_pool(kind)
         number = self._begin(what or f"a work item ({kind.value})")
         try:
-            pool.submit(self._guarded, kind, number, job)
+            pool.run(self._guarded, kind, number, job)
         except BaseException:
             self._end(kind, number)
             raise
@@ -235,7 +245,7 @@ class WorkItemPools:
         return self._loop
 
     def _begin(self, what: str) -> int:
-        with self._idle:
+        with self._lock:
             number = next(self._numbers)
             self._running[number] = what
             self._in_flight += 1
@@ -243,7 +253,7 @@ class WorkItemPools:
 
     def _end(self, kind: WorkKind, number: int) -> None:
         self._slots[kind].release()
-        with self._idle:
+        with self._lock:
             self._running.pop(number, None)
             self._in_flight -= 1
             if not self._in_flight:

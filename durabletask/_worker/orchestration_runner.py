@@ -148,14 +148,16 @@ class OrchestrationRunner:
             except Exception as exc:
                 self._logger.warning("%s: could not fetch the history: %s", instance_id, exc)
                 return OrchestrationOutcome(None, f"the history could not be fetched ({exc})")
+        # One look for the executionStarted event serves the version and the code checks.
+        start = recorded_start(chain(past, request.newEvents))
         versioning = self._registry.versioning
-        mismatch = check_orchestration_version(versioning, _version(past, request.newEvents))
+        mismatch = check_orchestration_version(versioning, _version(start)) if versioning is not None else None
         if mismatch is not None:
             self._logger.warning("%s: %s", instance_id, mismatch.message)
             if rejects(versioning):
                 return OrchestrationOutcome(None, mismatch.message)
             return OrchestrationOutcome(_failed_response(instance_id, completion_token, mismatch.failure_details()))
-        code_outcome = self._check_code(request, past, completion_token)
+        code_outcome = self._check_code(request, start, completion_token)
         if code_outcome is not None:
             return code_outcome
         executor = self._executor_factory()
@@ -173,10 +175,9 @@ class OrchestrationRunner:
         return outcome
 
     def _check_code(
-        self, request: pb.OrchestratorRequest, past: Sequence[pb.HistoryEvent], completion_token: str
+        self, request: pb.OrchestratorRequest, start: pb.ExecutionStartedEvent | None, completion_token: str
     ) -> OrchestrationOutcome | None:
-        """Apply the code-fingerprint policy; ``None`` means run the orchestration."""
-        start = recorded_start(chain(past, request.newEvents))
+        """Apply the code-fingerprint policy to the recorded ``start``; ``None`` means run the orchestration."""
         fn = self._registry.get_orchestrator(start.name) if start is not None else None
         check = check_code(start, fn, self._registry.code_mismatch_policy)
         if check.ok:
@@ -290,10 +291,8 @@ class _Resumable(Protocol):
     def resume(self, new_events: Sequence[pb.HistoryEvent]) -> ExecutionResultLike: ...
 
 
-def _version(past: Sequence[pb.HistoryEvent], new_events: Sequence[pb.HistoryEvent]) -> str | None:
+def _version(started: pb.ExecutionStartedEvent | None) -> str | None:
     """The version the orchestration was started with, from its ``executionStarted`` event."""
-    for event in chain(past, new_events):
-        if event.HasField("executionStarted"):
-            started = event.executionStarted
-            return started.version.value if started.HasField("version") else None
-    return None
+    if started is None:
+        return None
+    return started.version.value if started.HasField("version") else None

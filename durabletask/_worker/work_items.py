@@ -20,16 +20,6 @@ from durabletask._worker.streams import built_in_entity
 Stub = Any  # pb_grpc.TaskHubSidecarServiceStub; its generated methods are untyped.
 
 
-def _then(job: Callable[[], None], done: Callable[[], None]) -> Callable[[], None]:
-    def run() -> None:
-        try:
-            job()
-        finally:
-            done()
-
-    return run
-
-
 def _then_async(
     job: Callable[[], Coroutine[Any, Any, None]], done: Callable[[], None]
 ) -> Callable[[], Coroutine[Any, Any, None]]:
@@ -114,17 +104,18 @@ class WorkItemHandler:
             self._abandon_orchestration(request.instanceId, token, stub, reason)
 
         what = f"orchestration '{request.instanceId}'"
-        self._pools.submit(WorkKind.ORCHESTRATION, _then(self._settled(job, hand_back, what), done), what=what)
+        self._pools.submit(WorkKind.ORCHESTRATION, self._settled(job, hand_back, what, done), what=what)
         return True
 
     def _settled(
-        self, job: Callable[[], None], hand_back: Callable[[BaseException], None], what: str
+        self, job: Callable[[], None], hand_back: Callable[[BaseException], None], what: str, done: Callable[[], None]
     ) -> Callable[[], None]:
         """``job``, made to end its work item whatever escapes it: a completion, or else an abandonment.
 
         The runners turn what user code raises into failure details; this catches what they could not (a bug,
         an error while reporting an error), which would otherwise leave the work item leased until its lease
-        ran out, holding the backend's slot for it, and then be redelivered to fail the same way.
+        ran out, holding the backend's slot for it, and then be redelivered to fail the same way. ``done`` is
+        called last, whatever happened.
         """
 
         def run() -> None:
@@ -133,6 +124,8 @@ class WorkItemHandler:
             except BaseException as error:  # see the docstring
                 self._logger.error("handing back %s: %s", what, _failure_line(error), exc_info=error)
                 hand_back(error)
+            finally:
+                done()
 
         return run
 
@@ -178,8 +171,8 @@ class WorkItemHandler:
 
             self._pools.submit_async(WorkKind.ACTIVITY, _then_async(async_job, done), what=running)
         else:
-            job = self._settled(lambda: complete(self._activities.run(request, token)), hand_back, running)
-            self._pools.submit(WorkKind.ACTIVITY, _then(job, done), what=running)
+            job = self._settled(lambda: complete(self._activities.run(request, token)), hand_back, running, done)
+            self._pools.submit(WorkKind.ACTIVITY, job, what=running)
         return True
 
     def _entity(self, item: pb.WorkItem, stub: Stub, done: Callable[[], None]) -> bool:
@@ -211,7 +204,7 @@ class WorkItemHandler:
             self._abandon_entity(batch.instanceId, item.completionToken, stub)
 
         what = f"entity batch of '{batch.instanceId}'"
-        self._pools.submit(WorkKind.ENTITY, _then(self._settled(job, hand_back, what), done), what=what)
+        self._pools.submit(WorkKind.ENTITY, self._settled(job, hand_back, what, done), what=what)
         return True
 
     def _abandon_entity(self, instance_id: str, token: str, stub: Stub) -> None:
