@@ -1,0 +1,30 @@
+"""What every route of the server shares: the hub's client, the graphs of ``langgraph.json`` and the settings.
+
+The context holds no state of threads or runs: those live in the task hub, so servers are interchangeable.
+Each route module adds the services it needs as fields here (one owner per field).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from durabletask.client import AsyncTaskHubGrpcClient
+
+
+@dataclass
+class ServerContext:
+    """The shared objects of one server process.
+
+    Args:
+        client: The asyncio client of the task hub.
+        graphs: The graphs of ``langgraph.json`` by graph ID (see ``config.GraphSpec``).
+        settings: The server's settings (see ``config.ServerSettings``).
+        extras: Services added by route modules at start-up, by name.
+    """
+
+    client: AsyncTaskHubGrpcClient
+    graphs: Mapping[str, Any]
+    settings: Any
+    extras: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,44 @@
+"""The HTTP errors of the server: each becomes a JSON answer ``{"detail": ...}`` with its status, never a 500."""
+
+from __future__ import annotations
+
+
+class HttpError(Exception):
+    """An answer other than 2xx, with the status and a message naming the field and the limit where there is one.
+
+    Args:
+        status: The HTTP status code (4xx for bad requests, 404 for what does not exist, 409 for conflicts).
+        detail: What went wrong, said for the caller.
+    """
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def bad_request(detail: str) -> HttpError:
+    """A 422 answer for a body or parameter that is malformed or out of its limits (as LangGraph's server answers).
+
+    Args:
+        detail: What is wrong, naming the field.
+    """
+    return HttpError(422, detail)
+
+
+def not_found(what: str) -> HttpError:
+    """A 404 answer.
+
+    Args:
+        what: What was not found, e.g. ``"thread 'abc'"``.
+    """
+    return HttpError(404, f"{what} not found")
+
+
+def conflict(detail: str) -> HttpError:
+    """A 409 answer.
+
+    Args:
+        detail: The conflict, e.g. a busy thread refused under ``multitask_strategy="reject"``.
+    """
+    return HttpError(409, detail)
