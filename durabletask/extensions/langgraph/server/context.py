@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from durabletask.client import AsyncTaskHubGrpcClient
+from durabletask.extensions.langgraph.server.config import GraphSpec, ServerSettings
 
 
 @dataclass
@@ -19,12 +20,13 @@ class ServerContext:
 
     Args:
         client: The asyncio client of the task hub.
-        graphs: The graphs of ``langgraph.json`` by graph ID (see ``config.GraphSpec``).
+        graphs: The graphs of ``langgraph.json`` by graph ID (see ``config.GraphSpec``: ``async with
+            spec.open("threads.read") as graph`` gives the compiled graph, calling a factory as LangGraph does).
         settings: The server's settings (see ``config.ServerSettings``).
         extras: Services added by route modules at start-up, by name.
     """
 
     client: AsyncTaskHubGrpcClient
-    graphs: Mapping[str, Any]
-    settings: Any
+    graphs: Mapping[str, GraphSpec]
+    settings: ServerSettings
     extras: dict[str, Any] = field(default_factory=dict)
