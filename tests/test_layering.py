@@ -385,7 +385,7 @@ def test_both_distributions_define_the_same_extensions() -> None:
 
 # The suite's own layers, bottom first: each folder under tests/ is one, and a test module imports only from its
 # own layer or lower ones (the top-level conftest counts as support). docs/architecture.md describes each.
-TEST_LAYERS = ("support", "unit", "e2e", "interop", "integration", "system")
+TEST_LAYERS = ("support", "unit", "e2e", "interop", "integration", "system", "langgraph_server")
 TESTS = ROOT / "tests"
 
 
