@@ -67,12 +67,15 @@ class ConfigError(GraphSpecError):
 
 @dataclass(frozen=True)
 class CorsSettings:
-    """``http.cors``: which browser origins may call the server (none when the key is absent)."""
+    """``http.cors``: which browser origins may call the server (none when the key is absent).
+
+    The origins are the gate: methods and headers not listed are all allowed, as with LangGraph's server.
+    """
 
     allow_origins: tuple[str, ...] = ()
     allow_origin_regex: str | None = None
-    allow_methods: tuple[str, ...] = ("GET",)
-    allow_headers: tuple[str, ...] = ()
+    allow_methods: tuple[str, ...] = ("*",)
+    allow_headers: tuple[str, ...] = ("*",)
     expose_headers: tuple[str, ...] = ()
     allow_credentials: bool = False
     max_age: int = 600

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 
 class HttpError(Exception):
     """An answer other than 2xx, with the status and a message naming the field and the limit where there is one.
@@ -42,3 +45,30 @@ def conflict(detail: str) -> HttpError:
         detail: The conflict, e.g. a busy thread refused under ``multitask_strategy="reject"``.
     """
     return HttpError(409, detail)
+
+
+async def json_body(request: Any, *, required: bool = True) -> dict[str, Any]:
+    """A request's body as a JSON object; 422 naming what is wrong (not JSON, not UTF-8, not an object).
+
+    Args:
+        request: The aiohttp request.
+        required: Whether an empty body is refused (else it reads as ``{}``).
+    """
+    raw = await request.read()
+    if not raw.strip():
+        if required:
+            raise bad_request("the request body is empty; a JSON object is expected")
+        return {}
+    try:
+        value = json.loads(raw)
+    except UnicodeDecodeError:
+        raise bad_request("the request body is not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise bad_request(
+            f"the request body is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"
+        ) from None
+    except RecursionError:
+        raise bad_request("the request body nests JSON too deeply") from None
+    if not isinstance(value, dict):
+        raise bad_request(f"the request body must be a JSON object, got {type(value).__name__}")
+    return value

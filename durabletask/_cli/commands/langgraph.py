@@ -1,0 +1,113 @@
+"""``durabletask langgraph dev | serve | worker``: a ``langgraph.json`` project's API served on DTS.
+
+Everything of the server is imported only when the command runs, so the command line works (and says what
+to install) without the ``langgraph`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+from typing import IO
+
+# The packages the server needs beyond the SDK: what `pip install 'dtscale[langgraph]'` brings.
+REQUIRED = ("langgraph", "langgraph_sdk", "aiohttp")
+DEFAULT_PORT = 2024
+_CONNECTION = ("endpoint", "taskhub", "connection_string", "token")
+
+
+def _add_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        default="langgraph.json",
+        help="the project's langgraph.json, or its folder (default ./langgraph.json)",
+    )
+
+
+def _add_http(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="interface to serve on (default 127.0.0.1: this machine only)")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port to serve on; 0 picks one (default {DEFAULT_PORT})"
+    )
+    p.add_argument("--auth-token", help="require 'Authorization: Bearer <token>' (or X-Api-Key) on every request")
+    p.add_argument(
+        "--max-body-bytes", type=int, default=None, help="largest request body accepted (default 10 MiB); larger: 413"
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("langgraph", help="serve a LangGraph project's API on DTS (needs the 'langgraph' extra)")
+    actions = p.add_subparsers(dest="langgraph_command", required=True, metavar="ACTION")
+    dev = actions.add_parser(
+        "dev", help="everything in one process: an embedded emulator (state kept under the project), workers, the API"
+    )
+    _add_config(dev)
+    _add_http(dev)
+    dev.add_argument("--data-dir", help="the emulator's folder (default: .langgraph_dtscale/ beside langgraph.json)")
+    serve = actions.add_parser("serve", help="the HTTP API only, stateless, against --endpoint or --connection-string")
+    _add_config(serve)
+    _add_http(serve)
+    worker = actions.add_parser("worker", help="workers only: every graph of langgraph.json, against the task hub")
+    _add_config(worker)
+
+
+def missing_packages() -> list[str]:
+    """The packages of the ``langgraph`` extra that are not installed."""
+    return [name for name in REQUIRED if importlib.util.find_spec(name) is None]
+
+
+def _explicit_connection(args: argparse.Namespace) -> str | None:
+    """The connection option given to ``dev`` (which runs its own emulator), if any."""
+    defaults = {
+        "endpoint": os.environ.get("DURABLETASK_ENDPOINT", "localhost:8080"),
+        "taskhub": os.environ.get("DURABLETASK_TASKHUB", "default"),
+        "connection_string": os.environ.get("DURABLETASK_CONNECTION_STRING"),
+        "token": os.environ.get("DURABLETASK_TOKEN"),
+    }
+    for name in _CONNECTION:
+        if getattr(args, name, None) != defaults[name]:
+            return "--" + name.replace("_", "-")
+    return None
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    """A usage problem of the arguments, said for the user, or ``None``."""
+    action = args.langgraph_command
+    if action == "dev" and (given := _explicit_connection(args)) is not None:
+        return f"{given} does not apply to dev, which runs its own emulator; use 'serve' and 'worker' for a task hub"
+    auth = getattr(args, "auth_token", None)
+    if auth is not None and (not auth.strip() or auth != auth.strip()):
+        return "--auth-token must be a non-empty token without surrounding spaces"
+    port = getattr(args, "port", 0)
+    if not 0 <= port <= 65535:
+        return f"--port must be between 0 and 65535, got {port}"
+    limit = getattr(args, "max_body_bytes", None)
+    if limit is not None and limit < 1024:
+        return f"--max-body-bytes must be at least 1024, got {limit}"
+    return None
+
+
+def cmd_langgraph(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    """Run ``durabletask langgraph <action>``; returns the exit code."""
+    name = f"durabletask langgraph {args.langgraph_command}"
+    missing = missing_packages()
+    if missing:
+        err.write(
+            f"{name}: needs the 'langgraph' extra (missing: {', '.join(missing)}); "
+            "install it with: pip install 'dtscale[langgraph]'\n"
+        )
+        return 1
+    problem = _check(args)
+    if problem is not None:
+        err.write(f"{name}: {problem}\n")
+        return 2
+    from durabletask.extensions.langgraph.server import launch_cli
+
+    try:
+        return launch_cli.run(args, out)
+    except KeyboardInterrupt:
+        return 0
+    except (launch_cli.LaunchError, OSError) as error:
+        err.write(f"{name}: {error}\n")
+        return 1
