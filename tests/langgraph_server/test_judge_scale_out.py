@@ -1,0 +1,113 @@
+"""Scale-out: one emulator, two ``durabletask langgraph serve`` processes and three ``durabletask langgraph worker``
+processes, sharing nothing but the task hub. A run started through one server is streamed, joined and cancelled
+through the other."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_sync_client
+
+from tests.langgraph_server.support_judge import ServerProcess, cli, free_port
+from tests.support.reliability import kill, start_emulator
+
+GRAPH = """
+import os
+import time
+from typing import TypedDict
+
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict, total=False):
+    sections: int
+    written: list[int]
+
+
+def write(state: State) -> State:
+    emit = get_stream_writer()
+    for section in range(1, state["sections"] + 1):
+        emit({"section": section, "pid": os.getpid()})
+        time.sleep(0.1)
+    return {"written": list(range(1, state["sections"] + 1))}
+
+
+builder = StateGraph(State)
+builder.add_node("write", write)
+builder.add_edge(START, "write")
+builder.add_edge("write", END)
+graph = builder.compile()
+"""
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """The base URLs of two servers in front of three workers and one emulator."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "sections.py").write_text(GRAPH)
+    config = project / "langgraph.json"
+    config.write_text(json.dumps({"dependencies": ["."], "graphs": {"sections": "./sections.py:graph"}}))
+    port = free_port()
+    emulator = start_emulator(tmp_path / "hub.db", port)
+    hub = ["--endpoint", f"127.0.0.1:{port}", "--taskhub", "default"]
+    urls: list[str] = []
+    try:
+        with ExitStack() as processes:
+            for n in range(3):
+                command = cli("langgraph", "worker", "--config", str(config), *hub)
+                processes.enter_context(ServerProcess(command, None, tmp_path / f"worker-{n}.log", cwd=project))
+            for n in range(2):
+                http = free_port()
+                command = cli("langgraph", "serve", "--config", str(config), *hub, "--port", str(http))
+                url = f"http://127.0.0.1:{http}"
+                processes.enter_context(ServerProcess(command, url, tmp_path / f"server-{n}.log", cwd=project))
+                urls.append(url)
+            yield urls[0], urls[1]
+    finally:
+        kill(emulator, signal.SIGTERM)
+
+
+@pytest.mark.timeout(400)
+def test_a_run_started_on_one_server_is_streamed_joined_and_cancelled_on_the_other(cluster: tuple[str, str]) -> None:
+    first, second = (get_sync_client(url=url) for url in cluster)
+    thread = first.threads.create()
+    assert second.threads.get(thread["thread_id"])["thread_id"] == thread["thread_id"]
+
+    run = first.runs.create(thread["thread_id"], "sections", input={"sections": 5}, stream_resumable=True)
+    assert second.runs.get(thread["thread_id"], run["run_id"])["run_id"] == run["run_id"]
+    streamed: list[Any] = [
+        part.data
+        for part in second.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="-1")
+        if part.event == "custom"
+    ]
+    assert [chunk["section"] for chunk in streamed] == [1, 2, 3, 4, 5]
+    assert second.runs.join(thread["thread_id"], run["run_id"]) == {"sections": 5, "written": [1, 2, 3, 4, 5]}
+    assert first.runs.get(thread["thread_id"], run["run_id"])["status"] == "success"
+
+    long = first.runs.create(thread["thread_id"], "sections", input={"sections": 3000}, stream_resumable=True)
+    seen = []
+    for part in second.runs.join_stream(thread["thread_id"], long["run_id"], last_event_id="-1"):
+        if part.event == "custom":
+            seen.append(part.data["section"])
+            if len(seen) == 2:
+                break
+    second.runs.cancel(thread["thread_id"], long["run_id"], wait=True)
+    assert first.runs.get(thread["thread_id"], long["run_id"])["status"] == "interrupted"
+    # The cancelled run's stream has ended, wherever it is joined.
+    rest = [
+        p.data["section"]
+        for p in first.runs.join_stream(thread["thread_id"], long["run_id"], last_event_id="-1")
+        if p.event == "custom"
+    ]
+    assert rest[:2] == [1, 2] and len(rest) < 3000
+    assert first.threads.get(thread["thread_id"])["status"] == "idle"
+    # The cancelled run's node never finished: the thread keeps what the first run wrote.
+    assert second.threads.get_state(thread["thread_id"])["values"]["written"] == [1, 2, 3, 4, 5]
