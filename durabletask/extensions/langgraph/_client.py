@@ -121,6 +121,14 @@ class DurableGraph:
         result = yield from rq.send_and_wait(instance, self.name, req, self._waiting)
         return load(result["config"])
 
+    def _submit_plan(self, kind: str, body: dict[str, Any], config: Any, request_id: str | None) -> Plan:
+        thread, instance = yield from self._instance(config)
+        req = rq.request(kind, self.shape, thread, body)
+        if request_id is not None:
+            req["id"] = request_id
+        yield from rq.deliver(instance, self.name, req, None, self._waiting.cursors)
+        return req["id"]
+
     def _local(self, saver: ReplaySaver) -> Any:
         return self.graph.copy(update={"checkpointer": saver})
 
@@ -445,6 +453,22 @@ class DurableGraph:
         local = self._local(await self._async(self._saver_plan(config, True)))
         for snapshot in local.get_state_history(config, filter=filter, before=before, limit=limit):
             yield snapshot
+
+    async def asubmit(self, kind: str, body: dict[str, Any], config: Any, *, request_id: str | None = None) -> str:
+        """Deliver a request to the config's thread without waiting for its result; returns the request's ID.
+
+        For a caller that follows the result on the thread's durable stream itself (LangGraph's server): ``kind``
+        is ``run`` (a body from ``run_body``), ``update`` or ``cancel`` (``{"target": run_id}``: the run ends at
+        once if it is in progress, or never starts).
+
+        Args:
+            kind: The request's kind.
+            body: The request's body.
+            config: A LangGraph config naming the thread.
+            request_id: The request's ID (a fresh one when ``None``); its items on the stream carry it.
+        """
+        result: str = await self._async(self._submit_plan(kind, body, config, request_id))
+        return result
 
     async def aupdate_state(
         self, config: Any, values: Any, as_node: str | None = None, task_id: str | None = None

@@ -42,6 +42,7 @@ from durabletask.extensions.langgraph._naming import (
     orchestrator_name,
     shape,
 )
+from durabletask.extensions.langgraph._records import record_id
 from durabletask.extensions.langgraph._resume import refuse_unwaited_resume
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
@@ -50,6 +51,12 @@ from durabletask.extensions.langgraph._serde import dump, load
 KEEP_RESULTS = 8
 # Activities after which the thread continues as new at its next run boundary, to bound its history.
 TASKS_PER_EXECUTION = 500
+# Cancelled run IDs remembered (a cancel may arrive before the run it names).
+KEEP_CANCELLED = 256
+
+
+class RunCancelled(Exception):
+    """The run in progress was cancelled by a ``cancel`` request: it ends at once, keeping what it committed."""
 
 
 def dts_retry(policies: Sequence[RetryPolicy] | None) -> dt.RetryPolicy | None:
@@ -131,6 +138,8 @@ class ThreadRuntime:
         # Requests that arrived during a run (state reads are answered at once, the rest wait their turn),
         # and the one event wait kept open across both (a second wait would take events out of order).
         self.queue: list[dict[str, Any]] = list(carry.get("queue", []))
+        self.cancelled: list[str] = list(carry.get("cancelled", []))
+        self.current: str | None = None
         self.listener: Any = None
         self.live: dict[str, Any] | None = None
         self.run_started_from: str | None = None
@@ -169,6 +178,7 @@ class ThreadRuntime:
             "queue": self.queue,
             "tasks": self.tasks_carried + self.tasks_run,
             "epoch": self.epoch,
+            **({"cancelled": self.cancelled} if self.cancelled else {}),
         }
 
     def _pending(self) -> list[str]:
@@ -273,34 +283,93 @@ class ThreadRuntime:
         """
         body = load(request["body"])
         self.thread_id = body["thread_id"]
+        kind = request["kind"]
+        if kind == "cancel":
+            self.cancel(str(body.get("target")))
+            return
+        if kind == "run" and request["id"] in self.cancelled:  # cancelled before its turn came
+            self.notify(body, request["id"], "interrupted")
+            yield from self.answer(request, {"cancelled": True})
+            return
+        self.current = request["id"]
+        if kind == "run":
+            self.notify(body, request["id"], "running")
+        result, status = yield from self._outcome(request, body, fresh)
+        self.current = None
+        if kind != "state":
+            self.notify(body, request["id"] if kind == "run" else None, status)
+        yield from self.answer(request, result)
+        self.live = None
+
+    def _outcome(
+        self, request: dict[str, Any], body: dict[str, Any], fresh: bool
+    ) -> Generator[Any, Any, tuple[dict[str, Any], str]]:
+        """The request's result and the status its run ends with; a failed run raises after recording itself."""
+        kind = request["kind"]
         try:
-            kind = request["kind"]
             if kind == "state":
                 self._admit_read(request)
-                result = {"saver": self._export_state(body)}
-            elif kind in ("run", "update"):
-                self._admit(request, fresh)
-                result = (yield from self._run(request, body)) if kind == "run" else self._update(body)
-                self.written_by = {"fp": self.fingerprint, "shape": request.get("shape") or shape(self.graph)}
-                self.interrupts = pending_interrupts(self.graph, self.saver, self.thread_id or "")
-            else:
+                return {"saver": self._export_state(body)}, "success"
+            if kind not in ("run", "update"):
                 raise ValueError(f"unknown request kind '{kind}'")
+            self._admit(request, fresh)
+            try:
+                result = (yield from self._run(request, body)) if kind == "run" else self._update(body)
+                status = "success"
+            except RunCancelled:
+                result, status = {"cancelled": True}, "interrupted"
+            self.written_by = {"fp": self.fingerprint, "shape": request.get("shape") or shape(self.graph)}
+            self.interrupts = pending_interrupts(self.graph, self.saver, self.thread_id or "")
+            return result, status
         except ForeignGraphError:
             # Raised while this execution replays: what is published then goes nowhere, so the status keeps them.
             self.ctx.set_custom_status({**self.status, "failed": self.carry()})
             raise
         except (ResumeRejectedError, GraphMismatchError) as refused:
-            result = {"refused": {"type": type(refused).__name__, "message": str(refused)}}
+            return {"refused": {"type": type(refused).__name__, "message": str(refused)}}, "error"
         except Exception as failed:
-            if request["kind"] != "run":  # a bad update or read is refused; the thread goes on
-                result = {"refused": {"type": qualified_name(type(failed)), "message": str(failed)}}
-            else:
-                # The run failed, and with it this execution. Its checkpoints (with the failed task's error)
-                # are kept: state views read them, and the next run starts from them.
-                yield from self._record_failure(request)
-                raise failed
-        yield from self.answer(request, result)
-        self.live = None
+            if kind != "run":  # a bad update or read is refused; the thread goes on
+                return {"refused": {"type": qualified_name(type(failed)), "message": str(failed)}}, "error"
+            # The run failed, and with it this execution. Its checkpoints (with the failed task's error)
+            # are kept: state views read them, and the next run starts from them.
+            self.notify(body, request["id"], "error", f"{qualified_name(type(failed))}: {failed}")
+            yield from self._record_failure(request)
+            raise failed
+
+    def cancel(self, target: str) -> None:
+        """A ``cancel`` request for a run that is not in progress: a queued one is dropped, a later one skipped."""
+        self.cancelled = [*self.cancelled, target][-KEEP_CANCELLED:]
+        for queued in [r for r in self.queue if r.get("id") == target and r.get("kind") == "run"]:
+            self.queue.remove(queued)
+            self.notify(load(queued["body"]), target, "interrupted")
+
+    def notify(self, body: dict[str, Any], run_id: str | None, status: str, error: str | None = None) -> None:
+        """Record a server run's status (and, once it ends, the thread's values) in the thread's record entity."""
+        if not body.get("record") or not self.thread_id:
+            return
+        at = self.ctx.current_utc_datetime.isoformat()
+        data: dict[str, Any] = {"at": at, "thread_id": self.thread_id}
+        if run_id is not None:
+            data["run"] = {"run_id": run_id, "status": status, "updated_at": at, **({"error": error} if error else {})}
+        data["thread"] = {"status": "busy"} if status == "running" else self._thread_fields(status)
+        self.ctx.signal_entity(record_id(self.thread_id), "run", data)
+
+    def _thread_fields(self, status: str) -> dict[str, Any]:
+        """The thread's status, values and pending interrupts, as its record keeps them."""
+        config = {"configurable": {"thread_id": self.thread_id}}
+        interrupts: dict[str, Any] = {}
+        fields: dict[str, Any] = {}
+        pending: tuple[str, ...] = ()
+        try:
+            snapshot = self.graph.copy(update={"checkpointer": self.saver}).get_state(config)
+            interrupts = {task.id: list(task.interrupts) for task in snapshot.tasks if task.interrupts}
+            pending = tuple(snapshot.next)
+            fields = {"values": dump(snapshot.values, "the values"), "interrupts": dump(interrupts, "the interrupts")}
+        except Exception:  # the record goes without values rather than failing the thread
+            fields = {}
+        waiting = bool(interrupts) or (status == "success" and bool(pending))
+        thread_status = "error" if status == "error" else "interrupted" if waiting else "idle"
+        return {"status": thread_status, **fields}
 
     def _run(self, request: dict[str, Any], body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
         request_id = request["id"]
@@ -371,7 +440,13 @@ class ThreadRuntime:
         return request
 
     def _arrived_during_run(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
-        """Answer a state read at once (from the last finished superstep); queue anything else."""
+        """Answer a state read at once (from the last finished superstep), take a cancel; queue anything else."""
+        if request.get("kind") == "cancel":
+            target = str(load(request["body"]).get("target"))
+            if target == self.current:
+                raise RunCancelled(target)
+            self.cancel(target)
+            return
         if request.get("kind") != "state" or request.get("fp") != self.thread_fingerprint:
             self.queue.append(request)
             return
@@ -439,7 +514,7 @@ def thread_orchestrator(graph: Any, graph_name: str, fingerprint: str) -> Any:
                 thread.listener = None
                 fresh = not ctx.is_replaying
             yield from thread.handle(request, fresh)
-            if request.get("kind") != "state" and (fresh or not legacy) and thread.seal():
+            if request.get("kind") not in ("state", "cancel") and (fresh or not legacy) and thread.seal():
                 return
             request = None
 

@@ -1,0 +1,194 @@
+"""The run routes: create, stream and wait (on a thread or threadless), get, list, delete, join, cancel, and the
+streams of a run and of a thread (``Last-Event-ID`` resumes them)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from durabletask.extensions.langgraph.server.context import ServerContext
+from durabletask.extensions.langgraph.server.errors import HttpError, bad_request, json_body
+from durabletask.extensions.langgraph.server.runs_body import run_request
+from durabletask.extensions.langgraph.server.runs_service import RunServiceImpl
+from durabletask.extensions.langgraph.server.runs_stream import SDK_MODES
+from durabletask.extensions.langgraph.server.services import RUNS_KEY, RunRequest, StreamEvent
+from durabletask.extensions.langgraph.server.sse import send_events
+from durabletask.extensions.langgraph.server.threads import install
+from durabletask.extensions.langgraph.server.threads_http import answer, choice, count, flag, no_content, strings
+
+_THREAD_MODES = ("run_modes", "lifecycle", "state_update")
+
+
+def run_path(thread_id: str, run_id: str) -> str:
+    """The run's path, as ``Content-Location`` names it."""
+    return f"/threads/{quote(thread_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+
+def _modes(request: web.Request, allowed: Any) -> list[str] | None:
+    modes = request.query.getall("stream_mode", [])
+    for mode in modes:
+        if mode not in allowed:
+            raise bad_request(f"'stream_mode' {mode!r} is not supported; supported: {', '.join(allowed)}")
+    return modes or None
+
+
+class _Handlers:
+    """The handlers, sharing the run service."""
+
+    def __init__(self, ctx: ServerContext) -> None:
+        install(ctx)
+        self.runs: RunServiceImpl = ctx.extras[RUNS_KEY]
+
+    @staticmethod
+    def _thread(request: web.Request) -> str | None:
+        return request.match_info.get("thread_id")
+
+    async def _create(self, request: web.Request) -> tuple[RunRequest, dict[str, Any]]:
+        thread_id = self._thread(request)
+        body = run_request(await json_body(request), threadless=thread_id is None)
+        return body, await self.runs.create(thread_id, body)
+
+    async def _after(self, body: RunRequest, run: dict[str, Any]) -> None:
+        """A threadless run's thread is deleted once the run has ended, unless ``on_completion`` keeps it."""
+        if body.on_completion == "delete":
+            with contextlib.suppress(HttpError):
+                await self.runs.threads.delete(run["thread_id"])
+
+    async def create(self, request: web.Request) -> web.Response:
+        _, run = await self._create(request)
+        return answer(run, headers={"Content-Location": run_path(run["thread_id"], run["run_id"])})
+
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        body, run = await self._create(request)
+        thread_id, run_id = run["thread_id"], run["run_id"]
+        path = run_path(thread_id, run_id)
+
+        async def cancel() -> None:
+            if body.on_disconnect == "cancel":
+                with contextlib.suppress(HttpError):
+                    await self.runs.cancel(thread_id, run_id)
+
+        response = await send_events(
+            request,
+            self.runs.stream(thread_id, run_id),
+            resumable=body.stream_resumable,
+            headers={"Content-Location": path, "Location": f"{path}/stream"},
+            on_disconnect=cancel,
+        )
+        if body.on_completion == "delete" and request.match_info.get("thread_id") is None:
+            await self._after(body, run)
+        return response
+
+    async def wait(self, request: web.Request) -> web.Response:
+        body, run = await self._create(request)
+        thread_id, run_id = run["thread_id"], run["run_id"]
+        try:
+            result = await self.runs.join(thread_id, run_id)
+        except BaseException:
+            if body.on_disconnect == "cancel":
+                with contextlib.suppress(Exception):
+                    await self.runs.cancel(thread_id, run_id)
+            raise
+        if request.match_info.get("thread_id") is None:
+            await self._after(body, run)
+        path = run_path(thread_id, run_id)
+        return answer(result, headers={"Content-Location": path, "Location": f"{path}/join"})
+
+    async def list(self, request: web.Request) -> web.Response:
+        status = choice(
+            dict(request.query), "status", ("pending", "running", "error", "success", "timeout", "interrupted")
+        )
+        found = await self.runs.list(
+            request.match_info["thread_id"],
+            limit=count(request.query.get("limit"), "limit", 10),
+            offset=count(request.query.get("offset"), "offset", 0, high=1 << 31),
+            status=status,
+        )
+        return answer(found)
+
+    async def get(self, request: web.Request) -> web.Response:
+        return answer(await self.runs.get(request.match_info["thread_id"], request.match_info["run_id"]))
+
+    async def delete(self, request: web.Request) -> web.Response:
+        await self.runs.delete(request.match_info["thread_id"], request.match_info["run_id"])
+        return no_content()
+
+    async def join(self, request: web.Request) -> web.Response:
+        thread_id, run_id = request.match_info["thread_id"], request.match_info["run_id"]
+        await self.runs.get(thread_id, run_id)
+        return answer(await self.runs.join(thread_id, run_id))
+
+    async def join_stream(self, request: web.Request) -> web.StreamResponse:
+        thread_id, run_id = request.match_info["thread_id"], request.match_info["run_id"]
+        modes = _modes(request, SDK_MODES)
+        cancel_on_disconnect = flag(request.query.get("cancel_on_disconnect"), "cancel_on_disconnect")
+        _, found = await self.runs.run_record(thread_id, run_id)
+        resumable = bool(found.get("resumable"))
+
+        async def cancel() -> None:
+            if cancel_on_disconnect:
+                with contextlib.suppress(HttpError):
+                    await self.runs.cancel(thread_id, run_id)
+
+        events = self.runs.stream(
+            thread_id, run_id, last_event_id=request.headers.get("Last-Event-ID"), stream_mode=modes
+        )
+        return await send_events(request, events, resumable=resumable, on_disconnect=cancel)
+
+    async def cancel(self, request: web.Request) -> web.Response:
+        thread_id, run_id = request.match_info["thread_id"], request.match_info["run_id"]
+        wait = flag(request.query.get("wait"), "wait")
+        action = choice(dict(request.query), "action", ("interrupt", "rollback"), "interrupt")
+        await self.runs.cancel(thread_id, run_id, wait=wait, action=action)
+        return web.Response(status=202) if not wait else no_content()
+
+    async def cancel_many(self, request: web.Request) -> web.Response:
+        body = await json_body(request, required=False)
+        action = choice(dict(request.query), "action", ("interrupt", "rollback"), "interrupt")
+        thread_id = body.get("thread_id")
+        if thread_id is not None and not isinstance(thread_id, str):
+            raise bad_request("'thread_id' must be a string")
+        await self.runs.cancel_many(
+            thread_id=thread_id,
+            run_ids=strings(body, "run_ids"),
+            status=choice(body, "status", ("pending", "running", "all")),
+            action=action,
+        )
+        return no_content()
+
+    async def thread_stream(self, request: web.Request) -> web.StreamResponse:
+        thread_id = request.match_info["thread_id"]
+        await self.runs.threads.record(thread_id)
+        modes = _modes(request, _THREAD_MODES) or ["run_modes"]
+        if modes != ["run_modes"]:
+            raise bad_request("'stream_mode' of a thread's stream: only 'run_modes' is supported by this server")
+        events: AsyncIterator[StreamEvent] = self.runs.join_thread(
+            thread_id, last_event_id=request.headers.get("Last-Event-ID")
+        )
+        return await send_events(request, events, resumable=True)
+
+
+def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
+    """The run routes."""
+    h = _Handlers(ctx)
+    run = "/threads/{thread_id}/runs/{run_id}"
+    return [
+        web.post("/threads/{thread_id}/runs", h.create),
+        web.post("/threads/{thread_id}/runs/stream", h.stream),
+        web.post("/threads/{thread_id}/runs/wait", h.wait),
+        web.post("/runs", h.create),
+        web.post("/runs/stream", h.stream),
+        web.post("/runs/wait", h.wait),
+        web.post("/runs/cancel", h.cancel_many),
+        web.get("/threads/{thread_id}/runs", h.list),
+        web.get(run, h.get),
+        web.delete(run, h.delete),
+        web.get(f"{run}/join", h.join),
+        web.get(f"{run}/stream", h.join_stream),
+        web.post(f"{run}/cancel", h.cancel),
+        web.get("/threads/{thread_id}/stream", h.thread_stream),
+    ]

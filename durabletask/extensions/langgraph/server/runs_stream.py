@@ -1,0 +1,188 @@
+"""A thread's durable stream read back as the SSE events of its runs, with IDs any server can resume after.
+
+The thread's orchestration publishes each run's chunks and result on the instance's stream (``_delivery``); this
+module puts each run's pieces together again and names the events as LangGraph's server does (``metadata``,
+``values``, ``updates|ns``, ``messages/partial``, ``error``, ``end``). An event's ID is ``{offset}.{k}``: the
+offset of the stream item that completed it and its rank among that item's events. The events are a pure
+function of the stream, so reading again from the start gives the same events with the same IDs everywhere, and
+resuming after an ID skips exactly the events up to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from durabletask.client import AsyncTaskHubGrpcClient
+from durabletask.extensions.langgraph._delivery import TOPIC, Assembly
+from durabletask.extensions.langgraph.server.errors import bad_request
+from durabletask.extensions.langgraph.server.services import StreamEvent
+from durabletask.extensions.langgraph.server.state import to_json
+from durabletask.streams import StreamNotFoundError
+
+#: The stream modes of the SDK, and the LangGraph mode each needs from the run.
+SDK_MODES = {
+    "values": "values",
+    "updates": "updates",
+    "custom": "custom",
+    "checkpoints": "checkpoints",
+    "tasks": "tasks",
+    "debug": "debug",
+    "messages": "messages",
+    "messages-tuple": "messages",
+}
+#: Seconds between looks at a thread whose execution has ended, while a run of it may still come.
+IDLE_LOOK = 0.25
+Key = tuple[int, int]
+FROM_START: Key = (-2, 0)
+METADATA_KEY: Key = (-1, 0)
+
+
+def graph_modes(modes: Collection[str]) -> tuple[str, ...]:
+    """The LangGraph stream modes a run publishes for the SDK's ``modes``."""
+    return tuple(dict.fromkeys(SDK_MODES[m] for m in modes))
+
+
+def parse_event_id(value: str | None) -> Key | None:
+    """Where to resume: ``None`` (live from now), or the key after which events are sent (``-1``: the start)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text in ("-1", "0", ""):
+        return FROM_START
+    offset, dot, rank = text.partition(".")
+    try:
+        return (int(offset), int(rank)) if dot else (int(offset), 1 << 30)
+    except ValueError:
+        raise bad_request(
+            f"'Last-Event-ID' {value!r} is not an event ID of this server (expected e.g. '12.0')"
+        ) from None
+
+
+def event_id(key: Key) -> str:
+    return f"{key[0]}.{key[1]}"
+
+
+def _offset(cursor: str) -> int:
+    return int(cursor.partition("-")[0])
+
+
+@dataclass
+class _Messages:
+    """The ``messages`` mode's bookkeeping: each message's chunks so far, and which ones were announced."""
+
+    seen: dict[str, Any] = field(default_factory=dict)
+
+    def events(self, message: Any, metadata: Any, suffix: str) -> list[tuple[str, Any]]:
+        msg_id = str(getattr(message, "id", None) or "")
+        out: list[tuple[str, Any]] = []
+        if msg_id not in self.seen:
+            out.append((f"messages/metadata{suffix}", {msg_id: {"metadata": to_json(metadata)}}))
+        if type(message).__name__.endswith("Chunk"):
+            before = self.seen.get(msg_id)
+            self.seen[msg_id] = message if before is None else before + message
+            out.append((f"messages/partial{suffix}", [to_json(self.seen[msg_id])]))
+        else:
+            self.seen[msg_id] = message
+            out.append((f"messages/complete{suffix}", [to_json(message)]))
+        return out
+
+
+@dataclass
+class RunView:
+    """One run's events out of its chunks: the SDK modes asked, subgraphs or not."""
+
+    run_id: str
+    modes: frozenset[str]
+    subgraphs: bool
+    assembly: Assembly = field(init=False)
+    messages: _Messages = field(default_factory=_Messages)
+    ended: bool = False
+    failed: bool = False
+
+    def __post_init__(self) -> None:
+        self.assembly = Assembly(self.run_id)
+
+    def chunk_events(self, chunk: Any) -> list[tuple[str, Any]]:
+        ns, mode, payload = chunk
+        if ns and not self.subgraphs:
+            return []
+        suffix = "|" + "|".join(ns) if ns else ""
+        if mode == "messages":
+            message, metadata = payload
+            out: list[tuple[str, Any]] = []
+            if "messages-tuple" in self.modes:
+                out.append((f"messages{suffix}", [to_json(message), to_json(metadata)]))
+            if "messages" in self.modes:
+                out.extend(self.messages.events(message, metadata, suffix))
+            return out
+        return [(f"{mode}{suffix}", to_json(payload))] if mode in self.modes else []
+
+    def feed(self, data: Any, task_id: int | None, attempt: int | None) -> list[tuple[str, Any]]:
+        """This run's events that a stream item completes (its result ends the run)."""
+        if isinstance(data, dict) and data.get("k") == "failed" and data.get("r") == self.run_id:
+            self.failed = True
+            return []
+        out = [event for chunk in self.assembly.feed(data, task_id, attempt) for event in self.chunk_events(chunk)]
+        result = self.assembly.result
+        if result is not None and not self.ended:
+            self.ended = True
+            refused = result.get("refused")
+            if refused:
+                out.append(("error", {"error": refused["type"], "message": refused["message"]}))
+        return out
+
+
+async def thread_items(client: AsyncTaskHubGrpcClient, instance_id: str) -> AsyncIterator[Any]:
+    """The items of a thread's stream from its start; ``None`` each time the thread's execution has ended and all
+    of its items were delivered (the caller decides whether to wait on), then the items of the next execution."""
+    cursor: str | None = None
+    while True:
+        try:
+            async for item in client.subscribe(instance_id, topics=[TOPIC], after=cursor):
+                cursor = item.id
+                yield item
+        except StreamNotFoundError:
+            pass
+        yield None
+        await asyncio.sleep(IDLE_LOOK)
+
+
+async def run_events(
+    client: AsyncTaskHubGrpcClient,
+    instance_id: str,
+    view: RunView,
+    *,
+    ended: Callable[[], Any],
+    metadata: dict[str, Any],
+    after: Key | None,
+) -> AsyncIterator[StreamEvent]:
+    """One run's events: ``metadata``, its chunks' events, ``error`` if it failed, then ``end``.
+
+    ``ended()`` (awaited when the thread's execution has ended) returns ``(done, error)``: whether the run is over
+    though its result never came (cancelled by ending the thread, failed) and the error to report.
+    """
+    skip = after if after is not None else FROM_START
+    if skip < METADATA_KEY:
+        yield StreamEvent(event_id(METADATA_KEY), "metadata", metadata)
+    last: Key = METADATA_KEY
+    async for item in thread_items(client, instance_id):
+        if item is None:
+            done, error = await ended()
+            if done or view.failed:
+                if error is not None:
+                    last = (last[0], last[1] + 1)
+                    yield StreamEvent(event_id(last), "error", error)
+                break
+            continue
+        offset = _offset(item.id)
+        events = view.feed(item.data, item.task_id, item.attempt)
+        for rank, (name, data) in enumerate(events):
+            last = (offset, rank)
+            if last > skip:
+                yield StreamEvent(event_id(last), name, data)
+        if view.ended:
+            break
+    yield StreamEvent(event_id((last[0], last[1] + 1)), "end", None)

@@ -1,0 +1,99 @@
+"""A thread's stream joined: the events of all its runs, one after another, from its first run on, live."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from durabletask.extensions.langgraph import instance_id
+from durabletask.extensions.langgraph.server.runs_stream import (
+    FROM_START,
+    IDLE_LOOK,
+    Key,
+    RunView,
+    event_id,
+    thread_items,
+)
+from durabletask.extensions.langgraph.server.services import StreamEvent
+
+if TYPE_CHECKING:
+    from durabletask.extensions.langgraph.server.runs_service import RunServiceImpl
+
+# Ranks of the events a failed run ends with, after every event its last item made.
+_FAILED_RANK = 1 << 20
+
+
+class _Runs:
+    """The runs seen on the thread's stream so far: their views, and the ones that have ended."""
+
+    def __init__(self, service: RunServiceImpl, thread_id: str, stream_mode: Sequence[str] | None) -> None:
+        self.service = service
+        self.thread_id = thread_id
+        self.stream_mode = stream_mode
+        self.views: dict[str, tuple[RunView, int]] = {}
+        self.ended: set[str] = set()
+
+    async def view(self, run_id: str, offset: int) -> tuple[RunView, bool]:
+        """The run's view, and whether it is new (its events start with ``metadata``)."""
+        if run_id in self.views:
+            return self.views[run_id][0], False
+        record = await self.service.threads.record(self.thread_id)
+        run = (record.get("runs") or {}).get(run_id) or {}
+        modes = self.stream_mode if self.stream_mode is not None else run.get("stream_mode") or ("values",)
+        view = RunView(run_id, frozenset(modes), bool(run.get("subgraphs")))
+        self.views[run_id] = (view, offset)
+        return view, True
+
+    async def feed(self, item: Any) -> list[tuple[str, Any]]:
+        data = item.data
+        run_id = data.get("r") if isinstance(data, dict) else None
+        if run_id is None or run_id in self.ended:
+            return []
+        view, new = await self.view(str(run_id), int(item.id.partition("-")[0]))
+        out: list[tuple[str, Any]] = [("metadata", {"run_id": run_id, "attempt": 1})] if new else []
+        out += view.feed(data, item.task_id, item.attempt)
+        if view.ended:
+            out.append(("end", None))
+            self.ended.add(str(run_id))
+            del self.views[str(run_id)]
+        elif view.failed:
+            self.views[str(run_id)] = (view, int(item.id.partition("-")[0]))
+        return out
+
+    async def failures(self) -> list[tuple[Key, str, Any]]:
+        """The ``error`` and ``end`` of each run whose execution failed (once it has ended)."""
+        out: list[tuple[Key, str, Any]] = []
+        for run_id, (view, offset) in list(self.views.items()):
+            if not view.failed:
+                continue
+            _, run = await self.service.run_record(self.thread_id, run_id)
+            error_type, _, message = str(run.get("error") or "error: the run failed").partition(": ")
+            out.append(((offset, _FAILED_RANK), "error", {"error": error_type.rsplit(".", 1)[-1], "message": message}))
+            out.append(((offset, _FAILED_RANK + 1), "end", None))
+            self.ended.add(run_id)
+            del self.views[run_id]
+        return out
+
+
+async def thread_events(
+    service: RunServiceImpl, thread_id: str, after: Key | None, stream_mode: Sequence[str] | None
+) -> AsyncIterator[StreamEvent]:
+    """Every run's events of the thread, after ``after`` (from the thread's first run when ``None``), until closed."""
+    skip = after if after is not None else FROM_START
+    while True:
+        record = await service.threads.record(thread_id)
+        if record.get("graph_id"):
+            break
+        await asyncio.sleep(IDLE_LOOK)
+    runs = _Runs(service, thread_id, stream_mode)
+    async for item in thread_items(service.ctx.client, instance_id(str(record["graph_id"]), thread_id)):
+        if item is None:
+            for key, name, data in await runs.failures():
+                if key > skip:
+                    yield StreamEvent(event_id(key), name, data)
+            continue
+        offset = int(item.id.partition("-")[0])
+        for rank, (name, data) in enumerate(await runs.feed(item)):
+            if (offset, rank) > skip:
+                yield StreamEvent(event_id((offset, rank)), name, data)

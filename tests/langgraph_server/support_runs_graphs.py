@@ -1,0 +1,114 @@
+"""Graphs the run and thread tests serve: a chain, one that asks (interrupt), one that streams model tokens, one
+with a subgraph, and one that holds its node until the test releases it (a file appears)."""
+
+from __future__ import annotations
+
+import operator
+import os
+import time
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import interrupt
+
+
+class State(TypedDict):
+    """A topic and the steps that ran."""
+
+    topic: str
+    steps: Annotated[list[str], operator.add]
+
+
+def _step(name: str) -> Any:
+    def run(state: State) -> dict[str, Any]:
+        return {"steps": [f"{name}:{state.get('topic', '')}"]}
+
+    return run
+
+
+def chain_builder() -> StateGraph:
+    builder = StateGraph(State)
+    builder.add_node("plan", _step("plan"))
+    builder.add_node("write", _step("write"))
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "write")
+    builder.add_edge("write", END)
+    return builder
+
+
+def _ask(state: State) -> dict[str, Any]:
+    answer = interrupt({"question": f"approve {state.get('topic')}?"})
+    return {"steps": [f"answer:{answer}"]}
+
+
+def ask_builder() -> StateGraph:
+    builder = StateGraph(State)
+    builder.add_node("plan", _step("plan"))
+    builder.add_node("ask", _ask)
+    builder.add_node("write", _step("write"))
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "ask")
+    builder.add_edge("ask", "write")
+    builder.add_edge("write", END)
+    return builder
+
+
+def _speak(state: MessagesState) -> dict[str, Any]:
+    last = str(state["messages"][-1].content)
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=f"you said {last} to me", id="reply-1")]))
+    return {"messages": [model.invoke(state["messages"])]}
+
+
+def talk_builder() -> StateGraph:
+    builder = StateGraph(MessagesState)
+    builder.add_node("speak", _speak)
+    builder.add_edge(START, "speak")
+    builder.add_edge("speak", END)
+    return builder
+
+
+def nested_builder() -> StateGraph:
+    inner = StateGraph(State)
+    inner.add_node("draft", _step("draft"))
+    inner.add_edge(START, "draft")
+    inner.add_edge("draft", END)
+    builder = StateGraph(State)
+    builder.add_node("plan", _step("plan"))
+    builder.add_node("inner", inner.compile())
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "inner")
+    builder.add_edge("inner", END)
+    return builder
+
+
+def _held(state: State) -> dict[str, Any]:
+    """Waits until the file the topic names exists (at most 120 s), so a test can act while it runs."""
+    flag = Path(state["topic"])
+    deadline = time.monotonic() + 120
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return {"steps": [f"held:{os.getpid()}"]}
+
+
+def held_builder() -> StateGraph:
+    builder = StateGraph(State)
+    builder.add_node("plan", _step("plan"))
+    builder.add_node("hold", _held)
+    builder.add_node("write", _step("write"))
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "hold")
+    builder.add_edge("hold", "write")
+    builder.add_edge("write", END)
+    return builder
+
+
+BUILDERS = {
+    "chain": chain_builder,
+    "ask": ask_builder,
+    "talk": talk_builder,
+    "nested": nested_builder,
+    "held": held_builder,
+}
