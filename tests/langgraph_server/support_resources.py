@@ -108,7 +108,7 @@ RouteFactory = Callable[[ServerContext], list[web.AbstractRouteDef]]
 @asynccontextmanager
 async def serve(
     hub: ResourceHub,
-    route_factories: list[RouteFactory],
+    route_factories: Sequence[RouteFactory],
     *,
     worker_parts: Sequence[Callable[[Any, Any], None]] = (),
     start_worker: bool = True,
