@@ -29,7 +29,7 @@ def run_path(thread_id: str, run_id: str) -> str:
 
 
 def _modes(request: web.Request, allowed: Any) -> list[str] | None:
-    modes = request.query.getall("stream_mode", [])
+    modes = [m for m in request.query.getall("stream_mode", []) if m]
     for mode in modes:
         if mode not in allowed:
             raise bad_request(f"'stream_mode' {mode!r} is not supported; supported: {', '.join(allowed)}")

@@ -174,7 +174,8 @@ async def run_events(
             if done or view.failed:
                 if error is not None:
                     last = (last[0], last[1] + 1)
-                    yield StreamEvent(event_id(last), "error", error)
+                    if last > skip:
+                        yield StreamEvent(event_id(last), "error", error)
                 break
             continue
         offset = _offset(item.id)
@@ -185,4 +186,6 @@ async def run_events(
                 yield StreamEvent(event_id(last), name, data)
         if view.ended:
             break
-    yield StreamEvent(event_id((last[0], last[1] + 1)), "end", None)
+    end = (last[0], last[1] + 1)
+    if end > skip:
+        yield StreamEvent(event_id(end), "end", None)

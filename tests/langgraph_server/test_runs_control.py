@@ -1,0 +1,137 @@
+"""Interrupts and resumes, cancels, multitask strategies and resumable streams, through langgraph_sdk."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph.types import Command
+
+from durabletask.extensions.langgraph.server.state import to_json
+from tests.langgraph_server.support_runs import RunsHub, Served, runs_emulator, runs_hub, serve
+from tests.langgraph_server.support_runs_sse import read_frames
+
+__all__ = ["runs_emulator", "runs_hub"]
+pytestmark = [pytest.mark.timeout(180)]
+
+
+def _cfg(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+async def _status_becomes(s: Served, thread_id: str, run_id: str, wanted: str) -> dict[str, Any]:
+    while True:
+        run = await s.sdk.runs.get(thread_id, run_id)
+        if run["status"] == wanted:
+            return run
+        await asyncio.sleep(0.02)
+
+
+def _interrupt_values(result: Any) -> Any:
+    return {**result, "__interrupt__": [i["value"] for i in result["__interrupt__"]]}
+
+
+async def test_interrupt_then_command_resume_equals_durable_graph(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        first = await s.sdk.runs.wait(tid, "ask", input={"topic": "t"})
+        ref_cfg = _cfg(uuid.uuid4().hex)
+        reference = to_json(await s.durable("ask").ainvoke({"topic": "t"}, ref_cfg))
+        assert _interrupt_values(first) == _interrupt_values(reference)
+        assert (await s.sdk.threads.get(tid))["status"] == "interrupted"
+        state = await s.sdk.threads.get_state(tid)
+        assert state["next"] == ["ask"]
+        assert [i["value"] for i in state["interrupts"]] == [{"question": "approve t?"}]
+        second = await s.sdk.runs.wait(tid, "ask", command={"resume": "yes"})
+        ref_second = await s.durable("ask").ainvoke(Command(resume="yes"), ref_cfg)
+        assert second == ref_second == {"topic": "t", "steps": ["plan:t", "answer:yes", "write:t"]}
+        assert (await s.sdk.threads.get(tid))["status"] == "idle"
+
+
+async def test_interrupt_before_and_continue(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        await s.sdk.runs.wait(tid, "chain", input={"topic": "b"}, interrupt_before=["write"])
+        state = await s.sdk.threads.get_state(tid)
+        assert state["next"] == ["write"]
+        assert (await s.sdk.threads.get(tid))["status"] == "interrupted"
+        done = await s.sdk.runs.wait(tid, "chain", input=None)
+        assert done == {"topic": "b", "steps": ["plan:b", "write:b"]}
+
+
+async def test_cancel_ends_a_running_run_and_the_thread_goes_on(runs_hub: RunsHub, tmp_path: Path) -> None:
+    flag = tmp_path / "release"
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        run = await s.sdk.runs.create(tid, "held", input={"topic": str(flag)}, stream_mode=["values"])
+        await _status_becomes(s, tid, run["run_id"], "running")
+        stream = asyncio.ensure_future(_collect(s.sdk.runs.join_stream(tid, run["run_id"])))
+        await s.sdk.runs.cancel(tid, run["run_id"], wait=True)
+        assert (await s.sdk.runs.get(tid, run["run_id"]))["status"] == "interrupted"
+        events = await asyncio.wait_for(stream, 60)
+        assert events[0] == "metadata" and events[-1] == "end"
+        flag.write_text("go")  # the held node ends; its result belongs to no run any more
+        later = await s.sdk.runs.wait(tid, "held", input={"topic": str(flag)})
+        assert later["steps"][0] == f"plan:{flag}"
+        assert (await s.sdk.threads.get(tid))["status"] == "idle"
+
+
+async def _collect(parts: Any) -> list[str]:
+    return [p.event async for p in parts]
+
+
+async def test_multitask_reject_enqueue_interrupt(runs_hub: RunsHub, tmp_path: Path) -> None:
+    flag = tmp_path / "release"
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        first = await s.sdk.runs.create(tid, "held", input={"topic": str(flag)})
+        await _status_becomes(s, tid, first["run_id"], "running")
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await s.sdk.runs.create(tid, "held", input={"topic": str(flag)}, multitask_strategy="reject")
+        assert refused.value.response.status_code == 409
+        queued = await s.sdk.runs.create(tid, "held", input={"topic": str(flag)}, multitask_strategy="enqueue")
+        assert (await s.sdk.runs.get(tid, queued["run_id"]))["status"] == "pending"
+        third = await s.sdk.runs.create(tid, "held", input={"topic": str(flag)}, multitask_strategy="interrupt")
+        assert (await s.sdk.runs.get(tid, first["run_id"]))["status"] == "interrupted"
+        assert (await s.sdk.runs.get(tid, queued["run_id"]))["status"] == "interrupted"
+        flag.write_text("go")
+        await s.sdk.runs.join(tid, third["run_id"])
+        assert (await s.sdk.runs.get(tid, third["run_id"]))["status"] == "success"
+
+
+async def test_last_event_id_resumes_exactly_after_it(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        body = {
+            "assistant_id": "chain",
+            "input": {"topic": "r"},
+            "stream_mode": ["values", "updates"],
+            "stream_resumable": True,
+        }
+        headers, frames = await read_frames(s.http, "POST", f"/threads/{tid}/runs/stream", json=body)
+        run_id = frames[0].data["run_id"]
+        assert headers["Content-Location"] == f"/threads/{tid}/runs/{run_id}"
+        assert headers["Location"] == f"/threads/{tid}/runs/{run_id}/stream"
+        assert all(f.id for f in frames) and len({f.id for f in frames}) == len(frames)
+        for cut in range(len(frames)):
+            _, again = await read_frames(
+                s.http, "GET", f"/threads/{tid}/runs/{run_id}/stream", headers={"Last-Event-ID": frames[cut].id}
+            )
+            assert again == frames[cut + 1 :]
+        _, whole = await read_frames(
+            s.http, "GET", f"/threads/{tid}/runs/{run_id}/stream", headers={"Last-Event-ID": "-1"}
+        )
+        assert whole == frames
+
+
+async def test_ids_only_with_stream_resumable(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        body = {"assistant_id": "chain", "input": {"topic": "n"}}
+        _, frames = await read_frames(s.http, "POST", f"/threads/{tid}/runs/stream", json=body)
+        assert [f.event for f in frames] == ["metadata", "values", "values", "values", "end"]
+        assert all(f.id is None for f in frames)
