@@ -54,7 +54,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def missing_packages() -> list[str]:
     """The packages of the ``langgraph`` extra that are not installed."""
-    return [name for name in REQUIRED if importlib.util.find_spec(name) is None]
+    return [name for name in REQUIRED if not _installed(name)]
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules, or a broken package
+        return False
 
 
 def _explicit_connection(args: argparse.Namespace) -> str | None:

@@ -159,10 +159,15 @@ def load_config(path: str | os.PathLike[str]) -> ProjectConfig:
         raise ConfigError(f"{file}: the configuration must be a JSON object, got {type(raw).__name__}")
     _check_keys(file, raw)
     base = file.parent
-    graphs = {
-        graph_id: GraphSpec.parse(graph_id, entry, base, where=f"{file}: graphs.{graph_id}")
-        for graph_id, entry in _graph_entries(file, raw.get("graphs")).items()
-    }
+    try:
+        graphs = {
+            graph_id: GraphSpec.parse(graph_id, entry, base, where=f"{file}: graphs.{graph_id}")
+            for graph_id, entry in _graph_entries(file, raw.get("graphs")).items()
+        }
+    except ConfigError:
+        raise
+    except GraphSpecError as error:
+        raise ConfigError(str(error)) from None
     return ProjectConfig(
         path=file,
         graphs=graphs,

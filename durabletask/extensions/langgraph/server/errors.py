@@ -60,7 +60,7 @@ async def json_body(request: Any, *, required: bool = True) -> dict[str, Any]:
             raise bad_request("the request body is empty; a JSON object is expected")
         return {}
     try:
-        value = json.loads(raw)
+        value = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise bad_request("the request body is not UTF-8 text") from None
     except json.JSONDecodeError as error:

@@ -16,8 +16,8 @@ from typing import Any
 
 from aiohttp import web
 
-from durabletask.client import AsyncTaskHubGrpcClient
-from durabletask.extensions.langgraph.server.app import create_app
+from durabletask.client import AsyncTaskHubGrpcClient, TaskHubGrpcClient
+from durabletask.extensions.langgraph.server.app import create_app, route_modules
 from durabletask.extensions.langgraph.server.config import ProjectConfig, ServerSettings
 from durabletask.extensions.langgraph.server.context import ServerContext
 from durabletask.extensions.langgraph.server.launch_worker import register_project
@@ -68,6 +68,14 @@ class Connection:
 
             return DurableTaskSchedulerWorker.from_connection_string(self.connection_string)
         return TaskHubGrpcWorker(**self._plain())
+
+    def client(self) -> TaskHubGrpcClient:
+        """A (sync) client of the hub."""
+        if self.connection_string:
+            from durabletask.azuremanaged.client import DurableTaskSchedulerClient
+
+            return DurableTaskSchedulerClient.from_connection_string(self.connection_string)
+        return TaskHubGrpcClient(**self._plain())
 
     def async_client(self) -> AsyncTaskHubGrpcClient:
         """An asyncio client of the hub (create it on the loop that uses it)."""
@@ -127,15 +135,25 @@ def _url(runner: web.AppRunner, host: str, port: int) -> str:
 def running_worker(project: ProjectConfig, connection: Connection) -> Any:
     """A started worker with every graph of ``project`` (and the route modules' parts); stopped on exit."""
     worker = connection.worker()
-    held = register_project(worker, project)
-    try:
+    with contextlib.ExitStack() as stack:
+        store = _node_store(connection, stack)
+        stack.enter_context(register_project(worker, project, store=store))
         worker.start()
         try:
             yield worker
         finally:
             worker.stop()
-    finally:
-        held.close()
+
+
+def _node_store(connection: Connection, stack: contextlib.ExitStack) -> Any:
+    """The store the graphs' nodes get: the server's own (``/store/items``) when the store module offers one."""
+    store_module = next((m for m in route_modules() if m.__name__.endswith(".store")), None)
+    make = getattr(store_module, "node_store", None)
+    if make is None:
+        return None
+    client = connection.client()
+    stack.callback(client.close)
+    return make(client)
 
 
 @contextlib.contextmanager
