@@ -105,10 +105,36 @@ def held_builder() -> StateGraph:
     return builder
 
 
+class LiveState(MessagesState):
+    """Messages, and the file whose appearance lets the node end."""
+
+    flag: str
+
+
+def _live(state: LiveState) -> dict[str, Any]:
+    """Streams a model's tokens, then waits for the test's file: tokens must reach the client meanwhile."""
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="one two three", id="live-1")]))
+    reply = model.invoke(state["messages"])
+    flag = Path(state["flag"])
+    deadline = time.monotonic() + 120
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return {"messages": [reply]}
+
+
+def live_builder() -> StateGraph:
+    builder = StateGraph(LiveState)
+    builder.add_node("live", _live)
+    builder.add_edge(START, "live")
+    builder.add_edge("live", END)
+    return builder
+
+
 BUILDERS = {
     "chain": chain_builder,
     "ask": ask_builder,
     "talk": talk_builder,
     "nested": nested_builder,
     "held": held_builder,
+    "live": live_builder,
 }
