@@ -39,7 +39,7 @@ async def test_tokens_arrive_while_the_node_runs(runs_hub: RunsHub, tmp_path: Pa
         assert all(meta["langgraph_node"] == "live" for _, meta in tuples)
         partial = [d[0]["content"] for e, d in seen if e == "messages/partial"]
         assert partial[-1] == "one two three"
-        assert [e for e, _ in seen if e.startswith("messages/")][0] == "messages/metadata"
+        assert next(e for e, _ in seen if e.startswith("messages/")) == "messages/metadata"
         assert seen[-1][0] == "end"
 
 
