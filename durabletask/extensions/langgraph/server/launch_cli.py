@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from durabletask.extensions.langgraph.server.config import (
     DEFAULT_MAX_BODY_BYTES,
@@ -23,6 +27,8 @@ from durabletask.extensions.langgraph.server.launch import (
     serve_http,
     stop_event,
 )
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 class LaunchError(Exception):
@@ -65,6 +71,10 @@ async def _serve(
 
     def ready(url: str) -> None:
         _announce(out, f"LangGraph API on {url} (graphs: {graphs}){note}")
+        if settings.auth_token is None and args.host not in LOOPBACK:
+            sys.stderr.write(
+                f"warning: serving on {args.host} without --auth-token: anyone who reaches it can run the graphs\n"
+            )
 
     await serve_http(project, settings, connection, host=args.host, port=args.port, ready=ready, stop=stop)
 
@@ -73,24 +83,46 @@ async def _until_stopped() -> None:
     await stop_event().wait()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _interrupt_on_sigterm() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """``asyncio.run``; its loop handles SIGTERM while it runs and resets it at its end, so it is set again."""
+    try:
+        asyncio.run(main)
+    finally:
+        _interrupt_on_sigterm()
+
+
 def run(args: argparse.Namespace, out: IO[str]) -> int:
-    """Run the chosen action until SIGTERM or Ctrl-C; returns the exit code."""
+    """Run the chosen action until SIGTERM or Ctrl-C; returns the exit code.
+
+    SIGTERM while starting or stopping (outside the server's loop, which handles it itself) stops the command as
+    Ctrl-C does: what has started is stopped in order.
+    """
+    _interrupt_on_sigterm()
     project = _project(args)
     action = args.langgraph_command
     try:
         if action == "serve":
-            asyncio.run(_serve(args, project, _connection(args), out, ""))
+            _run_loop(_serve(args, project, _connection(args), out, ""))
         elif action == "worker":
             connection = _connection(args)
             with running_worker(project, connection):
                 _announce(out, f"LangGraph workers for {', '.join(project.graphs)} on {connection.task_hub}")
-                asyncio.run(_until_stopped())
+                _run_loop(_until_stopped())
         else:
             data_dir = Path(args.data_dir) if args.data_dir else None
             with dev_emulator(project, data_dir) as address:
                 connection = Connection(endpoint=address)
                 with running_worker(project, connection):
-                    asyncio.run(_serve(args, project, connection, out, f"; task hub on {address}"))
+                    _run_loop(_serve(args, project, connection, out, f"; task hub on {address}"))
     except ValueError as error:  # a connection string or an option the SDK refuses
         raise LaunchError(str(error)) from None
     with contextlib.suppress(ValueError, OSError):
