@@ -129,3 +129,14 @@ def register_worker(worker: Any, project: Any = None) -> None:
     """
     worker.add_entity(StoreItemRecord, STORE_ENTITY)
     worker.add_orchestrator(record_operation, name=RECORD_OPERATION)
+
+
+def node_store(client: Any) -> Any:
+    """The store the graphs' nodes get (``runtime.store``) on a worker: the same items as ``/store/items``.
+
+    Args:
+        client: A synchronous ``TaskHubGrpcClient`` of the worker's task hub.
+    """
+    from durabletask.extensions.langgraph.server.store_runtime import DurableStore
+
+    return DurableStore(client)

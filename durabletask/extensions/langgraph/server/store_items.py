@@ -6,15 +6,83 @@ Both the HTTP routes (``store.py``) and the graphs' ``BaseStore`` (``store_runti
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Protocol
 
-from durabletask.client import AsyncTaskHubGrpcClient, EntityQuery
+from durabletask.client import AsyncTaskHubGrpcClient, EntityQuery, TaskHubGrpcClient
+from durabletask.entities import EntityInstanceId
 from durabletask.extensions.langgraph.server import store_model as model
-from durabletask.extensions.langgraph.server.store_records import call_record
+from durabletask.extensions.langgraph.server.store_records import call_record, call_record_sync
 
 _QUERY_PAGE = 500
+
+
+class StoreHub(Protocol):
+    """How the store reaches the task hub: a waited entity operation, reads, and a signal."""
+
+    async def call(self, entity: EntityInstanceId, operation: str, payload: Any) -> Any:
+        """Run an entity operation and wait for its result."""
+        ...
+
+    async def read(self, entity: EntityInstanceId) -> Any:
+        """The entity's state, or ``None``."""
+        ...
+
+    async def read_all(self, prefix: str) -> list[Any]:
+        """The states of the entities whose IDs start with ``prefix``."""
+        ...
+
+    async def signal(self, entity: EntityInstanceId, operation: str, payload: Any) -> None:
+        """Send an operation without waiting for it."""
+        ...
+
+
+def _query(prefix: str) -> EntityQuery:
+    return EntityQuery(instance_id_starts_with=prefix, include_state=True, page_size=_QUERY_PAGE)
+
+
+class AsyncClientHub:
+    """:class:`StoreHub` over an asyncio client (used on the loop that made the client)."""
+
+    def __init__(self, client: AsyncTaskHubGrpcClient) -> None:
+        self._client = client
+
+    async def call(self, entity: EntityInstanceId, operation: str, payload: Any) -> Any:
+        return await call_record(self._client, entity, operation, payload)
+
+    async def read(self, entity: EntityInstanceId) -> Any:
+        found = await self._client.get_entity(entity, include_state=True)
+        return found.get_typed_state() if found is not None else None
+
+    async def read_all(self, prefix: str) -> list[Any]:
+        return [m.get_typed_state() for m in await self._client.get_all_entities(_query(prefix))]
+
+    async def signal(self, entity: EntityInstanceId, operation: str, payload: Any) -> None:
+        await self._client.signal_entity(entity, operation, payload)
+
+
+class ThreadedClientHub:
+    """:class:`StoreHub` over a synchronous client, each call in a worker thread: usable from any event loop (a
+    graph's node runs on a loop of its own)."""
+
+    def __init__(self, client: TaskHubGrpcClient) -> None:
+        self._client = client
+
+    async def call(self, entity: EntityInstanceId, operation: str, payload: Any) -> Any:
+        return await asyncio.to_thread(call_record_sync, self._client, entity, operation, payload)
+
+    async def read(self, entity: EntityInstanceId) -> Any:
+        found = await asyncio.to_thread(self._client.get_entity, entity, True)
+        return found.get_typed_state() if found is not None else None
+
+    async def read_all(self, prefix: str) -> list[Any]:
+        found = await asyncio.to_thread(self._client.get_all_entities, _query(prefix))
+        return [m.get_typed_state() for m in found]
+
+    async def signal(self, entity: EntityInstanceId, operation: str, payload: Any) -> None:
+        await asyncio.to_thread(self._client.signal_entity, entity, operation, payload)
 
 
 def _iso(moment: datetime) -> str:
@@ -32,11 +100,11 @@ class StoreItems:
     """The store over one task hub's entities.
 
     Args:
-        client: The hub's asyncio client (its loop is the caller's).
+        hub: How to reach the task hub: an asyncio client (used on its loop) or a :class:`StoreHub`.
     """
 
-    def __init__(self, client: AsyncTaskHubGrpcClient) -> None:
-        self._client = client
+    def __init__(self, hub: AsyncTaskHubGrpcClient | StoreHub) -> None:
+        self._hub: StoreHub = AsyncClientHub(hub) if isinstance(hub, AsyncTaskHubGrpcClient) else hub
 
     async def put(
         self, namespace: Sequence[str], key: str, value: Mapping[str, Any], *, ttl: float | None = None
@@ -53,22 +121,21 @@ class StoreItems:
             "ttl": ttl,
             "expires_at": _iso(moment + timedelta(minutes=ttl)) if ttl is not None else None,
         }
-        await call_record(self._client, model.item_entity(namespace, key), "put", record)
+        await self._hub.call(model.item_entity(namespace, key), "put", record)
 
     async def delete(self, namespace: Sequence[str], key: str) -> None:
         """Delete an item (nothing happens when there is none)."""
-        await call_record(self._client, model.item_entity(namespace, key), "remove", None)
+        await self._hub.call(model.item_entity(namespace, key), "remove", None)
 
     async def get(self, namespace: Sequence[str], key: str, *, refresh_ttl: bool = True) -> dict[str, Any] | None:
         """The item's record, or ``None`` when there is none (or it expired)."""
         entity = model.item_entity(namespace, key)
-        found = await self._client.get_entity(entity, include_state=True)
-        record = found.get_typed_state() if found is not None else None
+        record = await self._hub.read(entity)
         now = _iso(datetime.now(timezone.utc))
         if not isinstance(record, dict):
             return None
         if not _visible(record, now):
-            await self._client.signal_entity(entity, "expire", {"now": now})
+            await self._hub.signal(entity, "expire", {"now": now})
             return None
         if list(record["namespace"]) != list(namespace) or record["key"] != key:
             return None
@@ -77,12 +144,8 @@ class StoreItems:
         return record
 
     async def _records_under(self, prefix: Sequence[str]) -> list[dict[str, Any]]:
-        query = EntityQuery(
-            instance_id_starts_with=model.entity_prefix(prefix), include_state=True, page_size=_QUERY_PAGE
-        )
         now = _iso(datetime.now(timezone.utc))
-        found = await self._client.get_all_entities(query)
-        records = [metadata.get_typed_state() for metadata in found]
+        records = await self._hub.read_all(model.entity_prefix(prefix))
         return [r for r in records if _visible(r, now)]
 
     async def search(
@@ -134,4 +197,4 @@ class StoreItems:
                 continue
             expires = _iso(moment + timedelta(minutes=float(ttl)))
             entity = model.item_entity(record["namespace"], record["key"])
-            await self._client.signal_entity(entity, "touch", {"expires_at": expires})
+            await self._hub.signal(entity, "touch", {"expires_at": expires})
