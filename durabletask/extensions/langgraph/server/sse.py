@@ -15,6 +15,8 @@ from durabletask.extensions.langgraph.server.services import StreamEvent
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 #: Seconds without an event after which a comment line keeps the connection (and proxies) awake.
 HEARTBEAT = 15.0
+#: Seconds between looks at whether the client is still connected while no event comes.
+LOOK = 0.25
 
 
 def frame(event: StreamEvent, *, with_id: bool) -> bytes:
@@ -37,16 +39,29 @@ async def send_events(
     on_disconnect: Callable[[], Awaitable[None]] | None = None,
 ) -> web.StreamResponse:
     """Write ``events`` as an SSE response until they end; ``on_disconnect`` runs if the client goes away first."""
+    # A stream that fails at once (a bad Last-Event-ID, a missing run) is answered with its error, not a broken
+    # event stream: its first event is awaited briefly before the response starts.
+    first: asyncio.Task[Any] = asyncio.ensure_future(anext(events, None))
+    await asyncio.wait({first}, timeout=LOOK)
+    if first.done() and (failure := first.exception()) is not None:
+        raise failure
+    pending: asyncio.Task[Any] | None = first
     response = web.StreamResponse(headers={**SSE_HEADERS, **dict(headers or {})})
     await response.prepare(request)
-    pending: asyncio.Task[Any] | None = None
+    quiet = 0.0
     try:
         while True:
             pending = await _next(events, pending)
-            done, _ = await asyncio.wait({pending}, timeout=HEARTBEAT)
+            done, _ = await asyncio.wait({pending}, timeout=LOOK)
             if not done:
-                await response.write(b": heartbeat\n\n")
+                if request.transport is None or request.transport.is_closing():
+                    raise ConnectionResetError("the client closed the connection")
+                quiet += LOOK
+                if quiet >= HEARTBEAT:
+                    quiet = 0.0
+                    await response.write(b": heartbeat\n\n")
                 continue
+            quiet = 0.0
             event, pending = pending.result(), None
             if event is None:
                 break

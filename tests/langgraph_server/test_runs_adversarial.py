@@ -1,0 +1,116 @@
+"""Hostile requests to the thread and run routes: each gets a 4xx whose message names the field, never a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.langgraph_server.support_runs import RunsHub, runs_emulator, runs_hub, serve
+
+__all__ = ["runs_emulator", "runs_hub"]
+pytestmark = [pytest.mark.timeout(180), pytest.mark.adversarial]
+
+RUN_BODIES: list[tuple[Any, int, str]] = [
+    ("not json", 422, "JSON"),
+    ([1, 2], 422, "object"),
+    ({}, 422, "assistant_id"),
+    ({"assistant_id": 7}, 422, "assistant_id"),
+    ({"assistant_id": "nope"}, 404, "nope"),
+    ({"assistant_id": "chain", "stream_mode": "everything"}, 422, "stream_mode"),
+    ({"assistant_id": "chain", "stream_mode": [1]}, 422, "stream_mode"),
+    ({"assistant_id": "chain", "multitask_strategy": "shout"}, 422, "multitask_strategy"),
+    ({"assistant_id": "chain", "input": {"topic": "x"}, "command": {"resume": 1}}, 422, "command"),
+    ({"assistant_id": "chain", "command": {"jump": 1}}, 422, "command.jump"),
+    ({"assistant_id": "chain", "checkpoint": "abc"}, 422, "checkpoint"),
+    ({"assistant_id": "chain", "checkpoint": {"checkpoint_ns": "x:1"}}, 422, "checkpoint_ns"),
+    ({"assistant_id": "chain", "checkpoint_id": 5}, 422, "checkpoint_id"),
+    ({"assistant_id": "chain", "config": []}, 422, "config"),
+    ({"assistant_id": "chain", "stream_subgraphs": "yes"}, 422, "stream_subgraphs"),
+    ({"assistant_id": "chain", "interrupt_before": "plan"}, 422, "interrupt_before"),
+    ({"assistant_id": "chain", "after_seconds": -1}, 422, "after_seconds"),
+    ({"assistant_id": "chain", "after_seconds": 5}, 422, "after_seconds"),
+    ({"assistant_id": "chain", "webhook": "http://example.com"}, 422, "webhook"),
+    ({"assistant_id": "chain", "if_not_exists": "maybe"}, 422, "if_not_exists"),
+    ({"assistant_id": "chain", "surprise": 1}, 422, "surprise"),
+]
+
+
+@pytest.mark.parametrize(("body", "status", "names"), RUN_BODIES)
+async def test_bad_run_bodies(runs_hub: RunsHub, body: Any, status: int, names: str) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        for path in (f"/threads/{tid}/runs", f"/threads/{tid}/runs/wait", "/runs/stream"):
+            content = body if isinstance(body, str) else None
+            json_body = None if isinstance(body, str) else body
+            response = await s.http.post(path, content=content, json=json_body)
+            assert response.status_code == status, (path, response.text)
+            assert names in response.json()["detail"], response.text
+
+
+THREAD_BODIES: list[tuple[str, str, Any, str]] = [
+    ("POST", "/threads", {"thread_id": 5}, "thread_id"),
+    ("POST", "/threads", {"thread_id": ""}, "thread_id"),
+    ("POST", "/threads", {"thread_id": "x" * 2000}, "thread_id"),
+    ("POST", "/threads", {"thread_id": "a\u0000b"}, "thread_id"),
+    ("POST", "/threads", {"metadata": [1]}, "metadata"),
+    ("POST", "/threads", {"if_exists": "explode"}, "if_exists"),
+    ("POST", "/threads", {"ttl": 5}, "ttl"),
+    ("POST", "/threads/search", {"limit": -1}, "limit"),
+    ("POST", "/threads/search", {"limit": "ten"}, "limit"),
+    ("POST", "/threads/search", {"limit": 10**9}, "limit"),
+    ("POST", "/threads/search", {"sort_by": "color"}, "sort_by"),
+    ("POST", "/threads/search", {"select": ["secret"]}, "select"),
+    ("POST", "/threads/search", {"status": "sleepy"}, "status"),
+    ("POST", "/threads/search", {"ids": "one"}, "ids"),
+    ("POST", "/threads/count", {"metadata": "x"}, "metadata"),
+    ("POST", "/threads/prune", {}, "thread_ids"),
+    ("POST", "/threads/prune", {"thread_ids": ["a"], "strategy": "burn"}, "strategy"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "names"), THREAD_BODIES)
+async def test_bad_thread_bodies(runs_hub: RunsHub, method: str, path: str, body: Any, names: str) -> None:
+    async with serve(runs_hub, start_worker=False) as s:
+        response = await s.http.request(method, path, json=body)
+        assert 400 <= response.status_code < 500, response.text
+        assert names in response.json()["detail"], response.text
+
+
+async def test_bad_parameters_and_missing_things(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        cases: list[tuple[str, str, dict[str, Any], int, str]] = [
+            ("GET", "/threads/missing-thread", {}, 404, "missing-thread"),
+            ("GET", "/threads/missing-thread/state", {}, 404, "missing-thread"),
+            ("POST", "/threads/missing-thread/runs", {"json": {"assistant_id": "chain"}}, 404, "missing-thread"),
+            ("GET", f"/threads/{tid}/runs/nope", {}, 404, "nope"),
+            ("GET", f"/threads/{tid}/runs?limit=-3", {}, 422, "limit"),
+            ("GET", f"/threads/{tid}/runs?status=late", {}, 422, "status"),
+            ("POST", f"/threads/{tid}/state", {"json": {"values": {"topic": "x"}}}, 409, "graph"),
+            ("POST", f"/threads/{tid}/history", {"json": {"limit": "all"}}, 422, "limit"),
+            ("POST", f"/threads/{tid}/history", {"json": {"before": 3}}, 422, "before"),
+            ("POST", f"/threads/{tid}/state/checkpoint", {"json": {}}, 422, "checkpoint"),
+            ("GET", f"/threads/{tid}/state?subgraphs=perhaps", {}, 422, "subgraphs"),
+            ("GET", f"/threads/{tid}/stream?stream_mode=lifecycle", {}, 422, "stream_mode"),
+        ]
+        for method, path, kwargs, status, names in cases:
+            response = await s.http.request(method, path, **kwargs)
+            assert response.status_code == status, (path, response.text)
+            assert names in response.json()["detail"], (path, response.text)
+        run = await s.sdk.runs.create(tid, "chain", input={"topic": "x"})
+        await s.sdk.runs.join(tid, run["run_id"])
+        base = f"/threads/{tid}/runs/{run['run_id']}"
+        for method, path, headers, names in [
+            ("GET", f"{base}/stream", {"Last-Event-ID": "not-an-id"}, "Last-Event-ID"),
+            ("GET", f"{base}/stream?stream_mode=everything", {}, "stream_mode"),
+            ("POST", f"{base}/cancel?action=explode", {}, "action"),
+            ("POST", f"{base}/cancel?wait=sometimes", {}, "wait"),
+        ]:
+            response = await s.http.request(method, path, headers=headers)
+            assert response.status_code == 422, (path, response.text)
+            assert names in response.json()["detail"], (path, response.text)
+        other = await s.http.post(f"/threads/{tid}/runs", json={"assistant_id": "ask"})
+        assert other.status_code == 409 and "chain" in other.json()["detail"]
+        state = await s.http.get(f"/threads/{tid}/state/1ef-not-a-checkpoint")  # as LangGraph reads it: empty
+        assert state.status_code == 200 and state.json()["values"] == {} and state.json()["next"] == []

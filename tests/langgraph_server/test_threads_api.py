@@ -1,0 +1,120 @@
+"""Threads through langgraph_sdk: create, get, update, delete, search, count, prune; state read, update, history."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.langgraph_server.support_runs import RunsHub, runs_emulator, runs_hub, serve
+
+__all__ = ["runs_emulator", "runs_hub"]
+pytestmark = [pytest.mark.timeout(180)]
+
+
+def _cfg(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    conf: dict[str, Any] = {"thread_id": thread_id}
+    if checkpoint_id:
+        conf["checkpoint_id"] = checkpoint_id
+    return {"configurable": conf}
+
+
+async def test_crud_search_and_count(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        mine = f"owner-{uuid.uuid4().hex[:6]}"
+        a = await s.sdk.threads.create(metadata={"owner": mine, "n": 1})
+        b = await s.sdk.threads.create(thread_id="chosen-é-id", metadata={"owner": mine, "n": 2})
+        assert b["thread_id"] == "chosen-é-id" and b["status"] == "idle" and b["values"] is None
+        with pytest.raises(httpx.HTTPStatusError) as exists:
+            await s.sdk.threads.create(thread_id="chosen-é-id")
+        assert exists.value.response.status_code == 409
+        again = await s.sdk.threads.create(thread_id="chosen-é-id", if_exists="do_nothing")
+        assert again["metadata"]["n"] == 2
+        updated = await s.sdk.threads.update(a["thread_id"], metadata={"tag": "x"})
+        assert updated["metadata"] == {"owner": mine, "n": 1, "tag": "x"}
+        found = await s.sdk.threads.search(metadata={"owner": mine})
+        assert sorted(t["thread_id"] for t in found) == sorted([a["thread_id"], b["thread_id"]])
+        assert [t["thread_id"] for t in await s.sdk.threads.search(metadata={"owner": mine, "tag": "x"})] == [
+            a["thread_id"]
+        ]
+        assert await s.sdk.threads.count(metadata={"owner": mine}) == 2
+        assert await s.sdk.threads.count(metadata={"owner": mine}, status="busy") == 0
+        await s.sdk.threads.delete(a["thread_id"])
+        with pytest.raises(httpx.HTTPStatusError) as gone:
+            await s.sdk.threads.get(a["thread_id"])
+        assert gone.value.response.status_code == 404
+        assert await s.sdk.threads.count(metadata={"owner": mine}) == 1
+        assert (await s.sdk.threads.prune([b["thread_id"]]))["pruned_count"] == 1
+        assert await s.sdk.threads.count(metadata={"owner": mine}) == 0
+
+
+async def test_deleting_a_thread_that_ran_removes_its_state(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        await s.sdk.runs.wait(tid, "chain", input={"topic": "d"})
+        await s.sdk.threads.delete(tid)
+        await s.sdk.threads.create(thread_id=tid)
+        assert (await s.sdk.threads.get_state(tid))["values"] == {}
+        assert (await s.sdk.runs.wait(tid, "chain", input={"topic": "e"}))["steps"] == ["plan:e", "write:e"]
+
+
+async def test_update_state_and_fork_from_a_checkpoint(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        await s.sdk.runs.wait(tid, "chain", input={"topic": "u"})
+        ref = uuid.uuid4().hex
+        await s.durable("chain").ainvoke({"topic": "u"}, _cfg(ref))
+        out = await s.sdk.threads.update_state(tid, {"steps": ["manual"]}, as_node="write")
+        ref_config = await s.durable("chain").aupdate_state(_cfg(ref), {"steps": ["manual"]}, as_node="write")
+        assert out["checkpoint"]["checkpoint_id"]
+        state = await s.sdk.threads.get_state(tid)
+        ref_state = await s.durable("chain").aget_state(_cfg(ref))
+        assert state["values"] == ref_state.values
+        assert (await s.sdk.threads.get(tid))["values"] == ref_state.values
+        assert ref_config["configurable"]["checkpoint_id"]
+        history = await s.sdk.threads.get_history(tid, limit=50)
+        first_plan = next(h for h in reversed(history) if h["next"] == ["write"])
+        at = await s.sdk.threads.get_state(tid, checkpoint_id=first_plan["checkpoint"]["checkpoint_id"])
+        assert at["values"] == first_plan["values"] and at["next"] == ["write"]
+        posted = await s.sdk.threads.get_state(tid, checkpoint=first_plan["checkpoint"])
+        assert posted["values"] == at["values"]
+        forked = await s.sdk.runs.wait(
+            tid, "chain", input=None, checkpoint_id=first_plan["checkpoint"]["checkpoint_id"]
+        )
+        ref_history = [h async for h in s.durable("chain").aget_state_history(_cfg(ref), limit=50)]
+        ref_plan = next(h for h in reversed(ref_history) if h.next == ("write",))
+        ref_forked = await s.durable("chain").ainvoke(None, _cfg(ref, ref_plan.config["configurable"]["checkpoint_id"]))
+        assert forked == ref_forked
+        before = await s.sdk.threads.get_history(tid, limit=2, before=history[0]["checkpoint"])
+        assert len(before) == 2 and before[0]["checkpoint"]["checkpoint_id"] < history[0]["checkpoint"]["checkpoint_id"]
+
+
+async def test_threadless_runs(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        result = await s.sdk.runs.wait(None, "chain", input={"topic": "free"})
+        assert result == {"topic": "free", "steps": ["plan:free", "write:free"]}
+        parts = [p async for p in s.sdk.runs.stream(None, "chain", input={"topic": "free"}, stream_mode="updates")]
+        assert [p.event for p in parts] == ["metadata", "updates", "updates", "end"]
+        kept = await s.sdk.runs.create(None, "chain", input={"topic": "k"}, on_completion="keep")
+        assert (await s.sdk.runs.join(kept["thread_id"], kept["run_id"]))["steps"] == ["plan:k", "write:k"]
+        assert (await s.sdk.threads.get(kept["thread_id"]))["status"] == "idle"
+
+
+async def test_join_a_threads_stream(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        one = await s.sdk.runs.create(tid, "chain", input={"topic": "1"}, stream_mode="updates")
+        two = await s.sdk.runs.create(tid, "chain", input={"topic": "2"}, stream_mode="updates")
+        await s.sdk.runs.join(tid, two["run_id"])
+        events: list[tuple[str, Any]] = []
+        stream = await s.sdk.threads.join_stream(tid, last_event_id="-1")
+        async for part in stream:
+            events.append((part.event, part.data))
+            if part.event == "end" and len([e for e, _ in events if e == "end"]) == 2:
+                break
+        await stream.aclose()  # type: ignore[attr-defined]
+        runs = [d["run_id"] for e, d in events if e == "metadata"]
+        assert runs == [one["run_id"], two["run_id"]]
+        assert [e for e, _ in events] == ["metadata", "updates", "updates", "end"] * 2
