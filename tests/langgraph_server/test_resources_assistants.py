@@ -196,3 +196,19 @@ async def test_hostile_requests_get_a_4xx_naming_the_field(resource_hub: Resourc
             detail = response.json().get("detail", "")
             assert response.status_code == status, (method, path, response.status_code, detail)
             assert expected in detail, (method, path, detail)
+
+
+async def test_deleting_with_delete_threads_deletes_the_assistants_threads(resource_hub: ResourceHub) -> None:
+    from durabletask.extensions.langgraph.server import threads
+
+    async with serve(
+        resource_hub, [assistants.routes, threads.routes], worker_parts=[*_PARTS, threads.register_worker]
+    ) as served:
+        created = await served.sdk.assistants.create(graph_id="chain")
+        aid = created["assistant_id"]
+        mine = await served.sdk.threads.create(metadata={"assistant_id": aid})
+        other = await served.sdk.threads.create(metadata={"assistant_id": _system_id("chain")})
+        await served.sdk.assistants.delete(aid, delete_threads=True)
+        with pytest.raises(NotFoundError):
+            await served.sdk.threads.get(mine["thread_id"])
+        assert (await served.sdk.threads.get(other["thread_id"]))["thread_id"] == other["thread_id"]
