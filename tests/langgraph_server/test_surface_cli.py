@@ -118,7 +118,21 @@ def test_dev_runs_graphs_and_factories_as_langgraphs_server_does(dev: Served, pr
         client.close()
 
 
+@pytest.mark.adversarial
+def test_a_second_dev_on_the_same_project_or_port_is_refused(dev: Served, project: Path) -> None:
+    assert (project.parent / ".langgraph_dtscale" / ".gitignore").read_text().splitlines()[-1] == "*"
+    same_state = run_cli_once(["langgraph", "dev", "--config", str(project), "--port", "0"])
+    assert same_state.returncode == 1
+    assert "state.db" in same_state.stderr and "already served by another emulator" in same_state.stderr
+    port = dev.url.rsplit(":", 1)[1]
+    other = write_project(project.parent.parent / "other-project")
+    busy = run_cli_once(["langgraph", "dev", "--config", str(other), "--port", port])
+    assert busy.returncode == 1 and "durabletask langgraph dev:" in busy.stderr and port in busy.stderr
+    assert "Traceback" not in same_state.stderr + busy.stderr
+
+
 def test_dev_keeps_its_data_across_a_restart_and_stops_in_order(dev: Served, project: Path) -> None:
+    # the last test of the module's `dev`: it stops it
     assert dev.hub is not None
     client = _hub(dev.hub)
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,8 +162,20 @@ def dev_emulator(project: ProjectConfig, data_dir: Path | None = None) -> Any:
     """The emulator, in this process, on a free loopback port, its state in ``.langgraph_dtscale/`` under the
     project (kept across restarts); yields its address."""
     from dtscale_emulator import EmulatorServer
+    from dtscale_emulator.errors import EmulatorError
 
     folder = data_dir if data_dir is not None else project.base_dir / DEV_DATA_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    with EmulatorServer(host="127.0.0.1", port=0, db_path=str(folder / DEV_DB_FILE)) as server:
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# the state of `durabletask langgraph dev`\n*\n", encoding="utf-8")
+    try:
+        server = EmulatorServer(host="127.0.0.1", port=0, db_path=str(folder / DEV_DB_FILE))
+    except (EmulatorError, sqlite3.Error) as error:  # e.g. another `dev` serves this project's state
+        raise DevStateError(f"cannot use {folder / DEV_DB_FILE}: {error}") from None
+    with server:  # started here, stopped and its database closed at the end
         yield server.address
+
+
+class DevStateError(OSError):
+    """``dev`` cannot open the project's state (another ``dev`` holds it, or the file is unusable)."""
