@@ -101,6 +101,7 @@ class RunView:
     messages: _Messages = field(default_factory=_Messages)
     ended: bool = False
     failed: bool = False
+    attempt: int = 1
 
     def __post_init__(self) -> None:
         self.assembly = Assembly(self.run_id)
@@ -125,7 +126,13 @@ class RunView:
         if isinstance(data, dict) and data.get("k") == "failed" and data.get("r") == self.run_id:
             self.failed = True
             return []
-        out = [event for chunk in self.assembly.feed(data, task_id, attempt) for event in self.chunk_events(chunk)]
+        out: list[tuple[str, Any]] = []
+        if isinstance(data, dict) and data.get("r") == self.run_id and attempt is not None and attempt > self.attempt:
+            # A task of the run runs again (its worker died, or it is retried): the run's attempt, as LangGraph's
+            # server reports a run taken over by another worker.
+            self.attempt = attempt
+            out.append(("metadata", {"run_id": self.run_id, "attempt": attempt}))
+        out += [event for chunk in self.assembly.feed(data, task_id, attempt) for event in self.chunk_events(chunk)]
         result = self.assembly.result
         if result is not None and not self.ended:
             self.ended = True
