@@ -4,6 +4,7 @@ and hostile requests refused with a 4xx naming the field."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -212,3 +213,19 @@ async def test_deleting_with_delete_threads_deletes_the_assistants_threads(resou
         with pytest.raises(NotFoundError):
             await served.sdk.threads.get(mine["thread_id"])
         assert (await served.sdk.threads.get(other["thread_id"]))["thread_id"] == other["thread_id"]
+
+
+async def test_concurrent_updates_through_two_servers_make_distinct_versions(resource_hub: ResourceHub) -> None:
+    async with serve(resource_hub, _ROUTES, worker_parts=_PARTS) as one, serve(
+        resource_hub, _ROUTES, start_worker=False
+    ) as other:
+        created = await one.sdk.assistants.create(graph_id="chain", metadata={"start": True})
+        aid = created["assistant_id"]
+        servers = [one, other]
+        updates = [servers[n % 2].sdk.assistants.update(aid, metadata={f"k{n}": n}) for n in range(8)]
+        results = await asyncio.gather(*updates)
+        assert sorted(r["version"] for r in results) == list(range(2, 10))
+        final = await other.sdk.assistants.get(aid)
+        assert final["version"] == 9
+        assert final["metadata"] == {"start": True, **{f"k{n}": n for n in range(8)}}
+        assert [v["version"] for v in await one.sdk.assistants.get_versions(aid, limit=100)] == list(range(9, 0, -1))

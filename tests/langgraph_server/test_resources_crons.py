@@ -45,6 +45,9 @@ async def test_create_search_count_delete(resource_hub: ResourceHub) -> None:
         assert await other.sdk.crons.count(metadata={"tag": tag}) == 1
         by_assistant = await served.sdk.crons.search(assistant_id=created["assistant_id"], limit=100)
         assert cron_id in {c["cron_id"] for c in by_assistant}
+        by_graph_id = await served.sdk.crons.search(assistant_id="chain", limit=100)
+        assert cron_id in {c["cron_id"] for c in by_graph_id}
+        assert await served.sdk.crons.count(assistant_id="nested", metadata={"tag": tag}) == 0
         await other.sdk.crons.delete(cron_id)
         assert await served.sdk.crons.search(metadata={"tag": tag}) == []
         with pytest.raises(NotFoundError):

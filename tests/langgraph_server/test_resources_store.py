@@ -214,3 +214,22 @@ async def test_hostile_bodies_get_a_422_naming_the_field_and_the_limit(resource_
             assert expected in detail, (method, path, detail)
         with pytest.raises(UnprocessableEntityError):
             await served.sdk.store.search_items(["a"], limit=0)
+
+
+async def test_concurrent_writes_to_one_item_through_two_servers(resource_hub: ResourceHub) -> None:
+    async with serve(resource_hub, [store.routes], worker_parts=[store.register_worker]) as one, serve(
+        resource_hub, [store.routes], start_worker=False
+    ) as other:
+        ns = _ns()
+        await one.sdk.store.put_item(ns, key="k", value={"n": -1})
+        first = await one.sdk.store.get_item(ns, key="k")
+        servers = [one, other]
+        writes = [servers[n % 2].sdk.store.put_item(ns, key="k", value={"n": n}) for n in range(10)]
+        reads = [servers[n % 2].sdk.store.get_item(ns, key="k") for n in range(10)]
+        _, seen = await asyncio.gather(asyncio.gather(*writes), asyncio.gather(*reads))
+        assert all(item is not None and item["value"]["n"] in range(-1, 10) for item in seen)
+        final = await other.sdk.store.get_item(ns, key="k")
+        assert final is not None and final["value"]["n"] in range(10)
+        assert final["created_at"] == first["created_at"]  # every write after the first keeps its creation time
+        listed = await one.sdk.store.search_items(ns)
+        assert [i["key"] for i in listed["items"]] == ["k"]

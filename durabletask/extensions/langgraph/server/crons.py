@@ -16,6 +16,7 @@ from aiohttp import web
 from durabletask.client import AsyncTaskHubGrpcClient
 from durabletask.extensions.langgraph.server import crons_model as model
 from durabletask.extensions.langgraph.server import store_requests as body_of
+from durabletask.extensions.langgraph.server.assistants_records import system_assistant_id
 from durabletask.extensions.langgraph.server.context import ServerContext
 from durabletask.extensions.langgraph.server.crons_service import Crons
 from durabletask.extensions.langgraph.server.crons_worker import CRON_FIRE, cron_run, fire_activity
@@ -27,9 +28,12 @@ CRONS_KEY = "crons"
 _THREAD_ID_MAX_CHARS = 1024
 
 
-def _filters(body: dict[str, Any]) -> dict[str, Any]:
+def _filters(ctx: ServerContext, body: dict[str, Any]) -> dict[str, Any]:
+    assistant_id = body_of.text(body, "assistant_id", max_chars=256)
+    if assistant_id is not None and assistant_id in ctx.graphs:
+        assistant_id = system_assistant_id(assistant_id)  # crons record the assistant's UUID, as runs do
     return {
-        "assistant_id": body_of.text(body, "assistant_id", max_chars=256),
+        "assistant_id": assistant_id,
         "thread_id": body_of.text(body, "thread_id", max_chars=_THREAD_ID_MAX_CHARS),
         "enabled": body_of.boolean(body, "enabled"),
         "metadata": body_of.obj(body, "metadata"),
@@ -79,7 +83,7 @@ class _CronRoutes:
         sort_by = str(body_of.choice(body, "sort_by", model.SORT_FIELDS, default="created_at"))
         order = str(body_of.choice(body, "sort_order", ("asc", "desc"), default="desc"))
         chosen = body_of.select(body, model.SELECT_FIELDS)
-        found = body_of.sort_records(await self._crons.matching(_filters(body)), sort_by, order, "cron_id")
+        found = body_of.sort_records(await self._crons.matching(_filters(self._ctx, body)), sort_by, order, "cron_id")
         shown, following = body_of.page(found, limit=limit, offset=offset)
         if chosen is not None:
             shown = [{name: cron.get(name) for name in chosen} for cron in shown]
@@ -88,7 +92,7 @@ class _CronRoutes:
 
     async def count(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)
-        return body_of.json_response(len(await self._crons.matching(_filters(body))))
+        return body_of.json_response(len(await self._crons.matching(_filters(self._ctx, body))))
 
 
 def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
