@@ -186,13 +186,13 @@ class ServerProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(30)
 
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it has not ended within 20 s."""
+    def stop(self, grace: float = 20.0) -> None:
+        """SIGTERM, then SIGKILL if it has not ended within ``grace`` seconds."""
         if self.process is None or self.process.poll() is not None:
             return
         os.killpg(self.process.pid, signal.SIGTERM)
         try:
-            self.process.wait(20)
+            self.process.wait(grace)
         except subprocess.TimeoutExpired:
             self.kill()
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_server.support_judge import ServerProcess, cli, free_port
 from tests.support.reliability import kill, start_emulator
@@ -63,7 +64,9 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, str]]:
         with ExitStack() as processes:
             for n in range(3):
                 command = cli("langgraph", "worker", "--config", str(config), *hub)
-                processes.enter_context(ServerProcess(command, None, tmp_path / f"worker-{n}.log", cwd=project))
+                worker = ServerProcess(command, None, tmp_path / f"worker-{n}.log", cwd=project).start()
+                # A worker still inside the cancelled run's node (it does not heartbeat) may take long to stop.
+                processes.callback(worker.stop, grace=5.0)
             for n in range(2):
                 http = free_port()
                 command = cli("langgraph", "serve", "--config", str(config), *hub, "--port", str(http))
@@ -77,11 +80,17 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 @pytest.mark.timeout(400)
 def test_a_run_started_on_one_server_is_streamed_joined_and_cancelled_on_the_other(cluster: tuple[str, str]) -> None:
-    first, second = (get_sync_client(url=url) for url in cluster)
+    with get_sync_client(url=cluster[0]) as first, get_sync_client(url=cluster[1]) as second:
+        _start_stream_join_and_cancel_across(first, second)
+
+
+def _start_stream_join_and_cancel_across(first: SyncLangGraphClient, second: SyncLangGraphClient) -> None:
     thread = first.threads.create()
     assert second.threads.get(thread["thread_id"])["thread_id"] == thread["thread_id"]
 
-    run = first.runs.create(thread["thread_id"], "sections", input={"sections": 5}, stream_resumable=True)
+    run = first.runs.create(
+        thread["thread_id"], "sections", input={"sections": 5}, stream_mode=["values", "custom"], stream_resumable=True
+    )
     assert second.runs.get(thread["thread_id"], run["run_id"])["run_id"] == run["run_id"]
     streamed: list[Any] = [
         part.data
@@ -92,7 +101,13 @@ def test_a_run_started_on_one_server_is_streamed_joined_and_cancelled_on_the_oth
     assert second.runs.join(thread["thread_id"], run["run_id"]) == {"sections": 5, "written": [1, 2, 3, 4, 5]}
     assert first.runs.get(thread["thread_id"], run["run_id"])["status"] == "success"
 
-    long = first.runs.create(thread["thread_id"], "sections", input={"sections": 3000}, stream_resumable=True)
+    long = first.runs.create(
+        thread["thread_id"],
+        "sections",
+        input={"sections": 3000},
+        stream_mode=["values", "custom"],
+        stream_resumable=True,
+    )
     seen = []
     for part in second.runs.join_stream(thread["thread_id"], long["run_id"], last_event_id="-1"):
         if part.event == "custom":
