@@ -4,6 +4,7 @@ on a new one, and the run is joined through the HTTP API like any other."""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import json
@@ -87,3 +88,27 @@ async def test_a_stateless_crons_firing_runs_on_a_new_thread(resource_hub: Resou
             # What plain LangGraph gives: the subgraph hands back the shared list, which the parent's reducer adds.
             assert values["steps"] == ["intro", "intro", "draft", "review"]
             assert (await served.sdk.threads.get(fired["thread_id"]))["thread_id"] == fired["thread_id"]
+
+
+async def test_a_cron_fires_on_its_schedule(resource_hub: ResourceHub) -> None:
+    with _workers_parts(resource_hub) as parts:
+        async with serve(resource_hub, _ROUTES, worker_parts=parts) as served:
+            thread = await served.sdk.threads.create()
+            # Six fields: croniter's seconds come last, so this fires every second.
+            cron = await served.sdk.crons.create_for_thread(
+                thread["thread_id"], "chain", schedule="* * * * * *", input={"topic": "tick", "steps": []},
+                multitask_strategy="enqueue",
+            )
+            found: list[Any] = []
+            for _ in range(600):  # until the first firing's run appears (bounded; the clock decides, not a sleep)
+                found = await served.sdk.runs.list(thread["thread_id"])
+                if found:
+                    break
+                await asyncio.sleep(0.1)
+            await served.sdk.crons.delete(cron["cron_id"])
+            assert found, "no run was started by the cron"
+            run = found[-1]
+            assert run["metadata"]["cron_id"] == cron["cron_id"]
+            assert run["metadata"]["cron_firing"].startswith(model.schedule_id(cron["cron_id"]) + "-")
+            values = await served.sdk.runs.join(thread["thread_id"], run["run_id"])
+            assert values["topic"] == "tick" and values["steps"][:2] == ["plan", "write"]
