@@ -184,6 +184,10 @@ _HOSTILE: list[tuple[str, str, dict[str, Any], str]] = [
     ),
     ("PUT", "/store/items", {"content": b"\xff\xfe", "headers": {"content-type": "application/json"}}, "not UTF-8"),
     ("PUT", "/store/items", {"json": [1, 2]}, "must be a JSON object, got an array"),
+    ("PUT", "/store/items", {"content": b'{"namespace": ["a"], "key": "k", "value": {"x": NaN}}'},
+     "holds NaN, which JSON does not have"),
+    ("PUT", "/store/items", {"content": b'{"namespace": ["a"], "key": "k", "value": {"x": 1e999}}'},
+     "holds the number 1e999 (out of range)"),
     ("PUT", "/store/items", {"content": b"[" * 100_000}, "the request body"),
     ("GET", "/store/items", {"params": {"namespace": "a", "key": ""}}, "field 'key' cannot be empty"),
     (

@@ -91,7 +91,7 @@ def check_value(value: Any, field: str = "value") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise StoreInputError(f"field '{field}' must be a JSON object, got {type(value).__name__}")
     try:
-        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8"))
     except (TypeError, ValueError) as error:
         raise StoreInputError(f"field '{field}' is not JSON: {error}") from None
     if size > VALUE_MAX_BYTES:

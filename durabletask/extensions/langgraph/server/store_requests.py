@@ -48,7 +48,9 @@ async def read_body(request: web.Request) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw.decode("utf-8"))
+        body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite)
+    except _NotJsonNumberError as error:
+        raise bad_request(f"the request body holds {error}, which JSON does not have") from None
     except UnicodeDecodeError:
         raise bad_request("the request body is not UTF-8 text") from None
     except json.JSONDecodeError as error:
@@ -62,6 +64,21 @@ async def read_body(request: web.Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise bad_request(f"the request body must be a JSON object, got {_kind(body)}")
     return body
+
+
+class _NotJsonNumberError(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJsonNumberError(name)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJsonNumberError(f"the number {text[:40]} (out of range)")
+    return value
 
 
 def _kind(value: Any) -> str:
