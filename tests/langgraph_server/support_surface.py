@@ -70,6 +70,9 @@ async def make_graph(config: RunnableConfig, runtime: ServerRuntime):
         raise TypeError(f"runtime.store must be a BaseStore, got {type(runtime.store).__name__}")
     execution = runtime.execution_runtime
     context = execution.context if execution is not None else None
+    if isinstance(context, dict) and context.get("remember"):
+        # the factory's runtime.store, written while the run's node is built: the server's own store
+        runtime.store.put(("surface",), context["remember"], {"thread": config["configurable"]["thread_id"]})
     return _build({
         "access_context": runtime.access_context,
         "is_for_execution": execution is not None,

@@ -114,8 +114,19 @@ def test_dev_runs_graphs_and_factories_as_langgraphs_server_does(dev: Served, pr
             "thread": "f-1",
             "user": "ann",
         }
+        factory.invoke(
+            {"text": ""}, {"configurable": {"thread_id": "f-2"}}, context={"remember": "k1"}, timeout=RUN_TIMEOUT
+        )
     finally:
         client.close()
+    # a factory's runtime.store on the worker is the store of /store/items
+    item = httpx.get(
+        f"{dev.url}/store/items",
+        params={"namespace": "surface", "key": "k1"},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+    assert item.status_code == 200, item.text
+    assert item.json()["value"] == {"thread": "f-2"}
 
 
 @pytest.mark.adversarial

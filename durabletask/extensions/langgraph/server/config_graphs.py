@@ -159,11 +159,14 @@ class GraphSpec:
             access_context: Why the graph is needed (one of ``ACCESS_CONTEXTS``).
             config: The run's ``RunnableConfig`` (its ``configurable`` holds ``thread_id``).
             context: The run's ``context`` (for the graph's ``context_schema``).
-            store: The store the graph's nodes get (``runtime.store``); an in-memory one when ``None``.
+            store: The store the graph's nodes get (``runtime.store``); when ``None``, the one of ``use_store``,
+                else (for a factory's runtime) an in-memory one.
         """
         if access_context not in ACCESS_CONTEXTS:
             raise ValueError(f"access_context must be one of {', '.join(ACCESS_CONTEXTS)}, got {access_context!r}")
         target = self.load()
+        if store is None:
+            store = self._cache.get("default_store")
         if is_graph(target):
             yield self._prepared(target, store)
             return
@@ -180,6 +183,10 @@ class GraphSpec:
                 yield self._prepared(graph, store, cache=False)
         else:
             yield self._prepared(made, store, cache=False)
+
+    def use_store(self, store: Any) -> None:
+        """The store ``open`` gives the graph (and a factory's ``runtime.store``) when it is not given one."""
+        self._cache["default_store"] = store
 
     def _prepared(self, graph: Any, store: Any, *, cache: bool = True) -> Any:
         key = f"prepared:{id(store)}"

@@ -109,6 +109,23 @@ async def serve_http(
 ) -> None:
     """Serve LangGraph's API on ``host:port`` until ``stop`` is set; ``ready`` gets the server's URL."""
     client = connection.async_client()
+    with contextlib.ExitStack() as stack:
+        store = _node_store(connection, stack)
+        if store is not None:  # a factory's runtime.store, also when the server builds it (state reads, schemas)
+            for spec in project.graphs.values():
+                spec.use_store(store)
+        await _serve_app(project, settings, client, host, port, ready, stop)
+
+
+async def _serve_app(
+    project: ProjectConfig,
+    settings: ServerSettings,
+    client: AsyncTaskHubGrpcClient,
+    host: str,
+    port: int,
+    ready: Callable[[str], None],
+    stop: asyncio.Event,
+) -> None:
     try:
         app = create_app(ServerContext(client=client, graphs=project.graphs, settings=settings))
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
