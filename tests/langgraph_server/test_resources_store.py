@@ -120,6 +120,14 @@ async def test_an_item_past_its_ttl_is_gone(resource_hub: ResourceHub) -> None:
         assert await served.sdk.store.get_item(ns, key="brief") is None
         listed = await served.sdk.store.search_items(ns)
         assert [i["key"] for i in listed["items"]] == ["kept"]
+        await served.sdk.store.put_item(ns, key="brief-too", value={"v": 3}, ttl=brief)
+        entity = model.item_entity(ns, "brief-too")
+        for _ in range(200):  # until a search that meets it past its TTL has it deleted
+            await served.sdk.store.search_items(ns)
+            if await served.ctx.client.get_entity(entity) is None:
+                break
+            await asyncio.sleep(0.05)
+        assert await served.ctx.client.get_entity(entity) is None
 
 
 async def _status_and_detail(served: Any, method: str, path: str, **kwargs: Any) -> tuple[int, str]:

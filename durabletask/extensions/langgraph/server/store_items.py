@@ -146,6 +146,8 @@ class StoreItems:
     async def _records_under(self, prefix: Sequence[str]) -> list[dict[str, Any]]:
         now = _iso(datetime.now(timezone.utc))
         records = await self._hub.read_all(model.entity_prefix(prefix))
+        for expired in (r for r in records if isinstance(r, dict) and "key" in r and not _visible(r, now)):
+            await self._hub.signal(model.item_entity(expired["namespace"], expired["key"]), "expire", {"now": now})
         return [r for r in records if _visible(r, now)]
 
     async def search(
