@@ -14,6 +14,8 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
+from durabletask.extensions.langgraph import heartbeat
+
 
 class State(TypedDict):
     """A topic and the steps that ran."""
@@ -130,6 +132,27 @@ def live_builder() -> StateGraph:
     return builder
 
 
+def _beat(state: State) -> dict[str, Any]:
+    """Heartbeats until its run is cancelled (at most 120 s); writes ``{topic}.cancelled`` when it saw the cancel."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            heartbeat({"at": time.monotonic()})
+        except Exception as stop:
+            Path(f"{state['topic']}.cancelled").write_text(type(stop).__name__)
+            raise
+        time.sleep(0.02)
+    return {"steps": ["beat:not cancelled"]}
+
+
+def beat_builder() -> StateGraph:
+    builder = StateGraph(State)
+    builder.add_node("beat", _beat)
+    builder.add_edge(START, "beat")
+    builder.add_edge("beat", END)
+    return builder
+
+
 BUILDERS = {
     "chain": chain_builder,
     "ask": ask_builder,
@@ -137,4 +160,5 @@ BUILDERS = {
     "nested": nested_builder,
     "held": held_builder,
     "live": live_builder,
+    "beat": beat_builder,
 }

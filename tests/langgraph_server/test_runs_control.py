@@ -80,6 +80,35 @@ async def test_cancel_ends_a_running_run_and_the_thread_goes_on(runs_hub: RunsHu
         assert (await s.sdk.threads.get(tid))["status"] == "idle"
 
 
+async def test_a_heartbeating_node_sees_the_cancel(runs_hub: RunsHub, tmp_path: Path) -> None:
+    topic = tmp_path / "beat"
+    seen = Path(f"{topic}.cancelled")
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        run = await s.sdk.runs.create(tid, "beat", input={"topic": str(topic)})
+        await _status_becomes(s, tid, run["run_id"], "running")
+        await s.sdk.runs.cancel(tid, run["run_id"], wait=True)
+        while not seen.exists():  # the node's next heartbeat raises (bounded by the test's timeout)
+            await asyncio.sleep(0.05)
+        assert seen.read_text() == "ActivityCancelledError"
+        assert (await s.sdk.runs.get(tid, run["run_id"]))["status"] == "interrupted"
+
+
+async def test_on_disconnect_cancel(runs_hub: RunsHub, tmp_path: Path) -> None:
+    flag = tmp_path / "release"
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        body = {"assistant_id": "held", "input": {"topic": str(flag)}, "on_disconnect": "cancel"}
+        async with s.http.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data:"):
+                    break  # the metadata event: then the client goes away
+        runs = await s.sdk.runs.list(tid)
+        run = await _status_becomes(s, tid, runs[0]["run_id"], "interrupted")
+        assert run["status"] == "interrupted"
+        flag.write_text("go")
+
+
 async def _collect(parts: Any) -> list[str]:
     return [p.event async for p in parts]
 

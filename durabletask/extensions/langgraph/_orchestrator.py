@@ -140,6 +140,7 @@ class ThreadRuntime:
         self.queue: list[dict[str, Any]] = list(carry.get("queue", []))
         self.cancelled: list[str] = list(carry.get("cancelled", []))
         self.current: str | None = None
+        self.cancellable = False  # the run in progress came from a server that may cancel it
         self.listener: Any = None
         self.live: dict[str, Any] | None = None
         self.run_started_from: str | None = None
@@ -374,6 +375,7 @@ class ThreadRuntime:
     def _run(self, request: dict[str, Any], body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
         request_id = request["id"]
         spec = RunSpec(**body["spec"])
+        self.cancellable = bool(body.get("record"))
         self.run_started_from = self._latest_checkpoint_id()
         check_resume(self.graph, self.saver, self.thread_id or "", spec.input, spec.checkpoint_id)
         emitted: list[Chunk] = []
@@ -456,9 +458,14 @@ class ThreadRuntime:
             self.ctx.set_custom_status(self.status)
 
     def _execute(self, calls: list[TaskCall]) -> Generator[Any, Any, list[TaskOutcome]]:
+        # A server's run can be cancelled: its tasks are cancellable calls, so a node that heartbeats stops.
+        options: dict[str, Any] = {"cancellation": dt.ActivityCancellation.TRY_CANCEL} if self.cancellable else {}
         scheduled = [
             self.ctx.call_activity(
-                activity_name(self.graph_name, call.node), input=call.payload, retry_policy=dts_retry(call.retry_policy)
+                activity_name(self.graph_name, call.node),
+                input=call.payload,
+                retry_policy=dts_retry(call.retry_policy),
+                **options,
             )
             for call in calls
         ]
@@ -469,7 +476,13 @@ class ThreadRuntime:
                 listener = self.next_request()
                 yield dt.when_any([pending, listener])
                 if listener.is_complete:
-                    yield from self._arrived_during_run(self._take_request())
+                    try:
+                        yield from self._arrived_during_run(self._take_request())
+                    except RunCancelled:
+                        for running in scheduled:
+                            if self.cancellable and not running.is_complete:
+                                running.cancel()
+                        raise
             try:
                 payload = pending.get_result()
             except dt.TaskFailedError as failed:

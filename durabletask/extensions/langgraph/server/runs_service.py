@@ -96,6 +96,15 @@ class RunServiceImpl:
         self.threads = threads
         self.records = threads.records
 
+    @property
+    def client(self) -> Any:
+        """The task hub's async client."""
+        return self.ctx.client
+
+    async def thread_record(self, thread_id: str) -> dict[str, Any]:
+        """The thread's record (404 when missing)."""
+        return await self.threads.record(thread_id)
+
     async def assistant(self, assistant_id: str) -> ResolvedAssistant:
         """The graph and defaults ``assistant_id`` names (the assistants module's resolver, else a graph ID)."""
         resolver = self.ctx.extras.get(ASSISTANTS_KEY)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from durabletask.extensions.langgraph import instance_id
 from durabletask.extensions.langgraph.server.runs_stream import (
@@ -17,8 +17,23 @@ from durabletask.extensions.langgraph.server.runs_stream import (
 )
 from durabletask.extensions.langgraph.server.services import StreamEvent
 
-if TYPE_CHECKING:
-    from durabletask.extensions.langgraph.server.runs_service import RunServiceImpl
+
+class RunRecords(Protocol):
+    """What the thread's stream needs of the run service: the hub's client and the records."""
+
+    @property
+    def client(self) -> Any:
+        """The task hub's async client."""
+        ...
+
+    async def thread_record(self, thread_id: str) -> dict[str, Any]:
+        """The thread's record (404 when missing)."""
+        ...
+
+    async def run_record(self, thread_id: str, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The thread's record and the run's (404 when missing)."""
+        ...
+
 
 # Ranks of the events a failed run ends with, after every event its last item made.
 _FAILED_RANK = 1 << 20
@@ -27,7 +42,7 @@ _FAILED_RANK = 1 << 20
 class _Runs:
     """The runs seen on the thread's stream so far: their views, and the ones that have ended."""
 
-    def __init__(self, service: RunServiceImpl, thread_id: str, stream_mode: Sequence[str] | None) -> None:
+    def __init__(self, service: RunRecords, thread_id: str, stream_mode: Sequence[str] | None) -> None:
         self.service = service
         self.thread_id = thread_id
         self.stream_mode = stream_mode
@@ -38,7 +53,7 @@ class _Runs:
         """The run's view, and whether it is new (its events start with ``metadata``)."""
         if run_id in self.views:
             return self.views[run_id][0], False
-        record = await self.service.threads.record(self.thread_id)
+        record = await self.service.thread_record(self.thread_id)
         run = (record.get("runs") or {}).get(run_id) or {}
         modes = self.stream_mode if self.stream_mode is not None else run.get("stream_mode") or ("values",)
         view = RunView(run_id, frozenset(modes), bool(run.get("subgraphs")))
@@ -77,17 +92,17 @@ class _Runs:
 
 
 async def thread_events(
-    service: RunServiceImpl, thread_id: str, after: Key | None, stream_mode: Sequence[str] | None
+    service: RunRecords, thread_id: str, after: Key | None, stream_mode: Sequence[str] | None
 ) -> AsyncIterator[StreamEvent]:
     """Every run's events of the thread, after ``after`` (from the thread's first run when ``None``), until closed."""
     skip = after if after is not None else FROM_START
     while True:
-        record = await service.threads.record(thread_id)
+        record = await service.thread_record(thread_id)
         if record.get("graph_id"):
             break
         await asyncio.sleep(IDLE_LOOK)
     runs = _Runs(service, thread_id, stream_mode)
-    async for item in thread_items(service.ctx.client, instance_id(str(record["graph_id"]), thread_id)):
+    async for item in thread_items(service.client, instance_id(str(record["graph_id"]), thread_id)):
         if item is None:
             for key, name, data in await runs.failures():
                 if key > skip:
