@@ -109,6 +109,30 @@ async def test_on_disconnect_cancel(runs_hub: RunsHub, tmp_path: Path) -> None:
         flag.write_text("go")
 
 
+async def test_rollback_removes_the_run_and_what_it_wrote(runs_hub: RunsHub, tmp_path: Path) -> None:
+    done, held = tmp_path / "done", tmp_path / "held"
+    done.write_text("go")
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        await s.sdk.runs.wait(tid, "held", input={"topic": str(done)})
+        before = await s.sdk.threads.get_state(tid)
+        history = await s.sdk.threads.get_history(tid, limit=100)
+        run = await s.sdk.runs.create(tid, "held", input={"topic": str(held)})
+        await _status_becomes(s, tid, run["run_id"], "running")
+        await s.sdk.runs.cancel(tid, run["run_id"], wait=True, action="rollback")
+        with pytest.raises(httpx.HTTPStatusError) as gone:
+            await s.sdk.runs.get(tid, run["run_id"])
+        assert gone.value.response.status_code == 404
+        after = await s.sdk.threads.get_state(tid)
+        assert after["values"] == before["values"]
+        assert after["checkpoint"] == before["checkpoint"]
+        assert [h["checkpoint"] for h in await s.sdk.threads.get_history(tid, limit=100)] == [
+            h["checkpoint"] for h in history
+        ]
+        assert (await s.sdk.threads.get(tid))["values"] == before["values"]
+        held.write_text("go")
+
+
 async def _collect(parts: Any) -> list[str]:
     return [p.event async for p in parts]
 

@@ -56,7 +56,12 @@ KEEP_CANCELLED = 256
 
 
 class RunCancelled(Exception):
-    """The run in progress was cancelled by a ``cancel`` request: it ends at once, keeping what it committed."""
+    """The run in progress was cancelled by a ``cancel`` request: it ends at once, keeping what it committed
+    (``rollback``: the thread goes back to its checkpoints from before the run)."""
+
+    def __init__(self, run_id: str, rollback: bool) -> None:
+        super().__init__(run_id)
+        self.rollback = rollback
 
 
 def dts_retry(policies: Sequence[RetryPolicy] | None) -> dt.RetryPolicy | None:
@@ -141,6 +146,10 @@ class ThreadRuntime:
         self.cancelled: list[str] = list(carry.get("cancelled", []))
         self.current: str | None = None
         self.cancellable = False  # the run in progress came from a server that may cancel it
+        # The checkpoints this execution started with, and how many runs and updates it has handled: a run that
+        # is the first of its execution is rolled back by going back to them.
+        self.initial_saver: dict[str, str] | None = carry.get("saver")
+        self.writes_done = 0
         self.listener: Any = None
         self.live: dict[str, Any] | None = None
         self.run_started_from: str | None = None
@@ -317,8 +326,12 @@ class ThreadRuntime:
             try:
                 result = (yield from self._run(request, body)) if kind == "run" else self._update(body)
                 status = "success"
-            except RunCancelled:
+            except RunCancelled as cancelled:
+                if cancelled.rollback and self.writes_done == 0:
+                    self.saver = ReplaySaver.restore(self.initial_saver)
                 result, status = {"cancelled": True}, "interrupted"
+            finally:
+                self.writes_done += 1
             self.written_by = {"fp": self.fingerprint, "shape": request.get("shape") or shape(self.graph)}
             self.interrupts = pending_interrupts(self.graph, self.saver, self.thread_id or "")
             return result, status
@@ -444,9 +457,10 @@ class ThreadRuntime:
     def _arrived_during_run(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
         """Answer a state read at once (from the last finished superstep), take a cancel; queue anything else."""
         if request.get("kind") == "cancel":
-            target = str(load(request["body"]).get("target"))
+            body = load(request["body"])
+            target = str(body.get("target"))
             if target == self.current:
-                raise RunCancelled(target)
+                raise RunCancelled(target, bool(body.get("rollback")))
             self.cancel(target)
             return
         if request.get("kind") != "state" or request.get("fp") != self.thread_fingerprint:

@@ -240,7 +240,8 @@ class RunServiceImpl:
             return
         graph_id = str(run.get("graph_id") or record.get("graph_id"))
         async with self.threads.graphs.open(graph_id, "threads.update", thread_id=thread_id) as graph:
-            await graph.asubmit("cancel", {"target": run_id}, {"configurable": {"thread_id": thread_id}})
+            body = {"target": run_id, "rollback": action == "rollback"}
+            await graph.asubmit("cancel", body, {"configurable": {"thread_id": thread_id}})
         if wait or action == "rollback":
             await self.settled(thread_id, run_id)
         if action == "rollback":
