@@ -3,13 +3,15 @@
 Each route module exposes ``routes(ctx: ServerContext) -> list[web.AbstractRouteDef]``, and may define
 ``async def startup(ctx)`` and ``async def cleanup(ctx)`` (run when the application starts and stops) and
 ``register_worker(worker, project)`` (called on every worker before it starts: the module's entities and
-orchestrators). ``ROUTE_MODULES`` is the list, in the order their routes are added.
+orchestrators) and ``register_firing(worker, project, connect)`` (the same, for activities that need a client
+of the hub: ``connect()`` makes an asyncio one). ``ROUTE_MODULES`` is the list, in the order their routes are added.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -43,12 +45,17 @@ def route_modules() -> list[ModuleType]:
     return found
 
 
-def register_worker_parts(worker: Any, project: Any) -> None:
-    """Every route module's ``register_worker(worker, project)``: what its records need on a worker."""
+def register_worker_parts(worker: Any, project: Any, connect: Callable[[], Any] | None = None) -> None:
+    """Every route module's ``register_worker(worker, project)``: what its records need on a worker; and, given
+    ``connect`` (it makes an asyncio client of the worker's hub), its ``register_firing(worker, project, connect)``:
+    activities that act on the hub themselves (a cron's firing starts a run)."""
     for module in route_modules():
         hook = getattr(module, "register_worker", None)
         if hook is not None:
             hook(worker, project)
+        firing = getattr(module, "register_firing", None)
+        if firing is not None and connect is not None:
+            firing(worker, project, connect)
 
 
 def create_app(ctx: ServerContext) -> web.Application:

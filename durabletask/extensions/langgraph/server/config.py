@@ -50,7 +50,7 @@ _BUILD_KEYS = frozenset(
 # Keys of LangGraph's server that this one does not implement: refused, never silently dropped.
 _UNSUPPORTED_KEYS = {
     "auth": "custom auth handlers are not supported; guard the server with --auth-token",
-    "store": "store indexing and TTLs are not supported; the store keeps items until they are deleted",
+    "store": "store.index (semantic search) and store.ttl defaults are not supported; a put's own ttl is",
     "checkpointer": "checkpointer settings do not apply: a thread's history is its orchestration's",
     "webhooks": "webhooks are not supported",
     "ui": "generative UI components are not supported",

@@ -155,7 +155,7 @@ def running_worker(project: ProjectConfig, connection: Connection) -> Any:
     worker = connection.worker()
     with contextlib.ExitStack() as stack:
         store = _node_store(connection, stack)
-        stack.enter_context(register_project(worker, project, store=store))
+        stack.enter_context(register_project(worker, project, store=store, connect=connection.async_client))
         worker.start()
         try:
             yield worker

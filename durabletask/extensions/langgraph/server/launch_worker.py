@@ -25,7 +25,9 @@ from durabletask.extensions.langgraph.server.config_graphs import prepare_graph
 _ORCHESTRATOR_NODES = ("__start__", "__default_error_handler__")
 
 
-def register_project(worker: Any, project: ProjectConfig, *, store: Any = None) -> contextlib.ExitStack:
+def register_project(
+    worker: Any, project: ProjectConfig, *, store: Any = None, connect: Callable[[], Any] | None = None
+) -> contextlib.ExitStack:
     """Register every graph of ``project`` on ``worker`` (before ``worker.start()``), and what the route modules
     keep on workers (their entities and orchestrators).
 
@@ -33,6 +35,8 @@ def register_project(worker: Any, project: ProjectConfig, *, store: Any = None) 
         worker: A ``TaskHubGrpcWorker``.
         project: The loaded ``langgraph.json``.
         store: The store the graphs' nodes get (``runtime.store``) when a graph brings none.
+        connect: Makes an asyncio client of the worker's hub, for the route modules' activities that need one
+            (a cron's firing); without it they are not registered.
 
     Returns:
         What closes the factories' context managers held for the orchestrators (close it after the worker stops).
@@ -44,7 +48,7 @@ def register_project(worker: Any, project: ProjectConfig, *, store: Any = None) 
                 register_factory(worker, graph_id, spec, held, store=store)
             else:
                 register_graph(worker, graph_id, prepare_graph(graph_id, spec.load(), store))
-        register_worker_parts(worker, project)
+        register_worker_parts(worker, project, connect)
     except BaseException:
         held.close()
         raise
