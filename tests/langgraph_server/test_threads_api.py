@@ -118,3 +118,23 @@ async def test_join_a_threads_stream(runs_hub: RunsHub) -> None:
         runs = [d["run_id"] for e, d in events if e == "metadata"]
         assert runs == [one["run_id"], two["run_id"]]
         assert [e for e, _ in events] == ["metadata", "updates", "updates", "end"] * 2
+
+
+async def test_copy_carries_metadata_and_checkpoints(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create(metadata={"kind": "original"}))["thread_id"]
+        await s.sdk.runs.wait(tid, "ask", input={"topic": "c"})
+        copy = await s.sdk.threads.copy(tid)
+        assert copy["thread_id"] != tid and copy["metadata"]["kind"] == "original"
+        assert copy["status"] == "interrupted"
+        original_history = await s.sdk.threads.get_history(tid, limit=50)
+        copied_history = await s.sdk.threads.get_history(copy["thread_id"], limit=50)
+        assert [h["values"] for h in copied_history] == [h["values"] for h in original_history]
+        assert [h["checkpoint"]["checkpoint_id"] for h in copied_history] == [
+            h["checkpoint"]["checkpoint_id"] for h in original_history
+        ]
+        resumed = await s.sdk.runs.wait(copy["thread_id"], "ask", command={"resume": "ok"})
+        assert resumed["steps"] == ["plan:c", "answer:ok", "write:c"]
+        assert (await s.sdk.threads.get_state(tid))["next"] == ["ask"]  # the original still waits
+        empty = await s.sdk.threads.copy((await s.sdk.threads.create())["thread_id"])
+        assert empty["values"] is None and empty["status"] == "idle"

@@ -15,6 +15,7 @@ from typing import Any
 from durabletask.client import AlreadyExistsError, OrchestrationStatus
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph import _requests as rq
+from durabletask.extensions.langgraph._copy import copy_carry
 from durabletask.extensions.langgraph._delivery import TOPIC
 from durabletask.extensions.langgraph._naming import check_graph_name, shape, shape_fingerprint, thread_id_of
 from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
@@ -128,6 +129,15 @@ class DurableGraph:
             req["id"] = request_id
         yield from rq.deliver(instance, self.name, req, None, self._waiting.cursors)
         return req["id"]
+
+    def _copy_plan(self, source: Any, target: Any) -> Plan:
+        thread, _ = yield from self._instance(source)
+        saver = yield from self._saver_plan(source, True)
+        copy, instance = yield from self._instance(target)
+        carry = copy_carry(saver, thread, copy, {"fp": self.fingerprint, "shape": self.shape})
+        if not (yield rq.Op("start", instance, {"v": 2, "carry": carry})):
+            raise ValueError(f"thread {copy!r} already exists: a thread is copied to a new thread ID")
+        return None
 
     def _local(self, saver: ReplaySaver) -> Any:
         return self.graph.copy(update={"checkpointer": saver})
@@ -469,6 +479,18 @@ class DurableGraph:
         """
         result: str = await self._async(self._submit_plan(kind, body, config, request_id))
         return result
+
+    async def acopy_thread(self, source: Any, target: Any) -> None:
+        """Copy the checkpoints of ``source`` 's thread to the new thread of ``target`` (LangGraph server's copy).
+
+        Args:
+            source: A config naming the thread to copy.
+            target: A config naming a thread that does not exist yet.
+
+        Raises:
+            ValueError: The target thread exists.
+        """
+        await self._async(self._copy_plan(source, target))
 
     async def aupdate_state(
         self, config: Any, values: Any, as_node: str | None = None, task_id: str | None = None

@@ -182,9 +182,24 @@ class ThreadServiceImpl:
 
     async def copy(self, thread_id: str) -> dict[str, Any]:
         record = await self.record(thread_id)
-        if record.get("graph_id"):
-            raise HttpError(501, "copying a thread that has run a graph is not supported yet (its checkpoints stay)")
-        return await self.create(metadata=record.get("metadata") or {})
+        target = str(uuid.uuid4())
+        graph_id = record.get("graph_id")
+        made = new_record(target, record.get("metadata") or {}, graph_id=graph_id)
+        if graph_id:
+            async with self.graphs.open(graph_id, "threads.read", thread_id=thread_id) as graph:
+                try:
+                    await graph.acopy_thread(_config(thread_id), _config(target))
+                    snapshot = await graph.aget_state(_config(target))
+                except (GraphMismatchError, GraphRunError) as error:
+                    raise graph_error(error) from None
+            interrupts = {task.id: list(task.interrupts) for task in snapshot.tasks if task.interrupts}
+            made.update(
+                values=dump(snapshot.values, "the thread's values"),
+                interrupts=dump(interrupts, "the thread's interrupts"),
+                status="interrupted" if interrupts or snapshot.next else "idle",
+            )
+        written = await self.records.write(target, "put", {"record": made})
+        return thread_json(written or made)
 
     async def prune(self, thread_ids: Sequence[str], *, strategy: Literal["delete", "keep_latest"]) -> int:
         if strategy != "delete":
