@@ -27,7 +27,7 @@ async def test_wait_gives_what_durable_graph_gives(runs_hub: RunsHub) -> None:
         got = await s.sdk.threads.get(thread["thread_id"])
         assert got["status"] == "idle"
         assert got["values"] == reference
-        assert got["metadata"]["owner"] == "me"
+        assert got["metadata"] == {"owner": "me", "graph_id": "chain", "assistant_id": "chain"}
         runs = await s.sdk.runs.list(thread["thread_id"])
         assert [r["status"] for r in runs] == ["success"]
 

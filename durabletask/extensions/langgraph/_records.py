@@ -79,6 +79,8 @@ def _run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
         _merge_run(runs, data["run"])
     state["runs"] = runs
     state.update(data.get("thread") or {})
+    if data.get("metadata"):
+        state["metadata"] = {**(state.get("metadata") or {}), **data["metadata"]}
     if data.get("at"):
         state["updated_at"] = data["at"]
     return state

@@ -171,7 +171,10 @@ class RunServiceImpl:
             "on_completion": request.on_completion,
             "threadless": threadless,
         }
-        await self.records.write(thread_id, "run", {"run": run, "thread": {"graph_id": assistant.graph_id}, "at": at})
+        # As LangGraph's server does, the thread's metadata names the graph and assistant that last ran on it.
+        metadata = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
+        data = {"run": run, "thread": {"graph_id": assistant.graph_id}, "metadata": metadata, "at": at}
+        await self.records.write(thread_id, "run", data)
         try:
             await self._submit(thread_id, run_id, request, assistant)
         except HttpError as error:

@@ -1,0 +1,36 @@
+"""The thread record's operations (a pure function), and its keys."""
+
+from __future__ import annotations
+
+from durabletask.extensions.langgraph._records import KEEP_OPS, apply, record_key
+
+
+def test_put_patch_run_and_delete() -> None:
+    record = apply(None, "put", {"record": {"thread_id": "t", "metadata": {"a": 1}}, "op": "o1"})
+    assert record == {"thread_id": "t", "metadata": {"a": 1}, "runs": {}, "ops": ["o1"]}
+    record = apply(record, "patch", {"metadata": {"b": 2}, "updated_at": "later", "op": "o2"})
+    assert record is not None and record["metadata"] == {"a": 1, "b": 2} and record["updated_at"] == "later"
+    record = apply(record, "run", {"run": {"run_id": "r", "status": "pending"}, "metadata": {"graph_id": "g"}})
+    assert record is not None and record["runs"]["r"]["status"] == "pending" and record["metadata"]["graph_id"] == "g"
+    assert apply(record, "delete", {}) is None
+    assert apply(None, "patch", {"metadata": {"x": 1}}) is None  # a patch never makes a thread
+
+
+def test_an_ended_run_never_goes_back_to_running() -> None:
+    record = apply(None, "put", {"record": {"thread_id": "t"}})
+    record = apply(record, "run", {"run": {"run_id": "r", "status": "interrupted"}})
+    record = apply(record, "run", {"run": {"run_id": "r", "status": "running", "updated_at": "x"}})
+    assert record is not None and record["runs"]["r"] == {"run_id": "r", "status": "interrupted", "updated_at": "x"}
+
+
+def test_operation_ids_are_bounded() -> None:
+    record = apply(None, "put", {"record": {"thread_id": "t"}})
+    for n in range(KEEP_OPS + 10):
+        record = apply(record, "patch", {"op": f"o{n}"})
+    assert record is not None and len(record["ops"]) == KEEP_OPS and record["ops"][-1] == f"o{KEEP_OPS + 9}"
+
+
+def test_keys() -> None:
+    assert record_key("plain-id") == "plain-id"
+    hashed = {record_key(t) for t in ("a@b", "a~b", "用户", "x" * 200, "a\nb")}
+    assert len(hashed) == 5 and all("~" in k and len(k) <= 80 for k in hashed)
