@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -97,6 +98,9 @@ async def test_threadless_runs(runs_hub: RunsHub) -> None:
         assert result == {"topic": "free", "steps": ["plan:free", "write:free"]}
         parts = [p async for p in s.sdk.runs.stream(None, "chain", input={"topic": "free"}, stream_mode="updates")]
         assert [p.event for p in parts] == ["metadata", "updates", "updates", "end"]
+        gone = await s.sdk.runs.create(None, "chain", input={"topic": "g"})
+        while gone["thread_id"] in [t["thread_id"] for t in await s.sdk.threads.search(limit=100)]:
+            await asyncio.sleep(0.05)  # a background threadless run's thread is deleted once the run ended
         kept = await s.sdk.runs.create(None, "chain", input={"topic": "k"}, on_completion="keep")
         assert (await s.sdk.runs.join(kept["thread_id"], kept["run_id"]))["steps"] == ["plan:k", "write:k"]
         assert (await s.sdk.threads.get(kept["thread_id"]))["status"] == "idle"

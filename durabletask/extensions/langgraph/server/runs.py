@@ -3,6 +3,7 @@ streams of a run and of a thread (``Last-Event-ID`` resumes them)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -21,6 +22,15 @@ from durabletask.extensions.langgraph.server.threads import install
 from durabletask.extensions.langgraph.server.threads_http import answer, choice, count, flag, no_content, strings
 
 _THREAD_MODES = ("run_modes", "lifecycle", "state_update")
+BACKGROUND_KEY = "runs_background"
+
+
+async def cleanup(ctx: ServerContext) -> None:
+    """Stop the waits this server keeps for background threadless runs (their threads then stay)."""
+    tasks: set[asyncio.Task[None]] = ctx.extras.get(BACKGROUND_KEY, set())
+    for task in list(tasks):
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def run_path(thread_id: str, run_id: str) -> str:
@@ -42,6 +52,12 @@ class _Handlers:
     def __init__(self, ctx: ServerContext) -> None:
         install(ctx)
         self.runs: RunServiceImpl = ctx.extras[RUNS_KEY]
+        self.background: set[asyncio.Task[None]] = ctx.extras.setdefault(BACKGROUND_KEY, set())
+
+    async def _delete_when_done(self, body: RunRequest, run: dict[str, Any]) -> None:
+        with contextlib.suppress(HttpError):
+            await self.runs.join(run["thread_id"], run["run_id"])
+        await self._after(body, run)
 
     @staticmethod
     def _thread(request: web.Request) -> str | None:
@@ -59,7 +75,12 @@ class _Handlers:
                 await self.runs.threads.delete(run["thread_id"])
 
     async def create(self, request: web.Request) -> web.Response:
-        _, run = await self._create(request)
+        body, run = await self._create(request)
+        if self._thread(request) is None and body.on_completion == "delete":
+            # Nobody waits for a background threadless run: this server deletes its thread once it has ended.
+            task = asyncio.ensure_future(self._delete_when_done(body, run))
+            self.background.add(task)
+            task.add_done_callback(self.background.discard)
         return answer(run, headers={"Content-Location": run_path(run["thread_id"], run["run_id"])})
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
