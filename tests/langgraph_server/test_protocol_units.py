@@ -273,3 +273,30 @@ def test_unknown_parts_and_malformed_chunks_make_nothing() -> None:
     assert t.feed(pe.Part("messages", (), "not a pair")) == []
     assert t.feed(pe.Part("messages", (), [3, {}])) == []
     assert t.feed(pe.Part("custom", (), "plain")) == [pe.Body("custom", (), {"payload": "plain"})]
+
+
+def test_tool_calls_and_tool_messages_in_updates_are_tool_events() -> None:
+    t = pe.Translator()
+    t.feed(pe.Part("run", (), {"run_id": "r"}))
+    call = {"type": "ai", "content": "", "tool_calls": [{"id": "tc-1", "name": "search", "args": {"q": "v3"}}]}
+    done = {"type": "tool", "content": "found", "tool_call_id": "tc-1", "status": "success"}
+    failed = {"type": "tool", "content": "no index", "tool_call_id": "tc-2", "status": "error"}
+    bodies = t.feed(pe.Part("updates", (), {"model": {"messages": [call]}}))
+    bodies += t.feed(pe.Part("updates", (), {"tools": {"messages": [done, failed]}}))
+    assert [b.data for b in bodies if b.method == "tools"] == [
+        {"event": "tool-started", "tool_call_id": "tc-1", "tool_name": "search", "input": {"q": "v3"}},
+        {"event": "tool-finished", "tool_call_id": "tc-1", "output": done},
+        {"event": "tool-error", "tool_call_id": "tc-2", "message": "no index"},
+    ]
+
+
+def test_a_new_attempt_of_a_run_keeps_its_announced_interrupts() -> None:
+    t = pe.Translator()
+    t.feed(pe.Part("run", (), {"run_id": "r", "attempt": 1}))
+    interrupt = {"__interrupt__": [{"value": 1, "id": "i"}]}
+    assert len(t.feed(pe.Part("updates", (), interrupt))) == 1
+    again = t.feed(pe.Part("run", (), {"run_id": "r", "attempt": 2}))
+    assert again == [pe.Body("lifecycle", (), {"event": "running", "attempt": 2, "run_id": "r"})]
+    assert t.feed(pe.Part("updates", (), interrupt)) == []
+    t.feed(pe.Part("run", (), {"run_id": "other"}))
+    assert len(t.feed(pe.Part("updates", (), interrupt))) == 1

@@ -205,6 +205,33 @@ def _finish_events(state: _Message, usage: Any) -> list[Any]:
     return out
 
 
+def _messages_of(update: Any) -> list[Mapping[str, Any]]:
+    found = update.get("messages") if isinstance(update, Mapping) else None
+    items = found if isinstance(found, list) else [found]
+    return [item for item in items if isinstance(item, Mapping)]
+
+
+def tool_events(update: Any) -> list[dict[str, Any]]:
+    """The ``tools`` events a node's update shows: a tool call the model asked for starts (an AI message's
+    ``tool_calls``), and its tool message finishes it (``tool-error`` when the message's status is ``error``)."""
+    out: list[dict[str, Any]] = []
+    for message in _messages_of(update):
+        kind = message.get("type")
+        if kind in ("ai", "AIMessageChunk"):
+            for call in message.get("tool_calls") or []:
+                if isinstance(call, Mapping) and isinstance(call.get("id"), str):
+                    name = call.get("name") if isinstance(call.get("name"), str) else ""
+                    data = {"event": "tool-started", "tool_call_id": call["id"], "tool_name": name}
+                    out.append({**data, "input": call.get("args")})
+        elif kind == "tool" and isinstance(message.get("tool_call_id"), str):
+            ident = message["tool_call_id"]
+            if message.get("status") == "error":
+                out.append({"event": "tool-error", "tool_call_id": ident, "message": str(message.get("content"))})
+            else:
+                out.append({"event": "tool-finished", "tool_call_id": ident, "output": dict(message)})
+    return out
+
+
 def _interrupts(value: Any) -> list[dict[str, Any]]:
     """The interrupts a ``values`` or ``updates`` chunk carries under ``__interrupt__``, as ``{id, value}``."""
     found = value.get("__interrupt__") if isinstance(value, Mapping) else None
@@ -247,8 +274,11 @@ class Translator:
 
     def _on_run(self, part: Part) -> list[Body]:
         info = part.data if isinstance(part.data, Mapping) else {}
-        self.run_id = str(info["run_id"]) if info.get("run_id") is not None else None
-        self.announced, self.failed, self.messages = set(), False, {}
+        run_id = str(info["run_id"]) if info.get("run_id") is not None else None
+        if run_id is None or run_id != self.run_id:
+            self.announced, self.failed = set(), False
+        # A new attempt of the same run (its worker died) streams its model calls again, from their start.
+        self.run_id, self.messages = run_id, {}
         attempt = info.get("attempt")
         extra = {"attempt": attempt} if isinstance(attempt, int) and not isinstance(attempt, bool) else {}
         return [self._lifecycle("running", **extra)]
@@ -286,6 +316,7 @@ class Translator:
             for node, update in part.data.items():
                 if node != "__interrupt__":
                     out.append(Body("updates", part.namespace, {"node": node, "values": update}))
+                    out += [Body("tools", part.namespace, data) for data in tool_events(update)]
         return out + self._announce(part.namespace, part.data)
 
     def _on_custom(self, part: Part) -> list[Body]:
@@ -301,8 +332,8 @@ class Translator:
         kind = str(fields.get("type", ""))
         if kind == "AIMessageChunk":
             return self._chunk(part.namespace, fields, metadata)
-        if kind == "ai" and any(key.startswith("ls_") for key in metadata):
-            # A model's whole answer (a call that did not stream); a node's returned messages carry no ``ls_`` keys.
+        if kind == "ai" and ("ls_provider" in metadata or "ls_model_type" in metadata):
+            # A model's whole answer (a call that did not stream); a node's returned messages name no model.
             state = _Message(str(fields.get("id") or metadata.get("run_id") or ""))
             start = {"event": "message-start", "role": "ai", "id": state.id, "metadata": metadata}
             events = [start, *_chunk_events(state, fields), *_finish_events(state, fields.get("usage_metadata"))]

@@ -1,0 +1,180 @@
+"""A thread's protocol events, numbered from its durable stream, over SSE and over WebSocket.
+
+Every event's ``seq`` is its position among the protocol events of the thread's whole stream (the runs' chunks, read
+again from the start of the thread's durable stream and translated the same way each time), so any server gives the
+same numbers and ``since`` (or ``Last-Event-ID``) resumes exactly after an event, whichever server sent it.
+
+Where a request names no ``since``, it starts at the thread's newest run (the one just started, or the one a client
+attaches to), so a stream opened right after ``run.start`` misses nothing of that run, however fast it ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from aiohttp import web
+
+from durabletask.extensions.langgraph.server import protocol_events as pe
+from durabletask.extensions.langgraph.server.errors import HttpError
+from durabletask.extensions.langgraph.server.protocol_commands import Filter, ProtocolError, parse_filter
+from durabletask.extensions.langgraph.server.services import RunService, ThreadService
+
+#: Seconds without an event after which an SSE comment (or a WebSocket ping) checks the client is still there.
+HEARTBEAT = 15.0
+#: Seconds between looks, at most, for a thread a stream waits for (one subscribed to before it was created).
+THREAD_LOOK = 0.5
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def since_of(body: Mapping[str, Any], last_event_id: str | None) -> Filter:
+    """The filter of an event-stream request: its body, and ``Last-Event-ID`` (an event's ``seq``) when it has no
+    ``since``.
+
+    Raises:
+        ProtocolError: ``invalid_argument`` naming the field.
+    """
+    wanted = parse_filter(body, "body")
+    if wanted.since is None and last_event_id:
+        if not last_event_id.isdigit() or len(last_event_id) > 16:
+            raise ProtocolError(
+                "invalid_argument", f"Last-Event-ID: expected an event's seq (digits), got {last_event_id[:40]!r}"
+            )
+        wanted = Filter(wanted.channels, wanted.namespaces, wanted.depth, int(last_event_id))
+    return wanted
+
+
+class ThreadEvents:
+    """Reads a thread's runs through the run service and yields its protocol events for a filter."""
+
+    def __init__(self, runs: RunService, threads: ThreadService) -> None:
+        self.runs = runs
+        self.threads = threads
+
+    async def newest_run(self, thread_id: str) -> str | None:
+        """The thread's newest run's ID; ``None`` when it has none, or does not exist yet (a client that minted the
+        thread's ID subscribes before its ``run.start`` creates it: the stream then waits for the thread)."""
+        try:
+            newest = await self.runs.list(thread_id, limit=1)
+        except HttpError as error:
+            if error.status != 404:
+                raise
+            return None
+        return str(newest[0]["run_id"]) if newest else None
+
+    async def events(self, thread_id: str, wanted: Filter, first_run: str | None) -> AsyncIterator[dict[str, Any]]:
+        """The events ``wanted`` receives: after ``wanted.since``, or else from run ``first_run``'s start on (from the
+        thread's start when ``None``), live until the caller stops iterating."""
+        delivering = wanted.since is not None or first_run is None
+        async for seq, body in self._numbered(thread_id):
+            if not delivering and _starts(body, first_run):
+                delivering = True
+            if wanted.since is not None and seq <= wanted.since:
+                continue
+            if delivering and pe.matches(body, wanted):
+                yield pe.event(body, seq, int(time.time() * 1000))
+
+    async def _exists(self, thread_id: str) -> None:
+        """Returns once the thread exists (at once, mostly; after its ``run.start`` for a stream opened before)."""
+        pause = 0.05
+        while True:
+            try:
+                await self.threads.get(thread_id)
+                return
+            except HttpError as error:
+                if error.status != 404:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, THREAD_LOOK)
+
+    async def _numbered(self, thread_id: str) -> AsyncIterator[tuple[int, pe.Body]]:
+        await self._exists(thread_id)
+        translator = pe.Translator()
+        seq = 0
+        stream = self.runs.join_thread(thread_id, last_event_id="-1", stream_mode=list(pe.RUN_MODES))
+        try:
+            async for item in stream:
+                part = pe.part_of(item.event, item.data)
+                if part is None:
+                    continue
+                if part.kind == "end":
+                    part = await self._ended(thread_id, translator.run_id)
+                for body in translator.feed(part):
+                    seq += 1
+                    yield seq, body
+        finally:
+            with contextlib.suppress(Exception):
+                await stream.aclose()  # type: ignore[attr-defined]
+
+    async def _ended(self, thread_id: str, run_id: str | None) -> pe.Part:
+        """The run's end, with its final status as the run service reports it."""
+        status: Any = "success"
+        if run_id is not None:
+            with contextlib.suppress(Exception):  # a run deleted since: its end still ends it
+                status = (await self.runs.get(thread_id, run_id)).get("status")
+        return pe.Part("end", (), {"status": status})
+
+
+def _starts(body: pe.Body, run_id: str | None) -> bool:
+    data = body.data if isinstance(body.data, Mapping) else {}
+    return body.method == "lifecycle" and data.get("event") == "running" and data.get("run_id") == run_id
+
+
+def sse_frame(event: Mapping[str, Any]) -> bytes:
+    """One ``text/event-stream`` frame: ``id:`` is the event's ``seq``, ``data:`` the event."""
+    data = json.dumps(event, separators=(",", ":"), default=str)
+    return f"id: {event['event_id']}\nevent: message\ndata: {data}\n\n".encode()
+
+
+def error_frame(message: str) -> bytes:
+    """The frame a stream ends with when reading the thread failed (the SDK logs it and reconnects)."""
+    body = {"type": "error", "id": None, "error": "unknown_error", "message": message}
+    return f"event: error\ndata: {json.dumps(body)}\n\n".encode()
+
+
+async def with_heartbeat(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[str, Any] | None]:
+    """The events, with ``None`` after every :data:`HEARTBEAT` seconds without one."""
+    iterator = aiter(events)
+    pending: asyncio.Future[dict[str, Any]] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(iterator))
+            done, _ = await asyncio.wait({pending}, timeout=HEARTBEAT)
+            if not done:
+                yield None
+                continue
+            try:
+                item = pending.result()
+            except StopAsyncIteration:
+                return
+            pending = None
+            yield item
+    finally:
+        if pending is not None and not pending.done():
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
+        with contextlib.suppress(Exception):
+            await iterator.aclose()  # type: ignore[attr-defined]
+
+
+async def serve_sse(
+    request: web.Request, source: ThreadEvents, thread_id: str, wanted: Filter, first_run: str | None
+) -> web.StreamResponse:
+    """Writes the events as SSE until the client goes away (or reading the thread fails)."""
+    response = web.StreamResponse(headers=SSE_HEADERS)
+    await response.prepare(request)
+    try:
+        async for item in with_heartbeat(source.events(thread_id, wanted, first_run)):
+            await response.write(b": heartbeat\n\n" if item is None else sse_frame(item))
+    except ConnectionError:  # the client went away: its subscription ends with it
+        pass
+    except Exception as error:
+        with contextlib.suppress(Exception):
+            await response.write(error_frame(f"reading the thread's events failed: {type(error).__name__}"))
+    return response

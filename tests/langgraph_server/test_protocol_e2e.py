@@ -1,0 +1,234 @@
+"""The thread-centric protocol through langgraph-sdk's own ``threads.stream`` (SSE and WebSocket), against the
+emulator, a worker and two servers of one task hub."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+
+from tests.langgraph_server.support_protocol import Servers, command, read_events, servers
+from tests.langgraph_server.support_protocol_graphs import ANSWER
+
+__all__ = ["servers"]
+
+pytestmark = pytest.mark.timeout(300)
+
+INPUT: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
+
+
+async def test_model_tokens_and_custom_events_arrive_as_the_sdk_reads_them(servers: Servers) -> None:
+    async with get_client(url=servers.url) as client:
+        async with client.threads.stream(assistant_id="chat") as thread:
+            await thread.run.start(input=INPUT)
+            streams = [s async for s in thread.messages]
+            texts = []
+            for stream in streams:
+                texts.append("".join([t async for t in stream.text]))
+        assert texts == [ANSWER]
+        async with client.threads.stream(assistant_id="chat") as thread:
+            await thread.run.start(input=INPUT)
+            progress = [e["step"] async for e in thread.extensions["progress"]]
+        assert progress == ["talk", "ask"]
+
+
+async def test_a_cancelled_run_ends_every_iterator(servers: Servers) -> None:
+    async with get_client(url=servers.url) as client:
+        async with client.threads.stream(assistant_id="slow") as thread:
+            run_id = (await thread.run.start(input={"steps": []}))["run_id"]
+            seen = 0
+            async for _event in thread.extensions["progress"]:
+                seen += 1
+                if seen == 2:
+                    await client.runs.cancel(thread.thread_id, run_id)
+            with pytest.raises(RuntimeError, match="cancelled"):
+                await thread.output
+        run = await client.runs.get(thread.thread_id, run_id)
+    assert run["status"] != "success"
+
+
+def _all(since: int | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"channels": ["values", "updates", "messages", "lifecycle", "input", "custom"]}
+    if since is not None:
+        body["since"] = since
+    return body
+
+
+def test_events_resume_after_any_seq_from_the_other_server(servers: Servers) -> None:
+    thread_id = str(uuid.uuid4())
+    response = command(servers.urls[0], thread_id, "run.start", {"assistant_id": "chat", "input": INPUT})
+    assert response.json()["type"] == "success", response.text
+    # The run ends at its interrupt: lifecycle interrupted is its last event.
+    first = read_events(servers.urls[0], thread_id, _all(), 1000, stop_at="interrupted")
+    seqs = [e["seq"] for e in first]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert [e["event_id"] for e in first] == [str(s) for s in seqs]
+    assert first[0]["method"] == "lifecycle" and first[0]["params"]["data"]["event"] == "running"
+    assert first[-1]["params"]["data"]["event"] == "interrupted"
+    middle = first[len(first) // 2]["seq"]
+    rest = read_events(servers.urls[1], thread_id, _all(middle), len(first), stop_at="interrupted")
+    assert _same_but_time(rest, first, middle)
+    by_header = read_events(
+        servers.urls[1], thread_id, _all(), len(first), stop_at="interrupted", **{"Last-Event-ID": str(middle)}
+    )
+    assert _same_but_time(by_header, first, middle)
+
+
+def _same_but_time(got: list[dict[str, Any]], first: list[dict[str, Any]], after: int) -> bool:
+    def strip(e: dict[str, Any]) -> Any:
+        return {**e, "params": {**e["params"], "timestamp": 0}}
+
+    return [strip(e) for e in got] == [strip(e) for e in first if e["seq"] > after]
+
+
+def test_filters_select_channels_and_namespaces(servers: Servers) -> None:
+    thread_id = str(uuid.uuid4())
+    command(servers.url, thread_id, "run.start", {"assistant_id": "chat", "input": INPUT})
+    only = read_events(servers.url, thread_id, {"channels": ["input", "lifecycle"]}, 100, stop_at="interrupted")
+    assert {e["method"] for e in only} == {"lifecycle", "input.requested"}
+    asked = [e for e in only if e["method"] == "input.requested"]
+    assert asked[0]["params"]["data"]["payload"] == {"question": "approve?"}
+    named = read_events(
+        servers.url, thread_id, {"channels": ["custom:progress", "lifecycle"]}, 100, stop_at="interrupted"
+    )
+    assert [e["params"]["data"]["step"] for e in named if e["method"] == "custom"] == ["talk", "ask"]
+    rooted = {"channels": ["values", "lifecycle"], "namespaces": [[]], "depth": 0}
+    assert all(
+        e["params"]["namespace"] == [] for e in read_events(servers.url, thread_id, rooted, 100, stop_at="interrupted")
+    )
+
+
+def test_state_commands_read_and_fork(servers: Servers) -> None:
+    thread_id = str(uuid.uuid4())
+    command(servers.url, thread_id, "run.start", {"assistant_id": "chat", "input": INPUT})
+    read_events(servers.url, thread_id, {"channels": ["lifecycle"]}, 100, stop_at="interrupted")
+    state = command(servers.url, thread_id, "state.get", {"namespace": [], "keys": ["steps"]}).json()
+    assert state["result"]["values"] == {"steps": ["talk"]}
+    assert state["result"]["checkpoint"]["id"]
+    listed = command(servers.url, thread_id, "state.listCheckpoints", {"limit": 2}).json()["result"]["checkpoints"]
+    assert len(listed) == 2 and all(c["id"] and isinstance(c["step"], int) for c in listed)
+    older = listed[-1]["id"]
+    forked = command(servers.url, thread_id, "state.fork", {"checkpoint_id": older}).json()
+    assert forked["type"] == "success" and forked["result"]["thread_id"] == thread_id
+    missing = command(servers.url, thread_id, "state.fork", {"checkpoint_id": "nope"}).json()
+    assert missing["error"] == "no_such_checkpoint" and "params.checkpoint_id" in missing["message"]
+
+
+@pytest.mark.adversarial
+@pytest.mark.parametrize(
+    ("body", "code", "field"),
+    [
+        ({"id": 1, "method": "run.start", "params": {}}, "invalid_argument", "params.assistant_id"),
+        (
+            {"id": 1, "method": "run.start", "params": {"assistant_id": "no-such-graph"}},
+            "invalid_argument",
+            "no-such-graph",
+        ),
+        ({"id": 2, "method": "run.fly", "params": {}}, "unknown_command", "run.fly"),
+        ({"id": "x", "method": "run.start"}, "invalid_argument", "id"),
+        (
+            {"id": 3, "method": "input.respond", "params": {"interrupt_id": "ghost", "response": 1}},
+            "no_such_interrupt",
+            "params.interrupt_id",
+        ),
+        (
+            {"id": 4, "method": "subscription.subscribe", "params": {"channels": ["values"]}},
+            "not_supported",
+            "WebSocket",
+        ),
+    ],
+)
+def test_bad_commands_get_protocol_errors_naming_the_field(servers: Servers, body: Any, code: str, field: str) -> None:
+    with httpx.Client(base_url=servers.url, timeout=60) as http:
+        response = http.post(f"/threads/{uuid.uuid4()}/commands", json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["type"] == "error" and answer["error"] == code and field in answer["message"]
+
+
+@pytest.mark.adversarial
+@pytest.mark.parametrize(
+    ("path", "content", "headers", "status", "names"),
+    [
+        ("commands", b"{not json", {}, 422, "not JSON"),
+        ("commands", b"[1,2]", {}, 422, "JSON object"),
+        ("stream/events", b"{}", {}, 422, "body.channels"),
+        ("stream/events", b'{"channels": ["values"], "since": -3}', {}, 422, "body.since"),
+        ("stream/events", b'{"channels": ["values"]}', {"Last-Event-ID": "12.0"}, 422, "Last-Event-ID"),
+    ],
+)
+def test_bad_requests_get_a_4xx_naming_the_problem(
+    servers: Servers, path: str, content: bytes, headers: dict[str, str], status: int, names: str
+) -> None:
+    with httpx.Client(base_url=servers.url, timeout=60) as http:
+        response = http.post(f"/threads/{uuid.uuid4()}/{path}", content=content, headers=headers)
+    assert response.status_code == status, response.text
+    assert names in response.json()["detail"]
+
+
+@pytest.mark.adversarial
+async def test_a_websocket_answers_bad_frames_and_keeps_serving(servers: Servers) -> None:
+    import websockets
+
+    thread_id = str(uuid.uuid4())
+    command(servers.url, thread_id, "run.start", {"assistant_id": "chat", "input": INPUT})
+    url = servers.url.replace("http://", "ws://") + f"/threads/{thread_id}/stream/events"
+    async with websockets.connect(url) as ws:
+        for frame in [
+            "{oops",
+            "[]",
+            '{"id": 9, "method": "subscription.unsubscribe", "params": {"subscription_id": "s"}}',
+        ]:
+            await ws.send(frame)
+            answer = json.loads(await ws.recv())
+            assert answer["type"] == "error"
+        await ws.send(b"binary")
+        assert json.loads(await ws.recv())["error"] == "invalid_argument"
+        await ws.send('{"id": 5, "method": "subscription.subscribe", "params": {"channels": ["lifecycle"]}}')
+        ok = json.loads(await ws.recv())
+        assert ok == {"type": "success", "id": 5, "result": {"subscription_id": "sub-1"}}
+        first = json.loads(await asyncio.wait_for(ws.recv(), 120))
+        assert first["method"] == "lifecycle"
+
+
+def test_two_clients_on_one_thread_see_the_same_events(servers: Servers) -> None:
+    thread_id = str(uuid.uuid4())
+    command(servers.url, thread_id, "run.start", {"assistant_id": "chat", "input": INPUT})
+    results: dict[int, list[dict[str, Any]]] = {}
+
+    def read(i: int) -> None:
+        results[i] = read_events(servers.urls[i], thread_id, _all(0), 1000, stop_at="interrupted")
+
+    readers = [threading.Thread(target=read, args=(i,)) for i in range(2)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join(timeout=240)
+    assert results[0] and _same_but_time(results[0], results[1], 0)
+
+
+def test_a_stream_opened_before_the_thread_exists_waits_for_its_first_run(servers: Servers) -> None:
+    thread_id = str(uuid.uuid4())
+    found: list[dict[str, Any]] = []
+    reader = threading.Thread(
+        target=lambda: found.extend(
+            read_events(servers.url, thread_id, {"channels": ["lifecycle", "input"]}, 100, stop_at="interrupted")
+        )
+    )
+    reader.start()
+    command(servers.urls[1], thread_id, "run.start", {"assistant_id": "chat", "input": INPUT})
+    reader.join(timeout=240)
+    assert [e["method"] for e in found] == ["lifecycle", "input.requested", "lifecycle"]
+
+
+@pytest.mark.adversarial
+def test_a_thread_id_no_thread_can_have_is_refused(servers: Servers) -> None:
+    with httpx.Client(base_url=servers.url, timeout=60) as http:
+        response = http.post(f"/threads/{'x' * 5000}/stream/events", json={"channels": ["values"]})
+    assert response.status_code == 422 and "thread_id" in response.json()["detail"]
