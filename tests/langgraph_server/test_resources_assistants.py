@@ -41,13 +41,17 @@ async def test_each_graph_has_a_system_assistant(resource_hub: ResourceHub) -> N
 
 
 async def test_create_get_update_versions_delete(resource_hub: ResourceHub) -> None:
-    async with serve(resource_hub, _ROUTES, worker_parts=_PARTS) as served, serve(
-        resource_hub, _ROUTES, start_worker=False
-    ) as other:
+    async with (
+        serve(resource_hub, _ROUTES, worker_parts=_PARTS) as served,
+        serve(resource_hub, _ROUTES, start_worker=False) as other,
+    ):
         client = served.sdk.assistants
         created = await client.create(
-            graph_id="chain", config={"configurable": {"k": 1}}, context={"model_name": "a"},
-            metadata={"suite": "x", "label": "one"}, name="Writer",
+            graph_id="chain",
+            config={"configurable": {"k": 1}},
+            context={"model_name": "a"},
+            metadata={"suite": "x", "label": "one"},
+            name="Writer",
         )
         aid = created["assistant_id"]
         assert (created["version"], created["name"], created["graph_id"]) == (1, "Writer", "chain")
@@ -125,7 +129,9 @@ async def test_graph_schemas_and_subgraphs(resource_hub: ResourceHub) -> None:
         drawn = await client.get_graph(_system_id("chain"))
         assert {n["id"] for n in drawn["nodes"]} == {"__start__", "plan", "write", "__end__"}
         assert {(e["source"], e["target"]) for e in drawn["edges"]} == {
-            ("__start__", "plan"), ("plan", "write"), ("write", "__end__")
+            ("__start__", "plan"),
+            ("plan", "write"),
+            ("write", "__end__"),
         }
         flat = await client.get_graph("nested")
         deep = await client.get_graph("nested", xray=True)
@@ -159,14 +165,34 @@ _HOSTILE: list[tuple[str, str, dict[str, Any], int, str]] = [
     ("POST", "/assistants", {"json": {}}, 422, "field 'graph_id' is required"),
     ("POST", "/assistants", {"json": {"graph_id": 7}}, 422, "field 'graph_id' must be a string"),
     ("POST", "/assistants", {"json": {"graph_id": "nope"}}, 404, "graph 'nope'"),
-    ("POST", "/assistants", {"json": {"graph_id": "chain", "assistant_id": "not-a-uuid"}}, 422,
-     "field 'assistant_id' must be a UUID"),
-    ("POST", "/assistants", {"json": {"graph_id": "chain", "metadata": [1]}}, 422,
-     "field 'metadata' must be a JSON object"),
-    ("POST", "/assistants", {"json": {"graph_id": "chain", "config": {"x": "y" * 70_000}}}, 422,
-     f"field 'config' is 70008 bytes of JSON; the limit is {assistants.CONFIG_MAX_BYTES}"),
-    ("POST", "/assistants", {"json": {"graph_id": "chain", "name": "n" * 2000}}, 422,
-     "field 'name' is 2000 characters long; the limit is 1024"),
+    (
+        "POST",
+        "/assistants",
+        {"json": {"graph_id": "chain", "assistant_id": "not-a-uuid"}},
+        422,
+        "field 'assistant_id' must be a UUID",
+    ),
+    (
+        "POST",
+        "/assistants",
+        {"json": {"graph_id": "chain", "metadata": [1]}},
+        422,
+        "field 'metadata' must be a JSON object",
+    ),
+    (
+        "POST",
+        "/assistants",
+        {"json": {"graph_id": "chain", "config": {"x": "y" * 70_000}}},
+        422,
+        f"field 'config' is 70008 bytes of JSON; the limit is {assistants.CONFIG_MAX_BYTES}",
+    ),
+    (
+        "POST",
+        "/assistants",
+        {"json": {"graph_id": "chain", "name": "n" * 2000}},
+        422,
+        "field 'name' is 2000 characters long; the limit is 1024",
+    ),
     ("POST", "/assistants", {"json": {"graph_id": "chain", "if_exists": "overwrite"}}, 422, "field 'if_exists'"),
     ("POST", "/assistants", {"content": b'{"graph_id": '}, 422, "not valid JSON"),
     ("POST", "/assistants/search", {"json": {"limit": 0}}, 422, "field 'limit' must be from 1 to 1000"),
@@ -216,9 +242,10 @@ async def test_deleting_with_delete_threads_deletes_the_assistants_threads(resou
 
 
 async def test_concurrent_updates_through_two_servers_make_distinct_versions(resource_hub: ResourceHub) -> None:
-    async with serve(resource_hub, _ROUTES, worker_parts=_PARTS) as one, serve(
-        resource_hub, _ROUTES, start_worker=False
-    ) as other:
+    async with (
+        serve(resource_hub, _ROUTES, worker_parts=_PARTS) as one,
+        serve(resource_hub, _ROUTES, start_worker=False) as other,
+    ):
         created = await one.sdk.assistants.create(graph_id="chain", metadata={"start": True})
         aid = created["assistant_id"]
         servers = [one, other]

@@ -28,9 +28,10 @@ def _next_new_year() -> str:
 
 
 async def test_create_search_count_delete(resource_hub: ResourceHub) -> None:
-    async with serve(resource_hub, _ROUTES, worker_parts=_PARTS) as served, serve(
-        resource_hub, _ROUTES, start_worker=False
-    ) as other:
+    async with (
+        serve(resource_hub, _ROUTES, worker_parts=_PARTS) as served,
+        serve(resource_hub, _ROUTES, start_worker=False) as other,
+    ):
         tag = uuid.uuid4().hex
         created = await served.sdk.crons.create("chain", schedule=_YEARLY, input=_INPUT, metadata={"tag": tag})
         cron_id = created["cron_id"]
@@ -58,7 +59,10 @@ async def test_update_changes_the_schedule_pauses_and_merges_metadata(resource_h
     async with serve(resource_hub, _ROUTES, worker_parts=_PARTS) as served:
         tag = uuid.uuid4().hex
         created = await served.sdk.crons.create(
-            "nested", schedule=_YEARLY, input=_INPUT, metadata={"tag": tag, "a": 1},
+            "nested",
+            schedule=_YEARLY,
+            input=_INPUT,
+            metadata={"tag": tag, "a": 1},
             end_time=datetime(2999, 1, 1, tzinfo=timezone.utc),
         )
         cron_id = created["cron_id"]
@@ -72,7 +76,10 @@ async def test_update_changes_the_schedule_pauses_and_merges_metadata(resource_h
             cron_id, schedule="30 6 * * *", timezone="Europe/Paris", enabled=True, end_time=None, input={"topic": "x"}
         )
         assert (moved["schedule"], moved["timezone"], moved["enabled"], moved["end_time"]) == (
-            "30 6 * * *", "Europe/Paris", True, None
+            "30 6 * * *",
+            "Europe/Paris",
+            True,
+            None,
         )
         assert moved["payload"]["input"] == {"topic": "x"}
         next_run = datetime.fromisoformat(moved["next_run_date"])
@@ -91,8 +98,14 @@ async def test_search_sorts_pages_and_selects(resource_hub: ResourceHub) -> None
         ]
         newest_first = await served.sdk.crons.search(metadata={"tag": tag})
         assert [c["cron_id"] for c in newest_first] == [c["cron_id"] for c in reversed(made)]
-        oldest = await served.sdk.crons.search(metadata={"tag": tag}, sort_by="created_at", sort_order="asc",
-                                               limit=1, offset=1, select=["cron_id", "metadata"])
+        oldest = await served.sdk.crons.search(
+            metadata={"tag": tag},
+            sort_by="created_at",
+            sort_order="asc",
+            limit=1,
+            offset=1,
+            select=["cron_id", "metadata"],
+        )
         assert oldest == [{"cron_id": made[1]["cron_id"], "metadata": {"tag": tag, "n": 1}}]
 
 
@@ -101,23 +114,62 @@ _HOSTILE: list[tuple[str, str, dict[str, Any], int, str]] = [
     ("POST", "/runs/crons", {"json": {"schedule": _YEARLY}}, 422, "field 'assistant_id' is required"),
     ("POST", "/runs/crons", {"json": {"assistant_id": "nope", "schedule": _YEARLY}}, 404, "assistant 'nope'"),
     ("POST", "/runs/crons", {"json": {"assistant_id": "chain", "schedule": "every day"}}, 422, "field 'schedule'"),
-    ("POST", "/runs/crons", {"json": {"assistant_id": "chain", "schedule": "*" * 300}}, 422,
-     f"field 'schedule' is 300 characters long; the limit is {model.SCHEDULE_MAX_CHARS}"),
-    ("POST", "/runs/crons", {"json": {"assistant_id": "chain", "schedule": _YEARLY, "timezone": "Mars/Olympus"}},
-     422, "field 'timezone' is not an IANA time zone"),
-    ("POST", "/runs/crons", {"json": {"assistant_id": "chain", "schedule": _YEARLY, "end_time": "soon"}}, 422,
-     "field 'end_time'"),
-    ("POST", "/runs/crons", {"json": {"assistant_id": "chain", "schedule": _YEARLY, "enabled": "yes"}}, 422,
-     "field 'enabled' must be true or false"),
-    ("POST", "/runs/crons", {"json": {"assistant_id": "chain", "schedule": _YEARLY, "metadata": [1]}}, 422,
-     "field 'metadata' must be a JSON object"),
-    ("POST", "/runs/crons", {"json": {"assistant_id": "chain", "schedule": _YEARLY, "on_run_completed": "x"}}, 422,
-     "field 'on_run_completed'"),
-    ("POST", "/runs/crons", {"json": {"assistant_id": "chain", "schedule": _YEARLY,
-                                      "input": {"topic": "t" * 300_000}}}, 422,
-     f"the limit is {model.PAYLOAD_MAX_BYTES}"),
-    ("POST", "/runs/crons", {"json": {"assistant_id": "chain", "schedule": _YEARLY,
-                                      "multitask_strategy": "explode"}}, 422, "multitask_strategy"),
+    (
+        "POST",
+        "/runs/crons",
+        {"json": {"assistant_id": "chain", "schedule": "*" * 300}},
+        422,
+        f"field 'schedule' is 300 characters long; the limit is {model.SCHEDULE_MAX_CHARS}",
+    ),
+    (
+        "POST",
+        "/runs/crons",
+        {"json": {"assistant_id": "chain", "schedule": _YEARLY, "timezone": "Mars/Olympus"}},
+        422,
+        "field 'timezone' is not an IANA time zone",
+    ),
+    (
+        "POST",
+        "/runs/crons",
+        {"json": {"assistant_id": "chain", "schedule": _YEARLY, "end_time": "soon"}},
+        422,
+        "field 'end_time'",
+    ),
+    (
+        "POST",
+        "/runs/crons",
+        {"json": {"assistant_id": "chain", "schedule": _YEARLY, "enabled": "yes"}},
+        422,
+        "field 'enabled' must be true or false",
+    ),
+    (
+        "POST",
+        "/runs/crons",
+        {"json": {"assistant_id": "chain", "schedule": _YEARLY, "metadata": [1]}},
+        422,
+        "field 'metadata' must be a JSON object",
+    ),
+    (
+        "POST",
+        "/runs/crons",
+        {"json": {"assistant_id": "chain", "schedule": _YEARLY, "on_run_completed": "x"}},
+        422,
+        "field 'on_run_completed'",
+    ),
+    (
+        "POST",
+        "/runs/crons",
+        {"json": {"assistant_id": "chain", "schedule": _YEARLY, "input": {"topic": "t" * 300_000}}},
+        422,
+        f"the limit is {model.PAYLOAD_MAX_BYTES}",
+    ),
+    (
+        "POST",
+        "/runs/crons",
+        {"json": {"assistant_id": "chain", "schedule": _YEARLY, "multitask_strategy": "explode"}},
+        422,
+        "multitask_strategy",
+    ),
     ("POST", "/runs/crons", {"content": b"[]"}, 422, "must be a JSON object"),
     ("POST", "/runs/crons/search", {"json": {"limit": 0}}, 422, "field 'limit' must be from 1 to 1000"),
     ("POST", "/runs/crons/search", {"json": {"sort_by": "payload"}}, 422, "field 'sort_by'"),

@@ -63,7 +63,10 @@ async def test_a_thread_crons_firing_runs_on_its_thread(resource_hub: ResourceHu
         async with serve(resource_hub, _ROUTES, worker_parts=parts) as served:
             thread = await served.sdk.threads.create()
             cron = await served.sdk.crons.create_for_thread(
-                thread["thread_id"], "chain", schedule="0 0 1 1 *", input={"topic": "news", "steps": []},
+                thread["thread_id"],
+                "chain",
+                schedule="0 0 1 1 *",
+                input={"topic": "news", "steps": []},
                 metadata={"team": "ops"},
             )
             assert cron["thread_id"] == thread["thread_id"]
@@ -80,7 +83,9 @@ async def test_a_stateless_crons_firing_runs_on_a_new_thread(resource_hub: Resou
     with _workers_parts(resource_hub) as parts:
         async with serve(resource_hub, _ROUTES, worker_parts=parts) as served:
             cron = await served.sdk.crons.create(
-                "nested", schedule="0 0 1 1 *", input={"topic": uuid.uuid4().hex, "steps": []},
+                "nested",
+                schedule="0 0 1 1 *",
+                input={"topic": uuid.uuid4().hex, "steps": []},
                 on_run_completed="keep",
             )
             fired = await _fire(resource_hub, cron["cron_id"])
@@ -96,7 +101,10 @@ async def test_a_cron_fires_on_its_schedule(resource_hub: ResourceHub) -> None:
             thread = await served.sdk.threads.create()
             # Six fields: croniter's seconds come last, so this fires every second.
             cron = await served.sdk.crons.create_for_thread(
-                thread["thread_id"], "chain", schedule="* * * * * *", input={"topic": "tick", "steps": []},
+                thread["thread_id"],
+                "chain",
+                schedule="* * * * * *",
+                input={"topic": "tick", "steps": []},
                 multitask_strategy="enqueue",
             )
             found: list[Any] = []

@@ -192,10 +192,18 @@ _HOSTILE: list[tuple[str, str, dict[str, Any], str]] = [
     ),
     ("PUT", "/store/items", {"content": b"\xff\xfe", "headers": {"content-type": "application/json"}}, "not UTF-8"),
     ("PUT", "/store/items", {"json": [1, 2]}, "must be a JSON object, got an array"),
-    ("PUT", "/store/items", {"content": b'{"namespace": ["a"], "key": "k", "value": {"x": NaN}}'},
-     "holds NaN, which JSON does not have"),
-    ("PUT", "/store/items", {"content": b'{"namespace": ["a"], "key": "k", "value": {"x": 1e999}}'},
-     "holds the number 1e999 (out of range)"),
+    (
+        "PUT",
+        "/store/items",
+        {"content": b'{"namespace": ["a"], "key": "k", "value": {"x": NaN}}'},
+        "holds NaN, which JSON does not have",
+    ),
+    (
+        "PUT",
+        "/store/items",
+        {"content": b'{"namespace": ["a"], "key": "k", "value": {"x": 1e999}}'},
+        "holds the number 1e999 (out of range)",
+    ),
     ("PUT", "/store/items", {"content": b"[" * 100_000}, "the request body"),
     ("GET", "/store/items", {"params": {"namespace": "a", "key": ""}}, "field 'key' cannot be empty"),
     (
@@ -229,9 +237,10 @@ async def test_hostile_bodies_get_a_422_naming_the_field_and_the_limit(resource_
 
 
 async def test_concurrent_writes_to_one_item_through_two_servers(resource_hub: ResourceHub) -> None:
-    async with serve(resource_hub, [store.routes], worker_parts=[store.register_worker]) as one, serve(
-        resource_hub, [store.routes], start_worker=False
-    ) as other:
+    async with (
+        serve(resource_hub, [store.routes], worker_parts=[store.register_worker]) as one,
+        serve(resource_hub, [store.routes], start_worker=False) as other,
+    ):
         ns = _ns()
         await one.sdk.store.put_item(ns, key="k", value={"n": -1})
         first = await one.sdk.store.get_item(ns, key="k")

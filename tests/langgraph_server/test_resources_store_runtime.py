@@ -79,7 +79,8 @@ async def test_a_node_on_a_worker_writes_what_a_client_reads(resource_hub: Resou
         graph = builder.compile(store=store.node_store(client))
         name = f"mem{uuid.uuid4().hex[:6]}"
         async with serve(
-            resource_hub, [store.routes],
+            resource_hub,
+            [store.routes],
             worker_parts=[store.register_worker, lambda w, _: register_graph(w, name, graph)],
         ) as served:
             graph_client = resource_hub.async_client()

@@ -21,8 +21,18 @@ from durabletask.extensions.langgraph.server.errors import bad_request, not_foun
 from durabletask.extensions.langgraph.server.services import ASSISTANTS_KEY, THREADS_KEY, ThreadService
 
 SORT_FIELDS = ("assistant_id", "graph_id", "name", "created_at", "updated_at")
-SELECT_FIELDS = ("assistant_id", "graph_id", "name", "description", "config", "context", "created_at",
-                 "updated_at", "metadata", "version")
+SELECT_FIELDS = (
+    "assistant_id",
+    "graph_id",
+    "name",
+    "description",
+    "config",
+    "context",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "version",
+)
 CONFIG_MAX_BYTES = 64 * 1024
 """The largest ``config``, ``context`` or ``metadata`` of an assistant, in bytes of JSON."""
 DESCRIPTION_MAX_CHARS = 4096
@@ -110,8 +120,7 @@ class _AssistantRoutes:
         sort_by = str(body_of.choice(body, "sort_by", SORT_FIELDS, default="created_at"))
         order = str(body_of.choice(body, "sort_order", ("asc", "desc"), default="desc"))
         chosen = body_of.select(body, SELECT_FIELDS)
-        found = body_of.sort_records(await self._assistants.matching(**_filters(body)), sort_by, order,
-                                     "assistant_id")
+        found = body_of.sort_records(await self._assistants.matching(**_filters(body)), sort_by, order, "assistant_id")
         shown, following = body_of.page(found, limit=limit, offset=offset)
         if chosen is not None:
             shown = [{name: a.get(name) for name in chosen} for a in shown]
@@ -160,8 +169,9 @@ class _AssistantRoutes:
         recurse = body_of.query_bool(request, "recurse")
         namespace = request.match_info.get("namespace")
         if namespace is not None and len(namespace) > body_of.TEXT_MAX_CHARS:
-            raise bad_request(f"the namespace is {len(namespace)} characters long; the limit is "
-                              f"{body_of.TEXT_MAX_CHARS}")
+            raise bad_request(
+                f"the namespace is {len(namespace)} characters long; the limit is {body_of.TEXT_MAX_CHARS}"
+            )
         graph_id, spec, assistant = await self._graph_of(request)
         async with spec.open("assistants.read", config=assistant.get("config") or {}) as graph:
             return body_of.json_response(graph_views.subgraphs(graph_id, graph, namespace, recurse))

@@ -187,4 +187,3 @@ class Assistants:
             what = f"version {version} of assistant" if outcome["missing"] == "version" else "assistant"
             raise not_found(f"{what} '{assistant_id}'")
         return dict(outcome["assistant"])
-

@@ -27,12 +27,37 @@ PAYLOAD_MAX_BYTES = 256 * 1024
 """The largest run payload a cron carries (its input, config, context...), in bytes of JSON."""
 # The fields of a cron's body that make up the run it starts (the rest describe the schedule).
 RUN_FIELDS = (
-    "assistant_id", "input", "config", "context", "interrupt_before", "interrupt_after", "webhook",
-    "multitask_strategy", "stream_mode", "stream_subgraphs", "stream_resumable", "durability", "checkpoint_during",
+    "assistant_id",
+    "input",
+    "config",
+    "context",
+    "interrupt_before",
+    "interrupt_after",
+    "webhook",
+    "multitask_strategy",
+    "stream_mode",
+    "stream_subgraphs",
+    "stream_resumable",
+    "durability",
+    "checkpoint_during",
 )
 SORT_FIELDS = ("cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date", "end_time")
-SELECT_FIELDS = ("cron_id", "assistant_id", "thread_id", "on_run_completed", "end_time", "schedule", "timezone",
-                 "created_at", "updated_at", "payload", "user_id", "next_run_date", "metadata", "enabled")
+SELECT_FIELDS = (
+    "cron_id",
+    "assistant_id",
+    "thread_id",
+    "on_run_completed",
+    "end_time",
+    "schedule",
+    "timezone",
+    "created_at",
+    "updated_at",
+    "payload",
+    "user_id",
+    "next_run_date",
+    "metadata",
+    "enabled",
+)
 
 
 def schedule_id(cron_id: str) -> str:
@@ -78,8 +103,9 @@ def _payload(body: Mapping[str, Any], base: Mapping[str, Any], threadless: bool)
     payload = {**base, **{name: body[name] for name in RUN_FIELDS if body.get(name) is not None}}
     size = body_of.json_size(payload)
     if size > PAYLOAD_MAX_BYTES:
-        raise bad_request(f"the cron's run (input, config, context...) is {size} bytes of JSON; "
-                          f"the limit is {PAYLOAD_MAX_BYTES}")
+        raise bad_request(
+            f"the cron's run (input, config, context...) is {size} bytes of JSON; the limit is {PAYLOAD_MAX_BYTES}"
+        )
     run_request(payload, threadless=threadless)  # the run it will start must be a valid one: 422 now, not later
     return payload
 
