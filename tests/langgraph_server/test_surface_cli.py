@@ -173,9 +173,21 @@ def test_serve_and_worker_as_separate_processes(project: Path) -> None:
         assert emulator.hub is not None
         hub = ["--endpoint", emulator.hub, "--taskhub", "default"]
         with run_cli(["langgraph", "worker", "--config", str(project), *hub], ready="LangGraph workers for") as _w:
-            with run_cli(["langgraph", "serve", "--config", str(project), "--port", "0", *hub]) as served:
+            # managed DTS's connection string, as the scheduler's emulator takes it (no credential)
+            managed = f"Endpoint=http://{emulator.hub};Authentication=None;TaskHub=default"
+            serve = ["langgraph", "serve", "--config", str(project), "--port", "0", "--connection-string", managed]
+            with run_cli(serve) as served:
                 assert httpx.get(f"{served.url}/ok", params={"check_db": 1}).json() == {"ok": True}
                 assert httpx.get(f"{served.url}/info").json()["task_hub"] == "default"
+                # LangChain's suite's factory check, over HTTP: the server and the worker are separate processes
+                waited = httpx.post(
+                    f"{served.url}/runs/wait",
+                    json={"assistant_id": "factory", "input": {"text": "hi"}},
+                    timeout=RUN_TIMEOUT,
+                )
+                assert waited.status_code == 200, waited.text
+                assert waited.json()["access_context"] == "threads.create_run"
+                assert waited.json()["is_for_execution"] is True
                 client = _hub(emulator.hub)
                 try:
                     factory = DurableGraph(client, "factory", _graph(project, "factory"))
