@@ -12,6 +12,9 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+from langgraph_sdk.errors import NotFoundError
+
 from durabletask.extensions.langgraph.server import assistants, crons, runs, threads
 from durabletask.extensions.langgraph.server import crons_model as model
 from durabletask.extensions.langgraph.server.launch_worker import register_project
@@ -120,3 +123,12 @@ async def test_a_cron_fires_on_its_schedule(resource_hub: ResourceHub) -> None:
             assert run["metadata"]["cron_firing"].startswith(model.schedule_id(cron["cron_id"]) + "-")
             values = await served.sdk.runs.join(thread["thread_id"], run["run_id"])
             assert values["topic"] == "tick" and values["steps"][:2] == ["plan", "write"]
+
+
+@pytest.mark.adversarial
+async def test_a_cron_for_a_thread_that_does_not_exist_is_refused(resource_hub: ResourceHub) -> None:
+    with _workers_parts(resource_hub) as parts:
+        async with serve(resource_hub, _ROUTES, worker_parts=parts) as served:
+            with pytest.raises(NotFoundError):
+                await served.sdk.crons.create_for_thread(str(uuid.uuid4()), "chain", schedule="0 0 1 1 *")
+            assert await served.sdk.crons.count() == 0
