@@ -12,6 +12,7 @@ Runs are the run service's runs (``services.py``), so everything here works from
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Mapping
@@ -27,6 +28,8 @@ from durabletask.extensions.langgraph.server.protocol_stream import ThreadEvents
 from durabletask.extensions.langgraph.server.protocol_ws import serve_websocket
 from durabletask.extensions.langgraph.server.services import RunRequest, run_service, thread_service
 
+#: Seconds an answer waits for the thread's record to show the interrupt it answers before it is refused.
+RECORD_LAG = 5.0
 _log = logging.getLogger("durabletask.langgraph.server.protocol")
 _STATUS_CODES: dict[int, pc.ErrorCode] = {401: "permission_denied", 403: "permission_denied"}
 
@@ -113,8 +116,20 @@ class Commands:
             return graph_id
         raise pc.ProtocolError("no_such_run", "this thread has no run yet: start one with run.start")
 
+    async def _awaited(self, thread_id: str, wanted: set[str]) -> dict[str, Any]:
+        """The thread's pending interrupts, once they include ``wanted`` or a few seconds have passed: a client
+        answers as soon as the stream announces an interrupt, and the thread's record may not show it yet."""
+        pause, waited = 0.05, 0.0
+        while True:
+            pending = await self._pending_interrupts(thread_id)
+            if wanted <= pending.keys() or waited >= RECORD_LAG:
+                return pending
+            await asyncio.sleep(pause)
+            waited += pause
+            pause = min(pause * 2, 0.5)
+
     async def _input_respond(self, thread_id: str, request: pc.Respond) -> dict[str, Any]:
-        pending = await self._pending_interrupts(thread_id)
+        pending = await self._awaited(thread_id, {answer.interrupt_id for answer in request.answers})
         for i, answer in enumerate(request.answers):
             if answer.interrupt_id not in pending:
                 field = "params.interrupt_id" if len(request.answers) == 1 else f"params.responses[{i}].interrupt_id"
