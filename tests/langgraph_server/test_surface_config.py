@@ -155,6 +155,7 @@ BAD_CONFIGS: list[tuple[Any, str]] = [
     ({"graphs": {"g": 7}}, "graphs.g: expected"),
     ({"graphs": {"g": "./graphs.py:not-a-name"}}, "does not end in ':attribute'"),
     ({"graphs": {"g": "./missing.py:graph"}}, "graphs.g: file './missing.py' does not exist"),
+    ({"graphs": {"g": "./src/agent.ts:graph"}}, "graphs.g: only Python graphs are served here"),
     ({"graphs": {"g": {"path": "./graphs.py:graph", "tags": []}}}, "graphs.g: unknown key 'tags'"),
     ({"graphs": {"g": {"path": "./graphs.py:graph", "description": 3}}}, "graphs.g.description must be a string"),
     ({"graphs": {"g": "./graphs.py:graph"}, "dependencies": "."}, "key 'dependencies' must be a list"),

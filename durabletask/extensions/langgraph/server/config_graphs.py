@@ -73,6 +73,8 @@ class GraphSpec:
             raise GraphSpecError(f"{where}: {entry!r} does not end in ':attribute' naming a Python variable")
         spec = cls(graph_id, source, attr, base_dir, description)
         file = spec.file
+        if file is not None and file.suffix != ".py":
+            raise GraphSpecError(f"{where}: only Python graphs are served here, and '{source}' is not a .py file")
         if file is not None and not file.is_file():
             raise GraphSpecError(f"{where}: file '{source}' does not exist ({file})")
         return spec
