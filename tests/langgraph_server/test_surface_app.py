@@ -50,6 +50,13 @@ async def _events(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def _events_then_bug(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    await response.write(b"event: values\ndata: 1\n\n")
+    raise RuntimeError("the stream failed")
+
+
 def _routes() -> list[web.RouteDef]:
     return [
         web.post("/echo", _echo),
@@ -57,6 +64,7 @@ def _routes() -> list[web.RouteDef]:
         web.post("/conflict", _conflict),
         web.get("/bug", _bug),
         web.get("/events", _events),
+        web.get("/events-then-bug", _events_then_bug),
     ]
 
 
@@ -225,3 +233,15 @@ async def test_errors_are_json_and_never_leak(open_server: TestClient[Any, Any])
 async def test_check_db_takes_only_a_flag(open_server: TestClient[Any, Any]) -> None:
     response = await open_server.get("/ok", params={"check_db": "maybe"})
     assert response.status == 422 and "check_db" in (await response.json())["detail"]
+
+
+async def test_a_stream_that_fails_is_cut_not_followed_by_another_answer(open_server: TestClient[Any, Any]) -> None:
+    import aiohttp
+
+    response = await open_server.get("/events-then-bug")
+    assert response.status == 200
+    first = await response.content.readuntil(b"\n\n")
+    assert first == b"event: values\ndata: 1\n\n"
+    # the connection ends: no "HTTP/1.1 500" written into the event stream
+    with pytest.raises(aiohttp.ClientPayloadError):
+        await response.content.read()

@@ -10,6 +10,7 @@ import hmac
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -22,6 +23,13 @@ _LOG = logging.getLogger("durabletask.langgraph.server")
 # list its own: the run's location after a run is created, and the pagination totals.
 DEFAULT_EXPOSED = ("content-location", "location", "x-pagination-total", "x-pagination-next")
 _PREFLIGHT_HEADER = "Access-Control-Request-Method"
+#: Set on a request once its answer's headers are sent (``on_response_prepare``): an error after that cannot
+#: be answered with another response.
+STARTED_KEY: Any = (
+    web.RequestKey("langgraph_server_answer_started", bool)  # newer aiohttp: typed request storage
+    if hasattr(web, "RequestKey")
+    else "langgraph_server_answer_started"
+)
 
 
 def _json_error(status: int, detail: str, headers: dict[str, str] | None = None) -> web.Response:
@@ -39,28 +47,39 @@ def error_middleware(settings: ServerSettings) -> web.middleware:  # type: ignor
     async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             return await handler(request)
-        except HttpError as error:
-            return _json_error(error.status, error.detail)
-        except web.HTTPRequestEntityTooLarge:
-            return _too_large(settings.max_body_bytes)
-        except web.HTTPException as error:
-            if error.status < 400:
-                raise
-            headers = {k: v for k, v in error.headers.items() if k.lower() in ("allow", "www-authenticate")}
-            return _json_error(error.status, error.reason if not error.text else _plain(error), headers)
-        except json.JSONDecodeError as error:
-            return _json_error(422, f"the request body is not valid JSON: {error.msg} at line {error.lineno}")
-        except UnicodeDecodeError:
-            return _json_error(422, "the request body is not UTF-8 text")
-        except RecursionError:
-            return _json_error(422, "the request nests too deeply to be read")
-        except ConnectionResetError:
-            raise
         except Exception as error:
-            _LOG.exception("%s %s failed", request.method, request.path)
-            return _json_error(500, f"internal error: {type(error).__name__}")
+            passing = isinstance(error, ConnectionResetError) or (
+                isinstance(error, web.HTTPException) and error.status < 400
+            )
+            if passing:  # the client went away, or a redirect: aiohttp's to handle
+                raise
+            if request.get(STARTED_KEY):
+                # The answer (an event stream) has begun: another one would corrupt it. aiohttp closes the
+                # connection, and a client that resumes streams reconnects.
+                _LOG.exception("%s %s failed after its answer began", request.method, request.path)
+                raise
+            return _answer(request, error, settings)
 
     return errors
+
+
+def _answer(request: web.Request, error: Exception, settings: ServerSettings) -> web.Response:
+    """The JSON answer for ``error``: its own status, 422 for a body that cannot be read, else a bare 500."""
+    if isinstance(error, HttpError):
+        return _json_error(error.status, error.detail)
+    if isinstance(error, web.HTTPRequestEntityTooLarge):
+        return _too_large(settings.max_body_bytes)
+    if isinstance(error, web.HTTPException):
+        headers = {k: v for k, v in error.headers.items() if k.lower() in ("allow", "www-authenticate")}
+        return _json_error(error.status, _plain(error), headers)
+    if isinstance(error, json.JSONDecodeError):
+        return _json_error(422, f"the request body is not valid JSON: {error.msg} at line {error.lineno}")
+    if isinstance(error, UnicodeDecodeError):
+        return _json_error(422, "the request body is not UTF-8 text")
+    if isinstance(error, RecursionError):
+        return _json_error(422, "the request nests too deeply to be read")
+    _LOG.exception("%s %s failed", request.method, request.path, exc_info=error)
+    return _json_error(500, f"internal error: {type(error).__name__}")
 
 
 def _plain(error: web.HTTPException) -> str:
@@ -156,9 +175,11 @@ def _origin_headers(cors: CorsSettings, origin: str) -> dict[str, str]:
 
 
 def add_cors_headers(cors: CorsSettings | None) -> Callable[[web.Request, web.StreamResponse], Awaitable[None]]:
-    """An ``on_response_prepare`` hook: the CORS headers of an allowed origin, on every answer before it is sent."""
+    """An ``on_response_prepare`` hook: the CORS headers of an allowed origin, on every answer before it is sent
+    (and the mark that the answer has begun, ``STARTED_KEY``)."""
 
     async def prepare(request: web.Request, response: web.StreamResponse) -> None:
+        request[STARTED_KEY] = True
         origin = request.headers.get("Origin")
         if cors is None or origin is None or not cors.allows(origin):
             return
