@@ -7,7 +7,8 @@ retried node on another worker answers the same.
 - "policy" in the user's message: the model answers from the script.
 - "refund order N": the model asks for the ``refund`` tool; ``approve`` waits for a person (``interrupt()``), who
   resumes the run with ``"approve"`` or ``"reject"``; then ``refund`` runs (or not) and the model reports it.
-- "report": ``write_report`` works through many sections, a custom event per section, long enough to be cancelled.
+- "report": ``write_report`` works through many sections, a custom event per section, long enough to be cancelled;
+  it heartbeats, so a cancelled run stops it at its next section.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
+
+from durabletask.extensions.langgraph import heartbeat
 
 POLICY = "Refunds are accepted within 30 days of delivery, and each one is approved by a person."
 REPORT_SECTIONS = 600  # far more than a cancelled run reaches
@@ -113,6 +116,7 @@ def approve(state: State) -> dict[str, Any]:
 def write_report(state: State) -> dict[str, Any]:
     write = get_stream_writer()
     for section in range(1, REPORT_SECTIONS + 1):
+        heartbeat({"section": section})  # raises once the run is cancelled: the node stops here
         write({"section": section})
         time.sleep(SECTION_SECONDS)
     return {"sections": REPORT_SECTIONS, "messages": [AIMessage(content="The report is written.")]}

@@ -26,6 +26,8 @@ from typing import TypedDict
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 
+from durabletask.extensions.langgraph import heartbeat
+
 
 class State(TypedDict, total=False):
     sections: int
@@ -35,6 +37,7 @@ class State(TypedDict, total=False):
 def write(state: State) -> State:
     emit = get_stream_writer()
     for section in range(1, state["sections"] + 1):
+        heartbeat()
         emit({"section": section, "pid": os.getpid()})
         time.sleep(0.1)
     return {"written": list(range(1, state["sections"] + 1))}
@@ -65,8 +68,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, str]]:
             for n in range(3):
                 command = cli("langgraph", "worker", "--config", str(config), *hub)
                 worker = ServerProcess(command, None, tmp_path / f"worker-{n}.log", cwd=project).start()
-                # A worker still inside the cancelled run's node (it does not heartbeat) may take long to stop.
-                processes.callback(worker.stop, grace=5.0)
+                processes.callback(worker.stop)
             for n in range(2):
                 http = free_port()
                 command = cli("langgraph", "serve", "--config", str(config), *hub, "--port", str(http))
