@@ -232,3 +232,58 @@ def test_a_thread_id_no_thread_can_have_is_refused(servers: Servers) -> None:
     with httpx.Client(base_url=servers.url, timeout=60) as http:
         response = http.post(f"/threads/{'x' * 5000}/stream/events", json={"channels": ["values"]})
     assert response.status_code == 422 and "thread_id" in response.json()["detail"]
+
+
+async def test_websocket_subscriptions_start_stop_and_resume_after_an_event(servers: Servers) -> None:
+    import websockets
+
+    thread_id = str(uuid.uuid4())
+    command(servers.url, thread_id, "run.start", {"assistant_id": "chat", "input": INPUT})
+    url = servers.urls[1].replace("http://", "ws://") + f"/threads/{thread_id}/stream/events"
+    async with websockets.connect(url) as ws:
+
+        async def frame() -> dict[str, Any]:
+            return dict(json.loads(await asyncio.wait_for(ws.recv(), 120)))
+
+        await ws.send(json.dumps({"id": 1, "method": "subscription.subscribe", "params": _all()}))
+        assert (await frame())["result"] == {"subscription_id": "sub-1"}
+        events = []
+        while not events or events[-1]["params"]["data"].get("event") != "interrupted":
+            events.append(await frame())
+        resume_after = events[2]["seq"]
+        await ws.send(
+            json.dumps(
+                {
+                    "id": 2,
+                    "method": "subscription.reconnect",
+                    "params": {"run_id": "any", "last_event_id": str(resume_after)},
+                }
+            )
+        )
+        assert (await frame()) == {"type": "success", "id": 2, "result": {"restored": True}}
+        again = [await frame() for _ in range(len(events) - 3)]
+        assert _same_but_time(again, events, resume_after)
+        await ws.send(
+            json.dumps({"id": 3, "method": "subscription.unsubscribe", "params": {"subscription_id": "sub-1"}})
+        )
+        assert (await frame()) == {"type": "success", "id": 3, "result": {}}
+        await ws.send(json.dumps({"id": 4, "method": "state.get", "params": {"namespace": []}}))
+        state = await frame()
+        assert state["id"] == 4 and state["result"]["values"]["steps"] == ["talk"]
+
+
+def test_an_injected_message_starts_a_run_on_the_thread(servers: Servers) -> None:
+    thread_id = str(uuid.uuid4())
+    command(servers.url, thread_id, "run.start", {"assistant_id": "slow", "input": {"steps": []}})
+    read_events(servers.url, thread_id, {"channels": ["lifecycle"]}, 100, stop_at="completed")
+    injected = command(
+        servers.url, thread_id, "input.inject", {"namespace": [], "message": {"role": "user", "content": "more"}}
+    ).json()
+    assert injected["type"] == "success", injected
+    runs = [
+        e["params"]["data"]
+        for e in read_events(servers.url, thread_id, {"channels": ["lifecycle"]}, 100, stop_at="completed")
+    ]
+    assert runs[0]["run_id"] == injected["result"]["run_id"]
+    state = command(servers.url, thread_id, "state.get", {"namespace": []}).json()["result"]["values"]
+    assert state["messages"][-1]["content"] == "more" and state["steps"] == ["crawled", "crawled"]
