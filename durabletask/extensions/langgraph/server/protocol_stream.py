@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -22,13 +22,12 @@ from aiohttp import web
 from durabletask.extensions.langgraph.server import protocol_events as pe
 from durabletask.extensions.langgraph.server.errors import HttpError
 from durabletask.extensions.langgraph.server.protocol_commands import Filter, ProtocolError, parse_filter
-from durabletask.extensions.langgraph.server.services import RunService, ThreadService
+from durabletask.extensions.langgraph.server.services import RunService, StreamEvent, ThreadService
+from durabletask.extensions.langgraph.server.sse import send_events
 
-#: Seconds without an event after which an SSE comment (or a WebSocket ping) checks the client is still there.
-HEARTBEAT = 15.0
 #: Seconds between looks, at most, for a thread a stream waits for (one subscribed to before it was created).
 THREAD_LOOK = 0.5
-SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+_log = logging.getLogger("durabletask.langgraph.server.protocol")
 
 
 def since_of(body: Mapping[str, Any], last_event_id: str | None) -> Filter:
@@ -124,57 +123,28 @@ def _starts(body: pe.Body, run_id: str | None) -> bool:
     return body.method == "lifecycle" and data.get("event") == "running" and data.get("run_id") == run_id
 
 
-def sse_frame(event: Mapping[str, Any]) -> bytes:
-    """One ``text/event-stream`` frame: ``id:`` is the event's ``seq``, ``data:`` the event."""
-    data = json.dumps(event, separators=(",", ":"), default=str)
-    return f"id: {event['event_id']}\nevent: message\ndata: {data}\n\n".encode()
+def error_event(message: str) -> dict[str, Any]:
+    """What a stream sends last when reading the thread failed (langgraph-sdk logs it, then reopens the stream)."""
+    return {"type": "error", "id": None, "error": "unknown_error", "message": message}
 
 
-def error_frame(message: str) -> bytes:
-    """The frame a stream ends with when reading the thread failed (the SDK logs it and reconnects)."""
-    body = {"type": "error", "id": None, "error": "unknown_error", "message": message}
-    return f"event: error\ndata: {json.dumps(body)}\n\n".encode()
-
-
-async def with_heartbeat(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[str, Any] | None]:
-    """The events, with ``None`` after every :data:`HEARTBEAT` seconds without one."""
-    iterator = aiter(events)
-    pending: asyncio.Future[dict[str, Any]] | None = None
+async def _as_sse(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[StreamEvent]:
     try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(iterator))
-            done, _ = await asyncio.wait({pending}, timeout=HEARTBEAT)
-            if not done:
-                yield None
-                continue
-            try:
-                item = pending.result()
-            except StopAsyncIteration:
-                return
-            pending = None
-            yield item
-    finally:
-        if pending is not None and not pending.done():
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                await pending
-        with contextlib.suppress(Exception):
-            await iterator.aclose()  # type: ignore[attr-defined]
+        async for item in events:
+            yield StreamEvent(str(item["seq"]), "message", item)
+    except (ConnectionError, asyncio.CancelledError):
+        raise
+    except Exception as error:
+        _log.exception("reading a thread's events failed")
+        message = f"reading the thread's events failed: {type(error).__name__}"
+        yield StreamEvent("", "error", error_event(message))
 
 
 async def serve_sse(
     request: web.Request, source: ThreadEvents, thread_id: str, wanted: Filter, first_run: str | None
 ) -> web.StreamResponse:
-    """Writes the events as SSE until the client goes away (or reading the thread fails)."""
-    response = web.StreamResponse(headers=SSE_HEADERS)
-    await response.prepare(request)
-    try:
-        async for item in with_heartbeat(source.events(thread_id, wanted, first_run)):
-            await response.write(b": heartbeat\n\n" if item is None else sse_frame(item))
-    except ConnectionError:  # the client went away: its subscription ends with it
-        pass
-    except Exception as error:
-        with contextlib.suppress(Exception):
-            await response.write(error_frame(f"reading the thread's events failed: {type(error).__name__}"))
+    """Writes the events as SSE (``id:`` their ``seq``) until the client goes away."""
+    response = web.StreamResponse()
+    with contextlib.suppress(ConnectionError):
+        response = await send_events(request, _as_sse(source.events(thread_id, wanted, first_run)), resumable=True)
     return response

@@ -10,17 +10,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
 from durabletask.extensions.langgraph.server import protocol_commands as pc
 from durabletask.extensions.langgraph.server.context import ServerContext
-from durabletask.extensions.langgraph.server.protocol_stream import HEARTBEAT, ThreadEvents
+from durabletask.extensions.langgraph.server.protocol_stream import ThreadEvents, error_event
+from durabletask.extensions.langgraph.server.sse import HEARTBEAT
 
 if TYPE_CHECKING:
     from durabletask.extensions.langgraph.server.protocol import Commands
 
+_log = logging.getLogger("durabletask.langgraph.server.protocol")
 #: Subscriptions one socket may hold at once.
 MAX_SUBSCRIPTIONS = 64
 
@@ -47,9 +50,9 @@ class _Socket:
         except ConnectionError:
             pass
         except Exception as error:
-            message = f"reading the thread's events failed: {type(error).__name__}"
+            _log.exception("reading a thread's events failed")
             with contextlib.suppress(Exception):
-                await self.send({"type": "error", "id": None, "error": "unknown_error", "message": message})
+                await self.send(error_event(f"reading the thread's events failed: {type(error).__name__}"))
 
     async def start(self, wanted: pc.Filter, name: str | None = None) -> str:
         if name is None:
