@@ -287,3 +287,17 @@ def test_an_injected_message_starts_a_run_on_the_thread(servers: Servers) -> Non
     assert runs[0]["run_id"] == injected["result"]["run_id"]
     state = command(servers.url, thread_id, "state.get", {"namespace": []}).json()["result"]["values"]
     assert state["messages"][-1]["content"] == "more" and state["steps"] == ["crawled", "crawled"]
+
+
+def test_run_start_on_an_interrupted_thread_resumes_it_and_streams_start_at_the_newest_run(servers: Servers) -> None:
+    thread_id = str(uuid.uuid4())
+    command(servers.url, thread_id, "run.start", {"assistant_id": "chat", "input": INPUT})
+    first = read_events(servers.url, thread_id, _all(), 1000, stop_at="interrupted")
+    second = command(servers.urls[1], thread_id, "run.start", {"assistant_id": "chat", "input": "ok"}).json()
+    run_id = second["result"]["run_id"]
+    events = read_events(servers.url, thread_id, _all(), 1000, stop_at="completed")
+    assert events[0]["params"]["data"] == {"event": "running", "attempt": 1, "run_id": run_id}
+    assert events[0]["seq"] > first[-1]["seq"]
+    assert events[-1]["params"]["data"] == {"event": "completed", "run_id": run_id}
+    state = command(servers.url, thread_id, "state.get", {"namespace": [], "keys": ["answer"]}).json()
+    assert state["result"]["values"] == {"answer": "ok"}
