@@ -301,3 +301,18 @@ def test_run_start_on_an_interrupted_thread_resumes_it_and_streams_start_at_the_
     assert events[-1]["params"]["data"] == {"event": "completed", "run_id": run_id}
     state = command(servers.url, thread_id, "state.get", {"namespace": [], "keys": ["answer"]}).json()
     assert state["result"]["values"] == {"answer": "ok"}
+
+
+@pytest.mark.adversarial
+async def test_a_websocket_holds_at_most_64_subscriptions(servers: Servers) -> None:
+    import websockets
+
+    url = servers.url.replace("http://", "ws://") + f"/threads/{uuid.uuid4()}/stream/events"
+    subscribe = {"method": "subscription.subscribe", "params": {"channels": ["lifecycle"]}}
+    async with websockets.connect(url) as ws:
+        for i in range(64):
+            await ws.send(json.dumps({"id": i, **subscribe}))
+            assert json.loads(await ws.recv())["type"] == "success"
+        await ws.send(json.dumps({"id": 64, **subscribe}))
+        refused = json.loads(await ws.recv())
+    assert refused["error"] == "invalid_argument" and "at most 64 subscriptions" in refused["message"]
