@@ -312,10 +312,11 @@ class Translator:
 
     def _on_updates(self, part: Part) -> list[Body]:
         out = self._close_messages()
+        # The chunk as LangGraph's own ``stream_events(version="v3")`` passes it: ``{node: update}``.
+        out.append(Body("updates", part.namespace, part.data))
         if isinstance(part.data, Mapping):
             for node, update in part.data.items():
                 if node != "__interrupt__":
-                    out.append(Body("updates", part.namespace, {"node": node, "values": update}))
                     out += [Body("tools", part.namespace, data) for data in tool_events(update)]
         return out + self._announce(part.namespace, part.data)
 
