@@ -5,8 +5,10 @@ refusals of bad arguments and projects."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -151,7 +153,26 @@ def test_dev_keeps_its_data_across_a_restart_and_stops_in_order(dev: Served, pro
         echo.invoke({"text": "before"}, {"configurable": {"thread_id": "restart"}}, timeout=RUN_TIMEOUT)
     finally:
         client.close()
+    # a client holds an event stream open (a joined thread): the stop cuts it after a short grace, not waits on it
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    thread = httpx.post(f"{dev.url}/threads", json={}, headers=auth).json()["thread_id"]
+    opened = threading.Event()
+
+    def hold_stream() -> None:
+        with (
+            contextlib.suppress(httpx.HTTPError),
+            httpx.stream("GET", f"{dev.url}/threads/{thread}/stream", headers=auth, timeout=None) as stream,
+        ):
+            opened.set()
+            for _ in stream.iter_raw():
+                pass
+
+    holder = threading.Thread(target=hold_stream, daemon=True)
+    holder.start()
+    assert opened.wait(RUN_TIMEOUT)
     assert dev.stop() == 0  # SIGTERM: the server, the workers and the emulator stop, and it exits cleanly
+    holder.join(RUN_TIMEOUT)
+    assert not holder.is_alive()
     assert (project.parent / ".langgraph_dtscale" / "state.db").is_file()
     with run_cli(_dev_args(project)) as again:
         assert again.hub is not None

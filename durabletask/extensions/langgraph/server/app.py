@@ -70,6 +70,11 @@ def create_app(ctx: ServerContext) -> web.Application:
         _hook(app, ctx, module, "startup", app.on_startup)
         _hook(app, ctx, module, "cleanup", app.on_cleanup)
     app.on_response_prepare.append(add_cors_headers(ctx.settings.cors))
+
+    async def stopping(_: web.Application) -> None:
+        ctx.stopping.set()
+
+    app.on_shutdown.insert(0, stopping)
     return app
 
 

@@ -6,6 +6,7 @@ Each route module adds the services it needs as fields here (one owner per field
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,9 +25,13 @@ class ServerContext:
             spec.open("threads.read") as graph`` gives the compiled graph, calling a factory as LangGraph does).
         settings: The server's settings (see ``config.ServerSettings``).
         extras: Services added by route modules at start-up, by name.
+        stopping: Set when the server begins to stop (SIGTERM): a long answer (an event stream, a wait) should end
+            now, without treating it as its client's disconnect; the server cuts what is still open after
+            a short grace.
     """
 
     client: AsyncTaskHubGrpcClient
     graphs: Mapping[str, GraphSpec]
     settings: ServerSettings
     extras: dict[str, Any] = field(default_factory=dict)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)

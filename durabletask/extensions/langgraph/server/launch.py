@@ -28,6 +28,9 @@ from durabletask.worker import TaskHubGrpcWorker
 DEV_DATA_DIR = ".langgraph_dtscale"
 DEV_DB_FILE = "state.db"
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Seconds the answers in progress get to end once the server stops; then what is still open (an event stream,
+#: whose client resumes it from another server) is cut. A run goes on in the task hub either way.
+SHUTDOWN_GRACE = 3.0
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,7 @@ async def _serve_app(
 ) -> None:
     try:
         app = create_app(ServerContext(client=client, graphs=project.graphs, settings=settings))
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE)
         await runner.setup()
         try:
             site = web.TCPSite(runner, host, port)
