@@ -226,6 +226,9 @@ def test_bad_arguments_and_projects_are_refused_clearly(tmp_path: Path, project:
     assert given.returncode == 2 and "--endpoint does not apply to dev" in given.stderr
     empty = run_cli_once(["langgraph", "dev", "--config", str(project), "--auth-token", " "])
     assert empty.returncode == 2 and "--auth-token must be a non-empty token" in empty.stderr
+    for grace in ("-1", "nan"):
+        odd = run_cli_once(["langgraph", "worker", "--config", str(project), "--stop-grace", grace])
+        assert odd.returncode == 2 and "--stop-grace must be between 0 and 3600 seconds" in odd.stderr
     bad = write_project(
         tmp_path / "bad", {"graphs": {"g": "./graphs.py:graph"}, "http": {"cors": {"allow_origins": 1}}}
     )

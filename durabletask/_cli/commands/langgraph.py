@@ -14,6 +14,10 @@ from typing import IO
 # The packages the server needs beyond the SDK: what `pip install 'dtscale[langgraph]'` brings.
 REQUIRED = ("langgraph", "langgraph_sdk", "aiohttp")
 DEFAULT_PORT = 2024
+# A worker stopped with work in flight: the SDK's own grace; `dev` stops its emulator too, so it waits less (what
+# it leaves runs again when it starts next).
+WORKER_STOP_GRACE = 30.0
+DEV_STOP_GRACE = 5.0
 _CONNECTION = ("endpoint", "taskhub", "connection_string", "token")
 
 
@@ -36,6 +40,17 @@ def _add_http(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_stop_grace(p: argparse.ArgumentParser, default: float) -> None:
+    p.add_argument(
+        "--stop-grace",
+        type=float,
+        default=default,
+        metavar="SECONDS",
+        help=f"on SIGTERM/Ctrl-C, seconds running nodes get to finish before they are left to run again elsewhere "
+        f"(default {default:g})",
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("langgraph", help="serve a LangGraph project's API on DTS (needs the 'langgraph' extra)")
     actions = p.add_subparsers(dest="langgraph_command", required=True, metavar="ACTION")
@@ -45,11 +60,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _add_config(dev)
     _add_http(dev)
     dev.add_argument("--data-dir", help="the emulator's folder (default: .langgraph_dtscale/ beside langgraph.json)")
+    _add_stop_grace(dev, DEV_STOP_GRACE)
     serve = actions.add_parser("serve", help="the HTTP API only, stateless, against --endpoint or --connection-string")
     _add_config(serve)
     _add_http(serve)
     worker = actions.add_parser("worker", help="workers only: every graph of langgraph.json, against the task hub")
     _add_config(worker)
+    _add_stop_grace(worker, WORKER_STOP_GRACE)
 
 
 def missing_packages() -> list[str]:
@@ -89,6 +106,9 @@ def _check(args: argparse.Namespace) -> str | None:
     port = getattr(args, "port", 0)
     if not 0 <= port <= 65535:
         return f"--port must be between 0 and 65535, got {port}"
+    grace = getattr(args, "stop_grace", 0.0)
+    if not 0 <= grace <= 3600:
+        return f"--stop-grace must be between 0 and 3600 seconds, got {grace:g}"
     limit = getattr(args, "max_body_bytes", None)
     if limit is not None and limit < 1024:
         return f"--max-body-bytes must be at least 1024, got {limit}"

@@ -153,8 +153,9 @@ def _url(runner: web.AppRunner, host: str, port: int) -> str:
 
 
 @contextlib.contextmanager
-def running_worker(project: ProjectConfig, connection: Connection) -> Any:
-    """A started worker with every graph of ``project`` (and the route modules' parts); stopped on exit."""
+def running_worker(project: ProjectConfig, connection: Connection, *, stop_grace: float | None = None) -> Any:
+    """A started worker with every graph of ``project`` (and the route modules' parts); stopped on exit, giving
+    running work ``stop_grace`` seconds (the SDK's default when ``None``) before it is left to be redelivered."""
     worker = connection.worker()
     with contextlib.ExitStack() as stack:
         store = _node_store(connection, stack)
@@ -163,7 +164,7 @@ def running_worker(project: ProjectConfig, connection: Connection) -> Any:
         try:
             yield worker
         finally:
-            worker.stop()
+            worker.stop(stop_grace)
 
 
 def _node_store(connection: Connection, stack: contextlib.ExitStack) -> Any:

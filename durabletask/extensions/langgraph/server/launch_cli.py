@@ -114,14 +114,14 @@ def run(args: argparse.Namespace, out: IO[str]) -> int:
             _run_loop(_serve(args, project, _connection(args), out, ""))
         elif action == "worker":
             connection = _connection(args)
-            with running_worker(project, connection):
+            with running_worker(project, connection, stop_grace=args.stop_grace):
                 _announce(out, f"LangGraph workers for {', '.join(project.graphs)} on {connection.task_hub}")
                 _run_loop(_until_stopped())
         else:
             data_dir = Path(args.data_dir) if args.data_dir else None
             with dev_emulator(project, data_dir) as address:
                 connection = Connection(endpoint=address)
-                with running_worker(project, connection):
+                with running_worker(project, connection, stop_grace=args.stop_grace):
                     _run_loop(_serve(args, project, connection, out, f"; task hub on {address}"))
     except ValueError as error:  # a connection string or an option the SDK refuses
         raise LaunchError(str(error)) from None
