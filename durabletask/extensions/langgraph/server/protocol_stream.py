@@ -95,10 +95,19 @@ class ThreadEvents:
         translator = pe.Translator()
         seq = 0
         stream = self.runs.join_thread(thread_id, last_event_id="-1", stream_mode=list(pe.RUN_MODES))
+        other: str | None = None  # a request on the thread's stream that is not a run, until its end
         try:
             async for item in stream:
                 part = pe.part_of(item.event, item.data)
                 if part is None:
+                    continue
+                if part.kind == "run" and not await self._is_run(thread_id, part):
+                    # The thread's stream also answers its state reads and updates; the run service may report
+                    # them as runs (a start, then an end): they are no run's events.
+                    other = str(part.data.get("run_id"))
+                    continue
+                if part.kind in ("end", "error") and other is not None:
+                    other = None if part.kind == "end" else other
                     continue
                 if part.kind == "end":
                     part = await self._ended(thread_id, translator.run_id)
@@ -108,6 +117,18 @@ class ThreadEvents:
         finally:
             with contextlib.suppress(Exception):
                 await stream.aclose()  # type: ignore[attr-defined]
+
+    async def _is_run(self, thread_id: str, part: pe.Part) -> bool:
+        run_id = part.data.get("run_id") if isinstance(part.data, Mapping) else None
+        if run_id is None:
+            return False
+        try:
+            await self.runs.get(thread_id, str(run_id))
+        except HttpError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
 
     async def _ended(self, thread_id: str, run_id: str | None) -> pe.Part:
         """The run's end, with its final status as the run service reports it."""
