@@ -153,6 +153,22 @@ def beat_builder() -> StateGraph:
     return builder
 
 
+def _maybe_fail(state: State) -> dict[str, Any]:
+    if state.get("topic") == "boom":
+        raise ValueError("the topic is boom")
+    return {"steps": [f"fine:{state.get('topic')}"]}
+
+
+def fragile_builder() -> StateGraph:
+    builder = StateGraph(State)
+    builder.add_node("plan", _step("plan"))
+    builder.add_node("risky", _maybe_fail)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "risky")
+    builder.add_edge("risky", END)
+    return builder
+
+
 BUILDERS = {
     "chain": chain_builder,
     "ask": ask_builder,
@@ -161,4 +177,5 @@ BUILDERS = {
     "held": held_builder,
     "live": live_builder,
     "beat": beat_builder,
+    "fragile": fragile_builder,
 }

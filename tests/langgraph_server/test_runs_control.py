@@ -133,6 +133,38 @@ async def test_rollback_removes_the_run_and_what_it_wrote(runs_hub: RunsHub, tmp
         held.write_text("go")
 
 
+async def test_a_failed_run_reports_its_error_and_the_thread_goes_on(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        parts = [p async for p in s.sdk.runs.stream(tid, "fragile", input={"topic": "boom"}, stream_mode="updates")]
+        assert [p.event for p in parts] == ["metadata", "updates", "error", "end"]
+        assert parts[2].data == {"error": "ValueError", "message": "the topic is boom"}
+        run = (await s.sdk.runs.list(tid))[0]
+        assert run["status"] == "error"
+        assert (await s.sdk.threads.get(tid))["status"] == "error"
+        waited = await s.http.post(f"/threads/{tid}/runs/wait", json={"assistant_id": "fragile", "input": {"topic": "boom"}})
+        assert waited.json() == {"__error__": {"error": "ValueError", "message": "the topic is boom"}}
+        fine = await s.sdk.runs.wait(tid, "fragile", input={"topic": "ok"})
+        assert fine == {"topic": "ok", "steps": ["plan:boom", "plan:boom", "plan:ok", "fine:ok"]}
+        reference = s.durable("fragile")
+        ref_cfg = {"configurable": {"thread_id": f"ref-{tid}"}}
+        for topic in ("boom", "boom"):
+            with pytest.raises(Exception, match="boom"):
+                await reference.ainvoke({"topic": topic}, ref_cfg)
+        assert await reference.ainvoke({"topic": "ok"}, ref_cfg) == fine
+        _, frames = await read_frames(s.http, "GET", f"/threads/{tid}/runs/{run['run_id']}/stream")
+        assert [f.event for f in frames] == ["metadata", "updates", "error", "end"]
+        joined: list[str] = []
+        stream = await s.sdk.threads.join_stream(tid, last_event_id="-1")
+        async for part in stream:
+            joined.append(part.event)
+            if joined.count("end") == 3:
+                break
+        await stream.aclose()  # type: ignore[attr-defined]
+        runs = " ".join(joined).split("metadata")[1:]
+        assert [r.split()[-2:] for r in runs] == [["error", "end"], ["error", "end"], ["values", "end"]]
+
+
 async def _collect(parts: Any) -> list[str]:
     return [p.event async for p in parts]
 

@@ -13,7 +13,7 @@ next request: it runs it if the thread's checkpoints suit its graph, or refuses 
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from datetime import timedelta
+from datetime import timedelta, timezone
 from typing import Any
 
 from langgraph.channels.delta import DeltaChannel
@@ -361,7 +361,8 @@ class ThreadRuntime:
         """Record a server run's status (and, once it ends, the thread's values) in the thread's record entity."""
         if not body.get("record") or not self.thread_id:
             return
-        at = self.ctx.current_utc_datetime.isoformat()
+        now = self.ctx.current_utc_datetime
+        at = (now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)).isoformat()
         data: dict[str, Any] = {"at": at, "thread_id": self.thread_id}
         if run_id is not None:
             data["run"] = {"run_id": run_id, "status": status, "updated_at": at, **({"error": error} if error else {})}

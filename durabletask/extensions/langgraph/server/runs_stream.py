@@ -37,6 +37,8 @@ SDK_MODES = {
 IDLE_LOOK = 0.25
 Key = tuple[int, int]
 FROM_START: Key = (-2, 0)
+#: The rank of a failed run's ``error`` (and then ``end``) after the events of the item that said it failed.
+FAILED_RANK = 1 << 20
 METADATA_KEY: Key = (-1, 0)
 
 
@@ -100,8 +102,12 @@ class RunView:
     assembly: Assembly = field(init=False)
     messages: _Messages = field(default_factory=_Messages)
     ended: bool = False
-    failed: bool = False
+    failed_at: int | None = None  # the offset of the item that said the run failed
     attempt: int = 1
+
+    @property
+    def failed(self) -> bool:
+        return self.failed_at is not None
 
     def __post_init__(self) -> None:
         self.assembly = Assembly(self.run_id)
@@ -121,10 +127,10 @@ class RunView:
             return out
         return [(f"{mode}{suffix}", to_json(payload))] if mode in self.modes else []
 
-    def feed(self, data: Any, task_id: int | None, attempt: int | None) -> list[tuple[str, Any]]:
+    def feed(self, data: Any, task_id: int | None, attempt: int | None, offset: int = 0) -> list[tuple[str, Any]]:
         """This run's events that a stream item completes (its result ends the run)."""
         if isinstance(data, dict) and data.get("k") == "failed" and data.get("r") == self.run_id:
-            self.failed = True
+            self.failed_at = offset
             return []
         out: list[tuple[str, Any]] = []
         if isinstance(data, dict) and data.get("r") == self.run_id and attempt is not None and attempt > self.attempt:
@@ -168,31 +174,32 @@ async def run_events(
 ) -> AsyncIterator[StreamEvent]:
     """One run's events: ``metadata``, its chunks' events, ``error`` if it failed, then ``end``.
 
-    ``ended()`` (awaited when the thread's execution has ended) returns ``(done, error)``: whether the run is over
-    though its result never came (cancelled by ending the thread, failed) and the error to report.
+    ``ended()`` (awaited once the run failed, and whenever the thread's execution has ended) returns
+    ``(done, error)``: whether the run is over though its result never came (it failed, or its thread was ended)
+    and the error to report.
     """
     skip = after if after is not None else FROM_START
     if skip < METADATA_KEY:
         yield StreamEvent(event_id(METADATA_KEY), "metadata", metadata)
     last: Key = METADATA_KEY
+    error: Any = None
     async for item in thread_items(client, instance_id):
-        if item is None:
-            done, error = await ended()
-            if done or view.failed:
-                if error is not None:
-                    last = (last[0], last[1] + 1)
-                    if last > skip:
-                        yield StreamEvent(event_id(last), "error", error)
-                break
-            continue
-        offset = _offset(item.id)
-        events = view.feed(item.data, item.task_id, item.attempt)
-        for rank, (name, data) in enumerate(events):
-            last = (offset, rank)
-            if last > skip:
-                yield StreamEvent(event_id(last), name, data)
-        if view.ended:
+        if item is not None:
+            offset = _offset(item.id)
+            for rank, (name, data) in enumerate(view.feed(item.data, item.task_id, item.attempt, offset)):
+                last = (offset, rank)
+                if last > skip:
+                    yield StreamEvent(event_id(last), name, data)
+            if view.ended or view.failed_at is None:
+                if view.ended:
+                    break
+                continue
+        done, error = await ended()
+        if done:
             break
-    end = (last[0], last[1] + 1)
-    if end > skip:
-        yield StreamEvent(event_id(end), "end", None)
+    tail = [("error", error), ("end", None)] if error is not None else [("end", None)]
+    base = (view.failed_at, FAILED_RANK) if view.failed_at is not None else (last[0], last[1] + 1)
+    for rank, (name, data) in enumerate(tail):
+        key = (base[0], base[1] + rank)
+        if key > skip:
+            yield StreamEvent(event_id(key), name, data)

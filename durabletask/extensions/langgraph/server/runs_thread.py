@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from durabletask.extensions.langgraph import instance_id
 from durabletask.extensions.langgraph.server.runs_stream import (
+    FAILED_RANK,
     FROM_START,
     IDLE_LOOK,
     Key,
@@ -35,10 +36,6 @@ class RunRecords(Protocol):
         ...
 
 
-# Ranks of the events a failed run ends with, after every event its last item made.
-_FAILED_RANK = 1 << 20
-
-
 class _Runs:
     """The runs seen on the thread's stream so far: their views, and the ones that have ended."""
 
@@ -46,46 +43,47 @@ class _Runs:
         self.service = service
         self.thread_id = thread_id
         self.stream_mode = stream_mode
-        self.views: dict[str, tuple[RunView, int]] = {}
+        self.views: dict[str, RunView] = {}
         self.ended: set[str] = set()
 
-    async def view(self, run_id: str, offset: int) -> tuple[RunView, bool]:
+    async def view(self, run_id: str) -> tuple[RunView, bool]:
         """The run's view, and whether it is new (its events start with ``metadata``)."""
         if run_id in self.views:
-            return self.views[run_id][0], False
+            return self.views[run_id], False
         record = await self.service.thread_record(self.thread_id)
         run = (record.get("runs") or {}).get(run_id) or {}
         modes = self.stream_mode if self.stream_mode is not None else run.get("stream_mode") or ("values",)
         view = RunView(run_id, frozenset(modes), bool(run.get("subgraphs")))
-        self.views[run_id] = (view, offset)
+        self.views[run_id] = view
         return view, True
 
-    async def feed(self, item: Any) -> list[tuple[str, Any]]:
+    async def feed(self, item: Any, offset: int) -> list[tuple[str, Any]]:
         data = item.data
         run_id = data.get("r") if isinstance(data, dict) else None
         if run_id is None or run_id in self.ended:
             return []
-        view, new = await self.view(str(run_id), int(item.id.partition("-")[0]))
+        view, new = await self.view(str(run_id))
         out: list[tuple[str, Any]] = [("metadata", {"run_id": run_id, "attempt": 1})] if new else []
-        out += view.feed(data, item.task_id, item.attempt)
+        out += view.feed(data, item.task_id, item.attempt, offset)
         if view.ended:
             out.append(("end", None))
             self.ended.add(str(run_id))
             del self.views[str(run_id)]
-        elif view.failed:
-            self.views[str(run_id)] = (view, int(item.id.partition("-")[0]))
         return out
 
-    async def failures(self) -> list[tuple[Key, str, Any]]:
-        """The ``error`` and ``end`` of each run whose execution failed (once it has ended)."""
+    async def failures(self, execution_ended: bool) -> list[tuple[Key, str, Any]]:
+        """The ``error`` and ``end`` of each failed run whose record says so (of each, once the execution ended)."""
         out: list[tuple[Key, str, Any]] = []
-        for run_id, (view, offset) in list(self.views.items()):
-            if not view.failed:
+        for run_id, view in list(self.views.items()):
+            if view.failed_at is None:
                 continue
             _, run = await self.service.run_record(self.thread_id, run_id)
+            if run.get("status") != "error" and not execution_ended:
+                continue
             error_type, _, message = str(run.get("error") or "error: the run failed").partition(": ")
-            out.append(((offset, _FAILED_RANK), "error", {"error": error_type.rsplit(".", 1)[-1], "message": message}))
-            out.append(((offset, _FAILED_RANK + 1), "end", None))
+            error = {"error": error_type.rsplit(".", 1)[-1], "message": message}
+            out.append(((view.failed_at, FAILED_RANK), "error", error))
+            out.append(((view.failed_at, FAILED_RANK + 1), "end", None))
             self.ended.add(run_id)
             del self.views[run_id]
         return out
@@ -103,12 +101,12 @@ async def thread_events(
         await asyncio.sleep(IDLE_LOOK)
     runs = _Runs(service, thread_id, stream_mode)
     async for item in thread_items(service.client, instance_id(str(record["graph_id"]), thread_id)):
-        if item is None:
-            for key, name, data in await runs.failures():
+        if item is not None:
+            offset = int(item.id.partition("-")[0])
+            for rank, (name, data) in enumerate(await runs.feed(item, offset)):
+                if (offset, rank) > skip:
+                    yield StreamEvent(event_id((offset, rank)), name, data)
+        if item is None or any(view.failed for view in runs.views.values()):
+            for key, name, data in await runs.failures(execution_ended=item is None):
                 if key > skip:
                     yield StreamEvent(event_id(key), name, data)
-            continue
-        offset = int(item.id.partition("-")[0])
-        for rank, (name, data) in enumerate(await runs.feed(item)):
-            if (offset, rank) > skip:
-                yield StreamEvent(event_id((offset, rank)), name, data)

@@ -26,8 +26,44 @@ def frame(event: StreamEvent, *, with_id: bool) -> bytes:
     return f"{head}event: {event.event}\ndata: {data}\n\n".encode()
 
 
-async def _next(events: AsyncIterator[StreamEvent], pending: asyncio.Task[Any] | None) -> asyncio.Task[Any]:
-    return pending if pending is not None else asyncio.ensure_future(anext(events, None))
+def _closed(request: web.Request) -> bool:
+    return request.transport is None or request.transport.is_closing()
+
+
+async def _pump(
+    request: web.Request,
+    response: web.StreamResponse,
+    events: AsyncIterator[StreamEvent],
+    first: asyncio.Task[Any],
+    resumable: bool,
+) -> None:
+    """Write every event as it comes, a heartbeat comment when none has come for a while; raises
+    ``ConnectionResetError`` once the client has gone."""
+    pending: asyncio.Task[Any] | None = first
+    quiet = 0.0
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(events, None))
+            done, _ = await asyncio.wait({pending}, timeout=LOOK)
+            if not done:
+                if _closed(request):
+                    raise ConnectionResetError("the client closed the connection")
+                quiet += LOOK
+                if quiet >= HEARTBEAT:
+                    quiet = 0.0
+                    await response.write(b": heartbeat\n\n")
+                continue
+            quiet = 0.0
+            event, pending = pending.result(), None
+            if event is None:
+                return
+            await response.write(frame(event, with_id=resumable))
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
 
 
 async def send_events(
@@ -45,36 +81,19 @@ async def send_events(
     await asyncio.wait({first}, timeout=LOOK)
     if first.done() and (failure := first.exception()) is not None:
         raise failure
-    pending: asyncio.Task[Any] | None = first
     response = web.StreamResponse(headers={**SSE_HEADERS, **dict(headers or {})})
-    await response.prepare(request)
-    quiet = 0.0
     try:
-        while True:
-            pending = await _next(events, pending)
-            done, _ = await asyncio.wait({pending}, timeout=LOOK)
-            if not done:
-                if request.transport is None or request.transport.is_closing():
-                    raise ConnectionResetError("the client closed the connection")
-                quiet += LOOK
-                if quiet >= HEARTBEAT:
-                    quiet = 0.0
-                    await response.write(b": heartbeat\n\n")
-                continue
-            quiet = 0.0
-            event, pending = pending.result(), None
-            if event is None:
-                break
-            await response.write(frame(event, with_id=resumable))
-    except (ConnectionResetError, asyncio.CancelledError):
+        await response.prepare(request)
+        await _pump(request, response, events, first, resumable)
+    except ConnectionResetError:  # the client went away: nothing more to write, and nothing wrong to report
+        if on_disconnect is not None:
+            await asyncio.shield(on_disconnect())
+        return response
+    except asyncio.CancelledError:
         if on_disconnect is not None:
             await asyncio.shield(on_disconnect())
         raise
     finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                await pending
         closer = getattr(events, "aclose", None)
         if closer is not None:
             with contextlib.suppress(Exception):
