@@ -142,7 +142,9 @@ async def test_a_failed_run_reports_its_error_and_the_thread_goes_on(runs_hub: R
         run = (await s.sdk.runs.list(tid))[0]
         assert run["status"] == "error"
         assert (await s.sdk.threads.get(tid))["status"] == "error"
-        waited = await s.http.post(f"/threads/{tid}/runs/wait", json={"assistant_id": "fragile", "input": {"topic": "boom"}})
+        waited = await s.http.post(
+            f"/threads/{tid}/runs/wait", json={"assistant_id": "fragile", "input": {"topic": "boom"}}
+        )
         assert waited.json() == {"__error__": {"error": "ValueError", "message": "the topic is boom"}}
         fine = await s.sdk.runs.wait(tid, "fragile", input={"topic": "ok"})
         assert fine == {"topic": "ok", "steps": ["plan:boom", "plan:boom", "plan:ok", "fine:ok"]}
