@@ -106,6 +106,10 @@ OPENED: list[str] = []
 CLOSED: list[str] = []
 
 
+def failing(config):
+    raise RuntimeError("no model key in this environment")
+
+
 def three(a, b, c):
     return graph
 

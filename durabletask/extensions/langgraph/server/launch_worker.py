@@ -19,7 +19,7 @@ from durabletask.extensions.langgraph._activity import execute_task
 from durabletask.extensions.langgraph._serde import load
 from durabletask.extensions.langgraph.server.app import register_worker_parts
 from durabletask.extensions.langgraph.server.config import GraphSpec, ProjectConfig
-from durabletask.extensions.langgraph.server.config_graphs import prepare_graph
+from durabletask.extensions.langgraph.server.config_graphs import GraphSpecError, prepare_graph
 
 # Nodes whose activity register_graph adds beside the orchestrator: LangGraph's own, with no user code.
 _ORCHESTRATOR_NODES = ("__start__", "__default_error_handler__")
@@ -59,7 +59,15 @@ def register_factory(
     worker: Any, graph_id: str, spec: GraphSpec, held: contextlib.ExitStack, *, store: Any = None
 ) -> None:
     """A factory's graph: the orchestrator on a build for ``threads.update``, each node built per task."""
-    topology = _enter(spec, "threads.update", {}, None, store, held)
+    try:
+        topology = _enter(spec, "threads.update", {"configurable": {}}, None, store, held)
+    except GraphSpecError:
+        raise
+    except Exception as error:
+        raise GraphSpecError(
+            f"graphs.{graph_id}: the factory failed when the worker built the graph's topology "
+            f"(access_context 'threads.update'): {type(error).__name__}: {error}"
+        ) from error
     register_graph(worker, graph_id, topology, nodes=[])
     run_task = factory_activity(spec, store)
     for node in topology.nodes:
