@@ -178,4 +178,6 @@ BUILDERS = {
     "live": live_builder,
     "beat": beat_builder,
     "fragile": fragile_builder,
+    # with a thread's UUID, an instance ID of 71 characters: the control entity of its tasks needs a hashed key
+    "held-under-a-long-graph-name": held_builder,
 }

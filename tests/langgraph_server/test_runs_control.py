@@ -63,11 +63,12 @@ async def test_interrupt_before_and_continue(runs_hub: RunsHub) -> None:
         assert done == {"topic": "b", "steps": ["plan:b", "write:b"]}
 
 
-async def test_cancel_ends_a_running_run_and_the_thread_goes_on(runs_hub: RunsHub, tmp_path: Path) -> None:
+@pytest.mark.parametrize("graph", ["held", "held-under-a-long-graph-name"])
+async def test_cancel_ends_a_running_run_and_the_thread_goes_on(runs_hub: RunsHub, tmp_path: Path, graph: str) -> None:
     flag = tmp_path / "release"
     async with serve(runs_hub) as s:
         tid = (await s.sdk.threads.create())["thread_id"]
-        run = await s.sdk.runs.create(tid, "held", input={"topic": str(flag)}, stream_mode=["values"])
+        run = await s.sdk.runs.create(tid, graph, input={"topic": str(flag)}, stream_mode=["values"])
         await _status_becomes(s, tid, run["run_id"], "running")
         stream = asyncio.ensure_future(_collect(s.sdk.runs.join_stream(tid, run["run_id"])))
         await s.sdk.runs.cancel(tid, run["run_id"], wait=True)
@@ -75,7 +76,7 @@ async def test_cancel_ends_a_running_run_and_the_thread_goes_on(runs_hub: RunsHu
         events = await asyncio.wait_for(stream, 60)
         assert events[0] == "metadata" and events[-1] == "end"
         flag.write_text("go")  # the held node ends; its result belongs to no run any more
-        later = await s.sdk.runs.wait(tid, "held", input={"topic": str(flag)})
+        later = await s.sdk.runs.wait(tid, graph, input={"topic": str(flag)})
         assert later["steps"][0] == f"plan:{flag}"
         assert (await s.sdk.threads.get(tid))["status"] == "idle"
 

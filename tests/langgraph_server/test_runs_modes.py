@@ -76,3 +76,10 @@ async def test_subgraph_events_are_named_with_their_namespace(runs_hub: RunsHub)
         assert any(p.event.startswith("updates|inner:") for p in parts)
         flat = [p async for p in s.sdk.runs.stream(tid, "nested", input={"topic": "f"}, stream_mode="updates")]
         assert all("|" not in p.event for p in flat)
+        history = await s.sdk.threads.get_history(tid, limit=20)  # a subgraph task's state: the config naming it
+        reference = [h async for h in s.durable("nested").aget_state_history({"configurable": {"thread_id": tid}})]
+        assert [h["values"] for h in history] == [h.values for h in reference]
+        tasks = [t for h in history for t in h["tasks"] if t["name"] == "inner"]
+        assert tasks and all(
+            t["state"] is None and t["checkpoint"]["checkpoint_ns"].startswith("inner:") for t in tasks
+        )

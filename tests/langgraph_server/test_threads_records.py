@@ -34,3 +34,14 @@ def test_keys() -> None:
     assert record_key("plain-id") == "plain-id"
     hashed = {record_key(t) for t in ("a@b", "a~b", "用户", "x" * 200, "a\nb")}
     assert len(hashed) == 5 and all("~" in k and len(k) <= 80 for k in hashed)
+
+
+def test_control_entity_keys_of_long_instance_ids_fit() -> None:
+    from durabletask._replay.activity_control import CONTROL_ENTITY, MAX_ENTITY_KEY, entity_key
+
+    short = entity_key("lg:chain:t1", "e" * 32)
+    assert short == f"lg:chain:t1#{'e' * 32}"
+    long_ids = [f"lg:held-under-a-long-graph-name:{n:036d}" for n in range(3)]
+    keys = {entity_key(i, "e" * 32) for i in long_ids}
+    assert len(keys) == 3 and all(len(f"@{CONTROL_ENTITY}@{k}") <= 100 and len(k) == MAX_ENTITY_KEY for k in keys)
+    assert entity_key(long_ids[0], "e" * 32) != entity_key(long_ids[0], "f" * 32)

@@ -68,15 +68,17 @@ def checkpoint_json(config: Any) -> dict[str, Any] | None:
 
 
 def _task_json(task: Any) -> dict[str, Any]:
+    # A subgraph task's state is its snapshot (read with subgraphs=True), or else the config that names it.
     sub = task.state
-    nested = snapshot_json(sub) if sub is not None and hasattr(sub, "values") else None
+    named = isinstance(sub, Mapping)
+    nested = snapshot_json(sub) if sub is not None and not named else None
     return {
         "id": task.id,
         "name": task.name,
         "path": to_json(task.path),
         "error": None if task.error is None else str(task.error),
         "interrupts": [interrupt_json(i) for i in task.interrupts],
-        "checkpoint": None if nested is not None else checkpoint_json(sub),
+        "checkpoint": to_json(sub.get("configurable")) if named else None,
         "state": nested,
         "result": to_json(task.result),
     }
