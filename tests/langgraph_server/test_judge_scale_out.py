@@ -8,6 +8,7 @@ import json
 import signal
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,16 @@ graph = builder.compile()
 """
 
 
+@dataclass
+class Cluster:
+    """Two servers in front of three workers and one emulator."""
+
+    urls: tuple[str, str]
+    workers: list[ServerProcess]
+
+
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """The base URLs of two servers in front of three workers and one emulator."""
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
     project = tmp_path / "project"
     project.mkdir()
     (project / "sections.py").write_text(GRAPH)
@@ -63,26 +71,27 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, str]]:
     emulator = start_emulator(tmp_path / "hub.db", port)
     hub = ["--endpoint", f"127.0.0.1:{port}", "--taskhub", "default"]
     urls: list[str] = []
+    workers: list[ServerProcess] = []
     try:
         with ExitStack() as processes:
             for n in range(3):
                 command = cli("langgraph", "worker", "--config", str(config), *hub)
-                worker = ServerProcess(command, None, tmp_path / f"worker-{n}.log", cwd=project).start()
-                processes.callback(worker.stop)
+                workers.append(ServerProcess(command, None, tmp_path / f"worker-{n}.log", cwd=project).start())
+                processes.callback(workers[-1].stop)
             for n in range(2):
                 http = free_port()
                 command = cli("langgraph", "serve", "--config", str(config), *hub, "--port", str(http))
                 url = f"http://127.0.0.1:{http}"
                 processes.enter_context(ServerProcess(command, url, tmp_path / f"server-{n}.log", cwd=project))
                 urls.append(url)
-            yield urls[0], urls[1]
+            yield Cluster((urls[0], urls[1]), workers)
     finally:
         kill(emulator, signal.SIGTERM)
 
 
 @pytest.mark.timeout(400)
-def test_a_run_started_on_one_server_is_streamed_joined_and_cancelled_on_the_other(cluster: tuple[str, str]) -> None:
-    with get_sync_client(url=cluster[0]) as first, get_sync_client(url=cluster[1]) as second:
+def test_a_run_started_on_one_server_is_streamed_joined_and_cancelled_on_the_other(cluster: Cluster) -> None:
+    with get_sync_client(url=cluster.urls[0]) as first, get_sync_client(url=cluster.urls[1]) as second:
         _start_stream_join_and_cancel_across(first, second)
 
 
@@ -128,3 +137,27 @@ def _start_stream_join_and_cancel_across(first: SyncLangGraphClient, second: Syn
     assert first.threads.get(thread["thread_id"])["status"] == "idle"
     # The cancelled run's node never finished: the thread keeps what the first run wrote.
     assert second.threads.get_state(thread["thread_id"])["values"]["written"] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.timeout(400)
+def test_a_run_goes_on_when_the_worker_running_its_node_is_killed(cluster: Cluster) -> None:
+    with get_sync_client(url=cluster.urls[0]) as first, get_sync_client(url=cluster.urls[1]) as second:
+        thread = first.threads.create()
+        run = first.runs.create(
+            thread["thread_id"], "sections", input={"sections": 20}, stream_mode=["custom"], stream_resumable=True
+        )
+        killed, attempts, pids = None, [], set()
+        for part in second.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="-1"):
+            if part.event == "metadata":
+                attempts.append(part.data["attempt"])
+            elif part.event == "custom":
+                pids.add(part.data["pid"])
+                if killed is None:
+                    killed = next(w for w in cluster.workers if w.process and w.process.pid == part.data["pid"])
+                    killed.kill()  # SIGKILL, in the middle of the node
+        assert killed is not None and killed.process is not None
+        # The node ran again on another worker, and the stream said so with the run's new attempt.
+        assert pids - {killed.process.pid}, pids
+        assert attempts[0] == 1 and max(attempts) >= 2, attempts
+        assert first.runs.join(thread["thread_id"], run["run_id"])["written"] == list(range(1, 21))
+        assert second.runs.get(thread["thread_id"], run["run_id"])["status"] == "success"
