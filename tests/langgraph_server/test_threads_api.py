@@ -142,3 +142,31 @@ async def test_copy_carries_metadata_and_checkpoints(runs_hub: RunsHub) -> None:
         assert (await s.sdk.threads.get_state(tid))["next"] == ["ask"]  # the original still waits
         empty = await s.sdk.threads.copy((await s.sdk.threads.create())["thread_id"])
         assert empty["values"] is None and empty["status"] == "idle"
+
+
+async def test_create_with_supersteps_equals_bulk_update_state(runs_hub: RunsHub) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import StateUpdate
+
+    from tests.langgraph_server.support_runs_graphs import chain_builder
+
+    steps = [
+        {"updates": [{"values": {"topic": "s"}, "as_node": "__input__"}]},
+        {"updates": [{"values": {"steps": ["manual"]}, "as_node": "plan"}]},
+    ]
+    async with serve(runs_hub) as s:
+        made = await s.sdk.threads.create(graph_id="chain", supersteps=steps)
+        tid = made["thread_id"]
+        state = await s.sdk.threads.get_state(tid)
+        plain = chain_builder().compile(checkpointer=InMemorySaver())
+        cfg = _cfg("plain")
+        plain.bulk_update_state(
+            cfg,
+            [[StateUpdate(u["values"], u["as_node"]) for u in step["updates"]] for step in steps],  # type: ignore[index]
+        )
+        reference = plain.get_state(cfg)
+        assert made["values"] == state["values"] == reference.values
+        assert state["next"] == list(reference.next)
+        assert await s.sdk.runs.wait(tid, "chain", input=None) == plain.invoke(None, cfg)
+        bad = await s.http.post("/threads", json={"metadata": {"graph_id": "chain"}, "supersteps": [{"updates": 3}]})
+        assert bad.status_code == 422 and "supersteps[0].updates" in bad.json()["detail"]

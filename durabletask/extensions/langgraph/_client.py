@@ -109,7 +109,9 @@ class DurableGraph:
         result = yield from rq.send_and_wait(instance, self.name, req, self._waiting)
         return ReplaySaver.restore(result["saver"])
 
-    def _update_plan(self, config: Any, values: Any, as_node: str | None, task_id: str | None) -> Plan:
+    def _update_plan(
+        self, config: Any, values: Any, as_node: str | None, task_id: str | None, supersteps: Any = None
+    ) -> Plan:
         thread, instance = yield from self._instance(config)
         body = {
             "values": values,
@@ -118,6 +120,8 @@ class DurableGraph:
             "configurable": rq.user_configurable(config),
             "checkpoint_id": ((config or {}).get("configurable") or {}).get("checkpoint_id"),
         }
+        if supersteps is not None:
+            body["supersteps"] = [[(u.values, u.as_node, u.task_id) for u in step] for step in supersteps]
         req = rq.request("update", self.shape, thread, body)
         result = yield from rq.send_and_wait(instance, self.name, req, self._waiting)
         return load(result["config"])
@@ -491,6 +495,16 @@ class DurableGraph:
             ValueError: The target thread exists.
         """
         await self._async(self._copy_plan(source, target))
+
+    async def abulk_update_state(self, config: Any, supersteps: Any) -> Any:
+        """LangGraph's ``bulk_update_state``: each superstep's ``StateUpdate`` s applied together, in the thread's
+        orchestration; returns the new config.
+
+        Args:
+            config: A LangGraph config naming the thread (and optionally the checkpoint to start from).
+            supersteps: A sequence of supersteps, each a sequence of ``langgraph.types.StateUpdate``.
+        """
+        return await self._async(self._update_plan(config, None, None, None, supersteps))
 
     async def aupdate_state(
         self, config: Any, values: Any, as_node: str | None = None, task_id: str | None = None

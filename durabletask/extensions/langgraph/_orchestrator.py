@@ -17,7 +17,7 @@ from datetime import timedelta, timezone
 from typing import Any
 
 from langgraph.channels.delta import DeltaChannel
-from langgraph.types import RetryPolicy
+from langgraph.types import RetryPolicy, StateUpdate
 
 from durabletask import task as dt
 from durabletask._errors import PayloadTooLargeError
@@ -512,10 +512,15 @@ class ThreadRuntime:
         config: dict[str, Any] = {"configurable": {**body.get("configurable", {}), "thread_id": self.thread_id}}
         if body.get("checkpoint_id"):
             config["configurable"]["checkpoint_id"] = body["checkpoint_id"]
+        local = self.graph.copy(update={"checkpointer": self.saver})
         with lg.deterministic_ids(self.ids):
-            updated = self.graph.copy(update={"checkpointer": self.saver}).update_state(
-                config, body.get("values"), as_node=body.get("as_node"), task_id=body.get("task_id")
-            )
+            if body.get("supersteps") is not None:  # LangGraph's bulk_update_state: each superstep's updates at once
+                steps = [[StateUpdate(*update) for update in step] for step in body["supersteps"]]
+                updated = local.bulk_update_state(config, steps)
+            else:
+                updated = local.update_state(
+                    config, body.get("values"), as_node=body.get("as_node"), task_id=body.get("task_id")
+                )
         return {"config": dump(updated, "the updated config")}
 
 

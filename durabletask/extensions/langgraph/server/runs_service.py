@@ -32,7 +32,7 @@ from durabletask.extensions.langgraph.server.services import (
     RunRequest,
     StreamEvent,
 )
-from durabletask.extensions.langgraph.server.state import checkpoint_id_of, interrupt_json, to_json
+from durabletask.extensions.langgraph.server.state import checkpoint_id_of, command_of, interrupt_json, to_json
 from durabletask.extensions.langgraph.server.threads_records import active_runs, now, stored
 from durabletask.extensions.langgraph.server.threads_service import ThreadServiceImpl, check_thread_id
 
@@ -55,17 +55,6 @@ _RUN_FIELDS = (
 def run_json(run: dict[str, Any]) -> dict[str, Any]:
     """A run's record as the SDK's ``Run``."""
     return {key: run.get(key) for key in _RUN_FIELDS}
-
-
-def _command(command: dict[str, Any]) -> Any:
-    from langgraph.types import Command, Send
-
-    goto = command.get("goto")
-    if isinstance(goto, dict):
-        goto = Send(goto["node"], goto.get("input"))
-    elif isinstance(goto, list):
-        goto = [Send(g["node"], g.get("input")) if isinstance(g, dict) else g for g in goto]
-    return Command(resume=command.get("resume"), update=command.get("update"), goto=goto or ())
 
 
 def _config(request: RunRequest, assistant: ResolvedAssistant, thread_id: str, run_id: str) -> dict[str, Any]:
@@ -185,7 +174,7 @@ class RunServiceImpl:
     async def _submit(self, thread_id: str, run_id: str, request: RunRequest, assistant: ResolvedAssistant) -> None:
         config = _config(request, assistant, thread_id, run_id)
         context = {**dict(assistant.context), **dict(request.context or {})} or None
-        value = _command(dict(request.command)) if request.command is not None else request.input
+        value = command_of(dict(request.command)) if request.command is not None else request.input
         async with self.threads.graphs.open(
             assistant.graph_id, "threads.create_run", thread_id=thread_id, context=context
         ) as graph:

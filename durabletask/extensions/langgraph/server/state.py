@@ -131,3 +131,19 @@ def checkpoint_id_of(checkpoint: Mapping[str, Any] | None, field: str = "checkpo
     if found is not None and not isinstance(found, str):
         raise bad_request(f"'{field}.checkpoint_id' must be a string, not {type(found).__name__}")
     return found or None
+
+
+def command_of(command: Mapping[str, Any]) -> Any:
+    """A ``Command`` of the SDK (``resume``, ``update``, ``goto`` as a node, a ``Send`` or a list) as LangGraph's."""
+    from langgraph.types import Command, Send
+
+    def target(goto: Any) -> Any:
+        if isinstance(goto, Mapping):
+            if not isinstance(goto.get("node"), str):
+                raise bad_request("'command.goto' as an object is a Send: it needs 'node' (a string) and 'input'")
+            return Send(goto["node"], goto.get("input"))
+        return goto
+
+    goto = command.get("goto")
+    goto = [target(g) for g in goto] if isinstance(goto, list) else target(goto)
+    return Command(resume=command.get("resume"), update=command.get("update"), goto=goto or ())

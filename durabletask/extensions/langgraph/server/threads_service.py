@@ -11,7 +11,13 @@ from durabletask.extensions.langgraph import DurableGraph, GraphMismatchError, G
 from durabletask.extensions.langgraph._serde import dump
 from durabletask.extensions.langgraph.server.context import ServerContext
 from durabletask.extensions.langgraph.server.errors import HttpError, bad_request, conflict, not_found
-from durabletask.extensions.langgraph.server.state import checkpoint_id_of, checkpoint_json, empty_state, snapshot_json
+from durabletask.extensions.langgraph.server.state import (
+    checkpoint_id_of,
+    checkpoint_json,
+    command_of,
+    empty_state,
+    snapshot_json,
+)
 from durabletask.extensions.langgraph.server.threads_records import Records, new_record, now, thread_json
 from durabletask.extensions.langgraph.server.threads_search import matches, page
 
@@ -78,6 +84,38 @@ def graph_error(error: Exception) -> HttpError:
     return bad_request(str(error))
 
 
+def _fields(snapshot: Any, graph_id: str) -> dict[str, Any]:
+    """The thread's record fields after a state update: its graph, values, pending interrupts and status."""
+    interrupts = {task.id: list(task.interrupts) for task in snapshot.tasks if task.interrupts}
+    return {
+        "graph_id": graph_id,
+        "values": dump(snapshot.values, "the thread's values"),
+        "interrupts": dump(interrupts, "the thread's interrupts"),
+        "status": "interrupted" if interrupts else "idle",
+    }
+
+
+def _steps(supersteps: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """``supersteps`` of a thread's creation as LangGraph's ``StateUpdate`` s (422 naming what is malformed)."""
+    from langgraph.types import StateUpdate
+
+    steps = []
+    for n, step in enumerate(supersteps):
+        updates = step.get("updates") if isinstance(step, Mapping) else None
+        if not isinstance(updates, list) or not all(isinstance(u, Mapping) for u in updates):
+            raise bad_request(f"'supersteps[{n}].updates' must be a list of objects with 'values' and 'as_node'")
+        for u in updates:
+            if not isinstance(u.get("as_node"), str):
+                raise bad_request(f"'supersteps[{n}].updates[].as_node' must be a node's name")
+        steps.append(
+            [
+                StateUpdate(command_of(u["command"]) if u.get("command") else u.get("values"), u["as_node"])
+                for u in updates
+            ]
+        )
+    return steps
+
+
 class ThreadServiceImpl:
     """:class:`~durabletask.extensions.langgraph.server.services.ThreadService` on the task hub."""
 
@@ -113,14 +151,18 @@ class ThreadServiceImpl:
         record = new_record(thread_id, metadata or {}, graph_id=graph_id)
         if ttl:
             record["ttl"] = dict(ttl)
+        steps = _steps(supersteps) if supersteps else None
+        if steps and not graph_id:
+            raise bad_request("'supersteps' need a graph: give 'graph_id' in the metadata")
         written = await self.records.write(thread_id, "put", {"record": record})
-        for step in supersteps or ():
-            for update in step.get("updates") or ():
-                if not graph_id:
-                    raise bad_request("'supersteps' need a graph: give 'graph_id' in the metadata")
-                await self.update_state(thread_id, update.get("values"), as_node=update.get("as_node"))
-        if supersteps:
-            written = await self.record(thread_id)
+        if steps and graph_id:
+            async with self.graphs.open(graph_id, "threads.update", thread_id=thread_id) as graph:
+                try:
+                    await graph.abulk_update_state(_config(thread_id), steps)
+                    snapshot = await graph.aget_state(_config(thread_id))
+                except (GraphMismatchError, GraphRunError, ValueError) as error:
+                    raise graph_error(error) from None
+            written = await self.records.write(thread_id, "run", {"thread": _fields(snapshot, graph_id), "at": now()})
         return thread_json(written or record)
 
     async def get(self, thread_id: str) -> dict[str, Any]:
@@ -249,14 +291,7 @@ class ThreadServiceImpl:
                 snapshot = await graph.aget_state(_config(thread_id))
             except (GraphMismatchError, GraphRunError, ValueError) as error:
                 raise graph_error(error) from None
-        interrupts = {task.id: list(task.interrupts) for task in snapshot.tasks if task.interrupts}
-        fields = {
-            "graph_id": graph_id,
-            "values": dump(snapshot.values, "the thread's values"),
-            "interrupts": dump(interrupts, "the thread's interrupts"),
-            "status": "interrupted" if interrupts else "idle",
-        }
-        await self.records.write(thread_id, "run", {"thread": fields, "at": now()})
+        await self.records.write(thread_id, "run", {"thread": _fields(snapshot, graph_id), "at": now()})
         return {"checkpoint": checkpoint_json(config)}
 
     async def history(
