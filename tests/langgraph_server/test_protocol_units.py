@@ -196,7 +196,8 @@ def test_a_run_becomes_lifecycle_values_messages_and_custom_events() -> None:
         pe.part_of("end", {"status": "success"}),
     ]
     bodies = [body for part in parts if part is not None for body in t.feed(part)]
-    assert [(b.method, b.data.get("event")) for b in bodies if b.method in ("lifecycle", "messages")] == [
+    root = [b for b in bodies if not b.namespace]
+    assert [(b.method, b.data.get("event")) for b in root if b.method in ("lifecycle", "messages")] == [
         ("lifecycle", "running"),
         ("messages", "message-start"),
         ("messages", "content-block-start"),
@@ -211,7 +212,7 @@ def test_a_run_becomes_lifecycle_values_messages_and_custom_events() -> None:
     assert pe.Body("values", ("sub:1",), {"y": 2}) in bodies
     assert pe.Body("updates", (), {"talk": {"x": 1}}) in bodies
     assert pe.Body("custom", (), {"name": "progress", "step": "talk"}) in bodies
-    assert all(b.data.get("run_id") == "r1" for b in bodies if b.method == "lifecycle")
+    assert all(b.data.get("run_id") == "r1" for b in root if b.method == "lifecycle")
 
 
 def test_streamed_tool_call_arguments_finish_as_a_tool_call() -> None:
@@ -304,3 +305,24 @@ def test_a_new_attempt_of_a_run_keeps_its_announced_interrupts() -> None:
     assert asked() == []
     t.feed(pe.Part("run", (), {"run_id": "other"}))
     assert len(asked()) == 1
+
+
+def test_subgraphs_start_before_their_first_event_and_end_with_their_task() -> None:
+    t = pe.Translator()
+    t.feed(pe.Part("run", (), {"run_id": "r"}))
+    child, grandchild = ("tools:t1",), ("tools:t1", "model:t2")
+    bodies = t.feed(pe.Part("tasks", grandchild, {"id": "t3", "name": "model", "input": {}}))
+    assert [(b.namespace, b.data.get("event")) for b in bodies if b.method == "lifecycle"] == [
+        (child, "started"),
+        (grandchild, "started"),
+    ]
+    assert bodies[0].data == {"event": "started", "graph_name": "tools"}
+    assert t.feed(pe.Part("tasks", grandchild, {"id": "t3", "result": {}, "interrupts": []}))[1:] == []
+    ended = t.feed(pe.Part("tasks", (), {"id": "t1", "name": "tools", "result": {}, "interrupts": [], "error": None}))
+    assert [(b.namespace, b.data["event"]) for b in ended if b.method == "lifecycle"] == [
+        (grandchild, "completed"),
+        (child, "completed"),
+    ]
+    t.feed(pe.Part("values", ("sub:9",), {}))
+    last = t.feed(pe.Part("end", (), {"status": "interrupted"}))
+    assert [(b.namespace, b.data["event"]) for b in last] == [(("sub:9",), "failed"), ((), "failed")]

@@ -245,6 +245,41 @@ def _interrupts(value: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _task_status(data: Mapping[str, Any]) -> str:
+    return "interrupted" if data.get("interrupts") else "failed" if data.get("error") else "completed"
+
+
+@dataclass
+class _Subgraphs:
+    """The subgraphs (child namespaces) a run's events have shown, so their ``lifecycle`` is told: ``started`` before
+    a namespace's first event, its end when its parent's task result comes (or when the run ends)."""
+
+    open: dict[Namespace, None] = field(default_factory=dict)
+
+    def wrap(self, bodies: list[Body]) -> list[Body]:
+        out: list[Body] = []
+        for body in bodies:
+            for depth in range(1, len(body.namespace) + 1):
+                ns = body.namespace[:depth]
+                if ns not in self.open:
+                    self.open[ns] = None
+                    out.append(Body("lifecycle", ns, {"event": "started", "graph_name": ns[-1].partition(":")[0]}))
+            out.append(body)
+            if body.method == "tasks" and isinstance(body.data, Mapping) and "result" in body.data:
+                task = str(body.data.get("id"))
+                ended = [ns for ns in self.open if ns[:-1] == body.namespace and ns[-1].partition(":")[2] == task]
+                for ns in ended:
+                    out += self.close(_task_status(body.data), under=ns)
+        return out
+
+    def close(self, event: str, under: Namespace = ()) -> list[Body]:
+        """The end of every open subgraph at or below ``under``, the deepest first."""
+        ended = sorted((ns for ns in self.open if ns[: len(under)] == under), key=len, reverse=True)
+        for ns in ended:
+            del self.open[ns]
+        return [Body("lifecycle", ns, {"event": event}) for ns in ended]
+
+
 @dataclass
 class Translator:
     """The protocol's events of a thread's runs, one run after another, from the parts each run streamed.
@@ -257,14 +292,17 @@ class Translator:
     announced: set[str] = field(default_factory=set)
     failed: bool = False
     messages: dict[tuple[Namespace, str], _Message] = field(default_factory=dict)
+    subgraphs: _Subgraphs = field(default_factory=_Subgraphs)
 
     def feed(self, part: Part) -> list[Body]:
         handler = getattr(self, f"_on_{part.kind}", None)
         if handler is None:
             kind = _PASSED.get(part.kind)
-            return [] if kind is None else [Body(kind, part.namespace, part.data)]
+            return [] if kind is None else self.subgraphs.wrap([Body(kind, part.namespace, part.data)])
         out: list[Body] = handler(part)
-        return out
+        if part.kind in ("run", "error", "end"):
+            return out
+        return self.subgraphs.wrap(out)
 
     def _lifecycle(self, event: str, **extra: Any) -> Body:
         data: dict[str, Any] = {"event": event, **extra}
@@ -276,7 +314,7 @@ class Translator:
         info = part.data if isinstance(part.data, Mapping) else {}
         run_id = str(info["run_id"]) if info.get("run_id") is not None else None
         if run_id is None or run_id != self.run_id:
-            self.announced, self.failed = set(), False
+            self.announced, self.failed, self.subgraphs = set(), False, _Subgraphs()
         # A new attempt of the same run (its worker died) streams its model calls again, from their start.
         self.run_id, self.messages = run_id, {}
         attempt = info.get("attempt")
@@ -361,6 +399,7 @@ class Translator:
         message = info.get("message") or info.get("error") or "the run failed"
         if not self.failed:
             self.failed = True
+            out += self.subgraphs.close("failed")
             out.append(self._lifecycle("failed", error=str(message)))
         return out
 
@@ -369,17 +408,16 @@ class Translator:
         out = self._close_messages()
         status = part.data.get("status") if isinstance(part.data, Mapping) else None
         if self.failed:
-            pass
+            end = None
         elif status in ("error", "timeout"):
-            self.failed = True
-            out.append(self._lifecycle("failed", error=f"the run ended with status {status}"))
+            end = self._lifecycle("failed", error=f"the run ended with status {status}")
         elif status == "interrupted":
-            self.failed = True
-            out.append(self._lifecycle("failed", error=CANCELLED))
-        elif self.announced:
-            out.append(self._lifecycle("interrupted"))
+            end = self._lifecycle("failed", error=CANCELLED)
         else:
-            out.append(self._lifecycle("completed"))
+            end = self._lifecycle("interrupted" if self.announced else "completed")
+        if end is not None:
+            self.failed = end.data["event"] == "failed"
+            out += [*self.subgraphs.close(end.data["event"]), end]
         self.run_id = None
         return out
 
