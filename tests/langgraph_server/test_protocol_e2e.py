@@ -316,3 +316,15 @@ async def test_a_websocket_holds_at_most_64_subscriptions(servers: Servers) -> N
         await ws.send(json.dumps({"id": 64, **subscribe}))
         refused = json.loads(await ws.recv())
     assert refused["error"] == "invalid_argument" and "at most 64 subscriptions" in refused["message"]
+
+
+@pytest.mark.adversarial
+async def test_a_websocket_frame_over_the_body_limit_closes_the_socket(servers: Servers) -> None:
+    import websockets
+
+    url = servers.url.replace("http://", "ws://") + f"/threads/{uuid.uuid4()}/stream/events"
+    async with websockets.connect(url, max_size=None) as ws:
+        await ws.send("x" * (11 * 1024 * 1024))
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 120)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # message too big
