@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
@@ -58,6 +59,7 @@ class Cluster:
 
     urls: tuple[str, str]
     workers: list[ServerProcess]
+    servers: list[ServerProcess]
 
 
 @pytest.fixture
@@ -72,6 +74,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     hub = ["--endpoint", f"127.0.0.1:{port}", "--taskhub", "default"]
     urls: list[str] = []
     workers: list[ServerProcess] = []
+    servers: list[ServerProcess] = []
     try:
         with ExitStack() as processes:
             for n in range(3):
@@ -82,9 +85,10 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
                 http = free_port()
                 command = cli("langgraph", "serve", "--config", str(config), *hub, "--port", str(http))
                 url = f"http://127.0.0.1:{http}"
-                processes.enter_context(ServerProcess(command, url, tmp_path / f"server-{n}.log", cwd=project))
+                servers.append(ServerProcess(command, url, tmp_path / f"server-{n}.log", cwd=project).start())
+                processes.callback(servers[-1].stop)
                 urls.append(url)
-            yield Cluster((urls[0], urls[1]), workers)
+            yield Cluster((urls[0], urls[1]), workers, servers)
     finally:
         kill(emulator, signal.SIGTERM)
 
@@ -161,3 +165,31 @@ def test_a_run_goes_on_when_the_worker_running_its_node_is_killed(cluster: Clust
         assert attempts[0] == 1 and max(attempts) >= 2, attempts
         assert first.runs.join(thread["thread_id"], run["run_id"])["written"] == list(range(1, 21))
         assert second.runs.get(thread["thread_id"], run["run_id"])["status"] == "success"
+
+
+@pytest.mark.timeout(400)
+def test_a_stream_cut_by_a_dying_server_resumes_on_the_other_with_last_event_id(cluster: Cluster) -> None:
+    with get_sync_client(url=cluster.urls[0]) as first, get_sync_client(url=cluster.urls[1]) as second:
+        thread = first.threads.create()
+        run = first.runs.create(
+            thread["thread_id"], "sections", input={"sections": 20}, stream_mode=["custom"], stream_resumable=True
+        )
+        before: list[tuple[str, Any, str | None]] = []
+        with pytest.raises(httpx.TransportError):  # the server is gone: its connection ends and it refuses new ones
+            for part in first.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="-1"):
+                before.append((part.event, part.data, part.id))
+                if part.event == "custom" and part.data["section"] == 3:
+                    cluster.servers[0].kill()  # SIGKILL mid-stream
+        last_id = next(i for _, _, i in reversed(before) if i is not None)
+        after = [
+            (p.event, p.data, p.id)
+            for p in second.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id=last_id)
+        ]
+        whole = [
+            (p.event, p.data, p.id)
+            for p in second.runs.join_stream(thread["thread_id"], run["run_id"], last_event_id="-1")
+        ]
+        assert before + after == whole
+        assert [d["section"] for e, d, _ in whole if e == "custom"] == list(range(1, 21))
+        cluster.servers[0].start()  # the same server, restarted: it serves the thread as before
+        assert first.runs.get(thread["thread_id"], run["run_id"])["status"] == "success"
