@@ -141,6 +141,18 @@ class Served:
     url: str
     hub: str | None
     lines: list[str] = field(default_factory=list)
+    pending: queue.Queue[str | None] | None = None
+
+    def wait_for(self, text: str) -> str:
+        """The next line of output holding ``text`` (the lines before it are kept in ``lines``)."""
+        assert self.pending is not None
+        while True:
+            line = self.pending.get(timeout=STARTUP_TIMEOUT)
+            if line is None:
+                raise AssertionError(f"the process ended before printing {text!r}:\n{''.join(self.lines)}")
+            self.lines.append(line)
+            if text in line:
+                return line
 
     def stop(self) -> int:
         """SIGTERM, then the exit code (it must stop by itself, in order)."""
@@ -186,7 +198,7 @@ def run_cli(
                 break
         url = re.search(r"https?://[^\s)]+", line)
         hub = re.search(r"(?:task hub on|listening on) (\S+)", line)
-        served = Served(process, url.group(0) if url else "", hub.group(1) if hub else None, seen)
+        served = Served(process, url.group(0) if url else "", hub.group(1) if hub else None, seen, lines)
         yield served
     finally:
         if process.poll() is None:

@@ -188,6 +188,31 @@ def test_dev_keeps_its_data_across_a_restart_and_stops_in_order(dev: Served, pro
         assert again.stop() == 0
 
 
+def test_dev_reloads_a_changed_graph_on_the_same_address(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "reloading")
+    graphs = project.parent / "graphs.py"
+    with run_cli(["langgraph", "dev", "--config", str(project), "--port", "0"]) as dev:
+
+        def run(text: str) -> Any:
+            body = {"assistant_id": "echo", "input": {"text": text}}
+            return httpx.post(f"{dev.url}/runs/wait", json=body, timeout=RUN_TIMEOUT)
+
+        assert run("a").json() == {"text": "a echoed"}
+        graphs.write_text(graphs.read_text().replace('" echoed"', '" reloaded"'))
+        dev.wait_for("graphs.py changed: reloading the project")
+        assert dev.url in dev.wait_for("LangGraph API on")  # the same address
+        assert run("b").json() == {"text": "b reloaded"}
+        # a change that breaks the project is shown, and the next one that mends it is served
+        graphs.write_text(graphs.read_text() + "\ndef broken(:\n")
+        dev.wait_for("waiting for a change to reload")
+        shown = "".join(dev.lines[-5:])
+        assert "graphs.echo: importing ./graphs.py failed: SyntaxError" in shown, shown
+        graphs.write_text(graphs.read_text().replace("\ndef broken(:\n", "\n"))
+        dev.wait_for("LangGraph API on")
+        assert run("c").json() == {"text": "c reloaded"}
+        assert dev.stop() == 0
+
+
 def test_serve_and_worker_as_separate_processes(project: Path) -> None:
     emulator_args = ["--port", "0", "--in-memory", "--no-dashboard"]
     with run_cli(emulator_args, module="dtscale_emulator", ready="listening on") as emulator:

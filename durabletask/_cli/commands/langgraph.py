@@ -61,6 +61,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _add_http(dev)
     dev.add_argument("--data-dir", help="the emulator's folder (default: .langgraph_dtscale/ beside langgraph.json)")
     _add_stop_grace(dev, DEV_STOP_GRACE)
+    dev.add_argument(
+        "--no-reload",
+        action="store_true",
+        help="do not start again when langgraph.json, its .env or the project's imported code changes",
+    )
     serve = actions.add_parser("serve", help="the HTTP API only, stateless, against --endpoint or --connection-string")
     _add_config(serve)
     _add_http(serve)

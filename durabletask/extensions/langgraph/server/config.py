@@ -97,6 +97,7 @@ class ProjectConfig:
         dependencies: Folders to put on ``sys.path``.
         env: Environment variables for the graphs.
         cors: ``http.cors``; ``None``: no cross-origin calls.
+        env_file: The ``.env`` file ``env`` names, if it names one.
     """
 
     path: Path
@@ -104,6 +105,7 @@ class ProjectConfig:
     dependencies: tuple[Path, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     cors: CorsSettings | None = None
+    env_file: Path | None = None
 
     @property
     def base_dir(self) -> Path:
@@ -174,6 +176,7 @@ def load_config(path: str | os.PathLike[str]) -> ProjectConfig:
         dependencies=_dependencies(file, raw.get("dependencies", [])),
         env=_env(file, raw.get("env", {})),
         cors=_http(file, raw.get("http")),
+        env_file=(base / raw["env"]).resolve() if isinstance(raw.get("env"), str) else None,
     )
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import threading
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from durabletask.extensions.langgraph.server.config import (
     DEFAULT_MAX_BODY_BYTES,
@@ -27,7 +29,9 @@ from durabletask.extensions.langgraph.server.launch import (
     serve_http,
     stop_event,
 )
+from durabletask.extensions.langgraph.server.launch_reload import Watcher, forget_project, watched_files
 
+T = TypeVar("T")
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -63,20 +67,56 @@ def _announce(out: IO[str], what: str) -> None:
 
 
 async def _serve(
-    args: argparse.Namespace, project: ProjectConfig, connection: Connection, out: IO[str], note: str
-) -> None:
+    args: argparse.Namespace,
+    project: ProjectConfig,
+    connection: Connection,
+    out: IO[str],
+    note: str,
+    *,
+    port: int | None = None,
+    watch: list[Path] | None = None,
+) -> _Served:
+    """Serve until SIGTERM or Ctrl-C, or (with ``watch``) until one of those files changes."""
     stop = stop_event()
     settings = _settings(args, project, connection.task_hub)
     graphs = ", ".join(project.graphs)
+    served = _Served()
 
     def ready(url: str) -> None:
+        served.url = url
         _announce(out, f"LangGraph API on {url} (graphs: {graphs}){note}")
         if settings.auth_token is None and args.host not in LOOPBACK:
             sys.stderr.write(
                 f"warning: serving on {args.host} without --auth-token: anyone who reaches it can run the graphs\n"
             )
 
-    await serve_http(project, settings, connection, host=args.host, port=args.port, ready=ready, stop=stop)
+    loop = asyncio.get_running_loop()
+
+    def changed(_: Path) -> None:
+        loop.call_soon_threadsafe(stop.set)
+
+    watcher = Watcher(watch, changed).start() if watch else None
+    try:
+        await serve_http(
+            project,
+            settings,
+            connection,
+            host=args.host,
+            port=args.port if port is None else port,
+            ready=ready,
+            stop=stop,
+        )
+    finally:
+        if watcher is not None:
+            watcher.stop()
+            served.changed = watcher.changed
+    return served
+
+
+@dataclass
+class _Served:
+    url: str | None = None
+    changed: Path | None = None
 
 
 async def _until_stopped() -> None:
@@ -92,12 +132,55 @@ def _interrupt_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _interrupt)
 
 
-def _run_loop(main: Coroutine[Any, Any, None]) -> None:
+def _run_loop(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run``; its loop handles SIGTERM while it runs and resets it at its end, so it is set again."""
     try:
-        asyncio.run(main)
+        return asyncio.run(main)
     finally:
         _interrupt_on_sigterm()
+
+
+def _dev(args: argparse.Namespace, project: ProjectConfig, out: IO[str]) -> None:
+    """``dev``: the emulator, the workers and the server; with reload, the workers and the server again, on the
+    same port, each time the project changes."""
+    data_dir = Path(args.data_dir) if args.data_dir else None
+    port: int | None = None
+    before = set(os.environ)
+    with dev_emulator(project, data_dir) as address:
+        connection = Connection(endpoint=address)
+        while True:
+            with running_worker(project, connection, stop_grace=args.stop_grace):
+                watch = None if args.no_reload else watched_files(project)
+                served = _run_loop(
+                    _serve(args, project, connection, out, f"; task hub on {address}", port=port, watch=watch)
+                )
+            if served.changed is None or watch is None:
+                return
+            _announce(out, f"{served.changed} changed: reloading the project")
+            port = int(served.url.rsplit(":", 1)[1]) if served.url else port  # the same address as before
+            project = _reload(args, project, before, watch)
+
+
+def _reload(args: argparse.Namespace, project: ProjectConfig, before: set[str], watch: list[Path]) -> ProjectConfig:
+    """The project loaded afresh; while it cannot load, the error is shown and its files watched until they change."""
+    while True:
+        forget_project(project, before)
+        try:
+            return _project(args)
+        except LaunchError as error:
+            sys.stderr.write(f"durabletask langgraph dev: {error}\nwaiting for a change to reload\n")
+            sys.stderr.flush()
+        _wait_for_change(watch)
+
+
+def _wait_for_change(files: list[Path]) -> None:
+    changed = threading.Event()
+    watcher = Watcher(files, lambda _: changed.set()).start()
+    try:
+        while not changed.wait(0.5):  # short waits: Ctrl-C and SIGTERM interrupt them
+            pass
+    finally:
+        watcher.stop()
 
 
 def run(args: argparse.Namespace, out: IO[str]) -> int:
@@ -118,11 +201,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> int:
                 _announce(out, f"LangGraph workers for {', '.join(project.graphs)} on {connection.task_hub}")
                 _run_loop(_until_stopped())
         else:
-            data_dir = Path(args.data_dir) if args.data_dir else None
-            with dev_emulator(project, data_dir) as address:
-                connection = Connection(endpoint=address)
-                with running_worker(project, connection, stop_grace=args.stop_grace):
-                    _run_loop(_serve(args, project, connection, out, f"; task hub on {address}"))
+            _dev(args, project, out)
     except ValueError as error:  # a connection string or an option the SDK refuses
         raise LaunchError(str(error)) from None
     with contextlib.suppress(ValueError, OSError):
