@@ -170,3 +170,25 @@ async def test_create_with_supersteps_equals_bulk_update_state(runs_hub: RunsHub
         assert await s.sdk.runs.wait(tid, "chain", input=None) == plain.invoke(None, cfg)
         bad = await s.http.post("/threads", json={"metadata": {"graph_id": "chain"}, "supersteps": [{"updates": 3}]})
         assert bad.status_code == 422 and "supersteps[0].updates" in bad.json()["detail"]
+
+
+async def test_select_fields_and_batches(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        await s.sdk.runs.wait(tid, "chain", input={"topic": "q"})
+        picked = await s.sdk.threads.get_state(tid, select=["next", "values.steps"])  # type: ignore[call-arg]
+        assert picked == {"next": [], "values": {"steps": ["plan:q", "write:q"]}}
+        runs = await s.sdk.runs.list(tid, select=["run_id", "status"])
+        assert [set(r) for r in runs] == [{"run_id", "status"}]
+        made = await s.sdk.runs.create_batch(
+            [
+                {"assistant_id": "chain", "input": {"topic": "b1"}},
+                {"assistant_id": "chain", "input": {"topic": "b2"}, "thread_id": tid},
+            ]  # type: ignore[list-item]
+        )
+        assert len(made) == 2 and made[1]["thread_id"] == tid
+        assert (await s.sdk.runs.join(tid, made[1]["run_id"]))["steps"][-1] == "write:b2"
+        bad = await s.http.post("/runs/batch", json=[{"assistant_id": "chain"}, {"assistant_id": "chain", "x": 1}])
+        assert bad.status_code == 422 and "runs[1]" in bad.json()["detail"]
+        bad_select = await s.http.get(f"/threads/{tid}/state?select=secrets")
+        assert bad_select.status_code == 422 and "select" in bad_select.json()["detail"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
@@ -14,7 +15,7 @@ from aiohttp import web
 from durabletask.extensions.langgraph.server.context import ServerContext
 from durabletask.extensions.langgraph.server.errors import HttpError, bad_request, json_body
 from durabletask.extensions.langgraph.server.runs_body import run_request
-from durabletask.extensions.langgraph.server.runs_service import RunServiceImpl
+from durabletask.extensions.langgraph.server.runs_service import RUN_FIELDS, RunServiceImpl
 from durabletask.extensions.langgraph.server.runs_stream import SDK_MODES
 from durabletask.extensions.langgraph.server.services import RUNS_KEY, RunRequest, StreamEvent
 from durabletask.extensions.langgraph.server.sse import send_events
@@ -23,6 +24,8 @@ from durabletask.extensions.langgraph.server.threads_http import answer, choice,
 
 _THREAD_MODES = ("run_modes", "lifecycle", "state_update")
 BACKGROUND_KEY = "runs_background"
+#: The most runs one ``POST /runs/batch`` creates.
+MAX_BATCH = 100
 
 
 async def cleanup(ctx: ServerContext) -> None:
@@ -78,9 +81,7 @@ class _Handlers:
         body, run = await self._create(request)
         if self._thread(request) is None and body.on_completion == "delete":
             # Nobody waits for a background threadless run: this server deletes its thread once it has ended.
-            task = asyncio.ensure_future(self._delete_when_done(body, run))
-            self.background.add(task)
-            task.add_done_callback(self.background.discard)
+            self._later(body, run)
         return answer(run, headers={"Content-Location": run_path(run["thread_id"], run["run_id"])})
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
@@ -119,6 +120,38 @@ class _Handlers:
         path = run_path(thread_id, run_id)
         return answer(result, headers={"Content-Location": path, "Location": f"{path}/join"})
 
+    async def batch(self, request: web.Request) -> web.Response:
+        try:
+            payloads = json.loads(await request.read() or b"null")
+        except (ValueError, UnicodeDecodeError):
+            raise bad_request("the request body is not valid JSON: a list of runs is expected") from None
+        if not isinstance(payloads, list) or not payloads or len(payloads) > MAX_BATCH:
+            raise bad_request(f"the request body must be a list of 1 to {MAX_BATCH} runs")
+        asked = []
+        for n, payload in enumerate(payloads):
+            if not isinstance(payload, dict):
+                raise bad_request(f"runs[{n}] must be an object")
+            thread_id = payload.get("thread_id")
+            if thread_id is not None and not isinstance(thread_id, str):
+                raise bad_request(f"runs[{n}].thread_id must be a string")
+            fields = {k: v for k, v in payload.items() if k != "thread_id"}
+            try:
+                asked.append((thread_id, run_request(fields, threadless=thread_id is None)))
+            except HttpError as error:
+                raise HttpError(error.status, f"runs[{n}]: {error.detail}") from None
+        made = []
+        for thread_id, body in asked:
+            run = await self.runs.create(thread_id, body)
+            if thread_id is None and body.on_completion == "delete":
+                self._later(body, run)
+            made.append(run)
+        return answer(made)
+
+    def _later(self, body: RunRequest, run: dict[str, Any]) -> None:
+        task = asyncio.ensure_future(self._delete_when_done(body, run))
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
     async def list(self, request: web.Request) -> web.Response:
         status = choice(
             dict(request.query), "status", ("pending", "running", "error", "success", "timeout", "interrupted")
@@ -129,7 +162,11 @@ class _Handlers:
             offset=count(request.query.get("offset"), "offset", 0, high=1 << 31),
             status=status,
         )
-        return answer(found)
+        select = [f for f in request.query.getall("select", []) if f]
+        unknown = [f for f in select if f not in RUN_FIELDS]
+        if unknown:
+            raise bad_request(f"'select' field {unknown[0]!r} is unknown; known: {', '.join(RUN_FIELDS)}")
+        return answer([{f: run.get(f) for f in select} for run in found] if select else found)
 
     async def get(self, request: web.Request) -> web.Response:
         return answer(await self.runs.get(request.match_info["thread_id"], request.match_info["run_id"]))
@@ -205,6 +242,7 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
         web.post("/runs/stream", h.stream),
         web.post("/runs/wait", h.wait),
         web.post("/runs/cancel", h.cancel_many),
+        web.post("/runs/batch", h.batch),
         web.get("/threads/{thread_id}/runs", h.list),
         web.get(run, h.get),
         web.delete(run, h.delete),

@@ -39,7 +39,7 @@ from durabletask.extensions.langgraph.server.threads_service import ThreadServic
 ENDED = ("success", "error", "interrupted", "timeout")
 #: Seconds to wait for a run's end to reach its record after its stream ended.
 SETTLE_TIMEOUT = 30.0
-_RUN_FIELDS = (
+RUN_FIELDS = (
     "run_id",
     "thread_id",
     "assistant_id",
@@ -54,7 +54,7 @@ _RUN_FIELDS = (
 
 def run_json(run: dict[str, Any]) -> dict[str, Any]:
     """A run's record as the SDK's ``Run``."""
-    return {key: run.get(key) for key in _RUN_FIELDS}
+    return {key: run.get(key) for key in RUN_FIELDS}
 
 
 def _config(request: RunRequest, assistant: ResolvedAssistant, thread_id: str, run_id: str) -> dict[str, Any]:

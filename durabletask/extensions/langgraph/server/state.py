@@ -147,3 +147,25 @@ def command_of(command: Mapping[str, Any]) -> Any:
     goto = command.get("goto")
     goto = [target(g) for g in goto] if isinstance(goto, list) else target(goto)
     return Command(resume=command.get("resume"), update=command.get("update"), goto=goto or ())
+
+
+STATE_FIELDS = ("values", "next", "tasks", "checkpoint", "metadata", "created_at", "parent_checkpoint", "interrupts")
+
+
+def select_state(state: dict[str, Any], select: list[str] | None) -> dict[str, Any]:
+    """Only the ``select`` ed fields of a ``ThreadState`` (``values.<key>``: that key of the values)."""
+    if not select:
+        return state
+    out: dict[str, Any] = {}
+    for name in select:
+        head, _, key = name.partition(".")
+        if head not in STATE_FIELDS or (key and head != "values"):
+            raise bad_request(f"'select' field {name!r} is unknown; known: {', '.join(STATE_FIELDS)}, values.<key>")
+        if key:
+            values = state.get("values")
+            part = out.setdefault("values", {})
+            if isinstance(values, dict) and isinstance(part, dict) and key in values:
+                part[key] = values[key]
+        else:
+            out[head] = state.get(head)
+    return out

@@ -11,6 +11,7 @@ from durabletask.extensions.langgraph.server.context import ServerContext
 from durabletask.extensions.langgraph.server.errors import bad_request, json_body
 from durabletask.extensions.langgraph.server.runs_service import RunServiceImpl
 from durabletask.extensions.langgraph.server.services import RUNS_KEY, THREADS_KEY
+from durabletask.extensions.langgraph.server.state import select_state
 from durabletask.extensions.langgraph.server.threads_http import answer, choice, count, field, flag, no_content, strings
 from durabletask.extensions.langgraph.server.threads_service import ThreadServiceImpl
 
@@ -130,9 +131,9 @@ def state_routes(threads: ThreadServiceImpl) -> list[web.AbstractRouteDef]:
         subgraphs = flag(request.query.get("subgraphs"), "subgraphs")
         checkpoint_id = request.match_info.get("checkpoint_id")
         checkpoint = {"checkpoint_id": checkpoint_id} if checkpoint_id else None
-        return answer(
-            await threads.get_state(request.match_info["thread_id"], checkpoint=checkpoint, subgraphs=subgraphs)
-        )
+        select = [f for f in request.query.getall("select", []) if f] or None
+        state = await threads.get_state(request.match_info["thread_id"], checkpoint=checkpoint, subgraphs=subgraphs)
+        return answer(select_state(state, select))
 
     async def post_state_checkpoint(request: web.Request) -> web.Response:
         body = await json_body(request)
@@ -140,9 +141,8 @@ def state_routes(threads: ThreadServiceImpl) -> list[web.AbstractRouteDef]:
         if checkpoint is None:
             raise bad_request("'checkpoint' is required: an object with 'checkpoint_id'")
         subgraphs = flag(body.get("subgraphs"), "subgraphs")
-        return answer(
-            await threads.get_state(request.match_info["thread_id"], checkpoint=checkpoint, subgraphs=subgraphs)
-        )
+        state = await threads.get_state(request.match_info["thread_id"], checkpoint=checkpoint, subgraphs=subgraphs)
+        return answer(select_state(state, strings(body, "select")))
 
     async def update_state(request: web.Request) -> web.Response:
         body = await json_body(request)
