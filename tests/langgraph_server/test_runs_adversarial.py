@@ -114,3 +114,15 @@ async def test_bad_parameters_and_missing_things(runs_hub: RunsHub) -> None:
         assert other.status_code == 409 and "chain" in other.json()["detail"]
         state = await s.http.get(f"/threads/{tid}/state/1ef-not-a-checkpoint")  # as LangGraph reads it: empty
         assert state.status_code == 200 and state.json()["values"] == {} and state.json()["next"] == []
+
+
+@pytest.mark.parametrize("thread_id", ["a/b", "x?y#z", "%2F", "ü/ß", "a\\b", "..", "用户-42", "a\nb", "t" * 1000])
+async def test_thread_ids_langgraph_accepts_work_in_paths(runs_hub: RunsHub, thread_id: str) -> None:
+    async with serve(runs_hub) as s:
+        await s.sdk.threads.create(thread_id=thread_id)
+        assert (await s.sdk.threads.get(thread_id))["thread_id"] == thread_id
+        assert (await s.sdk.runs.wait(thread_id, "chain", input={"topic": "t"}))["steps"] == ["plan:t", "write:t"]
+        assert (await s.sdk.threads.get_state(thread_id))["values"]["topic"] == "t"
+        parts = [p.event async for p in s.sdk.runs.stream(thread_id, "chain", input={"topic": "u"})]
+        assert parts[0] == "metadata" and parts[-1] == "end"
+        await s.sdk.threads.delete(thread_id)
