@@ -142,6 +142,16 @@ def test_state_commands_read_and_fork(servers: Servers) -> None:
             "not_supported",
             "WebSocket",
         ),
+        (
+            {
+                "id": 5,
+                "method": "run.start",
+                "params": {"assistant_id": "chat", "langsmith_tracer": {"project_name": "p"}},
+            },
+            "not_supported",
+            "params.langsmith_tracer",
+        ),
+        ({"id": 6, "method": "agent.getTree", "params": {"run_id": "ghost"}}, "no_such_run", "params.run_id"),
     ],
 )
 def test_bad_commands_get_protocol_errors_naming_the_field(servers: Servers, body: Any, code: str, field: str) -> None:
@@ -156,7 +166,7 @@ def test_bad_commands_get_protocol_errors_naming_the_field(servers: Servers, bod
 @pytest.mark.parametrize(
     ("path", "content", "headers", "status", "names"),
     [
-        ("commands", b"{not json", {}, 422, "not JSON"),
+        ("commands", b"{not json", {}, 422, "not valid JSON"),
         ("commands", b"[1,2]", {}, 422, "JSON object"),
         ("stream/events", b"{}", {}, 422, "body.channels"),
         ("stream/events", b'{"channels": ["values"], "since": -3}', {}, 422, "body.since"),
@@ -238,7 +248,7 @@ async def test_websocket_subscriptions_start_stop_and_resume_after_an_event(serv
     import websockets
 
     thread_id = str(uuid.uuid4())
-    command(servers.url, thread_id, "run.start", {"assistant_id": "chat", "input": INPUT})
+    started = command(servers.url, thread_id, "run.start", {"assistant_id": "chat", "input": INPUT}).json()
     url = servers.urls[1].replace("http://", "ws://") + f"/threads/{thread_id}/stream/events"
     async with websockets.connect(url) as ws:
 
@@ -256,7 +266,7 @@ async def test_websocket_subscriptions_start_stop_and_resume_after_an_event(serv
                 {
                     "id": 2,
                     "method": "subscription.reconnect",
-                    "params": {"run_id": "any", "last_event_id": str(resume_after)},
+                    "params": {"run_id": started["result"]["run_id"], "last_event_id": str(resume_after)},
                 }
             )
         )

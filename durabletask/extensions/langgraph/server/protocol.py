@@ -13,8 +13,6 @@ Runs are the run service's runs (``services.py``), so everything here works from
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,16 +20,20 @@ from aiohttp import web
 
 from durabletask.extensions.langgraph.server import protocol_commands as pc
 from durabletask.extensions.langgraph.server.context import ServerContext
-from durabletask.extensions.langgraph.server.errors import HttpError, bad_request
+from durabletask.extensions.langgraph.server.errors import HttpError, bad_request, json_body
 from durabletask.extensions.langgraph.server.protocol_events import RUN_MODES
 from durabletask.extensions.langgraph.server.protocol_stream import ThreadEvents, serve_sse, since_of
 from durabletask.extensions.langgraph.server.protocol_ws import serve_websocket
-from durabletask.extensions.langgraph.server.services import RunRequest, run_service, thread_service
+from durabletask.extensions.langgraph.server.services import (
+    RunRequest,
+    RunService,
+    ThreadService,
+    run_service,
+    thread_service,
+)
 
 #: Seconds an answer waits for the thread's record to show the interrupt it answers before it is refused.
 RECORD_LAG = 5.0
-_log = logging.getLogger("durabletask.langgraph.server.protocol")
-_STATUS_CODES: dict[int, pc.ErrorCode] = {401: "permission_denied", 403: "permission_denied"}
 
 
 class Commands:
@@ -41,11 +43,11 @@ class Commands:
         self.ctx = ctx
 
     @property
-    def runs(self) -> Any:
+    def runs(self) -> RunService:
         return run_service(self.ctx)
 
     @property
-    def threads(self) -> Any:
+    def threads(self) -> ThreadService:
         return thread_service(self.ctx)
 
     async def answer(self, thread_id: str, body: Any) -> dict[str, Any]:
@@ -56,15 +58,8 @@ class Commands:
             request = pc.parse_params(command)
             handler = getattr(self, "_" + command.method.replace(".", "_"))
             result: dict[str, Any] = await handler(thread_id, request)
-        except pc.ProtocolError as error:
-            return pc.failure(command_id, error)
-        except HttpError as error:
-            code = _STATUS_CODES.get(error.status, "invalid_argument")
-            return pc.failure(command_id, pc.ProtocolError(code, error.detail))
-        except Exception as error:  # answered as the protocol's unknown_error (never a 500), and logged
-            _log.exception("the protocol command on thread %r failed", thread_id)
-            message = f"the command failed on the server: {type(error).__name__}: {error}"
-            return pc.failure(command_id, pc.ProtocolError("unknown_error", message[:1000]))
+        except Exception as error:
+            return pc.failure(command_id, pc.refusal(error, thread_id))
         return pc.success(command_id, result)
 
     async def _run(self, thread_id: str, assistant_id: str, **fields: Any) -> str:
@@ -193,8 +188,17 @@ class Commands:
         run_id = await self._run(thread_id, await self._assistant_of(thread_id), **fields)
         return {"run_id": run_id, "thread_id": thread_id}
 
+    async def run_of(self, thread_id: str, run_id: str) -> dict[str, Any]:
+        """The run named by a command (``no_such_run`` when the thread has none of that ID)."""
+        try:
+            return await self.runs.get(thread_id, run_id)
+        except HttpError as error:
+            if error.status != 404:
+                raise
+        raise pc.ProtocolError("no_such_run", f"params.run_id: no run {run_id!r} on this thread")
+
     async def _agent_getTree(self, thread_id: str, request: pc.GetTree) -> dict[str, Any]:
-        run = await self.runs.get(thread_id, request.run_id) if request.run_id else None
+        run = await self.run_of(thread_id, request.run_id) if request.run_id else None
         if run is None:
             newest = await self.runs.list(thread_id, limit=1)
             run = newest[0] if newest else {}
@@ -233,14 +237,6 @@ def _summary(state: Mapping[str, Any]) -> dict[str, Any]:
     return summary
 
 
-async def _body(request: web.Request) -> Any:
-    raw = await request.read()
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise bad_request(f"the command is not JSON: {error}") from None
-
-
 def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
     """The protocol's routes: commands, and the event stream over SSE and WebSocket."""
     commands = Commands(ctx)
@@ -249,15 +245,11 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
         return ThreadEvents(run_service(ctx), thread_service(ctx))
 
     async def post_command(request: web.Request) -> web.Response:
-        body = await _body(request)
-        if not isinstance(body, Mapping):
-            raise bad_request(f"a command is a JSON object {{id, method, params}}, got {type(body).__name__}")
+        body = await json_body(request)
         return web.json_response(await commands.answer(request.match_info["thread_id"], body))
 
     async def post_events(request: web.Request) -> web.StreamResponse:
-        body = await _body(request)
-        if not isinstance(body, Mapping):
-            raise bad_request(f"the body is a JSON object {{channels, ...}}, got {type(body).__name__}")
+        body = await json_body(request)
         try:
             wanted = since_of(body, request.headers.get("Last-Event-ID"))
         except pc.ProtocolError as error:

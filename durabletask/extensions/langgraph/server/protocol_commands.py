@@ -7,9 +7,12 @@ as ``params.assistant_id`` or ``params.responses[1].interrupt_id``, so a client 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from durabletask.extensions.langgraph.server.errors import HttpError
 
 ErrorCode = Literal[
     "invalid_argument",
@@ -24,6 +27,8 @@ ErrorCode = Literal[
     "not_supported",
 ]
 
+_log = logging.getLogger("durabletask.langgraph.server.protocol")
+_STATUS_CODES: dict[int, ErrorCode] = {401: "permission_denied", 403: "permission_denied"}
 #: The channels a subscription names (plus ``custom:<name>``).
 CHANNELS = ("values", "updates", "messages", "tools", "lifecycle", "input", "checkpoints", "tasks", "custom")
 #: JSON integers a JavaScript client reads exactly (command IDs, sequence numbers).
@@ -248,6 +253,8 @@ def command_id_of(body: Any) -> int | None:
 
 
 def _run_start(p: Mapping[str, Any]) -> RunStart:
+    if p.get("langsmith_tracer") is not None:
+        raise ProtocolError("not_supported", "params.langsmith_tracer: this server sends no traces to LangSmith")
     return RunStart(
         assistant_id=text(p.get("assistant_id"), "params.assistant_id", limit=256),
         input=p.get("input"),
@@ -399,6 +406,19 @@ def parse_params(command: Command) -> Any:
             "unknown_command", f"method: unknown command {command.method!r}; expected one of {', '.join(METHODS)}"
         )
     return parser(command.params)
+
+
+def refusal(error: Exception, thread_id: str) -> ProtocolError:
+    """A failed command's error as the protocol's: an HTTP error of a service keeps its message; anything else is
+    ``unknown_error`` (never a 500), and logged."""
+    if isinstance(error, ProtocolError):
+        return error
+    if isinstance(error, HttpError):
+        code = _STATUS_CODES.get(error.status, "unknown_error" if error.status >= 500 else "invalid_argument")
+        return ProtocolError(code, error.detail)
+    _log.exception("the protocol command on thread %r failed", thread_id, exc_info=error)
+    message = f"the command failed on the server: {type(error).__name__}: {error}"
+    return ProtocolError("unknown_error", message[:1000])
 
 
 def success(command_id: int | None, result: Mapping[str, Any], *, seq: int | None = None) -> dict[str, Any]:

@@ -31,8 +31,9 @@ MAX_SUBSCRIPTIONS = 64
 class _Socket:
     """One socket's subscriptions and the lock that keeps its frames whole."""
 
-    def __init__(self, ws: web.WebSocketResponse, source: ThreadEvents, thread_id: str) -> None:
+    def __init__(self, ws: web.WebSocketResponse, commands: Commands, source: ThreadEvents, thread_id: str) -> None:
         self.ws = ws
+        self.commands = commands
         self.source = source
         self.thread_id = thread_id
         self.lock = asyncio.Lock()
@@ -81,16 +82,16 @@ class _Socket:
         for name in list(self.subscriptions):
             await self.stop(name)
 
-    async def answer(self, commands: Commands, body: Any) -> dict[str, Any]:
+    async def answer(self, body: Any) -> dict[str, Any]:
         command_id = pc.command_id_of(body)
         try:
             command = pc.parse_command(body)
             if not command.method.startswith("subscription."):
-                return await commands.answer(self.thread_id, body)
+                return await self.commands.answer(self.thread_id, body)
             request = pc.parse_params(command)
             result = await self._subscription(command.method, request)
-        except pc.ProtocolError as error:
-            return pc.failure(command_id, error)
+        except Exception as error:
+            return pc.failure(command_id, pc.refusal(error, self.thread_id))
         return pc.success(command_id, result)
 
     async def _subscription(self, method: str, request: Any) -> dict[str, Any]:
@@ -99,6 +100,7 @@ class _Socket:
         if method == "subscription.unsubscribe":
             await self.stop(request.subscription_id)
             return {}
+        await self.commands.run_of(self.thread_id, request.run_id)
         names = list(request.subscriptions) if request.subscriptions is not None else list(self.subscriptions)
         since = _seq(request.last_event_id)
         restored = True
@@ -135,12 +137,12 @@ async def serve_websocket(
     limit = int(getattr(ctx.settings, "max_body_bytes", 4 * 1024 * 1024))
     ws = web.WebSocketResponse(heartbeat=HEARTBEAT, max_msg_size=limit)
     await ws.prepare(request)
-    socket = _Socket(ws, source, thread_id)
+    socket = _Socket(ws, commands, source, thread_id)
     try:
         async for message in ws:
             if message.type == WSMsgType.TEXT:
                 try:
-                    answer = await socket.answer(commands, _decode(message.data))
+                    answer = await socket.answer(_decode(message.data))
                 except pc.ProtocolError as error:
                     answer = pc.failure(None, error)
             elif message.type == WSMsgType.BINARY:
