@@ -12,6 +12,7 @@ import pytest
 from langgraph.types import Command
 
 from durabletask.extensions.langgraph.server.state import to_json
+from durabletask.extensions.langgraph.server.threads_records import Records
 from tests.langgraph_server.support_runs import RunsHub, Served, runs_emulator, runs_hub, serve
 from tests.langgraph_server.support_runs_sse import read_frames
 
@@ -194,6 +195,9 @@ async def test_multitask_reject_enqueue_interrupt(runs_hub: RunsHub, tmp_path: P
 async def test_last_event_id_resumes_exactly_after_it(runs_hub: RunsHub) -> None:
     async with serve(runs_hub) as s:
         tid = (await s.sdk.threads.create())["thread_id"]
+        await s.sdk.runs.wait(tid, "chain", input={"topic": "earlier"})
+        while not (await Records(s.ctx.client).read(tid) or {}).get("stream_cursor"):
+            await asyncio.sleep(0.02)  # the earlier run's end is noted: later runs read the stream from there
         body = {
             "assistant_id": "chain",
             "input": {"topic": "r"},
@@ -214,6 +218,8 @@ async def test_last_event_id_resumes_exactly_after_it(runs_hub: RunsHub) -> None
             s.http, "GET", f"/threads/{tid}/runs/{run_id}/stream", headers={"Last-Event-ID": "-1"}
         )
         assert whole == frames
+        record = await Records(s.ctx.client).read(tid)
+        assert record is not None and record["runs"][run_id]["after"]
 
 
 async def test_ids_only_with_stream_resumable(runs_hub: RunsHub) -> None:

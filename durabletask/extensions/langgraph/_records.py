@@ -99,6 +99,9 @@ def apply(state: dict[str, Any] | None, operation: str, data: dict[str, Any]) ->
         _patch(state, data)
     elif operation == "run":
         state = _run(state, data)
+    elif operation == "cursor":  # where the thread's stream had got to when a run ended: later runs read from there
+        if state and str(data["cursor"]) > str(state.get("stream_cursor") or ""):
+            state["stream_cursor"] = str(data["cursor"])
     elif operation == "forget_run":
         state["runs"] = {k: v for k, v in (state.get("runs") or {}).items() if k != str(data["run_id"])}
     else:

@@ -8,6 +8,7 @@ which :mod:`runs_stream` reads back as the run's events.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -16,6 +17,7 @@ from typing import Any, Literal
 from durabletask.client import OrchestrationStatus
 from durabletask.extensions.langgraph import LangGraphError, StateSerializationError, instance_id
 from durabletask.extensions.langgraph import _requests as rq
+from durabletask.extensions.langgraph._records import record_id
 from durabletask.extensions.langgraph.server.context import ServerContext
 from durabletask.extensions.langgraph.server.errors import HttpError, bad_request, conflict, not_found
 from durabletask.extensions.langgraph.server.runs_stream import (
@@ -159,6 +161,8 @@ class RunServiceImpl:
             "resumable": request.stream_resumable,
             "on_completion": request.on_completion,
             "threadless": threadless,
+            # Where the thread's stream was when an earlier run ended: this run's items all come after it.
+            "after": record.get("stream_cursor"),
         }
         # As LangGraph's server does, the thread's metadata names the graph and assistant that last ran on it.
         metadata = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
@@ -323,8 +327,22 @@ class RunServiceImpl:
         async def ended() -> tuple[bool, Any]:
             return await self._ended(thread_id, run_id, instance)
 
+        async def note_end(cursor: str) -> None:  # best effort: a later run then reads from here
+            with contextlib.suppress(Exception):
+                await self.ctx.client.signal_entity(record_id(thread_id), "cursor", {"cursor": cursor})
+
         metadata = {"run_id": run_id, "attempt": 1}
-        async for event in run_events(self.ctx.client, instance, view, ended=ended, metadata=metadata, after=after):
+        events = run_events(
+            self.ctx.client,
+            instance,
+            view,
+            ended=ended,
+            metadata=metadata,
+            after=after,
+            start=run.get("after"),
+            on_end=note_end,
+        )
+        async for event in events:
             yield event
 
     def join_thread(

@@ -148,10 +148,13 @@ class RunView:
         return out
 
 
-async def thread_items(client: AsyncTaskHubGrpcClient, instance_id: str) -> AsyncIterator[Any]:
-    """The items of a thread's stream from its start; ``None`` each time the thread's execution has ended and all
-    of its items were delivered (the caller decides whether to wait on), then the items of the next execution."""
-    cursor: str | None = None
+async def thread_items(
+    client: AsyncTaskHubGrpcClient, instance_id: str, after: str | None = None
+) -> AsyncIterator[Any]:
+    """The items of a thread's stream after ``after`` (from its start when ``None``); ``None`` each time the thread's
+    execution has ended and all of its items were delivered (the caller decides whether to wait on), then the
+    items of the next execution."""
+    cursor = after
     while True:
         try:
             async for item in client.subscribe(instance_id, topics=[TOPIC], after=cursor):
@@ -171,25 +174,30 @@ async def run_events(
     ended: Callable[[], Any],
     metadata: dict[str, Any],
     after: Key | None,
+    start: str | None = None,
+    on_end: Callable[[str], Any] | None = None,
 ) -> AsyncIterator[StreamEvent]:
     """One run's events: ``metadata``, its chunks' events, ``error`` if it failed, then ``end``.
 
     ``ended()`` (awaited once the run failed, and whenever the thread's execution has ended) returns
     ``(done, error)``: whether the run is over though its result never came (it failed, or its thread was ended)
-    and the error to report.
+    and the error to report. ``start`` is a stream cursor before the run's first item (the events do not depend
+    on it); ``on_end`` is awaited with the cursor of the run's result.
     """
     skip = after if after is not None else FROM_START
     if skip < METADATA_KEY:
         yield StreamEvent(event_id(METADATA_KEY), "metadata", metadata)
     last: Key = METADATA_KEY
     error: Any = None
-    async for item in thread_items(client, instance_id):
+    async for item in thread_items(client, instance_id, start):
         if item is not None:
             offset = _offset(item.id)
             for rank, (name, data) in enumerate(view.feed(item.data, item.task_id, item.attempt, offset)):
                 last = (offset, rank)
                 if last > skip:
                     yield StreamEvent(event_id(last), name, data)
+            if view.ended and on_end is not None:
+                await on_end(item.id)
             if view.ended or view.failed_at is None:
                 if view.ended:
                     break
