@@ -55,3 +55,22 @@ def test_the_sync_client_runs_the_same_protocol(servers: Servers) -> None:
         thread.run.respond("no")
         final = thread.output
     assert final["answer"] == "no"
+
+
+async def test_remote_graph_v3_interrupts_and_resumes_the_same_thread_in_a_new_session(servers: Servers) -> None:
+    import uuid
+
+    from langgraph.pregel.remote import RemoteGraph
+    from langgraph.types import Command
+
+    remote = RemoteGraph("chat", url=servers.url)
+    config: Any = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    async with await remote.astream_events(INPUT, config=config, version="v3") as stream:
+        async for _ in stream.values:
+            if await stream.interrupted():
+                break
+        assert await stream.interrupted()
+    async with await remote.astream_events(Command(resume="later"), config=config, version="v3") as stream:
+        output = await stream.output()
+        assert not await stream.interrupted()
+    assert output["answer"] == "later" and output["steps"] == ["talk", "ask"]
