@@ -169,6 +169,26 @@ async def test_a_failed_run_reports_its_error_and_the_thread_goes_on(runs_hub: R
         assert [r.split()[-2:] for r in runs] == [["error", "end"], ["error", "end"], ["values", "end"]]
 
 
+async def test_cancel_many(runs_hub: RunsHub, tmp_path: Path) -> None:
+    flag = tmp_path / "release"
+    async with serve(runs_hub) as s:
+        one, two = [(await s.sdk.threads.create())["thread_id"] for _ in range(2)]
+        first = await s.sdk.runs.create(one, "held", input={"topic": str(flag)})
+        queued = await s.sdk.runs.create(one, "held", input={"topic": str(flag)})
+        other = await s.sdk.runs.create(two, "held", input={"topic": str(flag)})
+        await _status_becomes(s, one, first["run_id"], "running")
+        await _status_becomes(s, two, other["run_id"], "running")
+        await s.sdk.runs.cancel_many(thread_id=one, run_ids=[queued["run_id"]])
+        await _status_becomes(s, one, queued["run_id"], "interrupted")
+        assert (await s.sdk.runs.get(one, first["run_id"]))["status"] == "running"
+        await s.sdk.runs.cancel_many(status="running")
+        await _status_becomes(s, one, first["run_id"], "interrupted")
+        await _status_becomes(s, two, other["run_id"], "interrupted")
+        bad = await s.http.post("/runs/cancel", json={"status": "sleeping"})
+        assert bad.status_code == 422 and "status" in bad.json()["detail"]
+        flag.write_text("go")
+
+
 async def _collect(parts: Any) -> list[str]:
     return [p.event async for p in parts]
 
