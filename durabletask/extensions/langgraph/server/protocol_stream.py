@@ -25,6 +25,10 @@ from durabletask.extensions.langgraph.server.protocol_commands import Filter, Pr
 from durabletask.extensions.langgraph.server.services import RunService, StreamEvent, ThreadService
 from durabletask.extensions.langgraph.server.sse import send_events
 
+#: The most runs of one thread whose statuses a stream reads at once.
+MAX_RUNS = 10_000
+#: Seconds a run's end waits for the run's record to show its final status (it is written just after).
+RECORD_LAG = 3.0
 #: Seconds between looks, at most, for a thread a stream waits for (one subscribed to before it was created).
 THREAD_LOOK = 0.5
 _log = logging.getLogger("durabletask.langgraph.server.protocol")
@@ -92,7 +96,7 @@ class ThreadEvents:
 
     async def _numbered(self, thread_id: str) -> AsyncIterator[tuple[int, pe.Body]]:
         await self._exists(thread_id)
-        translator = pe.Translator()
+        translator, statuses = pe.Translator(), _Statuses(self.runs, thread_id)
         seq = 0
         stream = self.runs.join_thread(thread_id, last_event_id="-1", stream_mode=list(pe.RUN_MODES))
         other: str | None = None  # a request on the thread's stream that is not a run, until its end
@@ -101,7 +105,7 @@ class ThreadEvents:
                 part = pe.part_of(item.event, item.data)
                 if part is None:
                     continue
-                if part.kind == "run" and not await self._is_run(thread_id, part):
+                if part.kind == "run" and not await statuses.is_run(part):
                     # The thread's stream also answers its state reads and updates; the run service may report
                     # them as runs (a start, then an end): they are no run's events.
                     other = str(part.data.get("run_id"))
@@ -110,7 +114,7 @@ class ThreadEvents:
                     other = None if part.kind == "end" else other
                     continue
                 if part.kind == "end":
-                    part = await self._ended(thread_id, translator.run_id)
+                    part = await statuses.ended(translator.run_id)
                 for body in translator.feed(part):
                     seq += 1
                     yield seq, body
@@ -118,25 +122,44 @@ class ThreadEvents:
             with contextlib.suppress(Exception):
                 await stream.aclose()  # type: ignore[attr-defined]
 
-    async def _is_run(self, thread_id: str, part: pe.Part) -> bool:
-        run_id = part.data.get("run_id") if isinstance(part.data, Mapping) else None
-        if run_id is None:
-            return False
-        try:
-            await self.runs.get(thread_id, str(run_id))
-        except HttpError as error:
-            if error.status == 404:
-                return False
-            raise
-        return True
 
-    async def _ended(self, thread_id: str, run_id: str | None) -> pe.Part:
-        """The run's end, with its final status as the run service reports it."""
-        status: Any = "success"
-        if run_id is not None:
-            with contextlib.suppress(Exception):  # a run deleted since: its end still ends it
-                status = (await self.runs.get(thread_id, run_id)).get("status")
-        return pe.Part("end", (), {"status": status})
+class _Statuses:
+    """The thread's runs' statuses, read once per new run ID rather than once per event (a whole thread is read
+    again each time a client connects)."""
+
+    def __init__(self, runs: RunService, thread_id: str) -> None:
+        self.runs = runs
+        self.thread_id = thread_id
+        self.known: dict[str, Any] = {}
+
+    async def _load(self) -> None:
+        try:
+            found = await self.runs.list(self.thread_id, limit=MAX_RUNS)
+        except HttpError as error:
+            if error.status != 404:
+                raise
+            found = []
+        self.known = {str(run["run_id"]): run.get("status") for run in found}
+
+    async def is_run(self, part: pe.Part) -> bool:
+        run_id = part.data.get("run_id") if isinstance(part.data, Mapping) else None
+        if run_id is not None and str(run_id) not in self.known:
+            await self._load()
+        return run_id is not None and str(run_id) in self.known
+
+    async def ended(self, run_id: str | None) -> pe.Part:
+        """The run's end with its final status (the run's record may lag its last event a moment)."""
+        pause, waited = 0.05, 0.0
+        if run_id is not None and self.known.get(run_id) in (None, "pending", "running"):
+            await self._load()
+        status = self.known.get(run_id or "")  # None: a run deleted since, whose end still ends it
+        while run_id is not None and status in ("pending", "running") and waited < RECORD_LAG:
+            await asyncio.sleep(pause)
+            waited += pause
+            pause = min(pause * 2, 0.5)
+            await self._load()
+            status = self.known.get(run_id)
+        return pe.Part("end", (), {"status": status or "success"})
 
 
 def _starts(body: pe.Body, run_id: str | None) -> bool:
