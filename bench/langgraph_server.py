@@ -3,12 +3,14 @@
     .venv/bin/python bench/langgraph_server.py [--rounds 20] [--runs 40] [--concurrency 8]
 
 One graph, two nodes: ``first`` writes one custom chunk and returns, ``second`` returns. Side by side, on the same
-kind of store (a SQLite file, the emulator in a process of its own):
+kind of store (a SQLite file) and the same process layout (the emulator embedded in the process that runs the
+worker, as ``dev`` embeds it):
 
-- ``server``: ``durabletask langgraph dev`` (its emulator, its worker and its HTTP API), driven by ``langgraph_sdk``
-  as its users drive it: ``runs.stream(..., stream_mode="custom")`` for the first event, ``runs.wait`` for runs/s.
-- ``in-process``: the emulator (``python -m dtscale_emulator``) in a process, a worker serving the graph and a
-  ``DurableGraph`` in this process: ``stream(..., stream_mode="custom")`` and ``invoke``.
+- ``server``: ``durabletask langgraph dev`` (its embedded emulator, its worker and its HTTP API in one process),
+  driven by ``langgraph_sdk`` from this one as its users drive it: ``runs.stream(..., stream_mode="custom")`` for
+  the first event, ``threads.create`` and ``runs.wait`` for runs/s.
+- ``in-process``: an embedded emulator, a worker serving the graph and a ``DurableGraph``, all in this process:
+  ``stream(..., stream_mode="custom")`` and ``invoke``.
 
 Time to first event: from the call to the first custom chunk, sequentially, one new thread per round, median and
 p90 over ``--rounds``. Runs/s: ``--runs`` runs on as many new threads, ``--concurrency`` at a time, twice (the
@@ -21,7 +23,6 @@ import argparse
 import asyncio
 import json
 import logging
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,7 +38,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.langgraph_server.support_judge import dev_server, free_port  # noqa: E402
-from tests.support.reliability import kill, start_emulator  # noqa: E402
 
 GRAPH = """
 from typing import TypedDict
@@ -133,6 +133,7 @@ def bench_server(folder: Path, rounds: int, runs: int, concurrency: int) -> dict
 
 
 def bench_in_process(folder: Path, rounds: int, runs: int, concurrency: int) -> dict[str, Any]:
+    from dtscale_emulator.server import EmulatorServer
     from durabletask import client, worker
     from durabletask.extensions.langgraph import DurableGraph, register_graph
 
@@ -140,9 +141,9 @@ def bench_in_process(folder: Path, rounds: int, runs: int, concurrency: int) -> 
     _project(folder)
     import bench_graph  # the same graph, from the same file
 
-    port = free_port()
-    emulator = start_emulator(folder / "hub.db", port)
-    address = f"127.0.0.1:{port}"
+    emulator = EmulatorServer(port=0, db_path=str(folder / "hub.db"))
+    emulator.start()
+    address = f"127.0.0.1:{emulator.port}"
     w = worker.TaskHubGrpcWorker(host_address=address)
     register_graph(w, "bench", bench_graph.graph)
     try:
@@ -167,7 +168,7 @@ def bench_in_process(folder: Path, rounds: int, runs: int, concurrency: int) -> 
         c.close()
     finally:
         w.stop()
-        kill(emulator, signal.SIGTERM)
+        emulator.stop()
     return {"first": _stats(firsts), "runs_per_s": best}
 
 
