@@ -11,17 +11,15 @@ import asyncio
 import contextlib
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
 from durabletask.extensions.langgraph.server import protocol_commands as pc
 from durabletask.extensions.langgraph.server.context import ServerContext
+from durabletask.extensions.langgraph.server.protocol_handlers import Commands
 from durabletask.extensions.langgraph.server.protocol_stream import ThreadEvents, error_event
 from durabletask.extensions.langgraph.server.sse import HEARTBEAT
-
-if TYPE_CHECKING:
-    from durabletask.extensions.langgraph.server.protocol import Commands
 
 _log = logging.getLogger("durabletask.langgraph.server.protocol")
 #: Subscriptions one socket may hold at once.
