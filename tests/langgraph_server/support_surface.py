@@ -56,6 +56,18 @@ def _build(extra):
 
 
 graph = _build({})
+
+
+def _from_env(state: State) -> State:
+    import os
+
+    return {"text": os.environ.get("SURFACE_RELOAD_VAR", "unset")}
+
+
+env_graph = StateGraph(State)
+env_graph.add_node("read", _from_env)
+env_graph.add_edge(START, "read")
+env_graph = env_graph.compile()
 uncompiled = StateGraph(State)
 uncompiled.add_node("echo", lambda state: {"text": "plain"})
 uncompiled.add_edge(START, "echo")

@@ -189,7 +189,14 @@ def test_dev_keeps_its_data_across_a_restart_and_stops_in_order(dev: Served, pro
 
 
 def test_dev_reloads_a_changed_graph_on_the_same_address(tmp_path: Path) -> None:
-    project = write_project(tmp_path / "reloading")
+    config = {
+        "dependencies": ["."],
+        "graphs": {"echo": "./graphs.py:graph", "env": "./graphs.py:env_graph"},
+        "env": ".env",
+    }
+    (tmp_path / "reloading").mkdir()
+    (tmp_path / "reloading" / ".env").write_text("SURFACE_RELOAD_VAR=first\n")
+    project = write_project(tmp_path / "reloading", config)
     graphs = project.parent / "graphs.py"
     with run_cli(["langgraph", "dev", "--config", str(project), "--port", "0"]) as dev:
 
@@ -210,6 +217,14 @@ def test_dev_reloads_a_changed_graph_on_the_same_address(tmp_path: Path) -> None
         graphs.write_text(graphs.read_text().replace("\ndef broken(:\n", "\n"))
         dev.wait_for("LangGraph API on")
         assert run("c").json() == {"text": "c reloaded"}
+        # the .env file: its new value replaces the one the project set before
+        env = httpx.post(f"{dev.url}/runs/wait", json={"assistant_id": "env", "input": {}}, timeout=RUN_TIMEOUT)
+        assert env.json() == {"text": "first"}
+        (project.parent / ".env").write_text("SURFACE_RELOAD_VAR=second\n")
+        dev.wait_for(".env changed: reloading the project")
+        dev.wait_for("LangGraph API on")
+        env = httpx.post(f"{dev.url}/runs/wait", json={"assistant_id": "env", "input": {}}, timeout=RUN_TIMEOUT)
+        assert env.json() == {"text": "second"}
         assert dev.stop() == 0
 
 

@@ -140,12 +140,11 @@ def _run_loop(main: Coroutine[Any, Any, T]) -> T:
         _interrupt_on_sigterm()
 
 
-def _dev(args: argparse.Namespace, project: ProjectConfig, out: IO[str]) -> None:
+def _dev(args: argparse.Namespace, project: ProjectConfig, out: IO[str], before: set[str]) -> None:
     """``dev``: the emulator, the workers and the server; with reload, the workers and the server again, on the
     same port, each time the project changes."""
     data_dir = Path(args.data_dir) if args.data_dir else None
     port: int | None = None
-    before = set(os.environ)
     with dev_emulator(project, data_dir) as address:
         connection = Connection(endpoint=address)
         while True:
@@ -165,22 +164,18 @@ def _reload(args: argparse.Namespace, project: ProjectConfig, before: set[str], 
     """The project loaded afresh; while it cannot load, the error is shown and its files watched until they change."""
     while True:
         forget_project(project, before)
+        watcher = Watcher(watch)  # the files as they are before this attempt to load
         try:
             return _project(args)
         except LaunchError as error:
             sys.stderr.write(f"durabletask langgraph dev: {error}\nwaiting for a change to reload\n")
             sys.stderr.flush()
-        _wait_for_change(watch)
-
-
-def _wait_for_change(files: list[Path]) -> None:
-    changed = threading.Event()
-    watcher = Watcher(files, lambda _: changed.set()).start()
-    try:
-        while not changed.wait(0.5):  # short waits: Ctrl-C and SIGTERM interrupt them
-            pass
-    finally:
-        watcher.stop()
+        watcher.start()
+        try:
+            while not watcher.seen.wait(0.5):  # short waits: Ctrl-C and SIGTERM interrupt them
+                pass
+        finally:
+            watcher.stop()
 
 
 def run(args: argparse.Namespace, out: IO[str]) -> int:
@@ -190,6 +185,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> int:
     Ctrl-C does: what has started is stopped in order.
     """
     _interrupt_on_sigterm()
+    environment = set(os.environ)  # the names the process had before the project's env: a reload unsets the others
     project = _project(args)
     action = args.langgraph_command
     try:
@@ -201,7 +197,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> int:
                 _announce(out, f"LangGraph workers for {', '.join(project.graphs)} on {connection.task_hub}")
                 _run_loop(_until_stopped())
         else:
-            _dev(args, project, out)
+            _dev(args, project, out, environment)
     except ValueError as error:  # a connection string or an option the SDK refuses
         raise LaunchError(str(error)) from None
     with contextlib.suppress(ValueError, OSError):

@@ -69,17 +69,22 @@ class Watcher:
 
     Args:
         files: The files to watch (``watched_files``).
-        on_change: Called with the changed file.
+        on_change: Called with the changed file (``seen`` is set too).
         interval: Seconds between looks.
     """
 
-    def __init__(self, files: Iterable[Path], on_change: Callable[[Path], None], interval: float = POLL_INTERVAL):
+    def __init__(
+        self, files: Iterable[Path], on_change: Callable[[Path], None] | None = None, interval: float = POLL_INTERVAL
+    ):
         self._files = list(files)
         self._on_change = on_change
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="langgraph-dev-reload", daemon=True)
         self.changed: Path | None = None
+        self.seen = threading.Event()
+        # Taken now, not when the thread first runs: a change made after the watcher exists is never missed.
+        self._before = _stamps(self._files)
 
     def start(self) -> Watcher:
         """Start watching; returns ``self``."""
@@ -93,13 +98,14 @@ class Watcher:
             self._thread.join()
 
     def _run(self) -> None:
-        before = _stamps(self._files)
         while not self._stop.wait(self._interval):
             now = _stamps(self._files)
-            changed = next((file for file in self._files if now[file] != before[file]), None)
+            changed = next((file for file in self._files if now[file] != self._before[file]), None)
             if changed is not None:
                 self.changed = changed
-                self._on_change(changed)
+                self.seen.set()
+                if self._on_change is not None:
+                    self._on_change(changed)
                 return
 
 
