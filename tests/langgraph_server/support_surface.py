@@ -166,10 +166,10 @@ class Served:
             if text in line:
                 return line
 
-    def stop(self) -> int:
-        """SIGTERM, then the exit code (it must stop by itself, in order)."""
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> int:
+        """SIGTERM (or ``sig``: SIGINT is Ctrl-C), then the exit code (it must stop by itself, in order)."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            self.process.send_signal(sig)
         return self.process.wait(timeout=STOP_TIMEOUT)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -225,7 +226,7 @@ def test_dev_reloads_a_changed_graph_on_the_same_address(tmp_path: Path) -> None
         dev.wait_for("LangGraph API on")
         env = httpx.post(f"{dev.url}/runs/wait", json={"assistant_id": "env", "input": {}}, timeout=RUN_TIMEOUT)
         assert env.json() == {"text": "second"}
-        assert dev.stop() == 0
+        assert dev.stop(signal.SIGINT) == 0  # Ctrl-C stops it in order too
 
 
 def test_serve_and_worker_as_separate_processes(project: Path) -> None:
