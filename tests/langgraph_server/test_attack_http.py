@@ -1,0 +1,345 @@
+"""A hostile client against ``durabletask langgraph dev``: the token, CORS, bounded bodies, bad JSON, thread IDs.
+
+One ``dev`` process serves a small project of this file's own (``--auth-token``, ``http.cors`` allowing one
+origin, ``--max-body-bytes 65536``). The routes are listed from the application itself, so a route added later is
+attacked too. Every hostile request must get a 4xx whose JSON names the problem: never a 500, never a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import urllib.parse
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("aiohttp")
+
+import aiohttp
+import httpx
+from aiohttp.test_utils import TestClient, TestServer
+
+from durabletask.client import AsyncTaskHubGrpcClient
+from durabletask.extensions.langgraph.server.app import create_app
+from durabletask.extensions.langgraph.server.config import ServerSettings, load_config
+from durabletask.extensions.langgraph.server.context import ServerContext
+from tests.langgraph_server.support_surface import Served, run_cli
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.adversarial]
+
+TOKEN = "attack-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+ORIGIN = "https://app.example"
+LIMIT = 65536
+
+GRAPHS = """
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+
+class State(TypedDict, total=False):
+    text: str
+    answer: str
+
+
+def echo(state: State) -> State:
+    return {"text": (state.get("text") or "") + "!"}
+
+
+def ask(state: State) -> State:
+    return {"answer": interrupt({"q": state.get("text")})}
+
+
+def _one(node):
+    builder = StateGraph(State)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    builder.add_edge("node", END)
+    return builder.compile()
+
+
+echo_graph = _one(echo)
+ask_graph = _one(ask)
+"""
+
+
+def write_attack_project(folder: Path, *, cors: bool = True) -> Path:
+    """The project the attacks are served: an echo graph and a graph that waits at an interrupt."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "attack_graphs.py").write_text(GRAPHS)
+    config: dict[str, Any] = {
+        "dependencies": ["."],
+        "graphs": {"echo": "./attack_graphs.py:echo_graph", "ask": "./attack_graphs.py:ask_graph"},
+    }
+    if cors:
+        config["http"] = {"cors": {"allow_origins": [ORIGIN], "allow_credentials": True}}
+    (folder / "langgraph.json").write_text(json.dumps(config))
+    return folder / "langgraph.json"
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    config = write_attack_project(tmp_path_factory.mktemp("attack") / "project")
+    args = ["langgraph", "dev", "--config", str(config), "--port", "0", "--auth-token", TOKEN]
+    with run_cli([*args, "--max-body-bytes", str(LIMIT)]) as served:
+        yield served
+
+
+@pytest.fixture
+async def http(dev: Served) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=dev.url, headers=AUTH, timeout=60) as client:
+        yield client
+
+
+async def _app_routes(tmp_path: Path, *, cors: bool) -> list[tuple[str, str]]:
+    """Every (method, path template) of the real application (all route modules), HEAD included."""
+    project = load_config(write_attack_project(tmp_path / "routes", cors=cors))
+    hub = AsyncTaskHubGrpcClient(host_address="127.0.0.1:9")  # never called: the routes are only listed
+    try:
+        app = create_app(ServerContext(client=hub, graphs=project.graphs, settings=ServerSettings(project=project)))
+        return [(route.method, route.resource.canonical) for route in app.router.routes() if route.resource]
+    finally:
+        await hub.close()
+
+
+def _fill(template: str) -> str:
+    values = {"thread_id": "t-attack", "run_id": "r-attack", "assistant_id": "echo", "checkpoint_id": "c1"}
+    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), "x"), template)
+
+
+async def test_every_route_of_the_app_needs_the_token(dev: Served, tmp_path: Path) -> None:
+    routes = await _app_routes(tmp_path, cors=True)
+    assert len(routes) > 50 and ("GET", "/threads/{thread_id}/stream/events") in routes, routes
+    credentials: list[dict[str, str]] = [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": f"Basic {TOKEN}"},
+        {"Authorization": f"Bearer {TOKEN[:-1]}"},
+        {"Authorization": f"Bearer {TOKEN}0"},
+        {"Authorization": "Bearer"},
+        {"Authorization": ""},
+        {"X-Api-Key": ""},
+        {"X-Api-Key": TOKEN.upper()},
+        {"Authorization": "Bearer wrong", "X-Api-Key": TOKEN},  # a wrong bearer is not excused by a key
+        {"Origin": ORIGIN},  # an allowed origin is no credential
+    ]
+    async with httpx.AsyncClient(base_url=dev.url, timeout=60) as client:
+        for method, template in routes:
+            path = _fill(template)
+            for headers in credentials:
+                response = await client.request(method, path, headers=headers, content=b"{}")
+                assert response.status_code == 401, (method, path, headers, response.text)
+                assert response.headers["WWW-Authenticate"].startswith("Bearer"), (method, path)
+                if method != "HEAD":
+                    assert response.headers["Content-Type"].startswith("application/json"), (method, path)
+                    assert response.json()["detail"] in ("missing bearer token", "invalid bearer token")
+
+
+async def test_paths_spelled_oddly_still_need_the_token(dev: Served) -> None:
+    odd = [
+        "//info",
+        "/info/",
+        "/INFO",
+        "/%69nfo",
+        "/threads/../info",
+        "/./info",
+        "/info?x=1",
+        "/threads//runs",
+        "/threads/%2e%2e/info",
+        "/nowhere",
+        "/",
+        "/docs",
+        "/openapi.json",
+    ]
+    reader, writer = await asyncio.open_connection(*_host_port(dev.url))
+    try:
+        for path in odd:  # raw, so no client normalizes the path first
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            await writer.drain()
+            status, body = await _read_response(reader)
+            assert status == 401, (path, status, body)
+    finally:
+        writer.close()
+    async with httpx.AsyncClient(base_url=dev.url, timeout=60) as client:
+        plain_options = await client.options("/threads")  # not a preflight: no Origin, no requested method
+        assert plain_options.status_code == 401, plain_options.text
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    parsed = urllib.parse.urlsplit(url)
+    assert parsed.hostname is not None and parsed.port is not None
+    return parsed.hostname, parsed.port
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 60)
+    status = int(head.split(b" ", 2)[1])
+    length = re.search(rb"(?i)content-length: *(\d+)", head)
+    body = await asyncio.wait_for(reader.readexactly(int(length.group(1))), 60) if length else b""
+    return status, body
+
+
+async def test_the_websocket_needs_the_token(dev: Served) -> None:
+    url = dev.url + "/threads/t-attack/stream/events"
+    async with aiohttp.ClientSession() as session:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Origin": ORIGIN}, {"X-Api-Key": "nope"}):
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await session.ws_connect(url, headers=headers)
+            assert refused.value.status == 401, headers
+        async with httpx.AsyncClient(base_url=dev.url, headers=AUTH, timeout=60) as http:
+            tid = (await http.post("/threads", json={})).json()["thread_id"]
+        async with session.ws_connect(f"{dev.url}/threads/{tid}/stream/events", headers=AUTH) as ws:
+            await ws.send_str(json.dumps({"id": 1, "method": "state.get", "params": {}}))
+            answer = await ws.receive_json(timeout=60)
+            assert answer.get("id") == 1, answer
+
+
+async def test_preflights_open_only_to_the_configured_origin(dev: Served, tmp_path: Path) -> None:
+    routes = {template for _, template in await _app_routes(tmp_path, cors=True)}
+    asked = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type, x-api-key"}
+    lookalikes = [
+        "https://evil.example",
+        "https://app.example.evil.example",
+        "http://app.example",
+        "https://app.example:8443",
+        "null",
+        "https://APP.example.",
+        "https://app.example/",
+    ]
+    async with httpx.AsyncClient(base_url=dev.url, timeout=60) as client:
+        for template in sorted(routes):
+            path = _fill(template)
+            allowed = await client.options(path, headers={**asked, "Origin": ORIGIN})
+            assert allowed.status_code == 200, (path, allowed.text)
+            assert allowed.headers["Access-Control-Allow-Origin"] == ORIGIN
+            assert allowed.headers["Access-Control-Allow-Credentials"] == "true"
+            assert allowed.content == b""  # a preflight carries no data of the server
+            for origin in lookalikes:
+                refused = await client.options(path, headers={**asked, "Origin": origin})
+                assert refused.status_code == 403, (path, origin)
+                assert "Access-Control-Allow-Origin" not in refused.headers, (path, origin)
+        for origin in lookalikes:  # an actual answer to another origin carries nothing a browser would honour
+            answer = await client.get("/info", headers={**AUTH, "Origin": origin})
+            assert answer.status_code == 200 and "Access-Control-Allow-Origin" not in answer.headers, origin
+
+
+async def test_a_streamed_answer_follows_http_cors(http: httpx.AsyncClient) -> None:
+    tid = (await http.post("/threads", json={})).json()["thread_id"]
+    body = {"assistant_id": "echo", "input": {"text": "x"}}
+    for origin, allowed in ((ORIGIN, True), ("https://evil.example", False)):
+        async with http.stream("POST", f"/threads/{tid}/runs/stream", json=body, headers={"Origin": origin}) as r:
+            assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/event-stream")
+            assert (r.headers.get("Access-Control-Allow-Origin") == ORIGIN) is allowed, r.headers
+            if allowed:
+                assert "content-location" in r.headers["Access-Control-Expose-Headers"].lower()
+            await r.aread()
+
+
+async def test_cors_is_closed_by_default_on_every_route(tmp_path: Path) -> None:
+    project = load_config(write_attack_project(tmp_path / "closed", cors=False))
+    hub = AsyncTaskHubGrpcClient(host_address="127.0.0.1:9")  # nothing listens: preflights need no hub
+    app = create_app(ServerContext(client=hub, graphs=project.graphs, settings=ServerSettings(project=project)))
+    client: TestClient[Any, Any] = TestClient(TestServer(app))
+    await client.start_server()
+    try:
+        for method, template in app_routes_of(app):
+            path = _fill(template)
+            asked = {"Origin": ORIGIN, "Access-Control-Request-Method": method}
+            preflight = await client.options(path, headers=asked)
+            assert preflight.status == 403, (method, path)
+            assert "Access-Control-Allow-Origin" not in preflight.headers
+            assert "allow_origins" in (await preflight.json())["detail"]
+        plain = await client.get("/info", headers={"Origin": ORIGIN})
+        assert plain.status == 200 and "Access-Control-Allow-Origin" not in plain.headers
+    finally:
+        await client.close()
+        await hub.close()
+
+
+def app_routes_of(app: Any) -> list[tuple[str, str]]:
+    return [(route.method, route.resource.canonical) for route in app.router.routes() if route.resource]
+
+
+async def _a_thread(http: httpx.AsyncClient) -> str:
+    created = await http.post("/threads", json={})
+    assert created.status_code == 200, created.text
+    return str(created.json()["thread_id"])
+
+
+async def test_oversized_bodies_get_413_naming_the_limit(http: httpx.AsyncClient) -> None:
+    tid = await _a_thread(http)
+    big = json.dumps({"metadata": {"pad": "a" * LIMIT}, "assistant_id": "echo"}).encode()
+
+    async def chunked() -> AsyncIterator[bytes]:  # no Content-Length: the body is cut as it is read
+        for start in range(0, len(big), 4096):
+            yield big[start : start + 4096]
+
+    paths = [
+        ("POST", "/threads"),
+        ("PATCH", f"/threads/{tid}"),
+        ("POST", f"/threads/{tid}/runs/stream"),
+        ("POST", "/runs/wait"),
+        ("PUT", "/store/items"),
+        ("POST", f"/threads/{tid}/commands"),
+        ("POST", f"/threads/{tid}/stream/events"),
+        ("POST", "/assistants"),
+        ("POST", "/runs/crons"),
+    ]
+    for method, path in paths:
+        for content in (big, chunked()):
+            response = await http.request(method, path, content=content, headers={"Content-Type": "application/json"})
+            assert response.status_code == 413, (method, path, response.text)
+            assert f"{LIMIT} bytes" in response.json()["detail"], response.text
+    assert (await http.get(f"/threads/{tid}")).json()["metadata"] == {}  # nothing of it was applied
+
+
+async def test_a_websocket_frame_over_the_limit_closes_the_socket_not_the_server(dev: Served) -> None:
+    async with httpx.AsyncClient(base_url=dev.url, headers=AUTH, timeout=60) as http:
+        tid = await _a_thread(http)
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(f"{dev.url}/threads/{tid}/stream/events", headers=AUTH) as ws:
+            await ws.send_str(json.dumps({"id": 1, "method": "state.get", "params": {"pad": "a" * (LIMIT + 1)}}))
+            closing = await ws.receive(timeout=60)
+            assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED), closing
+            assert ws.close_code == aiohttp.WSCloseCode.MESSAGE_TOO_BIG, ws.close_code
+        async with session.ws_connect(f"{dev.url}/threads/{tid}/stream/events", headers=AUTH) as ws:
+            await ws.send_str(json.dumps({"id": 2, "method": "state.get", "params": {}}))
+            assert (await ws.receive_json(timeout=60))["id"] == 2
+
+
+#: Bodies that are not a JSON object a server could read, each with why.
+MALFORMED: dict[str, bytes] = {
+    "not JSON": b"{bad",
+    "a list": b"[1]",
+    "a string": b'"s"',
+    "not UTF-8": b"\xff\xfe{}",
+    "NUL bytes": b"{\x00}",
+    "nested past any parser": b"[" * 30000 + b"]" * 30000,
+    "objects nested past any parser": b'{"a":' * 20000 + b"1" + b"}" * 20000,
+    "a truncated escape": b'{"thread_id": "\\u12',
+    "a BOM": b'\xef\xbb\xbf{"x": 1}',
+}
+
+
+@pytest.mark.parametrize("why", sorted(MALFORMED))
+async def test_malformed_bodies_are_4xx_on_every_route(http: httpx.AsyncClient, tmp_path: Path, why: str) -> None:
+    tid = await _a_thread(http)
+    for method, template in await _app_routes(tmp_path, cors=True):
+        if method in ("GET", "HEAD"):
+            continue
+        path = _fill(template).replace("t-attack", tid)
+        response = await http.request(
+            method, path, content=MALFORMED[why], headers={"Content-Type": "application/json"}
+        )
+        reads_a_body = method != "DELETE" or path == "/store/items"
+        assert response.status_code < 500, (method, path, why, response.text)
+        if reads_a_body:
+            assert 400 <= response.status_code < 500, (method, path, why, response.text)
+        if response.status_code >= 400:
+            assert response.json()["detail"], (method, path, why)
