@@ -192,3 +192,23 @@ async def test_select_fields_and_batches(runs_hub: RunsHub) -> None:
         assert bad.status_code == 422 and "runs[1]" in bad.json()["detail"]
         bad_select = await s.http.get(f"/threads/{tid}/state?select=secrets")
         assert bad_select.status_code == 422 and "select" in bad_select.json()["detail"]
+
+
+async def test_deleting_a_thread_ends_its_streams(runs_hub: RunsHub, tmp_path: Any) -> None:
+    flag = tmp_path / "release"
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        run = await s.sdk.runs.create(tid, "held", input={"topic": str(flag)})
+        while (await s.sdk.runs.get(tid, run["run_id"]))["status"] != "running":
+            await asyncio.sleep(0.02)
+        run_stream = asyncio.ensure_future(_events(s.sdk.runs.join_stream(tid, run["run_id"])))
+        thread_stream = asyncio.ensure_future(_events(await s.sdk.threads.join_stream(tid, last_event_id="-1")))
+        await asyncio.sleep(0.5)
+        await s.sdk.threads.delete(tid)
+        assert (await asyncio.wait_for(run_stream, 60))[-1] == "end"
+        assert (await asyncio.wait_for(thread_stream, 60))[0] == "metadata"
+        flag.write_text("go")
+
+
+async def _events(parts: Any) -> list[str]:
+    return [p.event async for p in parts]

@@ -293,7 +293,10 @@ class RunServiceImpl:
         return values
 
     async def _ended(self, thread_id: str, run_id: str, instance: str) -> tuple[bool, Any]:
-        _, run = await self.run_record(thread_id, run_id)
+        try:
+            _, run = await self.run_record(thread_id, run_id)
+        except HttpError:  # the thread (or the run) was deleted meanwhile: its stream is over
+            return True, None
         state = await self.ctx.client.get_orchestration_state(instance)
         failed = state is not None and state.runtime_status == OrchestrationStatus.FAILED
         if run.get("status") == "error" or failed:

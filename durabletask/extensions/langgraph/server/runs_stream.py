@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from durabletask.client import AsyncTaskHubGrpcClient
+from durabletask.client import AsyncTaskHubGrpcClient, NotFoundError
 from durabletask.extensions.langgraph._delivery import TOPIC, Assembly
 from durabletask.extensions.langgraph.server.errors import bad_request
 from durabletask.extensions.langgraph.server.services import StreamEvent
@@ -160,7 +160,7 @@ async def thread_items(
             async for item in client.subscribe(instance_id, topics=[TOPIC], after=cursor):
                 cursor = item.id
                 yield item
-        except StreamNotFoundError:
+        except (StreamNotFoundError, NotFoundError):  # purged (the thread deleted), or not made yet
             pass
         yield None
         await asyncio.sleep(IDLE_LOOK)

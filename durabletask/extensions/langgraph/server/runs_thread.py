@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from durabletask.extensions.langgraph import instance_id
+from durabletask.extensions.langgraph.server.errors import HttpError
 from durabletask.extensions.langgraph.server.runs_stream import (
     FAILED_RANK,
     FROM_START,
@@ -77,7 +78,10 @@ class _Runs:
         for run_id, view in list(self.views.items()):
             if view.failed_at is None:
                 continue
-            _, run = await self.service.run_record(self.thread_id, run_id)
+            try:
+                _, run = await self.service.run_record(self.thread_id, run_id)
+            except HttpError:  # the run was deleted (or its thread): it ends as it failed
+                run = {"status": "error"}
             if run.get("status") != "error" and not execution_ended:
                 continue
             error_type, _, message = str(run.get("error") or "error: the run failed").partition(": ")
@@ -106,6 +110,11 @@ async def thread_events(
             for rank, (name, data) in enumerate(await runs.feed(item, offset)):
                 if (offset, rank) > skip:
                     yield StreamEvent(event_id((offset, rank)), name, data)
+        if item is None:
+            try:
+                await service.thread_record(thread_id)
+            except HttpError:  # the thread was deleted: its stream is over
+                return
         if item is None or any(view.failed for view in runs.views.values()):
             for key, name, data in await runs.failures(execution_ended=item is None):
                 if key > skip:
