@@ -74,6 +74,17 @@ def test_apply_environment_puts_dependencies_on_the_path_and_keeps_set_variables
     assert (os.environ["A_VAR"], os.environ["B_VAR"], os.environ["C_VAR"]) == ("quoted", "plain", "already")
 
 
+def test_a_src_layout_dependency_puts_its_src_on_the_path(tmp_path: Path) -> None:
+    package = tmp_path / "mylib"
+    (package / "src" / "surface_src_pkg").mkdir(parents=True)
+    (package / "pyproject.toml").write_text("[project]\nname = 'surface-src-pkg'\n")
+    (package / "src" / "surface_src_pkg" / "__init__.py").write_text("from graphs import graph\n")
+    project = load_config(_project(tmp_path, dependencies=[".", "./mylib"], graphs={"g": "surface_src_pkg:graph"}))
+    assert project.dependencies == (tmp_path.resolve(), package.resolve(), (package / "src").resolve())
+    apply_environment(project)
+    assert project.graphs["g"].load() is not None
+
+
 def test_module_references_and_dotted_names_on_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sys.path.insert(0, str(tmp_path))
     package = tmp_path / "surface_pkg_a"

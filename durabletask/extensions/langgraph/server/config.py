@@ -212,6 +212,9 @@ def _dependencies(file: Path, deps: Any) -> tuple[Path, ...]:
             if not folder.is_dir():
                 raise ConfigError(f"{file}: dependencies[{index}]: folder '{dep}' does not exist ({folder})")
             folders.append(folder)
+            if (folder / "src").is_dir() and any((folder / name).is_file() for name in ("pyproject.toml", "setup.py")):
+                # a package in the src layout, which LangGraph's build would install: its import root is src/
+                folders.append(folder / "src")
         else:
             _check_installed(file, index, dep)
     return tuple(folders)
