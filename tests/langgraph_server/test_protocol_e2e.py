@@ -338,3 +338,16 @@ async def test_a_websocket_frame_over_the_body_limit_closes_the_socket(servers: 
         with pytest.raises(websockets.ConnectionClosed) as closed:
             await asyncio.wait_for(ws.recv(), 120)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # message too big
+
+
+def test_a_stream_dropped_mid_run_resumes_on_the_other_server_without_a_gap_or_a_repeat(servers: Servers) -> None:
+    thread_id = str(uuid.uuid4())
+    command(servers.url, thread_id, "run.start", {"assistant_id": "slow", "input": {"steps": []}})
+    body = {"channels": ["custom", "lifecycle", "values"]}
+    head = read_events(servers.urls[0], thread_id, body, 5)  # dropped while the node still runs
+    assert len(head) == 5 and head[-1]["method"] == "custom"
+    tail = read_events(servers.urls[1], thread_id, {**body, "since": head[-1]["seq"]}, 1000, stop_at="completed")
+    whole = read_events(servers.urls[0], thread_id, {**body, "since": 0}, 1000, stop_at="completed")
+    assert _same_but_time(head + tail, whole, 0)
+    steps = [e["params"]["data"]["step"] for e in whole if e["method"] == "custom"]
+    assert steps == list(range(30))
