@@ -238,10 +238,17 @@ def test_a_stream_opened_before_the_thread_exists_waits_for_its_first_run(server
 
 
 @pytest.mark.adversarial
-def test_a_thread_id_no_thread_can_have_is_refused(servers: Servers) -> None:
+async def test_a_thread_id_no_thread_can_have_is_refused(servers: Servers) -> None:
+    import websockets
+
     with httpx.Client(base_url=servers.url, timeout=60) as http:
         response = http.post(f"/threads/{'x' * 5000}/stream/events", json={"channels": ["values"]})
     assert response.status_code == 422 and "thread_id" in response.json()["detail"]
+    url = servers.url.replace("http://", "ws://") + f"/threads/{'x' * 5000}/stream/events"
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        async with websockets.connect(url):
+            pass
+    assert refused.value.response.status_code == 422
 
 
 async def test_websocket_subscriptions_start_stop_and_resume_after_an_event(servers: Servers) -> None:

@@ -46,6 +46,7 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
 
     async def get_events(request: web.Request) -> web.StreamResponse:
         thread_id = request.match_info["thread_id"]
+        await source().newest_run(thread_id)  # a thread ID no thread can have is refused before the upgrade
         return await serve_websocket(request, ctx, commands, source(), thread_id)
 
     return [
