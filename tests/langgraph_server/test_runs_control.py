@@ -96,6 +96,18 @@ async def test_a_heartbeating_node_sees_the_cancel(runs_hub: RunsHub, tmp_path: 
         assert (await s.sdk.runs.get(tid, run["run_id"]))["status"] == "interrupted"
 
 
+async def test_on_disconnect_cancel_while_waiting(runs_hub: RunsHub, tmp_path: Path) -> None:
+    flag = tmp_path / "release"
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        body = {"assistant_id": "held", "input": {"topic": str(flag)}, "on_disconnect": "cancel"}
+        with pytest.raises(httpx.ReadTimeout):
+            await s.http.post(f"/threads/{tid}/runs/wait", json=body, timeout=1.0)  # the client gives up
+        runs = await s.sdk.runs.list(tid)
+        assert (await _status_becomes(s, tid, runs[0]["run_id"], "interrupted"))["status"] == "interrupted"
+        flag.write_text("go")
+
+
 async def test_on_disconnect_cancel(runs_hub: RunsHub, tmp_path: Path) -> None:
     flag = tmp_path / "release"
     async with serve(runs_hub) as s:

@@ -18,7 +18,7 @@ from durabletask.extensions.langgraph.server.runs_body import run_request
 from durabletask.extensions.langgraph.server.runs_service import RUN_FIELDS, RunServiceImpl
 from durabletask.extensions.langgraph.server.runs_stream import SDK_MODES
 from durabletask.extensions.langgraph.server.services import RUNS_KEY, RunRequest, StreamEvent
-from durabletask.extensions.langgraph.server.sse import send_events
+from durabletask.extensions.langgraph.server.sse import LOOK, send_events
 from durabletask.extensions.langgraph.server.threads import install
 from durabletask.extensions.langgraph.server.threads_http import answer, choice, count, flag, no_content, strings
 
@@ -108,13 +108,20 @@ class _Handlers:
     async def wait(self, request: web.Request) -> web.Response:
         body, run = await self._create(request)
         thread_id, run_id = run["thread_id"], run["run_id"]
+        waiting = asyncio.ensure_future(self.runs.join(thread_id, run_id))
         try:
-            result = await self.runs.join(thread_id, run_id)
-        except BaseException:
+            while not (await asyncio.wait({waiting}, timeout=LOOK))[0]:
+                if request.transport is None or request.transport.is_closing():
+                    raise ConnectionResetError("the client closed the connection")
+            result = waiting.result()
+        except (ConnectionResetError, asyncio.CancelledError) as gone:
+            waiting.cancel()
             if body.on_disconnect == "cancel":
                 with contextlib.suppress(Exception):
-                    await self.runs.cancel(thread_id, run_id)
-            raise
+                    await asyncio.shield(self.runs.cancel(thread_id, run_id))
+            if isinstance(gone, asyncio.CancelledError):
+                raise
+            return web.Response(status=204)  # nobody reads it: the client has gone
         if request.match_info.get("thread_id") is None:
             await self._after(body, run)
         path = run_path(thread_id, run_id)
