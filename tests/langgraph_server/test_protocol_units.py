@@ -326,3 +326,17 @@ def test_subgraphs_start_before_their_first_event_and_end_with_their_task() -> N
     t.feed(pe.Part("values", ("sub:9",), {}))
     last = t.feed(pe.Part("end", (), {"status": "interrupted"}))
     assert [(b.namespace, b.data["event"]) for b in last] == [(("sub:9",), "failed"), ((), "failed")]
+
+
+def test_a_superstep_of_a_subgraph_ends_only_the_messages_streaming_at_or_below_it() -> None:
+    t = pe.Translator()
+    t.feed(pe.Part("run", (), {"run_id": "r"}))
+    t.feed(pe.Part("messages", (), [_chunk("root"), {}]))
+    t.feed(pe.Part("messages", ("sub:1",), [{**_chunk("deep"), "id": "ai-2"}, {}]))
+    ended = t.feed(pe.Part("values", ("sub:1",), {}))
+    assert [(b.namespace, b.data["event"]) for b in ended if b.method == "messages"] == [
+        (("sub:1",), "content-block-finish"),
+        (("sub:1",), "message-finish"),
+    ]
+    ended = t.feed(pe.Part("values", (), {}))
+    assert [b.data["event"] for b in ended if b.method == "messages"] == ["content-block-finish", "message-finish"]

@@ -330,18 +330,17 @@ class Translator:
                 out.append(Body("input.requested", ns, data))
         return out
 
-    def _close_messages(self) -> list[Body]:
-        out = [
-            Body("messages", key[0], event)
-            for key, state in self.messages.items()
-            for event in _finish_events(state, None)
-        ]
-        self.messages = {}
+    def _close_messages(self, under: Namespace = ()) -> list[Body]:
+        """The end of the model messages still streaming in the graph at ``under`` or below it (a superstep of that
+        graph has ended, so have its tasks' model calls)."""
+        ending = [key for key in self.messages if key[0][: len(under)] == under]
+        out = [Body("messages", key[0], event) for key in ending for event in _finish_events(self.messages[key], None)]
+        for key in ending:
+            del self.messages[key]
         return out
 
     def _on_values(self, part: Part) -> list[Body]:
-        # A superstep has ended, so the model calls of its tasks have ended too.
-        out = self._close_messages()
+        out = self._close_messages(part.namespace)
         values = part.data
         if isinstance(values, Mapping) and "__interrupt__" in values:
             values = {k: v for k, v in values.items() if k != "__interrupt__"}
@@ -349,7 +348,7 @@ class Translator:
         return out + self._announce(part.namespace, part.data)
 
     def _on_updates(self, part: Part) -> list[Body]:
-        out = self._close_messages()
+        out = self._close_messages(part.namespace)
         # The chunk as LangGraph's own ``stream_events(version="v3")`` passes it: ``{node: update}``.
         out.append(Body("updates", part.namespace, part.data))
         if isinstance(part.data, Mapping):
