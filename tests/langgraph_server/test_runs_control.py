@@ -11,6 +11,7 @@ import httpx
 import pytest
 from langgraph.types import Command
 
+from durabletask.extensions.langgraph import _requests as rq
 from durabletask.extensions.langgraph.server.state import to_json
 from durabletask.extensions.langgraph.server.threads_records import Records
 from tests.langgraph_server.support_runs import RunsHub, Served, runs_emulator, runs_hub, serve
@@ -199,6 +200,49 @@ async def test_cancel_many(runs_hub: RunsHub, tmp_path: Path) -> None:
         bad = await s.http.post("/runs/cancel", json={"status": "sleeping"})
         assert bad.status_code == 422 and "status" in bad.json()["detail"]
         flag.write_text("go")
+
+
+async def test_reject_holds_when_another_server_won_the_race(runs_hub: RunsHub, tmp_path: Path) -> None:
+    flag = tmp_path / "release"
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        first = await s.sdk.runs.create(tid, "held", input={"topic": str(flag)})
+        await _status_becomes(s, tid, first["run_id"], "running")
+        # A second server read the thread before the first run was recorded: its check let the run through.
+        late = str(uuid.uuid4())
+        cfg = {"configurable": {"thread_id": tid}}
+        body = rq.run_body(
+            {"topic": str(flag)},
+            cfg,
+            stream_modes=["values"],
+            invoke=False,
+            context=None,
+            interrupt_before=None,
+            interrupt_after=None,
+        )
+        await Records(s.ctx.client).write(
+            tid,
+            "run",
+            {
+                "run": {
+                    "run_id": late,
+                    "status": "pending",
+                    "created_at": "z",
+                    "graph_id": "held",
+                    "stream_mode": ["values"],
+                }
+            },
+        )
+        await s.durable("held").asubmit("run", {**body, "record": True, "reject_if_busy": True}, cfg, request_id=late)
+        refused = await _status_becomes(s, tid, late, "error")
+        assert refused["status"] == "error"
+        _, frames = await read_frames(s.http, "GET", f"/threads/{tid}/runs/{late}/stream")
+        assert [f.event for f in frames] == ["metadata", "error", "end"] and "busy" in frames[1].data["message"]
+        assert (await s.sdk.runs.get(tid, first["run_id"]))["status"] == "running"
+        assert (await s.sdk.threads.get(tid))["status"] == "busy"
+        flag.write_text("go")
+        await s.sdk.runs.join(tid, first["run_id"])
+        assert (await s.sdk.runs.get(tid, first["run_id"]))["status"] == "success"
 
 
 async def _collect(parts: Any) -> list[str]:

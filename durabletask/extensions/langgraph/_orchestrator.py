@@ -357,8 +357,11 @@ class ThreadRuntime:
             self.queue.remove(queued)
             self.notify(load(queued["body"]), target, "interrupted")
 
-    def notify(self, body: dict[str, Any], run_id: str | None, status: str, error: str | None = None) -> None:
-        """Record a server run's status (and, once it ends, the thread's values) in the thread's record entity."""
+    def notify(
+        self, body: dict[str, Any], run_id: str | None, status: str, error: str | None = None, *, thread: bool = True
+    ) -> None:
+        """Record a server run's status (and, once it ends, the thread's values unless ``thread`` is false) in the
+        thread's record entity."""
         if not body.get("record") or not self.thread_id:
             return
         now = self.ctx.current_utc_datetime
@@ -366,7 +369,8 @@ class ThreadRuntime:
         data: dict[str, Any] = {"at": at, "thread_id": self.thread_id}
         if run_id is not None:
             data["run"] = {"run_id": run_id, "status": status, "updated_at": at, **({"error": error} if error else {})}
-        data["thread"] = {"status": "busy"} if status == "running" else self._thread_fields(status)
+        if thread:
+            data["thread"] = {"status": "busy"} if status == "running" else self._thread_fields(status)
         self.ctx.signal_entity(record_id(self.thread_id), "run", data)
 
     def _thread_fields(self, status: str) -> dict[str, Any]:
@@ -463,6 +467,12 @@ class ThreadRuntime:
             if target == self.current:
                 raise RunCancelled(target, bool(body.get("rollback")))
             self.cancel(target)
+            return
+        if request.get("kind") == "run" and (body := load(request["body"])).get("reject_if_busy"):
+            # A server's multitask_strategy "reject" that another server's run beat to the thread: refused here.
+            message = f"thread '{self.thread_id}' is busy with run '{self.current}' (multitask_strategy reject)"
+            self.notify(body, request["id"], "error", f"ThreadBusyError: {message}", thread=False)
+            yield from self.answer(request, {"refused": {"type": "ThreadBusyError", "message": message}})
             return
         if request.get("kind") != "state" or request.get("fp") != self.thread_fingerprint:
             self.queue.append(request)

@@ -193,7 +193,10 @@ class RunServiceImpl:
                     interrupt_after=request.interrupt_after,
                     subgraphs=request.stream_subgraphs,
                 )
-                await graph.asubmit("run", {**body, "record": True}, config, request_id=run_id)
+                reject = request.multitask_strategy == "reject"
+                await graph.asubmit(
+                    "run", {**body, "record": True, "reject_if_busy": reject}, config, request_id=run_id
+                )
             except (StateSerializationError, ValueError) as error:
                 raise bad_request(str(error)) from None
             except LangGraphError as error:
