@@ -343,3 +343,95 @@ async def test_malformed_bodies_are_4xx_on_every_route(http: httpx.AsyncClient, 
             assert 400 <= response.status_code < 500, (method, path, why, response.text)
         if response.status_code >= 400:
             assert response.json()["detail"], (method, path, why)
+
+
+#: Thread IDs LangGraph takes (any string): each must name its own thread, through every route that takes one.
+THREAD_IDS = [
+    "CaseTest",
+    "casetest",  # not the same thread as "CaseTest"
+    "caf\u00e9",
+    "cafe\u0301",  # the same text to a reader, another thread ID
+    "a",
+    "a ",
+    " ",
+    "线程-🙂",
+    "a/b",
+    "..",
+    ".",
+    "a?b#c%d&e=f",
+    "~",
+    "lg:echo:x",  # looks like the instance ID of another thread
+    "\u202e reversed",
+    "tab\tand\nnewline",
+    "x" * 1000,
+]
+
+
+def _path(thread_id: str) -> str:
+    return "/threads/" + urllib.parse.quote(thread_id, safe="").replace(".", "%2E")
+
+
+async def test_every_thread_id_langgraph_takes_works_and_stays_its_own(http: httpx.AsyncClient) -> None:
+    for thread_id in THREAD_IDS:
+        created = await http.post("/threads", json={"thread_id": thread_id, "metadata": {"id": thread_id}})
+        assert created.status_code == 200 and created.json()["thread_id"] == thread_id, created.text
+        ran = await http.post(
+            _path(thread_id) + "/runs/wait", json={"assistant_id": "echo", "input": {"text": thread_id}}
+        )
+        assert (ran.status_code, ran.json()) == (200, {"text": thread_id + "!"}), (thread_id, ran.text)
+    for thread_id in THREAD_IDS:
+        got = await http.get(_path(thread_id))
+        assert got.json()["thread_id"] == thread_id and got.json()["metadata"]["id"] == thread_id, got.text
+        state = await http.get(_path(thread_id) + "/state")
+        assert state.json()["values"] == {"text": thread_id + "!"}, (thread_id, state.text)
+        runs = await http.get(_path(thread_id) + "/runs")
+        assert [run["status"] for run in runs.json()] == ["success"], (thread_id, runs.text)
+    found = await http.post("/threads/search", json={"ids": THREAD_IDS, "limit": 100})
+    assert sorted(t["thread_id"] for t in found.json()) == sorted(THREAD_IDS)
+    again = await http.post("/threads", json={"thread_id": "casetest"})  # taken: the same one, not CaseTest
+    assert again.status_code == 409, again.text
+
+
+async def test_thread_ids_that_cannot_work_are_refused_naming_the_limit(http: httpx.AsyncClient) -> None:
+    refused = [
+        ("x" * 1001, "limit is 1000"),
+        ("a\u0000b", "NUL"),
+        ("", "empty"),
+    ]
+    for thread_id, says in refused:
+        created = await http.post("/threads", json={"thread_id": thread_id})
+        assert created.status_code == 422 and says in created.json()["detail"], (thread_id[:9], created.text)
+        if thread_id:
+            for method, suffix in (("GET", ""), ("GET", "/state"), ("POST", "/runs/wait")):
+                body = {"assistant_id": "echo"} if method == "POST" else None
+                answer = await http.request(method, _path(thread_id) + suffix, json=body)
+                assert answer.status_code == 422 and "thread_id" in answer.json()["detail"], (suffix, answer.text)
+            command = {"id": 1, "method": "state.get", "params": {}}
+            answer = await http.post(_path(thread_id) + "/commands", json=command)
+            refusal = answer.json()  # the protocol answers a refused command in its own envelope
+            assert answer.status_code == 422 or refusal["type"] == "error", answer.text
+            assert "thread_id" in json.dumps(refusal), answer.text
+    surrogate = await http.post("/threads", content=b'{"thread_id": "a\\ud800"}')
+    assert surrogate.status_code == 422 and "surrogate" in surrogate.json()["detail"], surrogate.text
+    for value in (5, [], {}, True):  # null: the server makes an ID, as LangGraph's does
+        wrong = await http.post("/threads", json={"thread_id": value})
+        assert wrong.status_code == 422 and "thread_id" in wrong.json()["detail"], (value, wrong.text)
+
+
+async def test_a_request_line_or_header_past_the_server_limits_is_4xx_not_a_hang(dev: Served) -> None:
+    reader, writer = await asyncio.open_connection(*_host_port(dev.url))
+    try:
+        writer.write(b"GET /threads/" + b"x" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        await writer.drain()
+        status, _ = await _read_response(reader)
+        assert 400 <= status < 500, status
+    finally:
+        writer.close()
+    reader, writer = await asyncio.open_connection(*_host_port(dev.url))
+    try:
+        writer.write(b"GET /info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + b"t" * 20000 + b"\r\n\r\n")
+        await writer.drain()
+        status, _ = await _read_response(reader)
+        assert 400 <= status < 500, status
+    finally:
+        writer.close()
