@@ -212,3 +212,14 @@ async def test_deleting_a_thread_ends_its_streams(runs_hub: RunsHub, tmp_path: A
 
 async def _events(parts: Any) -> list[str]:
     return [p.event async for p in parts]
+
+
+async def test_large_values_are_read_from_the_state(runs_hub: RunsHub) -> None:
+    big = "x" * 200_000
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create(metadata={"size": "big"}))["thread_id"]
+        result = await s.sdk.runs.wait(tid, "chain", input={"topic": big})
+        assert result["topic"] == big and len(result["steps"]) == 2
+        assert (await s.sdk.threads.get(tid))["values"] == result
+        found = await s.sdk.threads.search(metadata={"size": "big"})
+        assert [t["thread_id"] for t in found] == [tid] and found[0]["values"] is None  # kept out of the record

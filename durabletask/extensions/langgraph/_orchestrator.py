@@ -42,7 +42,7 @@ from durabletask.extensions.langgraph._naming import (
     orchestrator_name,
     shape,
 )
-from durabletask.extensions.langgraph._records import record_id
+from durabletask.extensions.langgraph._records import record_id, values_fields
 from durabletask.extensions.langgraph._resume import refuse_unwaited_resume
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
@@ -383,7 +383,7 @@ class ThreadRuntime:
             snapshot = self.graph.copy(update={"checkpointer": self.saver}).get_state(config)
             interrupts = {task.id: list(task.interrupts) for task in snapshot.tasks if task.interrupts}
             pending = tuple(snapshot.next)
-            fields = {"values": dump(snapshot.values, "the values"), "interrupts": dump(interrupts, "the interrupts")}
+            fields = values_fields(dump(snapshot.values, "the values"), dump(interrupts, "the interrupts"))
         except Exception:  # the record goes without values rather than failing the thread
             fields = {}
         waiting = bool(interrupts) or (status == "success" and bool(pending))

@@ -24,6 +24,9 @@ KEEP_OPS = 64
 #: Runs kept per record: the oldest that have ended are forgotten first.
 KEEP_RUNS = 500
 _ENDED = ("success", "error", "interrupted", "timeout")
+#: The largest values (and interrupts) a record keeps, as serialized text: larger ones are read from the thread's
+#: state instead, so a record and the signal that writes it stay far below DTS's payload limits.
+MAX_RECORD_VALUES = 128 * 1024
 _MAX_PLAIN_KEY = 80
 
 
@@ -35,6 +38,13 @@ def record_key(thread_id: str) -> str:
         return thread_id
     prefix = "".join(ch for ch in thread_id[:32] if " " <= ch <= "~" and ch not in "@~")
     return f"{prefix}~{hashlib.sha256(thread_id.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"
+
+
+def values_fields(values: dict[str, str], interrupts: dict[str, str]) -> dict[str, Any]:
+    """The record's ``values`` and ``interrupts`` (serialized), or ``values_elsewhere`` when they are too large."""
+    if len(values.get("b", "")) + len(interrupts.get("b", "")) > MAX_RECORD_VALUES:
+        return {"values": None, "interrupts": None, "values_elsewhere": True}
+    return {"values": values, "interrupts": interrupts, "values_elsewhere": False}
 
 
 def record_id(thread_id: str) -> EntityInstanceId:

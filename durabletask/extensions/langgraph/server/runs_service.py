@@ -34,8 +34,8 @@ from durabletask.extensions.langgraph.server.services import (
     RunRequest,
     StreamEvent,
 )
-from durabletask.extensions.langgraph.server.state import checkpoint_id_of, command_of, interrupt_json, to_json
-from durabletask.extensions.langgraph.server.threads_records import active_runs, now, stored
+from durabletask.extensions.langgraph.server.state import checkpoint_id_of, command_of, to_json
+from durabletask.extensions.langgraph.server.threads_records import active_runs, now
 from durabletask.extensions.langgraph.server.threads_service import ThreadServiceImpl, check_thread_id
 
 ENDED = ("success", "error", "interrupted", "timeout")
@@ -279,18 +279,17 @@ class RunServiceImpl:
     async def join(self, thread_id: str, run_id: str) -> Any:
         async for _ in self.stream(thread_id, run_id, stream_mode=()):
             pass
-        return self.outcome(await self.settled(thread_id, run_id), run_id)
+        return await self.outcome(await self.settled(thread_id, run_id), run_id)
 
-    @staticmethod
-    def outcome(record: dict[str, Any], run_id: str) -> Any:
+    async def outcome(self, record: dict[str, Any], run_id: str) -> Any:
         """What waiting for the run returns: the thread's values (with pending interrupts), or its error."""
         run = (record.get("runs") or {}).get(run_id) or {}
         if run.get("status") == "error":
             error_type, _, message = str(run.get("error") or "error: the run failed").partition(": ")
             return {"__error__": {"error": error_type.rsplit(".", 1)[-1], "message": message}}
-        values = to_json(stored(record.get("values"))) if record.get("values") is not None else {}
-        interrupts = stored(record.get("interrupts")) or {}
-        pending = [interrupt_json(i) for found in interrupts.values() for i in found]
+        thread = await self.threads.full(record)
+        values = thread["values"] if thread["values"] is not None else {}
+        pending = [i for found in (thread["interrupts"] or {}).values() for i in found]
         if pending and isinstance(values, dict):
             values = {**values, "__interrupt__": pending}
         return values

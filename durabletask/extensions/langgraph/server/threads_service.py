@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
 from durabletask.extensions.langgraph import DurableGraph, GraphMismatchError, GraphRunError, instance_id
+from durabletask.extensions.langgraph._records import values_fields
 from durabletask.extensions.langgraph._serde import dump
 from durabletask.extensions.langgraph.server.context import ServerContext
 from durabletask.extensions.langgraph.server.errors import HttpError, bad_request, conflict, not_found
@@ -87,12 +88,8 @@ def graph_error(error: Exception) -> HttpError:
 def _fields(snapshot: Any, graph_id: str) -> dict[str, Any]:
     """The thread's record fields after a state update: its graph, values, pending interrupts and status."""
     interrupts = {task.id: list(task.interrupts) for task in snapshot.tasks if task.interrupts}
-    return {
-        "graph_id": graph_id,
-        "values": dump(snapshot.values, "the thread's values"),
-        "interrupts": dump(interrupts, "the thread's interrupts"),
-        "status": "interrupted" if interrupts else "idle",
-    }
+    values = values_fields(dump(snapshot.values, "the thread's values"), dump(interrupts, "the thread's interrupts"))
+    return {"graph_id": graph_id, **values, "status": "interrupted" if interrupts else "idle"}
 
 
 def _steps(supersteps: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
@@ -166,7 +163,16 @@ class ThreadServiceImpl:
         return thread_json(written or record)
 
     async def get(self, thread_id: str) -> dict[str, Any]:
-        return thread_json(await self.record(thread_id))
+        return await self.full(await self.record(thread_id))
+
+    async def full(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The ``Thread`` of a record, with its values read from the thread's state when the record has none."""
+        thread = thread_json(record)
+        if record.get("values_elsewhere") and record.get("graph_id"):
+            state = await self.get_state(str(record["thread_id"]))
+            by_task = {t["id"]: t["interrupts"] for t in state["tasks"] if t["interrupts"]}
+            thread.update(values=state["values"], interrupts=by_task)
+        return thread
 
     async def update(
         self, thread_id: str, *, metadata: Mapping[str, Any] | None = None, ttl: Mapping[str, Any] | None = None
@@ -234,12 +240,8 @@ class ThreadServiceImpl:
                     snapshot = await graph.aget_state(_config(target))
                 except (GraphMismatchError, GraphRunError) as error:
                     raise graph_error(error) from None
-            interrupts = {task.id: list(task.interrupts) for task in snapshot.tasks if task.interrupts}
-            made.update(
-                values=dump(snapshot.values, "the thread's values"),
-                interrupts=dump(interrupts, "the thread's interrupts"),
-                status="interrupted" if interrupts or snapshot.next else "idle",
-            )
+            made.update(_fields(snapshot, graph_id))
+            made["status"] = "interrupted" if made["status"] == "interrupted" or snapshot.next else "idle"
         written = await self.records.write(target, "put", {"record": made})
         return thread_json(written or made)
 
