@@ -33,6 +33,7 @@ RUN_BODIES: list[tuple[Any, int, str]] = [
     ({"assistant_id": "chain", "webhook": "http://example.com"}, 422, "webhook"),
     ({"assistant_id": "chain", "if_not_exists": "maybe"}, 422, "if_not_exists"),
     ({"assistant_id": "chain", "surprise": 1}, 422, "surprise"),
+    ({"assistant_id": "chain", "metadata": {"k": "v" * 70_000}}, 422, "metadata"),
 ]
 
 
@@ -54,6 +55,7 @@ THREAD_BODIES: list[tuple[str, str, Any, str]] = [
     ("POST", "/threads", {"thread_id": "x" * 2000}, "thread_id"),
     ("POST", "/threads", {"thread_id": "a\u0000b"}, "thread_id"),
     ("POST", "/threads", {"metadata": [1]}, "metadata"),
+    ("POST", "/threads", {"metadata": {"k": "v" * 70_000}}, "65536"),
     ("POST", "/threads", {"if_exists": "explode"}, "if_exists"),
     ("POST", "/threads", {"ttl": 5}, "ttl"),
     ("POST", "/threads/search", {"limit": -1}, "limit"),

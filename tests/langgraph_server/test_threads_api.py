@@ -223,3 +223,5 @@ async def test_large_values_are_read_from_the_state(runs_hub: RunsHub) -> None:
         assert (await s.sdk.threads.get(tid))["values"] == result
         found = await s.sdk.threads.search(metadata={"size": "big"})
         assert [t["thread_id"] for t in found] == [tid] and found[0]["values"] is None  # kept out of the record
+        kwargs = (await s.sdk.runs.list(tid))[0]["kwargs"]
+        assert kwargs["input"].startswith("<not kept") and kwargs["stream_mode"] == ["values"]

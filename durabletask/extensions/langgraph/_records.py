@@ -21,8 +21,8 @@ from durabletask.entities import EntityInstanceId
 RECORD_ENTITY = "lg.thread"
 #: Operation IDs kept per record, newest last.
 KEEP_OPS = 64
-#: Runs kept per record: the oldest that have ended are forgotten first.
-KEEP_RUNS = 500
+#: Runs kept per record: the oldest that have ended are forgotten first (a record stays far below 1 MB).
+KEEP_RUNS = 200
 _ENDED = ("success", "error", "interrupted", "timeout")
 #: The largest values (and interrupts) a record keeps, as serialized text: larger ones are read from the thread's
 #: state instead, so a record and the signal that writes it stay far below DTS's payload limits.

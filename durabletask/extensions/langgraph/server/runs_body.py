@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +35,8 @@ _KNOWN = (
     *_OBJECTS,
     *_IGNORED,
 )
+#: The largest metadata of a run or a thread, as JSON text: records keep it, and travel whole in each write.
+MAX_METADATA_CHARS = 64 * 1024
 #: Longest delay ``after_seconds`` may ask (a day).
 MAX_AFTER_SECONDS = 86_400.0
 
@@ -52,6 +55,18 @@ def _object(body: Mapping[str, Any], name: str) -> Any:
     if value is not None and not isinstance(value, dict):
         raise bad_request(f"'{name}' must be an object, not {type(value).__name__}")
     return value
+
+
+def bounded_metadata(metadata: Any, name: str = "metadata") -> dict[str, Any]:
+    """``metadata`` (an object or ``None``) if it fits ``MAX_METADATA_CHARS`` as JSON; 422 naming the limit."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise bad_request(f"'{name}' must be an object, not {type(metadata).__name__}")
+    size = len(json.dumps(metadata))
+    if size > MAX_METADATA_CHARS:
+        raise bad_request(f"'{name}' is {size} characters of JSON; the limit is {MAX_METADATA_CHARS}")
+    return metadata
 
 
 def _modes(value: Any) -> tuple[str, ...]:
@@ -136,7 +151,7 @@ def run_request(body: Any, *, threadless: bool = False) -> RunRequest:
         command=_command(body),
         config=_object(body, "config"),
         context=_object(body, "context"),
-        metadata=_object(body, "metadata") or {},
+        metadata=bounded_metadata(_object(body, "metadata")),
         stream_mode=_modes(body.get("stream_mode")),
         stream_subgraphs=_flag(body, "stream_subgraphs"),
         stream_resumable=_flag(body, "stream_resumable"),

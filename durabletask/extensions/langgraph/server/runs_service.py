@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -52,6 +53,19 @@ RUN_FIELDS = (
     "multitask_strategy",
     "kwargs",
 )
+
+
+#: The largest ``kwargs`` a run's record keeps whole, as JSON text; a larger one keeps all but its input and command.
+MAX_KWARGS_CHARS = 4096
+
+
+def _bounded_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    found = to_json(kwargs)
+    size = len(json.dumps(found))
+    if size <= MAX_KWARGS_CHARS:
+        return dict(found)
+    note = f"<not kept: the run's kwargs are {size} characters of JSON, above {MAX_KWARGS_CHARS}>"
+    return {**found, "input": note, "command": note if found.get("command") is not None else None}
 
 
 def run_json(run: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +159,7 @@ class RunServiceImpl:
             "status": "pending",
             "metadata": dict(request.metadata),
             "multitask_strategy": request.multitask_strategy,
-            "kwargs": to_json(
+            "kwargs": _bounded_kwargs(
                 {
                     "input": request.input,
                     "command": request.command,

@@ -9,6 +9,7 @@ from aiohttp import web
 from durabletask.extensions.langgraph._records import register_records
 from durabletask.extensions.langgraph.server.context import ServerContext
 from durabletask.extensions.langgraph.server.errors import bad_request, json_body
+from durabletask.extensions.langgraph.server.runs_body import bounded_metadata
 from durabletask.extensions.langgraph.server.runs_service import RunServiceImpl
 from durabletask.extensions.langgraph.server.services import RUNS_KEY, THREADS_KEY
 from durabletask.extensions.langgraph.server.state import select_state
@@ -52,7 +53,7 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
             raise bad_request("'supersteps' must be a list of objects with 'updates'")
         made = await threads.create(
             thread_id=field(body, "thread_id", str),
-            metadata=field(body, "metadata", dict, {}),
+            metadata=bounded_metadata(body.get("metadata")),
             if_exists=choice(body, "if_exists", ("raise", "do_nothing"), "raise"),
             supersteps=supersteps,
             graph_id=field(body, "graph_id", str),
@@ -66,7 +67,7 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
     async def patch(request: web.Request) -> web.Response:
         body = await json_body(request, required=False)
         _ttl(body)
-        updated = await threads.update(request.match_info["thread_id"], metadata=field(body, "metadata", dict, {}))
+        updated = await threads.update(request.match_info["thread_id"], metadata=bounded_metadata(body.get("metadata")))
         if "return=minimal" in request.headers.get("Prefer", ""):
             return no_content()
         return answer(updated)
