@@ -245,3 +245,18 @@ async def test_a_stream_that_fails_is_cut_not_followed_by_another_answer(open_se
     # the connection ends: no "HTTP/1.1 500" written into the event stream
     with pytest.raises(aiohttp.ClientPayloadError):
         await response.content.read()
+
+
+@pytest.mark.adversarial
+async def test_a_token_that_is_not_utf8_is_refused_not_a_500(guarded: TestClient[Any, Any]) -> None:
+    import asyncio
+
+    for header in (b"Authorization: Bearer \xff\xfe", b"X-Api-Key: \xc3\xa9t", b"Authorization: \xff"):
+        reader, writer = await asyncio.open_connection(guarded.host, guarded.port)
+        writer.write(b"GET /ok HTTP/1.1\r\nHost: x\r\n" + header + b"\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        answer = await reader.read()
+        writer.close()
+        await writer.wait_closed()
+        assert answer.startswith(b"HTTP/1.1 401 "), (header, answer[:80])
+        assert b'"detail": "invalid bearer token"' in answer

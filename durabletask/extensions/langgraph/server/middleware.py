@@ -116,7 +116,8 @@ def auth_middleware(token: str) -> web.middleware:  # type: ignore[valid-type]
     @web.middleware
     async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         given = _credential(request)
-        if given is None or not hmac.compare_digest(given.encode(), expected):
+        # surrogateescape: a header's bytes that are not UTF-8 compare as the bytes they are (never equal)
+        if given is None or not hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected):
             detail = "missing bearer token" if given is None else "invalid bearer token"
             return _json_error(401, detail, {"WWW-Authenticate": 'Bearer realm="langgraph"'})
         return await handler(request)
