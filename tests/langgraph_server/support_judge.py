@@ -19,6 +19,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
@@ -156,7 +157,11 @@ class ServerProcess:
                 start_new_session=True,
             )
         if self.url is not None:
-            self._wait_ready(self.url)
+            try:
+                self._wait_ready(self.url)
+            except BaseException:
+                self.stop()  # never leave a process behind that did not come up
+                raise
         return self
 
     def _wait_ready(self, url: str) -> None:
@@ -165,9 +170,10 @@ class ServerProcess:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"{self.command[3:]} exited {self.process.returncode}:\n{self.tail()}")
             try:
-                with urllib.request.urlopen(f"{url}/ok", timeout=5) as answer:
-                    if answer.status == 200:
-                        return
+                with urllib.request.urlopen(f"{url}/ok", timeout=5):
+                    return
+            except urllib.error.HTTPError:
+                return  # it answers (a server behind --auth-token refuses /ok without the token)
             except OSError:
                 pass
             time.sleep(0.3)
