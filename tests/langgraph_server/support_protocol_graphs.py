@@ -18,6 +18,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 
+from durabletask.extensions.langgraph import heartbeat
+
 ANSWER = "Hello, durable world!"
 
 
@@ -72,9 +74,10 @@ def _chat() -> Any:
 
 
 def crawl(state: State) -> dict[str, Any]:
-    """A long node: a step of progress every 0.2 s for six seconds (a cancelled run never sees its end)."""
+    """A long node: a step of progress every 0.2 s for six seconds, unless its run is cancelled."""
     writer = get_stream_writer()
     for step in range(30):
+        heartbeat()  # stops the node once its run is cancelled
         writer({"name": "progress", "step": step})
         time.sleep(0.2)
     return {"steps": ["crawled"]}

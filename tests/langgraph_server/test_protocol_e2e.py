@@ -53,6 +53,26 @@ async def test_a_cancelled_run_ends_every_iterator(servers: Servers) -> None:
     assert run["status"] != "success"
 
 
+def test_a_stream_without_since_skips_a_newest_run_cancelled_before_it_ran(servers: Servers) -> None:
+    thread_id = str(uuid.uuid4())
+    start = {"assistant_id": "slow", "input": {"steps": []}}
+    first = command(servers.url, thread_id, "run.start", start).json()["result"]["run_id"]
+    queued = command(servers.url, thread_id, "run.start", start).json()["result"]["run_id"]
+    with httpx.Client(base_url=servers.url, timeout=60) as http:
+        http.post(f"/threads/{thread_id}/runs/{queued}/cancel").raise_for_status()
+        http.post(f"/threads/{thread_id}/runs/{first}/cancel?wait=true").raise_for_status()
+        body = {"channels": ["lifecycle"], "since": None}
+        with (
+            httpx.Client(base_url=servers.urls[1], timeout=120) as other,
+            other.stream("POST", f"/threads/{thread_id}/stream/events", json={"channels": ["lifecycle"]}) as response,
+        ):
+            # The answer has begun: the stream has chosen where it starts (the queued run, the newest, never runs).
+            third = command(servers.url, thread_id, "run.start", start).json()["result"]["run_id"]
+            first_event = next(json.loads(line[5:]) for line in response.iter_lines() if line.startswith("data:"))
+        http.post(f"/threads/{thread_id}/runs/{third}/cancel").raise_for_status()
+    assert first_event["params"]["data"]["run_id"] == third
+
+
 def _all(since: int | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"channels": ["values", "updates", "messages", "lifecycle", "input", "custom"]}
     if since is not None:

@@ -41,12 +41,12 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
         except pc.ProtocolError as error:
             raise bad_request(error.message) from None
         thread_id = request.match_info["thread_id"]
-        first_run = await source().newest_run(thread_id)
-        return await serve_sse(request, source(), thread_id, wanted, first_run)
+        older = await source().older_runs(thread_id)
+        return await serve_sse(request, source(), thread_id, wanted, older)
 
     async def get_events(request: web.Request) -> web.StreamResponse:
         thread_id = request.match_info["thread_id"]
-        await source().newest_run(thread_id)  # a thread ID no thread can have is refused before the upgrade
+        await source().older_runs(thread_id)  # a thread ID no thread can have is refused before the upgrade
         return await serve_websocket(request, ctx, commands, source(), thread_id)
 
     return [

@@ -58,23 +58,27 @@ class ThreadEvents:
         self.runs = runs
         self.threads = threads
 
-    async def newest_run(self, thread_id: str) -> str | None:
-        """The thread's newest run's ID; ``None`` when it has none, or does not exist yet (a client that minted the
-        thread's ID subscribes before its ``run.start`` creates it: the stream then waits for the thread)."""
+    async def older_runs(self, thread_id: str) -> frozenset[str] | None:
+        """The IDs of the thread's runs older than its newest: a stream without ``since`` starts at the first run
+        not among them (the newest one, or a later one if the newest never runs). ``None`` when the thread has no
+        run, or does not exist yet (a client that minted the thread's ID subscribes before its ``run.start``
+        creates it: the stream then waits for the thread and starts at its beginning)."""
         try:
-            newest = await self.runs.list(thread_id, limit=1)
+            runs = await self.runs.list(thread_id, limit=MAX_RUNS)
         except HttpError as error:
             if error.status != 404:
                 raise
             return None
-        return str(newest[0]["run_id"]) if newest else None
+        return frozenset(str(run["run_id"]) for run in runs[1:]) if runs else None
 
-    async def events(self, thread_id: str, wanted: Filter, first_run: str | None) -> AsyncIterator[dict[str, Any]]:
-        """The events ``wanted`` receives: after ``wanted.since``, or else from run ``first_run``'s start on (from the
-        thread's start when ``None``), live until the caller stops iterating."""
-        delivering = wanted.since is not None or first_run is None
+    async def events(
+        self, thread_id: str, wanted: Filter, older: frozenset[str] | None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The events ``wanted`` receives: after ``wanted.since``, or else from the start of the first run not in
+        ``older`` (from the thread's start when ``None``), live until the caller stops iterating."""
+        delivering = wanted.since is not None or older is None
         async for seq, body in self._numbered(thread_id):
-            if not delivering and _starts(body, first_run):
+            if not delivering and _starts_newer(body, older or frozenset()):
                 delivering = True
             if wanted.since is not None and seq <= wanted.since:
                 continue
@@ -162,9 +166,10 @@ class _Statuses:
         return pe.Part("end", (), {"status": status or "success"})
 
 
-def _starts(body: pe.Body, run_id: str | None) -> bool:
+def _starts_newer(body: pe.Body, older: frozenset[str]) -> bool:
     data = body.data if isinstance(body.data, Mapping) else {}
-    return body.method == "lifecycle" and data.get("event") == "running" and data.get("run_id") == run_id
+    started = body.method == "lifecycle" and not body.namespace and data.get("event") == "running"
+    return started and data.get("run_id") not in older
 
 
 def error_event(message: str) -> dict[str, Any]:
@@ -185,10 +190,10 @@ async def _as_sse(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[Stream
 
 
 async def serve_sse(
-    request: web.Request, source: ThreadEvents, thread_id: str, wanted: Filter, first_run: str | None
+    request: web.Request, source: ThreadEvents, thread_id: str, wanted: Filter, older: frozenset[str] | None
 ) -> web.StreamResponse:
     """Writes the events as SSE (``id:`` their ``seq``) until the client goes away."""
     response = web.StreamResponse()
     with contextlib.suppress(ConnectionError):
-        response = await send_events(request, _as_sse(source.events(thread_id, wanted, first_run)), resumable=True)
+        response = await send_events(request, _as_sse(source.events(thread_id, wanted, older)), resumable=True)
     return response

@@ -42,9 +42,9 @@ class _Socket:
         async with self.lock:
             await self.ws.send_str(json.dumps(message, separators=(",", ":"), default=str))
 
-    async def _pump(self, wanted: pc.Filter, first_run: str | None) -> None:
+    async def _pump(self, wanted: pc.Filter, older: frozenset[str] | None) -> None:
         try:
-            async for event in self.source.events(self.thread_id, wanted, first_run):
+            async for event in self.source.events(self.thread_id, wanted, older):
                 await self.send(event)
         except ConnectionError:
             pass
@@ -61,8 +61,8 @@ class _Socket:
                 )
             self.counter += 1
             name = f"sub-{self.counter}"
-        first_run = None if wanted.since is not None else await self.source.newest_run(self.thread_id)
-        self.subscriptions[name] = (wanted, asyncio.create_task(self._pump(wanted, first_run)))
+        older = None if wanted.since is not None else await self.source.older_runs(self.thread_id)
+        self.subscriptions[name] = (wanted, asyncio.create_task(self._pump(wanted, older)))
         return name
 
     async def stop(self, name: str) -> pc.Filter:
