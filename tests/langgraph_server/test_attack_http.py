@@ -157,12 +157,12 @@ async def test_paths_spelled_oddly_still_need_the_token(dev: Served) -> None:
         "/docs",
         "/openapi.json",
     ]
-    reader, writer = await asyncio.open_connection(*_host_port(dev.url))
+    reader, writer = await asyncio.open_connection(*host_port(dev.url))
     try:
         for path in odd:  # raw, so no client normalizes the path first
             writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
             await writer.drain()
-            status, body = await _read_response(reader)
+            status, body = await read_response(reader)
             assert status == 401, (path, status, body)
     finally:
         writer.close()
@@ -171,13 +171,13 @@ async def test_paths_spelled_oddly_still_need_the_token(dev: Served) -> None:
         assert plain_options.status_code == 401, plain_options.text
 
 
-def _host_port(url: str) -> tuple[str, int]:
+def host_port(url: str) -> tuple[str, int]:
     parsed = urllib.parse.urlsplit(url)
     assert parsed.hostname is not None and parsed.port is not None
     return parsed.hostname, parsed.port
 
 
-async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 60)
     status = int(head.split(b" ", 2)[1])
     length = re.search(rb"(?i)content-length: *(\d+)", head)
@@ -419,19 +419,19 @@ async def test_thread_ids_that_cannot_work_are_refused_naming_the_limit(http: ht
 
 
 async def test_a_request_line_or_header_past_the_server_limits_is_4xx_not_a_hang(dev: Served) -> None:
-    reader, writer = await asyncio.open_connection(*_host_port(dev.url))
+    reader, writer = await asyncio.open_connection(*host_port(dev.url))
     try:
         writer.write(b"GET /threads/" + b"x" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
         await writer.drain()
-        status, _ = await _read_response(reader)
+        status, _ = await read_response(reader)
         assert 400 <= status < 500, status
     finally:
         writer.close()
-    reader, writer = await asyncio.open_connection(*_host_port(dev.url))
+    reader, writer = await asyncio.open_connection(*host_port(dev.url))
     try:
         writer.write(b"GET /info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + b"t" * 20000 + b"\r\n\r\n")
         await writer.drain()
-        status, _ = await _read_response(reader)
+        status, _ = await read_response(reader)
         assert 400 <= status < 500, status
     finally:
         writer.close()
