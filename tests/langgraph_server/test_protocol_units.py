@@ -340,3 +340,21 @@ def test_a_superstep_of_a_subgraph_ends_only_the_messages_streaming_at_or_below_
     ]
     ended = t.feed(pe.Part("values", (), {}))
     assert [b.data["event"] for b in ended if b.method == "messages"] == ["content-block-finish", "message-finish"]
+
+
+@pytest.mark.adversarial
+@pytest.mark.parametrize(("header", "since"), [(None, None), ("", None), ("-1", 0), ("7", 7)])
+def test_last_event_id_gives_since(header: str | None, since: int | None) -> None:
+    from durabletask.extensions.langgraph.server.protocol_stream import since_of
+
+    assert since_of({"channels": ["values"]}, header).since == since
+    assert since_of({"channels": ["values"], "since": 3}, header).since == 3
+
+
+@pytest.mark.adversarial
+@pytest.mark.parametrize("header", ["12.0", "abc", "9" * 17, "-2"])
+def test_a_last_event_id_that_is_no_seq_is_refused(header: str) -> None:
+    from durabletask.extensions.langgraph.server.protocol_stream import since_of
+
+    with pytest.raises(pc.ProtocolError, match="Last-Event-ID"):
+        since_of({"channels": ["values"]}, header)

@@ -35,13 +35,15 @@ _log = logging.getLogger("durabletask.langgraph.server.protocol")
 
 
 def since_of(body: Mapping[str, Any], last_event_id: str | None) -> Filter:
-    """The filter of an event-stream request: its body, and ``Last-Event-ID`` (an event's ``seq``) when it has no
-    ``since``.
+    """The filter of an event-stream request: its body, and ``Last-Event-ID`` (an event's ``seq``; ``-1``: from the
+    start) when it has no ``since``.
 
     Raises:
         ProtocolError: ``invalid_argument`` naming the field.
     """
     wanted = parse_filter(body, "body")
+    if last_event_id == "-1":  # LangGraph's "from the start"
+        last_event_id = "0"
     if wanted.since is None and last_event_id:
         if not last_event_id.isdigit() or len(last_event_id) > 16:
             raise ProtocolError(
