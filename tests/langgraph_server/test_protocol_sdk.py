@@ -1,5 +1,6 @@
 """Interrupts through langgraph-sdk's ``threads.stream``: ``thread.values`` until ``thread.interrupted``, then
-``thread.run.respond``, over SSE and WebSocket, with the async and the sync client."""
+``thread.run.respond``, over SSE and WebSocket, with the async and the sync client; and RemoteGraph's v3 stream
+resuming a thread in a new session."""
 
 from __future__ import annotations
 
