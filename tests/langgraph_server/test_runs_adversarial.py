@@ -128,3 +128,42 @@ async def test_thread_ids_langgraph_accepts_work_in_paths(runs_hub: RunsHub, thr
         parts = [p.event async for p in s.sdk.runs.stream(thread_id, "chain", input={"topic": "u"})]
         assert parts[0] == "metadata" and parts[-1] == "end"
         await s.sdk.threads.delete(thread_id)
+
+
+DEEP = "[" * 150 + "]" * 150
+
+
+async def test_text_no_thread_can_keep_is_refused(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        await s.sdk.runs.wait(tid, "chain", input={"topic": "x"})
+        for method, path, body, names in [
+            ("POST", "/threads", '{"metadata": {"\\ud800": 1}}', "surrogate"),
+            ("POST", "/threads", '{"metadata": {"k": "a\\udfffb"}}', "surrogate"),
+            ("PATCH", f"/threads/{tid}", '{"metadata": {"k": "\\ud800"}}', "surrogate"),
+            ("POST", f"/threads/{tid}/runs/wait", '{"assistant_id": "chain", "input": {"topic": "\\ud800"}}', "topic"),
+            ("POST", f"/threads/{tid}/state", '{"values": {"topic": ' + DEEP + "}}", "nested"),
+            ("POST", f"/threads/{tid}/runs", '{"assistant_id": "chain", "input": {"topic": ' + DEEP + "}}", "nested"),
+            ("POST", "/threads/search", '{"metadata": {"k": ' + DEEP + "}}", "nested"),
+            ("POST", "/runs/batch", '[{"assistant_id": "chain", "input": ' + DEEP + "}]", "nested"),
+            ("POST", "/threads", "[" * 100_000, "JSON"),
+        ]:
+            response = await s.http.request(method, path, content=body.encode())
+            assert response.status_code == 422, (method, path, response.text[:300])
+            assert names in response.json()["detail"], response.text[:300]
+        assert (await s.sdk.threads.get_state(tid))["values"]["topic"] == "x"
+
+
+@pytest.mark.parametrize(
+    "garbage", ["not-an-id", "1e5", "1-2-3", "0x10", "9" * 5000, "1.2.3", "a.b", ".", "1.", "NaN", "1_0", "١٢"]
+)
+async def test_garbage_last_event_ids(runs_hub: RunsHub, garbage: str) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        run = await s.sdk.runs.create(tid, "chain", input={"topic": "x"}, stream_resumable=True)
+        await s.sdk.runs.join(tid, run["run_id"])
+        for path in (f"/threads/{tid}/runs/{run['run_id']}/stream", f"/threads/{tid}/stream"):
+            header = garbage.encode("utf-8")  # sent as its UTF-8 bytes
+            response = await s.http.get(path, headers={"Last-Event-ID": header})
+            assert response.status_code == 422, (path, response.text[:200])
+            assert "Last-Event-ID" in response.json()["detail"] and len(response.text) < 500

@@ -13,14 +13,23 @@ from urllib.parse import quote
 from aiohttp import web
 
 from durabletask.extensions.langgraph.server.context import ServerContext
-from durabletask.extensions.langgraph.server.errors import HttpError, bad_request, json_body
+from durabletask.extensions.langgraph.server.errors import HttpError, bad_request
 from durabletask.extensions.langgraph.server.runs_body import run_request
 from durabletask.extensions.langgraph.server.runs_service import RUN_FIELDS, RunServiceImpl
 from durabletask.extensions.langgraph.server.runs_stream import SDK_MODES
 from durabletask.extensions.langgraph.server.services import RUNS_KEY, RunRequest, StreamEvent
 from durabletask.extensions.langgraph.server.sse import LOOK, send_events
 from durabletask.extensions.langgraph.server.threads import install
-from durabletask.extensions.langgraph.server.threads_http import answer, choice, count, flag, no_content, strings
+from durabletask.extensions.langgraph.server.threads_http import (
+    answer,
+    check_json,
+    choice,
+    count,
+    flag,
+    no_content,
+    read_body,
+    strings,
+)
 
 _THREAD_MODES = ("run_modes", "lifecycle", "state_update")
 BACKGROUND_KEY = "runs_background"
@@ -68,7 +77,7 @@ class _Handlers:
 
     async def _create(self, request: web.Request) -> tuple[RunRequest, dict[str, Any]]:
         thread_id = self._thread(request)
-        body = run_request(await json_body(request), threadless=thread_id is None)
+        body = run_request(await read_body(request), threadless=thread_id is None)
         return body, await self.runs.create(thread_id, body)
 
     async def _after(self, body: RunRequest, run: dict[str, Any]) -> None:
@@ -130,10 +139,11 @@ class _Handlers:
     async def batch(self, request: web.Request) -> web.Response:
         try:
             payloads = json.loads(await request.read() or b"null")
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise bad_request("the request body is not valid JSON: a list of runs is expected") from None
         if not isinstance(payloads, list) or not payloads or len(payloads) > MAX_BATCH:
             raise bad_request(f"the request body must be a list of 1 to {MAX_BATCH} runs")
+        check_json(payloads)
         asked = []
         for n, payload in enumerate(payloads):
             if not isinstance(payload, dict):
@@ -212,7 +222,7 @@ class _Handlers:
         return web.Response(status=202) if not wait else no_content()
 
     async def cancel_many(self, request: web.Request) -> web.Response:
-        body = await json_body(request, required=False)
+        body = await read_body(request, required=False)
         action = choice(dict(request.query), "action", ("interrupt", "rollback"), "interrupt")
         thread_id = body.get("thread_id")
         if thread_id is not None and not isinstance(thread_id, str):

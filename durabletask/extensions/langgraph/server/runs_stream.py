@@ -11,6 +11,7 @@ resuming after an ID skips exactly the events up to it.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,8 @@ SDK_MODES = {
 IDLE_LOOK = 0.25
 Key = tuple[int, int]
 FROM_START: Key = (-2, 0)
+# An event ID: the item's offset and the event's rank, in ASCII digits ("12.0"); a bare offset means its last event.
+_EVENT_ID = re.compile(r"(-?[0-9]{1,15})(?:\.([0-9]{1,9}))?")
 #: The rank of a failed run's ``error`` (and then ``end``) after the events of the item that said it failed.
 FAILED_RANK = 1 << 20
 METADATA_KEY: Key = (-1, 0)
@@ -54,13 +57,12 @@ def parse_event_id(value: str | None) -> Key | None:
     text = value.strip()
     if text in ("-1", "0", ""):
         return FROM_START
-    offset, dot, rank = text.partition(".")
-    try:
-        return (int(offset), int(rank)) if dot else (int(offset), 1 << 30)
-    except ValueError:
-        raise bad_request(
-            f"'Last-Event-ID' {value!r} is not an event ID of this server (expected e.g. '12.0')"
-        ) from None
+    found = _EVENT_ID.fullmatch(text)
+    if found is None:
+        shown = value if len(value) <= 40 else f"{value[:40]}... ({len(value)} characters)"
+        raise bad_request(f"'Last-Event-ID' {shown!r} is not an event ID of this server (expected e.g. '12.0')")
+    offset, rank = found.group(1), found.group(2)
+    return (int(offset), int(rank)) if rank is not None else (int(offset), 1 << 30)
 
 
 def event_id(key: Key) -> str:

@@ -8,12 +8,21 @@ from aiohttp import web
 
 from durabletask.extensions.langgraph._records import register_records
 from durabletask.extensions.langgraph.server.context import ServerContext
-from durabletask.extensions.langgraph.server.errors import bad_request, json_body
+from durabletask.extensions.langgraph.server.errors import bad_request
 from durabletask.extensions.langgraph.server.runs_body import bounded_metadata
 from durabletask.extensions.langgraph.server.runs_service import RunServiceImpl
 from durabletask.extensions.langgraph.server.services import RUNS_KEY, THREADS_KEY
 from durabletask.extensions.langgraph.server.state import select_state
-from durabletask.extensions.langgraph.server.threads_http import answer, choice, count, field, flag, no_content, strings
+from durabletask.extensions.langgraph.server.threads_http import (
+    answer,
+    choice,
+    count,
+    field,
+    flag,
+    no_content,
+    read_body,
+    strings,
+)
 from durabletask.extensions.langgraph.server.threads_service import ThreadServiceImpl
 
 
@@ -47,7 +56,7 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
     threads = install(ctx)
 
     async def create(request: web.Request) -> web.Response:
-        body = await json_body(request, required=False)
+        body = await read_body(request, required=False)
         supersteps = field(body, "supersteps", list)
         if supersteps is not None and not all(isinstance(s, dict) for s in supersteps):
             raise bad_request("'supersteps' must be a list of objects with 'updates'")
@@ -65,7 +74,7 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
         return answer(await threads.get(request.match_info["thread_id"]))
 
     async def patch(request: web.Request) -> web.Response:
-        body = await json_body(request, required=False)
+        body = await read_body(request, required=False)
         _ttl(body)
         updated = await threads.update(request.match_info["thread_id"], metadata=bounded_metadata(body.get("metadata")))
         if "return=minimal" in request.headers.get("Prefer", ""):
@@ -77,7 +86,7 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
         return no_content()
 
     async def search(request: web.Request) -> web.Response:
-        body = await json_body(request, required=False)
+        body = await read_body(request, required=False)
         found = await threads.search(
             metadata=field(body, "metadata", dict),
             values=field(body, "values", dict),
@@ -93,7 +102,7 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
         return answer(found)
 
     async def count_threads(request: web.Request) -> web.Response:
-        body = await json_body(request, required=False)
+        body = await read_body(request, required=False)
         found = await threads.count(
             metadata=field(body, "metadata", dict),
             values=field(body, "values", dict),
@@ -105,7 +114,7 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
         return answer(await threads.copy(request.match_info["thread_id"]))
 
     async def prune(request: web.Request) -> web.Response:
-        body = await json_body(request)
+        body = await read_body(request)
         ids = strings(body, "thread_ids")
         if ids is None:
             raise bad_request("'thread_ids' is required: a list of thread IDs")
@@ -137,7 +146,7 @@ def state_routes(threads: ThreadServiceImpl) -> list[web.AbstractRouteDef]:
         return answer(select_state(state, select))
 
     async def post_state_checkpoint(request: web.Request) -> web.Response:
-        body = await json_body(request)
+        body = await read_body(request)
         checkpoint = field(body, "checkpoint", dict)
         if checkpoint is None:
             raise bad_request("'checkpoint' is required: an object with 'checkpoint_id'")
@@ -146,7 +155,7 @@ def state_routes(threads: ThreadServiceImpl) -> list[web.AbstractRouteDef]:
         return answer(select_state(state, strings(body, "select")))
 
     async def update_state(request: web.Request) -> web.Response:
-        body = await json_body(request)
+        body = await read_body(request)
         checkpoint = field(body, "checkpoint", dict)
         checkpoint_id = field(body, "checkpoint_id", str)
         if checkpoint_id:
@@ -160,7 +169,7 @@ def state_routes(threads: ThreadServiceImpl) -> list[web.AbstractRouteDef]:
         return answer(updated)
 
     async def history(request: web.Request) -> web.Response:
-        body = await json_body(request, required=False)
+        body = await read_body(request, required=False)
         found = await threads.history(
             request.match_info["thread_id"],
             limit=count(body.get("limit"), "limit", 10),

@@ -8,10 +8,54 @@ from typing import Any
 
 from aiohttp import web
 
-from durabletask.extensions.langgraph.server.errors import bad_request
+from durabletask.extensions.langgraph.server.errors import bad_request, json_body
 
 #: The most items one page of a listing returns.
 MAX_LIMIT = 1000
+#: The deepest nesting of objects and lists a body may have (LangGraph's serializer and JSON both recurse).
+MAX_DEPTH = 100
+
+
+def _text_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_json(value: Any, where: str = "the request body") -> None:
+    """422 for JSON no thread can keep: nesting deeper than ``MAX_DEPTH``, or a lone surrogate in a string or key."""
+    stack: list[tuple[Any, int, str]] = [(value, 0, where)]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, str):
+            if not _text_ok(item):
+                raise bad_request(f"{path} holds a lone surrogate (e.g. \\ud800), which no UTF-8 text can hold")
+            continue
+        if not isinstance(item, (dict, list)):
+            continue
+        if depth >= MAX_DEPTH:
+            raise bad_request(
+                f"{where} is nested more than {MAX_DEPTH} levels deep (at {path}); the limit is {MAX_DEPTH}"
+            )
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not _text_ok(str(key)):
+                    raise bad_request(f"{path} has a key holding a lone surrogate, which no UTF-8 text can hold")
+                stack.append((child, depth + 1, f"{path}.{str(key)[:40]}" if depth else f"'{str(key)[:40]}'"))
+        else:
+            stack.extend((child, depth + 1, f"{path}[{n}]") for n, child in enumerate(item))
+
+
+async def read_body(request: web.Request, *, required: bool = True) -> dict[str, Any]:
+    """The request's JSON object (``errors.json_body``), checked by :func:`check_json`."""
+    try:
+        body = await json_body(request, required=required)
+    except RecursionError:
+        raise bad_request(f"the request body is nested too deeply to read; the limit is {MAX_DEPTH} levels") from None
+    check_json(body)
+    return body
 
 
 def answer(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
