@@ -147,6 +147,9 @@ async def test_text_no_thread_can_keep_is_refused(runs_hub: RunsHub) -> None:
             ("POST", "/threads/search", '{"metadata": {"k": ' + DEEP + "}}", "nested"),
             ("POST", "/runs/batch", '[{"assistant_id": "chain", "input": ' + DEEP + "}]", "nested"),
             ("POST", "/threads", "[" * 100_000, "JSON"),
+            ("POST", "/threads", '{"metadata": {"x": ' + "9" * 5000 + "}}", "number"),
+            ("POST", f"/threads/{tid}/runs/wait", '{"assistant_id": "chain", "input": ' + "9" * 5000 + "}", "number"),
+            ("POST", "/runs/batch", "[" + "9" * 5000 + "]", "number"),
         ]:
             response = await s.http.request(method, path, content=body.encode())
             assert response.status_code == 422, (method, path, response.text[:300])

@@ -139,8 +139,8 @@ class _Handlers:
     async def batch(self, request: web.Request) -> web.Response:
         try:
             payloads = json.loads(await request.read() or b"null")
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            raise bad_request("the request body is not valid JSON: a list of runs is expected") from None
+        except (ValueError, UnicodeDecodeError, RecursionError):  # a number too long to read is a ValueError too
+            raise bad_request("the request body is not valid JSON (or holds a number too long to read)") from None
         if not isinstance(payloads, list) or not payloads or len(payloads) > MAX_BATCH:
             raise bad_request(f"the request body must be a list of 1 to {MAX_BATCH} runs")
         check_json(payloads)

@@ -54,6 +54,8 @@ async def read_body(request: web.Request, *, required: bool = True) -> dict[str,
         body = await json_body(request, required=required)
     except RecursionError:
         raise bad_request(f"the request body is nested too deeply to read; the limit is {MAX_DEPTH} levels") from None
+    except ValueError as error:  # e.g. an integer of more digits than Python reads (4,300)
+        raise bad_request(f"the request body holds a number too long to read: {str(error)[:120]}") from None
     check_json(body)
     return body
 
