@@ -182,10 +182,11 @@ class RunService(Protocol):
         last_event_id: str | None = None,
         stream_mode: Sequence[str] | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        """The run's events after ``last_event_id`` (``None``: live from now; ``"-1"``: from the start).
+        """The run's events after ``last_event_id`` (``None`` or ``"-1"``: from the start).
 
         Begins with ``metadata`` ``{run_id, attempt}`` when read from the start, ends with the run (its last
-        ``values``/``error`` event, then ``end``). ``stream_mode`` narrows the run's own modes.
+        ``values``/``error`` event, then ``end``). ``stream_mode`` narrows the run's own modes. A later ``metadata``
+        event says a task of the run runs again (its ``attempt``).
         """
         ...
 
