@@ -61,7 +61,6 @@ def test_a_stream_without_since_skips_a_newest_run_cancelled_before_it_ran(serve
     with httpx.Client(base_url=servers.url, timeout=60) as http:
         http.post(f"/threads/{thread_id}/runs/{queued}/cancel").raise_for_status()
         http.post(f"/threads/{thread_id}/runs/{first}/cancel?wait=true").raise_for_status()
-        body = {"channels": ["lifecycle"], "since": None}
         with (
             httpx.Client(base_url=servers.urls[1], timeout=120) as other,
             other.stream("POST", f"/threads/{thread_id}/stream/events", json={"channels": ["lifecycle"]}) as response,
