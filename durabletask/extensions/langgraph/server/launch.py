@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import sqlite3
 from collections.abc import Callable
@@ -24,6 +25,9 @@ from durabletask.extensions.langgraph.server.context import ServerContext
 from durabletask.extensions.langgraph.server.launch_worker import register_project
 from durabletask.worker import TaskHubGrpcWorker
 
+#: The server's clients log here, not on the SDK's default logger, which prints a line per call: a server makes
+#: several calls per request. Warnings and errors still reach stderr (Python's last-resort handler).
+CLIENT_LOG = logging.getLogger("durabletask.langgraph.server.client")
 #: The folder under the project where ``dev`` keeps the emulator's state across restarts.
 DEV_DATA_DIR = ".langgraph_dtscale"
 DEV_DB_FILE = "state.db"
@@ -78,16 +82,16 @@ class Connection:
         if self.connection_string:
             from durabletask.azuremanaged.client import DurableTaskSchedulerClient
 
-            return DurableTaskSchedulerClient.from_connection_string(self.connection_string)
-        return TaskHubGrpcClient(**self._plain())
+            return DurableTaskSchedulerClient.from_connection_string(self.connection_string, logger=CLIENT_LOG)
+        return TaskHubGrpcClient(**self._plain(), logger=CLIENT_LOG)
 
     def async_client(self) -> AsyncTaskHubGrpcClient:
         """An asyncio client of the hub (create it on the loop that uses it)."""
         if self.connection_string:
             from durabletask.azuremanaged.client import AsyncDurableTaskSchedulerClient
 
-            return AsyncDurableTaskSchedulerClient.from_connection_string(self.connection_string)
-        return AsyncTaskHubGrpcClient(**self._plain())
+            return AsyncDurableTaskSchedulerClient.from_connection_string(self.connection_string, logger=CLIENT_LOG)
+        return AsyncTaskHubGrpcClient(**self._plain(), logger=CLIENT_LOG)
 
 
 def stop_event() -> asyncio.Event:
