@@ -187,6 +187,9 @@ def test_bad_commands_get_protocol_errors_naming_the_field(servers: Servers, bod
     [
         ("commands", b"{not json", {}, 422, "not valid JSON"),
         ("commands", b"[1,2]", {}, 422, "JSON object"),
+        ("commands", b'{"id": 1, "method": "state.get", "params": {"x": ' + b"9" * 5000 + b"}}", {}, 422, "JSON"),
+        ("stream/events", b'{"channels": ["values"], "since": ' + b"9" * 5000 + b"}", {}, 422, "JSON"),
+        ("commands", b"[" * 100_000 + b"]" * 100_000, {}, 422, "JSON"),
         ("stream/events", b"{}", {}, 422, "body.channels"),
         ("stream/events", b'{"channels": ["values"], "since": -3}', {}, 422, "body.since"),
         ("stream/events", b'{"channels": ["values"]}', {"Last-Event-ID": "12.0"}, 422, "Last-Event-ID"),
@@ -212,6 +215,8 @@ async def test_a_websocket_answers_bad_frames_and_keeps_serving(servers: Servers
         for frame in [
             "{oops",
             "[]",
+            '{"id": 1, "method": "state.get", "params": {"x": ' + "9" * 5000 + "}}",
+            "[" * 100_000 + "]" * 100_000,
             '{"id": 9, "method": "subscription.unsubscribe", "params": {"subscription_id": "s"}}',
         ]:
             await ws.send(frame)

@@ -12,6 +12,8 @@ Runs are the run service's runs (``services.py``), so everything here works from
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from durabletask.extensions.langgraph.server import protocol_commands as pc
@@ -23,6 +25,14 @@ from durabletask.extensions.langgraph.server.protocol_ws import serve_websocket
 from durabletask.extensions.langgraph.server.services import run_service, thread_service
 
 
+async def _json(request: web.Request) -> dict[str, Any]:
+    """The body as a JSON object; 422 for anything else (a number over Python's digit limit included)."""
+    try:
+        return await json_body(request)
+    except ValueError as error:
+        raise bad_request(f"the request body is not valid JSON: {str(error)[:200]}") from None
+
+
 def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
     """The protocol's routes: commands, and the event stream over SSE and WebSocket."""
     commands = Commands(ctx)
@@ -31,11 +41,11 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
         return ThreadEvents(run_service(ctx), thread_service(ctx))
 
     async def post_command(request: web.Request) -> web.Response:
-        body = await json_body(request)
+        body = await _json(request)
         return web.json_response(await commands.answer(request.match_info["thread_id"], body))
 
     async def post_events(request: web.Request) -> web.StreamResponse:
-        body = await json_body(request)
+        body = await _json(request)
         try:
             wanted = since_of(body, request.headers.get("Last-Event-ID"))
         except pc.ProtocolError as error:

@@ -124,8 +124,10 @@ def _seq(last_event_id: str | None) -> int | None:
 def _decode(data: str) -> Any:
     try:
         return json.loads(data)
-    except (json.JSONDecodeError, RecursionError) as error:
-        raise pc.ProtocolError("invalid_argument", f"frame: not a JSON command ({error})") from None
+    except RecursionError:
+        raise pc.ProtocolError("invalid_argument", "frame: the command nests JSON too deeply") from None
+    except ValueError as error:  # not JSON, or a number over Python's digit limit
+        raise pc.ProtocolError("invalid_argument", f"frame: not a JSON command ({str(error)[:200]})") from None
 
 
 async def serve_websocket(
