@@ -435,3 +435,40 @@ async def test_a_request_line_or_header_past_the_server_limits_is_4xx_not_a_hang
         assert 400 <= status < 500, status
     finally:
         writer.close()
+
+
+#: In the bodies below, @N is a number of more digits than Python reads into an int by default, @DEEP a list
+#: nested 800 deep (JSON reads it; nothing that stores a thread's state can).
+FILLS = {"@N": "9" * 5000, "@DEEP": "[" * 800 + "]" * 800}
+#: Bodies that are JSON but hold what no thread can keep: each route must refuse them naming the problem.
+UNKEEPABLE: list[tuple[str, str, str]] = [
+    ("POST", "/threads", '{"metadata": {"x": @N}}'),
+    ("PATCH", "/threads/{tid}", '{"metadata": {"x": @N}}'),
+    ("POST", "/threads/search", '{"metadata": {"x": @N}}'),
+    ("POST", "/runs/wait", '{"assistant_id": "echo", "input": {"text": @N}}'),
+    ("POST", "/threads/{tid}/commands", '{"id": 1, "method": "state.get", "params": {"x": @N}}'),
+    ("POST", "/threads/{tid}/stream/events", '{"channels": ["values"], "x": @N}'),
+    ("POST", "/threads", '{"metadata": {"\\ud800": 1}}'),
+    ("POST", "/threads/{tid}/runs/wait", '{"assistant_id": "echo", "input": {"text": "\\ud800"}}'),
+    ("POST", "/threads/{tid}/state", '{"values": {"text": "\\udfff"}}'),
+    ("POST", "/threads/{tid}/state", '{"values": {"text": @DEEP}}'),
+    ("POST", "/threads", '{"metadata": {"m": @DEEP}}'),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), UNKEEPABLE, ids=[f"{m} {p} {b[:24]}" for m, p, b in UNKEEPABLE])
+async def test_json_that_no_thread_can_keep_is_422(http: httpx.AsyncClient, method: str, path: str, body: str) -> None:
+    tid = await _a_thread(http)
+    if path.endswith("/state"):  # a state update needs a thread that ran
+        ran = await http.post(f"/threads/{tid}/runs/wait", json={"assistant_id": "echo", "input": {"text": "x"}})
+        assert ran.status_code == 200, ran.text
+    for mark, fill in FILLS.items():
+        body = body.replace(mark, fill)
+    response = await http.request(
+        method, path.format(tid=tid), content=body.encode(), headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422, (method, path, response.text[:300])
+    assert response.json()["detail"] and len(response.text) < 1000, response.text[:300]
+    if path.endswith("/state"):
+        state = await http.get(f"/threads/{tid}/state")
+        assert state.json()["values"] == {"text": "x!"}, state.text  # nothing of it was kept

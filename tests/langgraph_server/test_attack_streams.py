@@ -62,6 +62,7 @@ async def test_garbage_last_event_ids_are_422_naming_the_header(http: httpx.Asyn
             response = await http.request(method, path, json=body, headers={"Last-Event-ID": garbage})
             assert response.status_code == 422, (path, garbage[:20], response.text[:200])
             assert "Last-Event-ID" in response.json()["detail"], response.text[:200]
+            assert len(response.text) < 1000, "the refusal quotes the whole garbage back"
 
 
 async def test_last_event_id_bytes_no_text_can_hold_are_4xx(dev: Served, http: httpx.AsyncClient) -> None:
@@ -210,6 +211,7 @@ HOSTILE_FRAMES: list[tuple[str, Any]] = [
     ("text", json.dumps({"id": 1, "method": "subscription.reconnect", "params": {"last_event_id": "garbage"}})),
     ("text", json.dumps({"id": 1, "method": "run.start", "params": {"assistant_id": ["echo"]}})),
     ("text", json.dumps({"id": 1, "method": "input.respond", "params": {"responses": "yes"}})),
+    ("text", '{"id": 1, "method": "state.get", "params": {"x": ' + "9" * 5000 + "}}"),  # too long for an int
     ("binary", b"\x00\x01\x02"),
 ]
 
