@@ -472,3 +472,21 @@ async def test_json_that_no_thread_can_keep_is_422(http: httpx.AsyncClient, meth
     if path.endswith("/state"):
         state = await http.get(f"/threads/{tid}/state")
         assert state.json()["values"] == {"text": "x!"}, state.text  # nothing of it was kept
+
+
+async def test_a_thread_id_cannot_write_headers_into_an_answer(http: httpx.AsyncClient) -> None:
+    thread_id = "crlf\r\nSet-Cookie: evil=1\r\nX-Evil: 1"
+    created = await http.post("/threads", json={"thread_id": thread_id})
+    assert created.status_code == 200, created.text
+    body = {"assistant_id": "echo", "input": {"text": "x"}}
+    for suffix in ("/runs/stream", "/runs", "/runs/wait"):
+        async with http.stream("POST", _path(thread_id) + suffix, json=body) as response:
+            await response.aread()
+            assert response.status_code == 200, (suffix, response.text)
+            assert "set-cookie" not in response.headers and "x-evil" not in response.headers, response.headers
+            location = response.headers.get("Content-Location", "")
+            assert "\r" not in location and "\n" not in location and location.startswith(_path(thread_id)), location
+        if suffix == "/runs":
+            run = response.json()
+            joined = await http.get(_path(thread_id) + f"/runs/{run['run_id']}/join")
+            assert joined.status_code == 200, joined.text

@@ -232,3 +232,29 @@ async def test_every_wrong_websocket_frame_gets_an_error_and_the_socket_goes_on(
             await ws.send_str(json.dumps({"id": 1000 + n, "method": "state.get", "params": {}}))
             alive = await ws.receive_json(timeout=60)
             assert (alive["type"], alive["id"]) == ("success", 1000 + n), (frame[:60], alive)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+async def test_many_websockets_that_vanish_mid_subscription_leave_nothing_behind(
+    dev: Served, http: httpx.AsyncClient
+) -> None:
+    tid = (await http.post("/threads", json={})).json()["thread_id"]
+    before = _descriptors(dev.process.pid)
+    subscribe = json.dumps({"id": 1, "method": "subscription.subscribe", "params": {"channels": ["values"]}})
+    for _ in range(2):
+        sessions = [aiohttp.ClientSession() for _ in range(16)]
+        sockets = [
+            await session.ws_connect(f"{dev.url}/threads/{tid}/stream/events", headers=AUTH) for session in sessions
+        ]
+        for ws in sockets:
+            await ws.send_str(subscribe)
+            assert (await ws.receive_json(timeout=60))["type"] == "success"
+        for session in sessions:  # the connections drop: no close frame
+            connector = session.connector
+            assert connector is not None
+            await connector.close()
+            await session.close()
+    ran = await http.post(f"/threads/{tid}/runs/wait", json={"assistant_id": "echo", "input": {"text": "after"}})
+    assert (ran.status_code, ran.json()) == (200, {"text": "after!"}), ran.text
+    while _descriptors(dev.process.pid) > before + 4:  # the pytest timeout ends a leak
+        await asyncio.sleep(0.2)
