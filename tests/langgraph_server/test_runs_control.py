@@ -245,6 +245,18 @@ async def test_reject_holds_when_another_server_won_the_race(runs_hub: RunsHub, 
         assert (await s.sdk.runs.get(tid, first["run_id"]))["status"] == "success"
 
 
+async def test_after_seconds_delays_a_run_durably(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        later = await s.sdk.runs.create(tid, "chain", input={"topic": "later"}, after_seconds=600)
+        assert (await s.sdk.runs.get(tid, later["run_id"]))["status"] == "pending"  # ten minutes to go
+        await s.sdk.runs.cancel(tid, later["run_id"], wait=True)  # a cancel reaches a run that waits for its time
+        assert (await s.sdk.runs.get(tid, later["run_id"]))["status"] == "interrupted"
+        soon = await s.sdk.runs.create(tid, "chain", input={"topic": "soon"}, after_seconds=0.5)
+        assert (await s.sdk.runs.join(tid, soon["run_id"]))["steps"] == ["plan:soon", "write:soon"]
+        assert (await s.sdk.runs.get(tid, soon["run_id"]))["status"] == "success"
+
+
 async def _collect(parts: Any) -> list[str]:
     return [p.event async for p in parts]
 

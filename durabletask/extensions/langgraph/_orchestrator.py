@@ -13,7 +13,7 @@ next request: it runs it if the thread's checkpoints suit its graph, or refuses 
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.channels.delta import DeltaChannel
@@ -302,7 +302,7 @@ class ThreadRuntime:
             yield from self.answer(request, {"cancelled": True})
             return
         self.current = request["id"]
-        if kind == "run":
+        if kind == "run" and not body.get("not_before"):  # a delayed run says it runs once its time has come
             self.notify(body, request["id"], "running")
         result, status = yield from self._outcome(request, body, fresh)
         self.current = None
@@ -394,6 +394,9 @@ class ThreadRuntime:
         request_id = request["id"]
         spec = RunSpec(**body["spec"])
         self.cancellable = bool(body.get("record"))
+        if body.get("not_before"):
+            yield from self._wait_until(str(body["not_before"]))
+            self.notify(body, request_id, "running")
         self.run_started_from = self._latest_checkpoint_id()
         check_resume(self.graph, self.saver, self.thread_id or "", spec.input, spec.checkpoint_id)
         emitted: list[Chunk] = []
@@ -458,6 +461,21 @@ class ThreadRuntime:
         request: dict[str, Any] = self.listener.get_result()
         self.listener = None
         return request
+
+    def _wait_until(self, not_before: str) -> Generator[Any, Any, None]:
+        """A delayed run's wait (a durable timer), taking requests meanwhile: a cancel of the run ends it."""
+        due = datetime.fromisoformat(not_before)
+        now = self.ctx.current_utc_datetime
+        if due.tzinfo is not None and now.tzinfo is None:
+            due = due.astimezone(timezone.utc).replace(tzinfo=None)
+        if due <= now:
+            return
+        timer = self.ctx.create_timer(due)
+        while not timer.is_complete:
+            listener = self.next_request()
+            yield dt.when_any([timer, listener])
+            if listener.is_complete:
+                yield from self._arrived_during_run(self._take_request())
 
     def _arrived_during_run(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
         """Answer a state read at once (from the last finished superstep), take a cancel; queue anything else."""

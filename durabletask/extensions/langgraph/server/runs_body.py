@@ -125,8 +125,6 @@ def _after(body: Mapping[str, Any]) -> float | None:
         return None
     if isinstance(after, bool) or not isinstance(after, (int, float)) or not 0 <= after <= MAX_AFTER_SECONDS:
         raise bad_request(f"'after_seconds' must be a number from 0 to {MAX_AFTER_SECONDS:g}, not {after!r}")
-    if after > 0:
-        raise bad_request("'after_seconds' above 0 is not supported by this server: create the run when it is due")
     return float(after)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import json
 import time
 import uuid
@@ -207,10 +208,13 @@ class RunServiceImpl:
                     interrupt_after=request.interrupt_after,
                     subgraphs=request.stream_subgraphs,
                 )
-                reject = request.multitask_strategy == "reject"
-                await graph.asubmit(
-                    "run", {**body, "record": True, "reject_if_busy": reject}, config, request_id=run_id
-                )
+                extra: dict[str, Any] = {"record": True, "reject_if_busy": request.multitask_strategy == "reject"}
+                if request.after_seconds:  # the thread's orchestration waits on a durable timer until then
+                    due = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(
+                        seconds=request.after_seconds
+                    )
+                    extra["not_before"] = due.isoformat()
+                await graph.asubmit("run", {**body, **extra}, config, request_id=run_id)
             except (StateSerializationError, ValueError) as error:
                 raise bad_request(str(error)) from None
             except LangGraphError as error:
