@@ -490,3 +490,27 @@ async def test_a_thread_id_cannot_write_headers_into_an_answer(http: httpx.Async
             run = response.json()
             joined = await http.get(_path(thread_id) + f"/runs/{run['run_id']}/join")
             assert joined.status_code == 200, joined.text
+
+
+def _outward_address() -> str | None:
+    """An address of this machine other than loopback, if it has one (no packet is sent)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.255", 9))  # TEST-NET: picks the outward interface
+        except OSError:
+            return None
+        address = str(probe.getsockname()[0])
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+async def test_dev_serves_this_machine_only_by_default(dev: Served) -> None:
+    host, port = host_port(dev.url)
+    assert host == "127.0.0.1", dev.url
+    outward = _outward_address()
+    if outward is None:
+        return  # no other interface to reach it through: loopback is all there is
+    with pytest.raises(OSError):
+        _, writer = await asyncio.wait_for(asyncio.open_connection(outward, port), 30)
+        writer.close()
