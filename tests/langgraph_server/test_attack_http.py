@@ -514,3 +514,14 @@ async def test_dev_serves_this_machine_only_by_default(dev: Served) -> None:
     with pytest.raises(OSError):
         _, writer = await asyncio.wait_for(asyncio.open_connection(outward, port), 30)
         writer.close()
+
+
+async def test_the_body_limit_is_exact(http: httpx.AsyncClient) -> None:
+    def body(size: int) -> bytes:
+        shell = b'{"metadata": {"pad": ""}}'
+        return shell.replace(b'""', b'"' + b"a" * (size - len(shell)) + b'"')
+
+    at_limit = await http.post("/threads", content=body(LIMIT), headers={"Content-Type": "application/json"})
+    assert at_limit.status_code == 200 and len(at_limit.json()["metadata"]["pad"]) > LIMIT - 100, at_limit.text[:200]
+    over = await http.post("/threads", content=body(LIMIT + 1), headers={"Content-Type": "application/json"})
+    assert over.status_code == 413 and str(LIMIT) in over.json()["detail"], over.text
