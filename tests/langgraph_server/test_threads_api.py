@@ -225,3 +225,18 @@ async def test_large_values_are_read_from_the_state(runs_hub: RunsHub) -> None:
         assert [t["thread_id"] for t in found] == [tid] and found[0]["values"] is None  # kept out of the record
         kwargs = (await s.sdk.runs.list(tid))[0]["kwargs"]
         assert kwargs["input"].startswith("<not kept") and kwargs["stream_mode"] == ["values"]
+
+
+async def test_prune_keep_latest(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        await s.sdk.runs.wait(tid, "ask", input={"topic": "p"})  # waits at its interrupt
+        before = await s.sdk.threads.get_state(tid)
+        assert len(await s.sdk.threads.get_history(tid, limit=50)) > 1
+        assert (await s.sdk.threads.prune([tid], strategy="keep_latest"))["pruned_count"] == 1
+        history = await s.sdk.threads.get_history(tid, limit=50)
+        assert [h["checkpoint"] for h in history] == [before["checkpoint"]]
+        after = await s.sdk.threads.get_state(tid)
+        assert after["values"] == before["values"] and after["next"] == ["ask"]
+        done = await s.sdk.runs.wait(tid, "ask", command={"resume": "yes"})
+        assert done["steps"] == ["plan:p", "answer:yes", "write:p"]

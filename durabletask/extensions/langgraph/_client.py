@@ -143,6 +143,14 @@ class DurableGraph:
             raise ValueError(f"thread {copy!r} already exists: a thread is copied to a new thread ID")
         return None
 
+    def _prune_plan(self, config: Any) -> Plan:
+        thread, instance = yield from self._instance(config)
+        if (yield from rq.read_state(instance)) is None:
+            return None  # no checkpoints: nothing to prune
+        req = rq.request("prune", self.shape, thread, {})
+        yield from rq.send_and_wait(instance, self.name, req, self._waiting)
+        return None
+
     def _local(self, saver: ReplaySaver) -> Any:
         return self.graph.copy(update={"checkpointer": saver})
 
@@ -483,6 +491,17 @@ class DurableGraph:
         """
         result: str = await self._async(self._submit_plan(kind, body, config, request_id))
         return result
+
+    async def aprune_thread(self, config: Any) -> None:
+        """Keep only the latest checkpoint of the config's thread (LangGraph server's ``prune`` ``keep_latest``).
+
+        Args:
+            config: A LangGraph config naming the thread.
+
+        Raises:
+            GraphRunError: The thread cannot be pruned (its graph has DeltaChannels, which need every checkpoint).
+        """
+        await self._async(self._prune_plan(config))
 
     async def acopy_thread(self, source: Any, target: Any) -> None:
         """Copy the checkpoints of ``source`` 's thread to the new thread of ``target`` (LangGraph server's copy).

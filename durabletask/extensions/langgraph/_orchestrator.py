@@ -320,6 +320,9 @@ class ThreadRuntime:
             if kind == "state":
                 self._admit_read(request)
                 return {"saver": self._export_state(body)}, "success"
+            if kind == "prune":
+                self._admit_read(request)
+                return self._prune(), "success"
             if kind not in ("run", "update"):
                 raise ValueError(f"unknown request kind '{kind}'")
             self._admit(request, fresh)
@@ -461,6 +464,14 @@ class ThreadRuntime:
         request: dict[str, Any] = self.listener.get_result()
         self.listener = None
         return request
+
+    def _prune(self) -> dict[str, Any]:
+        """Keep only the thread's latest checkpoint (and what it needs): LangGraph server's ``keep_latest``."""
+        if any(isinstance(spec, DeltaChannel) for spec in self.graph.channels.values()):
+            raise ValueError("a thread whose graph has DeltaChannels needs every checkpoint: it cannot be pruned")
+        if self.thread_id:
+            self.saver.forget_before(self.thread_id, None)
+        return {}
 
     def _wait_until(self, not_before: str) -> Generator[Any, Any, None]:
         """A delayed run's wait (a durable timer), taking requests meanwhile: a cancel of the run ends it."""

@@ -246,14 +246,26 @@ class ThreadServiceImpl:
         return thread_json(written or made)
 
     async def prune(self, thread_ids: Sequence[str], *, strategy: Literal["delete", "keep_latest"]) -> int:
-        if strategy != "delete":
-            raise bad_request("'strategy' 'keep_latest' is not supported: threads keep their checkpoints")
         pruned = 0
         for thread_id in thread_ids:
             with contextlib.suppress(HttpError):
-                await self.delete(thread_id)
+                if strategy == "delete":
+                    await self.delete(thread_id)
+                else:
+                    await self.keep_latest(thread_id)
                 pruned += 1
         return pruned
+
+    async def keep_latest(self, thread_id: str) -> None:
+        """Keep only the thread's latest checkpoint (422 for a graph whose DeltaChannels need them all)."""
+        record = await self.record(thread_id)
+        if not record.get("graph_id"):
+            return
+        async with self.graphs.open(record["graph_id"], "threads.update", thread_id=thread_id) as graph:
+            try:
+                await graph.aprune_thread(_config(thread_id))
+            except (GraphMismatchError, GraphRunError) as error:
+                raise graph_error(error) from None
 
     async def get_state(
         self, thread_id: str, *, checkpoint: Mapping[str, Any] | None = None, subgraphs: bool = False
