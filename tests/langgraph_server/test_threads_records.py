@@ -45,3 +45,18 @@ def test_control_entity_keys_of_long_instance_ids_fit() -> None:
     keys = {entity_key(i, "e" * 32) for i in long_ids}
     assert len(keys) == 3 and all(len(f"@{CONTROL_ENTITY}@{k}") <= 100 and len(k) == MAX_ENTITY_KEY for k in keys)
     assert entity_key(long_ids[0], "e" * 32) != entity_key(long_ids[0], "f" * 32)
+
+
+def test_the_stream_cursor_only_moves_forward_and_large_values_stay_out() -> None:
+    from durabletask.extensions.langgraph._records import MAX_RECORD_VALUES, values_fields
+
+    record = apply(None, "put", {"record": {"thread_id": "t"}})
+    record = apply(record, "cursor", {"cursor": "000000000012-abcdef12"})
+    record = apply(record, "cursor", {"cursor": "000000000007-abcdef12"})
+    assert record is not None and record["stream_cursor"] == "000000000012-abcdef12"
+    assert apply(None, "cursor", {"cursor": "000000000001-abcdef12"}) is None  # a deleted thread stays deleted
+    assert apply(None, "run", {"run": {"run_id": "r", "status": "success"}}) is None
+    small = values_fields({"t": "msgpack", "b": "x" * 10}, {"t": "msgpack", "b": "y"})
+    assert small["values"]["b"] == "x" * 10 and small["values_elsewhere"] is False
+    large = values_fields({"t": "msgpack", "b": "x" * MAX_RECORD_VALUES}, {"t": "msgpack", "b": "y"})
+    assert large == {"values": None, "interrupts": None, "values_elsewhere": True}

@@ -80,10 +80,10 @@ def _patch(state: dict[str, Any], data: dict[str, Any]) -> None:
             state[key] = data[key]
 
 
-def _run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+def _run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
     """A run's record or any of its fields, and the thread's fields the orchestration reports with it."""
     if not state:
-        state = {"thread_id": data.get("thread_id"), "created_at": data.get("at"), "metadata": {}, "runs": {}}
+        return None  # the thread was deleted: a late report of its orchestration makes no record
     runs = dict(state.get("runs") or {})
     if data.get("run"):
         _merge_run(runs, data["run"])
@@ -108,9 +108,14 @@ def apply(state: dict[str, Any] | None, operation: str, data: dict[str, Any]) ->
             return None
         _patch(state, data)
     elif operation == "run":
-        state = _run(state, data)
+        found = _run(state, data)
+        if found is None:
+            return None
+        state = found
     elif operation == "cursor":  # where the thread's stream had got to when a run ended: later runs read from there
-        if state and str(data["cursor"]) > str(state.get("stream_cursor") or ""):
+        if not state:
+            return None  # the thread was deleted meanwhile: no record is made for it
+        if str(data["cursor"]) > str(state.get("stream_cursor") or ""):
             state["stream_cursor"] = str(data["cursor"])
     elif operation == "forget_run":
         state["runs"] = {k: v for k, v in (state.get("runs") or {}).items() if k != str(data["run_id"])}
