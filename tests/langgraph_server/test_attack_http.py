@@ -525,3 +525,36 @@ async def test_the_body_limit_is_exact(http: httpx.AsyncClient) -> None:
     assert at_limit.status_code == 200 and len(at_limit.json()["metadata"]["pad"]) > LIMIT - 100, at_limit.text[:200]
     over = await http.post("/threads", content=body(LIMIT + 1), headers={"Content-Type": "application/json"})
     assert over.status_code == 413 and str(LIMIT) in over.json()["detail"], over.text
+
+
+#: Path parameters, as sent on the wire: long, NUL, bytes no UTF-8 text has (a surrogate, 0xFF), an escaped
+#: traversal, CR LF, and numbers where IDs are expected.
+HOSTILE_SEGMENTS = ["x" * 5000, "%00", "%ED%A0%80", "%FF", "..%2F..", "%E7%BA%BF", "%20", "a%0D%0Ab", "-1", "0"]
+
+
+async def test_hostile_path_parameters_get_4xx_on_every_route(http: httpx.AsyncClient, tmp_path: Path) -> None:
+    tid = await _a_thread(http)
+    ran = await http.post(f"/threads/{tid}/runs/wait", json={"assistant_id": "echo", "input": {"text": "x"}})
+    assert ran.status_code == 200, ran.text
+    rid = (await http.get(f"/threads/{tid}/runs")).json()[0]["run_id"]
+    usual = {"thread_id": tid, "run_id": rid, "assistant_id": "echo"}
+    for method, template in await _app_routes(tmp_path, cors=True):
+        names = re.findall(r"\{(\w+)\}", template)
+        if method == "HEAD":
+            continue
+        for name in names:
+            for segment in HOSTILE_SEGMENTS:
+                path = re.sub(
+                    r"\{(\w+)\}",
+                    lambda m, name=name, segment=segment: segment if m.group(1) == name else usual.get(m.group(1), "x"),
+                    template,
+                )
+                body = {} if method in ("POST", "PUT", "PATCH") else None
+                answer = await http.request(method, httpx.URL(dev_url(http) + path), json=body)
+                assert answer.status_code < 500, (method, path[:80], answer.text[:200])
+                if answer.status_code >= 400:
+                    assert answer.json()["detail"], (method, path[:80])
+
+
+def dev_url(http: httpx.AsyncClient) -> str:
+    return str(http.base_url).rstrip("/")
