@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -26,6 +27,10 @@ RUN_BODIES: list[tuple[Any, int, str]] = [
     ({"assistant_id": "chain", "checkpoint": {"checkpoint_ns": "x:1"}}, 422, "checkpoint_ns"),
     ({"assistant_id": "chain", "checkpoint_id": 5}, 422, "checkpoint_id"),
     ({"assistant_id": "chain", "config": []}, 422, "config"),
+    ({"assistant_id": "chain", "config": {"recursion_limit": -1}}, 422, "config.recursion_limit"),
+    ({"assistant_id": "chain", "config": {"recursion_limit": "x"}}, 422, "config.recursion_limit"),
+    ({"assistant_id": "chain", "config": {"configurable": 3}}, 422, "config.configurable"),
+    ({"assistant_id": "chain", "config": {"tags": "t"}}, 422, "config.tags"),
     ({"assistant_id": "chain", "stream_subgraphs": "yes"}, 422, "stream_subgraphs"),
     ({"assistant_id": "chain", "interrupt_before": "plan"}, 422, "interrupt_before"),
     ({"assistant_id": "chain", "after_seconds": -1}, 422, "after_seconds"),
@@ -171,3 +176,13 @@ async def test_garbage_last_event_ids(runs_hub: RunsHub, garbage: str) -> None:
             response = await s.http.get(path, headers={"Last-Event-ID": header})
             assert response.status_code == 422, (path, response.text[:200])
             assert "Last-Event-ID" in response.json()["detail"] and len(response.text) < 500
+
+
+async def test_racing_creates_of_one_thread_id(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        answers = await asyncio.gather(*[s.http.post("/threads", json={"thread_id": "race-1"}) for _ in range(10)])
+        assert sorted(a.status_code for a in answers) == [200] + [409] * 9
+        again = await asyncio.gather(
+            *[s.http.post("/threads", json={"thread_id": "race-2", "if_exists": "do_nothing"}) for _ in range(10)]
+        )
+        assert {a.status_code for a in again} == {200} and len({a.json()["created_at"] for a in again}) == 1

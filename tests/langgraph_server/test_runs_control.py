@@ -257,6 +257,24 @@ async def test_after_seconds_delays_a_run_durably(runs_hub: RunsHub) -> None:
         assert (await s.sdk.runs.get(tid, soon["run_id"]))["status"] == "success"
 
 
+async def test_delete_a_run(runs_hub: RunsHub, tmp_path: Path) -> None:
+    flag = tmp_path / "release"
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        running = await s.sdk.runs.create(tid, "held", input={"topic": str(flag)})
+        await _status_becomes(s, tid, running["run_id"], "running")
+        busy = await s.http.delete(f"/threads/{tid}/runs/{running['run_id']}")
+        assert busy.status_code == 409 and "cancel it" in busy.json()["detail"]
+        flag.write_text("go")
+        await s.sdk.runs.join(tid, running["run_id"])
+        await s.sdk.runs.delete(tid, running["run_id"])
+        with pytest.raises(httpx.HTTPStatusError) as gone:
+            await s.sdk.runs.get(tid, running["run_id"])
+        assert gone.value.response.status_code == 404
+        assert await s.sdk.runs.list(tid) == []
+        assert (await s.sdk.threads.get_state(tid))["values"]["steps"][-1] == f"write:{flag}"  # its work stays
+
+
 async def _collect(parts: Any) -> list[str]:
     return [p.event async for p in parts]
 

@@ -60,3 +60,11 @@ def test_the_stream_cursor_only_moves_forward_and_large_values_stay_out() -> Non
     assert small["values"]["b"] == "x" * 10 and small["values_elsewhere"] is False
     large = values_fields({"t": "msgpack", "b": "x" * MAX_RECORD_VALUES}, {"t": "msgpack", "b": "y"})
     assert large == {"values": None, "interrupts": None, "values_elsewhere": True}
+
+
+def test_a_second_put_is_refused_and_changes_nothing() -> None:
+    record = apply(None, "put", {"record": {"thread_id": "t", "metadata": {"first": 1}}, "op": "a"})
+    for n in range(KEEP_OPS + 5):
+        record = apply(record, "put", {"record": {"thread_id": "t", "metadata": {"second": 1}}, "op": f"b{n}"})
+    assert record is not None and record["metadata"] == {"first": 1} and record["ops"] == ["a"]
+    assert f"b{KEEP_OPS + 4}" in record["refused"] and len(record["refused"]) == KEEP_OPS

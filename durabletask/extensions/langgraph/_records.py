@@ -73,11 +73,19 @@ def _merge_run(runs: dict[str, Any], update: dict[str, Any]) -> None:
     _trim_runs(runs)
 
 
-def _patch(state: dict[str, Any], data: dict[str, Any]) -> None:
+def _put(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """A new thread (or a copy): the whole record."""
+    return {**data["record"], "runs": dict(data["record"].get("runs") or {})}
+
+
+def _patch(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    if not state:
+        return None  # a patch never makes a thread
     state["metadata"] = {**(state.get("metadata") or {}), **(data.get("metadata") or {})}
     for key in ("updated_at", "graph_id", "ttl"):
         if data.get(key) is not None:
             state[key] = data[key]
+    return state
 
 
 def _run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
@@ -96,33 +104,41 @@ def _run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
     return state
 
 
+def _cursor(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the thread's stream had got to when a run ended: later runs read from there."""
+    if not state:
+        return None  # the thread was deleted meanwhile: no record is made for it
+    if str(data["cursor"]) > str(state.get("stream_cursor") or ""):
+        state["stream_cursor"] = str(data["cursor"])
+    return state
+
+
+def _forget_run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    if not state:
+        return None
+    state["runs"] = {k: v for k, v in (state.get("runs") or {}).items() if k != str(data["run_id"])}
+    return state
+
+
+_OPERATIONS = {"put": _put, "patch": _patch, "run": _run, "cursor": _cursor, "forget_run": _forget_run}
+
+
 def apply(state: dict[str, Any] | None, operation: str, data: dict[str, Any]) -> dict[str, Any] | None:
     """The record after ``operation`` (``None``: deleted). Pure, so it is tested without a worker."""
     if operation == "delete":
         return None
-    state = dict(state or {})
-    if operation == "put":  # a new thread (or a copy): the whole record
-        state = {**data["record"], "runs": dict(data["record"].get("runs") or {})}
-    elif operation == "patch":
-        if not state:
-            return None
-        _patch(state, data)
-    elif operation == "run":
-        found = _run(state, data)
-        if found is None:
-            return None
-        state = found
-    elif operation == "cursor":  # where the thread's stream had got to when a run ended: later runs read from there
-        if not state:
-            return None  # the thread was deleted meanwhile: no record is made for it
-        if str(data["cursor"]) > str(state.get("stream_cursor") or ""):
-            state["stream_cursor"] = str(data["cursor"])
-    elif operation == "forget_run":
-        state["runs"] = {k: v for k, v in (state.get("runs") or {}).items() if k != str(data["run_id"])}
-    else:
+    handler = _OPERATIONS.get(operation)
+    if handler is None:
         raise ValueError(f"unknown operation '{operation}' on a thread record")
-    _note_op(state, data.get("op"))
-    return state
+    before = dict(state or {})
+    if operation == "put" and before.get("thread_id") is not None:  # the thread exists: its writer reads 409
+        if data.get("op"):
+            before["refused"] = [*before.get("refused", []), data["op"]][-KEEP_OPS:]
+        return before
+    after = handler(before, data)
+    if after is not None:
+        _note_op(after, data.get("op"))
+    return after
 
 
 def thread_record(ctx: Any, data: Any) -> None:

@@ -128,6 +128,20 @@ def _after(body: Mapping[str, Any]) -> float | None:
     return float(after)
 
 
+def _check_config(config: Any) -> None:
+    """The parts of a run's config the run reads itself: ``recursion_limit``, ``configurable``, ``tags``."""
+    if config is None:
+        return
+    limit = config.get("recursion_limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1_000_000):
+        raise bad_request(f"'config.recursion_limit' must be an integer from 1 to 1000000, not {limit!r}")
+    if config.get("configurable") is not None and not isinstance(config["configurable"], dict):
+        raise bad_request("'config.configurable' must be an object")
+    tags = config.get("tags")
+    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
+        raise bad_request("'config.tags' must be a list of strings")
+
+
 def run_request(body: Any, *, threadless: bool = False) -> RunRequest:
     """The run a creation body asks for (422 naming the first field that is wrong)."""
     if not isinstance(body, dict):
@@ -143,6 +157,7 @@ def run_request(body: Any, *, threadless: bool = False) -> RunRequest:
     webhook = body.get("webhook")
     if webhook is not None:
         raise bad_request("'webhook' is not supported by this server")
+    _check_config(_object(body, "config"))
     return RunRequest(
         assistant_id=assistant_id,
         input=body.get("input"),

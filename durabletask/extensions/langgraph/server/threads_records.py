@@ -16,7 +16,7 @@ from typing import Any
 from durabletask.client import AsyncTaskHubGrpcClient, EntityQuery
 from durabletask.extensions.langgraph._records import RECORD_ENTITY, record_id
 from durabletask.extensions.langgraph._serde import load
-from durabletask.extensions.langgraph.server.errors import HttpError
+from durabletask.extensions.langgraph.server.errors import HttpError, conflict
 from durabletask.extensions.langgraph.server.state import interrupt_json, to_json
 
 #: Seconds a write may take to reach its record (a worker hosting the record entity must be running).
@@ -56,6 +56,8 @@ class Records:
                 return None
             if isinstance(state, dict) and op in (state.get("ops") or []):
                 return state
+            if isinstance(state, dict) and op in (state.get("refused") or []):
+                raise conflict(f"thread {thread_id!r} already exists")
             if operation == "patch" and not state:
                 return None
             if time.monotonic() > deadline:

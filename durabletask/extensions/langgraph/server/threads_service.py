@@ -151,7 +151,12 @@ class ThreadServiceImpl:
         steps = _steps(supersteps) if supersteps else None
         if steps and not graph_id:
             raise bad_request("'supersteps' need a graph: give 'graph_id' in the metadata")
-        written = await self.records.write(thread_id, "put", {"record": record})
+        try:
+            written = await self.records.write(thread_id, "put", {"record": record})
+        except HttpError as lost:  # another request made the thread first
+            if lost.status != 409 or if_exists != "do_nothing":
+                raise
+            return thread_json(await self.record(thread_id))
         if steps and graph_id:
             async with self.graphs.open(graph_id, "threads.update", thread_id=thread_id) as graph:
                 try:
