@@ -558,3 +558,61 @@ async def test_hostile_path_parameters_get_4xx_on_every_route(http: httpx.AsyncC
 
 def dev_url(http: httpx.AsyncClient) -> str:
     return str(http.base_url).rstrip("/")
+
+
+#: Fields the SDK sends in bodies, each given values of every wrong JSON type in turn.
+BODY_FIELDS = [
+    "thread_id",
+    "assistant_id",
+    "graph_id",
+    "metadata",
+    "config",
+    "context",
+    "input",
+    "command",
+    "limit",
+    "offset",
+    "namespace",
+    "key",
+    "value",
+    "ids",
+    "status",
+    "values",
+    "checkpoint",
+    "checkpoint_id",
+    "as_node",
+    "stream_mode",
+    "sort_by",
+    "select",
+    "name",
+    "if_exists",
+    "schedule",
+    "thread_ids",
+    "run_ids",
+    "filter",
+    "namespace_prefix",
+    "ttl",
+    "id",
+    "method",
+    "params",
+    "since",
+    "interrupt_before",
+    "multitask_strategy",
+    "on_disconnect",
+]
+WRONG_VALUES: list[Any] = [[], {"a": {}}, -1, 1e308, "\u0000"]
+
+
+async def test_wrong_types_in_bodies_are_4xx_on_every_route(http: httpx.AsyncClient, tmp_path: Path) -> None:
+    tid = await _a_thread(http)
+    for method, template in await _app_routes(tmp_path, cors=True):
+        if method in ("GET", "HEAD") or (method == "DELETE" and template != "/store/items"):
+            continue
+        path = _fill(template).replace("t-attack", tid)
+        for field in BODY_FIELDS:
+            for value in WRONG_VALUES:
+                body = {field: value} if field == "assistant_id" else {"assistant_id": "echo", field: value}
+                answer = await http.request(method, path, json=body)
+                assert answer.status_code < 500, (method, path, body, answer.text[:200])
+                if answer.status_code >= 400:
+                    assert answer.json()["detail"], (method, path, body)
