@@ -11,6 +11,7 @@ import asyncio
 import json
 import re
 import urllib.parse
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -437,3 +438,11 @@ async def test_hostile_path_parameters_get_4xx_on_every_route(http: httpx.AsyncC
 
 def dev_url(http: httpx.AsyncClient) -> str:
     return str(http.base_url).rstrip("/")
+
+
+async def test_racing_creates_of_one_thread_id_make_one_thread_and_409s(http: httpx.AsyncClient) -> None:
+    thread_id = f"race-{uuid.uuid4().hex}"
+    answers = await asyncio.gather(*[http.post("/threads", json={"thread_id": thread_id}) for _ in range(10)])
+    statuses = sorted(answer.status_code for answer in answers)
+    assert statuses == [200] + [409] * 9, [(answer.status_code, answer.text[:120]) for answer in answers]
+    assert all(thread_id in answer.json()["detail"] for answer in answers if answer.status_code == 409)
