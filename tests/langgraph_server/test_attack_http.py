@@ -446,3 +446,24 @@ async def test_racing_creates_of_one_thread_id_make_one_thread_and_409s(http: ht
     statuses = sorted(answer.status_code for answer in answers)
     assert statuses == [200] + [409] * 9, [(answer.status_code, answer.text[:120]) for answer in answers]
     assert all(thread_id in answer.json()["detail"] for answer in answers if answer.status_code == 409)
+
+
+async def test_a_smuggled_request_is_refused_and_never_runs(dev: Served, http: httpx.AsyncClient) -> None:
+    auth = f"Authorization: {AUTH['Authorization']}\r\n".encode()
+    inner = b'{"thread_id": "smuggled"}'
+    smuggled = b"POST /threads HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: %d\r\n\r\n%s" % (len(inner), inner)
+    framings = [
+        b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled,
+        b"Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}" + smuggled,
+        b"Transfer-Encoding: chunked, identity\r\n\r\n2\r\n{}\r\n0\r\n\r\n" + smuggled,
+    ]
+    for framing in framings:
+        reader, writer = await asyncio.open_connection(*host_port(dev.url))
+        try:
+            writer.write(b"POST /threads/search HTTP/1.1\r\nHost: x\r\n" + auth + framing)
+            await writer.drain()
+            status, _ = await read_response(reader)
+            assert status == 400, (framing[:40], status)
+        finally:
+            writer.close()
+    assert (await http.get("/threads/smuggled")).status_code == 404
