@@ -146,8 +146,10 @@ class RunServiceImpl:
         if active and request.multitask_strategy == "reject":
             raise conflict(f"thread {thread_id!r} is busy with run {active[0]['run_id']!r} (multitask_strategy reject)")
         if active and request.multitask_strategy in ("interrupt", "rollback"):
-            for run in active:
-                await self.cancel(thread_id, run["run_id"], action=request.multitask_strategy)
+            # Queued runs first (so none starts when the running one ends), each cancel awaited: the new run is
+            # made once the thread's earlier runs have ended.
+            for run in sorted(active, key=lambda r: r.get("status") == "running"):
+                await self.cancel(thread_id, run["run_id"], wait=True, action=request.multitask_strategy)
         run_id = str(uuid.uuid4())
         at = now()
         run = {
