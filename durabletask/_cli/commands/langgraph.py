@@ -19,6 +19,9 @@ DEFAULT_PORT = 2024
 WORKER_STOP_GRACE = 30.0
 DEV_STOP_GRACE = 5.0
 _CONNECTION = ("endpoint", "taskhub", "connection_string", "token")
+#: Where the bearer token is read from when ``--auth-token`` is not given: an option is visible to every user of
+#: the machine (``ps``, ``/proc/PID/cmdline``), an environment variable only to the process's owner.
+AUTH_TOKEN_ENV = "DURABLETASK_LANGGRAPH_AUTH_TOKEN"
 
 
 def _add_config(p: argparse.ArgumentParser) -> None:
@@ -34,7 +37,11 @@ def _add_http(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port to serve on; 0 picks one (default {DEFAULT_PORT})"
     )
-    p.add_argument("--auth-token", help="require 'Authorization: Bearer <token>' (or X-Api-Key) on every request")
+    p.add_argument(
+        "--auth-token",
+        help="require 'Authorization: Bearer <token>' (or X-Api-Key) on every request "
+        f"(default: ${AUTH_TOKEN_ENV}, which other users cannot see in ps)",
+    )
     p.add_argument(
         "--max-body-bytes", type=int, default=None, help="largest request body accepted (default 10 MiB); larger: 413"
     )
@@ -100,6 +107,16 @@ def _explicit_connection(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _token_from_environment(args: argparse.Namespace) -> None:
+    """``--auth-token`` from ``AUTH_TOKEN_ENV`` when the option is absent (for the commands that serve HTTP)."""
+    if not hasattr(args, "auth_token") or args.auth_token is not None:
+        return
+    token = os.environ.get(AUTH_TOKEN_ENV)
+    if token is not None:
+        args.auth_token = token
+        args.auth_token_from_env = True
+
+
 def _check(args: argparse.Namespace) -> str | None:
     """A usage problem of the arguments, said for the user, or ``None``."""
     action = args.langgraph_command
@@ -107,7 +124,8 @@ def _check(args: argparse.Namespace) -> str | None:
         return f"{given} does not apply to dev, which runs its own emulator; use 'serve' and 'worker' for a task hub"
     auth = getattr(args, "auth_token", None)
     if auth is not None and (not auth.strip() or auth != auth.strip()):
-        return "--auth-token must be a non-empty token without surrounding spaces"
+        given = AUTH_TOKEN_ENV if getattr(args, "auth_token_from_env", False) else "--auth-token"
+        return f"{given} must be a non-empty token without surrounding spaces"
     port = getattr(args, "port", 0)
     if not 0 <= port <= 65535:
         return f"--port must be between 0 and 65535, got {port}"
@@ -130,6 +148,7 @@ def cmd_langgraph(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             "install it with: pip install 'dtscale[langgraph]'\n"
         )
         return 1
+    _token_from_environment(args)
     problem = _check(args)
     if problem is not None:
         err.write(f"{name}: {problem}\n")

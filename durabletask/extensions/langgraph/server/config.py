@@ -126,12 +126,15 @@ class ServerSettings:
         auth_token: The bearer token every request must carry; ``None``: no token is asked for.
         max_body_bytes: The largest request body read; a larger one gets 413 naming the limit.
         task_hub: The task hub's name, as ``/info`` reports it.
+        host: The interface the server listens on (``None``: not known). Without a token, a loopback one means
+            only loopback names are answered in ``Host`` (see ``middleware.browser_guard``).
     """
 
     project: ProjectConfig
     auth_token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     task_hub: str | None = None
+    host: str | None = None
 
     @property
     def cors(self) -> CorsSettings | None:

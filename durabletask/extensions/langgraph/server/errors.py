@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 
@@ -47,6 +48,30 @@ def conflict(detail: str) -> HttpError:
     return HttpError(409, detail)
 
 
+def json_value(raw: bytes, **hooks: Any) -> Any:
+    """``raw`` read as UTF-8 JSON text; 422 naming what is wrong (not UTF-8, not JSON, too deep, a number too long).
+
+    Args:
+        raw: The bytes of a body (or of a frame).
+        hooks: ``json.loads``'s hooks (``parse_float``, ``parse_constant``...); one that refuses a value raises an
+            ``HttpError``, which passes through.
+    """
+    try:
+        return json.loads(raw.decode("utf-8"), **hooks)
+    except UnicodeDecodeError:
+        raise bad_request("the request body is not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise bad_request(
+            f"the request body is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"
+        ) from None
+    except RecursionError:
+        raise bad_request("the request body nests JSON too deeply") from None
+    except ValueError:
+        # What else json.loads raises: an integer of more digits than Python converts (sys.int_max_str_digits).
+        limit = sys.get_int_max_str_digits()
+        raise bad_request(f"the request body holds a number too long to read; the limit is {limit} digits") from None
+
+
 async def json_body(request: Any, *, required: bool = True) -> dict[str, Any]:
     """A request's body as a JSON object; 422 naming what is wrong (not JSON, not UTF-8, not an object).
 
@@ -59,16 +84,7 @@ async def json_body(request: Any, *, required: bool = True) -> dict[str, Any]:
         if required:
             raise bad_request("the request body is empty; a JSON object is expected")
         return {}
-    try:
-        value = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise bad_request("the request body is not UTF-8 text") from None
-    except json.JSONDecodeError as error:
-        raise bad_request(
-            f"the request body is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"
-        ) from None
-    except RecursionError:
-        raise bad_request("the request body nests JSON too deeply") from None
+    value = json_value(raw)
     if not isinstance(value, dict):
         raise bad_request(f"the request body must be a JSON object, got {type(value).__name__}")
     return value

@@ -58,7 +58,9 @@ def _connection(args: argparse.Namespace) -> Connection:
 
 def _settings(args: argparse.Namespace, project: ProjectConfig, task_hub: str) -> ServerSettings:
     limit = args.max_body_bytes if args.max_body_bytes is not None else DEFAULT_MAX_BODY_BYTES
-    return ServerSettings(project=project, auth_token=args.auth_token, max_body_bytes=limit, task_hub=task_hub)
+    return ServerSettings(
+        project=project, auth_token=args.auth_token, max_body_bytes=limit, task_hub=task_hub, host=args.host
+    )
 
 
 def _announce(out: IO[str], what: str) -> None:

@@ -1,7 +1,8 @@
 """The server's middleware: errors as JSON, CORS from ``http.cors``, the bearer token, and the body limit.
 
 Order, outermost first: errors (every answer that is not 2xx is ``{"detail": ...}``), CORS (a preflight is
-answered before the token is asked for, as browsers send none with it), auth, then the body limit.
+answered before the token is asked for, as browsers send none with it), auth (or, on a server without a token,
+the guard against what browsers send for other sites: ``middleware_browser.py``), then the body limit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from aiohttp import web
 
 from durabletask.extensions.langgraph.server.config import CorsSettings, ServerSettings
 from durabletask.extensions.langgraph.server.errors import HttpError
+from durabletask.extensions.langgraph.server.middleware_browser import browser_guard
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _LOG = logging.getLogger("durabletask.langgraph.server")
@@ -199,5 +201,7 @@ def middlewares(settings: ServerSettings) -> list[web.middleware]:  # type: igno
     chain = [error_middleware(settings), cors_middleware(settings.cors)]
     if settings.auth_token is not None:
         chain.append(auth_middleware(settings.auth_token))
+    else:
+        chain.append(browser_guard(settings))
     chain.append(body_limit_middleware(settings))
     return chain
