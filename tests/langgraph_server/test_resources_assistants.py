@@ -212,6 +212,41 @@ _HOSTILE: list[tuple[str, str, dict[str, Any], int, str]] = [
     ("POST", "/assistants/chain/latest", {"json": {}}, 422, "field 'version' is required"),
     ("POST", "/assistants/chain/latest", {"json": {"version": 9}}, 404, "version 9"),
     ("POST", "/assistants/chain/versions", {"json": {"limit": -3}}, 422, "field 'limit'"),
+    (
+        "POST",
+        "/assistants",
+        {"content": b'{"graph_id": "chain", "name": "\\ud800"}'},
+        422,
+        "field 'name' holds a lone surrogate",
+    ),
+    (
+        "POST",
+        "/assistants",
+        {"content": b'{"graph_id": "chain", "metadata": {"\\udfff": 1}}'},
+        422,
+        "field 'metadata' has a key holding a lone surrogate",
+    ),
+    (
+        "POST",
+        "/assistants",
+        {"content": b'{"graph_id": "chain", "config": {"n": ' + b"9" * 5000 + b"}}"},
+        422,
+        "a number too long to read; the limit is 4300 digits",
+    ),
+    (
+        "POST",
+        "/assistants/search",
+        {"content": b'{"metadata": {"n": ' + b"9" * 5000 + b"}}"},
+        422,
+        "a number too long to read",
+    ),
+    (
+        "PATCH",
+        "/assistants/chain",
+        {"content": b'{"description": "\\ud800"}'},
+        422,
+        "field 'description' holds a lone surrogate",
+    ),
 ]
 
 

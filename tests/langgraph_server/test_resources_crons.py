@@ -177,8 +177,51 @@ _HOSTILE: list[tuple[str, str, dict[str, Any], int, str]] = [
     ("PATCH", f"/runs/crons/{uuid.UUID(int=5)}", {"json": {"enabled": False}}, 404, "not found"),
     ("PATCH", "/runs/crons/not-a-uuid", {"json": {}}, 404, "cron 'not-a-uuid'"),
     ("DELETE", "/runs/crons/" + "x" * 500, {}, 404, "not found"),
-    ("POST", "/threads/" + "t" * 2000 + "/runs/crons", {"json": {}}, 422, "the limit is 1024"),
+    ("POST", "/threads/" + "t" * 2000 + "/runs/crons", {"json": {}}, 422, "the limit is 1000"),
+    (
+        "POST",
+        "/runs/crons",
+        {"json": {"assistant_id": "chain", "schedule": "0 0 31 2 *"}},
+        422,
+        "field 'schedule' '0 0 31 2 *' names no date that exists",
+    ),
+    (
+        "POST",
+        "/runs/crons",
+        {"json": {"assistant_id": "chain", "schedule": "0 12 31 4,6,9,11 *", "timezone": "Europe/Paris"}},
+        422,
+        "field 'schedule'",
+    ),
+    (
+        "POST",
+        "/runs/crons",
+        {"content": b'{"assistant_id": "chain", "schedule": "0 0 1 1 *", "input": {"n": ' + b"9" * 5000 + b"}}"},
+        422,
+        "a number too long to read; the limit is 4300 digits",
+    ),
+    (
+        "POST",
+        "/runs/crons",
+        {"content": b'{"assistant_id": "chain", "schedule": "0 0 1 1 *", "metadata": {"m": "\\ud800"}}'},
+        422,
+        "field 'metadata.m' holds a lone surrogate",
+    ),
 ]
+
+
+@pytest.mark.adversarial
+async def test_an_update_to_a_schedule_that_never_fires_is_refused_and_changes_nothing(
+    resource_hub: ResourceHub,
+) -> None:
+    async with serve(resource_hub, _ROUTES, worker_parts=_PARTS) as served:
+        created = await served.sdk.crons.create("chain", schedule=_YEARLY, input=_INPUT)
+        refused = await served.http.patch(f"/runs/crons/{created['cron_id']}", json={"schedule": "0 0 30 2 *"})
+        assert refused.status_code == 422 and "field 'schedule'" in refused.json()["detail"], refused.text
+        (kept,) = await served.sdk.crons.search(assistant_id="chain")
+        assert (kept["schedule"], kept["next_run_date"]) == (_YEARLY, created["next_run_date"])
+        leap = await served.sdk.crons.update(created["cron_id"], schedule="0 0 29 2 *")  # every four years is fine
+        assert datetime.fromisoformat(leap["next_run_date"]).strftime("%m-%d") == "02-29"
+        await served.sdk.crons.delete(created["cron_id"])
 
 
 @pytest.mark.adversarial

@@ -222,6 +222,54 @@ _HOSTILE: list[tuple[str, str, dict[str, Any], str]] = [
     ("POST", "/store/items/search", {"json": {"query": "cats"}}, "field 'query'"),
     ("POST", "/store/namespaces", {"json": {"max_depth": 0}}, "field 'max_depth' must be from 1"),
     ("POST", "/store/namespaces", {"json": {"prefix": "a"}}, "field 'prefix' must be a list"),
+    (
+        "PUT",
+        "/store/items",
+        {"content": b'{"namespace": ["a"], "key": "k", "value": {"x": ' + b"9" * 5000 + b"}}"},
+        "a number too long to read; the limit is 4300 digits",
+    ),
+    (
+        "POST",
+        "/store/items/search",
+        {"content": b'{"filter": {"n": ' + b"9" * 5000 + b"}}"},
+        "a number too long to read",
+    ),
+    (
+        "PUT",
+        "/store/items",
+        {"content": b'{"namespace": ["a", "\\ud800"], "key": "k", "value": {}}'},
+        "field 'namespace[1]' holds a lone surrogate",
+    ),
+    (
+        "PUT",
+        "/store/items",
+        {"content": b'{"namespace": ["a"], "key": "\\ud800", "value": {}}'},
+        "field 'key' holds a lone surrogate",
+    ),
+    (
+        "PUT",
+        "/store/items",
+        {"content": b'{"namespace": ["a"], "key": "k", "value": {"deep": ["x", {"y": "\\udfff"}]}}'},
+        "field 'value.deep[1].y' holds a lone surrogate",
+    ),
+    (
+        "DELETE",
+        "/store/items",
+        {"content": b'{"namespace": ["\\ud800"], "key": "k"}'},
+        "field 'namespace[0]' holds a lone surrogate",
+    ),
+    (
+        "POST",
+        "/store/items/search",
+        {"content": b'{"filter": {"\\ud800": 1}}'},
+        "field 'filter' has a key holding a lone surrogate",
+    ),
+    (
+        "POST",
+        "/store/namespaces",
+        {"content": b'{"prefix": ["\\udc00"]}'},
+        "field 'prefix[0]' holds a lone surrogate",
+    ),
 ]
 
 

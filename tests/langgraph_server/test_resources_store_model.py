@@ -76,6 +76,8 @@ def test_a_filter_keeps_what_langgraphs_in_memory_store_keeps(conditions: dict[s
         (lambda v: model.check_filter(v), {"n": {"$in": [1]}}, "operator '$in'"),
         (lambda v: model.check_namespace(v, "namespace"), ("a", "\x00"), "NUL"),
         (lambda v: model.check_key(v), "k\x00", "NUL"),
+        (lambda v: model.check_namespace(v, "namespace"), ("a", "\ud800"), r"'namespace\[1\]' holds a lone surrogate"),
+        (lambda v: model.check_key(v), "k\udfff", "field 'key' holds a lone surrogate"),
     ],
 )
 def test_bad_values_are_refused_naming_the_field(check: object, value: object, message: str) -> None:

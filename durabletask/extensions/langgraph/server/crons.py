@@ -20,12 +20,11 @@ from durabletask.extensions.langgraph.server.assistants_records import system_as
 from durabletask.extensions.langgraph.server.context import ServerContext
 from durabletask.extensions.langgraph.server.crons_service import Crons
 from durabletask.extensions.langgraph.server.crons_worker import CRON_FIRE, cron_run, fire_activity
-from durabletask.extensions.langgraph.server.errors import bad_request
 from durabletask.extensions.langgraph.server.services import ASSISTANTS_KEY, THREADS_KEY, AssistantResolver
+from durabletask.extensions.langgraph.server.threads_service import MAX_THREAD_ID, check_thread_id
 
 CRONS_KEY = "crons"
 """The key of the :class:`Crons` in ``ServerContext.extras``."""
-_THREAD_ID_MAX_CHARS = 1024
 
 
 def _filters(ctx: ServerContext, body: dict[str, Any]) -> dict[str, Any]:
@@ -34,7 +33,7 @@ def _filters(ctx: ServerContext, body: dict[str, Any]) -> dict[str, Any]:
         assistant_id = system_assistant_id(assistant_id)  # crons record the assistant's UUID, as runs do
     return {
         "assistant_id": assistant_id,
-        "thread_id": body_of.text(body, "thread_id", max_chars=_THREAD_ID_MAX_CHARS),
+        "thread_id": body_of.text(body, "thread_id", max_chars=MAX_THREAD_ID),
         "enabled": body_of.boolean(body, "enabled"),
         "metadata": body_of.obj(body, "metadata"),
     }
@@ -58,9 +57,7 @@ class _CronRoutes:
         return body_of.json_response(await self._crons.create(body, None, assistant_id))
 
     async def create_for_thread(self, request: web.Request) -> web.Response:
-        thread_id = request.match_info["thread_id"]
-        if len(thread_id) > _THREAD_ID_MAX_CHARS:
-            raise bad_request(f"the thread ID is {len(thread_id)} characters long; the limit is {_THREAD_ID_MAX_CHARS}")
+        thread_id = check_thread_id(request.match_info["thread_id"])  # the limits of every thread route
         body = await body_of.read_body(request)
         assistant_id = await self._assistant_id(body)
         threads = self._ctx.extras.get(THREADS_KEY)

@@ -163,7 +163,7 @@ def schedule_options(record: Mapping[str, Any]) -> ScheduleCreationOptions:
     """The scheduled task that fires a cron (422 naming ``schedule`` when the expression is not one)."""
     end = record.get("end_time")
     try:
-        return ScheduleCreationOptions(
+        options = ScheduleCreationOptions(
             schedule_id(record["cron_id"]),
             CRON_RUN,
             orchestration_input={"cron": dict(record)},
@@ -173,6 +173,22 @@ def schedule_options(record: Mapping[str, Any]) -> ScheduleCreationOptions:
         )
     except ValueError as error:
         raise bad_request(f"field 'schedule' is not a cron expression this server runs: {error}") from None
+    _check_fires(options.cron or record["schedule"], options.time_zone)
+    return options
+
+
+def _check_fires(expression: str, zone: str | None) -> None:
+    """422 naming ``schedule`` for an expression that names no date at all (31 February): its schedule could
+    never say when it runs next."""
+    from croniter import CroniterError, croniter
+
+    now = datetime.now(ZoneInfo(zone) if zone else timezone.utc)
+    try:
+        croniter(expression, now).get_next(datetime)
+    except CroniterError:
+        raise bad_request(
+            f"field 'schedule' {expression[:100]!r} names no date that exists (such as 31 February): it would never run"
+        ) from None
 
 
 def cron_json(description: ScheduleDescription) -> dict[str, Any] | None:

@@ -66,8 +66,7 @@ def check_namespace(value: Any, field: str, *, allow_empty: bool = False) -> tup
             )
         if "." in label:
             raise StoreInputError(f"field '{field}[{index}]' cannot contain '.' (the SDK joins labels with it)")
-        if "\x00" in label:
-            raise StoreInputError(f"field '{field}[{index}]' cannot contain the NUL character")
+        _check_chars(label, f"{field}[{index}]")
     if not allow_empty and value[0] == "langgraph":
         raise StoreInputError(f"field '{field}': the root label 'langgraph' is reserved")
     return tuple(value)
@@ -81,9 +80,19 @@ def check_key(value: Any, field: str = "key") -> str:
         raise StoreInputError(f"field '{field}' cannot be empty")
     if len(value) > KEY_MAX_CHARS:
         raise StoreInputError(f"field '{field}' is {len(value)} characters long; the limit is {KEY_MAX_CHARS}")
-    if "\x00" in value:
-        raise StoreInputError(f"field '{field}' cannot contain the NUL character")
+    _check_chars(value, field)
     return value
+
+
+def _check_chars(text: str, field: str) -> None:
+    if "\x00" in text:
+        raise StoreInputError(f"field '{field}' cannot contain the NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise StoreInputError(
+            f"field '{field}' holds a lone surrogate (e.g. \\ud800), which UTF-8 cannot hold"
+        ) from None
 
 
 def check_value(value: Any, field: str = "value") -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from durabletask.extensions.langgraph.server.errors import bad_request
+from durabletask.extensions.langgraph.server.errors import bad_request, json_value
 
 METADATA_MAX_BYTES = 64 * 1024
 """The largest ``metadata`` (and ``config``, ``context``) object a record takes, in bytes of JSON."""
@@ -40,45 +40,59 @@ async def read_body(request: web.Request) -> dict[str, Any]:
     """The request's JSON object (``{}`` for an empty body).
 
     Raises:
-        HttpError: 422 when the body is not JSON or not an object.
+        HttpError: 422 when the body is not JSON or not an object, or holds text no UTF-8 can (a lone surrogate).
     """
     if not request.body_exists:
         return {}
     raw = await request.read()
     if not raw.strip():
         return {}
-    try:
-        body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite)
-    except _NotJsonNumberError as error:
-        raise bad_request(f"the request body holds {error}, which JSON does not have") from None
-    except UnicodeDecodeError:
-        raise bad_request("the request body is not UTF-8 text") from None
-    except json.JSONDecodeError as error:
-        raise bad_request(
-            f"the request body is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"
-        ) from None
-    except RecursionError:
-        raise bad_request("the request body nests too deeply") from None
+    body = json_value(raw, parse_constant=_no_constant, parse_float=_finite)
     if body is None:
         return {}
     if not isinstance(body, dict):
         raise bad_request(f"the request body must be a JSON object, got {_kind(body)}")
+    check_text(body)
     return body
 
 
-class _NotJsonNumberError(ValueError):
-    pass
-
-
 def _no_constant(name: str) -> Any:
-    raise _NotJsonNumberError(name)
+    raise bad_request(f"the request body holds {name}, which JSON does not have")
 
 
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise _NotJsonNumberError(f"the number {text[:40]} (out of range)")
+        raise bad_request(f"the request body holds the number {text[:40]} (out of range), which JSON does not have")
     return value
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_text(body: Mapping[str, Any]) -> None:
+    """422 naming the field whose text (a value or a key, at any depth) holds a lone surrogate (``"\\ud800"``):
+    JSON can escape one, but no UTF-8 text, and so no record in the task hub, can hold it."""
+    stack: list[tuple[Any, str]] = [(body, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if not _utf8(item):
+                raise bad_request(f"field '{path}' holds a lone surrogate (e.g. \\ud800), which UTF-8 cannot hold")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                name = str(key)
+                if not _utf8(name):
+                    where = f"field '{path}'" if path else "the request body"
+                    raise bad_request(f"{where} has a key holding a lone surrogate, which UTF-8 cannot hold")
+                stack.append((child, f"{path}.{name[:100]}" if path else name[:100]))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
 
 
 def _kind(value: Any) -> str:
