@@ -102,7 +102,15 @@ async def _raw(client: TestClient[Any, Any], head: str) -> bytes:
 
 async def test_a_cross_site_simple_post_is_refused_naming_http_cors(loopback: TestClient[Any, Any]) -> None:
     body = json.dumps({"x": 1})
-    for origin in (EVIL, "null", "http://127.0.0.1", "https://app.example.evil.example", "not an origin"):
+    refused = (
+        EVIL,
+        "null",
+        "http://127.0.0.1",
+        "http://127.0.0.1:x",
+        "ws://127.0.0.1",
+        "https://app.example.evil.example",
+    )
+    for origin in (*refused, "not an origin"):
         sent = await loopback.post("/echo", data=body, headers={"Origin": origin, "Content-Type": "text/plain"})
         assert sent.status == 403, origin
         detail = (await sent.json())["detail"]

@@ -127,7 +127,7 @@ class ServerSettings:
         max_body_bytes: The largest request body read; a larger one gets 413 naming the limit.
         task_hub: The task hub's name, as ``/info`` reports it.
         host: The interface the server listens on (``None``: not known). Without a token, a loopback one means
-            only loopback names are answered in ``Host`` (see ``middleware.browser_guard``).
+            only loopback names are answered in ``Host`` (see ``middleware_browser.browser_guard``).
     """
 
     project: ProjectConfig

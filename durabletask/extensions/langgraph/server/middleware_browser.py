@@ -22,7 +22,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # Methods a browser sends cross-site without a preflight only when they read (a link, an image, an EventSource):
 # their answers are hidden from the page unless http.cors allows it.
 _READING = frozenset({"GET", "HEAD"})
-_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def is_loopback(host: str) -> bool:
@@ -53,11 +53,11 @@ def _same_origin(origin: str, host_header: str | None) -> bool:
     if not host_header:
         return False
     parsed = urllib.parse.urlsplit(origin)
-    try:
-        origin_port = parsed.port or _DEFAULT_PORTS.get(parsed.scheme)
-    except ValueError:  # a port that is not a number
+    if parsed.scheme not in _DEFAULT_PORTS or not parsed.hostname:
         return False
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+    try:
+        origin_port = parsed.port or _DEFAULT_PORTS[parsed.scheme]
+    except ValueError:  # a port that is not a number
         return False
     name, port = _split_host(host_header)
     ports = {port} if port is not None else {80, 443}
