@@ -108,7 +108,8 @@ async def test_malformed_bodies_are_4xx_on_every_route(http: httpx.AsyncClient, 
 #: In the bodies below, @N is a number of more digits than Python reads into an int by default, @DEEP a list
 #: nested 800 deep (JSON reads it; nothing that stores a thread's state can).
 FILLS = {"@N": "9" * 5000, "@DEEP": "[" * 800 + "]" * 800}
-#: Bodies that are JSON but hold what no thread can keep: each route must refuse them naming the problem.
+#: Bodies that are JSON but hold what nothing can keep (or a schedule that never fires): each route must refuse
+#: them naming the problem.
 UNKEEPABLE: list[tuple[str, str, str]] = [
     ("POST", "/threads", '{"metadata": {"x": @N}}'),
     ("PATCH", "/threads/{tid}", '{"metadata": {"x": @N}}'),
@@ -121,6 +122,15 @@ UNKEEPABLE: list[tuple[str, str, str]] = [
     ("POST", "/threads/{tid}/state", '{"values": {"text": "\\udfff"}}'),
     ("POST", "/threads/{tid}/state", '{"values": {"text": @DEEP}}'),
     ("POST", "/threads", '{"metadata": {"m": @DEEP}}'),
+    ("PUT", "/store/items", '{"namespace": ["a"], "key": "k", "value": {"x": @N}}'),
+    ("POST", "/store/items/search", '{"namespace_prefix": ["a"], "filter": {"x": @N}}'),
+    ("POST", "/assistants/search", '{"metadata": {"x": @N}}'),
+    ("POST", "/assistants", '{"graph_id": "echo", "metadata": {"x": @N}}'),
+    ("POST", "/runs/crons", '{"assistant_id": "echo", "schedule": "* * * * *", "input": {"x": @N}}'),
+    ("DELETE", "/store/items", '{"namespace": ["\\ud800"], "key": "k"}'),
+    ("PUT", "/store/items", '{"namespace": ["a"], "key": "\\ud800", "value": {}}'),
+    ("POST", "/assistants", '{"graph_id": "echo", "name": "\\ud800"}'),
+    ("POST", "/runs/crons", '{"assistant_id": "echo", "schedule": "0 0 31 2 *"}'),  # 31 February: never fires
 ]
 
 
