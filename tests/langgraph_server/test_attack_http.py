@@ -467,3 +467,20 @@ async def test_a_smuggled_request_is_refused_and_never_runs(dev: Served, http: h
         finally:
             writer.close()
     assert (await http.get("/threads/smuggled")).status_code == 404
+
+
+async def test_credentials_no_text_can_hold_are_refused_not_a_500(dev: Served) -> None:
+    for header in (
+        b"Authorization: Bearer \xff\xfe",
+        b"Authorization: Bearer t\xc3\xa9",
+        b"X-Api-Key: \xed\xa0\x80",
+        b"Authorization: \xff " + TOKEN.encode(),
+    ):
+        reader, writer = await asyncio.open_connection(*host_port(dev.url))
+        try:
+            writer.write(b"GET /info HTTP/1.1\r\nHost: x\r\n" + header + b"\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+            status, body = await read_response(reader)
+            assert status in (400, 401), (header, status, body)
+        finally:
+            writer.close()
