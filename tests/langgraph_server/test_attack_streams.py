@@ -258,3 +258,22 @@ async def test_many_websockets_that_vanish_mid_subscription_leave_nothing_behind
     assert (ran.status_code, ran.json()) == (200, {"text": "after!"}), ran.text
     while _descriptors(dev.process.pid) > before + 4:  # the pytest timeout ends a leak
         await asyncio.sleep(0.2)
+
+
+async def test_a_run_cannot_be_reached_through_another_thread(http: httpx.AsyncClient) -> None:
+    owner, run_id, _ = await _finished_run(http)
+    other = (await http.post("/threads", json={})).json()["thread_id"]
+    for method, suffix in (
+        ("GET", ""),
+        ("GET", "/join"),
+        ("GET", "/stream"),
+        ("POST", "/cancel"),
+        ("DELETE", ""),
+    ):
+        answer = await http.request(method, f"/threads/{other}/runs/{run_id}{suffix}")
+        assert answer.status_code == 404, (method, suffix, answer.text[:200])
+        assert "event:" not in answer.text, answer.text[:200]
+    cancel_many = await http.post("/runs/cancel", json={"thread_id": other, "run_ids": [run_id]})
+    assert cancel_many.status_code < 500, cancel_many.text  # refused, or nothing of the other thread's to cancel
+    still = await http.get(f"/threads/{owner}/runs/{run_id}")
+    assert still.status_code == 200 and still.json()["status"] == "success", still.text
