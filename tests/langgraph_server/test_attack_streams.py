@@ -277,3 +277,22 @@ async def test_a_run_cannot_be_reached_through_another_thread(http: httpx.AsyncC
     assert cancel_many.status_code < 500, cancel_many.text  # refused, or nothing of the other thread's to cancel
     still = await http.get(f"/threads/{owner}/runs/{run_id}")
     assert still.status_code == 200 and still.json()["status"] == "success", still.text
+
+
+async def test_an_interrupt_cannot_be_answered_through_another_thread(http: httpx.AsyncClient) -> None:
+    async def interrupted() -> tuple[str, str]:
+        tid = (await http.post("/threads", json={})).json()["thread_id"]
+        ran = await http.post(f"/threads/{tid}/runs/wait", json={"assistant_id": "ask", "input": {"text": tid}})
+        assert ran.status_code == 200, ran.text
+        state = (await http.get(f"/threads/{tid}/state")).json()
+        return tid, state["tasks"][0]["interrupts"][0]["id"]
+
+    owner, interrupt_id = await interrupted()
+    other, _ = await interrupted()
+    command = {"id": 7, "method": "input.respond", "params": {"interrupt_id": interrupt_id, "response": "stolen"}}
+    answer = await http.post(f"/threads/{other}/commands", json=command)
+    refusal = answer.json()
+    assert answer.status_code >= 400 or refusal["type"] == "error", answer.text
+    for tid in (owner, other):  # both still wait for their own answer
+        state = (await http.get(f"/threads/{tid}/state")).json()
+        assert state["next"] == ["node"] and "answer" not in state["values"], (tid, state)
