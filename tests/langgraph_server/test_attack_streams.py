@@ -57,6 +57,7 @@ async def test_garbage_last_event_ids_are_422_naming_the_header(http: httpx.Asyn
     for garbage in GARBAGE_IDS:
         for method, path, body in (
             ("GET", f"/threads/{tid}/runs/{run_id}/stream", None),
+            ("GET", f"/threads/{tid}/stream", None),
             ("POST", f"/threads/{tid}/stream/events", {"channels": ["values"]}),
         ):
             response = await http.request(method, path, json=body, headers={"Last-Event-ID": garbage})
