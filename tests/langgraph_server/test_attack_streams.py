@@ -297,3 +297,19 @@ async def test_an_interrupt_cannot_be_answered_through_another_thread(http: http
     for tid in (owner, other):  # both still wait for their own answer
         state = (await http.get(f"/threads/{tid}/state")).json()
         assert state["next"] == ["node"] and "answer" not in state["values"], (tid, state)
+
+
+async def test_a_flood_of_frames_is_answered_in_order_and_the_socket_survives(
+    dev: Served, http: httpx.AsyncClient
+) -> None:
+    tid = (await http.post("/threads", json={})).json()["thread_id"]
+    url = f"{dev.url}/threads/{tid}/stream/events"
+    async with aiohttp.ClientSession() as session, session.ws_connect(url, headers=AUTH) as ws:
+        for n in range(3000):  # sent without reading a single answer
+            await ws.send_str(json.dumps({"id": n, "method": "no.such.method"}))
+        await ws.send_str(json.dumps({"id": 99999, "method": "state.get", "params": {}}))
+        seen = []
+        while not seen or seen[-1]["id"] != 99999:
+            seen.append(await ws.receive_json(timeout=120))
+    assert [answer["id"] for answer in seen] == [*range(3000), 99999]
+    assert {answer["type"] for answer in seen[:-1]} == {"error"} and seen[-1]["type"] == "success"
