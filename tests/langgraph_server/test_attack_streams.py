@@ -313,3 +313,22 @@ async def test_a_flood_of_frames_is_answered_in_order_and_the_socket_survives(
             seen.append(await ws.receive_json(timeout=120))
     assert [answer["id"] for answer in seen] == [*range(3000), 99999]
     assert {answer["type"] for answer in seen[:-1]} == {"error"} and seen[-1]["type"] == "success"
+
+
+async def test_many_concurrent_streams_each_get_their_own_run_to_the_end(http: httpx.AsyncClient) -> None:
+    async def one(n: int) -> tuple[list[str], Any]:
+        tid = (await http.post("/threads", json={})).json()["thread_id"]
+        body = {"assistant_id": "echo", "input": {"text": f"s{n}"}, "stream_mode": ["values"]}
+        events, last = [], None
+        async with http.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    events.append(line[7:])
+                elif line.startswith("data: ") and events[-1] == "values":
+                    last = json.loads(line[6:])
+        return events, last
+
+    results = await asyncio.gather(*[one(n) for n in range(24)])
+    for n, (events, last) in enumerate(results):
+        assert events[0] == "metadata" and events[-1] == "end", (n, events)
+        assert last == {"text": f"s{n}!"}, (n, last)
