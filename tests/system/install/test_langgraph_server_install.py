@@ -103,7 +103,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 class Installed:
     env: Venv
     project: Path
-    without_extra: subprocess.CompletedProcess[str]
+    without_extra: list[subprocess.CompletedProcess[str]]  # dev, serve, worker
     help_without_extra: subprocess.CompletedProcess[str]
 
 
@@ -120,7 +120,10 @@ def installed(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> Insta
     base = tmp_path_factory.mktemp("langgraph-server")
     project = _project(base / "project")
     env = make_venv(base / "venv", ["dtscale==0.1.0"], wheels)
-    without = env.run("durabletask", "langgraph", "dev", "--config", str(project), "--port", "0", timeout=120)
+    without = [
+        env.run("durabletask", "langgraph", action, "--config", str(project), *extra, timeout=120)
+        for action, extra in (("dev", ("--port", "0")), ("serve", ("--endpoint", "127.0.0.1:9")), ("worker", ()))
+    ]
     help_without = env.run("durabletask", "langgraph", "dev", "--help", timeout=120)
     env.install("dtscale[langgraph]==0.1.0")
     return Installed(env, project, without, help_without)
@@ -135,10 +138,10 @@ def served(installed: Installed) -> Iterator[tuple[Process, str]]:
 
 
 def test_without_the_extra_the_command_says_what_to_install(installed: Installed) -> None:
-    done = installed.without_extra
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "pip install 'dtscale[langgraph]'" in done.stderr, done.stderr
-    assert "missing: langgraph" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    for done in installed.without_extra:
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "pip install 'dtscale[langgraph]'" in done.stderr, done.stderr
+        assert "missing: langgraph" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not (installed.project.parent / ".langgraph_dtscale").exists()  # it started nothing
     usage = installed.help_without_extra  # the command line itself works without the extra
     assert usage.returncode == 0 and "--auth-token" in usage.stdout, usage.stdout + usage.stderr
