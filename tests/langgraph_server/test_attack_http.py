@@ -484,3 +484,17 @@ async def test_credentials_no_text_can_hold_are_refused_not_a_500(dev: Served) -
             assert status in (400, 401), (header, status, body)
         finally:
             writer.close()
+
+
+async def test_unicode_thread_ids_work_through_the_sdk(dev: Served) -> None:
+    from langgraph_sdk import get_client
+
+    client = get_client(url=dev.url, api_key=TOKEN)
+    try:
+        for thread_id in ("线程-🙂", "with space", "café", "x" * 1000):
+            await client.threads.create(thread_id=thread_id)
+            assert await client.runs.wait(thread_id, "echo", input={"text": "sdk"}) == {"text": "sdk!"}
+            assert (await client.threads.get_state(thread_id))["values"] == {"text": "sdk!"}
+            assert [r["status"] for r in await client.runs.list(thread_id)] == ["success"]
+    finally:
+        await client.aclose()
