@@ -486,12 +486,12 @@ async def test_credentials_no_text_can_hold_are_refused_not_a_500(dev: Served) -
             writer.close()
 
 
-async def test_unicode_thread_ids_work_through_the_sdk(dev: Served) -> None:
+async def test_unicode_and_url_special_thread_ids_work_through_the_sdk(dev: Served) -> None:
     from langgraph_sdk import get_client
 
     client = get_client(url=dev.url, api_key=TOKEN)
     try:
-        for thread_id in ("线程-🙂", "with space", "café", "x" * 1000):
+        for thread_id in ("线程-🙂", "with space", "café", "x" * 1000, "a/b", "..", "a?b#c", "50%", "%41"):
             await client.threads.create(thread_id=thread_id)
             assert await client.runs.wait(thread_id, "echo", input={"text": "sdk"}) == {"text": "sdk!"}
             assert (await client.threads.get_state(thread_id))["values"] == {"text": "sdk!"}
