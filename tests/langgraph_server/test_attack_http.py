@@ -8,6 +8,7 @@ attacked too. Every hostile request must get a 4xx whose JSON names the problem:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import urllib.parse
@@ -301,6 +302,7 @@ def _path(thread_id: str) -> str:
 
 async def test_every_thread_id_langgraph_takes_works_and_stays_its_own(http: httpx.AsyncClient) -> None:
     for thread_id in THREAD_IDS:
+        await http.delete(_path(thread_id))  # made by another test of this server, if any
         created = await http.post("/threads", json={"thread_id": thread_id, "metadata": {"id": thread_id}})
         assert created.status_code == 200 and created.json()["thread_id"] == thread_id, created.text
         ran = await http.post(
@@ -488,13 +490,17 @@ async def test_credentials_no_text_can_hold_are_refused_not_a_500(dev: Served) -
 
 async def test_unicode_and_url_special_thread_ids_work_through_the_sdk(dev: Served) -> None:
     from langgraph_sdk import get_client
+    from langgraph_sdk.errors import NotFoundError
 
     client = get_client(url=dev.url, api_key=TOKEN)
     try:
         for thread_id in ("线程-🙂", "with space", "café", "x" * 1000, "a/b", "..", "a?b#c", "50%", "%41"):
+            with contextlib.suppress(NotFoundError):  # the other thread-ID tests of this server may have made it
+                await client.threads.delete(thread_id)
             await client.threads.create(thread_id=thread_id)
             assert await client.runs.wait(thread_id, "echo", input={"text": "sdk"}) == {"text": "sdk!"}
             assert (await client.threads.get_state(thread_id))["values"] == {"text": "sdk!"}
             assert [r["status"] for r in await client.runs.list(thread_id)] == ["success"]
+            await client.threads.delete(thread_id)  # the other thread-ID tests of this server use some of them
     finally:
         await client.aclose()
