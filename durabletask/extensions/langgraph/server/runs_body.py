@@ -18,8 +18,8 @@ _CHOICES = {
     "durability": ("sync", "async", "exit"),
 }
 _OBJECTS = ("config", "context", "metadata", "checkpoint", "command")
-# Accepted for the SDK's sake with nothing of ours to drive: LangSmith's options (no LangSmith here).
-_IGNORED = ("feedback_keys", "langsmith_tracer", "checkpoint_during", "strict_resume", "stream_version")
+# Options LangGraph's server knows: each is honoured when it asks what our runs do, else refused naming why.
+_OPTIONS = ("feedback_keys", "langsmith_tracer", "checkpoint_during", "strict_resume", "stream_version")
 _KNOWN = (
     "assistant_id",
     "input",
@@ -33,7 +33,7 @@ _KNOWN = (
     "webhook",
     *_CHOICES,
     *_OBJECTS,
-    *_IGNORED,
+    *_OPTIONS,
 )
 #: The largest metadata of a run or a thread, as JSON text: records keep it, and travel whole in each write.
 MAX_METADATA_CHARS = 64 * 1024
@@ -142,6 +142,27 @@ def _check_config(config: Any) -> None:
         raise bad_request("'config.tags' must be a list of strings")
 
 
+def _check_options(body: Mapping[str, Any]) -> None:
+    """The options of ``_OPTIONS``: ``null`` or what our runs always do, else a 422 naming the field and why."""
+    for name in ("feedback_keys", "langsmith_tracer"):
+        if body.get(name) is not None:
+            raise bad_request(f"'{name}' is not supported: this server sends nothing to LangSmith")
+    for name in ("checkpoint_during", "strict_resume"):
+        value = body.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise bad_request(f"'{name}' must be true or false, not {value!r}")
+    if body.get("checkpoint_during") is False:
+        raise bad_request(
+            "'checkpoint_during' false is not supported: the thread's orchestration checkpoints every superstep"
+        )
+    if body.get("strict_resume") is False:
+        raise bad_request(
+            "'strict_resume' false is not supported: a resume that answers no waiting interrupt is always refused"
+        )
+    if body.get("stream_version") is not None:
+        raise bad_request("'stream_version' is not supported: this server streams one event format, LangGraph's SSE")
+
+
 def run_request(body: Any, *, threadless: bool = False) -> RunRequest:
     """The run a creation body asks for (422 naming the first field that is wrong)."""
     if not isinstance(body, dict):
@@ -158,6 +179,7 @@ def run_request(body: Any, *, threadless: bool = False) -> RunRequest:
     if webhook is not None:
         raise bad_request("'webhook' is not supported by this server")
     _check_config(_object(body, "config"))
+    _check_options(body)
     return RunRequest(
         assistant_id=assistant_id,
         input=body.get("input"),

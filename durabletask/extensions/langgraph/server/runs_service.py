@@ -276,7 +276,11 @@ class RunServiceImpl:
     ) -> None:
         if thread_id is not None:
             record = await self.threads.record(thread_id)
-            runs = [r for r in active_runs(record) if run_ids is None or r["run_id"] in run_ids]
+            runs = [
+                r
+                for r in active_runs(record)
+                if (run_ids is None or r["run_id"] in run_ids) and status in (None, "all", r.get("status"))
+            ]
             for run in runs:
                 await self.cancel(thread_id, run["run_id"], action=action)
             return

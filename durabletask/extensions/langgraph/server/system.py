@@ -28,6 +28,7 @@ def info(ctx: ServerContext) -> dict[str, Any]:
     """The body of ``/info``: the shape LangGraph's server answers with, about this server."""
     flags = dict(ctx.extras.get(INFO_KEY, {}))
     flags.setdefault("langsmith", False)
+    flags.setdefault("strict_resume", True)  # a resume that answers no waiting interrupt is always refused
     return {
         "version": _version("dtscale"),
         "langgraph_py_version": _version("langgraph"),
