@@ -187,7 +187,13 @@ def test_bad_commands_get_protocol_errors_naming_the_field(servers: Servers, bod
     [
         ("commands", b"{not json", {}, 422, "not valid JSON"),
         ("commands", b"[1,2]", {}, 422, "JSON object"),
-        ("commands", b'{"id": 1, "method": "state.get", "params": {"x": ' + b"9" * 5000 + b"}}", {}, 422, "4300 digits"),
+        (
+            "commands",
+            b'{"id": 1, "method": "state.get", "params": {"x": ' + b"9" * 5000 + b"}}",
+            {},
+            422,
+            "4300 digits",
+        ),
         ("stream/events", b'{"channels": ["values"], "since": ' + b"9" * 5000 + b"}", {}, 422, "4300 digits"),
         ("commands", b"[" * 100_000 + b"]" * 100_000, {}, 422, "JSON"),
         ("stream/events", b"{}", {}, 422, "body.channels"),
