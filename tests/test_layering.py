@@ -263,6 +263,8 @@ def test_the_sdk_uses_the_emulator_only_for_testing_and_the_dashboard() -> None:
     allowed = {
         "durabletask.testing": ("dtscale_emulator",),
         "durabletask._cli.commands.dashboard": ("dtscale_emulator.dashboard",),
+        # `durabletask langgraph dev` runs the emulator in its own process, as `langgraph dev` runs its server.
+        "durabletask.extensions.langgraph.server.launch": ("dtscale_emulator",),
     }
     found = [
         str(e)
@@ -271,7 +273,7 @@ def test_the_sdk_uses_the_emulator_only_for_testing_and_the_dashboard() -> None:
         and within(e.target, ["dtscale_emulator"])
         and not any(within(e.source, [src]) and within(e.target, targets) for src, targets in allowed.items())
     ]
-    no_edges(found, "the SDK imports the emulator only in durabletask.testing and the dashboard command")
+    no_edges(found, "the SDK imports the emulator only in durabletask.testing, the dashboard and langgraph dev")
 
 
 def test_the_dashboard_reaches_an_endpoint_only_through_the_protocol() -> None:
@@ -385,7 +387,7 @@ def test_both_distributions_define_the_same_extensions() -> None:
 
 # The suite's own layers, bottom first: each folder under tests/ is one, and a test module imports only from its
 # own layer or lower ones (the top-level conftest counts as support). docs/architecture.md describes each.
-TEST_LAYERS = ("support", "unit", "e2e", "interop", "integration", "system")
+TEST_LAYERS = ("support", "unit", "e2e", "interop", "integration", "system", "langgraph_server")
 TESTS = ROOT / "tests"
 
 

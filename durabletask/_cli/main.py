@@ -17,6 +17,7 @@ from durabletask._cli.commands.entities import cmd_entity
 from durabletask._cli.commands.export import cmd_export, cmd_history_from_export
 from durabletask._cli.commands.follow import cmd_follow
 from durabletask._cli.commands.instances import COMMANDS, Handler
+from durabletask._cli.commands.langgraph import cmd_langgraph
 from durabletask._cli.commands.replay_check import cmd_replay_check
 from durabletask._cli.commands.schedules import COMMAND_NAMES as SCHEDULE_COMMANDS
 from durabletask._cli.commands.schedules import cmd_schedules
@@ -52,14 +53,17 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+# Commands that connect themselves (dashboard, langgraph) or need no connection (doctor inspects this environment).
+_STANDALONE = {"dashboard": cmd_dashboard, "doctor": cmd_doctor, "langgraph": cmd_langgraph}
+
+
 def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
     """Runs the ``durabletask`` command line; returns the process exit code."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
-    if args.command == "dashboard":
-        return cmd_dashboard(args, out, err)
-    if args.command == "doctor":
-        return cmd_doctor(args, out, err)  # inspects this environment: no connection needed
+    standalone = _STANDALONE.get(args.command)
+    if standalone is not None:
+        return standalone(args, out, err)
     if args.command == "history" and args.from_export:
         return cmd_history_from_export(args, out, err)  # a file: no connection needed
     renderer = Renderer(out, as_json=args.json)

@@ -8,6 +8,7 @@ from durabletask._cli.commands.dashboard import add_parser as add_dashboard_pars
 from durabletask._cli.commands.doctor import add_parser as add_doctor_parser
 from durabletask._cli.commands.export import add_parser as add_export_parser
 from durabletask._cli.commands.follow import add_parser as add_follow_parser
+from durabletask._cli.commands.langgraph import add_parser as add_langgraph_parser
 from durabletask._cli.commands.replay_check import add_parser as add_replay_check_parser
 from durabletask._cli.commands.schedules import add_schedule_commands
 from durabletask._cli.options import command_line_parser
@@ -135,6 +136,7 @@ def _all_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_replay_check_parser(sub, _status)
     add_doctor_parser(sub)
     add_follow_parser(sub)
+    add_langgraph_parser(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import timedelta
@@ -214,6 +215,19 @@ def control_event(
     return json.dumps(body, separators=(",", ":"))
 
 
+#: The longest control entity key: its entity ID ``@dtscale.activities@{key}`` must fit DTS's 100 characters.
+MAX_ENTITY_KEY = 100 - len(CONTROL_ENTITY) - 2
+_DIGEST = 32
+
+
 def entity_key(instance_id: str, execution_id: str) -> str:
-    """The control entity's key for one execution (a continued-as-new execution numbers its tasks anew)."""
-    return f"{instance_id}#{execution_id}" if execution_id else instance_id
+    """The control entity's key for one execution (a continued-as-new execution numbers its tasks anew).
+
+    A key that would not fit DTS's cap on entity IDs becomes a readable prefix, ``~`` and the first 32 hex digits
+    of the SHA-256 of the whole key (the worker reads the key from the attempt's tag, never rebuilds it).
+    """
+    key = f"{instance_id}#{execution_id}" if execution_id else instance_id
+    if len(key) <= MAX_ENTITY_KEY:
+        return key
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
+    return f"{key[: MAX_ENTITY_KEY - _DIGEST - 1]}~{digest}"

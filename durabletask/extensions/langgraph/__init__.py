@@ -6,7 +6,7 @@ Install with ``pip install 'dtscale[langgraph]'``. ``register_graph`` puts a com
 
 from __future__ import annotations
 
-from durabletask.extensions.langgraph._activity import idempotency_key
+from durabletask.extensions.langgraph._activity import heartbeat, idempotency_key
 from durabletask.extensions.langgraph._client import DurableGraph
 from durabletask.extensions.langgraph._errors import (
     GraphMismatchError,
@@ -34,6 +34,7 @@ __all__ = [
     "ResumeRejectedError",
     "StateSerializationError",
     "activity_name",
+    "heartbeat",
     "idempotency_key",
     "instance_id",
     "orchestrator_name",

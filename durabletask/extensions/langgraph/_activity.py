@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import binascii
 import contextlib
+import contextvars
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,28 @@ from durabletask.extensions.langgraph._serde import dump, load
 
 # The configurable key under which a node finds its idempotency key.
 IDEMPOTENCY_KEY = "durabletask_idempotency_key"
+# The activity context of the task running in this thread (or task), for heartbeat().
+_ACTIVITY: contextvars.ContextVar[Any] = contextvars.ContextVar("durabletask_langgraph_activity", default=None)
+
+
+def heartbeat(details: Any = None) -> None:
+    """Inside a node: say the node is alive, and stop if its run was cancelled.
+
+    Raises ``task.ActivityCancelledError`` once the run was cancelled (``runs.cancel`` of the LangGraph server,
+    which cancels the tasks of a run it ends) or the thread's execution ended; a long node calls it now and
+    then (it never blocks: heartbeats are throttled and sent in the background). Outside a cancellable run it
+    only checks ``details``.
+
+    Args:
+        details: JSON-serializable progress (at most 64 KiB once serialized).
+
+    Raises:
+        RuntimeError: Not called inside a node this extension runs (in its activity).
+    """
+    ctx = _ACTIVITY.get()
+    if ctx is None:
+        raise RuntimeError("heartbeat() is only available inside a node run by durabletask.extensions.langgraph")
+    ctx.heartbeat(details)
 
 
 def idempotency_key(config: Any = None) -> str:
@@ -171,6 +194,7 @@ def execute_task(graph: Any, payload: dict[str, Any], ctx: Any = None) -> dict[s
     saved = {task_id: value for task_id, channel, value in load(payload["pending"]) if channel == lg.RETURN}
     calls = InlineCalls(call_task_id, saved, collect, "updates" in (payload.get("stream") or ()))
     result: dict[str, Any] = {}
+    token = _ACTIVITY.set(ctx)
     try:
         if lg.is_async_only(graph.nodes.get(task.name)):  # an ``async def`` node runs on a loop of its own
             asyncio.run(lg.arun_with_retry(task, None, configurable={lg.CONFIG_KEY_CALL: calls}))
@@ -182,6 +206,8 @@ def execute_task(graph: Any, payload: dict[str, Any], ctx: Any = None) -> dict[s
         if policies and any(lg.should_retry_on(policy, exc) for policy in policies):
             raise
         result["error"] = _describe(exc)
+    finally:
+        _ACTIVITY.reset(token)
     if unsent:
         raise unsent[0]
     writes = list(task.writes)

@@ -15,6 +15,7 @@ from typing import Any
 from durabletask.client import AlreadyExistsError, OrchestrationStatus
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph import _requests as rq
+from durabletask.extensions.langgraph._copy import copy_carry
 from durabletask.extensions.langgraph._delivery import TOPIC
 from durabletask.extensions.langgraph._naming import check_graph_name, shape, shape_fingerprint, thread_id_of
 from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
@@ -108,7 +109,9 @@ class DurableGraph:
         result = yield from rq.send_and_wait(instance, self.name, req, self._waiting)
         return ReplaySaver.restore(result["saver"])
 
-    def _update_plan(self, config: Any, values: Any, as_node: str | None, task_id: str | None) -> Plan:
+    def _update_plan(
+        self, config: Any, values: Any, as_node: str | None, task_id: str | None, supersteps: Any = None
+    ) -> Plan:
         thread, instance = yield from self._instance(config)
         body = {
             "values": values,
@@ -117,9 +120,36 @@ class DurableGraph:
             "configurable": rq.user_configurable(config),
             "checkpoint_id": ((config or {}).get("configurable") or {}).get("checkpoint_id"),
         }
+        if supersteps is not None:
+            body["supersteps"] = [[(u.values, u.as_node, u.task_id) for u in step] for step in supersteps]
         req = rq.request("update", self.shape, thread, body)
         result = yield from rq.send_and_wait(instance, self.name, req, self._waiting)
         return load(result["config"])
+
+    def _submit_plan(self, kind: str, body: dict[str, Any], config: Any, request_id: str | None) -> Plan:
+        thread, instance = yield from self._instance(config)
+        req = rq.request(kind, self.shape, thread, body)
+        if request_id is not None:
+            req["id"] = request_id
+        yield from rq.deliver(instance, self.name, req, None, self._waiting.cursors)
+        return req["id"]
+
+    def _copy_plan(self, source: Any, target: Any) -> Plan:
+        thread, _ = yield from self._instance(source)
+        saver = yield from self._saver_plan(source, True)
+        copy, instance = yield from self._instance(target)
+        carry = copy_carry(saver, thread, copy, {"fp": self.fingerprint, "shape": self.shape})
+        if not (yield rq.Op("start", instance, {"v": 2, "carry": carry})):
+            raise ValueError(f"thread {copy!r} already exists: a thread is copied to a new thread ID")
+        return None
+
+    def _prune_plan(self, config: Any) -> Plan:
+        thread, instance = yield from self._instance(config)
+        if (yield from rq.read_state(instance)) is None:
+            return None  # no checkpoints: nothing to prune
+        req = rq.request("prune", self.shape, thread, {})
+        yield from rq.send_and_wait(instance, self.name, req, self._waiting)
+        return None
 
     def _local(self, saver: ReplaySaver) -> Any:
         return self.graph.copy(update={"checkpointer": saver})
@@ -445,6 +475,55 @@ class DurableGraph:
         local = self._local(await self._async(self._saver_plan(config, True)))
         for snapshot in local.get_state_history(config, filter=filter, before=before, limit=limit):
             yield snapshot
+
+    async def asubmit(self, kind: str, body: dict[str, Any], config: Any, *, request_id: str | None = None) -> str:
+        """Deliver a request to the config's thread without waiting for its result; returns the request's ID.
+
+        For a caller that follows the result on the thread's durable stream itself (LangGraph's server): ``kind``
+        is ``run`` (a body from ``run_body``), ``update`` or ``cancel`` (``{"target": run_id}``: the run ends at
+        once if it is in progress, or never starts).
+
+        Args:
+            kind: The request's kind.
+            body: The request's body.
+            config: A LangGraph config naming the thread.
+            request_id: The request's ID (a fresh one when ``None``); its items on the stream carry it.
+        """
+        result: str = await self._async(self._submit_plan(kind, body, config, request_id))
+        return result
+
+    async def aprune_thread(self, config: Any) -> None:
+        """Keep only the latest checkpoint of the config's thread (LangGraph server's ``prune`` ``keep_latest``).
+
+        Args:
+            config: A LangGraph config naming the thread.
+
+        Raises:
+            GraphRunError: The thread cannot be pruned (its graph has DeltaChannels, which need every checkpoint).
+        """
+        await self._async(self._prune_plan(config))
+
+    async def acopy_thread(self, source: Any, target: Any) -> None:
+        """Copy the checkpoints of ``source`` 's thread to the new thread of ``target`` (LangGraph server's copy).
+
+        Args:
+            source: A config naming the thread to copy.
+            target: A config naming a thread that does not exist yet.
+
+        Raises:
+            ValueError: The target thread exists.
+        """
+        await self._async(self._copy_plan(source, target))
+
+    async def abulk_update_state(self, config: Any, supersteps: Any) -> Any:
+        """LangGraph's ``bulk_update_state``: each superstep's ``StateUpdate`` s applied together, in the thread's
+        orchestration; returns the new config.
+
+        Args:
+            config: A LangGraph config naming the thread (and optionally the checkpoint to start from).
+            supersteps: A sequence of supersteps, each a sequence of ``langgraph.types.StateUpdate``.
+        """
+        return await self._async(self._update_plan(config, None, None, None, supersteps))
 
     async def aupdate_state(
         self, config: Any, values: Any, as_node: str | None = None, task_id: str | None = None

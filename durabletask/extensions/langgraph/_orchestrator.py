@@ -13,11 +13,11 @@ next request: it runs it if the thread's checkpoints suit its graph, or refuses 
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.channels.delta import DeltaChannel
-from langgraph.types import RetryPolicy
+from langgraph.types import RetryPolicy, StateUpdate
 
 from durabletask import task as dt
 from durabletask._errors import PayloadTooLargeError
@@ -42,6 +42,7 @@ from durabletask.extensions.langgraph._naming import (
     orchestrator_name,
     shape,
 )
+from durabletask.extensions.langgraph._records import record_id, values_fields
 from durabletask.extensions.langgraph._resume import refuse_unwaited_resume
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
@@ -50,6 +51,17 @@ from durabletask.extensions.langgraph._serde import dump, load
 KEEP_RESULTS = 8
 # Activities after which the thread continues as new at its next run boundary, to bound its history.
 TASKS_PER_EXECUTION = 500
+# Cancelled run IDs remembered (a cancel may arrive before the run it names).
+KEEP_CANCELLED = 256
+
+
+class RunCancelled(Exception):
+    """The run in progress was cancelled by a ``cancel`` request: it ends at once, keeping what it committed
+    (``rollback``: the thread goes back to its checkpoints from before the run)."""
+
+    def __init__(self, run_id: str, rollback: bool) -> None:
+        super().__init__(run_id)
+        self.rollback = rollback
 
 
 def dts_retry(policies: Sequence[RetryPolicy] | None) -> dt.RetryPolicy | None:
@@ -131,6 +143,13 @@ class ThreadRuntime:
         # Requests that arrived during a run (state reads are answered at once, the rest wait their turn),
         # and the one event wait kept open across both (a second wait would take events out of order).
         self.queue: list[dict[str, Any]] = list(carry.get("queue", []))
+        self.cancelled: list[str] = list(carry.get("cancelled", []))
+        self.current: str | None = None
+        self.cancellable = False  # the run in progress came from a server that may cancel it
+        # The checkpoints this execution started with, and how many runs and updates it has handled: a run that
+        # is the first of its execution is rolled back by going back to them.
+        self.initial_saver: dict[str, str] | None = carry.get("saver")
+        self.writes_done = 0
         self.listener: Any = None
         self.live: dict[str, Any] | None = None
         self.run_started_from: str | None = None
@@ -169,6 +188,7 @@ class ThreadRuntime:
             "queue": self.queue,
             "tasks": self.tasks_carried + self.tasks_run,
             "epoch": self.epoch,
+            **({"cancelled": self.cancelled} if self.cancelled else {}),
         }
 
     def _pending(self) -> list[str]:
@@ -273,38 +293,113 @@ class ThreadRuntime:
         """
         body = load(request["body"])
         self.thread_id = body["thread_id"]
+        kind = request["kind"]
+        if kind == "cancel":
+            self.cancel(str(body.get("target")))
+            return
+        if kind == "run" and request["id"] in self.cancelled:  # cancelled before its turn came
+            self.notify(body, request["id"], "interrupted")
+            yield from self.answer(request, {"cancelled": True})
+            return
+        self.current = request["id"]
+        if kind == "run" and not body.get("not_before"):  # a delayed run says it runs once its time has come
+            self.notify(body, request["id"], "running")
+        result, status = yield from self._outcome(request, body, fresh)
+        self.current = None
+        if kind != "state":
+            self.notify(body, request["id"] if kind == "run" else None, status)
+        yield from self.answer(request, result)
+        self.live = None
+
+    def _outcome(
+        self, request: dict[str, Any], body: dict[str, Any], fresh: bool
+    ) -> Generator[Any, Any, tuple[dict[str, Any], str]]:
+        """The request's result and the status its run ends with; a failed run raises after recording itself."""
+        kind = request["kind"]
         try:
-            kind = request["kind"]
             if kind == "state":
                 self._admit_read(request)
-                result = {"saver": self._export_state(body)}
-            elif kind in ("run", "update"):
-                self._admit(request, fresh)
-                result = (yield from self._run(request, body)) if kind == "run" else self._update(body)
-                self.written_by = {"fp": self.fingerprint, "shape": request.get("shape") or shape(self.graph)}
-                self.interrupts = pending_interrupts(self.graph, self.saver, self.thread_id or "")
-            else:
+                return {"saver": self._export_state(body)}, "success"
+            if kind == "prune":
+                self._admit_read(request)
+                return self._prune(), "success"
+            if kind not in ("run", "update"):
                 raise ValueError(f"unknown request kind '{kind}'")
+            self._admit(request, fresh)
+            try:
+                result = (yield from self._run(request, body)) if kind == "run" else self._update(body)
+                status = "success"
+            except RunCancelled as cancelled:
+                if cancelled.rollback and self.writes_done == 0:
+                    self.saver = ReplaySaver.restore(self.initial_saver)
+                result, status = {"cancelled": True}, "interrupted"
+            finally:
+                self.writes_done += 1
+            self.written_by = {"fp": self.fingerprint, "shape": request.get("shape") or shape(self.graph)}
+            self.interrupts = pending_interrupts(self.graph, self.saver, self.thread_id or "")
+            return result, status
         except ForeignGraphError:
             # Raised while this execution replays: what is published then goes nowhere, so the status keeps them.
             self.ctx.set_custom_status({**self.status, "failed": self.carry()})
             raise
         except (ResumeRejectedError, GraphMismatchError) as refused:
-            result = {"refused": {"type": type(refused).__name__, "message": str(refused)}}
+            return {"refused": {"type": type(refused).__name__, "message": str(refused)}}, "error"
         except Exception as failed:
-            if request["kind"] != "run":  # a bad update or read is refused; the thread goes on
-                result = {"refused": {"type": qualified_name(type(failed)), "message": str(failed)}}
-            else:
-                # The run failed, and with it this execution. Its checkpoints (with the failed task's error)
-                # are kept: state views read them, and the next run starts from them.
-                yield from self._record_failure(request)
-                raise failed
-        yield from self.answer(request, result)
-        self.live = None
+            if kind != "run":  # a bad update or read is refused; the thread goes on
+                return {"refused": {"type": qualified_name(type(failed)), "message": str(failed)}}, "error"
+            # The run failed, and with it this execution. Its checkpoints (with the failed task's error)
+            # are kept: state views read them, and the next run starts from them.
+            self.notify(body, request["id"], "error", f"{qualified_name(type(failed))}: {failed}")
+            yield from self._record_failure(request)
+            raise failed
+
+    def cancel(self, target: str) -> None:
+        """A ``cancel`` request for a run that is not in progress: a queued one is dropped, a later one skipped."""
+        self.cancelled = [*self.cancelled, target][-KEEP_CANCELLED:]
+        for queued in [r for r in self.queue if r.get("id") == target and r.get("kind") == "run"]:
+            self.queue.remove(queued)
+            self.notify(load(queued["body"]), target, "interrupted")
+
+    def notify(
+        self, body: dict[str, Any], run_id: str | None, status: str, error: str | None = None, *, thread: bool = True
+    ) -> None:
+        """Record a server run's status (and, once it ends, the thread's values unless ``thread`` is false) in the
+        thread's record entity."""
+        if not body.get("record") or not self.thread_id:
+            return
+        now = self.ctx.current_utc_datetime
+        at = (now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)).isoformat()
+        data: dict[str, Any] = {"at": at, "thread_id": self.thread_id}
+        if run_id is not None:
+            data["run"] = {"run_id": run_id, "status": status, "updated_at": at, **({"error": error} if error else {})}
+        if thread:
+            data["thread"] = {"status": "busy"} if status == "running" else self._thread_fields(status)
+        self.ctx.signal_entity(record_id(self.thread_id), "run", data)
+
+    def _thread_fields(self, status: str) -> dict[str, Any]:
+        """The thread's status, values and pending interrupts, as its record keeps them."""
+        config = {"configurable": {"thread_id": self.thread_id}}
+        interrupts: dict[str, Any] = {}
+        fields: dict[str, Any] = {}
+        pending: tuple[str, ...] = ()
+        try:
+            snapshot = self.graph.copy(update={"checkpointer": self.saver}).get_state(config)
+            interrupts = {task.id: list(task.interrupts) for task in snapshot.tasks if task.interrupts}
+            pending = tuple(snapshot.next)
+            fields = values_fields(dump(snapshot.values, "the values"), dump(interrupts, "the interrupts"))
+        except Exception:  # the record goes without values rather than failing the thread
+            fields = {}
+        waiting = bool(interrupts) or (status == "success" and bool(pending))
+        thread_status = "error" if status == "error" else "interrupted" if waiting else "idle"
+        return {"status": thread_status, **fields}
 
     def _run(self, request: dict[str, Any], body: dict[str, Any]) -> Generator[Any, Any, dict[str, Any]]:
         request_id = request["id"]
         spec = RunSpec(**body["spec"])
+        self.cancellable = bool(body.get("record"))
+        if body.get("not_before"):
+            yield from self._wait_until(str(body["not_before"]))
+            self.notify(body, request_id, "running")
         self.run_started_from = self._latest_checkpoint_id()
         check_resume(self.graph, self.saver, self.thread_id or "", spec.input, spec.checkpoint_id)
         emitted: list[Chunk] = []
@@ -370,8 +465,44 @@ class ThreadRuntime:
         self.listener = None
         return request
 
+    def _prune(self) -> dict[str, Any]:
+        """Keep only the thread's latest checkpoint (and what it needs): LangGraph server's ``keep_latest``."""
+        if any(isinstance(spec, DeltaChannel) for spec in self.graph.channels.values()):
+            raise ValueError("a thread whose graph has DeltaChannels needs every checkpoint: it cannot be pruned")
+        if self.thread_id:
+            self.saver.forget_before(self.thread_id, None)
+        return {}
+
+    def _wait_until(self, not_before: str) -> Generator[Any, Any, None]:
+        """A delayed run's wait (a durable timer), taking requests meanwhile: a cancel of the run ends it."""
+        due = datetime.fromisoformat(not_before)
+        now = self.ctx.current_utc_datetime
+        if due.tzinfo is not None and now.tzinfo is None:
+            due = due.astimezone(timezone.utc).replace(tzinfo=None)
+        if due <= now:
+            return
+        timer = self.ctx.create_timer(due)
+        while not timer.is_complete:
+            listener = self.next_request()
+            yield dt.when_any([timer, listener])
+            if listener.is_complete:
+                yield from self._arrived_during_run(self._take_request())
+
     def _arrived_during_run(self, request: dict[str, Any]) -> Generator[Any, Any, None]:
-        """Answer a state read at once (from the last finished superstep); queue anything else."""
+        """Answer a state read at once (from the last finished superstep), take a cancel; queue anything else."""
+        if request.get("kind") == "cancel":
+            body = load(request["body"])
+            target = str(body.get("target"))
+            if target == self.current:
+                raise RunCancelled(target, bool(body.get("rollback")))
+            self.cancel(target)
+            return
+        if request.get("kind") == "run" and (body := load(request["body"])).get("reject_if_busy"):
+            # A server's multitask_strategy "reject" that another server's run beat to the thread: refused here.
+            message = f"thread '{self.thread_id}' is busy with run '{self.current}' (multitask_strategy reject)"
+            self.notify(body, request["id"], "error", f"ThreadBusyError: {message}", thread=False)
+            yield from self.answer(request, {"refused": {"type": "ThreadBusyError", "message": message}})
+            return
         if request.get("kind") != "state" or request.get("fp") != self.thread_fingerprint:
             self.queue.append(request)
             return
@@ -381,9 +512,14 @@ class ThreadRuntime:
             self.ctx.set_custom_status(self.status)
 
     def _execute(self, calls: list[TaskCall]) -> Generator[Any, Any, list[TaskOutcome]]:
+        # A server's run can be cancelled: its tasks are cancellable calls, so a node that heartbeats stops.
+        options: dict[str, Any] = {"cancellation": dt.ActivityCancellation.TRY_CANCEL} if self.cancellable else {}
         scheduled = [
             self.ctx.call_activity(
-                activity_name(self.graph_name, call.node), input=call.payload, retry_policy=dts_retry(call.retry_policy)
+                activity_name(self.graph_name, call.node),
+                input=call.payload,
+                retry_policy=dts_retry(call.retry_policy),
+                **options,
             )
             for call in calls
         ]
@@ -394,7 +530,13 @@ class ThreadRuntime:
                 listener = self.next_request()
                 yield dt.when_any([pending, listener])
                 if listener.is_complete:
-                    yield from self._arrived_during_run(self._take_request())
+                    try:
+                        yield from self._arrived_during_run(self._take_request())
+                    except RunCancelled:
+                        for running in scheduled:
+                            if self.cancellable and not running.is_complete:
+                                running.cancel()
+                        raise
             try:
                 payload = pending.get_result()
             except dt.TaskFailedError as failed:
@@ -409,10 +551,15 @@ class ThreadRuntime:
         config: dict[str, Any] = {"configurable": {**body.get("configurable", {}), "thread_id": self.thread_id}}
         if body.get("checkpoint_id"):
             config["configurable"]["checkpoint_id"] = body["checkpoint_id"]
+        local = self.graph.copy(update={"checkpointer": self.saver})
         with lg.deterministic_ids(self.ids):
-            updated = self.graph.copy(update={"checkpointer": self.saver}).update_state(
-                config, body.get("values"), as_node=body.get("as_node"), task_id=body.get("task_id")
-            )
+            if body.get("supersteps") is not None:  # LangGraph's bulk_update_state: each superstep's updates at once
+                steps = [[StateUpdate(*update) for update in step] for step in body["supersteps"]]
+                updated = local.bulk_update_state(config, steps)
+            else:
+                updated = local.update_state(
+                    config, body.get("values"), as_node=body.get("as_node"), task_id=body.get("task_id")
+                )
         return {"config": dump(updated, "the updated config")}
 
 
@@ -439,7 +586,7 @@ def thread_orchestrator(graph: Any, graph_name: str, fingerprint: str) -> Any:
                 thread.listener = None
                 fresh = not ctx.is_replaying
             yield from thread.handle(request, fresh)
-            if request.get("kind") != "state" and (fresh or not legacy) and thread.seal():
+            if request.get("kind") not in ("state", "cancel") and (fresh or not legacy) and thread.seal():
                 return
             request = None
 

@@ -10,6 +10,7 @@ from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._activity import task_activity
 from durabletask.extensions.langgraph._naming import activity_name, check_graph_name, fingerprint, orchestrator_name
 from durabletask.extensions.langgraph._orchestrator import thread_orchestrator
+from durabletask.extensions.langgraph._records import register_records
 from durabletask.streams import DEFAULT_MAX_INSTANCE_BYTES
 
 
@@ -32,7 +33,8 @@ def register_graph(
         orchestrator: Whether this worker also drives threads (``False`` for a worker that only runs nodes).
 
     Results and stream chunks travel on the threads' durable streams, so the worker also hosts the stream
-    entities (``worker.configure_streams`` with the default cap, unless it was called before).
+    entities (``worker.configure_streams`` with the default cap, unless it was called before), and the entity of
+    the threads' records that the LangGraph server reads (``lg.thread``).
     """
     check_graph_name(name)
     if getattr(graph, "checkpointer", None) not in (None, False):
@@ -44,6 +46,7 @@ def register_graph(
     chosen = _with_internal_nodes(graph, chosen, orchestrator)
     lg.install_id_shim()
     _host_streams(worker)
+    register_records(worker)
     if orchestrator:
         worker.add_orchestrator(thread_orchestrator(graph, name, fingerprint(graph)), name=orchestrator_name(name))
     run_task = task_activity(graph)

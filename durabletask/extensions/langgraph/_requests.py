@@ -256,7 +256,7 @@ def send_and_wait(
     """
     if timeout is not None and timeout < 0:
         raise ValueError(f"timeout must be None or at least 0 seconds, not {timeout!r}")
-    epoch, after = yield from _deliver(instance_id, graph_name, req, precheck, waiting.cursors)
+    epoch, after = yield from deliver(instance_id, graph_name, req, precheck, waiting.cursors)
     wait = _Wait(instance_id, graph_name, req, waiting, timeout, time.monotonic())
     if req.get("via") == STREAMED:
         return (yield from _follow(wait, epoch, after))
@@ -387,7 +387,7 @@ def restart_input(state: OrchestrationState | None) -> dict[str, Any] | None:
     return {"carry": payload.get("carry")}
 
 
-def _deliver(
+def deliver(
     instance_id: str, graph_name: str, req: dict[str, Any], precheck: Any, cursors: Cursors
 ) -> Generator[Op, Any, tuple[str | None, str | None]]:
     """Check the thread's published state, then start its orchestration with ``req`` or raise it as an event.
@@ -481,6 +481,7 @@ __all__ = [
     "Op",
     "Waiting",
     "check_resume_locally",
+    "deliver",
     "failed_carry",
     "failed_checkpoints",
     "read_state",

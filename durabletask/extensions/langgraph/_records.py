@@ -1,0 +1,154 @@
+"""A thread's record beside its orchestration: metadata, runs and their statuses, the latest values (an entity).
+
+LangGraph's server keeps, per thread, what the graph's checkpoints do not: when it was made, its metadata, which
+graph runs it, and each run with its status. Here that record is the entity ``lg.thread@{key}``. The server writes
+the parts a client sets (metadata, a new run); the thread's orchestration writes every status a run goes through
+(``running``, ``success``, ``error``, ``interrupted``) and the thread's values after each run, so the record is
+right whichever server, if any, is alive.
+
+Every write names an operation ID; the entity keeps the last IDs it applied, so a writer can wait until its own
+write is in (read-your-writes over one-way signals).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from durabletask.entities import EntityInstanceId
+
+#: The entity that holds threads' records.
+RECORD_ENTITY = "lg.thread"
+#: Operation IDs kept per record, newest last.
+KEEP_OPS = 64
+#: Runs kept per record: the oldest that have ended are forgotten first (a record stays far below 1 MB).
+KEEP_RUNS = 200
+_ENDED = ("success", "error", "interrupted", "timeout")
+#: The largest values (and interrupts) a record keeps, as serialized text: larger ones are read from the thread's
+#: state instead, so a record and the signal that writes it stay far below DTS's payload limits.
+MAX_RECORD_VALUES = 128 * 1024
+_MAX_PLAIN_KEY = 80
+
+
+def record_key(thread_id: str) -> str:
+    """The entity key of a thread's record: the thread ID itself when short printable ASCII without ``@`` or ``~``,
+    else a readable prefix and ``~`` and the first 32 hex digits of the SHA-256 of the whole ID."""
+    plain = all(" " <= ch <= "~" for ch in thread_id) and "@" not in thread_id and "~" not in thread_id
+    if plain and 0 < len(thread_id) <= _MAX_PLAIN_KEY:
+        return thread_id
+    prefix = "".join(ch for ch in thread_id[:32] if " " <= ch <= "~" and ch not in "@~")
+    return f"{prefix}~{hashlib.sha256(thread_id.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"
+
+
+def values_fields(values: dict[str, str], interrupts: dict[str, str]) -> dict[str, Any]:
+    """The record's ``values`` and ``interrupts`` (serialized), or ``values_elsewhere`` when they are too large."""
+    if len(values.get("b", "")) + len(interrupts.get("b", "")) > MAX_RECORD_VALUES:
+        return {"values": None, "interrupts": None, "values_elsewhere": True}
+    return {"values": values, "interrupts": interrupts, "values_elsewhere": False}
+
+
+def record_id(thread_id: str) -> EntityInstanceId:
+    """The entity instance that holds the record of ``thread_id``."""
+    return EntityInstanceId(RECORD_ENTITY, record_key(thread_id))
+
+
+def _note_op(state: dict[str, Any], op: Any) -> None:
+    if op:
+        state["ops"] = [*state.get("ops", []), op][-KEEP_OPS:]
+
+
+def _trim_runs(runs: dict[str, Any]) -> None:
+    while len(runs) > KEEP_RUNS:
+        ended = [rid for rid, run in runs.items() if run.get("status") in _ENDED]
+        runs.pop(ended[0] if ended else next(iter(runs)))
+
+
+def _merge_run(runs: dict[str, Any], update: dict[str, Any]) -> None:
+    """A run's fields in; a status that has ended is never taken back to ``pending`` or ``running``."""
+    run_id = str(update["run_id"])
+    current = runs.get(run_id, {})
+    if current.get("status") in _ENDED and update.get("status") not in (None, *_ENDED):
+        update = {k: v for k, v in update.items() if k != "status"}
+    runs[run_id] = {**current, **update}
+    _trim_runs(runs)
+
+
+def _put(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """A new thread (or a copy): the whole record."""
+    return {**data["record"], "runs": dict(data["record"].get("runs") or {})}
+
+
+def _patch(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    if not state:
+        return None  # a patch never makes a thread
+    state["metadata"] = {**(state.get("metadata") or {}), **(data.get("metadata") or {})}
+    for key in ("updated_at", "graph_id", "ttl"):
+        if data.get(key) is not None:
+            state[key] = data[key]
+    return state
+
+
+def _run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """A run's record or any of its fields, and the thread's fields the orchestration reports with it."""
+    if not state:
+        return None  # the thread was deleted: a late report of its orchestration makes no record
+    runs = dict(state.get("runs") or {})
+    if data.get("run"):
+        _merge_run(runs, data["run"])
+    state["runs"] = runs
+    state.update(data.get("thread") or {})
+    if data.get("metadata"):
+        state["metadata"] = {**(state.get("metadata") or {}), **data["metadata"]}
+    if data.get("at"):
+        state["updated_at"] = data["at"]
+    return state
+
+
+def _cursor(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the thread's stream had got to when a run ended: later runs read from there."""
+    if not state:
+        return None  # the thread was deleted meanwhile: no record is made for it
+    if str(data["cursor"]) > str(state.get("stream_cursor") or ""):
+        state["stream_cursor"] = str(data["cursor"])
+    return state
+
+
+def _forget_run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    if not state:
+        return None
+    state["runs"] = {k: v for k, v in (state.get("runs") or {}).items() if k != str(data["run_id"])}
+    return state
+
+
+_OPERATIONS = {"put": _put, "patch": _patch, "run": _run, "cursor": _cursor, "forget_run": _forget_run}
+
+
+def apply(state: dict[str, Any] | None, operation: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    """The record after ``operation`` (``None``: deleted). Pure, so it is tested without a worker."""
+    if operation == "delete":
+        return None
+    handler = _OPERATIONS.get(operation)
+    if handler is None:
+        raise ValueError(f"unknown operation '{operation}' on a thread record")
+    before = dict(state or {})
+    if operation == "put" and before.get("thread_id") is not None:  # the thread exists: its writer reads 409
+        if data.get("op"):
+            before["refused"] = [*before.get("refused", []), data["op"]][-KEEP_OPS:]
+        return before
+    after = handler(before, data)
+    if after is not None:
+        _note_op(after, data.get("op"))
+    return after
+
+
+def thread_record(ctx: Any, data: Any) -> None:
+    """The entity function of a thread's record (see :func:`apply`)."""
+    ctx.set_state(apply(ctx.get_state(dict), ctx.operation, data or {}))
+
+
+def register_records(worker: Any) -> None:
+    """Register the record entity on ``worker`` (once: a second call keeps the first)."""
+    try:
+        worker.add_entity(thread_record, name=RECORD_ENTITY)
+    except ValueError:
+        return

@@ -1,0 +1,144 @@
+"""What the resource routes' tests share: an emulator, a task hub per test with a worker serving the records, and
+an HTTP server with the assistants, store and crons routes, driven through ``langgraph_sdk``'s own client."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from aiohttp import web
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from durabletask import client as dt_client
+from durabletask import worker as dt_worker
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+from durabletask.extensions.langgraph.server.config import GraphSpec, ProjectConfig, ServerSettings
+from durabletask.extensions.langgraph.server.context import ServerContext
+from durabletask.extensions.langgraph.server.errors import HttpError
+
+
+@pytest.fixture(scope="session")
+def resources_emulator() -> Iterator[Any]:
+    from dtscale_emulator.server import EmulatorServer
+
+    server = EmulatorServer(port=0, in_memory=True, dynamic_task_hubs=True)
+    server.start()
+    yield server
+    server.stop()
+
+
+@dataclass
+class ResourceHub:
+    """One task hub of the emulator, with how to reach it."""
+
+    address: str
+    taskhub: str
+
+    @property
+    def metadata(self) -> list[tuple[str, str]]:
+        return [("taskhub", self.taskhub)]
+
+    def async_client(self) -> dt_client.AsyncTaskHubGrpcClient:
+        return dt_client.AsyncTaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
+
+    def sync_client(self) -> dt_client.TaskHubGrpcClient:
+        return dt_client.TaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
+
+    def worker(self) -> dt_worker.TaskHubGrpcWorker:
+        return dt_worker.TaskHubGrpcWorker(host_address=self.address, metadata=self.metadata)
+
+
+@pytest.fixture
+def resource_hub(resources_emulator: Any) -> Iterator[ResourceHub]:
+    hub = ResourceHub(f"localhost:{resources_emulator.port}", f"r{uuid.uuid4().hex[:12]}")
+    yield hub
+    with grpc.insecure_channel(hub.address) as channel:
+        stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+        stub.DeleteTaskHub(pb.DeleteTaskHubRequest(), metadata=hub.metadata, timeout=60)
+
+
+GRAPHS = {
+    "chain": "tests.langgraph_server.support_resources_graphs:chain",
+    "nested": "tests.langgraph_server.support_resources_graphs:nested",
+    "factory": "tests.langgraph_server.support_resources_graphs:make_chain",
+}
+"""The graphs of the tests' project, by graph ID."""
+
+
+def project(graphs: Mapping[str, str] | None = None) -> ProjectConfig:
+    """A project whose ``langgraph.json`` would list ``graphs`` (module references, so nothing is copied)."""
+    base = Path(__file__).resolve().parent
+    specs = {
+        graph_id: GraphSpec.parse(graph_id, entry, base, where=f"graphs.{graph_id}")
+        for graph_id, entry in (graphs or GRAPHS).items()
+    }
+    return ProjectConfig(path=base / "langgraph.json", graphs=specs)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Any:
+    try:
+        return await handler(request)
+    except HttpError as error:
+        return web.json_response({"detail": error.detail}, status=error.status)
+
+
+@dataclass
+class Served:
+    """A running HTTP server over one task hub."""
+
+    url: str
+    ctx: ServerContext
+    sdk: LangGraphClient
+    http: httpx.AsyncClient
+
+
+RouteFactory = Callable[[ServerContext], list[web.AbstractRouteDef]]
+
+
+@asynccontextmanager
+async def serve(
+    hub: ResourceHub,
+    route_factories: Sequence[RouteFactory],
+    *,
+    worker_parts: Sequence[Callable[[Any, Any], None]] = (),
+    start_worker: bool = True,
+) -> AsyncIterator[Served]:
+    """An aiohttp server with the given routes on port 0 and, unless told not to, a worker with ``worker_parts``."""
+    config = project()
+    w = hub.worker()
+    for register in worker_parts:
+        register(w, config)
+    if start_worker:
+        w.start()
+    client = hub.async_client()
+    ctx = ServerContext(client=client, graphs=config.graphs, settings=ServerSettings(project=config))
+    app = web.Application(middlewares=[_errors], client_max_size=4 * 1024 * 1024)
+    for factory in route_factories:
+        app.add_routes(factory(ctx))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    url = f"http://127.0.0.1:{port}"
+    sdk = get_client(url=url)
+    http = httpx.AsyncClient(base_url=url, timeout=30)
+    try:
+        yield Served(url, ctx, sdk, http)
+    finally:
+        await http.aclose()
+        await sdk.aclose()
+        await runner.cleanup()
+        await client.close()
+        if start_worker:
+            w.stop()
