@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import running_in_ci
-from tests.langgraph_server.support_judge import RegistryUnreachableError, sdk_source
+from tests.langgraph_server.support_server import RegistryUnreachableError, sdk_source
 
 
 def registry_needed(reason: str) -> None:

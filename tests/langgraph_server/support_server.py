@@ -1,7 +1,7 @@
 """What the server's acceptance tests share: LangChain's SDK sources (with its integration suite), a running
 ``durabletask langgraph`` process, a private network namespace, and the suite's run read back from its JUnit report.
 
-Run as a module (``python -m tests.langgraph_server.support_judge suite ...``) it is the driver of one suite run:
+Run as a module (``python -m tests.langgraph_server.support_server suite ...``) it is the driver of one suite run:
 it starts ``durabletask langgraph dev`` on the suite's ``langgraph.json``, runs the suite unmodified against it and
 stops the server. The test runs that driver inside a network namespace of its own when port 2024 is taken, since
 the suite's ``test_remote_graph_v3.py`` hard-codes ``localhost:2024``.
@@ -283,7 +283,7 @@ def run_suite(sdk: Path, project: Path, junit: Path, log: Path, per_test_timeout
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="support_judge")
+    parser = argparse.ArgumentParser(prog="support_server")
     commands = parser.add_subparsers(dest="command", required=True)
     suite = commands.add_parser("suite", help="serve the suite's project and run LangChain's suite against it")
     suite.add_argument("--sdk", type=Path, required=True)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.langgraph_server.conftest import registry_needed
-from tests.langgraph_server.support_judge import CACHE, dev_server, free_port
+from tests.langgraph_server.support_server import CACHE, dev_server, free_port
 
 SCRIPT = Path(__file__).with_name("node") / "resume_stream.mjs"
 NODE_DIR = CACHE / "node"

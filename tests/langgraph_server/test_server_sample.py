@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.langgraph_server.support_judge import ROOT, dev_server, free_port
+from tests.langgraph_server.support_server import ROOT, dev_server, free_port
 
 SAMPLE = ROOT / "samples" / "langgraph_server"
 EXPECTED = [

@@ -17,7 +17,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.langgraph_server.support_judge import ServerProcess, cli, free_port
+from tests.langgraph_server.support_server import ServerProcess, cli, free_port
 from tests.support.reliability import kill, start_emulator
 
 GRAPH = """
