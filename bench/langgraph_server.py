@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.langgraph_server.support_judge import dev_server, free_port  # noqa: E402
+from tests.langgraph_server.support_server import dev_server, free_port  # noqa: E402
 
 GRAPH = """
 from typing import TypedDict

@@ -264,7 +264,7 @@ def test_the_sdk_uses_the_emulator_only_for_testing_and_the_dashboard() -> None:
         "durabletask.testing": ("dtscale_emulator",),
         "durabletask._cli.commands.dashboard": ("dtscale_emulator.dashboard",),
         # `durabletask langgraph dev` runs the emulator in its own process, as `langgraph dev` runs its server.
-        "durabletask.extensions.langgraph.server.launch": ("dtscale_emulator",),
+        "durabletask.extensions.langgraph._server.launch": ("dtscale_emulator",),
     }
     found = [
         str(e)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import running_in_ci
-from tests.langgraph_server.support_judge import RegistryUnreachableError, sdk_source
+from tests.langgraph_server.support_server import RegistryUnreachableError, sdk_source
 
 
 def registry_needed(reason: str) -> None:
@@ -28,3 +31,17 @@ def langgraph_sdk_source() -> Path:
     except RegistryUnreachableError as error:
         registry_needed(str(error))
         raise  # unreachable: registry_needed skips or fails
+
+
+@pytest.fixture(autouse=True)
+def _finalise_abandoned_client_sockets() -> Iterator[None]:
+    """Finalises, after each test, the sockets that langgraph_sdk's stream watchers leave to the collector.
+
+    The SDK's ``threads.stream`` cancels its background watchers mid-connect when the stream closes; their sockets
+    are freed by the garbage collector, whose ``ResourceWarning`` would otherwise land in whichever later test the
+    collection happens to run in. Collecting here keeps each test's outcome its own.
+    """
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()

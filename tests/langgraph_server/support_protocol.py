@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from durabletask.extensions.langgraph.server.config import ServerSettings, load_config
-from durabletask.extensions.langgraph.server.launch import Connection, running_worker, serve_http
+from durabletask.extensions.langgraph._server.config import ServerSettings, load_config
+from durabletask.extensions.langgraph._server.launch import Connection, running_worker, serve_http
 
 GRAPHS = Path(__file__).with_name("support_protocol_graphs.py")
 STARTUP_TIMEOUT = 120.0  # a loaded machine imports LangGraph slowly; no assertion depends on it

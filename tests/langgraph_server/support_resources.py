@@ -21,9 +21,9 @@ from durabletask import client as dt_client
 from durabletask import worker as dt_worker
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
-from durabletask.extensions.langgraph.server.config import GraphSpec, ProjectConfig, ServerSettings
-from durabletask.extensions.langgraph.server.context import ServerContext
-from durabletask.extensions.langgraph.server.errors import HttpError
+from durabletask.extensions.langgraph._server.config import GraphSpec, ProjectConfig, ServerSettings
+from durabletask.extensions.langgraph._server.context import ServerContext
+from durabletask.extensions.langgraph._server.errors import HttpError
 
 
 @pytest.fixture(scope="session")

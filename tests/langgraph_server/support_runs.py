@@ -23,10 +23,10 @@ from durabletask import worker as dt_worker
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.extensions.langgraph import DurableGraph, register_graph
-from durabletask.extensions.langgraph.server import runs, threads
-from durabletask.extensions.langgraph.server.config import ProjectConfig, ServerSettings
-from durabletask.extensions.langgraph.server.context import ServerContext
-from durabletask.extensions.langgraph.server.middleware import middlewares
+from durabletask.extensions.langgraph._server import runs, threads
+from durabletask.extensions.langgraph._server.config import ProjectConfig, ServerSettings
+from durabletask.extensions.langgraph._server.context import ServerContext
+from durabletask.extensions.langgraph._server.middleware import middlewares
 from tests.langgraph_server.support_runs_graphs import BUILDERS
 
 

@@ -139,7 +139,9 @@ def _beat(state: State) -> dict[str, Any]:
         try:
             heartbeat({"at": time.monotonic()})
         except Exception as stop:
-            Path(f"{state['topic']}.cancelled").write_text(type(stop).__name__)
+            seen = Path(f"{state['topic']}.cancelled")
+            Path(f"{seen}.part").write_text(type(stop).__name__)
+            Path(f"{seen}.part").replace(seen)  # whole, so a reader never sees the file half written
             raise
         time.sleep(0.02)
     return {"steps": ["beat:not cancelled"]}

@@ -26,9 +26,9 @@ import httpx
 from aiohttp.test_utils import TestClient, TestServer
 
 from durabletask.client import AsyncTaskHubGrpcClient
-from durabletask.extensions.langgraph.server.app import create_app
-from durabletask.extensions.langgraph.server.config import ServerSettings, load_config
-from durabletask.extensions.langgraph.server.context import ServerContext
+from durabletask.extensions.langgraph._server.app import create_app
+from durabletask.extensions.langgraph._server.config import ServerSettings, load_config
+from durabletask.extensions.langgraph._server.context import ServerContext
 from tests.langgraph_server.support_surface import Served, run_cli
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.adversarial]

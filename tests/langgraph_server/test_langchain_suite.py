@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.langgraph_server.support_judge import ROOT, SUITE_PORT, in_private_network, port_is_free, read_junit
+from tests.langgraph_server.support_server import ROOT, SUITE_PORT, in_private_network, port_is_free, read_junit
 
 MIN_TESTS = 55  # the suite's size in 0.4.14
 
@@ -29,7 +29,7 @@ def test_langchain_integration_suite_passes_in_full(langgraph_sdk_source: Path, 
     driver = [
         sys.executable,
         "-m",
-        "tests.langgraph_server.support_judge",
+        "tests.langgraph_server.support_server",
         "suite",
         "--sdk",
         str(langgraph_sdk_source),

@@ -9,8 +9,8 @@ from langchain_core.messages import AIMessageChunk
 from langchain_protocol import Event  # noqa: F401  (the bindings the SDK types its events with)
 from langgraph_sdk.stream.subscription import matches_subscription
 
-from durabletask.extensions.langgraph.server import protocol_commands as pc
-from durabletask.extensions.langgraph.server import protocol_events as pe
+from durabletask.extensions.langgraph._server import protocol_commands as pc
+from durabletask.extensions.langgraph._server import protocol_events as pe
 
 
 def _parse(method: str, params: Any) -> Any:
@@ -345,7 +345,7 @@ def test_a_superstep_of_a_subgraph_ends_only_the_messages_streaming_at_or_below_
 @pytest.mark.adversarial
 @pytest.mark.parametrize(("header", "since"), [(None, None), ("", None), ("-1", 0), ("7", 7)])
 def test_last_event_id_gives_since(header: str | None, since: int | None) -> None:
-    from durabletask.extensions.langgraph.server.protocol_stream import since_of
+    from durabletask.extensions.langgraph._server.protocol_stream import since_of
 
     assert since_of({"channels": ["values"]}, header).since == since
     assert since_of({"channels": ["values"], "since": 3}, header).since == 3
@@ -354,7 +354,7 @@ def test_last_event_id_gives_since(header: str | None, since: int | None) -> Non
 @pytest.mark.adversarial
 @pytest.mark.parametrize("header", ["12.0", "abc", "9" * 17, "-2"])
 def test_a_last_event_id_that_is_no_seq_is_refused(header: str) -> None:
-    from durabletask.extensions.langgraph.server.protocol_stream import since_of
+    from durabletask.extensions.langgraph._server.protocol_stream import since_of
 
     with pytest.raises(pc.ProtocolError, match="Last-Event-ID"):
         since_of({"channels": ["values"]}, header)

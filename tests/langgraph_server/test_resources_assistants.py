@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
-from durabletask.extensions.langgraph.server import assistants, store
-from durabletask.extensions.langgraph.server.services import ASSISTANTS_KEY
+from durabletask.extensions.langgraph._server import assistants, store
+from durabletask.extensions.langgraph._server.services import ASSISTANTS_KEY
 from tests.langgraph_server.support_resources import ResourceHub, resource_hub, resources_emulator, serve
 
 __all__ = ["resource_hub", "resources_emulator"]
@@ -261,7 +261,7 @@ async def test_hostile_requests_get_a_4xx_naming_the_field(resource_hub: Resourc
 
 
 async def test_deleting_with_delete_threads_deletes_the_assistants_threads(resource_hub: ResourceHub) -> None:
-    from durabletask.extensions.langgraph.server import threads
+    from durabletask.extensions.langgraph._server import threads
 
     async with serve(
         resource_hub, [assistants.routes, threads.routes], worker_parts=[*_PARTS, threads.register_worker]

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from langgraph_sdk.errors import NotFoundError
 
-from durabletask.extensions.langgraph.server import assistants, crons, runs, threads
-from durabletask.extensions.langgraph.server import crons_model as model
-from durabletask.extensions.langgraph.server.launch_worker import register_project
+from durabletask.extensions.langgraph._server import assistants, crons, runs, threads
+from durabletask.extensions.langgraph._server import crons_model as model
+from durabletask.extensions.langgraph._server.launch_worker import register_project
 from durabletask.scheduled import AsyncScheduledTaskClient
 from tests.langgraph_server.support_resources import ResourceHub, resource_hub, resources_emulator, serve
 

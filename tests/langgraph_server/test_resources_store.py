@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from langgraph_sdk.errors import UnprocessableEntityError
 
-from durabletask.extensions.langgraph.server import store
-from durabletask.extensions.langgraph.server import store_model as model
+from durabletask.extensions.langgraph._server import store
+from durabletask.extensions.langgraph._server import store_model as model
 from tests.langgraph_server.support_resources import ResourceHub, resource_hub, resources_emulator, serve
 
 __all__ = ["resource_hub", "resources_emulator"]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from durabletask.extensions.langgraph.server import store_model as model
+from durabletask.extensions.langgraph._server import store_model as model
 from tests.conftest import fuzz_examples
 
 _LABEL = st.text(st.characters(blacklist_characters=".\x00", blacklist_categories=("Cs",)), min_size=1, max_size=40)

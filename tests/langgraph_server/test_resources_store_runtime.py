@@ -12,8 +12,8 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from durabletask.extensions.langgraph import DurableGraph, register_graph
-from durabletask.extensions.langgraph.server import store
-from durabletask.extensions.langgraph.server.store_model import StoreInputError
+from durabletask.extensions.langgraph._server import store
+from durabletask.extensions.langgraph._server.store_model import StoreInputError
 from tests.langgraph_server.support_resources import ResourceHub, resource_hub, resources_emulator, serve
 
 __all__ = ["resource_hub", "resources_emulator"]

@@ -12,8 +12,8 @@ import pytest
 from langgraph.types import Command
 
 from durabletask.extensions.langgraph import _requests as rq
-from durabletask.extensions.langgraph.server.state import to_json
-from durabletask.extensions.langgraph.server.threads_records import Records
+from durabletask.extensions.langgraph._server.state import to_json
+from durabletask.extensions.langgraph._server.threads_records import Records
 from tests.langgraph_server.support_runs import RunsHub, Served, runs_emulator, runs_hub, serve
 from tests.langgraph_server.support_runs_sse import read_frames
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from durabletask.extensions.langgraph.server.state import to_json
+from durabletask.extensions.langgraph._server.state import to_json
 from tests.langgraph_server.support_runs import RunsHub, runs_emulator, runs_hub, serve
 
 __all__ = ["runs_emulator", "runs_hub"]

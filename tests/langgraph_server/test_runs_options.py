@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from durabletask.extensions.langgraph.server.system import info
+from durabletask.extensions.langgraph._server.system import info
 from tests.langgraph_server.support_runs import RunsHub, Served, runs_emulator, runs_hub, serve
 
 __all__ = ["runs_emulator", "runs_hub"]

@@ -16,10 +16,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from durabletask.client import AsyncTaskHubGrpcClient
-from durabletask.extensions.langgraph.server import app as app_module
-from durabletask.extensions.langgraph.server.config import ServerSettings, load_config
-from durabletask.extensions.langgraph.server.context import ServerContext
-from durabletask.extensions.langgraph.server.errors import HttpError, json_body
+from durabletask.extensions.langgraph._server import app as app_module
+from durabletask.extensions.langgraph._server.config import ServerSettings, load_config
+from durabletask.extensions.langgraph._server.context import ServerContext
+from durabletask.extensions.langgraph._server.errors import HttpError, json_body
 from tests.langgraph_server.support_surface import write_project
 
 TOKEN = "s3cret-token"

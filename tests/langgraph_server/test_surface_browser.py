@@ -20,11 +20,11 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from durabletask._cli.commands.langgraph import AUTH_TOKEN_ENV
 from durabletask.client import AsyncTaskHubGrpcClient
-from durabletask.extensions.langgraph.server import app as app_module
-from durabletask.extensions.langgraph.server.config import ServerSettings, load_config
-from durabletask.extensions.langgraph.server.context import ServerContext
-from durabletask.extensions.langgraph.server.errors import json_body
-from durabletask.extensions.langgraph.server.middleware_browser import is_loopback
+from durabletask.extensions.langgraph._server import app as app_module
+from durabletask.extensions.langgraph._server.config import ServerSettings, load_config
+from durabletask.extensions.langgraph._server.context import ServerContext
+from durabletask.extensions.langgraph._server.errors import json_body
+from durabletask.extensions.langgraph._server.middleware_browser import is_loopback
 from tests.langgraph_server.support_surface import run_cli, run_cli_once, write_project
 
 pytestmark = pytest.mark.adversarial

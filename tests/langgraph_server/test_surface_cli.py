@@ -23,7 +23,7 @@ import httpx
 
 from durabletask.client import TaskHubGrpcClient
 from durabletask.extensions.langgraph import DurableGraph
-from durabletask.extensions.langgraph.server.config import load_config
+from durabletask.extensions.langgraph._server.config import load_config
 from tests.langgraph_server.support_surface import Served, run_cli, run_cli_once, write_project
 
 pytestmark = pytest.mark.timeout(600)

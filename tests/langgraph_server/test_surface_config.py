@@ -13,13 +13,13 @@ import pytest
 
 pytest.importorskip("langgraph_sdk.runtime")
 
-from durabletask.extensions.langgraph.server.config import (
+from durabletask.extensions.langgraph._server.config import (
     ConfigError,
     GraphSpecError,
     apply_environment,
     load_config,
 )
-from durabletask.extensions.langgraph.server.config_graphs import module_name_for
+from durabletask.extensions.langgraph._server.config_graphs import module_name_for
 from tests.langgraph_server.support_surface import write_project
 
 

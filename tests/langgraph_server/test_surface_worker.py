@@ -13,10 +13,10 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("langgraph_sdk.runtime")
 
 from durabletask.extensions.langgraph import activity_name, orchestrator_name
-from durabletask.extensions.langgraph.server.config import GraphSpecError, load_config
-from durabletask.extensions.langgraph.server.config_graphs import module_name_for
-from durabletask.extensions.langgraph.server.crons_worker import CRON_FIRE
-from durabletask.extensions.langgraph.server.launch_worker import register_project, run_config
+from durabletask.extensions.langgraph._server.config import GraphSpecError, load_config
+from durabletask.extensions.langgraph._server.config_graphs import module_name_for
+from durabletask.extensions.langgraph._server.crons_worker import CRON_FIRE
+from durabletask.extensions.langgraph._server.launch_worker import register_project, run_config
 from durabletask.worker import TaskHubGrpcWorker
 from tests.langgraph_server.support_surface import write_project
 

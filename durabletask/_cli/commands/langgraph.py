@@ -153,7 +153,7 @@ def cmd_langgraph(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     if problem is not None:
         err.write(f"{name}: {problem}\n")
         return 2
-    from durabletask.extensions.langgraph.server import launch_cli
+    from durabletask.extensions.langgraph._server import launch_cli
 
     try:
         return launch_cli.run(args, out)
