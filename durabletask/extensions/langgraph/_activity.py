@@ -27,6 +27,7 @@ from durabletask._replay.failures import qualified_name
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._delivery import activity_publisher
 from durabletask.extensions.langgraph._errors import StateSerializationError, node_failure
+from durabletask.extensions.langgraph._events import EVENTS, INTEGRATION, NodeEvents, run_manager
 from durabletask.extensions.langgraph._functional import InlineCalls
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
@@ -102,11 +103,15 @@ def _task_config(
     if subgraph_modes := payload.get("subgraph_modes"):
         # subgraphs run in this task: their chunks (with their namespaces) go out with the task's
         configurable[lg.CONFIG_KEY_STREAM] = StreamProtocol(collect, set(subgraph_modes))
+    handlers: list[Any] = []
     if "messages" in modes:
-        handler = lg.StreamMessagesHandler(collect, bool(payload.get("subgraph_modes")))
-        config["callbacks"] = [handler]
+        handlers.append(lg.StreamMessagesHandler(collect, bool(payload.get("subgraph_modes"))))
+    if EVENTS in modes and payload.get("events"):
+        handlers.append(NodeEvents(lambda event: collect(((), EVENTS, event))))
+    if handlers:
+        config["callbacks"] = handlers
         # what Pregel.stream adds to its callbacks' metadata, so the chunks' metadata is LangGraph's
-        config["metadata"] = {"ls_integration": "langgraph"}
+        config["metadata"] = dict(INTEGRATION)
     return dict(lg.ensure_config(config))  # type: ignore[arg-type]
 
 
@@ -122,6 +127,11 @@ def prepare_task(
         # Only this task's packet travels; it keeps its index in the pending sends (the task id depends on it).
         checkpoint["channel_values"][lg.TASKS] = [None] * send["index"] + [load(send["packet"])]
     channels, managed = lg.channels_from_checkpoint(graph.channels, checkpoint)
+    config = _task_config(payload, load(payload["config"]), collect, getattr(graph, "store", None))
+    manager = None
+    if EVENTS in (payload.get("stream") or ()) and payload.get("events"):
+        # The run's chain, as the nodes' parent: their callbacks (and so their events) descend from it.
+        manager = run_manager(payload["events"], config.pop("callbacks"))
     common: dict[str, Any] = {
         "checkpoint": checkpoint,
         "pending_writes": [tuple(w) for w in load(payload["pending"])],
@@ -129,13 +139,14 @@ def prepare_task(
         "channels": channels,
         "managed": managed,
         # The worker's graph brings its own store (compile(store=...)), e.g. one backed by a database.
-        "config": _task_config(payload, load(payload["config"]), collect, getattr(graph, "store", None)),
+        "config": config,
         "step": payload["step"],
         "stop": payload["stop"],
         "retry_policy": graph.retry_policy,
         "cache_policy": graph.cache_policy,
         "checkpointer": saver,
         "store": getattr(graph, "store", None),
+        "manager": manager,
     }
     ids: dict[str, Any] = {
         "checkpoint_id_bytes": binascii.unhexlify(checkpoint["id"].replace("-", "")),
@@ -195,9 +206,11 @@ def execute_task(graph: Any, payload: dict[str, Any], ctx: Any = None) -> dict[s
     calls = InlineCalls(call_task_id, saved, collect, "updates" in (payload.get("stream") or ()))
     result: dict[str, Any] = {}
     token = _ACTIVITY.set(ctx)
+    # With ``events``, the node streams its output as it does under ``astream_events`` (its on_chain_stream).
+    streamed = EVENTS in (payload.get("stream") or ())
     try:
-        if lg.is_async_only(graph.nodes.get(task.name)):  # an ``async def`` node runs on a loop of its own
-            asyncio.run(lg.arun_with_retry(task, None, configurable={lg.CONFIG_KEY_CALL: calls}))
+        if streamed or lg.is_async_only(graph.nodes.get(task.name)):  # ``async def`` nodes run on a loop of their own
+            asyncio.run(lg.arun_with_retry(task, None, stream=streamed, configurable={lg.CONFIG_KEY_CALL: calls}))
         else:
             lg.run_with_retry(task, None, configurable={lg.CONFIG_KEY_CALL: calls})
     except GraphInterrupt as exc:

@@ -20,12 +20,13 @@ from langgraph.types import RetryPolicy
 
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._errors import node_failure
+from durabletask.extensions.langgraph._events import EVENTS, chain_event, root_context
 from durabletask.extensions.langgraph._serde import dump, load
 
 Chunk = tuple[tuple[str, ...], str, Any]
-# The modes LangGraph's loop emits by itself; "custom" and "messages" come from the activities.
+# The modes LangGraph's loop emits by itself; "custom", "messages" and the nodes' "events" come from the activities.
 LOOP_MODES = frozenset({"values", "updates", "checkpoints", "tasks", "debug"})
-ACTIVITY_MODES = frozenset({"custom", "messages"})
+ACTIVITY_MODES = frozenset({"custom", "messages", EVENTS})
 
 
 @dataclass
@@ -108,10 +109,12 @@ def drive_run(
     graph_name: str,
     instance_id: str,
     chunks: list[Chunk] | None = None,
+    run_id: str | None = None,
 ) -> Generator[list[TaskCall], list[TaskOutcome], RunResult]:
     """Run ``spec`` on ``graph`` with ``saver`` as its checkpointer, yielding the tasks of each superstep.
 
-    The chunks the run emits are appended to ``chunks`` as they come (a new list if not given).
+    The chunks the run emits are appended to ``chunks`` as they come (a new list if not given). ``run_id`` is the
+    run's ID in its ``events`` (the run's chain); the instance ID stands in when it is not given.
     """
     config = run_config(graph, thread_id, spec)
     modes = set(spec.stream_modes) | {"values", "updates"}
@@ -125,6 +128,9 @@ def drive_run(
         durability="sync",
     )
     chunks = [] if chunks is None else chunks
+    root = root_context(graph, config, run_id or instance_id) if EVENTS in spec.stream_modes else None
+    if root is not None:  # the run's chain starts before the loop emits anything
+        chunks.append(((), EVENTS, chain_event(root, "start", spec.input)))
     stream = StreamProtocol(chunks.append, set(stream_modes))
     # "updates" too: functional-API @task calls run inside their entrypoint's task and report their own
     wanted_from_tasks = sorted(set(spec.stream_modes) & (ACTIVITY_MODES | {"updates"}))
@@ -141,7 +147,7 @@ def drive_run(
                 step = Superstep()
                 while pending:
                     calls = describe_tasks(
-                        loop, pending, spec, graph_name, instance_id, wanted_from_tasks, step.handles
+                        loop, pending, spec, graph_name, instance_id, wanted_from_tasks, step.handles, root
                     )
                     outcomes = yield calls
                     pending = settle(loop, runner, pending, outcomes, chunks, step)
@@ -151,6 +157,8 @@ def drive_run(
                     put.result()
         if loop.status == "out_of_steps":
             raise GraphRecursionError(recursion_message(config["recursion_limit"]))
+        if root is not None:  # a run that failed ends without its chain's end, as with version v2 in-process
+            chunks.append(((), EVENTS, chain_event(root, "end", loop.output)))
     except Exception as exc:  # a failed run: the orchestrator fails its execution with this error
         return RunResult(chunks, exc)
     return RunResult(chunks)
@@ -201,6 +209,7 @@ def describe_tasks(
     instance_id: str,
     stream_modes: list[str],
     handles: dict[str, Any],
+    root: dict[str, Any] | None = None,
 ) -> list[TaskCall]:
     """The activity inputs for ``tasks``: each carries the superstep's checkpoint and its own pending writes.
 
@@ -239,6 +248,8 @@ def describe_tasks(
         "stream": stream_modes,
         "subgraph_modes": sorted(set(spec.stream_modes) & LOOP_MODES) if spec.subgraphs else [],
     }
+    if root is not None and EVENTS in stream_modes:
+        shared["events"] = root
     states = _States(live)
     return [
         _describe_task(

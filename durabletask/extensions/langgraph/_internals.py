@@ -1,4 +1,4 @@
-"""Every import of LangGraph's private modules, and the one shim that makes its ids deterministic.
+"""Every import of LangGraph's private modules (and LangChain's one), and the shim that makes its ids deterministic.
 
 LangGraph is pinned to ``>=1.2,<1.3``; its private modules move between minor releases, so they are
 reached from this module only and a LangGraph upgrade has one place to check.
@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone, tzinfo
 from typing import Any
 
+from langchain_core.tracers._streaming import _StreamingCallbackHandler as StreamingCallbackHandler
 from langgraph._internal._config import ensure_config
 from langgraph._internal._constants import (
     CONF,
@@ -74,6 +75,7 @@ __all__ = [
     "IdSource",
     "PregelRunner",
     "StreamMessagesHandler",
+    "StreamingCallbackHandler",
     "SyncPregelLoop",
     "arun_with_retry",
     "channels_from_checkpoint",

@@ -411,6 +411,7 @@ class ThreadRuntime:
             graph_name=self.graph_name,
             instance_id=self.ctx.instance_id,
             chunks=emitted,
+            run_id=request_id,
         )
         # A streaming run's chunks go out as they come: the loop's after each superstep, the nodes' from their tasks.
         live = None if body.get("invoke") or request.get("via") != STREAMED else _LiveRun(request_id, spec)

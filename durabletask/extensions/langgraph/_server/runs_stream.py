@@ -33,6 +33,7 @@ SDK_MODES = {
     "debug": "debug",
     "messages": "messages",
     "messages-tuple": "messages",
+    "events": "events",
 }
 #: Seconds between looks at a thread whose execution has ended, while a run of it may still come.
 IDLE_LOOK = 0.25

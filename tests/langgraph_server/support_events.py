@@ -1,0 +1,274 @@
+"""What the ``events`` stream tests share: graphs with a scripted chat model, a tool node, a subgraph and custom
+events; a server over a task hub whose worker serves them (in this process, or as ``python support_events.py
+ADDRESS TASKHUB``, a process a test may kill); the reference events of in-process LangGraph; and the
+normalisation that makes the two comparable (run IDs, message IDs and checkpoint IDs renamed in order of
+appearance)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from aiohttp import web
+from langchain_core.callbacks import dispatch_custom_event
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph_sdk import get_client
+
+from durabletask import worker as dt_worker
+from durabletask.extensions.langgraph import register_graph
+from durabletask.extensions.langgraph._server import runs, threads
+from durabletask.extensions.langgraph._server.config import ProjectConfig, ServerSettings
+from durabletask.extensions.langgraph._server.context import ServerContext
+from durabletask.extensions.langgraph._server.middleware import middlewares
+from durabletask.extensions.langgraph._server.state import to_json
+from tests.langgraph_server.support_runs import RunsHub, Served
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Answers the n-th model call of a conversation with its n-th reply, streamed word by word (tool calls last)."""
+
+    replies: list[AIMessage]
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _reply(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        return self.replies[sum(1 for m in messages if m.type == "ai") % len(self.replies)]
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+
+    def _stream(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> Iterator[ChatGenerationChunk]:
+        reply = self._reply(messages)
+        words = str(reply.content).split(" ")
+        pieces = [AIMessageChunk(content=w if i == 0 else f" {w}", id=reply.id) for i, w in enumerate(words)]
+        if reply.tool_calls:
+            calls = [
+                {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+                for i, c in enumerate(reply.tool_calls)
+            ]
+            pieces.append(AIMessageChunk(content="", id=reply.id, tool_call_chunks=calls))  # type: ignore[arg-type]
+        for piece in pieces:
+            chunk = ChatGenerationChunk(message=piece)
+            if run_manager is not None:
+                run_manager.on_llm_new_token(str(piece.content), chunk=chunk)
+            yield chunk
+
+
+@tool
+def lookup(city: str) -> str:
+    """The weather of a city."""
+    return f"sunny in {city}"
+
+
+def _model() -> ScriptedChatModel:
+    ask = AIMessage(
+        content="let me look", id="reply-1", tool_calls=[{"name": "lookup", "args": {"city": "Paris"}, "id": "call-1"}]
+    )
+    return ScriptedChatModel(replies=[ask, AIMessage(content="it is sunny in Paris", id="reply-2")])
+
+
+def _agent(state: MessagesState) -> dict[str, Any]:
+    return {"messages": [_model().invoke(state["messages"])]}
+
+
+def _route(state: MessagesState) -> str:
+    last = state["messages"][-1]
+    return "tools" if isinstance(last, AIMessage) and last.tool_calls else "report"
+
+
+def _mark(state: MessagesState) -> dict[str, Any]:
+    dispatch_custom_event("progress", {"seen": len(state["messages"])})
+    return {}
+
+
+def agent_builder() -> StateGraph:
+    """A model that calls a tool, the tool node, the model again, then a subgraph that sends a custom event."""
+    inner = StateGraph(MessagesState)
+    inner.add_node("mark", _mark)
+    inner.add_edge(START, "mark")
+    inner.add_edge("mark", END)
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", _agent)
+    builder.add_node("tools", ToolNode([lookup]))
+    builder.add_node("report", inner.compile())
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", _route, ["tools", "report"])
+    builder.add_edge("tools", "agent")
+    builder.add_edge("report", END)
+    return builder
+
+
+def _big(state: MessagesState) -> dict[str, Any]:
+    size = int(str(state["messages"][-1].content))
+    dispatch_custom_event("blob", {"text": "x" * size})
+    return {}
+
+
+def big_builder() -> StateGraph:
+    """A node that sends a custom event as large as its input asks."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("big", _big)
+    builder.add_edge(START, "big")
+    builder.add_edge("big", END)
+    return builder
+
+
+class _Opaque:
+    """What no serializer writes: it refuses to be pickled or described."""
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an _Opaque cannot be written")
+
+
+def _odd(state: MessagesState) -> dict[str, Any]:
+    dispatch_custom_event("opaque", {"handle": _Opaque(), "lock": threading.Lock()})
+    return {"messages": [AIMessage(content="after the event", id="odd-1")]}
+
+
+def odd_builder() -> StateGraph:
+    """A node whose custom event holds what cannot be serialized."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("odd", _odd)
+    builder.add_edge(START, "odd")
+    builder.add_edge("odd", END)
+    return builder
+
+
+def _slow(state: MessagesState) -> dict[str, Any]:
+    """Streams its tokens, then waits for the file its input names before it finishes (a test kills it there)."""
+    flag = Path(str(state["messages"][-1].content))
+    model = ScriptedChatModel(replies=[AIMessage(content="one two three", id="slow-1")])
+    reply = model.invoke(state["messages"])
+    while not flag.exists():
+        time.sleep(0.05)
+    return {"messages": [reply]}
+
+
+def slow_builder() -> StateGraph:
+    builder = StateGraph(MessagesState)
+    builder.add_node("slow", _slow)
+    builder.add_edge(START, "slow")
+    builder.add_edge("slow", END)
+    return builder
+
+
+BUILDERS = {"agent": agent_builder, "big": big_builder, "odd": odd_builder, "slow": slow_builder}
+
+
+def graphs() -> dict[str, Any]:
+    return {name: build().compile() for name, build in BUILDERS.items()}
+
+
+def register(w: dt_worker.TaskHubGrpcWorker, compiled: dict[str, Any]) -> None:
+    for name, graph in compiled.items():
+        register_graph(w, name, graph)
+
+
+@asynccontextmanager
+async def serve(hub: RunsHub, *, start_worker: bool = True) -> AsyncIterator[Served]:
+    """The thread and run routes on port 0 over ``hub`` serving these graphs, and (by default) a worker for them."""
+    import httpx
+
+    compiled = graphs()
+    w = hub.worker()
+    register(w, compiled)
+    if start_worker:
+        w.start()
+    client = hub.async_client()
+    settings = ServerSettings(project=ProjectConfig(path=Path(__file__).parent / "langgraph.json", graphs={}))
+    ctx = ServerContext(client=client, graphs=compiled, settings=settings)
+    app = web.Application(middlewares=middlewares(settings), client_max_size=settings.max_body_bytes)
+    app.add_routes(threads.routes(ctx))
+    app.add_routes(runs.routes(ctx))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    sdk = get_client(url=url)
+    http = httpx.AsyncClient(base_url=url, timeout=60)
+    try:
+        yield Served(url, ctx, sdk, http, compiled)
+    finally:
+        await http.aclose()
+        await sdk.aclose()
+        await runner.cleanup()
+        await client.close()
+        if start_worker:
+            w.stop()
+
+
+async def reference_events(graph_id: str, inputs: Any, run_id: str, thread_id: str) -> list[dict[str, Any]]:
+    """In-process LangGraph's ``astream_events`` v2 for the same run, filtered as LangGraph's server filters them:
+    no event tagged ``langsmith:hidden``, and not the run's own ``on_chain_stream`` (its modes' chunks).
+
+    The run's configurable is what a server gives its runs: the thread, graph, assistant and run IDs."""
+    graph = BUILDERS[graph_id]().compile(checkpointer=InMemorySaver())
+    configurable = {"thread_id": thread_id, "graph_id": graph_id, "assistant_id": graph_id, "run_id": run_id}
+    config: Any = {"run_id": uuid.UUID(run_id), "configurable": configurable}
+    out = []
+    async for event in graph.astream_events(inputs, config, version="v2", stream_mode=["debug", "values"]):
+        if "langsmith:hidden" in (event.get("tags") or []):
+            continue
+        if event["event"] == "on_chain_stream" and event["run_id"] == run_id:
+            continue
+        out.append(to_json(event))
+    return out
+
+
+_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def normalised(events: list[Any]) -> list[Any]:
+    """``events`` with every UUID renamed ``id0``, ``id1``, ... in order of first appearance."""
+    names: dict[str, str] = {}
+
+    def rename(found: re.Match[str]) -> str:
+        return names.setdefault(found.group(0), f"id{len(names)}")
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return _ID.sub(rename, value)
+        if isinstance(value, dict):
+            return {walk(k): walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return [walk(e) for e in events]
+
+
+def main() -> None:
+    address, taskhub = sys.argv[1], sys.argv[2]
+    w = dt_worker.TaskHubGrpcWorker(host_address=address, metadata=[("taskhub", taskhub)])
+    register(w, graphs())
+    w.start()
+    print("ready", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""``stream_mode="events"`` through the server: what in-process LangGraph's ``astream_events`` v2 yields, filtered
+as LangGraph's server filters it, alone and beside other modes, and resumed after any event."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.langgraph_server.support_events import normalised, reference_events, serve
+from tests.langgraph_server.support_runs import RunsHub, runs_emulator, runs_hub
+
+__all__ = ["runs_emulator", "runs_hub"]
+pytestmark = [pytest.mark.timeout(180)]
+
+INPUT = {"messages": [{"role": "user", "content": "weather in Paris?"}]}
+
+
+async def test_events_equal_langgraph_astream_events(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        parts = [p async for p in s.sdk.runs.stream(tid, "agent", input=INPUT, stream_mode="events")]
+        assert parts[0].event == "metadata" and parts[-1].event == "end"
+        run_id = parts[0].data["run_id"]
+        ours = [p.data for p in parts if p.event == "events"]
+        assert {p.event for p in parts} == {"metadata", "events", "end"}
+        reference = await reference_events("agent", INPUT, run_id, tid)
+        assert normalised(ours) == normalised(reference)
+        kinds = {(e["event"], e["name"]) for e in ours}
+        assert {
+            ("on_chat_model_stream", "ScriptedChatModel"),
+            ("on_tool_start", "lookup"),
+            ("on_tool_end", "lookup"),
+            ("on_custom_event", "progress"),
+            ("on_chain_start", "report"),
+            ("on_chain_start", "mark"),  # the subgraph's node, inside the "report" node's task
+        } <= kinds
+        # the run's chain is the server's run: it starts first, ends last, and is every node's parent
+        assert (ours[0]["event"], ours[0]["run_id"]) == ("on_chain_start", run_id)
+        assert (ours[-1]["event"], ours[-1]["run_id"]) == ("on_chain_end", run_id)
+        nodes = [e for e in ours if e["event"] == "on_chain_start" and e["tags"][:1] == ["graph:step:1"]]
+        assert nodes and nodes[0]["parent_ids"] == [run_id]
+        tokens = [e["data"]["chunk"]["content"] for e in ours if e["event"] == "on_chat_model_stream"]
+        assert "".join(tokens) == "let me lookit is sunny in Paris"
