@@ -145,6 +145,9 @@ class _Opaque:
 
 def _odd(state: MessagesState) -> dict[str, Any]:
     dispatch_custom_event("opaque", {"handle": _Opaque(), "lock": threading.Lock()})
+    loop: dict[str, Any] = {"n": 1}
+    loop["self"] = loop
+    dispatch_custom_event("cycle", loop)
     return {"messages": [AIMessage(content="after the event", id="odd-1")]}
 
 
@@ -221,21 +224,28 @@ async def serve(hub: RunsHub, *, start_worker: bool = True) -> AsyncIterator[Ser
             w.stop()
 
 
-async def reference_events(graph_id: str, inputs: Any, run_id: str, thread_id: str) -> list[dict[str, Any]]:
-    """In-process LangGraph's ``astream_events`` v2 for the same run, filtered as LangGraph's server filters them:
-    no event tagged ``langsmith:hidden``, and not the run's own ``on_chain_stream`` (its modes' chunks).
+async def reference_events(
+    graph_id: str, inputs: Any, run_id: str, thread_id: str, modes: Sequence[str] = ()
+) -> list[tuple[str, Any]]:
+    """In-process LangGraph's ``astream_events`` v2 for the same run, as LangGraph's server streams it: the run's own
+    ``on_chain_stream`` events carry its modes' chunks (sent as those modes' events, when ``modes`` asks for them),
+    every other event is an ``events`` event but for those tagged ``langsmith:hidden``.
 
     The run's configurable is what a server gives its runs: the thread, graph, assistant and run IDs."""
     graph = BUILDERS[graph_id]().compile(checkpointer=InMemorySaver())
     configurable = {"thread_id": thread_id, "graph_id": graph_id, "assistant_id": graph_id, "run_id": run_id}
     config: Any = {"run_id": uuid.UUID(run_id), "configurable": configurable}
-    out = []
-    async for event in graph.astream_events(inputs, config, version="v2", stream_mode=["debug", "values"]):
+    out: list[tuple[str, Any]] = []
+    stream_mode = sorted({"debug", "values", *modes})
+    async for event in graph.astream_events(inputs, config, version="v2", stream_mode=stream_mode):
         if "langsmith:hidden" in (event.get("tags") or []):
             continue
         if event["event"] == "on_chain_stream" and event["run_id"] == run_id:
+            mode, chunk = event["data"]["chunk"]
+            if mode in modes:
+                out.append((mode, to_json(chunk)))
             continue
-        out.append(to_json(event))
+        out.append(("events", to_json(event)))
     return out
 
 

@@ -22,7 +22,7 @@ async def test_events_equal_langgraph_astream_events(runs_hub: RunsHub) -> None:
         run_id = parts[0].data["run_id"]
         ours = [p.data for p in parts if p.event == "events"]
         assert {p.event for p in parts} == {"metadata", "events", "end"}
-        reference = await reference_events("agent", INPUT, run_id, tid)
+        reference = [data for _, data in await reference_events("agent", INPUT, run_id, tid)]
         assert normalised(ours) == normalised(reference)
         kinds = {(e["event"], e["name"]) for e in ours}
         assert {
@@ -40,3 +40,31 @@ async def test_events_equal_langgraph_astream_events(runs_hub: RunsHub) -> None:
         assert nodes and nodes[0]["parent_ids"] == [run_id]
         tokens = [e["data"]["chunk"]["content"] for e in ours if e["event"] == "on_chat_model_stream"]
         assert "".join(tokens) == "let me lookit is sunny in Paris"
+
+
+async def test_events_beside_values_and_updates_keep_langgraph_order(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        modes = ["events", "values", "updates"]
+        parts = [p async for p in s.sdk.runs.stream(tid, "agent", input=INPUT, stream_mode=modes)]
+        run_id = parts[0].data["run_id"]
+        ours = [[p.event, p.data] for p in parts if p.event not in ("metadata", "end")]
+        reference = await reference_events("agent", INPUT, run_id, tid, modes=["values", "updates"])
+        assert normalised(ours) == normalised([list(pair) for pair in reference])
+        assert {"events", "values", "updates"} == {name for name, _ in ours}
+
+
+async def test_resuming_after_any_event_gives_exactly_the_rest(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        parts = [
+            p
+            async for p in s.sdk.runs.stream(
+                tid, "agent", input=INPUT, stream_mode=["events", "values"], stream_resumable=True
+            )
+        ]
+        run_id = parts[0].data["run_id"]
+        assert all(p.id for p in parts) and len({p.id for p in parts}) == len(parts)
+        for cut in range(len(parts)):
+            rest = [p async for p in s.sdk.runs.join_stream(tid, run_id, last_event_id=parts[cut].id)]
+            assert rest == parts[cut + 1 :], cut

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from durabletask.extensions.langgraph._errors import StateSerializationError
+from durabletask.extensions.langgraph._events import EVENTS, writable
 from durabletask.extensions.langgraph._serde import dump, load
 
 #: The topic of every item the integration publishes.
@@ -75,12 +77,20 @@ def activity_publisher(ctx: Any, live: dict[str, Any], errors: list[BaseExceptio
     """What a node's task calls with each chunk it emits: publish it now, for the request ``live`` names.
 
     A chunk that cannot be written is kept in ``errors`` (the task raises it once the node has finished), so the
-    node's own code never sees the stream's errors.
+    node's own code never sees the stream's errors; an ``events`` chunk goes out with what cannot be written as
+    ``None`` instead (``_events``).
     """
 
     def publish(chunk: Chunk) -> None:
         try:
-            for value in pieces(live["r"], "chunk", live["s"], {"c": dump(chunk, "a stream chunk")}):
+            try:
+                message = {"c": dump(chunk, "a stream chunk")}
+            except StateSerializationError:
+                if chunk[1] != EVENTS:
+                    raise
+                event = writable(chunk[2], lambda value: dump(value, "an event's value"))
+                message = {"c": dump((chunk[0], chunk[1], event), "a stream chunk")}
+            for value in pieces(live["r"], "chunk", live["s"], message):
                 ctx.publish(value, topic=TOPIC)
         except Exception as error:  # raised after the node has run, as a failure of the task
             errors.append(error)

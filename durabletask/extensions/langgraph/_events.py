@@ -8,11 +8,14 @@ hands LangGraph a run manager standing for the run's chain (:func:`run_manager`)
 their parent, exactly as in-process LangGraph's do.
 
 Events tagged ``langsmith:hidden`` (LangGraph's channel writes) are dropped where they are made: LangGraph's server
-never sends them, and they would only weigh on the stream.
+never sends them, and they would only weigh on the stream. A value inside an event that LangGraph's serializer cannot
+write (a lock in a custom event's data, say) goes out as ``null``, as LangGraph's server sends what it cannot
+encode, and the worker logs a warning naming where it was: the event still arrives, and the node's run goes on.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -35,6 +38,42 @@ INTEGRATION = {"ls_integration": "langgraph"}
 
 T = TypeVar("T")
 Event = dict[str, Any]
+_LOG = logging.getLogger("durabletask.langgraph.events")
+
+
+def writable(event: Event, check: Callable[[Any], Any]) -> Event:
+    """``event`` with each value ``check`` refuses (raising) replaced by ``None``; a warning names what was."""
+    dropped: list[str] = []
+    inside: set[int] = set()  # the containers on the path: a value that holds itself is cut there
+
+    def keep(value: Any, path: str) -> Any:
+        if id(value) in inside:
+            dropped.append(f"{path} (the value holding it)")
+            return None
+        try:
+            check(value)
+            return value
+        except Exception:
+            pass
+        if isinstance(value, (dict, list, tuple)):
+            inside.add(id(value))
+            try:
+                if isinstance(value, dict):
+                    return {k: keep(v, f"{path}.{k}") for k, v in value.items()}
+                return [keep(v, f"{path}[{i}]") for i, v in enumerate(value)]
+            finally:
+                inside.discard(id(value))
+        dropped.append(f"{path} ({type(value).__module__}.{type(value).__qualname__})")
+        return None
+
+    kept: Event = {k: keep(v, k) for k, v in event.items()}
+    _LOG.warning(
+        "event %s of %r: what LangGraph's serializer cannot write is sent as null: %s",
+        event.get("event"),
+        event.get("name"),
+        ", ".join(dropped),
+    )
+    return kept
 
 
 def root_context(graph: Any, config: dict[str, Any], run_id: str) -> dict[str, Any]:
