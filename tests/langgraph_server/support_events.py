@@ -29,6 +29,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from langgraph.types import RetryPolicy
 from langgraph_sdk import get_client
 
 from durabletask import worker as dt_worker
@@ -178,6 +179,26 @@ def slow_builder() -> StateGraph:
     return builder
 
 
+def slow_retried_builder() -> StateGraph:
+    """``slow`` as in-process LangGraph retries it: its first attempt fails where a worker was killed (after the
+    model's answer), its ``RetryPolicy`` runs it again."""
+    attempts: list[int] = []
+
+    def slow(state: MessagesState) -> dict[str, Any]:
+        model = ScriptedChatModel(replies=[AIMessage(content="one two three", id="slow-1")])
+        reply = model.invoke(state["messages"])
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ConnectionError("the worker is gone")
+        return {"messages": [reply]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("slow", slow, retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.01, jitter=False))
+    builder.add_edge(START, "slow")
+    builder.add_edge("slow", END)
+    return builder
+
+
 BUILDERS = {"agent": agent_builder, "big": big_builder, "odd": odd_builder, "slow": slow_builder}
 
 
@@ -225,25 +246,35 @@ async def serve(hub: RunsHub, *, start_worker: bool = True) -> AsyncIterator[Ser
 
 
 async def reference_events(
-    graph_id: str, inputs: Any, run_id: str, thread_id: str, modes: Sequence[str] = ()
+    graph_id: str,
+    inputs: Any,
+    run_id: str,
+    thread_id: str,
+    modes: Sequence[str] = (),
+    *,
+    subgraphs: bool = False,
+    builder: Any = None,
 ) -> list[tuple[str, Any]]:
     """In-process LangGraph's ``astream_events`` v2 for the same run, as LangGraph's server streams it: the run's own
-    ``on_chain_stream`` events carry its modes' chunks (sent as those modes' events, when ``modes`` asks for them),
-    every other event is an ``events`` event but for those tagged ``langsmith:hidden``.
+    ``on_chain_stream`` events carry its modes' chunks (sent as events of those of ``modes`` asked: ``values``,
+    ``updates``, ``messages-tuple``; ``mode|ns`` for a subgraph's), every other event is an ``events`` event but for
+    those tagged ``langsmith:hidden``.
 
     The run's configurable is what a server gives its runs: the thread, graph, assistant and run IDs."""
-    graph = BUILDERS[graph_id]().compile(checkpointer=InMemorySaver())
+    graph = (builder or BUILDERS[graph_id])().compile(checkpointer=InMemorySaver())
     configurable = {"thread_id": thread_id, "graph_id": graph_id, "assistant_id": graph_id, "run_id": run_id}
     config: Any = {"run_id": uuid.UUID(run_id), "configurable": configurable}
+    wanted = {"messages" if m == "messages-tuple" else m for m in modes}
     out: list[tuple[str, Any]] = []
-    stream_mode = sorted({"debug", "values", *modes})
-    async for event in graph.astream_events(inputs, config, version="v2", stream_mode=stream_mode):
+    stream_mode = sorted({"debug", "values", *wanted})
+    stream = graph.astream_events(inputs, config, version="v2", stream_mode=stream_mode, subgraphs=subgraphs)
+    async for event in stream:
         if "langsmith:hidden" in (event.get("tags") or []):
             continue
         if event["event"] == "on_chain_stream" and event["run_id"] == run_id:
-            mode, chunk = event["data"]["chunk"]
-            if mode in modes:
-                out.append((mode, to_json(chunk)))
+            ns, mode, chunk = event["data"]["chunk"] if subgraphs else ((), *event["data"]["chunk"])
+            if mode in wanted:
+                out.append((f"{mode}|{'|'.join(ns)}" if ns else mode, to_json(chunk)))
             continue
         out.append(("events", to_json(event)))
     return out

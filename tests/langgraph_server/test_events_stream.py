@@ -68,3 +68,23 @@ async def test_resuming_after_any_event_gives_exactly_the_rest(runs_hub: RunsHub
         for cut in range(len(parts)):
             rest = [p async for p in s.sdk.runs.join_stream(tid, run_id, last_event_id=parts[cut].id)]
             assert rest == parts[cut + 1 :], cut
+
+
+async def test_events_beside_tokens_and_subgraph_updates(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        modes = ["events", "messages-tuple", "updates"]
+        stream = s.sdk.runs.stream(tid, "agent", input=INPUT, stream_mode=modes, stream_subgraphs=True)
+        parts = [p async for p in stream]
+        run_id = parts[0].data["run_id"]
+        ours = [(p.event, p.data) for p in parts if p.event not in ("metadata", "end")]
+        reference = await reference_events("agent", INPUT, run_id, tid, modes=modes[1:], subgraphs=True)
+        # In-process, a token's messages chunk and its on_chat_model_stream event race (one goes through the
+        # loop's stream, the other through the callbacks); each kind's own sequence is what is fixed.
+        for kind in ("events", "messages", "updates"):
+            assert normalised([[n, d] for n, d in ours if n.split("|")[0] == kind]) == normalised(
+                [[n, d] for n, d in reference if n.split("|")[0] == kind]
+            ), kind
+        without_tokens = [[n, d] for n, d in ours if n != "messages"]
+        assert normalised(without_tokens) == normalised([[n, d] for n, d in reference if n != "messages"])
+        assert any(name.startswith("updates|report:") for name, _ in ours)

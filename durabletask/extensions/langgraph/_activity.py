@@ -107,6 +107,8 @@ def _task_config(
     if "messages" in modes:
         handlers.append(lg.StreamMessagesHandler(collect, bool(payload.get("subgraph_modes"))))
     if EVENTS in modes and payload.get("events"):
+        # After the messages handler: it gives a node's messages their IDs, which LangGraph's events (sent later,
+        # from its loop) then carry.
         handlers.append(NodeEvents(lambda event: collect(((), EVENTS, event))))
     if handlers:
         config["callbacks"] = handlers
