@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +22,17 @@ if __package__ in (None, ""):
 
 from aiohttp import web
 from langchain_core.callbacks import dispatch_custom_event
+from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.llms import LLM
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.tools import tool
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult, GenerationChunk
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.tools import ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.types import RetryPolicy
+from langgraph.types import Command, RetryPolicy, interrupt
 from langgraph_sdk import get_client
 
 from durabletask import worker as dt_worker
@@ -75,6 +78,26 @@ class ScriptedChatModel(BaseChatModel):
             chunk = ChatGenerationChunk(message=piece)
             if run_manager is not None:
                 run_manager.on_llm_new_token(str(piece.content), chunk=chunk)
+            yield chunk
+
+
+class ScriptedLLM(LLM):
+    """A text model that answers ``text``, streamed word by word."""
+
+    text: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-text"
+
+    def _call(self, prompt: str, stop: Any = None, run_manager: Any = None, **kw: Any) -> str:
+        return self.text
+
+    def _stream(self, prompt: str, stop: Any = None, run_manager: Any = None, **kw: Any) -> Iterator[GenerationChunk]:
+        for i, word in enumerate(self.text.split(" ")):
+            chunk = GenerationChunk(text=word if i == 0 else f" {word}")
+            if run_manager is not None:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
 
 
@@ -199,7 +222,93 @@ def slow_retried_builder() -> StateGraph:
     return builder
 
 
-BUILDERS = {"agent": agent_builder, "big": big_builder, "odd": odd_builder, "slow": slow_builder}
+class _Shelf(BaseRetriever):
+    """A retriever that finds one document per word of the query."""
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        return [Document(page_content=word, metadata={"at": i}) for i, word in enumerate(query.split())]
+
+
+@tool
+def refuse(reason: str) -> str:
+    """A tool that always fails."""
+    raise ValueError(f"refused: {reason}")
+
+
+@tool
+def hide(reason: str) -> str:
+    """A tool that fails with an error LangGraph's server does not describe."""
+    raise ToolException(f"hidden: {reason}")
+
+
+async def _research(state: MessagesState) -> dict[str, Any]:
+    docs = await _Shelf().ainvoke("durable graph events")
+    text = "".join([piece async for piece in ScriptedLLM(text="found three").astream("summarise")])
+    return {"messages": [AIMessage(content=f"{text}: {len(docs)}", id="research-1")]}
+
+
+def _attempt(state: MessagesState) -> dict[str, Any]:
+    for failing in (refuse, hide):
+        with suppress(ValueError, ToolException):
+            failing.invoke({"reason": "no"})
+    return {"messages": [AIMessage(content="tried", id="attempt-1")]}
+
+
+def misc_builder() -> StateGraph:
+    """An ``async`` node with a retriever and a streaming text model, then a node whose tool calls fail."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("research", _research)
+    builder.add_node("attempt", _attempt)
+    builder.add_edge(START, "research")
+    builder.add_edge("research", "attempt")
+    builder.add_edge("attempt", END)
+    return builder
+
+
+def _plan(state: MessagesState) -> dict[str, Any]:
+    return {"messages": [AIMessage(content="plan made", id="plan-1")]}
+
+
+def _ask(state: MessagesState) -> dict[str, Any]:
+    answer = interrupt({"question": "go on?"})
+    dispatch_custom_event("answered", {"answer": answer})
+    return {"messages": [AIMessage(content=f"answer: {answer}", id="ask-1")]}
+
+
+def _boom(state: MessagesState) -> dict[str, Any]:
+    _model().invoke(state["messages"])
+    raise ValueError("the node broke after its model answered")
+
+
+def ask_builder() -> StateGraph:
+    """A plan, then a question (an interrupt) whose answer a ``Command`` resumes with."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("plan", _plan)
+    builder.add_node("ask", _ask)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "ask")
+    builder.add_edge("ask", END)
+    return builder
+
+
+def boom_builder() -> StateGraph:
+    """A node that fails once its model has answered."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("boom", _boom)
+    builder.add_edge(START, "boom")
+    builder.add_edge("boom", END)
+    return builder
+
+
+BUILDERS = {
+    "ask": ask_builder,
+    "boom": boom_builder,
+    "misc": misc_builder,
+    "agent": agent_builder,
+    "big": big_builder,
+    "odd": odd_builder,
+    "slow": slow_builder,
+}
 
 
 def graphs() -> dict[str, Any]:
@@ -254,30 +363,52 @@ async def reference_events(
     *,
     subgraphs: bool = False,
     builder: Any = None,
+    graph: Any = None,
 ) -> list[tuple[str, Any]]:
     """In-process LangGraph's ``astream_events`` v2 for the same run, as LangGraph's server streams it: the run's own
     ``on_chain_stream`` events carry its modes' chunks (sent as events of those of ``modes`` asked: ``values``,
     ``updates``, ``messages-tuple``; ``mode|ns`` for a subgraph's), every other event is an ``events`` event but for
-    those tagged ``langsmith:hidden``.
+    those tagged ``langsmith:hidden``; a run that fails ends with ``("error", its exception)``.
 
-    The run's configurable is what a server gives its runs: the thread, graph, assistant and run IDs."""
-    graph = (builder or BUILDERS[graph_id])().compile(checkpointer=InMemorySaver())
+    The run's configurable is what a server gives its runs: the thread, graph, assistant and run IDs. ``graph``
+    (compiled with a checkpointer) continues a thread that earlier calls ran; ``inputs`` may be a ``Command``
+    written as the server's ``command`` field."""
+    if graph is None:
+        graph = (builder or BUILDERS[graph_id])().compile(checkpointer=InMemorySaver())
     configurable = {"thread_id": thread_id, "graph_id": graph_id, "assistant_id": graph_id, "run_id": run_id}
     config: Any = {"run_id": uuid.UUID(run_id), "configurable": configurable}
     wanted = {"messages" if m == "messages-tuple" else m for m in modes}
     out: list[tuple[str, Any]] = []
     stream_mode = sorted({"debug", "values", *wanted})
-    stream = graph.astream_events(inputs, config, version="v2", stream_mode=stream_mode, subgraphs=subgraphs)
-    async for event in stream:
-        if "langsmith:hidden" in (event.get("tags") or []):
-            continue
-        if event["event"] == "on_chain_stream" and event["run_id"] == run_id:
-            ns, mode, chunk = event["data"]["chunk"] if subgraphs else ((), *event["data"]["chunk"])
-            if mode in wanted:
-                out.append((f"{mode}|{'|'.join(ns)}" if ns else mode, to_json(chunk)))
-            continue
-        out.append(("events", to_json(event)))
+    value = Command(**inputs["command"]) if isinstance(inputs, dict) and "command" in inputs else inputs
+    try:
+        async for event in graph.astream_events(
+            value, config, version="v2", stream_mode=stream_mode, subgraphs=subgraphs
+        ):
+            if "langsmith:hidden" in (event.get("tags") or []):
+                continue
+            if event["event"] == "on_chain_stream" and event["run_id"] == run_id:
+                ns, mode, chunk = event["data"]["chunk"] if subgraphs else ((), *event["data"]["chunk"])
+                if mode in wanted:
+                    out.append((f"{mode}|{'|'.join(ns)}" if ns else mode, to_json(chunk)))
+                continue
+            out.append(("events", to_json(_as_served(event))))
+    except Exception as error:
+        out.append(("error", error))
     return out
+
+
+#: The exceptions whose message LangGraph's server writes (it writes any other as "An internal error occurred").
+_DESCRIBED = (ValueError, TypeError, KeyError, AttributeError, RuntimeError, RecursionError, TimeoutError)
+
+
+def _as_served(event: Any) -> Any:
+    """An event whose data holds an exception, with the exception as LangGraph's server encodes one."""
+    error = event["data"].get("error") if isinstance(event.get("data"), dict) else None
+    if not isinstance(error, BaseException):
+        return event
+    message = str(error) if isinstance(error, _DESCRIBED) else "An internal error occurred"
+    return {**event, "data": {**event["data"], "error": {"error": type(error).__name__, "message": message}}}
 
 
 _ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -4,8 +4,9 @@ as LangGraph's server filters it, alone and beside other modes, and resumed afte
 from __future__ import annotations
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 
-from tests.langgraph_server.support_events import normalised, reference_events, serve
+from tests.langgraph_server.support_events import BUILDERS, normalised, reference_events, serve
 from tests.langgraph_server.support_runs import RunsHub, runs_emulator, runs_hub
 
 __all__ = ["runs_emulator", "runs_hub"]
@@ -88,3 +89,50 @@ async def test_events_beside_tokens_and_subgraph_updates(runs_hub: RunsHub) -> N
         without_tokens = [[n, d] for n, d in ours if n != "messages"]
         assert normalised(without_tokens) == normalised([[n, d] for n, d in reference if n != "messages"])
         assert any(name.startswith("updates|report:") for name, _ in ours)
+
+
+async def test_async_nodes_text_models_retrievers_and_failing_tools(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        parts = [p async for p in s.sdk.runs.stream(tid, "misc", input=INPUT, stream_mode="events")]
+        run_id = parts[0].data["run_id"]
+        ours = [p.data for p in parts if p.event == "events"]
+        reference = [data for _, data in await reference_events("misc", INPUT, run_id, tid)]
+        assert normalised(ours) == normalised(reference)
+        kinds = [(e["event"], e["name"]) for e in ours]
+        for expected in ("on_retriever_end", "_Shelf"), ("on_llm_stream", "ScriptedLLM"):
+            assert expected in kinds
+        errors = [e["data"]["error"] for e in ours if e["event"] == "on_tool_error"]
+        assert errors == [
+            {"error": "ValueError", "message": "refused: no"},
+            {"error": "ToolException", "message": "An internal error occurred"},
+        ]
+
+
+async def test_an_interrupted_run_and_its_resume(runs_hub: RunsHub) -> None:
+    graph = BUILDERS["ask"]().compile(checkpointer=InMemorySaver())
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        for body in ({"input": INPUT}, {"command": {"resume": "yes"}}):
+            parts = [p async for p in s.sdk.runs.stream(tid, "ask", stream_mode="events", **body)]  # type: ignore[arg-type]
+            run_id = parts[0].data["run_id"]
+            ours = [p.data for p in parts if p.event == "events"]
+            value = body.get("input", body)
+            reference = [data for _, data in await reference_events("ask", value, run_id, tid, graph=graph)]
+            assert normalised(ours) == normalised(reference)
+            assert ours[-1]["event"] == "on_chain_end" and parts[-1].event == "end"
+        assert ours[0]["data"]["input"]["resume"] == "yes"
+        assert ("on_custom_event", "answered") in [(e["event"], e["name"]) for e in ours]
+
+
+async def test_a_failed_run_ends_its_events_where_langgraph_does(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        parts = [p async for p in s.sdk.runs.stream(tid, "boom", input=INPUT, stream_mode="events")]
+        run_id = parts[0].data["run_id"]
+        reference = await reference_events("boom", INPUT, run_id, tid)
+        assert reference[-1][0] == "error"
+        ours = [p.data for p in parts if p.event == "events"]
+        assert normalised(ours) == normalised([data for _, data in reference[:-1]])
+        assert [p.event for p in parts[len(ours) + 1 :]] == ["error", "end"]
+        assert parts[-2].data["message"] == "the node broke after its model answered"

@@ -25,6 +25,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.callbacks.manager import CallbackManagerForChainRun
 from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import GenerationChunk
+from langgraph.errors import EmptyInputError, GraphBubbleUp, InvalidUpdateError, TaskNotFound
 
 from durabletask._errors import exception_message
 from durabletask.extensions.langgraph import _internals as lg
@@ -39,6 +40,20 @@ INTEGRATION = {"ls_integration": "langgraph"}
 T = TypeVar("T")
 Event = dict[str, Any]
 _LOG = logging.getLogger("durabletask.langgraph.events")
+#: The exceptions whose message LangGraph's server writes; of any other, it writes only the type.
+_DESCRIBED = (
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    RuntimeError,
+    RecursionError,
+    TimeoutError,
+    InvalidUpdateError,
+    GraphBubbleUp,
+    EmptyInputError,
+    TaskNotFound,
+)
 
 
 def writable(event: Event, check: Callable[[Any], Any]) -> Event:
@@ -290,8 +305,11 @@ class NodeEvents(BaseCallbackHandler, lg.StreamingCallbackHandler[Any]):
             run = self.runs.pop(run_id, None)
             if run is None:
                 return
-            # the exception as LangGraph's server writes one: its type's name and its message
-            shown = {"error": type(error).__name__, "message": exception_message(error)}
+            # the exception as LangGraph's server writes one: its type's name, and its message when it may be shown
+            shown = {
+                "error": type(error).__name__,
+                "message": exception_message(error) if isinstance(error, _DESCRIBED) else "An internal error occurred",
+            }
             call_id = kw.get("tool_call_id") or run.get("tool_call_id")
             data = {"error": shown, "input": run.get("inputs"), "tool_call_id": call_id}
             self._send("on_tool_error", run_id, run, data)
