@@ -300,7 +300,34 @@ def boom_builder() -> StateGraph:
     return builder
 
 
+def fan_builder() -> StateGraph:
+    """Two nodes of one superstep, each with two model calls; each waits for the other between its calls (when
+    they run at once), so their events interleave."""
+    between = threading.Barrier(2)
+
+    def node(name: str) -> Any:
+        def run(state: MessagesState) -> dict[str, Any]:
+            first = ScriptedChatModel(replies=[AIMessage(content=f"{name} one two", id=f"{name}-1")])
+            second = ScriptedChatModel(replies=[AIMessage(content=f"{name} three", id=f"{name}-2")])
+            answer = first.invoke(state["messages"])
+            with suppress(threading.BrokenBarrierError):
+                between.wait(timeout=5)
+            return {"messages": [answer, second.invoke(state["messages"])]}
+
+        return run
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("left", node("left"))
+    builder.add_node("right", node("right"))
+    builder.add_edge(START, "left")
+    builder.add_edge(START, "right")
+    builder.add_edge("left", END)
+    builder.add_edge("right", END)
+    return builder
+
+
 BUILDERS = {
+    "fan": fan_builder,
     "ask": ask_builder,
     "boom": boom_builder,
     "misc": misc_builder,

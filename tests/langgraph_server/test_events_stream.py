@@ -3,6 +3,8 @@ as LangGraph's server filters it, alone and beside other modes, and resumed afte
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -136,3 +138,26 @@ async def test_a_failed_run_ends_its_events_where_langgraph_does(runs_hub: RunsH
         assert normalised(ours) == normalised([data for _, data in reference[:-1]])
         assert [p.event for p in parts[len(ours) + 1 :]] == ["error", "end"]
         assert parts[-2].data["message"] == "the node broke after its model answered"
+
+
+async def test_parallel_nodes_keep_each_their_own_order(runs_hub: RunsHub) -> None:
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        parts = [p async for p in s.sdk.runs.stream(tid, "fan", input=INPUT, stream_mode=["events", "updates"])]
+        run_id = parts[0].data["run_id"]
+        ours = [(p.event, p.data) for p in parts if p.event not in ("metadata", "end")]
+        reference = await reference_events("fan", INPUT, run_id, tid, modes=["updates"])
+
+        def of(pairs: list[tuple[str, Any]], node: str | None) -> list[Any]:
+            return [d for n, d in pairs if n == "events" and d["metadata"].get("langgraph_node") == node]
+
+        for node in ("left", "right", None):  # each node's events, and the run's own, in their order
+            assert normalised(of(ours, node)) == normalised(of(reference, node)), node
+        assert normalised(sorted(d["event"] + d["name"] for n, d in ours if n == "events")) == normalised(
+            sorted(d["event"] + d["name"] for n, d in reference if n == "events")
+        )
+        # the superstep's updates come once both nodes' events are in, the run's end after them
+        updates = [i for i, (n, _) in enumerate(ours) if n == "updates"]
+        node_events = [i for i, (n, d) in enumerate(ours) if n == "events" and d["metadata"].get("langgraph_node")]
+        assert len(updates) == 2 and min(updates) > max(node_events)
+        assert ours[-1][1]["event"] == "on_chain_end" and ours[-1][1]["run_id"] == run_id
