@@ -151,6 +151,21 @@ def _big(state: MessagesState) -> dict[str, Any]:
     return {}
 
 
+def _flood(state: MessagesState) -> dict[str, Any]:
+    for i in range(int(str(state["messages"][-1].content))):
+        dispatch_custom_event("tick", {"i": i})
+    return {}
+
+
+def flood_builder() -> StateGraph:
+    """A node that sends as many custom events as its input asks, as fast as it can."""
+    builder = StateGraph(MessagesState)
+    builder.add_node("flood", _flood)
+    builder.add_edge(START, "flood")
+    builder.add_edge("flood", END)
+    return builder
+
+
 def big_builder() -> StateGraph:
     """A node that sends a custom event as large as its input asks."""
     builder = StateGraph(MessagesState)
@@ -333,6 +348,7 @@ BUILDERS = {
     "misc": misc_builder,
     "agent": agent_builder,
     "big": big_builder,
+    "flood": flood_builder,
     "odd": odd_builder,
     "slow": slow_builder,
 }

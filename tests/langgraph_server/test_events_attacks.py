@@ -27,6 +27,20 @@ async def test_an_event_of_megabytes_arrives_whole(runs_hub: RunsHub) -> None:
         assert parts[-1].event == "end" and (await s.sdk.runs.list(tid))[0]["status"] == "success"
 
 
+async def test_a_flood_of_events_arrives_whole_and_in_order(runs_hub: RunsHub) -> None:
+    count = 2000
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        inputs = {"messages": [{"role": "user", "content": str(count)}]}
+        stream = s.sdk.runs.stream(tid, "flood", input=inputs, stream_mode="events", stream_resumable=True)
+        parts = [p async for p in stream]
+        ticks = [p.data["data"]["i"] for p in parts if p.event == "events" and p.data["name"] == "tick"]
+        assert ticks == list(range(count)) and parts[-1].event == "end"
+        middle = parts[len(parts) // 2]
+        rest = [p async for p in s.sdk.runs.join_stream(tid, parts[0].data["run_id"], last_event_id=middle.id)]
+        assert rest == parts[len(parts) // 2 + 1 :]
+
+
 async def test_what_cannot_be_written_goes_out_as_null_and_the_run_goes_on(
     runs_hub: RunsHub, caplog: pytest.LogCaptureFixture
 ) -> None:
