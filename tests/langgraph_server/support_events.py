@@ -266,7 +266,9 @@ def _attempt(state: MessagesState) -> dict[str, Any]:
     for failing in (refuse, hide):
         with suppress(ValueError, ToolException):
             failing.invoke({"reason": "no"})
-    return {"messages": [AIMessage(content="tried", id="attempt-1")]}
+    streamed = ScriptedChatModel(replies=[AIMessage(content="streamed by hand", id="attempt-2")])
+    pieces = [str(piece.content) for piece in streamed.stream(state["messages"])]
+    return {"messages": [AIMessage(content=f"tried, then {''.join(pieces)}", id="attempt-1")]}
 
 
 def misc_builder() -> StateGraph:

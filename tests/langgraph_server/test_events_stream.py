@@ -71,6 +71,10 @@ async def test_resuming_after_any_event_gives_exactly_the_rest(runs_hub: RunsHub
         for cut in range(len(parts)):
             rest = [p async for p in s.sdk.runs.join_stream(tid, run_id, last_event_id=parts[cut].id)]
             assert rest == parts[cut + 1 :], cut
+        async with serve(runs_hub, start_worker=False) as other:  # another server process would read the same
+            middle = len(parts) // 2
+            rest = [p async for p in other.sdk.runs.join_stream(tid, run_id, last_event_id=parts[middle].id)]
+            assert rest == parts[middle + 1 :]
 
 
 async def test_events_beside_tokens_and_subgraph_updates(runs_hub: RunsHub) -> None:
@@ -104,6 +108,10 @@ async def test_async_nodes_text_models_retrievers_and_failing_tools(runs_hub: Ru
         kinds = [(e["event"], e["name"]) for e in ours]
         for expected in ("on_retriever_end", "_Shelf"), ("on_llm_stream", "ScriptedLLM"):
             assert expected in kinds
+        # a model streamed by the node itself: its chunks come from the stream, each once
+        by_hand = [e["data"]["chunk"]["content"] for e in ours if e["event"] == "on_chat_model_stream"]
+        by_hand = [piece for piece in by_hand if piece]  # the model's last chunk is empty
+        assert by_hand == ["streamed", " by", " hand"]
         errors = [e["data"]["error"] for e in ours if e["event"] == "on_tool_error"]
         assert errors == [
             {"error": "ValueError", "message": "refused: no"},

@@ -1,6 +1,6 @@
 """LangChain's ``astream_events`` (version ``v2``) of a run, made where each part of it runs.
 
-The run's own chain (its start and its end) is the orchestrator's: :func:`root_events` makes those two events from
+The run's own chain (its start and its end) is the orchestrator's: :func:`chain_event` makes those two events from
 the loop's input and final output. Everything inside a node (the node's chain, its models, tools, retrievers, custom
 events, subgraphs) fires LangChain callbacks in the node's activity: :class:`NodeEvents` turns them into the same
 events there, as chunks of mode ``events`` that travel like the ``custom`` and ``messages`` chunks. The activity
