@@ -133,7 +133,7 @@ def prepare_task(
     manager = None
     if EVENTS in (payload.get("stream") or ()) and payload.get("events"):
         # The run's chain, as the nodes' parent: their callbacks (and so their events) descend from it.
-        manager = run_manager(payload["events"], config.pop("callbacks"))
+        manager = run_manager(load(payload["events"]), config.pop("callbacks"))
     common: dict[str, Any] = {
         "checkpoint": checkpoint,
         "pending_writes": [tuple(w) for w in load(payload["pending"])],

@@ -249,7 +249,7 @@ def describe_tasks(
         "subgraph_modes": sorted(set(spec.stream_modes) & LOOP_MODES) if spec.subgraphs else [],
     }
     if root is not None and EVENTS in stream_modes:
-        shared["events"] = root
+        shared["events"] = dump(root, "the run's metadata")  # the nodes' parent chain, for their events
     states = _States(live)
     return [
         _describe_task(
