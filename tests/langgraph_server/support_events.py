@@ -36,7 +36,7 @@ from langgraph.types import Command, RetryPolicy, interrupt
 from langgraph_sdk import get_client
 
 from durabletask import worker as dt_worker
-from durabletask.extensions.langgraph import register_graph
+from durabletask.extensions.langgraph import heartbeat, register_graph
 from durabletask.extensions.langgraph._server import runs, threads
 from durabletask.extensions.langgraph._server.config import ProjectConfig, ServerSettings
 from durabletask.extensions.langgraph._server.context import ServerContext
@@ -217,6 +217,31 @@ def slow_builder() -> StateGraph:
     return builder
 
 
+def _beat(state: MessagesState) -> dict[str, Any]:
+    """Streams its tokens, then heartbeats until its run is cancelled (at most 120 s); writes ``{input}.cancelled``
+    (whole) when it saw the cancel."""
+    ScriptedChatModel(replies=[AIMessage(content="working on it", id="beat-1")]).invoke(state["messages"])
+    seen = Path(f"{state['messages'][-1].content}.cancelled")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            heartbeat({"at": time.monotonic()})
+        except Exception as stop:
+            Path(f"{seen}.part").write_text(type(stop).__name__)
+            Path(f"{seen}.part").replace(seen)
+            raise
+        time.sleep(0.02)
+    return {}
+
+
+def beat_builder() -> StateGraph:
+    builder = StateGraph(MessagesState)
+    builder.add_node("beat", _beat)
+    builder.add_edge(START, "beat")
+    builder.add_edge("beat", END)
+    return builder
+
+
 def slow_retried_builder() -> StateGraph:
     """``slow`` as in-process LangGraph retries it: its first attempt fails where a worker was killed (after the
     model's answer), its ``RetryPolicy`` runs it again."""
@@ -345,6 +370,7 @@ def fan_builder() -> StateGraph:
 
 BUILDERS = {
     "fan": fan_builder,
+    "beat": beat_builder,
     "ask": ask_builder,
     "boom": boom_builder,
     "misc": misc_builder,

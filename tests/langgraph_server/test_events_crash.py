@@ -1,8 +1,10 @@
 """A worker SIGKILLed in the middle of a node while a client reads the run's ``events``: the node runs again on
-another worker, and the stream shows it as in-process LangGraph shows a node its ``RetryPolicy`` runs again."""
+another worker, and the stream shows it as in-process LangGraph shows a node its ``RetryPolicy`` runs again. A run
+cancelled while a client reads its events: the node sees it, the stream ends."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -68,3 +70,23 @@ async def test_a_node_whose_worker_died_streams_again_as_a_retried_node(runs_hub
             first.wait(30)
         if first.stdout is not None:
             first.stdout.close()
+
+
+async def test_a_cancelled_run_stops_its_node_and_ends_its_events(runs_hub: RunsHub, tmp_path: Path) -> None:
+    marker = tmp_path / "beat"
+    seen = Path(f"{marker}.cancelled")
+    async with serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        inputs = {"messages": [{"role": "user", "content": str(marker)}]}
+        parts: list[Any] = []
+        async for part in s.sdk.runs.stream(tid, "beat", input=inputs, stream_mode="events"):
+            parts.append(part)
+            if part.event == "events" and part.data["event"] == "on_chat_model_end":
+                await s.sdk.runs.cancel(tid, parts[0].data["run_id"])
+        assert parts[-1].event == "end"
+        names = [(p.data["event"], p.data["name"]) for p in parts if p.event == "events"]
+        assert names[-1] == ("on_chat_model_end", "ScriptedChatModel")  # nothing ends: the run was cut off
+        while not seen.exists():  # the node's next heartbeat raises (bounded by the test's timeout)
+            await asyncio.sleep(0.05)
+        assert seen.read_text() == "ActivityCancelledError"
+        assert (await s.sdk.runs.get(tid, parts[0].data["run_id"]))["status"] == "interrupted"
