@@ -51,7 +51,10 @@ _BUILD_KEYS = frozenset(
 # Keys of LangGraph's server that this one does not implement: refused, never silently dropped.
 _UNSUPPORTED_KEYS = {
     "auth": "custom auth handlers are not supported; guard the server with --auth-token",
-    "store": "store.index (semantic search) and store.ttl defaults are not supported; a put's own ttl is",
+    "store": (
+        "store.index (semantic search) is not supported: this server keeps no embeddings, so a search's query ranks "
+        "nothing, as LangGraph's server without store.index; store.ttl defaults are not supported (a put's ttl is)"
+    ),
     "checkpointer": "checkpointer settings do not apply: a thread's history is its orchestration's",
     "ui": "generative UI components are not supported",
     "semantic_search": "semantic search is not supported",

@@ -86,6 +86,7 @@ def expire_activity(
     project: Any, connect: Callable[[], Any]
 ) -> Callable[[task.ActivityContext, dict[str, Any]], Awaitable[dict[str, Any]]]:
     """The ``lgs.thread_expire`` activity of a worker serving ``project``, reaching the hub with ``connect()``."""
+
     async def expire(ctx: task.ActivityContext, value: dict[str, Any]) -> dict[str, Any]:
         client = connect()
         try:
