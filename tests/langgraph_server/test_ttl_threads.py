@@ -4,6 +4,7 @@ its last write, deleted or pruned, with no server up at that moment and across a
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,18 @@ async def test_a_bad_ttl_is_refused(clocked_hub: RunsHub, ttl: Any) -> None:
         assert answer.status_code == 422 and "ttl" in answer.json()["detail"], answer.text
         assert "ttl" not in (await s.http.get(f"/threads/{tid}?include=ttl")).json()
         assert (await s.http.get(f"/threads/{tid}?include=secrets")).status_code == 422
+
+
+async def test_the_projects_default_ttl_covers_threads_runs_make(clocked_hub: RunsHub, clocked_emulator: Any) -> None:
+    config = replace(project(), thread_ttl={"strategy": "delete", "ttl_minutes": 1})
+    async with serve(clocked_hub, config) as s:
+        own = (await s.sdk.threads.create(ttl={"ttl": 30, "strategy": "delete"}))["thread_id"]
+        plain = (await s.sdk.threads.create())["thread_id"]
+        assert (await s.sdk.threads.get(plain, include=["ttl"]))["ttl"]["ttl_minutes"] == 1
+        await s.sdk.runs.wait("made-by-a-run", "chain", input={"topic": "x", "steps": []}, if_not_exists="create")
+        assert (await s.sdk.threads.get("made-by-a-run", include=["ttl"]))["ttl"]["strategy"] == "delete"
+        advance(clocked_emulator, 2)
+        records = Records(s.ctx.client)
+        for tid in (plain, "made-by-a-run"):
+            assert await record_when(records, tid, _gone) is None
+        assert (await s.sdk.threads.get(own))["thread_id"] == own

@@ -17,6 +17,7 @@ from typing import Any
 
 from durabletask.extensions.langgraph._naming import check_graph_name
 from durabletask.extensions.langgraph._server.config_graphs import GraphSpec, GraphSpecError
+from durabletask.extensions.langgraph._server.config_ttl import parse_checkpointer
 from durabletask.extensions.langgraph._server.config_webhooks import WebhookSettings, parse_webhooks
 
 __all__ = [
@@ -55,7 +56,6 @@ _UNSUPPORTED_KEYS = {
         "store.index (semantic search) is not supported: this server keeps no embeddings, so a search's query ranks "
         "nothing, as LangGraph's server without store.index; store.ttl defaults are not supported (a put's ttl is)"
     ),
-    "checkpointer": "checkpointer settings do not apply: a thread's history is its orchestration's",
     "ui": "generative UI components are not supported",
     "semantic_search": "semantic search is not supported",
 }
@@ -102,6 +102,7 @@ class ProjectConfig:
         cors: ``http.cors``; ``None``: no cross-origin calls.
         env_file: The ``.env`` file ``env`` names, if it names one.
         webhooks: ``webhooks`` and ``http.disable_webhooks``: how run webhooks are checked and sent.
+        thread_ttl: ``checkpointer.ttl``: the TTL of a thread made without one (``{"strategy", "ttl_minutes"}``).
     """
 
     path: Path
@@ -111,6 +112,7 @@ class ProjectConfig:
     cors: CorsSettings | None = None
     env_file: Path | None = None
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
+    thread_ttl: Mapping[str, Any] | None = None
 
     @property
     def base_dir(self) -> Path:
@@ -174,6 +176,7 @@ def load_config(path: str | os.PathLike[str]) -> ProjectConfig:
         webhooks = parse_webhooks(
             file, raw.get("webhooks"), disabled=_disable_webhooks(file, raw.get("http")), environ={**env, **os.environ}
         )
+        thread_ttl = parse_checkpointer(raw.get("checkpointer"))
     except ValueError as error:
         raise ConfigError(f"{file}: {error}") from None
     try:
@@ -193,6 +196,7 @@ def load_config(path: str | os.PathLike[str]) -> ProjectConfig:
         cors=_http(file, raw.get("http")),
         env_file=(base / raw["env"]).resolve() if isinstance(raw.get("env"), str) else None,
         webhooks=webhooks,
+        thread_ttl=thread_ttl,
     )
 
 
@@ -200,7 +204,7 @@ def _check_keys(file: Path, raw: dict[str, Any]) -> None:
     for key in raw:
         if key in _UNSUPPORTED_KEYS:
             raise ConfigError(f"{file}: key '{key}': {_UNSUPPORTED_KEYS[key]}")
-        if key not in _BUILD_KEYS and key not in {"graphs", "dependencies", "env", "http", "webhooks"}:
+        if key not in _BUILD_KEYS and key not in {"graphs", "dependencies", "env", "http", "webhooks", "checkpointer"}:
             raise ConfigError(f"{file}: unknown key '{key}'")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from durabletask import task
 from durabletask.extensions.langgraph._records_effects import TTL_ORCHESTRATION
 from durabletask.extensions.langgraph._server.config import ServerSettings
+from durabletask.extensions.langgraph._server.config_ttl import MAX_TTL_MINUTES, STRATEGIES
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.errors import bad_request
 from durabletask.extensions.langgraph._server.threads_records import active_runs
@@ -25,9 +26,6 @@ from durabletask.extensions.langgraph._server.threads_service import ThreadServi
 
 TTL_EXPIRE = "lgs.thread_expire"
 """The activity that expires one thread."""
-#: The longest TTL, in minutes: ten years (the store's items take the same).
-MAX_TTL_MINUTES = 10 * 365 * 24 * 60
-STRATEGIES = ("delete", "keep_latest")
 _RETRY = task.RetryPolicy(
     first_retry_interval=datetime.timedelta(seconds=1),
     max_number_of_attempts=5,
