@@ -7,7 +7,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ async def serve(
     if start_worker:
         w.start()
     client = hub.async_client()
-    settings = ServerSettings(project=replace(config))
+    settings = ServerSettings(project=config)
     ctx = ServerContext(client=client, graphs=dict(config.graphs), settings=settings)
     app = web.Application(middlewares=middlewares(settings), client_max_size=settings.max_body_bytes)
     app.add_routes(threads.routes(ctx))

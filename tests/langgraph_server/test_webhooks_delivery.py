@@ -66,6 +66,14 @@ async def test_a_failed_run_posts_its_error_and_allowed_fields_narrow_it(runs_hu
         }
 
 
+async def test_a_threadless_run_posts_before_its_thread_goes(runs_hub: RunsHub) -> None:
+    async with receiver() as hook, serve(runs_hub) as s:
+        values = await s.sdk.runs.wait(None, "chain", input={"topic": "solo", "steps": []}, webhook=hook.url)
+        [post] = await hook.wait_for(1)
+        assert post["json"]["status"] == "success" and post["json"]["values"] == values
+        assert post["json"]["thread_id"] and post["json"]["kwargs"]["webhook"] == hook.url
+
+
 async def test_a_cancelled_run_posts_interrupted(runs_hub: RunsHub, tmp_path: Path) -> None:
     async with receiver() as hook, serve(runs_hub) as s:
         tid = (await s.sdk.threads.create())["thread_id"]
