@@ -154,3 +154,14 @@ async def test_the_projects_default_ttl_covers_threads_runs_make(clocked_hub: Ru
         for tid in (plain, "made-by-a-run"):
             assert await record_when(records, tid, _gone) is None
         assert (await s.sdk.threads.get(own))["thread_id"] == own
+
+
+@pytest.mark.adversarial
+@pytest.mark.parametrize(
+    "raw", [b'{"ttl": NaN}', b'{"ttl": Infinity}', b'{"ttl": {"ttl": -Infinity}}', b'{"ttl": 1e999}']
+)
+async def test_a_ttl_json_cannot_hold_is_refused(clocked_hub: RunsHub, raw: bytes) -> None:
+    async with serve(clocked_hub, start_worker=False) as s:
+        answer = await s.http.post("/threads", content=raw, headers={"content-type": "application/json"})
+        assert answer.status_code == 422, answer.text
+        assert "ttl" in answer.json()["detail"], answer.text
