@@ -12,7 +12,7 @@ import pytest
 from durabletask.extensions.langgraph._server.config import ConfigError, load_config
 from durabletask.extensions.langgraph._server.config_webhooks import WebhookSettings
 from durabletask.extensions.langgraph._server.errors import HttpError
-from durabletask.extensions.langgraph._server.webhooks import check_webhook
+from durabletask.extensions.langgraph._server.webhooks import check_webhook, checked_resolver, post
 from tests.langgraph_server.support_runs import RunsHub, runs_emulator, runs_hub
 from tests.langgraph_server.support_webhooks import project, serve
 
@@ -126,3 +126,23 @@ def test_webhooks_settings_take_langgraphs_defaults(tmp_path: Path) -> None:
     ).webhooks.headers
     assert headers == {"A": "x-k1-y"}
     assert load_config(_config(tmp_path, http={"disable_webhooks": True})).webhooks.disabled
+
+
+async def test_the_connection_resolves_only_to_allowed_addresses() -> None:
+    with pytest.raises(OSError, match="refused by the webhook policy"):
+        await checked_resolver(WebhookSettings()).resolve("localhost", 80)
+    allowed = await checked_resolver(WebhookSettings(disable_loopback=False)).resolve("localhost", 80)
+    assert allowed and all(r["host"] in ("127.0.0.1", "::1") for r in allowed)
+
+
+async def test_a_named_loopback_receiver_is_reached_through_the_checked_resolver() -> None:
+    from tests.langgraph_server.support_webhooks import receiver
+
+    async with receiver() as hook:
+        url = hook.url.replace("127.0.0.1", "localhost")
+        value = {"webhook": url, "run": {"run_id": "r"}, "status": "success", "values": None}
+        assert await post(value, WebhookSettings(disable_loopback=False)) == {"status": 200}
+        assert (await post(value, WebhookSettings()))["refused"].endswith(
+            "(webhooks.url.disable_loopback is true, LangGraph's default)"
+        )
+        assert len(hook.posts) == 1 and hook.posts[0]["json"]["run_id"] == "r"

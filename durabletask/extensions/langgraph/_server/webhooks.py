@@ -5,7 +5,9 @@ When a run that names a webhook ends, the thread's record starts the orchestrati
 attempts, growing pauses) on a timeout, a network error, a 5xx or a 429. The thread's own orchestration never
 waits for it, so a receiver that hangs or fails delays no run; a worker that dies mid-POST leaves the activity to
 another worker (at least once). The URL is checked again before each POST, its host resolved again, so a policy
-changed since, or a name that now resolves to a refused address, stops the delivery.
+changed since, or a name that now resolves to a refused address, stops the delivery; and the connection itself
+resolves the host through :func:`checked_resolver`, so a name that resolves elsewhere between the check and the
+connection (DNS rebinding) reaches no refused address either.
 """
 
 from __future__ import annotations
@@ -219,8 +221,9 @@ async def post(value: dict[str, Any], settings: WebhookSettings) -> dict[str, An
     headers = {**settings.headers, "Content-Type": "application/json"}
     timeout = aiohttp.ClientTimeout(total=CONNECT_TIMEOUT + ANSWER_TIMEOUT, connect=CONNECT_TIMEOUT)
     try:
+        connector = aiohttp.TCPConnector(resolver=checked_resolver(settings), force_close=True)
         async with (
-            aiohttp.ClientSession(timeout=timeout) as session,
+            aiohttp.ClientSession(timeout=timeout, connector=connector) as session,
             session.post(url, data=data, headers=headers, allow_redirects=False) as answer,
         ):
             status = answer.status
@@ -229,6 +232,23 @@ async def post(value: dict[str, Any], settings: WebhookSettings) -> dict[str, An
     if status >= 500 or status == 429:
         raise WebhookDeliveryError(f"POST {url} was answered {status}")
     return {"status": status}
+
+
+def checked_resolver(settings: WebhookSettings) -> Any:
+    """An aiohttp resolver that keeps only the addresses the policy allows (none: the connection fails)."""
+    from aiohttp.resolver import ThreadedResolver
+
+    class CheckedResolver(ThreadedResolver):
+        async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> Any:
+            found = await super().resolve(host, port, family)
+            if host.lower().rstrip(".") in settings.allowed_domains:
+                return found
+            allowed = [r for r in found if _address_refusal(str(r["host"]).split("%", 1)[0], settings) is None]
+            if not allowed:
+                raise OSError(f"every address of {host!r} is refused by the webhook policy")
+            return allowed
+
+    return CheckedResolver()
 
 
 def webhook_delivery(ctx: task.OrchestrationContext, value: Any) -> Generator[task.Task[Any], Any, Any]:
