@@ -165,3 +165,15 @@ async def test_a_ttl_json_cannot_hold_is_refused(clocked_hub: RunsHub, raw: byte
         answer = await s.http.post("/threads", content=raw, headers={"content-type": "application/json"})
         assert answer.status_code == 422, answer.text
         assert "ttl" in answer.json()["detail"], answer.text
+
+
+async def test_a_run_gives_an_older_thread_the_default_ttl(clocked_hub: RunsHub, clocked_emulator: Any) -> None:
+    async with serve(clocked_hub) as before:
+        tid = (await before.sdk.threads.create())["thread_id"]  # made before checkpointer.ttl was set
+    config = replace(project(), thread_ttl={"strategy": "delete", "ttl_minutes": 1})
+    async with serve(clocked_hub, config) as s:
+        assert "ttl" not in await s.sdk.threads.get(tid, include=["ttl"])
+        await s.sdk.runs.wait(tid, "chain", input={"topic": "x", "steps": []})
+        assert (await s.sdk.threads.get(tid, include=["ttl"]))["ttl"]["ttl_minutes"] == 1
+        advance(clocked_emulator, 2)
+        assert await record_when(Records(s.ctx.client), tid, _gone) is None

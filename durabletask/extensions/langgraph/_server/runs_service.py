@@ -187,7 +187,10 @@ class RunServiceImpl:
         }
         # As LangGraph's server does, the thread's metadata names the graph and assistant that last ran on it.
         metadata = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
-        data = {"run": run, "thread": {"graph_id": assistant.graph_id}, "metadata": metadata, "at": at}
+        thread: dict[str, Any] = {"graph_id": assistant.graph_id}
+        if not record.get("ttl") and self.ctx.settings.project.thread_ttl:  # a run applies checkpointer.ttl's default
+            thread["ttl"] = dict(self.ctx.settings.project.thread_ttl)
+        data = {"run": run, "thread": thread, "metadata": metadata, "at": at}
         await self.records.write(thread_id, "run", data)
         try:
             await self._submit(thread_id, run_id, request, assistant)
