@@ -183,7 +183,7 @@ _HOSTILE: list[tuple[str, str, dict[str, Any], str]] = [
     ("PUT", "/store/items", {"json": {"namespace": ["a"], "key": "", "value": {}}}, "field 'key' cannot be empty"),
     ("PUT", "/store/items", {"json": {"namespace": ["langgraph"], "key": "k", "value": {}}}, "reserved"),
     ("PUT", "/store/items", {"json": {"namespace": ["a"], "key": "k", "value": {}, "ttl": -1}}, "field 'ttl'"),
-    ("PUT", "/store/items", {"json": {"namespace": ["a"], "key": "k", "value": {}, "index": ["$"]}}, "field 'index'"),
+    ("PUT", "/store/items", {"json": {"namespace": ["a"], "key": "k", "value": {}, "index": "all"}}, "field 'index'"),
     (
         "PUT",
         "/store/items",
@@ -219,7 +219,7 @@ _HOSTILE: list[tuple[str, str, dict[str, Any], str]] = [
     ("POST", "/store/items/search", {"json": {"offset": -1}}, "field 'offset' must be from 0"),
     ("POST", "/store/items/search", {"json": {"filter": {"n": {"$regex": "x"}}}}, "operator '$regex'"),
     ("POST", "/store/items/search", {"json": {"filter": "kind=alpha"}}, "field 'filter' must be a JSON object"),
-    ("POST", "/store/items/search", {"json": {"query": "cats"}}, "field 'query'"),
+    ("POST", "/store/items/search", {"json": {"query": 7}}, "field 'query' must be a string"),
     ("POST", "/store/namespaces", {"json": {"max_depth": 0}}, "field 'max_depth' must be from 1"),
     ("POST", "/store/namespaces", {"json": {"prefix": "a"}}, "field 'prefix' must be a list"),
     (

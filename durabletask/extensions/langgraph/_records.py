@@ -16,6 +16,7 @@ import hashlib
 from typing import Any
 
 from durabletask.entities import EntityInstanceId
+from durabletask.extensions.langgraph._records_effects import TTL_CHECK, effects, perform, ttl_check
 
 #: The entity that holds threads' records.
 RECORD_ENTITY = "lg.thread"
@@ -120,7 +121,14 @@ def _forget_run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] |
     return state
 
 
-_OPERATIONS = {"put": _put, "patch": _patch, "run": _run, "cursor": _cursor, "forget_run": _forget_run}
+_OPERATIONS = {
+    "put": _put,
+    "patch": _patch,
+    "run": _run,
+    "cursor": _cursor,
+    "forget_run": _forget_run,
+    TTL_CHECK: ttl_check,
+}
 
 
 def apply(state: dict[str, Any] | None, operation: str, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -142,8 +150,13 @@ def apply(state: dict[str, Any] | None, operation: str, data: dict[str, Any]) ->
 
 
 def thread_record(ctx: Any, data: Any) -> None:
-    """The entity function of a thread's record (see :func:`apply`)."""
-    ctx.set_state(apply(ctx.get_state(dict), ctx.operation, data or {}))
+    """The entity function of a thread's record (see :func:`apply`), and what its change starts (a run's webhook, the
+    thread's TTL timer: see ``_records_effects``)."""
+    before = ctx.get_state(dict)
+    after = apply(before, ctx.operation, data or {})
+    found = effects(before, after, ctx.operation, data or {})
+    ctx.set_state(after)
+    perform(ctx, ctx.entity_id, found)
 
 
 def register_records(worker: Any) -> None:

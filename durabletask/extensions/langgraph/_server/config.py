@@ -17,6 +17,8 @@ from typing import Any
 
 from durabletask.extensions.langgraph._naming import check_graph_name
 from durabletask.extensions.langgraph._server.config_graphs import GraphSpec, GraphSpecError
+from durabletask.extensions.langgraph._server.config_ttl import parse_checkpointer
+from durabletask.extensions.langgraph._server.config_webhooks import WebhookSettings, parse_webhooks
 
 __all__ = [
     "ConfigError",
@@ -50,9 +52,10 @@ _BUILD_KEYS = frozenset(
 # Keys of LangGraph's server that this one does not implement: refused, never silently dropped.
 _UNSUPPORTED_KEYS = {
     "auth": "custom auth handlers are not supported; guard the server with --auth-token",
-    "store": "store.index (semantic search) and store.ttl defaults are not supported; a put's own ttl is",
-    "checkpointer": "checkpointer settings do not apply: a thread's history is its orchestration's",
-    "webhooks": "webhooks are not supported",
+    "store": (
+        "store.index (semantic search) is not supported: this server keeps no embeddings, so a search's query ranks "
+        "nothing, as LangGraph's server without store.index; store.ttl defaults are not supported (a put's ttl is)"
+    ),
     "ui": "generative UI components are not supported",
     "semantic_search": "semantic search is not supported",
 }
@@ -98,6 +101,8 @@ class ProjectConfig:
         env: Environment variables for the graphs.
         cors: ``http.cors``; ``None``: no cross-origin calls.
         env_file: The ``.env`` file ``env`` names, if it names one.
+        webhooks: ``webhooks`` and ``http.disable_webhooks``: how run webhooks are checked and sent.
+        thread_ttl: ``checkpointer.ttl``: the TTL of a thread made without one (``{"strategy", "ttl_minutes"}``).
     """
 
     path: Path
@@ -106,6 +111,8 @@ class ProjectConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     cors: CorsSettings | None = None
     env_file: Path | None = None
+    webhooks: WebhookSettings = field(default_factory=WebhookSettings)
+    thread_ttl: Mapping[str, Any] | None = None
 
     @property
     def base_dir(self) -> Path:
@@ -164,6 +171,14 @@ def load_config(path: str | os.PathLike[str]) -> ProjectConfig:
         raise ConfigError(f"{file}: the configuration must be a JSON object, got {type(raw).__name__}")
     _check_keys(file, raw)
     base = file.parent
+    env = _env(file, raw.get("env", {}))
+    try:
+        webhooks = parse_webhooks(
+            file, raw.get("webhooks"), disabled=_disable_webhooks(file, raw.get("http")), environ={**env, **os.environ}
+        )
+        thread_ttl = parse_checkpointer(raw.get("checkpointer"))
+    except ValueError as error:
+        raise ConfigError(f"{file}: {error}") from None
     try:
         graphs = {
             graph_id: GraphSpec.parse(graph_id, entry, base, where=f"{file}: graphs.{graph_id}")
@@ -177,9 +192,11 @@ def load_config(path: str | os.PathLike[str]) -> ProjectConfig:
         path=file,
         graphs=graphs,
         dependencies=_dependencies(file, raw.get("dependencies", [])),
-        env=_env(file, raw.get("env", {})),
+        env=env,
         cors=_http(file, raw.get("http")),
         env_file=(base / raw["env"]).resolve() if isinstance(raw.get("env"), str) else None,
+        webhooks=webhooks,
+        thread_ttl=thread_ttl,
     )
 
 
@@ -187,7 +204,7 @@ def _check_keys(file: Path, raw: dict[str, Any]) -> None:
     for key in raw:
         if key in _UNSUPPORTED_KEYS:
             raise ConfigError(f"{file}: key '{key}': {_UNSUPPORTED_KEYS[key]}")
-        if key not in _BUILD_KEYS and key not in {"graphs", "dependencies", "env", "http"}:
+        if key not in _BUILD_KEYS and key not in {"graphs", "dependencies", "env", "http", "webhooks", "checkpointer"}:
             raise ConfigError(f"{file}: unknown key '{key}'")
 
 
@@ -282,14 +299,23 @@ def _http(file: Path, http: Any) -> CorsSettings | None:
     if not isinstance(http, dict):
         raise ConfigError(f"{file}: key 'http' must be an object")
     for key in http:
-        if key != "cors":
-            raise ConfigError(f"{file}: http.{key} is not supported by this server (only http.cors is)")
+        if key not in ("cors", "disable_webhooks"):
+            raise ConfigError(
+                f"{file}: http.{key} is not supported by this server (only http.cors and http.disable_webhooks are)"
+            )
     cors = http.get("cors")
     if cors is None:
         return None
     if not isinstance(cors, dict):
         raise ConfigError(f"{file}: http.cors must be an object")
     return _cors(file, cors)
+
+
+def _disable_webhooks(file: Path, http: Any) -> bool:
+    value = http.get("disable_webhooks", False) if isinstance(http, dict) else False
+    if not isinstance(value, bool):
+        raise ConfigError(f"{file}: http.disable_webhooks must be true or false")
+    return value
 
 
 def _cors(file: Path, cors: dict[str, Any]) -> CorsSettings:

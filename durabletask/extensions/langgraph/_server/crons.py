@@ -22,6 +22,7 @@ from durabletask.extensions.langgraph._server.crons_service import Crons
 from durabletask.extensions.langgraph._server.crons_worker import CRON_FIRE, cron_run, fire_activity
 from durabletask.extensions.langgraph._server.services import ASSISTANTS_KEY, THREADS_KEY, AssistantResolver
 from durabletask.extensions.langgraph._server.threads_service import MAX_THREAD_ID, check_thread_id
+from durabletask.extensions.langgraph._server.webhooks import check_webhook
 
 CRONS_KEY = "crons"
 """The key of the :class:`Crons` in ``ServerContext.extras``."""
@@ -51,14 +52,21 @@ class _CronRoutes:
             return str(assistant_id)
         return (await resolver.resolve(str(assistant_id))).assistant_id
 
+    async def _check_webhook(self, body: dict[str, Any]) -> None:
+        """A cron's runs take its webhook: it is checked now as a run's is (see ``webhooks.check_webhook``)."""
+        if body.get("webhook") is not None:
+            await check_webhook(body["webhook"], self._ctx.settings.project.webhooks)
+
     async def create(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)
+        await self._check_webhook(body)
         assistant_id = await self._assistant_id(body)
         return body_of.json_response(await self._crons.create(body, None, assistant_id))
 
     async def create_for_thread(self, request: web.Request) -> web.Response:
         thread_id = check_thread_id(request.match_info["thread_id"])  # the limits of every thread route
         body = await body_of.read_body(request)
+        await self._check_webhook(body)
         assistant_id = await self._assistant_id(body)
         threads = self._ctx.extras.get(THREADS_KEY)
         if threads is not None:
@@ -67,6 +75,7 @@ class _CronRoutes:
 
     async def update(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)
+        await self._check_webhook(body)
         return body_of.json_response(await self._crons.update(request.match_info["cron_id"], body))
 
     async def delete(self, request: web.Request) -> web.Response:

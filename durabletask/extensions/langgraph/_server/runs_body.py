@@ -176,8 +176,8 @@ def run_request(body: Any, *, threadless: bool = False) -> RunRequest:
     if body.get("input") is not None and body.get("command") is not None:
         raise bad_request("'input' and 'command' cannot both be given")
     webhook = body.get("webhook")
-    if webhook is not None:
-        raise bad_request("'webhook' is not supported by this server")
+    if webhook is not None and (not isinstance(webhook, str) or not webhook):
+        raise bad_request("'webhook' must be a non-empty URL string")
     _check_config(_object(body, "config"))
     _check_options(body)
     return RunRequest(
@@ -199,4 +199,5 @@ def run_request(body: Any, *, threadless: bool = False) -> RunRequest:
         on_completion=_choice(body, "on_completion", "delete" if threadless else "keep"),
         after_seconds=_after(body),
         durability=_choice(body, "durability", "async") if body.get("durability") is not None else None,
+        webhook=webhook,
     )

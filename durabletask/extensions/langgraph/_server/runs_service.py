@@ -39,6 +39,7 @@ from durabletask.extensions.langgraph._server.services import (
 from durabletask.extensions.langgraph._server.state import checkpoint_id_of, command_of, to_json
 from durabletask.extensions.langgraph._server.threads_records import active_runs, now
 from durabletask.extensions.langgraph._server.threads_service import ThreadServiceImpl, check_thread_id
+from durabletask.extensions.langgraph._server.webhooks import check_webhook
 
 ENDED = ("success", "error", "interrupted", "timeout")
 #: Seconds to wait for a run's end to reach its record after its stream ended.
@@ -138,6 +139,8 @@ class RunServiceImpl:
         return found
 
     async def create(self, thread_id: str | None, request: RunRequest) -> dict[str, Any]:
+        if request.webhook is not None:  # the project's URL policy, its host resolved (see webhooks.check_webhook)
+            await check_webhook(request.webhook, self.ctx.settings.project.webhooks)
         assistant = await self.assistant(request.assistant_id)
         threadless = thread_id is None
         record = await self._thread_for(thread_id, request, assistant.graph_id)
@@ -178,12 +181,16 @@ class RunServiceImpl:
             "resumable": request.stream_resumable,
             "on_completion": request.on_completion,
             "threadless": threadless,
+            **({"webhook": request.webhook} if request.webhook is not None else {}),
             # Where the thread's stream was when an earlier run ended: this run's items all come after it.
             "after": record.get("stream_cursor"),
         }
         # As LangGraph's server does, the thread's metadata names the graph and assistant that last ran on it.
         metadata = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
-        data = {"run": run, "thread": {"graph_id": assistant.graph_id}, "metadata": metadata, "at": at}
+        thread: dict[str, Any] = {"graph_id": assistant.graph_id}
+        if not record.get("ttl") and self.ctx.settings.project.thread_ttl:  # a run applies checkpointer.ttl's default
+            thread["ttl"] = dict(self.ctx.settings.project.thread_ttl)
+        data = {"run": run, "thread": thread, "metadata": metadata, "at": at}
         await self.records.write(thread_id, "run", data)
         try:
             await self._submit(thread_id, run_id, request, assistant)

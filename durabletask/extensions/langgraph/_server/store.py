@@ -24,7 +24,15 @@ from durabletask.extensions.langgraph._server.store_records import (
 
 STORE_KEY = "store"
 """The key of the :class:`StoreItems` in ``ServerContext.extras``."""
-_NO_INDEX = "this server keeps no search index (semantic search is not supported); search with 'filter'"
+
+
+def _check_index(index: Any) -> None:
+    """``index`` on a put: ``false``, ``null`` or a list of field paths, as LangGraph's server takes it. Without a
+    store.index configured (this server has none) nothing is embedded, so it changes nothing, there as here."""
+    if index is None or index is False:
+        return
+    if not isinstance(index, list) or not all(isinstance(path, str) and path for path in index) or len(index) > 100:
+        raise bad_request("field 'index' must be false, null or a list of at most 100 field paths (strings)")
 
 
 def _checked(check: Any, *args: Any, **kwargs: Any) -> Any:
@@ -49,9 +57,7 @@ class _StoreRoutes:
         key = _checked(model.check_key, body.get("key"))
         value = _checked(model.check_value, body.get("value"))
         ttl = _checked(model.check_ttl, body.get("ttl"))
-        index = body.get("index")
-        if index is not None and index is not False:
-            raise bad_request(f"field 'index': {_NO_INDEX}")
+        _check_index(body.get("index"))
         await self._items.put(namespace, key, value, ttl=ttl)
         return web.Response(status=204)
 
@@ -81,15 +87,15 @@ class _StoreRoutes:
             model.check_namespace, body.get("namespace_prefix") or [], "namespace_prefix", allow_empty=True
         )
         conditions = _checked(model.check_filter, body.get("filter"))
-        query = body_of.text(body, "query", max_chars=4096)
-        if query:
-            raise bad_request(f"field 'query': {_NO_INDEX}")
+        # With no store.index configured, LangGraph's server takes a query and ranks nothing by it (its store has no
+        # embeddings): the items are those the filter finds, each with a null score. This server has no index.
+        body_of.text(body, "query", max_chars=4096)
         limit = body_of.integer(body, "limit", default=10, minimum=1, maximum=body_of.PAGE_MAX)
         offset = body_of.integer(body, "offset", default=0, minimum=0, maximum=body_of.OFFSET_MAX)
         found = await self._items.search(
             prefix, filter=conditions, limit=limit, offset=offset, refresh_ttl=_refresh(body)
         )
-        return body_of.json_response({"items": [model.item_json(record) for record in found]})
+        return body_of.json_response({"items": [{**model.item_json(record), "score": None} for record in found]})
 
     async def namespaces(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)

@@ -1,7 +1,8 @@
 """The store the graphs' nodes get (``runtime.store``): LangGraph's ``BaseStore`` over the entities behind
 ``/store/items``, so what a node writes on any worker is what a client reads through any server.
 
-Same limits and rules as the HTTP routes (``store_model.py``). No search index: a ``query`` is refused.
+Same limits and rules as the HTTP routes (``store_model.py``). No search index, as LangGraph's server without
+``store.index``: a search's ``query`` ranks nothing (scores are ``None``) and a put's ``index`` embeds nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from durabletask.extensions.langgraph._server import store_model as model
 from durabletask.extensions.langgraph._server.store_items import StoreItems, ThreadedClientHub
 
 T = TypeVar("T")
-_NO_INDEX = "this store keeps no search index (semantic search is not supported); search with 'filter'"
 
 
 def _item(record: dict[str, Any], kind: type[Item] = Item) -> Any:
@@ -110,14 +110,10 @@ class DurableStore(BaseStore):
         if op.value is None:
             await self._items.delete(namespace, key)
             return
-        if op.index is not None and op.index is not False:
-            raise model.StoreInputError(f"index: {_NO_INDEX}")
         ttl = model.check_ttl(op.ttl if isinstance(op.ttl, (int, float)) else None)
         await self._items.put(namespace, key, model.check_value(op.value), ttl=ttl)
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
-        if op.query:
-            raise model.StoreInputError(f"query: {_NO_INDEX}")
         prefix = model.check_namespace(list(op.namespace_prefix), "namespace_prefix", allow_empty=True)
         conditions = model.check_filter(op.filter)
         found = await self._items.search(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
 from durabletask.extensions.langgraph._records import register_records
+from durabletask.extensions.langgraph._server.config_webhooks import WebhookSettings
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.errors import bad_request
 from durabletask.extensions.langgraph._server.runs_body import bounded_metadata
@@ -24,6 +26,8 @@ from durabletask.extensions.langgraph._server.threads_http import (
     strings,
 )
 from durabletask.extensions.langgraph._server.threads_service import ThreadServiceImpl
+from durabletask.extensions.langgraph._server.threads_ttl import parse_ttl, register_expiry, ttl_json
+from durabletask.extensions.langgraph._server.webhooks import register_webhooks
 
 
 def install(ctx: ServerContext) -> ThreadServiceImpl:
@@ -36,19 +40,14 @@ def install(ctx: ServerContext) -> ThreadServiceImpl:
 
 
 def register_worker(worker: Any, project: Any) -> None:
-    """The threads' record entity, on every worker of the project."""
+    """The threads' record entity, and the delivery of runs' webhooks, on every worker of the project."""
     register_records(worker)
+    register_webhooks(worker, getattr(project, "webhooks", None) or WebhookSettings())
 
 
-def _ttl(body: dict[str, Any]) -> dict[str, Any] | None:
-    ttl = body.get("ttl")
-    if ttl is None:
-        return None
-    if isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
-        ttl = {"ttl": ttl, "strategy": "delete"}
-    if not isinstance(ttl, dict):
-        raise bad_request(f"'ttl' must be a number of minutes or an object, not {type(ttl).__name__}")
-    raise bad_request("'ttl' is not supported by this server: threads stay until deleted")
+def register_firing(worker: Any, project: Any, connect: Callable[[], Any]) -> None:
+    """The expiry of threads whose TTL ran out: it reaches the hub with a client from ``connect()``."""
+    register_expiry(worker, project, connect)
 
 
 def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
@@ -66,17 +65,18 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
             if_exists=choice(body, "if_exists", ("raise", "do_nothing"), "raise"),
             supersteps=supersteps,
             graph_id=field(body, "graph_id", str),
-            ttl=_ttl(body),
+            ttl=parse_ttl(body),
         )
         return answer(made)
 
     async def get(request: web.Request) -> web.Response:
-        return answer(await threads.get(request.match_info["thread_id"]))
+        return answer(await _thread(threads, request.match_info["thread_id"], _include(request)))
 
     async def patch(request: web.Request) -> web.Response:
         body = await read_body(request, required=False)
-        _ttl(body)
-        updated = await threads.update(request.match_info["thread_id"], metadata=bounded_metadata(body.get("metadata")))
+        updated = await threads.update(
+            request.match_info["thread_id"], metadata=bounded_metadata(body.get("metadata")), ttl=parse_ttl(body)
+        )
         if "return=minimal" in request.headers.get("Prefer", ""):
             return no_content()
         return answer(updated)
@@ -132,6 +132,22 @@ def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
         web.post("/threads/{thread_id}/copy", copy),
         *state_routes(threads),
     ]
+
+
+async def _thread(threads: ThreadServiceImpl, thread_id: str, include: set[str]) -> dict[str, Any]:
+    found = await threads.get(thread_id)
+    if "ttl" in include and (ttl := ttl_json(await threads.record(thread_id))) is not None:
+        found["ttl"] = ttl
+    return found
+
+
+def _include(request: web.Request) -> set[str]:
+    """``?include=``: the optional fields of a thread asked for (LangGraph's server knows ``ttl``)."""
+    include = {f.strip() for f in request.query.get("include", "").split(",") if f.strip()}
+    unknown = sorted(include - {"ttl"})
+    if unknown:
+        raise bad_request(f"'include' names {unknown[0]!r}; the fields that can be included: ttl")
+    return include
 
 
 def state_routes(threads: ThreadServiceImpl) -> list[web.AbstractRouteDef]:

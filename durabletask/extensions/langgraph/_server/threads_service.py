@@ -146,6 +146,7 @@ class ThreadServiceImpl:
             raise conflict(f"thread {thread_id!r} already exists")
         graph_id = graph_id or (metadata or {}).get("graph_id")
         record = new_record(thread_id, metadata or {}, graph_id=graph_id)
+        ttl = ttl or self.ctx.settings.project.thread_ttl  # langgraph.json's checkpointer.ttl.default_ttl
         if ttl:
             record["ttl"] = dict(ttl)
         steps = _steps(supersteps) if supersteps else None

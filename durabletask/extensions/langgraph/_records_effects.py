@@ -1,0 +1,168 @@
+"""What a thread's record starts when it changes: a run's webhook delivery, and the durable timer of its TTL.
+
+Both hang off the record entity (``lg.thread``) because every status a run reaches and every write that touches a
+thread goes through it, whichever server or worker made it. The entity starts a webhook's delivery orchestration
+when a run that names a webhook ends, and keeps at most one delayed signal to itself (``ttl_check``) pending for the
+thread's TTL: when it arrives and the thread has expired, it starts the orchestration that deletes (or prunes) the
+thread. Neither needs a server process at that moment; both survive restarts, as entity signals and orchestrations
+do. :func:`effects` is pure, so it is tested without a worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+#: The orchestration that delivers one run's webhook (started once per run, its instance ID derived from the run's).
+WEBHOOK_ORCHESTRATION = "lgs.webhook"
+#: The orchestration that expires one thread when its TTL has run out.
+TTL_ORCHESTRATION = "lgs.thread_ttl"
+#: The record's operation that a TTL's delayed signal carries.
+TTL_CHECK = "ttl_check"
+_ENDED = ("success", "error", "interrupted", "timeout")
+
+
+def _parse(moment: Any) -> datetime | None:
+    if not isinstance(moment, str) or not moment:
+        return None
+    try:
+        parsed = datetime.fromisoformat(moment)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+
+
+def _op_time(state: dict[str, Any], operation: str, data: dict[str, Any]) -> datetime | None:
+    """When the write happened: the moment it carries (a TTL check: the moment it was due)."""
+    if operation == TTL_CHECK:
+        return _parse(data.get("due"))
+    if operation == "put":
+        return _parse((data.get("record") or {}).get("updated_at"))
+    return _parse(data.get("at") or data.get("updated_at")) or _parse(state.get("updated_at"))
+
+
+def webhook_instance(run_id: str) -> str:
+    """The instance ID of a run's webhook delivery: one per run, so a repeated start is a no-op."""
+    return f"lgs.webhook-{run_id}"
+
+
+def ttl_instance(thread_id: str, due: str) -> str:
+    """The instance ID of a thread's expiry at ``due``."""
+    return f"lgs.ttl-{hashlib.sha256(f'{thread_id}|{due}'.encode('utf-8', 'surrogatepass')).hexdigest()[:40]}"
+
+
+def _ended_runs(before: dict[str, Any], after: dict[str, Any], data: dict[str, Any]) -> list[dict[str, Any]]:
+    update = data.get("run") or {}
+    run_id = str(update.get("run_id")) if update.get("run_id") is not None else None
+    if run_id is None or update.get("status") not in _ENDED:
+        return []
+    was = ((before.get("runs") or {}).get(run_id) or {}).get("status")
+    run = (after.get("runs") or {}).get(run_id) or {}
+    return [run] if was not in _ENDED and run.get("webhook") else []
+
+
+def webhook_input(record: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """What the delivery orchestration gets: the run as it ended, and the thread's values then (serialized)."""
+    return {
+        "run": {key: run.get(key) for key in _RUN_KEYS},
+        "webhook": run.get("webhook"),
+        "status": run.get("status"),
+        "error": run.get("error"),
+        "run_started_at": run.get("started_at") or run.get("created_at"),
+        "run_ended_at": run.get("updated_at"),
+        "values": record.get("values"),
+    }
+
+
+_RUN_KEYS = (
+    "run_id",
+    "thread_id",
+    "assistant_id",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "kwargs",
+    "multitask_strategy",
+)
+
+
+def _note_start(after: dict[str, Any], data: dict[str, Any]) -> None:
+    update = data.get("run") or {}
+    run = (after.get("runs") or {}).get(str(update.get("run_id")))
+    if run is not None and update.get("status") == "running" and not run.get("started_at"):
+        run["started_at"] = update.get("updated_at") or data.get("at")
+
+
+def _ttl_effects(
+    before: dict[str, Any], after: dict[str, Any], operation: str, data: dict[str, Any]
+) -> list[tuple[str, Any]]:
+    ttl = after.get("ttl")
+    if not isinstance(ttl, dict) or not isinstance(ttl.get("ttl_minutes"), (int, float)):
+        return []
+    if operation == "put" and before.get("thread_id") is not None:
+        return []  # a refused creation of a thread that exists changes nothing
+    after["ttl"] = ttl = dict(ttl)
+    at = _op_time(before, operation, data)
+    touched = operation in ("put", "patch") or (operation == "run" and data.get("at"))
+    if touched and at is not None:  # a write to the thread starts its TTL again
+        ttl["expires_at"] = (at + timedelta(minutes=float(ttl["ttl_minutes"]))).isoformat()
+    expires = _parse(ttl.get("expires_at"))
+    if expires is None or at is None:
+        return []
+    out: list[tuple[str, Any]] = []
+    if operation == TTL_CHECK and expires <= at:
+        if not any(r.get("status") in ("pending", "running") for r in (after.get("runs") or {}).values()):
+            out.append(
+                ("expire", {"thread_id": after["thread_id"], "strategy": ttl.get("strategy"), "due": ttl["expires_at"]})
+            )
+        return out  # a busy thread: the end of its run writes to it, and so arms the TTL again
+    pending = _parse(after.get("ttl_check"))
+    if expires > at and (pending is None or pending > expires):
+        after["ttl_check"] = ttl["expires_at"]
+        out.append(("check", ttl["expires_at"]))
+    return out
+
+
+def effects(
+    before: dict[str, Any] | None, after: dict[str, Any] | None, operation: str, data: dict[str, Any]
+) -> list[tuple[str, Any]]:
+    """What to start after ``operation`` turned ``before`` into ``after`` (which it may complete in place).
+
+    Returns ``("webhook", input)``, ``("check", due)`` (a delayed ``ttl_check`` signal to the record) and
+    ``("expire", input)`` items.
+    """
+    if after is None or after.get("thread_id") is None:
+        return []
+    before = before or {}
+    out: list[tuple[str, Any]] = []
+    if operation == "run":
+        _note_start(after, data)
+        out += [("webhook", webhook_input(after, run)) for run in _ended_runs(before, after, data)]
+    out += _ttl_effects(before, after, operation, data)
+    return out
+
+
+def ttl_check(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """The record's ``ttl_check`` operation: the pending check has arrived (see :func:`effects`)."""
+    if not state:
+        return None  # the thread was deleted meanwhile
+    if state.get("ttl_check") == data.get("due"):
+        state.pop("ttl_check", None)
+    return state
+
+
+def perform(ctx: Any, entity_id: Any, found: list[tuple[str, Any]]) -> None:
+    """Start what :func:`effects` found, from the record entity's operation ``ctx``."""
+    for kind, value in found:
+        if kind == "webhook":
+            ctx.schedule_new_orchestration(
+                WEBHOOK_ORCHESTRATION, input=value, instance_id=webhook_instance(str(value["run"]["run_id"]))
+            )
+        elif kind == "check":
+            due = _parse(value)
+            ctx.signal_entity(entity_id, TTL_CHECK, {"due": value}, signal_time=due)
+        elif kind == "expire":
+            ctx.schedule_new_orchestration(
+                TTL_ORCHESTRATION, input=value, instance_id=ttl_instance(str(value["thread_id"]), str(value["due"]))
+            )
