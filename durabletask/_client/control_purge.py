@@ -10,7 +10,9 @@ digest whose readable part that instance's ID shares) is left to that instance's
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Collection
 
 from durabletask._client import operations as ops
 from durabletask._client import requests as rq
@@ -28,12 +30,15 @@ PURGE = control.PURGE_OPERATION
 _READABLE = control.MAX_ENTITY_KEY - control.DIGEST_DIGITS - 1
 _DIGEST_KEY = re.compile(rf"(?s)(.{{{_READABLE}}})~[0-9a-f]{{{control.DIGEST_DIGITS}}}")
 _PAGE = 500
+#: Up to this many purged instances, their control entities are found by their IDs' prefixes (a query each);
+#: beyond it, by listing every control entity once.
+ONE_BY_ONE = 20
 
 
-def _keys(instance_id: str) -> ops.Operation[list[str]]:
-    """The keys of the control entities that may be the instance's (every one of its keys begins so)."""
+def _keys(prefix: str) -> ops.Operation[list[str]]:
+    """The keys of the control entities whose IDs begin with ``ENTITY_PREFIX + prefix``."""
     query = pb.EntityQuery(includeState=False, includeTransient=True)
-    query.instanceIdStartsWith.value = ENTITY_PREFIX + instance_id[:_READABLE]
+    query.instanceIdStartsWith.value = ENTITY_PREFIX + prefix
     query.pageSize.value = _PAGE
     keys: list[str] = []
     while True:
@@ -60,11 +65,20 @@ def owners(key: str) -> tuple[set[str], str | None]:
     return named, readable
 
 
-def _owned_by(instance_id: str, key: str) -> bool:
+def _owned_by_one_of(purged: list[str], key: str) -> bool:
+    """Whether one of the ``purged`` instance IDs (sorted) may own ``key``."""
     named, readable = owners(key)
-    if instance_id in named:
+    if any(_present(purged, instance_id) for instance_id in named):
         return True
-    return readable is not None and (instance_id + "#")[: len(readable)] == readable[: len(instance_id) + 1]
+    if readable is None:
+        return False
+    at = bisect.bisect_left(purged, readable)  # an ID too long to be named whole begins with the readable part
+    return at < len(purged) and purged[at].startswith(readable)
+
+
+def _present(ordered: list[str], value: str) -> bool:
+    at = bisect.bisect_left(ordered, value)
+    return at < len(ordered) and ordered[at] == value
 
 
 def _exists(instance_id: str) -> ops.Operation[bool]:
@@ -92,15 +106,21 @@ def _orphaned(key: str) -> ops.Operation[bool]:
     return readable is None or not (yield from _prefix_taken(readable))
 
 
-def purge_controls(instance_id: str, converter: DataConverter) -> ops.Operation[bool]:
-    """Ask the control entities of the purged instance ``instance_id`` to delete themselves; ``False`` when the
-    backend has no entities."""
+def purge_controls(instance_ids: Collection[str], converter: DataConverter) -> ops.Operation[bool]:
+    """Ask the control entities of the purged instances to delete themselves; ``False`` when the backend has no
+    entities. A few instances are looked up by their IDs' prefixes, many by one listing of every control entity."""
+    purged = sorted(instance_ids)
+    if not purged:
+        return True
+    prefixes = [""] if len(purged) > ONE_BY_ONE else sorted({i[:_READABLE] for i in purged})
+    keys: set[str] = set()
     try:
-        keys = yield from _keys(instance_id)
+        for prefix in prefixes:
+            keys.update((yield from _keys(prefix)))
     except UnimplementedError:
         return False
-    for key in keys:
-        if _owned_by(instance_id, key) and (yield from _orphaned(key)):
+    for key in sorted(keys):
+        if _owned_by_one_of(purged, key) and (yield from _orphaned(key)):
             entity = EntityInstanceId(control.CONTROL_ENTITY, key)
             yield from ops.signal_entity(rq.build_signal_entity_request(entity, PURGE, None, None, converter=converter))
     return True

@@ -130,10 +130,13 @@ def purge(
     stream and the activity control entities of every instance it removed; returns its result and, with
     ``payloads``, the instances whose stored payloads may go (see ``payload_purge``)."""
     result, candidates, gone = yield from payload_purge.purge_reporting(request, with_parents=payloads)
+    entities = True
     for instance_id in sorted(gone):
         if not (yield from _purge_stream(instance_id, converter)):
-            break  # a backend without entities: no instance has a stream or control entities
-        yield from control_purge.purge_controls(instance_id, converter)
+            entities = False  # a backend without entities: no instance has a stream or control entities
+            break
+    if entities:
+        yield from control_purge.purge_controls(gone, converter)
     owners = (yield from payload_purge.payload_owners(candidates, gone)) if payloads else []
     return result, owners
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from durabletask import client, task
+from durabletask._client import control_purge
 from durabletask._replay import activity_control as control
 
 from .conftest import Hub, unique_id
@@ -107,7 +108,12 @@ def c(hub: Hub) -> client.TaskHubGrpcClient:
     return hub.client()
 
 
-def test_purging_by_id_and_by_filter_removes_the_control_entities(c: client.TaskHubGrpcClient) -> None:
+@pytest.mark.parametrize("listing", [False, True], ids=["by-prefix", "one-listing"])
+def test_purging_by_id_and_by_filter_removes_the_control_entities(
+    c: client.TaskHubGrpcClient, listing: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if listing:  # as a purge of many instances does: every control entity listed once
+        monkeypatch.setattr(control_purge, "ONE_BY_ONE", 0)
     before = _controls(c)
     short = [_started(c, cancels_one, unique_id("ctl")) for _ in range(2)]
     long_id = _started(c, cancels_one, unique_id("ctl-" + "x" * 60))  # a key too long: prefix, "~", digest
