@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
+from dtscale_emulator.__main__ import main as emulator_main
 from dtscale_emulator.server import EmulatorServer
 from tests.support.slow_clients import CEILING, attacker, closed_by_server, connect
 
@@ -90,3 +91,17 @@ def test_a_client_whose_idle_connection_was_closed_calls_again(server: EmulatorS
         finally:
             channel.unsubscribe(watch)
         assert start(stub)  # on a new connection of the same channel
+
+
+@pytest.mark.parametrize("flag", ["--handshake-timeout", "--idle-timeout"])
+@pytest.mark.parametrize("value", ["0", "-1", "90000"])
+def test_the_command_refuses_a_timeout_out_of_range(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        emulator_main([flag, value, "--in-memory", "--port", "0"])
+    assert stopped.value.code == 2
+    assert f"{flag} must be between 0.001 and 86400 seconds" in capsys.readouterr().err
+
+
+def test_the_server_refuses_a_timeout_out_of_range() -> None:
+    with pytest.raises(ValueError, match=r"idle_timeout must be between 0\.001 and 86400 seconds"):
+        EmulatorServer(port=0, in_memory=True, idle_timeout=0)
