@@ -7,7 +7,7 @@ the server to close its connection under a ceiling many times those limits (``te
 from __future__ import annotations
 
 import asyncio
-import json
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,7 +20,8 @@ import httpx
 from durabletask.extensions.langgraph._server.config import ServerSettings, load_config
 from durabletask.extensions.langgraph._server.launch import Connection, serve_http
 from tests.langgraph_server.support_surface import run_cli, run_cli_once, write_project
-from tests.support.slow_clients import CEILING, attacker, closed_by_server, connect, status_and_json_body, trickling
+from tests.support import slow_clients as attack
+from tests.support.slow_clients import CEILING
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.adversarial]
 
@@ -58,59 +59,39 @@ async def _served(url: str) -> None:
 
 
 async def test_a_connection_that_sends_nothing_is_closed(server: str) -> None:
-    async with attacker(server) as (reader, _):
-        await _served(server)
-        assert await closed_by_server(reader) == b""
+    await attack.silent_crowd_is_cut(server, functools.partial(_served, server), count=1)
 
 
 async def test_half_a_request_head_is_closed_and_others_are_served(server: str) -> None:
-    async with attacker(server) as (reader, writer):
-        writer.write(b"GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
-        await writer.drain()
-        await _served(server)
-        assert await closed_by_server(reader) == b""
+    head = b"GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+    await attack.half_a_head_is_cut(server, head, functools.partial(_served, server))
 
 
 async def test_a_head_trickled_byte_by_byte_is_closed(server: str) -> None:
     # Each byte comes well within the limit: only a bound on the whole head stops this.
     head = b"GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
-    async with attacker(server) as (reader, writer), trickling(writer, head, every=LIMIT / 10):
-        await _served(server)
-        assert await closed_by_server(reader) == b""
+    await attack.trickled_head_is_cut(server, head, LIMIT / 10, functools.partial(_served, server))
 
 
 async def test_an_idle_keep_alive_connection_is_closed(server: str) -> None:
-    async with attacker(server) as (reader, writer):
+    async with attack.attacker(server) as (reader, writer):
         writer.write(b"GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         await writer.drain()
-        answer = await closed_by_server(reader)
+        answer = await attack.closed_by_server(reader)
         assert answer.startswith(b"HTTP/1.1 200"), answer
         assert b"connection: close" not in answer.lower(), answer  # kept alive, then closed for idling
 
 
 async def test_half_a_body_gets_408_and_the_connection_is_closed(server: str) -> None:
-    async with attacker(server) as (reader, writer):
-        part = b'{"limit": 10, "metadata": '
-        head = "POST /assistants/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        writer.write(f"{head}Content-Length: {len(part) * 4}\r\n\r\n".encode() + part)
-        await writer.drain()
-        await _served(server)
-        answer = await closed_by_server(reader)
-    status, body = status_and_json_body(answer)
-    assert status.startswith(b"HTTP/1.1 408"), answer
-    detail = json.loads(body)["detail"]
-    assert "body timeout of 0.5 seconds" in detail, detail
+    head = "POST /assistants/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    served = functools.partial(_served, server)
+    status, body = await attack.half_a_body_answer(server, head, b'{"limit": 10, "metadata": ', served)
+    assert status.startswith(b"HTTP/1.1 408"), (status, body)
+    assert "body timeout of 0.5 seconds" in body["detail"], body
 
 
 async def test_many_silent_connections_do_not_stall_a_client(server: str) -> None:
-    attackers = [await connect(server) for _ in range(50)]
-    try:
-        await _served(server)
-        for reader, _ in attackers:
-            assert await closed_by_server(reader) == b""
-    finally:
-        for _, writer in attackers:
-            writer.close()
+    await attack.silent_crowd_is_cut(server, functools.partial(_served, server))
 
 
 def test_the_commands_take_the_limits_and_refuse_wrong_ones(tmp_path: Path) -> None:
@@ -125,8 +106,5 @@ async def test_serve_closes_half_a_head_at_its_idle_timeout(tmp_path: Path) -> N
     project = write_project(tmp_path / "project")
     args = ["langgraph", "serve", "--config", str(project), "--port", "0", "--endpoint", "127.0.0.1:9"]
     with run_cli([*args, "--idle-timeout", str(LIMIT)]) as served:
-        async with attacker(served.url) as (reader, writer):
-            writer.write(b"GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-            await writer.drain()
-            await _served(served.url)
-            assert await closed_by_server(reader) == b""
+        head = b"GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        await attack.half_a_head_is_cut(served.url, head, functools.partial(_served, served.url))
