@@ -9,8 +9,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
+from durabletask._client import control_purge, payload_purge
 from durabletask._client import operations as ops
-from durabletask._client import payload_purge
 from durabletask._client import requests as rq
 from durabletask._client.call_plan import Answered
 from durabletask._grpc.errors import UnimplementedError
@@ -127,12 +127,16 @@ def purge(
     request: rq.RpcRequest, converter: DataConverter, *, payloads: bool
 ) -> ops.Operation[tuple[PurgeInstancesResult, list[str]]]:
     """Run a purge (a ``PurgeInstances`` request: one instance, or a filter; recursive or not), then remove the
-    stream of every instance it removed; returns its result and, with ``payloads``, the instances whose stored
-    payloads may go (see ``payload_purge``)."""
+    stream and the activity control entities of every instance it removed; returns its result and, with
+    ``payloads``, the instances whose stored payloads may go (see ``payload_purge``)."""
     result, candidates, gone = yield from payload_purge.purge_reporting(request, with_parents=payloads)
+    entities = True
     for instance_id in sorted(gone):
         if not (yield from _purge_stream(instance_id, converter)):
-            break  # a backend without entities: no instance has a stream
+            entities = False  # a backend without entities: no instance has a stream or control entities
+            break
+    if entities:
+        yield from control_purge.purge_controls(gone, converter)
     owners = (yield from payload_purge.payload_owners(candidates, gone)) if payloads else []
     return result, owners
 

@@ -23,6 +23,8 @@ CONTROL_TAG = "dtscale.activity"
 CONTROL_EVENT = "dtscale.activity"
 #: The entity (one per orchestration execution) whose state lists the attempts asked to stop.
 CONTROL_ENTITY = "dtscale.activities"
+#: The operation on which a control entity deletes itself (its instance was purged).
+PURGE_OPERATION = "purge"
 #: The largest heartbeat details, as JSON text.
 MAX_HEARTBEAT_DETAILS_BYTES = 64 * 1024
 #: The longest tag value DTS takes, in characters. Details that would make the control tag longer do not travel
@@ -217,7 +219,8 @@ def control_event(
 
 #: The longest control entity key: its entity ID ``@dtscale.activities@{key}`` must fit DTS's 100 characters.
 MAX_ENTITY_KEY = 100 - len(CONTROL_ENTITY) - 2
-_DIGEST = 32
+#: The hex digits of the digest that ends a control entity key too long to hold the whole of its execution's.
+DIGEST_DIGITS = 32
 
 
 def entity_key(instance_id: str, execution_id: str) -> str:
@@ -229,5 +232,5 @@ def entity_key(instance_id: str, execution_id: str) -> str:
     key = f"{instance_id}#{execution_id}" if execution_id else instance_id
     if len(key) <= MAX_ENTITY_KEY:
         return key
-    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
-    return f"{key[: MAX_ENTITY_KEY - _DIGEST - 1]}~{digest}"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_DIGITS]
+    return f"{key[: MAX_ENTITY_KEY - DIGEST_DIGITS - 1]}~{digest}"

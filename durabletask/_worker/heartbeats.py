@@ -289,7 +289,11 @@ class HeartbeatPump:
 
 def control_entity(ctx: Any, _: Any) -> None:
     """The built-in entity recording which attempts of one orchestration execution were asked to stop
-    (``cancel``, its input a task ID), and whether the execution has ended (``end``: all of them)."""
+    (``cancel``, its input a task ID), and whether the execution has ended (``end``: all of them); ``purge``
+    deletes it (its instance was purged)."""
+    if ctx.operation == control.PURGE_OPERATION:
+        ctx.delete_state()
+        return
     if ctx.operation not in ("cancel", "end"):
         raise ValueError(f"the activity control entity has no operation {ctx.operation!r}")
     state = dict(ctx.get_state(None, None) or {})

@@ -52,6 +52,19 @@ def build_parser() -> argparse.ArgumentParser:
         "again (default 20)",
     )
     parser.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=20.0,
+        help="seconds a new connection has to complete its TLS and HTTP/2 handshake before it is closed (default 20)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=300.0,
+        help="seconds a connection with no call open stays open before the server closes it; clients reconnect on "
+        "their next call (default 300)",
+    )
+    parser.add_argument(
         "--restart-grace",
         type=float,
         default=DEFAULT_RESTART_GRACE,
@@ -146,7 +159,7 @@ def _token(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str | N
 
 
 def _check_durations(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    for flag in ("keepalive_interval", "keepalive_timeout"):
+    for flag in ("keepalive_interval", "keepalive_timeout", "handshake_timeout", "idle_timeout"):
         if not 0.001 <= getattr(args, flag) <= 86_400:
             parser.error(f"--{flag.replace('_', '-')} must be between 0.001 and 86400 seconds")
     for flag in ("restart_grace", "stop_grace"):
@@ -245,6 +258,8 @@ def _server(args: argparse.Namespace, hubs: tuple[str, ...], token: str | None) 
         otlp_endpoint=args.otlp_endpoint,
         keepalive_interval=args.keepalive_interval,
         keepalive_timeout=args.keepalive_timeout,
+        handshake_timeout=args.handshake_timeout,
+        idle_timeout=args.idle_timeout,
         time_skipping=args.time_skipping,
         integrity_check=not args.skip_integrity_check,
         restart_grace=args.restart_grace,

@@ -72,6 +72,11 @@ class EmulatorServer:
         keepalive_timeout: Seconds a ping may go unanswered before its connection is closed. A worker that
             froze, or whose host vanished without closing the connection, then loses its stream, and the work
             items it held are offered again at once rather than after ``lease_timeout``.
+        handshake_timeout: Seconds a new connection has to complete its handshake (TLS, then HTTP/2's preface and
+            settings); one that sends part of it and stops is closed then.
+        idle_timeout: Seconds a connection with no call open stays open; then the server closes it (GOAWAY), so
+            connections that a client opened and left, or that only ever sent part of a frame, do not pile up. A
+            client whose connection was closed so opens a new one on its next call, as gRPC clients do.
         interleaver: Perturbs where concurrent work meets (sends, completions, arrivals, timers, stream drops) to
             make races show in tests, e.g. a :class:`~dtscale_emulator.ops.faults.SeededInterleaver`; ``None`` (the
             default) costs nothing.
@@ -112,6 +117,8 @@ class EmulatorServer:
         otlp_endpoint: str | None = None,
         keepalive_interval: float = 30.0,
         keepalive_timeout: float = 20.0,
+        handshake_timeout: float = 20.0,
+        idle_timeout: float = 300.0,
         interleaver: Interleaver | None = None,
         time_skipping: bool = False,
         integrity_check: bool = True,
@@ -119,12 +126,19 @@ class EmulatorServer:
     ) -> None:
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
-        for name, value in (("keepalive_interval", keepalive_interval), ("keepalive_timeout", keepalive_timeout)):
+        timeouts = {
+            "keepalive_interval": keepalive_interval,
+            "keepalive_timeout": keepalive_timeout,
+            "handshake_timeout": handshake_timeout,
+            "idle_timeout": idle_timeout,
+        }
+        for name, value in timeouts.items():
             if not 0.001 <= value <= 86_400:
                 raise ValueError(f"{name} must be between 0.001 and 86400 seconds, got {value}")
         if not 0 <= restart_grace <= 86_400:
             raise ValueError(f"restart_grace must be between 0 and 86400 seconds, got {restart_grace}")
         self._keepalive_ms = (round(keepalive_interval * 1000), round(keepalive_timeout * 1000))
+        self._connection_ms = (round(handshake_timeout * 1000), round(idle_timeout * 1000))
         # First, so a missing extra is reported before the database is opened.
         tracer: WorkTracer | None = None
         self._otlp: OtlpExport | None = None
@@ -221,6 +235,9 @@ class EmulatorServer:
                 ("grpc.keepalive_permit_without_calls", 0),
                 # Keep pinging an idle stream: by default the server stops after two pings without data.
                 ("grpc.http2.max_pings_without_data", 0),
+                # A client that connects and sends half of the handshake, or nothing after it, is closed in time.
+                ("grpc.server_handshake_timeout_ms", self._connection_ms[0]),
+                ("grpc.max_connection_idle_ms", self._connection_ms[1]),
             ],
         )
         servicer = Servicer(self.engine, self.entities, self.dispatcher, self.hubs, self.limits, self.faults)

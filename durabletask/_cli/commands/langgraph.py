@@ -45,6 +45,21 @@ def _add_http(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-body-bytes", type=int, default=None, help="largest request body accepted (default 10 MiB); larger: 413"
     )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="close a connection that has not sent a whole request head this long after it opened or after its "
+        "last answer (default 60)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a request body may take to arrive whole (default 60); slower: 408 and the connection closes",
+    )
 
 
 def _add_stop_grace(p: argparse.ArgumentParser, default: float) -> None:
@@ -135,6 +150,10 @@ def _check(args: argparse.Namespace) -> str | None:
     limit = getattr(args, "max_body_bytes", None)
     if limit is not None and limit < 1024:
         return f"--max-body-bytes must be at least 1024, got {limit}"
+    for flag in ("idle_timeout", "body_timeout"):
+        seconds = getattr(args, flag, None)
+        if seconds is not None and not 0 < seconds <= 86400:
+            return f"--{flag.replace('_', '-')} must be more than 0 and at most 86400 seconds, got {seconds:g}"
     return None
 
 

@@ -102,11 +102,15 @@ async def start(
     token: str | None = None,
     live_interval: float = 1.0,
     tls: ssl.SSLContext | None = None,
+    idle_timeout: float = 60.0,
+    body_timeout: float = 30.0,
 ) -> Dashboard:
     """Serves the dashboard for ``hubs`` on the running loop; ``port=0`` picks a free port.
 
     ``clients`` makes the endpoint client of a hub from its name (see :mod:`dtscale_emulator.dashboard.connect`).
     ``tls`` (see :func:`server_tls`) serves it over HTTPS; its token cookie is then ``Secure``.
+    ``idle_timeout``: seconds a connection may go without a whole request head, from when it opens or its last
+    answer was sent, before it is closed. ``body_timeout``: seconds a request's body may take to arrive (else 408).
 
     Raises:
         ImportError: aiohttp is not installed.
@@ -121,9 +125,10 @@ async def start(
         token=token,
         live_interval=live_interval,
         loopback_only=_is_loopback(host),
+        body_timeout=body_timeout,
     )
     # Open live-update streams never end by themselves: on shutdown they are cut after a short grace.
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, keepalive_timeout=idle_timeout)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port, ssl_context=tls).start()

@@ -20,7 +20,7 @@ from dtscale_emulator.dashboard import actions, diagnose, listing, schedules, st
 from dtscale_emulator.dashboard.activities import activities_json
 from dtscale_emulator.dashboard.hubs import Hub, Hubs, UnknownHubError, describe
 from dtscale_emulator.dashboard.models import entity_id, entity_row, history_entry, instance_row, parse_entity_id
-from dtscale_emulator.dashboard.protection import add_security_headers, same_origin_json
+from dtscale_emulator.dashboard.protection import add_security_headers, bounded_body, same_origin_json
 
 STATIC = resources.files("dtscale_emulator.dashboard") / "static"
 TOKEN_COOKIE = "dtdash_token"
@@ -343,13 +343,20 @@ def _problem(error: BaseException) -> str:
 
 
 def build_app(
-    hubs: Hubs, *, token: str | None = None, live_interval: float = 1.0, loopback_only: bool = True
+    hubs: Hubs,
+    *,
+    token: str | None = None,
+    live_interval: float = 1.0,
+    loopback_only: bool = True,
+    body_timeout: float = 30.0,
 ) -> web.Application:
     """The dashboard as an aiohttp application (serve it with :func:`dtscale_emulator.dashboard.start`).
 
-    ``loopback_only``: served on a loopback address, so requests must name a loopback host.
+    ``loopback_only``: served on a loopback address, so requests must name a loopback host. ``body_timeout``:
+    seconds a request's body may take to arrive whole (else 408).
     """
-    app = web.Application(middlewares=[_loopback_names, same_origin_json, _auth, _errors])
+    middlewares = [_loopback_names, same_origin_json, _auth, bounded_body(body_timeout), _errors]
+    app = web.Application(middlewares=middlewares)
     app.on_response_prepare.append(add_security_headers)
     app[HUBS_KEY] = hubs
     app[LIVE_INTERVAL_KEY] = live_interval

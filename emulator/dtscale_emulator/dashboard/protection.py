@@ -7,16 +7,21 @@ preflight, which this server never grants. A page on another port of the same ho
 it is the same *site* and the browser sends the SameSite cookie with its requests. The check is a middleware, so a
 route added later is covered without doing anything.
 
+A request's body must arrive whole within a bound (``bounded_body``), so a client that sends half of one holds
+neither its connection nor a handler; aiohttp's idle timeout (see ``start``) bounds the time to a whole head.
+
 Every response forbids framing (clickjacking), sniffing and referrers (an address may hold ``?token=``), and
 limits the page to its own scripts, styles and API.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Final
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -82,6 +87,24 @@ async def same_origin_json(request: web.Request, handler: Handler) -> web.Stream
         if refused is not None:
             return refused
     return await handler(request)
+
+
+def bounded_body(timeout: float) -> Middleware:
+    """A middleware that reads a request's body before its handler, within ``timeout`` seconds; a slower body gets
+    408 and the connection is closed. Handlers then read the body already received."""
+
+    @web.middleware
+    async def read_in_time(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.body_exists:
+            try:
+                await asyncio.wait_for(request.read(), timeout)
+            except asyncio.TimeoutError:
+                response = _refusal(408, f"the request body did not arrive whole within {timeout:g} seconds")
+                response.force_close()
+                return response
+        return await handler(request)
+
+    return read_in_time
 
 
 async def add_security_headers(request: web.Request, response: web.StreamResponse) -> None:

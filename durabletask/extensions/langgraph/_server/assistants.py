@@ -18,6 +18,7 @@ from durabletask.extensions.langgraph._server.assistants_records import ASSISTAN
 from durabletask.extensions.langgraph._server.assistants_service import Assistants
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.errors import bad_request, not_found
+from durabletask.extensions.langgraph._server.listing import SearchPage, window
 from durabletask.extensions.langgraph._server.services import ASSISTANTS_KEY, THREADS_KEY, ThreadService
 
 SORT_FIELDS = ("assistant_id", "graph_id", "name", "created_at", "updated_at")
@@ -115,17 +116,8 @@ class _AssistantRoutes:
 
     async def search(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)
-        limit = body_of.integer(body, "limit", default=10, minimum=1, maximum=body_of.PAGE_MAX)
-        offset = body_of.integer(body, "offset", default=0, minimum=0, maximum=body_of.OFFSET_MAX)
-        sort_by = str(body_of.choice(body, "sort_by", SORT_FIELDS, default="created_at"))
-        order = str(body_of.choice(body, "sort_order", ("asc", "desc"), default="desc"))
-        chosen = body_of.select(body, SELECT_FIELDS)
-        found = body_of.sort_records(await self._assistants.matching(**_filters(body)), sort_by, order, "assistant_id")
-        shown, following = body_of.page(found, limit=limit, offset=offset)
-        if chosen is not None:
-            shown = [{name: a.get(name) for name in chosen} for a in shown]
-        headers = {"X-Pagination-Next": str(following)} if following is not None else None
-        return body_of.json_response(shown, headers=headers)
+        page = SearchPage.read(body, SORT_FIELDS, SELECT_FIELDS)
+        return page.answer(await self._assistants.matching(**_filters(body)), "assistant_id")
 
     async def count(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)
@@ -133,8 +125,7 @@ class _AssistantRoutes:
 
     async def versions(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)
-        limit = body_of.integer(body, "limit", default=10, minimum=1, maximum=body_of.PAGE_MAX)
-        offset = body_of.integer(body, "offset", default=0, minimum=0, maximum=body_of.OFFSET_MAX)
+        limit, offset = window(body)
         found = await self._assistants.versions(request.match_info["assistant_id"], body_of.obj(body, "metadata"))
         return body_of.json_response(found[offset : offset + limit])
 

@@ -81,17 +81,25 @@ class AssistantRecord(DurableEntity):
         self.set_state({"assistant": assistant, "versions": [as_version(assistant, assistant["created_at"])]})
         return {"created": True, "assistant": assistant}
 
+    def _current(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The stored assistant and its versions, else those of ``request["base"]`` (the system assistant it
+        starts from), else ``None``."""
+        current = self.get_state(dict)
+        if isinstance(current, dict):
+            return current
+        base = request.get("base")
+        if not isinstance(base, dict):
+            return None
+        return {"assistant": base, "versions": [as_version(base, base["created_at"])]}
+
     def update(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """Apply ``request["changes"]`` as a new version (metadata merged); ``None`` when there is no assistant.
 
         ``request["base"]`` is the system assistant to start from when the entity has none yet.
         """
-        current = self.get_state(dict)
-        if not isinstance(current, dict):
-            base = request.get("base")
-            if not isinstance(base, dict):
-                return None
-            current = {"assistant": base, "versions": [as_version(base, base["created_at"])]}
+        current = self._current(request)
+        if current is None:
+            return None
         changes = dict(request["changes"])
         assistant = dict(current["assistant"])
         if "metadata" in changes:
@@ -105,12 +113,9 @@ class AssistantRecord(DurableEntity):
 
     def set_latest(self, request: dict[str, Any]) -> dict[str, Any]:
         """Make an earlier version the current one; ``{"missing": ...}`` when there is no such assistant/version."""
-        current = self.get_state(dict)
-        if not isinstance(current, dict):
-            base = request.get("base")
-            if not isinstance(base, dict):
-                return {"missing": "assistant"}
-            current = {"assistant": base, "versions": [as_version(base, base["created_at"])]}
+        current = self._current(request)
+        if current is None:
+            return {"missing": "assistant"}
         wanted = [v for v in current["versions"] if int(v["version"]) == int(request["version"])]
         if not wanted:
             return {"missing": "version"}

@@ -86,7 +86,6 @@ class Assistants:
         return dict(system)
 
     async def resolve(self, assistant_id: str) -> ResolvedAssistant:
-        """What a run on this assistant needs: its graph, config and context (``AssistantResolver``)."""
         assistant = await self.get(assistant_id)
         if assistant["graph_id"] not in self._graphs:
             raise not_found(f"graph '{assistant['graph_id']}' of assistant '{assistant_id}' (not in langgraph.json)")
@@ -125,9 +124,7 @@ class Assistants:
 
     async def create(self, fields: dict[str, Any], *, if_exists: str) -> dict[str, Any]:
         """Create an assistant from validated fields; 409 (or the existing one) when its ID is taken."""
-        graph_id = fields["graph_id"]
-        if graph_id not in self._graphs:
-            raise not_found(f"graph '{graph_id}' (langgraph.json has: {', '.join(sorted(self._graphs))})")
+        self._check_graph(fields["graph_id"])
         assistant_id = fields.get("assistant_id") or str(uuid.uuid4())
         if assistant_id in self._system:
             if if_exists == "do_nothing":
@@ -140,12 +137,15 @@ class Assistants:
             raise conflict(f"assistant '{assistant_id}' exists")
         return dict(outcome["assistant"])
 
+    def _check_graph(self, graph_id: str) -> None:
+        if graph_id not in self._graphs:
+            raise not_found(f"graph '{graph_id}' (langgraph.json has: {', '.join(sorted(self._graphs))})")
+
     async def update(self, assistant_id: str, changes: dict[str, Any]) -> dict[str, Any]:
         """A new version with ``changes`` (metadata merged into the assistant's); 404 when there is none."""
         canonical = self.canonical_id(assistant_id)
-        graph_id = changes.get("graph_id")
-        if graph_id is not None and graph_id not in self._graphs:
-            raise not_found(f"graph '{graph_id}' (langgraph.json has: {', '.join(sorted(self._graphs))})")
+        if changes.get("graph_id") is not None:
+            self._check_graph(changes["graph_id"])
         request = {"changes": changes, "now": now_iso(), "base": self._system.get(canonical)}
         updated = await call_record(self._client, records.entity_of(canonical), "update", request)
         if updated is None:

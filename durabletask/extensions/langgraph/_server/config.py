@@ -122,6 +122,10 @@ class ProjectConfig:
 
 #: The largest request body the server reads by default (``ServerSettings.max_body_bytes``).
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+#: Seconds a connection may go without a whole request head by default (``ServerSettings.idle_timeout``).
+DEFAULT_IDLE_TIMEOUT = 60.0
+#: Seconds a request's whole body may take to arrive by default (``ServerSettings.body_timeout``).
+DEFAULT_BODY_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,11 @@ class ServerSettings:
         task_hub: The task hub's name, as ``/info`` reports it.
         host: The interface the server listens on (``None``: not known). Without a token, a loopback one means
             only loopback names are answered in ``Host`` (see ``middleware_browser.browser_guard``).
+        idle_timeout: Seconds a connection may wait for a whole request head, from when it opened or its last
+            answer was sent; then it is closed. This closes idle keep-alive connections, and those of a client
+            that sends a head slowly or only half of it.
+        body_timeout: Seconds a request's whole body may take to arrive once its head has; a slower one gets 408
+            and its connection is closed.
     """
 
     project: ProjectConfig
@@ -142,6 +151,8 @@ class ServerSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     task_hub: str | None = None
     host: str | None = None
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
 
     @property
     def cors(self) -> CorsSettings | None:

@@ -20,6 +20,7 @@ from durabletask.extensions.langgraph._server.assistants_records import system_a
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.crons_service import Crons
 from durabletask.extensions.langgraph._server.crons_worker import CRON_FIRE, cron_run, fire_activity
+from durabletask.extensions.langgraph._server.listing import SearchPage
 from durabletask.extensions.langgraph._server.services import ASSISTANTS_KEY, THREADS_KEY, AssistantResolver
 from durabletask.extensions.langgraph._server.threads_service import MAX_THREAD_ID, check_thread_id
 from durabletask.extensions.langgraph._server.webhooks import check_webhook
@@ -84,17 +85,8 @@ class _CronRoutes:
 
     async def search(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)
-        limit = body_of.integer(body, "limit", default=10, minimum=1, maximum=body_of.PAGE_MAX)
-        offset = body_of.integer(body, "offset", default=0, minimum=0, maximum=body_of.OFFSET_MAX)
-        sort_by = str(body_of.choice(body, "sort_by", model.SORT_FIELDS, default="created_at"))
-        order = str(body_of.choice(body, "sort_order", ("asc", "desc"), default="desc"))
-        chosen = body_of.select(body, model.SELECT_FIELDS)
-        found = body_of.sort_records(await self._crons.matching(_filters(self._ctx, body)), sort_by, order, "cron_id")
-        shown, following = body_of.page(found, limit=limit, offset=offset)
-        if chosen is not None:
-            shown = [{name: cron.get(name) for name in chosen} for cron in shown]
-        headers = {"X-Pagination-Next": str(following)} if following is not None else None
-        return body_of.json_response(shown, headers=headers)
+        page = SearchPage.read(body, model.SORT_FIELDS, model.SELECT_FIELDS)
+        return page.answer(await self._crons.matching(_filters(self._ctx, body)), "cron_id")
 
     async def count(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)

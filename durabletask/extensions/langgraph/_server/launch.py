@@ -135,7 +135,14 @@ async def _serve_app(
 ) -> None:
     try:
         app = create_app(ServerContext(client=client, graphs=project.graphs, settings=settings))
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE)
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=SHUTDOWN_GRACE,
+            # From when a connection opens or its last answer is sent, until a request head has arrived whole.
+            keepalive_timeout=settings.idle_timeout,
+        )
         await runner.setup()
         try:
             site = web.TCPSite(runner, host, port)

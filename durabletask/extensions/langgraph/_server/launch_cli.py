@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from durabletask.extensions.langgraph._server.config import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
     GraphSpecError,
     ProjectConfig,
@@ -59,7 +61,13 @@ def _connection(args: argparse.Namespace) -> Connection:
 def _settings(args: argparse.Namespace, project: ProjectConfig, task_hub: str) -> ServerSettings:
     limit = args.max_body_bytes if args.max_body_bytes is not None else DEFAULT_MAX_BODY_BYTES
     return ServerSettings(
-        project=project, auth_token=args.auth_token, max_body_bytes=limit, task_hub=task_hub, host=args.host
+        project=project,
+        auth_token=args.auth_token,
+        max_body_bytes=limit,
+        task_hub=task_hub,
+        host=args.host,
+        idle_timeout=args.idle_timeout if args.idle_timeout is not None else DEFAULT_IDLE_TIMEOUT,
+        body_timeout=args.body_timeout if args.body_timeout is not None else DEFAULT_BODY_TIMEOUT,
     )
 
 

@@ -1,12 +1,14 @@
-"""The server's middleware: errors as JSON, CORS from ``http.cors``, the bearer token, and the body limit.
+"""The server's middleware: errors as JSON, CORS from ``http.cors``, the bearer token, and the body's limits.
 
 Order, outermost first: errors (every answer that is not 2xx is ``{"detail": ...}``), CORS (a preflight is
 answered before the token is asked for, as browsers send none with it), auth (or, on a server without a token,
-the guard against what browsers send for other sites: ``middleware_browser.py``), then the body limit.
+the guard against what browsers send for other sites: ``middleware_browser.py``), then the body's size and time
+limits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -95,9 +97,12 @@ def _too_large(limit: int) -> web.Response:
 
 
 def body_limit_middleware(settings: ServerSettings) -> web.middleware:  # type: ignore[valid-type]
-    """Refuses a body whose declared length is over the limit before reading it (413 naming the limit).
+    """Bounds a request body in size and in time before any handler sees it.
 
-    A body sent without a length is cut at the same limit as it is read (aiohttp's ``client_max_size``).
+    A body whose declared length is over the limit is refused unread (413 naming the limit); one sent without a
+    length is cut at the same limit as it is read (aiohttp's ``client_max_size``). The whole body must arrive
+    within ``settings.body_timeout`` seconds, else 408 and the connection is closed: a client that sends part of
+    a body and stops holds neither the connection nor a handler. Handlers then read the body already received.
     """
 
     @web.middleware
@@ -105,9 +110,21 @@ def body_limit_middleware(settings: ServerSettings) -> web.middleware:  # type: 
         length = request.content_length
         if length is not None and length > settings.max_body_bytes:
             return _too_large(settings.max_body_bytes)
+        if request.body_exists:
+            try:
+                await asyncio.wait_for(request.read(), settings.body_timeout)
+            except asyncio.TimeoutError:
+                return _body_too_slow(settings.body_timeout)
         return await handler(request)
 
     return limit
+
+
+def _body_too_slow(timeout: float) -> web.Response:
+    detail = f"the request body did not arrive whole within the server's body timeout of {timeout:g} seconds"
+    response = _json_error(408, detail)
+    response.force_close()
+    return response
 
 
 def auth_middleware(token: str) -> web.middleware:  # type: ignore[valid-type]

@@ -116,7 +116,8 @@ class AssistantResolver(Protocol):
     """Finds the graph (and defaults) an ``assistant_id`` of a run names; 404 when none."""
 
     async def resolve(self, assistant_id: str) -> ResolvedAssistant:
-        """The assistant named by an assistant ID or a graph ID."""
+        """What a run on the assistant named by an assistant ID or a graph ID needs: its graph, config and
+        context."""
         ...
 
 
