@@ -94,6 +94,42 @@ def _config(request: RunRequest, assistant: ResolvedAssistant, thread_id: str, r
     return config
 
 
+def _new_run(
+    thread_id: str, request: RunRequest, assistant: ResolvedAssistant, threadless: bool, cursor: Any
+) -> dict[str, Any]:
+    """The record of a new run (``pending``)."""
+    at = now()
+    return {
+        "run_id": str(uuid.uuid4()),
+        "thread_id": thread_id,
+        "assistant_id": assistant.assistant_id,
+        "graph_id": assistant.graph_id,
+        "created_at": at,
+        "updated_at": at,
+        "status": "pending",
+        "metadata": dict(request.metadata),
+        "multitask_strategy": request.multitask_strategy,
+        "kwargs": _bounded_kwargs(
+            {
+                "input": request.input,
+                "command": request.command,
+                "config": request.config,
+                "context": request.context,
+                "stream_mode": list(request.stream_mode),
+                "interrupt_before": request.interrupt_before,
+                "interrupt_after": request.interrupt_after,
+            }
+        ),
+        "stream_mode": list(request.stream_mode),
+        "subgraphs": request.stream_subgraphs,
+        "resumable": request.stream_resumable,
+        "on_completion": request.on_completion,
+        "threadless": threadless,
+        # Where the thread's stream was when an earlier run ended: this run's items all come after it.
+        "after": cursor,
+    }
+
+
 class RunServiceImpl:
     """:class:`~durabletask.extensions.langgraph._server.services.RunService` on the task hub."""
 
@@ -143,54 +179,41 @@ class RunServiceImpl:
         record = await self._thread_for(thread_id, request, assistant.graph_id)
         thread_id = str(record["thread_id"])
         active = active_runs(record)
-        if active and request.multitask_strategy == "reject":
+        if active and request.multitask_strategy == "reject":  # busy already: refused without a write
             raise conflict(f"thread {thread_id!r} is busy with run {active[0]['run_id']!r} (multitask_strategy reject)")
-        if active and request.multitask_strategy in ("interrupt", "rollback"):
-            # Queued runs first (so none starts when the running one ends), each cancel awaited: the new run is
-            # made once the thread's earlier runs have ended.
-            for run in sorted(active, key=lambda r: r.get("status") == "running"):
-                await self.cancel(thread_id, run["run_id"], wait=True, action=request.multitask_strategy)
-        run_id = str(uuid.uuid4())
-        at = now()
-        run = {
-            "run_id": run_id,
-            "thread_id": thread_id,
-            "assistant_id": assistant.assistant_id,
-            "graph_id": assistant.graph_id,
-            "created_at": at,
-            "updated_at": at,
-            "status": "pending",
-            "metadata": dict(request.metadata),
-            "multitask_strategy": request.multitask_strategy,
-            "kwargs": _bounded_kwargs(
-                {
-                    "input": request.input,
-                    "command": request.command,
-                    "config": request.config,
-                    "context": request.context,
-                    "stream_mode": list(request.stream_mode),
-                    "interrupt_before": request.interrupt_before,
-                    "interrupt_after": request.interrupt_after,
-                }
-            ),
-            "stream_mode": list(request.stream_mode),
-            "subgraphs": request.stream_subgraphs,
-            "resumable": request.stream_resumable,
-            "on_completion": request.on_completion,
-            "threadless": threadless,
-            # Where the thread's stream was when an earlier run ended: this run's items all come after it.
-            "after": record.get("stream_cursor"),
-        }
+        run = _new_run(thread_id, request, assistant, threadless, record.get("stream_cursor"))
+        run_id = run["run_id"]
         # As LangGraph's server does, the thread's metadata names the graph and assistant that last ran on it.
         metadata = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
-        data = {"run": run, "thread": {"graph_id": assistant.graph_id}, "metadata": metadata, "at": at}
-        await self.records.write(thread_id, "run", data)
+        data = {"run": run, "thread": {"graph_id": assistant.graph_id}, "metadata": metadata, "at": run["created_at"]}
+        # The record admits the run or refuses it: it applies a thread's writes one at a time, whichever server
+        # sent them, so of runs racing to a thread with ``reject`` exactly one gets in.
+        busy = f"thread {thread_id!r} is busy with another run (multitask_strategy reject)"
+        admit = {**data, "admit": request.multitask_strategy}
+        written = await self.records.write(thread_id, "run", admit, refused=busy)
+        await self._supersede(thread_id, (written or {}).get("runs") or {}, run_id, request.multitask_strategy)
         try:
             await self._submit(thread_id, run_id, request, assistant)
         except HttpError as error:
             await self._fail(thread_id, run_id, error.detail)
             raise
         return run_json(run)
+
+    async def _supersede(self, thread_id: str, runs: dict[str, Any], run_id: str, action: str) -> None:
+        """Cancel the runs that were in flight when ``interrupt`` or ``rollback`` admitted ``run_id``, each cancel
+        awaited: queued ones first (so none starts when the running one ends)."""
+        if action not in ("interrupt", "rollback"):
+            return
+        ahead = [str(r) for r in (runs.get(run_id) or {}).get("supersedes") or ()]
+        ahead.sort(key=lambda r: (runs.get(r) or {}).get("status") == "running")
+        for earlier in ahead:
+            try:
+                await self.cancel(
+                    thread_id, earlier, wait=True, action="rollback" if action == "rollback" else "interrupt"
+                )
+            except HttpError as error:
+                if error.status != 404:  # a run deleted meanwhile has nothing left to cancel
+                    raise
 
     async def _submit(self, thread_id: str, run_id: str, request: RunRequest, assistant: ResolvedAssistant) -> None:
         config = _config(request, assistant, thread_id, run_id)
@@ -244,6 +267,12 @@ class RunServiceImpl:
         runs = [r for r in (record.get("runs") or {}).values() if status is None or r.get("status") == status]
         runs.sort(key=lambda r: str(r.get("created_at")), reverse=True)
         return [run_json(r) for r in runs[offset : offset + limit]]
+
+    async def statuses(self, thread_id: str) -> dict[str, Any]:
+        record = await self.threads.record(thread_id)
+        found = dict(record.get("gone") or {})
+        found.update({run_id: run.get("status") for run_id, run in (record.get("runs") or {}).items()})
+        return found
 
     async def delete(self, thread_id: str, run_id: str) -> None:
         _, run = await self.run_record(thread_id, run_id)

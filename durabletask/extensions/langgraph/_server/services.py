@@ -150,6 +150,11 @@ class RunService(Protocol):
         """Removes a run that has ended (409 while it is pending or running)."""
         ...
 
+    async def statuses(self, thread_id: str) -> dict[str, Any]:
+        """The status of every run the thread's record names, by run ID: its runs, and the last runs deleted or
+        forgotten (their events stay on the thread's stream). 404 when the thread does not exist."""
+        ...
+
     async def cancel(
         self, thread_id: str, run_id: str, *, wait: bool = False, action: CancelAction = "interrupt"
     ) -> None:
