@@ -200,20 +200,23 @@ class RunServiceImpl:
         return run_json(run)
 
     async def _supersede(self, thread_id: str, runs: dict[str, Any], run_id: str, action: str) -> None:
-        """Cancel the runs that were in flight when ``interrupt`` or ``rollback`` admitted ``run_id``, each cancel
-        awaited: queued ones first (so none starts when the running one ends)."""
+        """Cancel the runs that were in flight when ``interrupt`` or ``rollback`` admitted ``run_id``, as LangGraph's
+        server does: every cancel is sent at once (queued runs first, so none starts when the running one ends), then
+        awaited; ``rollback`` then forgets those runs."""
         if action not in ("interrupt", "rollback"):
             return
         ahead = [str(r) for r in (runs.get(run_id) or {}).get("supersedes") or ()]
         ahead.sort(key=lambda r: (runs.get(r) or {}).get("status") == "running")
-        for earlier in ahead:
-            try:
-                await self.cancel(
-                    thread_id, earlier, wait=True, action="rollback" if action == "rollback" else "interrupt"
-                )
-            except HttpError as error:
-                if error.status != 404:  # a run deleted meanwhile has nothing left to cancel
-                    raise
+        sent = [
+            r
+            for r in ahead
+            if await self._send_cancel(thread_id, r, "rollback" if action == "rollback" else "interrupt")
+        ]
+        for earlier in sent:
+            with contextlib.suppress(HttpError):  # a run deleted meanwhile has ended
+                await self.settled(thread_id, earlier)
+                if action == "rollback":
+                    await self.records.write(thread_id, "forget_run", {"run_id": earlier})
 
     async def _submit(self, thread_id: str, run_id: str, request: RunRequest, assistant: ResolvedAssistant) -> None:
         config = _config(request, assistant, thread_id, run_id)
@@ -283,17 +286,29 @@ class RunServiceImpl:
     async def cancel(
         self, thread_id: str, run_id: str, *, wait: bool = False, action: CancelAction = "interrupt"
     ) -> None:
-        record, run = await self.run_record(thread_id, run_id)
-        if run.get("status") in ENDED:
+        if not await self._send_cancel(thread_id, run_id, action, missing_ok=False):
             return
-        graph_id = str(run.get("graph_id") or record.get("graph_id"))
-        async with self.threads.graphs.open(graph_id, "threads.update", thread_id=thread_id) as graph:
-            body = {"target": run_id, "rollback": action == "rollback"}
-            await graph.asubmit("cancel", body, {"configurable": {"thread_id": thread_id}})
         if wait or action == "rollback":
             await self.settled(thread_id, run_id)
         if action == "rollback":
             await self.records.write(thread_id, "forget_run", {"run_id": run_id})
+
+    async def _send_cancel(self, thread_id: str, run_id: str, action: CancelAction, *, missing_ok: bool = True) -> bool:
+        """Ask the thread's orchestration to end the run; ``False`` when it has ended already (or, with
+        ``missing_ok``, is gone)."""
+        try:
+            record, run = await self.run_record(thread_id, run_id)
+        except HttpError as error:
+            if missing_ok and error.status == 404:
+                return False
+            raise
+        if run.get("status") in ENDED:
+            return False
+        graph_id = str(run.get("graph_id") or record.get("graph_id"))
+        async with self.threads.graphs.open(graph_id, "threads.update", thread_id=thread_id) as graph:
+            body = {"target": run_id, "rollback": action == "rollback"}
+            await graph.asubmit("cancel", body, {"configurable": {"thread_id": thread_id}})
+        return True
 
     async def cancel_many(
         self,
