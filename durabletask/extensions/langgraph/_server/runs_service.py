@@ -207,15 +207,12 @@ class RunServiceImpl:
             return
         ahead = [str(r) for r in (runs.get(run_id) or {}).get("supersedes") or ()]
         ahead.sort(key=lambda r: (runs.get(r) or {}).get("status") == "running")
-        sent = [
-            r
-            for r in ahead
-            if await self._send_cancel(thread_id, r, "rollback" if action == "rollback" else "interrupt")
-        ]
+        kind: CancelAction = "rollback" if action == "rollback" else "interrupt"
+        sent = [r for r in ahead if await self._send_cancel(thread_id, r, kind)]
         for earlier in sent:
             with contextlib.suppress(HttpError):  # a run deleted meanwhile has ended
                 await self.settled(thread_id, earlier)
-                if action == "rollback":
+                if kind == "rollback":
                     await self.records.write(thread_id, "forget_run", {"run_id": earlier})
 
     async def _submit(self, thread_id: str, run_id: str, request: RunRequest, assistant: ResolvedAssistant) -> None:

@@ -132,7 +132,8 @@ class RunService(Protocol):
 
         ``thread_id=None`` makes a threadless run on a new thread (deleted after it with ``on_completion``
         ``delete``). Raises 404 for a missing thread under ``if_not_exists="reject"``, 409 for a busy thread
-        under ``multitask_strategy="reject"``, 422 for a bad request.
+        under ``multitask_strategy="reject"`` (so, of such runs racing to an idle thread through any servers, all
+        but one), 422 for a bad request.
         """
         ...
 
