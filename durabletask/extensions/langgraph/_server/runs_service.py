@@ -94,42 +94,6 @@ def _config(request: RunRequest, assistant: ResolvedAssistant, thread_id: str, r
     return config
 
 
-def _new_run(
-    thread_id: str, request: RunRequest, assistant: ResolvedAssistant, threadless: bool, cursor: Any
-) -> dict[str, Any]:
-    """The record of a new run (``pending``)."""
-    at = now()
-    return {
-        "run_id": str(uuid.uuid4()),
-        "thread_id": thread_id,
-        "assistant_id": assistant.assistant_id,
-        "graph_id": assistant.graph_id,
-        "created_at": at,
-        "updated_at": at,
-        "status": "pending",
-        "metadata": dict(request.metadata),
-        "multitask_strategy": request.multitask_strategy,
-        "kwargs": _bounded_kwargs(
-            {
-                "input": request.input,
-                "command": request.command,
-                "config": request.config,
-                "context": request.context,
-                "stream_mode": list(request.stream_mode),
-                "interrupt_before": request.interrupt_before,
-                "interrupt_after": request.interrupt_after,
-            }
-        ),
-        "stream_mode": list(request.stream_mode),
-        "subgraphs": request.stream_subgraphs,
-        "resumable": request.stream_resumable,
-        "on_completion": request.on_completion,
-        "threadless": threadless,
-        # Where the thread's stream was when an earlier run ended: this run's items all come after it.
-        "after": cursor,
-    }
-
-
 class RunServiceImpl:
     """:class:`~durabletask.extensions.langgraph._server.services.RunService` on the task hub."""
 
@@ -181,11 +145,40 @@ class RunServiceImpl:
         active = active_runs(record)
         if active and request.multitask_strategy == "reject":  # busy already: refused without a write
             raise conflict(f"thread {thread_id!r} is busy with run {active[0]['run_id']!r} (multitask_strategy reject)")
-        run = _new_run(thread_id, request, assistant, threadless, record.get("stream_cursor"))
-        run_id = run["run_id"]
+        run_id = str(uuid.uuid4())
+        at = now()
+        run = {
+            "run_id": run_id,
+            "thread_id": thread_id,
+            "assistant_id": assistant.assistant_id,
+            "graph_id": assistant.graph_id,
+            "created_at": at,
+            "updated_at": at,
+            "status": "pending",
+            "metadata": dict(request.metadata),
+            "multitask_strategy": request.multitask_strategy,
+            "kwargs": _bounded_kwargs(
+                {
+                    "input": request.input,
+                    "command": request.command,
+                    "config": request.config,
+                    "context": request.context,
+                    "stream_mode": list(request.stream_mode),
+                    "interrupt_before": request.interrupt_before,
+                    "interrupt_after": request.interrupt_after,
+                }
+            ),
+            "stream_mode": list(request.stream_mode),
+            "subgraphs": request.stream_subgraphs,
+            "resumable": request.stream_resumable,
+            "on_completion": request.on_completion,
+            "threadless": threadless,
+            # Where the thread's stream was when an earlier run ended: this run's items all come after it.
+            "after": record.get("stream_cursor"),
+        }
         # As LangGraph's server does, the thread's metadata names the graph and assistant that last ran on it.
         metadata = {"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id}
-        data = {"run": run, "thread": {"graph_id": assistant.graph_id}, "metadata": metadata, "at": run["created_at"]}
+        data = {"run": run, "thread": {"graph_id": assistant.graph_id}, "metadata": metadata, "at": at}
         # The record admits the run or refuses it: it applies a thread's writes one at a time, whichever server
         # sent them, so of runs racing to a thread with ``reject`` exactly one gets in.
         busy = f"thread {thread_id!r} is busy with another run (multitask_strategy reject)"
