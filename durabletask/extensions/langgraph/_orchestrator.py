@@ -297,7 +297,7 @@ class ThreadRuntime:
         if kind == "cancel":
             self.cancel(str(body.get("target")))
             return
-        if kind == "run" and request["id"] in self.cancelled:  # cancelled before its turn came
+        if kind == "run" and (request["id"] in self.cancelled or request.get("cancelled")):  # before its turn came
             self.notify(body, request["id"], "interrupted")
             yield from self.answer(request, {"cancelled": True})
             return
@@ -354,10 +354,12 @@ class ThreadRuntime:
             raise failed
 
     def cancel(self, target: str) -> None:
-        """A ``cancel`` request for a run that is not in progress: a queued one is dropped, a later one skipped."""
+        """A ``cancel`` request for a run that is not in progress: a queued one is recorded ``interrupted`` at once
+        and, when its turn comes, ends without running (so its end takes its place on the thread's stream, after
+        the runs ahead of it); a later one is skipped."""
         self.cancelled = [*self.cancelled, target][-KEEP_CANCELLED:]
         for queued in [r for r in self.queue if r.get("id") == target and r.get("kind") == "run"]:
-            self.queue.remove(queued)
+            queued["cancelled"] = True
             self.notify(load(queued["body"]), target, "interrupted")
 
     def notify(

@@ -24,7 +24,11 @@ RECORD_ENTITY = "lg.thread"
 KEEP_OPS = 64
 #: Runs kept per record: the oldest that have ended are forgotten first (a record stays far below 1 MB).
 KEEP_RUNS = 200
+#: Runs deleted or forgotten that a record still names (with their last status), newest last: a thread's stream
+#: keeps their events, so its protocol events keep their numbers across a deletion.
+KEEP_GONE = 500
 _ENDED = ("success", "error", "interrupted", "timeout")
+_ACTIVE = ("pending", "running")
 #: The largest values (and interrupts) a record keeps, as serialized text: larger ones are read from the thread's
 #: state instead, so a record and the signal that writes it stay far below DTS's payload limits.
 MAX_RECORD_VALUES = 128 * 1024
@@ -58,20 +62,48 @@ def _note_op(state: dict[str, Any], op: Any) -> None:
         state["ops"] = [*state.get("ops", []), op][-KEEP_OPS:]
 
 
-def _trim_runs(runs: dict[str, Any]) -> None:
+def _bury(state: dict[str, Any], run_id: str, run: dict[str, Any]) -> None:
+    """Remember that ``run_id`` was a run of the thread, with its last status, once its record is gone."""
+    gone = {k: v for k, v in (state.get("gone") or {}).items() if k != run_id}
+    gone[run_id] = run.get("status")
+    state["gone"] = dict(list(gone.items())[-KEEP_GONE:])
+
+
+def _trim_runs(state: dict[str, Any], runs: dict[str, Any]) -> None:
     while len(runs) > KEEP_RUNS:
         ended = [rid for rid, run in runs.items() if run.get("status") in _ENDED]
-        runs.pop(ended[0] if ended else next(iter(runs)))
+        run_id = ended[0] if ended else next(iter(runs))
+        _bury(state, run_id, runs.pop(run_id))
 
 
-def _merge_run(runs: dict[str, Any], update: dict[str, Any]) -> None:
+def in_flight(state: dict[str, Any]) -> list[str]:
+    """The IDs of the thread's runs that are pending or running, oldest first."""
+    runs = [r for r in (state.get("runs") or {}).values() if r.get("status") in _ACTIVE]
+    return [str(r["run_id"]) for r in sorted(runs, key=lambda r: str(r.get("created_at")))]
+
+
+def _admission(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """A new run's admission under its ``multitask_strategy`` (``admit``), decided here, where a thread's writes are
+    applied one at a time: ``None`` refuses it (``reject`` while a run is in flight); otherwise the fields the run is
+    recorded with (``supersedes``: the runs in flight that ``interrupt`` or ``rollback`` cancel)."""
+    run = data.get("run") or {}
+    strategy = data.get("admit")
+    if strategy is None or str(run.get("run_id")) in (state.get("runs") or {}):
+        return {}
+    ahead = in_flight(state)
+    if strategy == "reject" and ahead:
+        return None
+    return {"supersedes": ahead} if strategy in ("interrupt", "rollback") and ahead else {}
+
+
+def _merge_run(state: dict[str, Any], runs: dict[str, Any], update: dict[str, Any]) -> None:
     """A run's fields in; a status that has ended is never taken back to ``pending`` or ``running``."""
     run_id = str(update["run_id"])
     current = runs.get(run_id, {})
     if current.get("status") in _ENDED and update.get("status") not in (None, *_ENDED):
         update = {k: v for k, v in update.items() if k != "status"}
     runs[run_id] = {**current, **update}
-    _trim_runs(runs)
+    _trim_runs(state, runs)
 
 
 def _put(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
@@ -95,7 +127,7 @@ def _run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
         return None  # the thread was deleted: a late report of its orchestration makes no record
     runs = dict(state.get("runs") or {})
     if data.get("run"):
-        _merge_run(runs, data["run"])
+        _merge_run(state, runs, {**data["run"], **(_admission(state, data) or {})})
     state["runs"] = runs
     state.update(data.get("thread") or {})
     if data.get("metadata"):
@@ -117,7 +149,11 @@ def _cursor(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | Non
 def _forget_run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
     if not state:
         return None
-    state["runs"] = {k: v for k, v in (state.get("runs") or {}).items() if k != str(data["run_id"])}
+    runs = dict(state.get("runs") or {})
+    run_id = str(data["run_id"])
+    if run_id in runs:
+        _bury(state, run_id, runs.pop(run_id))
+    state["runs"] = runs
     return state
 
 
@@ -139,7 +175,9 @@ def apply(state: dict[str, Any] | None, operation: str, data: dict[str, Any]) ->
     if handler is None:
         raise ValueError(f"unknown operation '{operation}' on a thread record")
     before = dict(state or {})
-    if operation == "put" and before.get("thread_id") is not None:  # the thread exists: its writer reads 409
+    exists = before.get("thread_id") is not None
+    # A new thread whose ID is taken, or a run that its strategy keeps out: refused, and its writer reads 409.
+    if (operation == "put" and exists) or (operation == "run" and exists and _admission(before, data) is None):
         if data.get("op"):
             before["refused"] = [*before.get("refused", []), data["op"]][-KEEP_OPS:]
         return before

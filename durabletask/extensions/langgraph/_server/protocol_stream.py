@@ -139,13 +139,13 @@ class _Statuses:
         self.known: dict[str, Any] = {}
 
     async def _load(self) -> None:
+        # Runs deleted since stay runs here, with the status they had: the events' numbers never change.
         try:
-            found = await self.runs.list(self.thread_id, limit=MAX_RUNS)
+            self.known = await self.runs.statuses(self.thread_id)
         except HttpError as error:
             if error.status != 404:
                 raise
-            found = []
-        self.known = {str(run["run_id"]): run.get("status") for run in found}
+            self.known = {}
 
     async def is_run(self, part: pe.Part) -> bool:
         run_id = part.data.get("run_id") if isinstance(part.data, Mapping) else None

@@ -146,13 +146,8 @@ class RunServiceImpl:
         record = await self._thread_for(thread_id, request, assistant.graph_id)
         thread_id = str(record["thread_id"])
         active = active_runs(record)
-        if active and request.multitask_strategy == "reject":
+        if active and request.multitask_strategy == "reject":  # busy already: refused without a write
             raise conflict(f"thread {thread_id!r} is busy with run {active[0]['run_id']!r} (multitask_strategy reject)")
-        if active and request.multitask_strategy in ("interrupt", "rollback"):
-            # Queued runs first (so none starts when the running one ends), each cancel awaited: the new run is
-            # made once the thread's earlier runs have ended.
-            for run in sorted(active, key=lambda r: r.get("status") == "running"):
-                await self.cancel(thread_id, run["run_id"], wait=True, action=request.multitask_strategy)
         run_id = str(uuid.uuid4())
         at = now()
         run = {
@@ -191,13 +186,34 @@ class RunServiceImpl:
         if not record.get("ttl") and self.ctx.settings.project.thread_ttl:  # a run applies checkpointer.ttl's default
             thread["ttl"] = dict(self.ctx.settings.project.thread_ttl)
         data = {"run": run, "thread": thread, "metadata": metadata, "at": at}
-        await self.records.write(thread_id, "run", data)
+        # The record admits the run or refuses it: it applies a thread's writes one at a time, whichever server
+        # sent them, so of runs racing to a thread with ``reject`` exactly one gets in.
+        busy = f"thread {thread_id!r} is busy with another run (multitask_strategy reject)"
+        admit = {**data, "admit": request.multitask_strategy}
+        written = await self.records.write(thread_id, "run", admit, refused=busy)
+        await self._supersede(thread_id, (written or {}).get("runs") or {}, run_id, request.multitask_strategy)
         try:
             await self._submit(thread_id, run_id, request, assistant)
         except HttpError as error:
             await self._fail(thread_id, run_id, error.detail)
             raise
         return run_json(run)
+
+    async def _supersede(self, thread_id: str, runs: dict[str, Any], run_id: str, action: str) -> None:
+        """Cancel the runs that were in flight when ``interrupt`` or ``rollback`` admitted ``run_id``, as LangGraph's
+        server does: every cancel is sent at once (queued runs first, so none starts when the running one ends), then
+        awaited; ``rollback`` then forgets those runs."""
+        if action not in ("interrupt", "rollback"):
+            return
+        ahead = [str(r) for r in (runs.get(run_id) or {}).get("supersedes") or ()]
+        ahead.sort(key=lambda r: (runs.get(r) or {}).get("status") == "running")
+        kind: CancelAction = "rollback" if action == "rollback" else "interrupt"
+        sent = [r for r in ahead if await self._send_cancel(thread_id, r, kind)]
+        for earlier in sent:
+            with contextlib.suppress(HttpError):  # a run deleted meanwhile has ended
+                await self.settled(thread_id, earlier)
+                if kind == "rollback":
+                    await self.records.write(thread_id, "forget_run", {"run_id": earlier})
 
     async def _submit(self, thread_id: str, run_id: str, request: RunRequest, assistant: ResolvedAssistant) -> None:
         config = _config(request, assistant, thread_id, run_id)
@@ -252,6 +268,12 @@ class RunServiceImpl:
         runs.sort(key=lambda r: str(r.get("created_at")), reverse=True)
         return [run_json(r) for r in runs[offset : offset + limit]]
 
+    async def statuses(self, thread_id: str) -> dict[str, Any]:
+        record = await self.threads.record(thread_id)
+        found = dict(record.get("gone") or {})
+        found.update({run_id: run.get("status") for run_id, run in (record.get("runs") or {}).items()})
+        return found
+
     async def delete(self, thread_id: str, run_id: str) -> None:
         _, run = await self.run_record(thread_id, run_id)
         if run.get("status") not in ENDED:
@@ -261,17 +283,29 @@ class RunServiceImpl:
     async def cancel(
         self, thread_id: str, run_id: str, *, wait: bool = False, action: CancelAction = "interrupt"
     ) -> None:
-        record, run = await self.run_record(thread_id, run_id)
-        if run.get("status") in ENDED:
+        if not await self._send_cancel(thread_id, run_id, action, missing_ok=False):
             return
-        graph_id = str(run.get("graph_id") or record.get("graph_id"))
-        async with self.threads.graphs.open(graph_id, "threads.update", thread_id=thread_id) as graph:
-            body = {"target": run_id, "rollback": action == "rollback"}
-            await graph.asubmit("cancel", body, {"configurable": {"thread_id": thread_id}})
         if wait or action == "rollback":
             await self.settled(thread_id, run_id)
         if action == "rollback":
             await self.records.write(thread_id, "forget_run", {"run_id": run_id})
+
+    async def _send_cancel(self, thread_id: str, run_id: str, action: CancelAction, *, missing_ok: bool = True) -> bool:
+        """Ask the thread's orchestration to end the run; ``False`` when it has ended already (or, with
+        ``missing_ok``, is gone)."""
+        try:
+            record, run = await self.run_record(thread_id, run_id)
+        except HttpError as error:
+            if missing_ok and error.status == 404:
+                return False
+            raise
+        if run.get("status") in ENDED:
+            return False
+        graph_id = str(run.get("graph_id") or record.get("graph_id"))
+        async with self.threads.graphs.open(graph_id, "threads.update", thread_id=thread_id) as graph:
+            body = {"target": run_id, "rollback": action == "rollback"}
+            await graph.asubmit("cancel", body, {"configurable": {"thread_id": thread_id}})
+        return True
 
     async def cancel_many(
         self,

@@ -133,7 +133,8 @@ class RunService(Protocol):
 
         ``thread_id=None`` makes a threadless run on a new thread (deleted after it with ``on_completion``
         ``delete``). Raises 404 for a missing thread under ``if_not_exists="reject"``, 409 for a busy thread
-        under ``multitask_strategy="reject"``, 422 for a bad request.
+        under ``multitask_strategy="reject"`` (so, of such runs racing to an idle thread through any servers, all
+        but one), 422 for a bad request.
         """
         ...
 
@@ -149,6 +150,11 @@ class RunService(Protocol):
 
     async def delete(self, thread_id: str, run_id: str) -> None:
         """Removes a run that has ended (409 while it is pending or running)."""
+        ...
+
+    async def statuses(self, thread_id: str) -> dict[str, Any]:
+        """The status of every run the thread's record names, by run ID: its runs, and the last runs deleted or
+        forgotten (their events stay on the thread's stream). 404 when the thread does not exist."""
         ...
 
     async def cancel(

@@ -43,8 +43,15 @@ class Records:
         state = found.get_typed_state(dict)
         return state if isinstance(state, dict) and state.get("thread_id") == thread_id else None
 
-    async def write(self, thread_id: str, operation: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
-        """Apply ``operation`` to the record and return the record once the write is in (``None``: deleted)."""
+    async def write(
+        self, thread_id: str, operation: str, data: Mapping[str, Any], *, refused: str | None = None
+    ) -> dict[str, Any] | None:
+        """Apply ``operation`` to the record and return the record once the write is in (``None``: deleted).
+
+        Raises:
+            HttpError: 409 when the record refused the write (``refused`` says why; by default, that the thread
+                already exists), 503 when the write did not reach the record in time.
+        """
         op = uuid.uuid4().hex
         await self.client.signal_entity(record_id(thread_id), operation, {**data, "op": op})
         deadline = time.monotonic() + WRITE_TIMEOUT
@@ -57,7 +64,7 @@ class Records:
             if isinstance(state, dict) and op in (state.get("ops") or []):
                 return state
             if isinstance(state, dict) and op in (state.get("refused") or []):
-                raise conflict(f"thread {thread_id!r} already exists")
+                raise conflict(refused or f"thread {thread_id!r} already exists")
             if operation == "patch" and not state:
                 return None
             if time.monotonic() > deadline:
