@@ -30,8 +30,9 @@ class StreamState:
     id: int = field(default_factory=lambda: next(_stream_ids))
     in_flight: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     turn: int = 0
-    # Leased in one batch and not yet sent; their leases are tracked, so a dropped stream frees them.
-    ready: deque[pb.WorkItem] = field(default_factory=deque)
+    # Leased in one batch and not yet sent; their leases are tracked, so a dropped stream frees them. Each with
+    # the newest commit it rests on (it goes out once that commit is on disk).
+    ready: deque[tuple[pb.WorkItem, int]] = field(default_factory=deque)
     # Kinds in which work for this stream may have appeared since it last found none of that kind (every
     # kind at first). Changed under the wake-up index's lock: a change adds, a look takes out before it fetches.
     stale: set[str] = field(default_factory=lambda: set(KINDS))
