@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from dtscale_emulator.dispatch.sessions import StreamSessions
 from dtscale_emulator.engine.changes import KINDS
 from dtscale_emulator.engine.entities import EntityWork
 from dtscale_emulator.engine.work import ActivityWork, OrchestrationWork
+from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.protocol import pb
 from dtscale_emulator.protocol.extensions import INCLUDE_PAST_EVENTS
 from dtscale_emulator.storage import NameFilter
@@ -39,7 +39,7 @@ class StreamState:
     # A change has woken the stream and it has not looked since (under the same lock).
     wake_pending: bool = False
     # Set (on the server's loop) to end the stream's wait for a change.
-    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    wakeup: aio_loop.Flag = field(default_factory=aio_loop.Flag)
     waiting: bool = False  # waiting for a change or a due time, having looked
     idle_since: float = 0.0  # when it last began to wait (streams woken together look oldest first)
     # Kinds it was woken for on behalf of idle streams alike, with the names of the change's work (under the
