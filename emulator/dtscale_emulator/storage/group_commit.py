@@ -187,18 +187,20 @@ class GroupCommit:
         _note(seq if wrote else 0, seq)
 
     def _queue_release(self) -> None:
-        """Lets the thread sync once the event loop has run what is ready now (at once off a loop).
+        """Lets the thread sync once the event loop has run what is ready now, and what that made ready (at once
+        off a loop).
 
-        The commits the loop makes meanwhile (other calls' turns and completions, ready in the same pass) then
-        share that sync. Syncing at the first commit took it alone, and each sync costs about a quarter of a
-        millisecond of CPU in thread hand-offs and system time: under load, CPU the loop lacks.
+        The commits the loop makes meanwhile then share that sync: other calls' turns and completions ready in the
+        same pass, and the leases of the streams a commit woke (a turn's completion wakes a stream that leases the
+        activity it scheduled in the next pass). Syncing at the first commit took it alone, and each sync costs
+        about a quarter of a millisecond of CPU in thread hand-offs and system time: under load, CPU the loop lacks.
         """
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self._release()
             return
-        loop.call_soon(self._release)
+        loop.call_soon(loop.call_soon, self._release)  # two passes: the woken streams' leases come in the first
 
     def _release(self) -> None:
         with self._cond:
