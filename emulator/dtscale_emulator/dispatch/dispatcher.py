@@ -383,7 +383,10 @@ class WorkDispatcher:
             # An orchestration's item rests on the history and events it carries, all committed before its lease:
             # its lease need not reach the disk first, as a restart ends every orchestration lease anyway
             # (Backend.release_all_leases). An activity's or entity's lease is kept over a restart, so it must.
-            rests_on = read if kind == "orchestration" else backend.last_commit
+            # Only when the lease was the one commit made meanwhile is it known to be the newest the item read;
+            # a commit from another thread (a large turn's) may have come before it, and is waited for.
+            leased_alone = backend.last_commit <= read + 1
+            rests_on = read if kind == "orchestration" and leased_alone else backend.last_commit
             state.turn += 1
             tracer = self.tracer
             leased_ns = 0 if tracer is None else tracer.now()
