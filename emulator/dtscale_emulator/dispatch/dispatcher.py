@@ -244,17 +244,17 @@ class WorkDispatcher:
         last_sent = time.monotonic()
         while is_active() and not self._closed:
             self.wakeups.looking(state)
-            item = self._next(state)
-            if item is None:
+            found = self._next(state)
+            if found is None:
                 if time.monotonic() - last_sent >= self.health_ping_interval:
-                    item = pb.WorkItem(healthPing=pb.HealthPing())
+                    found = pb.WorkItem(healthPing=pb.HealthPing()), 0
                 else:
                     await self._idle(state, last_sent)
                     continue
-            if item.completionToken:
-                # The item rests on commits (the history it carries, its lease): out only once they are on disk.
-                backend = self.engine.backend
-                await backend.durable(0, backend.last_commit)
+            item, rests_on = found
+            if rests_on:
+                # Out only once what it carries (and, for an activity or entity, its lease) is on disk.
+                await self.engine.backend.durable(0, rests_on)
             last_sent = time.monotonic()
             if self.interleaver is not None and item.completionToken:
                 await self._before_send(self.interleaver, item.completionToken)
@@ -363,7 +363,8 @@ class WorkDispatcher:
                 self.wakeups.hand_on(state, kind, baton.names)  # and another stream alike may take it
         return tokens, found
 
-    def _next(self, state: StreamState) -> pb.WorkItem | None:
+    def _next(self, state: StreamState) -> tuple[pb.WorkItem, int] | None:
+        """The next work item for the stream, with the newest commit it rests on."""
         if self._draining:
             self._hand_back_unsent(state)
             return None
@@ -373,10 +374,19 @@ class WorkDispatcher:
         if now - state.probed_all_at >= PROBE_ALL_SECONDS:
             self.wakeups.mark_stale(state, KINDS)
             state.probed_all_at = now
+        backend = self.engine.backend
         for kind in state.kinds_in_turn():
+            read = backend.last_commit
             tokens, found = self._take(state, kind)
             if not found:
                 continue
+            # An orchestration's item rests on the history and events it carries, all committed before its lease:
+            # its lease need not reach the disk first, as a restart ends every orchestration lease anyway
+            # (Backend.release_all_leases). An activity's or entity's lease is kept over a restart, so it must.
+            # Only when the lease was the one commit made meanwhile is it known to be the newest the item read;
+            # a commit from another thread (a large turn's) may have come before it, and is waited for.
+            leased_alone = backend.last_commit <= read + 1
+            rests_on = read if kind == "orchestration" and leased_alone else backend.last_commit
             state.turn += 1
             tracer = self.tracer
             leased_ns = 0 if tracer is None else tracer.now()
@@ -390,14 +400,14 @@ class WorkDispatcher:
                 freed = self.leases.track(lease)
                 if freed is not None and freed is not state:
                     self.wakeups.wake(freed)  # its expired lease went to this stream: it has room again
-                state.ready.append(work_item(work, token, keeps_sessions=state.keeps_sessions))
+                state.ready.append((work_item(work, token, keeps_sessions=state.keeps_sessions), rests_on))
             return state.ready.popleft()
         return None
 
     def _hand_back_unsent(self, state: StreamState) -> None:
         """Ends the leases of work a draining stream took but never sent: no worker has it, nothing to wait for."""
         while state.ready:
-            token = state.ready.popleft().completionToken
+            token = state.ready.popleft()[0].completionToken
             lease = self.leases.find(token)
             if lease is not None:
                 self.completions.abandon(lease.hub, token, lease.kind)

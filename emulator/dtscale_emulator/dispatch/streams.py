@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from dtscale_emulator.dispatch.sessions import StreamSessions
 from dtscale_emulator.engine.changes import KINDS
 from dtscale_emulator.engine.entities import EntityWork
 from dtscale_emulator.engine.work import ActivityWork, OrchestrationWork
+from dtscale_emulator.ops import aio_loop
 from dtscale_emulator.protocol import pb
 from dtscale_emulator.protocol.extensions import INCLUDE_PAST_EVENTS
 from dtscale_emulator.storage import NameFilter
@@ -30,15 +30,16 @@ class StreamState:
     id: int = field(default_factory=lambda: next(_stream_ids))
     in_flight: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     turn: int = 0
-    # Leased in one batch and not yet sent; their leases are tracked, so a dropped stream frees them.
-    ready: deque[pb.WorkItem] = field(default_factory=deque)
+    # Leased in one batch and not yet sent; their leases are tracked, so a dropped stream frees them. Each with
+    # the newest commit it rests on (it goes out once that commit is on disk).
+    ready: deque[tuple[pb.WorkItem, int]] = field(default_factory=deque)
     # Kinds in which work for this stream may have appeared since it last found none of that kind (every
     # kind at first). Changed under the wake-up index's lock: a change adds, a look takes out before it fetches.
     stale: set[str] = field(default_factory=lambda: set(KINDS))
     # A change has woken the stream and it has not looked since (under the same lock).
     wake_pending: bool = False
     # Set (on the server's loop) to end the stream's wait for a change.
-    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    wakeup: aio_loop.Flag = field(default_factory=aio_loop.Flag)
     waiting: bool = False  # waiting for a change or a due time, having looked
     idle_since: float = 0.0  # when it last began to wait (streams woken together look oldest first)
     # Kinds it was woken for on behalf of idle streams alike, with the names of the change's work (under the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +22,7 @@ class InstanceWaiters:
     def __init__(self, read: Callable[[str, str], InstanceRecord | None], closing: Callable[[], bool]) -> None:
         self._read = read
         self._closing = closing
-        self._watchers: dict[tuple[str, str], dict[asyncio.Event, Callable[[int], bool]]] = {}
+        self._watchers: dict[tuple[str, str], dict[aio_loop.Flag, Callable[[int], bool]]] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -61,7 +60,7 @@ class InstanceWaiters:
             UnavailableError: if the emulator stops first.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        changed = asyncio.Event()
+        changed = aio_loop.Flag()
         key = (hub, instance_id)
         with self._lock:
             self._watchers.setdefault(key, {})[changed] = done

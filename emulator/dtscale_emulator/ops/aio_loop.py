@@ -80,10 +80,63 @@ class Signal:
         event.set()
 
 
-async def wait(event: asyncio.Event, timeout: float | None) -> bool:
+class Flag:
+    """An event for the loop's own waits: like ``asyncio.Event``, but a timed wait costs one future and one timer.
+
+    ``asyncio.wait_for`` or ``asyncio.wait`` on an ``Event`` makes a task, a second future and callbacks for
+    each wait; a stream that goes idle between work items waits several times per orchestration. Used only on
+    the loop's thread (set it through :func:`call_soon` from elsewhere).
+    """
+
+    __slots__ = ("_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiters: list[asyncio.Future[bool]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def clear(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        if self._set:
+            return
+        self._set = True
+        waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(True)
+
+    async def wait(self, timeout: float | None) -> bool:
+        """Waits at most ``timeout`` seconds; whether it was set. A cancellation is never swallowed."""
+        if self._set:
+            return True
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        self._waiters.append(future)
+        timer = None if timeout is None else loop.call_later(timeout, _time_out, future)
+        try:
+            return await future
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if not future.done():  # cancelled from outside: no longer wanted
+                self._waiters.remove(future)
+
+
+def _time_out(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(False)
+
+
+async def wait(event: asyncio.Event | Flag, timeout: float | None) -> bool:
     """Waits for ``event`` at most ``timeout`` seconds; whether it was set."""
     if event.is_set():
         return True
+    if isinstance(event, Flag):
+        return await event.wait(timeout)
     # asyncio.wait, not wait_for: a cancellation that arrives as the event is set is never swallowed.
     waiter = asyncio.ensure_future(event.wait())
     try:

@@ -16,12 +16,13 @@ from google.protobuf import empty_pb2
 
 from dtscale_emulator.__main__ import build_parser
 from dtscale_emulator.errors import DatabaseInUseError, StorageError
+from dtscale_emulator.ops.clock import ManualClock
 from dtscale_emulator.server import EmulatorServer
 from dtscale_emulator.storage import SqliteBackend
 from durabletask._proto import orchestrator_service_pb2 as pb
 from tests.support.reliability import env, free_port, kill, start_emulator, wait_until
 
-from .conftest import HubStub, start, uid
+from .conftest import HubStub, WorkStream, complete, schedule, start, uid
 
 
 def test_a_second_server_on_the_same_database_is_refused(tmp_path: Path) -> None:
@@ -186,6 +187,45 @@ def test_a_stalled_disk_holds_the_answers_that_wait_for_it_and_not_a_health_ping
         assert pending.result(timeout=30).instanceId == iid
         assert read.result(timeout=30).exists
         assert stub.GetInstance(pb.GetInstanceRequest(instanceId=kept)).exists
+
+
+def test_an_activitys_work_item_waits_for_its_lease_on_disk_an_orchestrations_only_for_what_it_carries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart keeps an activity's lease (its worker's result still lands), so the item goes out only once that
+    lease is synced; it ends every orchestration lease, so an orchestration's item waits only for its events."""
+    from dtscale_emulator.storage import group_commit
+
+    disk = threading.Event()
+    disk.set()
+    monkeypatch.setattr(group_commit, "sync_file", lambda fd: disk.wait(60) or None)
+    clock = ManualClock()
+    with (
+        EmulatorServer(port=0, db_path=str(tmp_path / "emu.db"), clock=clock, lease_timeout=30) as server,
+        grpc.insecure_channel(server.address) as ch,
+    ):
+        stub = HubStub(ch, "default")
+        iid = start(stub)  # answered: its events are on disk
+        disk.clear()  # the disk stalls
+        stream = WorkStream(stub)
+        try:
+            turn = stream.next(timeout=30)  # its lease is not on disk, but nothing it carries is missing there
+            assert turn.orchestratorRequest.instanceId == iid
+            disk.set()
+            complete(stub, turn, schedule(1, "Act"))
+            assert stream.next(timeout=30).activityRequest.name == "Act"
+            group = server.backend.group_commit
+            assert group is not None
+            disk.clear()
+            committed = group.committed
+            clock.advance(31)  # the lease expires and the activity is leased again: the one commit not on disk
+            wait_until(lambda: group.committed > committed, 30, "the activity's new lease")
+            assert stream.nothing_for(0.5)
+            disk.set()
+            assert stream.next(timeout=30).activityRequest.name == "Act"
+        finally:
+            disk.set()
+            stream.cancel()
 
 
 def test_a_failed_sync_answers_unavailable_and_then_refuses_to_acknowledge_writes_until_a_restart(

@@ -115,6 +115,31 @@ def test_commits_made_during_a_sync_share_the_next_one_and_none_is_answered_befo
     asyncio.run(scenario())
 
 
+def test_commits_made_on_the_loop_before_it_runs_on_share_one_sync_and_a_commit_off_the_loop_syncs_alone(
+    backend: SqliteBackend, disk: Disk
+) -> None:
+    """The syncing thread starts once the loop has run what was ready (and what that made ready): commits made in
+    one pass, and in the pass they wake, share a sync. A commit made off any loop is released at once."""
+    group = _group(backend)
+
+    async def scenario() -> None:
+        syncs = group.syncs
+        made = [_put(backend, f"same-pass-{i}") for i in range(3)]
+        woken = asyncio.get_running_loop().create_future()
+        woken.add_done_callback(lambda _: made.append(_put(backend, "woken")))  # runs in the next pass
+        woken.set_result(None)
+        await asyncio.gather(*(backend.durable(*needs) for needs in made[:3]))
+        await backend.durable(*made[3])
+        assert group.syncs == syncs + 1
+        assert group.synced == group.committed
+
+    asyncio.run(scenario())
+    syncs = group.syncs
+    committed = _put(backend, "off-the-loop")[0]
+    _until(lambda: group.synced >= committed)
+    assert group.syncs == syncs + 1
+
+
 def test_a_read_waits_for_the_commits_it_may_have_seen_and_a_call_that_touched_nothing_waits_for_none(
     backend: SqliteBackend, disk: Disk
 ) -> None:
