@@ -50,41 +50,54 @@ def _runnable(hubs: TaskHubs) -> list[str]:
     return [name for name in EXPECTED if hubs.whole_hub_allowed or name not in WHOLE_HUB]
 
 
+SDKS = ("ours", "official")
+
+
 @pytest.fixture(scope="module")
-def external_hubs(request: pytest.FixtureRequest) -> Iterator[tuple[TaskHubs, str]]:
-    """The task hub argument for the driver: one fresh hub per scenario where the backend creates them."""
+def external_hubs(request: pytest.FixtureRequest) -> Iterator[tuple[TaskHubs, dict[str, str]]]:
+    """The task hub argument for each SDK's driver: where the backend creates them, one fresh hub per scenario
+    and SDK, so the two batches run at once without meeting; otherwise the shared hub, in turns."""
     hubs = taskhubs(request.config)
     assert hubs is not None
     if not hubs.fresh:
-        yield hubs, hubs.backend.taskhub
+        yield hubs, dict.fromkeys(SDKS, hubs.backend.taskhub)
         return
     made: list[str] = []
-    prefix = new_taskhub_name()
+    prefixes = {sdk: new_taskhub_name() for sdk in SDKS}
     try:
-        for name in _runnable(hubs):
-            made.append(hubs.open_named(f"{prefix}{name}"))
-        yield hubs, f"{prefix}{{scenario}}"
+        for prefix in prefixes.values():
+            made.extend(hubs.open_named(f"{prefix}{name}") for name in _runnable(hubs))
+        yield hubs, {sdk: f"{prefix}{{scenario}}" for sdk, prefix in prefixes.items()}
     finally:
         for name in made:
             hubs.release(name)
 
 
 @pytest.fixture(scope="module")
-def ours_external(external_hubs: tuple[TaskHubs, str]) -> Iterator[Batch]:
-    hubs, taskhub = external_hubs
+def ours_external(
+    external_hubs: tuple[TaskHubs, dict[str, str]], request: pytest.FixtureRequest
+) -> Iterator[Batch]:
+    hubs, taskhubs_of = external_hubs
     with background_batch(
-        sys.executable, our_env(), str(ROOT), "dts", hubs.backend.endpoint, _runnable(hubs), taskhub, BATCH_TIMEOUT
+        sys.executable, our_env(), str(ROOT), "dts", hubs.backend.endpoint, _runnable(hubs), taskhubs_of["ours"],
+        BATCH_TIMEOUT,
     ) as batch:
+        if hubs.fresh:  # hubs of its own: Microsoft's batch runs beside ours rather than after it
+            request.getfixturevalue("official_external")
         yield batch
 
 
 @pytest.fixture(scope="module")
-def official_external(peer_py: Path, external_hubs: tuple[TaskHubs, str], ours_external: Batch) -> Iterator[Batch]:
-    hubs, taskhub = external_hubs
+def official_external(
+    peer_py: Path, external_hubs: tuple[TaskHubs, dict[str, str]], request: pytest.FixtureRequest
+) -> Iterator[Batch]:
+    hubs, taskhubs_of = external_hubs
     if not hubs.fresh:
-        ours_external.finish()  # one hub for both: the batches take turns, as whole-hub scenarios need
+        ours: Batch = request.getfixturevalue("ours_external")
+        ours.finish()  # one hub for both: the batches take turns, as whole-hub scenarios need
     with background_batch(
-        peer_py, peer_env(), "/", "dts", hubs.backend.endpoint, _runnable(hubs), taskhub, BATCH_TIMEOUT
+        peer_py, peer_env(), "/", "dts", hubs.backend.endpoint, _runnable(hubs), taskhubs_of["official"],
+        BATCH_TIMEOUT,
     ) as batch:
         yield batch
 

@@ -3,7 +3,6 @@ Microsoft Agent Framework's Durable Task integration installed beside them by th
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import venv
@@ -14,6 +13,8 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from tests.system.install.support import Wheels
+
 ROOT = Path(__file__).resolve().parents[3]
 INTEGRATION = "agent-framework-durabletask"
 INTEGRATION_VERSION = "1.0.0b260922"
@@ -22,25 +23,6 @@ REPLACED = frozenset({"durabletask", "durabletask-azuremanaged"})
 # The integration's other requirements, listed by hand because it is installed with --no-deps
 # (docs/agent-framework.md, Install).
 OTHER_REQUIREMENTS = ("agent-framework-core>=1.13.0,<2", "python-dateutil>=2.8.0,<3")
-# Left out of the copy the wheels are built from: version control, environments, caches, build output.
-_NOT_SOURCES = shutil.ignore_patterns(
-    ".git",
-    ".venv",
-    ".peer-venv",
-    "__pycache__",
-    "build",
-    "dist",
-    "*.egg-info",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-    ".hypothesis",
-    ".cache",
-    "artifacts",
-    "*.db",
-    "*.db-wal",
-    "*.db-shm",
-)
 PIP_TIMEOUT = 600.0
 
 
@@ -106,32 +88,12 @@ def requires_dist(wheel: Path) -> list[Requirement]:
     return [Requirement(line) for line in metadata.get_all("Requires-Dist") or []]
 
 
-def build_wheels(dest: Path, scratch: Path) -> dict[str, Path]:
-    """Wheels of both distributions, built from a copy of the checkout so no build output lands in it."""
-    source = scratch / "checkout"
-    shutil.copytree(ROOT, source, ignore=_NOT_SOURCES, symlinks=True)
-    _check(
-        _pip(sys.executable, "wheel", "--no-deps", "-q", "-w", str(dest), str(source), str(source / "emulator")),
-        "building the wheels",
-    )
-    wheels = {
-        "dtscale": sorted(dest.glob("dtscale-*.whl")),
-        "dtscale-emulator": sorted(dest.glob("dtscale_emulator-*.whl")),
-    }
-    if any(len(found) != 1 for found in wheels.values()):
-        raise RuntimeError(
-            f"expected one wheel of each distribution in {dest}: {sorted(p.name for p in dest.iterdir())}"
-        )
-    return {name: found[0] for name, found in wheels.items()}
-
-
-def create_agents_env(root: Path) -> AgentsEnv:
-    """Wheels of this checkout, then a fresh venv installed from them by the documented pip path."""
-    wheels_dir, downloads = root / "wheels", root / "downloads"
-    wheels_dir.mkdir()
+def create_agents_env(root: Path, built: Wheels) -> AgentsEnv:
+    """A fresh venv installed from this checkout's wheels (``built``) by the documented pip path."""
+    downloads = root / "downloads"
     downloads.mkdir()
     integration = download_integration(downloads)
-    wheels = build_wheels(wheels_dir, root)
+    wheels = {"dtscale": built.sdk, "dtscale-emulator": built.emulator}
     env_dir = root / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / ("Scripts" if sys.platform == "win32" else "bin") / "python"

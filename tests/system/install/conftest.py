@@ -1,5 +1,5 @@
 """Fixtures of the install tests; they live in support.py beside the helpers other install tests share."""
 
-from tests.system.install.support import pypi, wheels
+from tests.system.install.support import preparations, pypi, wheels
 
-__all__ = ["pypi", "wheels"]
+__all__ = ["preparations", "pypi", "wheels"]

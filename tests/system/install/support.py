@@ -17,7 +17,8 @@ import sys
 import tempfile
 import threading
 import venv
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -100,6 +101,58 @@ def build_wheels(dest: Path) -> Wheels:
 def wheels(pypi: None, tmp_path_factory: pytest.TempPathFactory) -> Wheels:
     """The two wheels of this checkout, built once per session (the build fetches setuptools from PyPI)."""
     return build_wheels(tmp_path_factory.mktemp("wheels"))
+
+
+Preparation = Callable[[Wheels, Path], Any]
+"""Builds what a module's tests use (venvs, installs) from the wheels, in a fresh folder of its own."""
+_PREPARATIONS: dict[str, Preparation] = {}
+#: How many preparations run at once: pip is mostly waiting on the registry and the disk.
+PREPARING_AT_ONCE = 2
+
+
+def prepared_early(prepare: Preparation) -> Preparation:
+    """Lets ``prepare`` start as soon as the wheels are built, beside the other modules' preparations and the tests
+    that run meanwhile, rather than when its fixture is first needed. It still builds everything of its own."""
+    _PREPARATIONS[_key(prepare)] = prepare
+    return prepare
+
+
+def _key(prepare: Preparation) -> str:
+    return f"{prepare.__module__}.{prepare.__qualname__}"
+
+
+class Preparations:
+    """The session's early preparations, running in background threads; :meth:`result` waits for one."""
+
+    def __init__(self, wheels: Wheels, folders: pytest.TempPathFactory, prepares: Iterable[Preparation]) -> None:
+        self._wheels, self._folders = wheels, folders
+        self._pool = ThreadPoolExecutor(PREPARING_AT_ONCE, thread_name_prefix="install-preparation")
+        self._futures: dict[str, Future[Any]] = {_key(p): self._pool.submit(self._run, p) for p in prepares}
+
+    def _run(self, prepare: Preparation) -> Any:
+        return prepare(self._wheels, self._folders.mktemp(prepare.__name__.strip("_")))
+
+    def result(self, prepare: Preparation) -> Any:
+        """What ``prepare`` built (it raises here what it raised there: a failure, or a skip)."""
+        future = self._futures.get(_key(prepare))
+        return future.result() if future is not None else self._run(prepare)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture(scope="session")
+def preparations(
+    wheels: Wheels, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Preparations]:
+    """The early preparations of the modules this session runs tests of, started together."""
+    modules = {item.module.__name__ for item in request.session.items if isinstance(item, pytest.Function)}
+    chosen = [p for p in _PREPARATIONS.values() if p.__module__ in modules]
+    found = Preparations(wheels, tmp_path_factory, chosen)
+    try:
+        yield found
+    finally:
+        found.close()
 
 
 class Venv:

@@ -36,6 +36,7 @@ from tests.system.install._agents_env import (
     download_integration,
     requires_dist,
 )
+from tests.system.install.support import Preparations, Wheels, prepared_early
 
 pytestmark = [
     pytest.mark.timeout(900),  # the first build of the venv downloads Agent Framework and its requirements
@@ -88,12 +89,18 @@ def registry_unreachable(reason: str) -> NoReturn:
     pytest.skip(f"{reason} (the Agent Framework install test needs the package registry)")
 
 
-@pytest.fixture(scope="session")
-def agents_env(tmp_path_factory: pytest.TempPathFactory) -> AgentsEnv:
+@prepared_early
+def _agents(wheels: Wheels, folder: Path) -> AgentsEnv:
     try:
-        return create_agents_env(tmp_path_factory.mktemp("agents-env"))
+        return create_agents_env(folder, wheels)
     except RegistryUnreachableError as exc:
         registry_unreachable(str(exc))
+
+
+@pytest.fixture(scope="session")
+def agents_env(preparations: Preparations) -> AgentsEnv:
+    found: AgentsEnv = preparations.result(_agents)
+    return found
 
 
 @pytest.fixture(scope="session")

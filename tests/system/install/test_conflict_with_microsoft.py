@@ -24,11 +24,13 @@ import pytest
 from tests.system.install.support import (
     PTH,
     PTH_LINE,
+    Preparations,
     Process,
     Venv,
     Wheels,
     emulator_address,
     make_venv,
+    prepared_early,
     record_hash,
     recorded_hashes,
 )
@@ -82,12 +84,18 @@ class Overwritten:
     clean: Clean
 
 
-@pytest.fixture(scope="module")
-def overwritten(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> Overwritten:
-    env = make_venv(tmp_path_factory.mktemp("overwritten") / "venv", [wheels.sdk, wheels.emulator], wheels)
+@prepared_early
+def _overwritten(wheels: Wheels, folder: Path) -> Overwritten:
+    env = make_venv(folder / "venv", [wheels.sdk, wheels.emulator], wheels)
     clean = _clean(env)
     env.install(AGENT_FRAMEWORK)
     return Overwritten(env, clean)
+
+
+@pytest.fixture(scope="module")
+def overwritten(preparations: Preparations) -> Overwritten:
+    found: Overwritten = preparations.result(_overwritten)
+    return found
 
 
 def _small_venv(wheels: Wheels, path: Path, *installs: Sequence[str | Path]) -> Venv:
@@ -175,11 +183,19 @@ def test_the_emulator_still_starts_and_answers_hello(overwritten: Overwritten) -
     assert not [line for line in emulator.lines if WARNING in line]
 
 
-def test_the_repair_that_doctor_prints_gives_dtscale_its_package_back(
-    wheels: Wheels, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+@prepared_early
+def _dtscale_then_microsoft(wheels: Wheels, folder: Path) -> Venv:
     # dtscale, then Microsoft's SDK over it: the files as agent-framework-durabletask's install leaves them.
-    env = _small_venv(wheels, tmp_path_factory.mktemp("repaired") / "venv", [wheels.sdk], MICROSOFT)
+    return _small_venv(wheels, folder / "venv", [wheels.sdk], MICROSOFT)
+
+
+@prepared_early
+def _microsoft_then_dtscale(wheels: Wheels, folder: Path) -> Venv:
+    return _small_venv(wheels, folder / "venv", MICROSOFT, [wheels.sdk])
+
+
+def test_the_repair_that_doctor_prints_gives_dtscale_its_package_back(preparations: Preparations) -> None:
+    env: Venv = preparations.result(_dtscale_then_microsoft)  # this test's alone: it repairs it
     code, report = _doctor(env)
     assert code == 1 and _shared(report)["durabletask/client.py"]["content_of"] == "durabletask"
     uninstall, reinstall = report["repair"]  # dtscale==0.1.0 comes from this session's wheels (PIP_FIND_LINKS)
@@ -203,10 +219,8 @@ def test_the_repair_that_doctor_prints_gives_dtscale_its_package_back(
     assert done.returncode == 0 and done.stdout.strip() == "dtscale", done.stderr
 
 
-def test_microsofts_sdk_installed_before_dtscale_is_reported_too(
-    wheels: Wheels, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    env = _small_venv(wheels, tmp_path_factory.mktemp("microsoft-first") / "venv", MICROSOFT, [wheels.sdk])
+def test_microsofts_sdk_installed_before_dtscale_is_reported_too(preparations: Preparations) -> None:
+    env: Venv = preparations.result(_microsoft_then_dtscale)
     done = env.python_code("import durabletask")
     _assert_the_warning(done.stderr, env)
     code, report = _doctor(env)

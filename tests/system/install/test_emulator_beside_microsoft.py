@@ -15,7 +15,16 @@ from typing import Any
 
 import pytest
 
-from tests.system.install.support import Process, Venv, Wheels, distribution_files, emulator_address, make_venv
+from tests.system.install.support import (
+    Preparations,
+    Process,
+    Venv,
+    Wheels,
+    distribution_files,
+    emulator_address,
+    make_venv,
+    prepared_early,
+)
 
 MICROSOFT = ("durabletask==1.12.0", "durabletask-azuremanaged==1.12.0")
 MICROSOFT_METADATA = ("durabletask-1.12.0.dist-info", "durabletask_azuremanaged-1.12.0.dist-info")
@@ -32,13 +41,19 @@ class Beside:
     after: dict[str, str]
 
 
-@pytest.fixture(scope="module")
-def beside(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> Beside:
-    env = make_venv(tmp_path_factory.mktemp("beside") / "venv", MICROSOFT, wheels)
+@prepared_early
+def _beside(wheels: Wheels, folder: Path) -> Beside:
+    env = make_venv(folder / "venv", MICROSOFT, wheels)
     site = env.site_packages
     before = distribution_files(site, MICROSOFT_METADATA)
     env.install(f"{wheels.emulator}[dashboard]")
     return Beside(env, before, distribution_files(site, MICROSOFT_METADATA))
+
+
+@pytest.fixture(scope="module")
+def beside(preparations: Preparations) -> Beside:
+    found: Beside = preparations.result(_beside)
+    return found
 
 
 def _workflow(env: Venv, *args: str) -> dict[str, Any]:

@@ -15,20 +15,26 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from tests.system.install.support import Wheels, make_venv
+from tests.system.install.support import Preparations, Wheels, make_venv, prepared_early
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "langgraph_graph.py"
 
 pytestmark = pytest.mark.timeout(900)
 
 
-@pytest.fixture(scope="module")
-def outcome(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    env = make_venv(tmp_path_factory.mktemp("langgraph") / "venv", ["dtscale[langgraph]==0.1.0"], wheels)
+@prepared_early
+def _langgraph(wheels: Wheels, folder: Path) -> dict[str, Any]:
+    env = make_venv(folder / "venv", ["dtscale[langgraph]==0.1.0"], wheels)
     done = env.run("python", str(SCRIPT), timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     found["site_packages"] = str(env.site_packages)
+    return found
+
+
+@pytest.fixture(scope="module")
+def outcome(preparations: Preparations) -> dict[str, Any]:
+    found: dict[str, Any] = preparations.result(_langgraph)
     return found
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.system.install.support import Process, Venv, Wheels, make_venv
+from tests.system.install.support import Preparations, Process, Venv, Wheels, make_venv, prepared_early
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -115,9 +115,8 @@ def _project(folder: Path) -> Path:
     return folder / "langgraph.json"
 
 
-@pytest.fixture(scope="module")
-def installed(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    base = tmp_path_factory.mktemp("langgraph-server")
+@prepared_early
+def _installed(wheels: Wheels, base: Path) -> Installed:
     project = _project(base / "project")
     env = make_venv(base / "venv", ["dtscale==0.1.0"], wheels)
     without = [
@@ -127,6 +126,12 @@ def installed(wheels: Wheels, tmp_path_factory: pytest.TempPathFactory) -> Insta
     help_without = env.run("durabletask", "langgraph", "dev", "--help", timeout=120)
     env.install("dtscale[langgraph]==0.1.0")
     return Installed(env, project, without, help_without)
+
+
+@pytest.fixture(scope="module")
+def installed(preparations: Preparations) -> Installed:
+    found: Installed = preparations.result(_installed)
+    return found
 
 
 @pytest.fixture(scope="module")
