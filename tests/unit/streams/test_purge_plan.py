@@ -49,6 +49,8 @@ def _backend(gone: set[str], streams: set[str], history: bool = True) -> Callabl
             return pb.GetEntityResponse(exists=True, entity=pb.EntityMetadata(instanceId=message.instanceId))
         if request.method == "SignalEntity":
             return pb.SignalEntityResponse()
+        if request.method == "QueryEntities":  # the purged instances' activity control entities: none here
+            return pb.QueryEntitiesResponse()
         raise AssertionError(f"unexpected call {request.method}")
 
     return answer
@@ -69,7 +71,7 @@ def test_a_purge_of_one_instance_removes_its_stream_without_looking_it_up() -> N
         stream_ops.purge(request, JsonDataConverter(), payloads=False), _backend({"a"}, {head})
     )
     assert result.deleted_instance_count == 1 and owners == []
-    assert [r.method for r in made] == ["PurgeInstances", "GetEntity", "SignalEntity"]
+    assert [r.method for r in made] == ["PurgeInstances", "GetEntity", "SignalEntity", "QueryEntities"]
     assert _purged_streams(made) == [head]
 
 
