@@ -102,7 +102,9 @@ def expire_activity(
             if record is None:
                 return {"expired": False, "why": "the thread is gone"}
             found = record.get("ttl") or {}
-            if record.get("expiring") != value.get("due"):
+            # A record marks the thread when it decides (and refuses runs from then on); an expiry its record decided
+            # before records marked threads finds no mark, and goes on as it did then.
+            if "expiring" in record and record["expiring"] != value.get("due"):
                 return {"expired": False, "why": "the record did not mark the thread as expiring at this time"}
             if found.get("expires_at") != value.get("due"):
                 return {"expired": False, "why": "the thread was written to since: its TTL started again"}
