@@ -201,8 +201,10 @@ class RunServiceImpl:
         except HttpError as error:
             await self._fail(thread_id, run_id, error.detail)
             raise
-        # One-way: were it lost, the run could be taken for lost and ended as ``error``, and cancelled before it runs.
-        await self.client.signal_entity(record_id(thread_id), "submitted", {"run_id": run_id})
+        # One-way, and best effort: the run is the orchestration's now. Were the mark lost, a run still queued 30 s
+        # on could be taken for lost (ended as ``error``, and cancelled before it runs).
+        with contextlib.suppress(Exception):
+            await self.client.signal_entity(record_id(thread_id), "submitted", {"run_id": run_id})
         return run_json(run)
 
     async def _admit(self, thread_id: str, data: dict[str, Any], busy: str, record: dict[str, Any]) -> dict[str, Any]:
