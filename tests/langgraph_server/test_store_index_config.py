@@ -46,6 +46,23 @@ NOT_A_FUNCTION = 3
 """
 
 
+GRAPH_SOURCE = """
+from typing import TypedDict
+
+from langgraph.graph import START, StateGraph
+
+
+class State(TypedDict):
+    n: int
+
+
+builder = StateGraph(State)
+builder.add_node("step", lambda state: {"n": state["n"] + 1})
+builder.add_edge(START, "step")
+graph = builder.compile()
+"""
+
+
 def _project(tmp_path: Path, store: Any) -> Path:
     (tmp_path / "graph.py").write_text("graph = None\n")
     (tmp_path / "embeddings.py").write_text(EMBED_SOURCE)
@@ -147,3 +164,15 @@ def test_rank_pages_scored_items_then_fills_with_unscored_ones() -> None:
     assert ranked == [("a", 1.0), ("b", round(0.5**0.5, 6)), ("zero", 0.0), ("none", None)]
     assert [r["key"] for r, _ in rank(records, [1.0, 0.0], limit=2, offset=1)] == ["b", "zero"]
     assert [r["key"] for r, _ in rank(records, [1.0, 0.0], limit=2, offset=3)] == ["none"]
+
+
+def test_the_cli_refuses_an_index_it_cannot_load_at_startup(tmp_path: Path) -> None:
+    from tests.langgraph_server.support_surface import run_cli_once
+
+    (tmp_path / "graph.py").write_text(GRAPH_SOURCE)
+    (tmp_path / "embeddings.py").write_text(EMBED_SOURCE)
+    for embed, said in (("./embeddings.py:short", "store.index.dims is 3"), ("./embeddings.py:gone", "no attribute")):
+        config = {"graphs": {"g": "./graph.py:graph"}, "store": {"index": {"dims": 3, "embed": embed}}}
+        (tmp_path / "langgraph.json").write_text(json.dumps(config))
+        refused = run_cli_once(["langgraph", "worker", "--config", str(tmp_path)])
+        assert refused.returncode == 1 and said in refused.stderr and "Traceback" not in refused.stderr, refused.stderr

@@ -7,11 +7,14 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
 
+from durabletask.extensions.langgraph import DurableGraph, register_graph
 from durabletask.extensions.langgraph._server import store
 from durabletask.extensions.langgraph._server.config import ConfigError, ServerSettings
 from durabletask.extensions.langgraph._server.config_store import StoreIndexSettings
@@ -171,3 +174,46 @@ def test_a_store_index_that_cannot_load_stops_the_routes_and_the_node_store() ->
     )
     with pytest.raises(ConfigError, match=r"store\.index\.dims is 9"):
         store.node_store(object(), broken)
+
+
+class _Recall(TypedDict):
+    query: str
+    found: list[Any]
+
+
+async def _recall(state: _Recall, runtime: Runtime[Any]) -> dict[str, Any]:
+    assert runtime.store is not None
+    namespace = tuple(state["found"][0])
+    for key, value, index in ITEMS:
+        await runtime.store.aput((*namespace, "docs"), key, value, index=index)
+    ranked = runtime.store.search(namespace, query=state["query"], limit=4)
+    return {"found": [[i.key, i.score] for i in ranked]}
+
+
+async def test_a_node_on_a_worker_searches_by_query(resource_hub: ResourceHub) -> None:
+    client = resource_hub.sync_client()
+    try:
+        builder = StateGraph(_Recall)
+        builder.add_node("recall", _recall)
+        builder.add_edge(START, "recall")
+        builder.add_edge("recall", END)
+        graph = builder.compile(store=store.node_store(client, _indexed_project()))
+        name = f"ix{uuid.uuid4().hex[:6]}"
+        async with serve(
+            resource_hub,
+            [_routes()],
+            worker_parts=[store.register_worker, lambda w, _: register_graph(w, name, graph)],
+        ) as served:
+            graph_client = resource_hub.async_client()
+            root = ["ixw", uuid.uuid4().hex[:8]]
+            app = DurableGraph(graph_client, name, graph)
+            out = await app.ainvoke(
+                {"query": "a car in the park", "found": [root]}, {"configurable": {"thread_id": root[1]}}
+            )
+            want = [(i.key, i.score) for i in _reference().search(("docs",), query="a car in the park", limit=4)]
+            _same([(key, score) for key, score in out["found"]], want)
+            over_http = await served.sdk.store.search_items(root, query="a car in the park", limit=4)
+            _same([(i["key"], i["score"]) for i in over_http["items"]], want)
+            await graph_client.close()
+    finally:
+        client.close()

@@ -193,6 +193,15 @@ def _load(project: Any) -> StoreIndex | None:
         raise ConfigError(f"{getattr(project, 'path', 'langgraph.json')}: {error}") from None
 
 
+def check_store_index(project: Any) -> None:
+    """Load the project's ``store.index`` (import its function, embed a probe text) and drop it.
+
+    Raises:
+        ConfigError: It cannot be loaded, or embeds the probe to the wrong shape; the message names it.
+    """
+    _load(project)
+
+
 def node_store(client: Any, project: Any = None) -> Any:
     """The store the graphs' nodes get (``runtime.store``) on a worker: the same items as ``/store/items``.
 
