@@ -42,6 +42,18 @@ def broken(texts):
     raise RuntimeError("no model here")
 
 
+async def slow(texts):
+    import asyncio
+
+    if texts != ["store.index probe"]:
+        await asyncio.sleep(30)
+    return [[1.0, 1.0, 1.0] for t in texts]
+
+
+def drifting(texts):
+    return [[1.0, 1.0, 1.0] if texts == ["store.index probe"] else [1.0] for t in texts]
+
+
 NOT_A_FUNCTION = 3
 """
 
@@ -127,7 +139,7 @@ def _settings(tmp_path: Path, embed: str, dims: int = 3) -> StoreIndexSettings:
         ("./embeddings.py:embed", 4, "a vector of 3 numbers; store.index.dims is 4"),
         ("./embeddings.py:text", 3, "returned str for 1 texts"),
         ("./embeddings.py:nan", 3, "NaN or infinity"),
-        ("./embeddings.py:broken", 3, "failed on a probe text: RuntimeError"),
+        ("./embeddings.py:broken", 3, r"failed: RuntimeError\(.no model here.\) \(on a probe text\)"),
         ("no_such_module_for_embeddings:embed", 3, "cannot import module 'no_such_module_for_embeddings'"),
     ],
 )
@@ -176,3 +188,24 @@ def test_the_cli_refuses_an_index_it_cannot_load_at_startup(tmp_path: Path) -> N
         (tmp_path / "langgraph.json").write_text(json.dumps(config))
         refused = run_cli_once(["langgraph", "worker", "--config", str(tmp_path)])
         assert refused.returncode == 1 and said in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+
+
+async def test_an_embed_function_that_hangs_or_drifts_fails_the_call_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from durabletask.extensions.langgraph._server import store, store_index
+    from durabletask.extensions.langgraph._server.errors import HttpError
+
+    monkeypatch.setattr(store_index, "EMBED_TIMEOUT", 0.2)
+    hanging = StoreIndex(_settings(tmp_path, "./embeddings.py:slow"))
+    with pytest.raises(EmbeddingError, match="did not answer within 0 s"):
+        await hanging.embed_query("anything")
+    drifting = StoreIndex(_settings(tmp_path, "./embeddings.py:drifting"))
+    with pytest.raises(HttpError) as failed:
+        await store.embed_put(drifting, {"text": "x"}, None)
+    assert failed.value.status == 500 and "a vector of 1 numbers; store.index.dims is 3" in failed.value.detail
+    with pytest.raises(HttpError) as refused:
+        await store.embed_put(drifting, {"text": "x"}, ["a{"])
+    assert refused.value.status == 422 and "unbalanced brackets" in refused.value.detail
+    assert await store.embed_put(drifting, {"text": "x"}, False) is None
+    assert await store.embed_query(drifting, "") is None and await store.embed_put(None, {"a": "b"}, None) is None

@@ -25,6 +25,8 @@ VECTOR_FLOATS_MAX = 65536
 """The most numbers the vectors of one item may hold (its texts times ``dims``): they live in the item's record."""
 
 
+EMBED_TIMEOUT = 60.0
+"""Seconds one call of ``store.index.embed`` may take before the put or search fails (500 naming it)."""
 QUERY_MAX_CHARS = 4096
 """The longest ``query`` a search takes."""
 
@@ -116,11 +118,9 @@ class StoreIndex:
 
     def _probe(self) -> None:
         try:
-            vectors = _in_thread(self._embeddings.aembed_documents(["store.index probe"]))
-        except EmbeddingError:
-            raise
-        except Exception as error:
-            raise EmbeddingError(f"store.index.embed failed on a probe text: {error!r}") from None
+            vectors = _in_thread(self._call(self._embeddings.aembed_documents(["store.index probe"])))
+        except EmbeddingError as error:
+            raise EmbeddingError(f"{error} (on a probe text)") from None
         _check_vectors(vectors, 1, self.dims)
 
     def texts(self, value: Mapping[str, Any], index: Sequence[str] | None) -> list[tuple[str, str]]:
@@ -169,9 +169,9 @@ class StoreIndex:
     @staticmethod
     async def _call(awaitable: Any) -> Any:
         try:
-            return await awaitable
-        except EmbeddingError:
-            raise
+            return await asyncio.wait_for(awaitable, EMBED_TIMEOUT)
+        except TimeoutError:
+            raise EmbeddingError(f"store.index.embed did not answer within {EMBED_TIMEOUT:.0f} s") from None
         except Exception as error:
             raise EmbeddingError(f"store.index.embed failed: {error!r}"[:1000]) from None
 
