@@ -54,6 +54,21 @@ def drifting(texts):
     return [[1.0, 1.0, 1.0] if texts == ["store.index probe"] else [1.0] for t in texts]
 
 
+class Letters:
+    def embed_documents(self, texts):
+        return [[float(len(t)), 2.0, 0.0] for t in texts]
+
+    def embed_query(self, text):
+        return self.embed_documents([text])[0]
+
+
+try:
+    from langchain_core.embeddings import Embeddings
+
+    LETTERS = type("LettersEmbeddings", (Letters, Embeddings), {})()
+except ImportError:
+    LETTERS = None
+
 NOT_A_FUNCTION = 3
 """
 
@@ -159,6 +174,8 @@ async def test_sync_and_async_functions_embed_fields_as_langgraph_reads_them(tmp
         whole = await index.embed_value(value, None)
         assert list(whole) == ["$"] and len(whole["$"]) == 3
         assert len(await index.embed_query("q" * 7)) == 3
+    letters = StoreIndex(_settings(tmp_path, "./embeddings.py:LETTERS"))
+    assert await letters.embed_value({"text": "abcd"}, ["text"]) == {"text": [4.0, 2.0, 0.0]}
     with pytest.raises(ValueError, match="texts to embed; at most"):
         await index.embed_value({"many": ["t"] * 30_000}, ["many[*]"])
     with pytest.raises(EmbeddingError, match="returned 1 vectors for 2 texts"):

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from durabletask.extensions.langgraph._server.config_store import StoreIndexSettings, check_fields
@@ -57,6 +58,8 @@ def _load_function(settings: StoreIndexSettings) -> Any:
     function = getattr(module, name, None)
     if function is None:
         raise EmbeddingError(f"store.index.embed: '{where}' has no attribute '{name}'")
+    if isinstance(function, Embeddings):
+        return function  # an Embeddings object is used as it is, as LangGraph's server does
     if not callable(function):
         raise EmbeddingError(f"store.index.embed: '{where}:{name}' is a {type(function).__name__}, not a function")
     return function
@@ -113,7 +116,8 @@ class StoreIndex:
             except Exception as error:
                 raise EmbeddingError(f"store.index.embed {settings.embed[1]!r}: {error}") from None
         else:
-            self._embeddings = ensure_embeddings(_load_function(settings))
+            target = _load_function(settings)
+            self._embeddings = target if isinstance(target, Embeddings) else ensure_embeddings(target)
             self._probe()
 
     def _probe(self) -> None:
