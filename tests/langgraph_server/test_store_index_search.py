@@ -40,6 +40,11 @@ def embed(texts: list[str]) -> list[list[float]]:
     return vectors
 
 
+def noisy(texts: list[str]) -> list[list[float]]:
+    """Vectors whose numbers take the most room as JSON (17 significant digits, a minus sign)."""
+    return [[-0.12345678901234567 - position / 1e9 for position in range(DIMS)] for _ in texts]
+
+
 async def aembed(texts: list[str]) -> list[list[float]]:
     """:func:`embed`, as a coroutine."""
     return embed(texts)
@@ -165,6 +170,18 @@ async def test_hostile_searches_and_puts_are_bounded(resource_hub: ResourceHub) 
             await served.sdk.store.put_item(root, key=f"k{number}", value={"text": f"item {number} " * 20})
         found = await served.sdk.store.search_items(root, query="item 7", limit=5, offset=50)
         assert len(found["items"]) == 5 and all(isinstance(i["score"], float) for i in found["items"])
+
+
+@pytest.mark.adversarial
+async def test_an_item_with_the_most_vectors_and_the_largest_value_fits_its_entity(resource_hub: ResourceHub) -> None:
+    async with _served(resource_hub, "noisy") as served:
+        root = ["ixbig", uuid.uuid4().hex[:8]]
+        tags = [f"t{number}" for number in range(VECTOR_FLOATS_MAX // DIMS)]
+        value = {"tags": tags, "pad": "x" * (510 * 1024 - len(str(tags)))}
+        answer = await served.http.put("/store/items", json={"namespace": root, "key": "big", "value": value})
+        assert answer.status_code == 204, answer.text
+        found = await served.sdk.store.search_items(root, query="t1")
+        assert [i["key"] for i in found["items"]] == ["big"] and found["items"][0]["score"] is not None
 
 
 def test_a_store_index_that_cannot_load_stops_the_routes_and_the_node_store() -> None:

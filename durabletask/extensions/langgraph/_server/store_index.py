@@ -22,8 +22,9 @@ from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, toke
 
 from durabletask.extensions.langgraph._server.config_store import StoreIndexSettings, check_fields
 
-VECTOR_FLOATS_MAX = 65536
-"""The most numbers the vectors of one item may hold (its texts times ``dims``): they live in the item's record."""
+VECTOR_FLOATS_MAX = 16384
+"""The most numbers the vectors of one item may hold (its texts times ``dims``): about 330 KB of JSON, kept in the
+item's entity beside a value of up to 512 KiB, under DTS's 1 MB payload cap."""
 
 
 EMBED_TIMEOUT = 60.0
