@@ -136,7 +136,12 @@ class StoreIndex:
             paths = [(p, tokenize_path(p)) for p in check_fields(list(index), "index")]
         found: list[tuple[str, str]] = []
         for path, tokens in paths:
-            texts = get_text_at_path(dict(value), tokens)
+            try:
+                texts = get_text_at_path(dict(value), tokens)
+            except (RecursionError, ValueError, TypeError, KeyError, IndexError) as error:
+                raise ValueError(
+                    f"the field path {path[:100]!r} cannot be read from the value: {error!r}"[:400]
+                ) from None
             if len(texts) > 1:
                 found.extend((f"{path}.{number}", text) for number, text in enumerate(texts))
             elif texts:
