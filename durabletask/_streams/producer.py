@@ -34,9 +34,7 @@ class ActivityPublisher:
     (up to 256 KiB) at most every 50 ms; a batch that
     fails to send is sent again with the same number, which the head recognizes, so none is stored twice.
     ``close`` sends what is left and waits until the head has stored it, so that an activity's items are in
-    the stream before its result is: a subscriber that sees the orchestration end has all of them to read. Once
-    ``stopping`` is set (the worker is stopping, so it takes no more entity work and cannot store them itself),
-    that wait ends: the items are sent, and the head stores them when a worker next takes entity work.
+    the stream before its result is: a subscriber that sees the orchestration end has all of them to read.
     """
 
     def __init__(
@@ -50,7 +48,6 @@ class ActivityPublisher:
         *,
         logger: logging.Logger,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
-        stopping: threading.Event | None = None,
     ) -> None:
         self._head = str(wire.head_entity(instance_id))
         self._execution_id = execution_id
@@ -61,7 +58,6 @@ class ActivityPublisher:
         self._read = read
         self._logger = logger
         self._clock = clock
-        self._stopping = stopping or threading.Event()
         self._lock = threading.Condition()
         self._entries: list[list[Any]] = []
         self._buffered = 0
@@ -169,12 +165,7 @@ class ActivityPublisher:
                 state = None
             if state is not None and int(state["prod"].get(producer, 0)) >= self._sent:
                 return
-            if self._stopping.wait(pause):
-                # This worker takes no more entity work; waiting would only hold up its stop until the timeout.
-                self._logger.info(
-                    "the worker is stopping: not waiting for the stream items of task %d to be stored", self._task_id
-                )
-                return
+            time.sleep(pause)
             pause = min(pause * 2, 0.1)
         self._logger.warning(
             "the stream items of task %d were sent but not yet stored after %.0fs; is a worker taking entity work?",

@@ -495,7 +495,7 @@ class _Run:
                 payload_limit=limit,
                 payloads=fetched,
                 heartbeats=self.heartbeats,
-                publishers=StreamTransport(self.channels, logger, self._stopping).publisher,
+                publishers=StreamTransport(self.channels, logger).publisher,
             ),
             self.sender,
             registry=worker._registry,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import uuid
 from typing import Any
 
@@ -37,17 +36,11 @@ def built_in_entity(name: str) -> Any | None:
 
 
 class StreamTransport:
-    """Public RPCs only: ``SignalEntity`` to append to a stream head, ``GetEntity`` to see what it stored.
+    """Public RPCs only: ``SignalEntity`` to append to a stream head, ``GetEntity`` to see what it stored."""
 
-    ``stopping`` is set when the worker begins to stop: publishers then no longer wait for their items to be stored.
-    """
-
-    def __init__(
-        self, channels: ChannelProvider, logger: logging.Logger, stopping: threading.Event | None = None
-    ) -> None:
+    def __init__(self, channels: ChannelProvider, logger: logging.Logger) -> None:
         self._channels = channels
         self._logger = logger
-        self._stopping = stopping
 
     def send(self, entity_id: str, encoded_batch: str) -> None:
         channel, release = self._channels.hold()
@@ -81,5 +74,4 @@ class StreamTransport:
             self.send,
             self.read,
             logger=self._logger,
-            stopping=self._stopping,
         )

@@ -115,6 +115,9 @@ def test_a_cursor_of_another_instance_or_malformed_fails_at_the_call(hub: Hub) -
         c.subscribe("someone-else", after=first.id)
     with pytest.raises(StreamCursorError, match="not a stream cursor"):
         c.subscribe(instance_id, after="12")
+    # The run ends while the worker still takes entity work, so its activity's items are stored before the stop.
+    state = c.wait_for_orchestration_completion(instance_id, timeout=60)
+    assert state is not None and state.runtime_status == COMPLETED
 
 
 def unserializable(ctx: task.OrchestrationContext, _: Any) -> Any:

@@ -87,34 +87,3 @@ def test_publishing_after_close_and_bad_values_fail_clearly() -> None:
     publisher.close()
     with pytest.raises(wire.PublishError, match="the activity has returned"):
         publisher.publish("late")
-
-
-class UnstoredHead(Head):
-    """A head whose signals are accepted but never stored, as when no worker takes entity work; the worker begins
-    to stop while the publisher waits, and any read after that is recorded."""
-
-    def __init__(self, stopping: threading.Event) -> None:
-        super().__init__()
-        self.stopping = stopping
-        self.reads_after_stop = 0
-
-    def send(self, entity_id: str, encoded: str) -> None:
-        self.sends.append(json.loads(encoded))
-
-    def read(self, entity_id: str) -> dict[str, Any] | None:
-        if self.stopping.is_set():
-            self.reads_after_stop += 1
-            if self.reads_after_stop > 1:  # still waiting: show it stored so that the test ends at once
-                return {"prod": {batch["p"]: batch["s"] for batch in self.sends}}
-        self.stopping.set()
-        return None
-
-
-def test_a_stopping_worker_ends_the_wait_for_the_items_to_be_stored() -> None:
-    stopping = threading.Event()
-    head = UnstoredHead(stopping)
-    publisher = ActivityPublisher("i", "e1", 7, Codec(), head.send, head.read, logger=LOG, stopping=stopping)
-    publisher.publish("a")
-    publisher.close()
-    assert [b["s"] for b in head.sends] == [1]  # sent, for a worker that takes entity work to store later
-    assert head.reads_after_stop <= 1
