@@ -5,6 +5,7 @@ The dashboard runs in this process with short limits; the attacks are those of `
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import AsyncIterator
 
@@ -65,3 +66,20 @@ async def test_half_a_body_gets_408_and_the_connection_is_closed(dashboard: str)
 
 async def test_many_silent_connections_are_closed(dashboard: str) -> None:
     await attack.silent_crowd_is_cut(dashboard, functools.partial(_served, dashboard))
+
+
+async def test_a_large_body_sent_steadily_over_a_slow_link_is_read_whole_past_the_body_timeout(dashboard: str) -> None:
+    # 48 KiB at 16 KiB a second: six times the body timeout, far above the rate a body must keep up.
+    host = dashboard.removeprefix("http://")
+    body = b'{"pad": "' + b"x" * (48 * 1024) + b'"}'
+    async with attack.attacker(dashboard) as (reader, writer):
+        writer.write(
+            f"POST /api/no-such-route HTTP/1.1\r\nHost: {host}\r\nOrigin: {dashboard}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        )
+        for start in range(0, len(body), 4096):
+            writer.write(body[start : start + 4096])
+            await writer.drain()
+            await asyncio.sleep(LIMIT / 2)
+        answer = await attack.closed_by_server(reader)
+    assert answer.startswith(b"HTTP/1.1 405"), answer[:200]  # read whole, then refused: only pages take a GET
