@@ -35,15 +35,20 @@ _PAGE = 500
 ONE_BY_ONE = 20
 
 
-def _keys(prefix: str) -> ops.Operation[list[str]]:
-    """The keys of the control entities whose IDs begin with ``ENTITY_PREFIX + prefix``."""
+def _keys(prefix: str, purged: list[str]) -> ops.Operation[list[str]]:
+    """The keys of the control entities whose IDs begin with ``ENTITY_PREFIX + prefix`` that one of the ``purged``
+    instances (sorted) may own. Only those are kept, page by page: a listing of every control entity in the task hub
+    holds no more than the purge's own."""
     query = pb.EntityQuery(includeState=False, includeTransient=True)
     query.instanceIdStartsWith.value = ENTITY_PREFIX + prefix
     query.pageSize.value = _PAGE
     keys: list[str] = []
     while True:
         page: pb.QueryEntitiesResponse = yield rq.RpcRequest("QueryEntities", pb.QueryEntitiesRequest(query=query))
-        keys.extend(e.instanceId[len(ENTITY_PREFIX) :] for e in page.entities if e.instanceId.startswith(ENTITY_PREFIX))
+        for entity in page.entities:
+            key = entity.instanceId[len(ENTITY_PREFIX) :]
+            if entity.instanceId.startswith(ENTITY_PREFIX) and _owned_by_one_of(purged, key):
+                keys.append(key)
         token = page.continuationToken.value if page.HasField("continuationToken") else ""
         if not token or not page.entities:
             return keys
@@ -116,11 +121,11 @@ def purge_controls(instance_ids: Collection[str], converter: DataConverter) -> o
     keys: set[str] = set()
     try:
         for prefix in prefixes:
-            keys.update((yield from _keys(prefix)))
+            keys.update((yield from _keys(prefix, purged)))
     except UnimplementedError:
         return False
     for key in sorted(keys):
-        if _owned_by_one_of(purged, key) and (yield from _orphaned(key)):
+        if (yield from _orphaned(key)):
             entity = EntityInstanceId(control.CONTROL_ENTITY, key)
             yield from ops.signal_entity(rq.build_signal_entity_request(entity, PURGE, None, None, converter=converter))
     return True

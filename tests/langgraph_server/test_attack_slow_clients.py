@@ -108,3 +108,34 @@ async def test_serve_closes_half_a_head_at_its_idle_timeout(tmp_path: Path) -> N
     with run_cli([*args, "--idle-timeout", str(LIMIT)]) as served:
         head = b"GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         await attack.half_a_head_is_cut(served.url, head, functools.partial(_served, served.url))
+
+
+async def _post_in_chunks(url: str, path: str, body: bytes, chunk: int, every: float) -> bytes:
+    """POSTs ``body`` a ``chunk`` of bytes every ``every`` seconds; the status line the server answered."""
+    async with attack.attacker(url) as (reader, writer):
+        writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        )
+        for start in range(0, len(body), chunk):
+            writer.write(body[start : start + chunk])
+            await writer.drain()
+            await asyncio.sleep(every)
+        answer = await attack.closed_by_server(reader)
+    return answer.split(b"\r\n", 1)[0]
+
+
+async def test_a_large_body_sent_steadily_over_a_slow_link_is_read_whole_past_the_body_timeout(server: str) -> None:
+    # 48 KiB at 16 KiB a second: six times the body timeout, far above the rate a body must keep up.
+    body = b'{"pad": "' + b"x" * (48 * 1024) + b'"}'
+    status = await _post_in_chunks(server, "/no-such-route", body, 4096, LIMIT / 2)
+    assert status.startswith(b"HTTP/1.1 404"), status
+
+
+async def test_a_body_trickled_byte_by_byte_gets_408(server: str) -> None:
+    head = "POST /assistants/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    async with attack.attacker(server) as (reader, writer):
+        writer.write(f"{head}Content-Length: 100000\r\n\r\n".encode())
+        async with attack.trickling(writer, b'{"limit": 10, "metadata": "', LIMIT / 10):
+            answer = await attack.closed_by_server(reader)
+    assert answer.startswith(b"HTTP/1.1 408"), answer

@@ -8,6 +8,7 @@ server) reach the loop only through :func:`run` and :func:`call_soon`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -122,8 +123,10 @@ class Flag:
         finally:
             if timer is not None:
                 timer.cancel()
-            if not future.done():  # cancelled from outside: no longer wanted
-                self._waiters.remove(future)
+            # Timed out or cancelled (its future is done then too): not left for a set() that may never come.
+            if self._waiters and not self._set:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(future)
 
 
 def _time_out(future: asyncio.Future[bool]) -> None:

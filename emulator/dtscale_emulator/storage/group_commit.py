@@ -115,9 +115,9 @@ class GroupCommit:
         # The callers the last sync answered for commits of their own, and how many unsynced commits wake the thread.
         self._callers_last = 0
         self._wake_at = 1
-        # The newest commit the thread may start a sync for, and whether a release is queued on an event loop.
+        # The newest commit the thread may start a sync for, and the event loop a release is queued on (if any).
         self._released = 0
-        self._release_queued = False
+        self._release_on: asyncio.AbstractEventLoop | None = None
         self._open_log()
         self._thread = threading.Thread(target=self._run, name="emulator-group-commit", daemon=True)
         self._thread.start()
@@ -164,6 +164,10 @@ class GroupCommit:
 
         ``instances`` are the instance rows it changed (``None``: it cannot name them), for :meth:`instance_read`.
         """
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
         queue = False
         with self._cond:
             if wrote:
@@ -179,35 +183,35 @@ class GroupCommit:
                 elif self._wake_at > 1:  # a sync is gathering the commits of callers expected back
                     if self._committed - self._synced >= self._wake_at:
                         self._cond.notify_all()
-                elif not self._release_queued:
-                    self._release_queued = queue = True
+                elif not self._release_pending():
+                    if loop is None:  # off any loop: nothing to let run first
+                        self._release_locked()
+                    else:
+                        self._release_on, queue = loop, True
             seq = self._committed
-        if queue:
-            self._queue_release()
+        if queue and loop is not None:
+            loop.call_soon(loop.call_soon, self._release)  # two passes: the woken streams' leases come in the first
         _note(seq if wrote else 0, seq)
 
-    def _queue_release(self) -> None:
-        """Lets the thread sync once the event loop has run what is ready now, and what that made ready (at once
-        off a loop).
+    def _release_pending(self) -> bool:
+        """Whether a release is queued on a loop that will run it (called with the lock held).
 
+        A sync starts once the event loop has run what is ready now, and what that made ready (at once off a loop).
         The commits the loop makes meanwhile then share that sync: other calls' turns and completions ready in the
         same pass, and the leases of the streams a commit woke (a turn's completion wakes a stream that leases the
         activity it scheduled in the next pass). Syncing at the first commit took it alone, and each sync costs
         about a quarter of a millisecond of CPU in thread hand-offs and system time: under load, CPU the loop lacks.
+        A loop that stops first (``run_until_complete`` returning right after the commit) never runs its release:
+        the commits it held then go with the next commit's release, or with the next caller that waits for them.
         """
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._release()
-            return
-        loop.call_soon(loop.call_soon, self._release)  # two passes: the woken streams' leases come in the first
+        return self._release_on is not None and self._release_on.is_running()
 
     def _release(self) -> None:
         with self._cond:
             self._release_locked()
 
     def _release_locked(self) -> None:
-        self._release_queued = False
+        self._release_on = None
         self._released = self._committed
         self._cond.notify_all()
 
@@ -233,6 +237,8 @@ class GroupCommit:
                 waiting = target > self._synced
                 if waiting:
                     self._waiters.append((target, made, loop, future))
+                    if target > self._released and self._release_on is not None and not self._release_pending():
+                        self._release_locked()  # its release was queued on a loop that stopped
             if waiting:
                 failure = await future  # the outcome of the sync that held ``made``, told as the waiter's ends
                 if failure is not None:

@@ -140,6 +140,41 @@ def test_commits_made_on_the_loop_before_it_runs_on_share_one_sync_and_a_commit_
     assert group.syncs == syncs + 1
 
 
+def test_a_commit_on_a_loop_that_stops_before_its_sync_is_released_is_still_synced_and_later_ones_too(
+    backend: SqliteBackend, disk: Disk
+) -> None:
+    """A loop stopped within the two passes its release waits for (``run_until_complete`` returning right after
+    the commit) never runs the release: the commit, and every later one, must still reach the disk."""
+    group = _group(backend)
+    loop = asyncio.new_event_loop()
+
+    async def commit() -> int:
+        return _put(backend, "on-a-loop-that-stops")[0]
+
+    try:
+        stranded = loop.run_until_complete(commit())
+    finally:
+        loop.close()
+
+    async def read_it() -> None:
+        await backend.durable(0, stranded)  # a caller on another loop that read it
+
+    asyncio.run(read_it())
+    later = _put(backend, "off-the-loop")[0]
+    _until(lambda: group.synced >= later)
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(commit())
+    finally:
+        loop.close()
+
+    async def on_a_new_loop() -> None:
+        await backend.durable(*_put(backend, "on-a-new-loop"))
+
+    asyncio.run(on_a_new_loop())
+    assert group.synced == group.committed
+
+
 def test_a_read_waits_for_the_commits_it_may_have_seen_and_a_call_that_touched_nothing_waits_for_none(
     backend: SqliteBackend, disk: Disk
 ) -> None:

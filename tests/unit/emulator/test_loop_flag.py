@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
@@ -60,3 +61,25 @@ def test_a_cancellation_that_arrives_as_the_flag_is_set_is_not_swallowed() -> No
             await wait
 
     asyncio.run(scenario())
+
+
+def _futures_held(flag: aio_loop.Flag) -> list[object]:
+    return [held for ref in gc.get_referents(flag) if isinstance(ref, list) for held in ref]
+
+
+def test_waits_that_time_out_or_are_cancelled_leave_nothing_held_by_a_flag_that_is_never_set() -> None:
+    """A stream idle for hours times out once per health ping, and an instance waiter every few seconds: the
+    flag must not keep a future for each of those waits until it is next set."""
+
+    async def scenario() -> list[object]:
+        flag = aio_loop.Flag()
+        for _ in range(5):
+            assert await aio_loop.wait(flag, 0.001) is False
+        wait = asyncio.ensure_future(aio_loop.wait(flag, None))
+        await asyncio.sleep(0)
+        wait.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await wait
+        return _futures_held(flag)
+
+    assert asyncio.run(scenario()) == []

@@ -27,6 +27,10 @@ _LOG = logging.getLogger("durabletask.langgraph.server")
 # list its own: the run's location after a run is created, and the pagination totals.
 DEFAULT_EXPOSED = ("content-location", "location", "x-pagination-total", "x-pagination-next")
 _PREFLIGHT_HEADER = "Access-Control-Request-Method"
+#: Bytes a second a body must keep up past ``body_timeout``: each byte received gives the body 1/MIN_BODY_RATE of a
+#: second more (Apache's ``mod_reqtimeout`` ``MinRate``). A large body over a slow link is read whole; a trickle
+#: holds its connection at most ``body_timeout`` plus the body limit over this rate.
+MIN_BODY_RATE = 1024
 #: Set on a request once its answer's headers are sent (``on_response_prepare``): an error after that cannot
 #: be answered with another response.
 STARTED_KEY: Any = (
@@ -101,8 +105,10 @@ def body_limit_middleware(settings: ServerSettings) -> web.middleware:  # type: 
 
     A body whose declared length is over the limit is refused unread (413 naming the limit); one sent without a
     length is cut at the same limit as it is read (aiohttp's ``client_max_size``). The whole body must arrive
-    within ``settings.body_timeout`` seconds, else 408 and the connection is closed: a client that sends part of
-    a body and stops holds neither the connection nor a handler. Handlers then read the body already received.
+    within ``settings.body_timeout`` seconds and one more per :data:`MIN_BODY_RATE` bytes received, else 408 and
+    the connection is closed: a client that sends part of a body and stops holds neither the connection nor a
+    handler, and one that sends a large body steadily over a slow link is not cut. Handlers then read the body
+    already received.
     """
 
     @web.middleware
@@ -110,18 +116,37 @@ def body_limit_middleware(settings: ServerSettings) -> web.middleware:  # type: 
         length = request.content_length
         if length is not None and length > settings.max_body_bytes:
             return _too_large(settings.max_body_bytes)
-        if request.body_exists:
-            try:
-                await asyncio.wait_for(request.read(), settings.body_timeout)
-            except asyncio.TimeoutError:
-                return _body_too_slow(settings.body_timeout)
+        if request.body_exists and not await _read_in_time(request, settings.body_timeout):
+            return _body_too_slow(settings.body_timeout)
         return await handler(request)
 
     return limit
 
 
+async def _read_in_time(request: web.Request, timeout: float) -> bool:
+    """Reads the body (kept for the handler); whether it came whole within ``timeout`` seconds and one more per
+    :data:`MIN_BODY_RATE` bytes received. A failed read (a body over the limit) raises as it does for a handler."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    reading = asyncio.ensure_future(request.read())
+    try:
+        while True:
+            left = started + timeout + request.content.total_bytes / MIN_BODY_RATE - loop.time()
+            if left <= 0:
+                return False
+            done, _ = await asyncio.wait({reading}, timeout=left)
+            if done:
+                reading.result()
+                return True
+    finally:
+        reading.cancel()  # a body too slow, or this request's own end: the read is not left behind
+
+
 def _body_too_slow(timeout: float) -> web.Response:
-    detail = f"the request body did not arrive whole within the server's body timeout of {timeout:g} seconds"
+    detail = (
+        f"the request body did not arrive whole within the server's body timeout of {timeout:g} seconds "
+        f"(and one more second per {MIN_BODY_RATE} bytes received)"
+    )
     response = _json_error(408, detail)
     response.force_close()
     return response
