@@ -174,6 +174,10 @@ async def check_webhook(url: Any, settings: WebhookSettings) -> str:
     return url
 
 
+#: What LangGraph's server's webhook says of a run cancelled (its ``UserInterrupt``, as its serializer writes it).
+INTERRUPTED_ERROR = {"error": "UserInterrupt", "message": "User interrupted the run"}
+
+
 def _error_json(error: Any) -> Any:
     if not isinstance(error, str):
         return error
@@ -195,6 +199,8 @@ def payload(value: dict[str, Any], settings: WebhookSettings, sent_at: str) -> d
     }
     if value.get("error"):
         body["error"] = _error_json(value["error"])
+    elif body["status"] == "interrupted":
+        body["error"] = dict(INTERRUPTED_ERROR)
     if settings.allowed_fields is not None:
         body = {k: v for k, v in body.items() if k in settings.allowed_fields}
     return body
