@@ -31,6 +31,21 @@ KWARGS = {
 }
 
 
+#: The fields of a run in LangGraph's server (its ``schema.Run``).
+RUN = {
+    "run_id",
+    "thread_id",
+    "assistant_id",
+    "created_at",
+    "updated_at",
+    "status",
+    "metadata",
+    "kwargs",
+    "multitask_strategy",
+    "langsmith_session_name",
+}
+
+
 def _options(run: dict[str, Any]) -> dict[str, Any]:
     kwargs = run["kwargs"]
     return {k: kwargs[k] for k in ("webhook", "feedback_keys", "temporary", "subgraphs", "resumable")}
@@ -63,6 +78,8 @@ async def test_kwargs_hold_the_webhook_and_the_stream_options(runs_hub: RunsHub)
             "resumable": False,
         }
         assert listed[plain["run_id"]] == await s.sdk.runs.get(tid, plain["run_id"])
+        for run in (made, got, *listed.values()):
+            assert set(run) == RUN and run["langsmith_session_name"] is None
         (post,) = await hooks.wait_for(1)
         sent = post["json"]["kwargs"]  # the webhook's run is the run runs.get gives (with fewer of the options)
         assert sent["webhook"] == hook and sent == {k: got["kwargs"][k] for k in sent}

@@ -38,10 +38,16 @@ MAX_BATCH = 100
 
 
 def run_view(run: dict[str, Any]) -> dict[str, Any]:
-    """A run's record as LangGraph's server answers it: its ``kwargs`` also hold the options the record keeps beside
-    them (``webhook``, ``subgraphs``, ``resumable``, ``temporary``), and those every run here has (``feedback_keys``
-    null, ``checkpoint_during`` true: other values are refused)."""
+    """A run's record as LangGraph's server answers it (see :func:`_langgraph_fields`)."""
     found = run_json(run)
+    return {**found, **_langgraph_fields(found, run)}
+
+
+def _langgraph_fields(found: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """What LangGraph's server's run has beyond ``found`` (a run's JSON), from ``run`` (its record): ``kwargs`` also
+    hold the options the record keeps beside them (``webhook``, ``subgraphs``, ``resumable``, ``temporary``) and
+    those every run here has (``feedback_keys`` null, ``checkpoint_during`` true: other values are refused); and
+    ``langsmith_session_name``, always null (this server sends nothing to LangSmith)."""
     kwargs = dict(found.get("kwargs") or {})
     kwargs.update(
         webhook=run.get("webhook"),
@@ -51,7 +57,7 @@ def run_view(run: dict[str, Any]) -> dict[str, Any]:
         resumable=bool(run.get("resumable")),
         checkpoint_during=True,
     )
-    return {**found, "kwargs": kwargs}
+    return {"kwargs": kwargs, "langsmith_session_name": None}
 
 
 def _created_view(body: RunRequest, run: dict[str, Any], threadless: bool) -> dict[str, Any]:
@@ -210,8 +216,16 @@ class _Handlers:
             status=status,
         )
         kept = ((await self.runs.thread_record(thread_id)).get("runs") or {}) if found else {}
-        # the kwargs of the runs listed, from the record (a run forgotten meanwhile keeps the kwargs it was listed with)
-        found = [{**r, "kwargs": run_view(kept[r["run_id"]])["kwargs"]} if r["run_id"] in kept else r for r in found]
+        # the runs listed, completed from the record (a run forgotten meanwhile keeps the kwargs it was listed with)
+        found = [
+            {
+                **r,
+                **(
+                    _langgraph_fields(r, kept[r["run_id"]]) if r["run_id"] in kept else {"langsmith_session_name": None}
+                ),
+            }
+            for r in found
+        ]
         select = [f for f in request.query.getall("select", []) if f]
         unknown = [f for f in select if f not in RUN_FIELDS]
         if unknown:
