@@ -32,3 +32,4 @@ async def test_a_run_that_succeeds_posts_no_error(runs_hub: RunsHub) -> None:
         await s.sdk.runs.wait(tid, "chain", input={"topic": "a", "steps": []}, webhook=hook.url)
         [post] = await hook.wait_for(1)
         assert post["json"]["status"] == "success" and "error" not in post["json"]
+        assert post["json"]["langsmith_session_name"] is None

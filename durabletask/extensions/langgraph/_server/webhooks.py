@@ -189,6 +189,7 @@ def payload(value: dict[str, Any], settings: WebhookSettings, sent_at: str) -> d
     """The JSON a run's webhook gets: the run, its status and times, the thread's values when it ended."""
     run = dict(value.get("run") or {})
     run["kwargs"] = {**(run.get("kwargs") or {}), "webhook": value.get("webhook")}
+    run.setdefault("langsmith_session_name", None)  # a field of LangGraph's runs; nothing goes to LangSmith here
     body: dict[str, Any] = {
         **run,
         "status": value.get("status"),
