@@ -41,6 +41,7 @@ from durabletask.extensions.langgraph._server import runs, threads
 from durabletask.extensions.langgraph._server.config import ProjectConfig, ServerSettings
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.middleware import middlewares
+from durabletask.extensions.langgraph._server.runs_body import server_metadata
 from durabletask.extensions.langgraph._server.state import to_json
 from tests.langgraph_server.support_runs import RunsHub, Served
 
@@ -441,13 +442,14 @@ async def reference_events(
     ``updates``, ``messages-tuple``; ``mode|ns`` for a subgraph's), every other event is an ``events`` event but for
     those tagged ``langsmith:hidden``; a run that fails ends with ``("error", its exception)``.
 
-    The run's configurable is what a server gives its runs: the thread, graph, assistant and run IDs. ``graph``
+    The run's configurable is what a server gives its runs: the thread, graph, assistant and run IDs; its metadata
+    has the server's keys. ``graph``
     (compiled with a checkpointer) continues a thread that earlier calls ran; ``inputs`` may be a ``Command``
     written as the server's ``command`` field."""
     if graph is None:
         graph = (builder or BUILDERS[graph_id])().compile(checkpointer=InMemorySaver())
     configurable = {"thread_id": thread_id, "graph_id": graph_id, "assistant_id": graph_id, "run_id": run_id}
-    config: Any = {"run_id": uuid.UUID(run_id), "configurable": configurable}
+    config: Any = {"run_id": uuid.UUID(run_id), "configurable": configurable, "metadata": server_metadata()}
     wanted = {"messages" if m == "messages-tuple" else m for m in modes}
     out: list[tuple[str, Any]] = []
     stream_mode = sorted({"debug", "values", *wanted})

@@ -97,7 +97,7 @@ def _task_config(
         configurable[lg.CONFIG_KEY_RESUME_MAP] = settings["resume_map"]
     if settings.get("resuming") is not None:
         configurable[lg.CONFIG_KEY_RESUMING] = settings["resuming"]
-    config: dict[str, Any] = {"configurable": configurable}
+    config: dict[str, Any] = {"configurable": configurable, "metadata": dict(settings.get("metadata") or {})}
     if settings.get("recursion_limit") is not None:
         config["recursion_limit"] = settings["recursion_limit"]
     if subgraph_modes := payload.get("subgraph_modes"):
@@ -113,7 +113,7 @@ def _task_config(
     if handlers:
         config["callbacks"] = handlers
         # what Pregel.stream adds to its callbacks' metadata, so the chunks' metadata is LangGraph's
-        config["metadata"] = dict(INTEGRATION)
+        config["metadata"] = {**INTEGRATION, **config["metadata"]}
     return dict(lg.ensure_config(config))  # type: ignore[arg-type]
 
 

@@ -42,6 +42,7 @@ class RunSpec:
     recursion_limit: int | None = None
     context: Any = None
     subgraphs: bool = False  # stream the chunks of subgraphs too (with their namespaces)
+    metadata: dict[str, Any] = field(default_factory=dict)  # the config's metadata: the run's chain and nodes get it
 
 
 @dataclass
@@ -95,6 +96,8 @@ def run_config(graph: Any, thread_id: str, spec: RunSpec) -> dict[str, Any]:
     if spec.checkpoint_id:
         configurable["checkpoint_id"] = spec.checkpoint_id
     config: dict[str, Any] = {"configurable": configurable}
+    if spec.metadata:
+        config["metadata"] = dict(spec.metadata)
     if spec.recursion_limit is not None:
         config["recursion_limit"] = spec.recursion_limit
     return dict(lg.ensure_config(graph.config, config))  # type: ignore[arg-type]
@@ -242,6 +245,7 @@ def describe_tasks(
                 "resuming": loop.config["configurable"].get(lg.CONFIG_KEY_RESUMING),
                 "recursion_limit": loop.config.get("recursion_limit"),
                 "context": spec.context,
+                "metadata": spec.metadata,
             },
             "the run's config",
         ),

@@ -110,6 +110,8 @@ def run_body(
         "context": context,
         "subgraphs": subgraphs,
     }
+    if metadata := (config or {}).get("metadata"):  # left out when empty: a worker that predates it reads the rest
+        spec["metadata"] = dict(metadata)
     return {"spec": spec, "invoke": invoke}
 
 

@@ -15,7 +15,7 @@ from aiohttp import web
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.errors import HttpError, bad_request
 from durabletask.extensions.langgraph._server.runs_body import run_request
-from durabletask.extensions.langgraph._server.runs_service import RUN_FIELDS, RunServiceImpl
+from durabletask.extensions.langgraph._server.runs_service import RUN_FIELDS, RunServiceImpl, run_json
 from durabletask.extensions.langgraph._server.runs_stream import SDK_MODES
 from durabletask.extensions.langgraph._server.services import RUNS_KEY, RunRequest, StreamEvent
 from durabletask.extensions.langgraph._server.sse import LOOK, send_events
@@ -35,6 +35,41 @@ _THREAD_MODES = ("run_modes", "lifecycle", "state_update")
 BACKGROUND_KEY = "runs_background"
 #: The most runs one ``POST /runs/batch`` creates.
 MAX_BATCH = 100
+
+
+def run_view(run: dict[str, Any]) -> dict[str, Any]:
+    """A run's record as LangGraph's server answers it (see :func:`_langgraph_fields`)."""
+    found = run_json(run)
+    return {**found, **_langgraph_fields(found, run)}
+
+
+def _langgraph_fields(found: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """What LangGraph's server's run has beyond ``found`` (a run's JSON), from ``run`` (its record): ``kwargs`` also
+    hold the options the record keeps beside them (``webhook``, ``subgraphs``, ``resumable``, ``temporary``) and
+    those every run here has (``feedback_keys`` null, ``checkpoint_during`` true: other values are refused); and
+    ``langsmith_session_name``, always null (this server sends nothing to LangSmith)."""
+    kwargs = dict(found.get("kwargs") or {})
+    kwargs.update(
+        webhook=run.get("webhook"),
+        feedback_keys=None,
+        temporary=bool(run.get("threadless")) and run.get("on_completion") == "delete",
+        subgraphs=bool(run.get("subgraphs")),
+        resumable=bool(run.get("resumable")),
+        checkpoint_during=True,
+    )
+    return {"kwargs": kwargs, "langsmith_session_name": None}
+
+
+def _created_view(body: RunRequest, run: dict[str, Any], threadless: bool) -> dict[str, Any]:
+    """The run just made from ``body``, as :func:`run_view` shows it."""
+    kept = {
+        "webhook": body.webhook,
+        "threadless": threadless,
+        "on_completion": body.on_completion,
+        "subgraphs": body.stream_subgraphs,
+        "resumable": body.stream_resumable,
+    }
+    return run_view({**run, **kept})
 
 
 async def cleanup(ctx: ServerContext) -> None:
@@ -78,7 +113,7 @@ class _Handlers:
     async def _create(self, request: web.Request) -> tuple[RunRequest, dict[str, Any]]:
         thread_id = self._thread(request)
         body = run_request(await read_body(request), threadless=thread_id is None)
-        return body, await self.runs.create(thread_id, body)
+        return body, _created_view(body, await self.runs.create(thread_id, body), thread_id is None)
 
     async def _after(self, body: RunRequest, run: dict[str, Any]) -> None:
         """A threadless run's thread is deleted once the run has ended, unless ``on_completion`` keeps it."""
@@ -158,7 +193,7 @@ class _Handlers:
                 raise HttpError(error.status, f"runs[{n}]: {error.detail}") from None
         made = []
         for thread_id, body in asked:
-            run = await self.runs.create(thread_id, body)
+            run = _created_view(body, await self.runs.create(thread_id, body), thread_id is None)
             if thread_id is None and body.on_completion == "delete":
                 self._later(body, run)
             made.append(run)
@@ -173,12 +208,24 @@ class _Handlers:
         status = choice(
             dict(request.query), "status", ("pending", "running", "error", "success", "timeout", "interrupted")
         )
+        thread_id = request.match_info["thread_id"]
         found = await self.runs.list(
-            request.match_info["thread_id"],
+            thread_id,
             limit=count(request.query.get("limit"), "limit", 10),
             offset=count(request.query.get("offset"), "offset", 0, high=1 << 31),
             status=status,
         )
+        kept = ((await self.runs.thread_record(thread_id)).get("runs") or {}) if found else {}
+        # the runs listed, completed from the record (a run forgotten meanwhile keeps the kwargs it was listed with)
+        found = [
+            {
+                **r,
+                **(
+                    _langgraph_fields(r, kept[r["run_id"]]) if r["run_id"] in kept else {"langsmith_session_name": None}
+                ),
+            }
+            for r in found
+        ]
         select = [f for f in request.query.getall("select", []) if f]
         unknown = [f for f in select if f not in RUN_FIELDS]
         if unknown:
@@ -186,7 +233,8 @@ class _Handlers:
         return answer([{f: run.get(f) for f in select} for run in found] if select else found)
 
     async def get(self, request: web.Request) -> web.Response:
-        return answer(await self.runs.get(request.match_info["thread_id"], request.match_info["run_id"]))
+        _, run = await self.runs.run_record(request.match_info["thread_id"], request.match_info["run_id"])
+        return answer(run_view(run))
 
     async def delete(self, request: web.Request) -> web.Response:
         await self.runs.delete(request.match_info["thread_id"], request.match_info["run_id"])

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
+
+from langgraph.version import __version__ as LANGGRAPH_VERSION
 
 from durabletask.extensions.langgraph._server.errors import bad_request
 from durabletask.extensions.langgraph._server.runs_stream import SDK_MODES
@@ -128,15 +131,36 @@ def _after(body: Mapping[str, Any]) -> float | None:
     return float(after)
 
 
+def server_metadata() -> dict[str, Any]:
+    """What LangGraph's server adds to every run's config metadata, of what holds here: the ``langgraph`` version, the
+    kind of host (``self-hosted``: what LangGraph's server says off LangChain's cloud) and ``LANGGRAPH_API_URL``
+    (``None`` when unset, as there). Left out: ``langgraph_api_version`` and ``langgraph_plan`` (the version and the
+    licence of LangChain's server, which this is not), and ``run_attempt`` (a node's activity is not told its attempt:
+    the run's stream numbers attempts, in its ``metadata`` events)."""
+    return {
+        "langgraph_version": LANGGRAPH_VERSION,
+        "langgraph_host": "self-hosted",
+        "langgraph_api_url": os.environ.get("LANGGRAPH_API_URL"),
+    }
+
+
+def _run_config(config: Any, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The run's config with LangGraph's server's metadata: the config's, under the run's, under the server's."""
+    found = dict(config or {})
+    found["metadata"] = {**dict(found.get("metadata") or {}), **metadata, **server_metadata()}
+    return found
+
+
 def _check_config(config: Any) -> None:
-    """The parts of a run's config the run reads itself: ``recursion_limit``, ``configurable``, ``tags``."""
+    """The parts of a run's config the run reads itself: its recursion limit, configurable, metadata and tags."""
     if config is None:
         return
     limit = config.get("recursion_limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1_000_000):
         raise bad_request(f"'config.recursion_limit' must be an integer from 1 to 1000000, not {limit!r}")
-    if config.get("configurable") is not None and not isinstance(config["configurable"], dict):
-        raise bad_request("'config.configurable' must be an object")
+    for name in ("configurable", "metadata"):
+        if config.get(name) is not None and not isinstance(config[name], dict):
+            raise bad_request(f"'config.{name}' must be an object")
     tags = config.get("tags")
     if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
         raise bad_request("'config.tags' must be a list of strings")
@@ -180,13 +204,14 @@ def run_request(body: Any, *, threadless: bool = False) -> RunRequest:
         raise bad_request("'webhook' must be a non-empty URL string")
     _check_config(_object(body, "config"))
     _check_options(body)
+    metadata = bounded_metadata(_object(body, "metadata"))
     return RunRequest(
         assistant_id=assistant_id,
         input=body.get("input"),
         command=_command(body),
-        config=_object(body, "config"),
+        config=_run_config(_object(body, "config"), metadata),
         context=_object(body, "context"),
-        metadata=bounded_metadata(_object(body, "metadata")),
+        metadata=metadata,
         stream_mode=_modes(body.get("stream_mode")),
         stream_subgraphs=_flag(body, "stream_subgraphs"),
         stream_resumable=_flag(body, "stream_resumable"),

@@ -174,6 +174,10 @@ async def check_webhook(url: Any, settings: WebhookSettings) -> str:
     return url
 
 
+#: What LangGraph's server's webhook says of a run cancelled (its ``UserInterrupt``, as its serializer writes it).
+INTERRUPTED_ERROR = {"error": "UserInterrupt", "message": "User interrupted the run"}
+
+
 def _error_json(error: Any) -> Any:
     if not isinstance(error, str):
         return error
@@ -185,6 +189,7 @@ def payload(value: dict[str, Any], settings: WebhookSettings, sent_at: str) -> d
     """The JSON a run's webhook gets: the run, its status and times, the thread's values when it ended."""
     run = dict(value.get("run") or {})
     run["kwargs"] = {**(run.get("kwargs") or {}), "webhook": value.get("webhook")}
+    run.setdefault("langsmith_session_name", None)  # a field of LangGraph's runs; nothing goes to LangSmith here
     body: dict[str, Any] = {
         **run,
         "status": value.get("status"),
@@ -195,6 +200,8 @@ def payload(value: dict[str, Any], settings: WebhookSettings, sent_at: str) -> d
     }
     if value.get("error"):
         body["error"] = _error_json(value["error"])
+    elif body["status"] == "interrupted":
+        body["error"] = dict(INTERRUPTED_ERROR)
     if settings.allowed_fields is not None:
         body = {k: v for k, v in body.items() if k in settings.allowed_fields}
     return body
