@@ -142,8 +142,8 @@ class ServerSettings:
         idle_timeout: Seconds a connection may wait for a whole request head, from when it opened or its last
             answer was sent; then it is closed. This closes idle keep-alive connections, and those of a client
             that sends a head slowly or only half of it.
-        body_timeout: Seconds a request's whole body may take to arrive once its head has; a slower one gets 408
-            and its connection is closed.
+        body_timeout: Seconds a request's whole body may take to arrive once its head has, plus one second per
+            1,024 bytes received; a slower one gets 408 and its connection is closed.
     """
 
     project: ProjectConfig
