@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -25,6 +25,7 @@ WAIT = 60  # a hang guard on each wait, never a measure of speed
 PREFIX = f"@{control.CONTROL_ENTITY}@"
 COMPLETED = client.OrchestrationStatus.COMPLETED
 _stopped: dict[str, threading.Event] = {}
+_released = threading.Event()  # set as a test ends: an attempt nothing cancels returns then, not at WAIT
 
 
 def _stop_event(instance_id: str) -> threading.Event:
@@ -35,10 +36,10 @@ def beating(ctx: task.ActivityContext, _: Any) -> int:
     deadline = time.monotonic() + WAIT
     page = 0
     try:
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not _released.is_set():
             ctx.heartbeat(page)
             page += 1
-            time.sleep(0.05)
+            _released.wait(0.05)
     except task.ActivityCancelledError:
         _stop_event(ctx.orchestration_id).set()
         raise
@@ -103,9 +104,11 @@ def _heartbeating(c: client.TaskHubGrpcClient, instance_id: str) -> bool:
 
 
 @pytest.fixture
-def c(hub: Hub) -> client.TaskHubGrpcClient:
+def c(hub: Hub) -> Iterator[client.TaskHubGrpcClient]:
+    _released.clear()
     hub.start_worker([cancels_one, ends_running, parent], [beating])
-    return hub.client()
+    yield hub.client()
+    _released.set()  # before the worker stops, which waits for its running attempts
 
 
 @pytest.mark.parametrize("listing", [False, True], ids=["by-prefix", "one-listing"])

@@ -4,13 +4,15 @@ and a receiver that fails or hangs holds up no run."""
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from durabletask import task
 from durabletask.client import OrchestrationStatus
 from durabletask.extensions.langgraph._records_effects import webhook_instance
+from durabletask.extensions.langgraph._server import webhooks
 from durabletask.extensions.langgraph._server.config_webhooks import WebhookSettings
 from tests.langgraph_server.support_runs import RunsHub, runs_emulator, runs_hub
 from tests.langgraph_server.support_webhooks import project, receiver, serve, worker_for
@@ -86,7 +88,17 @@ async def test_a_cancelled_run_posts_interrupted(runs_hub: RunsHub, tmp_path: Pa
 
 
 @pytest.mark.adversarial
-async def test_a_receiver_that_fails_forever_gets_three_attempts_and_blocks_nothing(runs_hub: RunsHub) -> None:
+async def test_a_receiver_that_fails_forever_gets_three_attempts_and_blocks_nothing(
+    runs_hub: RunsHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker runs in this process: the same attempts, with pauses of a fraction of a second between them.
+    policy = webhooks.DELIVERY_RETRY
+    quick = task.RetryPolicy(
+        first_retry_interval=timedelta(milliseconds=50),
+        max_number_of_attempts=policy.max_number_of_attempts,
+        backoff_coefficient=policy.backoff_coefficient,
+    )
+    monkeypatch.setattr(webhooks, "DELIVERY_RETRY", quick)
     async with receiver("fail") as hook, serve(runs_hub) as s:
         tid = (await s.sdk.threads.create())["thread_id"]
         first = await s.sdk.runs.wait(tid, "chain", input={"topic": "a", "steps": []}, webhook=hook.url)

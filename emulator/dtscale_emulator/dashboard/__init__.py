@@ -128,7 +128,15 @@ async def start(
         body_timeout=body_timeout,
     )
     # Open live-update streams never end by themselves: on shutdown they are cut after a short grace.
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, keepalive_timeout=idle_timeout)
+    # After an early answer (408) the rest of a body is read and dropped so the client can see the answer; a body
+    # too slow for ``body_timeout`` is not waited on longer than that again (aiohttp's own bound is 10 s).
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        shutdown_timeout=1.0,
+        keepalive_timeout=idle_timeout,
+        lingering_time=min(body_timeout, 10.0),
+    )
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port, ssl_context=tls).start()

@@ -96,7 +96,7 @@ def test_a_killed_workers_attempt_is_retried_by_its_heartbeat_timeout_not_its_le
     try:
         doomed = cluster.start_app(ROLES_APP, proxy.address, str(cluster.ledger.path), "activities", log=log)
         c = cluster.client
-        plan = {"pages": 200, "mark_at": 45, "page_seconds": 0.05, "heartbeat_seconds": 2}
+        plan = {"pages": 100, "mark_at": 45, "page_seconds": 0.05, "heartbeat_seconds": 2}
         iid = c.schedule_new_orchestration("watched_extraction", input=plan, instance_id=cluster.id("hb-kill"))
         wait_until(lambda: cluster.ledger.has(f"{iid}/reached-45"), 60, "the extraction to heartbeat")
         cluster.kill_worker(doomed)  # SIGKILL: no result, no more heartbeats, and no closed connection
@@ -104,7 +104,7 @@ def test_a_killed_workers_attempt_is_retried_by_its_heartbeat_timeout_not_its_le
         result = _output(wait_done(c, [iid], 90)[iid])
     finally:
         proxy.close()
-    assert isinstance(result, dict) and result["pages"] == 200
+    assert isinstance(result, dict) and result["pages"] == 100
     # The retry was made because the heartbeat timeout fired, and for no other reason.
     assert result["retried_after"] == [["durabletask.task.ActivityTimeoutError", "heartbeat"]]
     events = cluster.history(iid)

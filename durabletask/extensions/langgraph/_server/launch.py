@@ -35,6 +35,8 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Seconds the answers in progress get to end once the server stops; then what is still open (an event stream,
 #: whose client resumes it from another server) is cut. A run goes on in the task hub either way.
 SHUTDOWN_GRACE = 3.0
+#: Longest the rest of a body is read and dropped after an early answer (aiohttp's own default).
+MAX_LINGER = 10.0
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,9 @@ async def _serve_app(
             shutdown_timeout=SHUTDOWN_GRACE,
             # From when a connection opens or its last answer is sent, until a request head has arrived whole.
             keepalive_timeout=settings.idle_timeout,
+            # After an early answer (413, 408) the rest of the body is read and dropped so the client can see the
+            # answer; a body too slow for ``body_timeout`` is not waited on longer than that again.
+            lingering_time=min(settings.body_timeout, MAX_LINGER),
         )
         await runner.setup()
         try:
