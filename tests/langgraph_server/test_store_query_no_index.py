@@ -1,5 +1,5 @@
 """A store search's ``query`` with no ``store.index`` configured: taken as LangGraph's server takes it, ranking
-nothing (every score null, the items those the filter finds); an ``index`` config stops the server at startup."""
+nothing (every score null, the items those the filter finds); a ``store.ttl`` config stops the server at startup."""
 
 from __future__ import annotations
 
@@ -48,13 +48,9 @@ async def test_a_malformed_query_or_index_is_refused(resource_hub: ResourceHub) 
             assert answer.status_code == 422 and "field 'index'" in answer.json()["detail"], answer.text
 
 
-@pytest.mark.parametrize(
-    "store_config",
-    [{"index": {"dims": 4, "embed": "openai:text-embedding-3-small"}}, {"ttl": {"default_ttl": 5}}],
-)
-def test_a_store_config_stops_the_server_at_startup(tmp_path: Path, store_config: dict[str, object]) -> None:
+def test_a_store_ttl_config_stops_the_server_at_startup(tmp_path: Path) -> None:
     (tmp_path / "graph.py").write_text("graph = None\n")
-    config = {"graphs": {"g": "./graph.py:graph"}, "store": store_config}
+    config = {"graphs": {"g": "./graph.py:graph"}, "store": {"ttl": {"default_ttl": 5}}}
     (tmp_path / "langgraph.json").write_text(json.dumps(config))
-    with pytest.raises(ConfigError, match=r"key 'store': store.index \(semantic search\) is not supported"):
+    with pytest.raises(ConfigError, match=r"store.ttl defaults are not supported"):
         load_config(tmp_path)

@@ -13,10 +13,18 @@ write is in (read-your-writes over one-way signals).
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from durabletask.entities import EntityInstanceId
-from durabletask.extensions.langgraph._records_effects import TTL_CHECK, effects, perform, ttl_check
+from durabletask.extensions.langgraph._records_effects import (
+    EXPIRE_END,
+    TTL_CHECK,
+    effects,
+    expire_end,
+    perform,
+    ttl_check,
+)
 
 #: The entity that holds threads' records.
 RECORD_ENTITY = "lg.thread"
@@ -80,6 +88,46 @@ def in_flight(state: dict[str, Any]) -> list[str]:
     """The IDs of the thread's runs that are pending or running, oldest first."""
     runs = [r for r in (state.get("runs") or {}).values() if r.get("status") in _ACTIVE]
     return [str(r["run_id"]) for r in sorted(runs, key=lambda r: str(r.get("created_at")))]
+
+
+#: The error a run lost between its record and its thread's orchestration ends with.
+LOST_ERROR = "RunLostError: the server that created the run stopped before handing it to the thread's orchestration"
+
+
+def _moment(value: Any) -> datetime | None:
+    try:
+        found = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return found if found.tzinfo is not None else found.replace(tzinfo=timezone.utc)
+
+
+def lost_runs(state: dict[str, Any], at: Any, lost_after: Any) -> list[str]:
+    """The IDs of the thread's runs recorded ``pending`` but never handed to its orchestration (``submitted`` still
+    false) for ``lost_after`` seconds at ``at``: their server stopped between the two steps, and nothing runs them."""
+    now = _moment(at)
+    if now is None or not isinstance(lost_after, (int, float)):
+        return []
+    found = []
+    for run_id, run in (state.get("runs") or {}).items():
+        created = _moment(run.get("created_at"))
+        waiting = run.get("status") == "pending" and run.get("submitted") is False
+        if waiting and created is not None and created + timedelta(seconds=float(lost_after)) <= now:
+            found.append(str(run_id))
+    return found
+
+
+def _end_lost(state: dict[str, Any], data: dict[str, Any]) -> None:
+    """Record the lost runs (see :func:`lost_runs`) as ``error``, naming the run whose admission found them."""
+    lost = lost_runs(state, data.get("at"), data.get("lost_after"))
+    if not lost:
+        return
+    runs = dict(state.get("runs") or {})
+    by = str(data.get("by") or (data.get("run") or {}).get("run_id"))
+    for run_id in lost:
+        ended = {"status": "error", "error": LOST_ERROR, "updated_at": data["at"], "lost_to": by}
+        runs[run_id] = {**runs[run_id], **ended}
+    state["runs"] = runs
 
 
 def _admission(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
@@ -146,6 +194,24 @@ def _cursor(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | Non
     return state
 
 
+def _submitted(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """The server handed the run to the thread's orchestration: it can no longer be lost (see :func:`lost_runs`)."""
+    if not state:
+        return None
+    run = (state.get("runs") or {}).get(str(data["run_id"]))
+    if run is not None:
+        state["runs"] = {**state["runs"], str(data["run_id"]): {**run, "submitted": True}}
+    return state
+
+
+def _lost(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """A reader found runs lost (see :func:`lost_runs`) with no admission to end them: they end now."""
+    if not state:
+        return None
+    _end_lost(state, data)
+    return state
+
+
 def _forget_run(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
     if not state:
         return None
@@ -163,7 +229,10 @@ _OPERATIONS = {
     "run": _run,
     "cursor": _cursor,
     "forget_run": _forget_run,
+    "submitted": _submitted,
+    "lost": _lost,
     TTL_CHECK: ttl_check,
+    EXPIRE_END: expire_end,
 }
 
 
@@ -176,8 +245,14 @@ def apply(state: dict[str, Any] | None, operation: str, data: dict[str, Any]) ->
         raise ValueError(f"unknown operation '{operation}' on a thread record")
     before = dict(state or {})
     exists = before.get("thread_id") is not None
-    # A new thread whose ID is taken, or a run that its strategy keeps out: refused, and its writer reads 409.
-    if (operation == "put" and exists) or (operation == "run" and exists and _admission(before, data) is None):
+    admitting = operation == "run" and data.get("admit") is not None
+    if admitting and exists:
+        _end_lost(before, data)
+    # Refused, and its writer reads 409: a new thread whose ID is taken, a run that its strategy keeps out, and a new
+    # run on a thread that is expiring (its writer then finds the thread gone, or kept, and writes again).
+    if (operation == "put" and exists) or (
+        admitting and exists and (before.get("expiring") or _admission(before, data) is None)
+    ):
         if data.get("op"):
             before["refused"] = [*before.get("refused", []), data["op"]][-KEEP_OPS:]
         return before

@@ -20,6 +20,8 @@ WEBHOOK_ORCHESTRATION = "lgs.webhook"
 TTL_ORCHESTRATION = "lgs.thread_ttl"
 #: The record's operation that a TTL's delayed signal carries.
 TTL_CHECK = "ttl_check"
+#: The record's operation that ends an expiry that kept the thread (see :func:`expire_end`).
+EXPIRE_END = "expire_end"
 _ENDED = ("success", "error", "interrupted", "timeout")
 
 
@@ -98,6 +100,8 @@ def _ttl_effects(
     before: dict[str, Any], after: dict[str, Any], operation: str, data: dict[str, Any]
 ) -> list[tuple[str, Any]]:
     ttl = after.get("ttl")
+    if operation == EXPIRE_END:
+        return []  # no write to the thread: a kept thread's TTL starts again at its next write
     if not isinstance(ttl, dict) or not isinstance(ttl.get("ttl_minutes"), (int, float)):
         return []
     if operation == "put" and before.get("thread_id") is not None:
@@ -112,7 +116,12 @@ def _ttl_effects(
         return []
     out: list[tuple[str, Any]] = []
     if operation == TTL_CHECK and expires <= at:
-        if not any(r.get("status") in ("pending", "running") for r in (after.get("runs") or {}).values()):
+        idle = not any(r.get("status") in ("pending", "running") for r in (after.get("runs") or {}).values())
+        # One expiry per due time: a kept (pruned) thread is not expired again until a write starts its TTL anew.
+        if idle and not after.get("expiring") and after.get("expired") != ttl["expires_at"]:
+            # Marked in the operation that decides: from now on the record refuses new runs until the expiry ends
+            # (``expire_end``), so none is admitted between this decision and the thread's deletion.
+            after["expiring"] = ttl["expires_at"]
             out.append(
                 ("expire", {"thread_id": after["thread_id"], "strategy": ttl.get("strategy"), "due": ttl["expires_at"]})
             )
@@ -149,6 +158,17 @@ def ttl_check(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | N
         return None  # the thread was deleted meanwhile
     if state.get("ttl_check") == data.get("due"):
         state.pop("ttl_check", None)
+    return state
+
+
+def expire_end(state: dict[str, Any], data: dict[str, Any]) -> dict[str, Any] | None:
+    """The record's ``expire_end`` operation: the thread's expiry at ``due`` is over (it was pruned, or found written
+    to since, or failed), so the record admits runs again."""
+    if not state:
+        return None  # the thread was deleted
+    if state.get("expiring") == data.get("due"):
+        state.pop("expiring", None)
+        state["expired"] = data.get("due")
     return state
 
 

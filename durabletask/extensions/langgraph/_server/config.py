@@ -17,6 +17,7 @@ from typing import Any
 
 from durabletask.extensions.langgraph._naming import check_graph_name
 from durabletask.extensions.langgraph._server.config_graphs import GraphSpec, GraphSpecError
+from durabletask.extensions.langgraph._server.config_store import StoreIndexSettings, parse_store
 from durabletask.extensions.langgraph._server.config_ttl import parse_checkpointer
 from durabletask.extensions.langgraph._server.config_webhooks import WebhookSettings, parse_webhooks
 
@@ -52,13 +53,10 @@ _BUILD_KEYS = frozenset(
 # Keys of LangGraph's server that this one does not implement: refused, never silently dropped.
 _UNSUPPORTED_KEYS = {
     "auth": "custom auth handlers are not supported; guard the server with --auth-token",
-    "store": (
-        "store.index (semantic search) is not supported: this server keeps no embeddings, so a search's query ranks "
-        "nothing, as LangGraph's server without store.index; store.ttl defaults are not supported (a put's ttl is)"
-    ),
     "ui": "generative UI components are not supported",
     "semantic_search": "semantic search is not supported",
 }
+_KNOWN_KEYS = frozenset({"graphs", "dependencies", "env", "http", "webhooks", "checkpointer", "store"})
 _CORS_LISTS = ("allow_origins", "allow_methods", "allow_headers", "expose_headers")
 _CORS_KEYS = frozenset({*_CORS_LISTS, "allow_origin_regex", "allow_credentials", "max_age"})
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*([<>=!~;@ ].*)?$")
@@ -103,6 +101,7 @@ class ProjectConfig:
         env_file: The ``.env`` file ``env`` names, if it names one.
         webhooks: ``webhooks`` and ``http.disable_webhooks``: how run webhooks are checked and sent.
         thread_ttl: ``checkpointer.ttl``: the TTL of a thread made without one (``{"strategy", "ttl_minutes"}``).
+        store_index: ``store.index``: how the store embeds items for a search's ``query`` (``None``: it does not).
     """
 
     path: Path
@@ -113,6 +112,7 @@ class ProjectConfig:
     env_file: Path | None = None
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
     thread_ttl: Mapping[str, Any] | None = None
+    store_index: StoreIndexSettings | None = None
 
     @property
     def base_dir(self) -> Path:
@@ -188,6 +188,7 @@ def load_config(path: str | os.PathLike[str]) -> ProjectConfig:
             file, raw.get("webhooks"), disabled=_disable_webhooks(file, raw.get("http")), environ={**env, **os.environ}
         )
         thread_ttl = parse_checkpointer(raw.get("checkpointer"))
+        store_index = parse_store(raw.get("store"), base)
     except ValueError as error:
         raise ConfigError(f"{file}: {error}") from None
     try:
@@ -208,6 +209,7 @@ def load_config(path: str | os.PathLike[str]) -> ProjectConfig:
         env_file=(base / raw["env"]).resolve() if isinstance(raw.get("env"), str) else None,
         webhooks=webhooks,
         thread_ttl=thread_ttl,
+        store_index=store_index,
     )
 
 
@@ -215,7 +217,7 @@ def _check_keys(file: Path, raw: dict[str, Any]) -> None:
     for key in raw:
         if key in _UNSUPPORTED_KEYS:
             raise ConfigError(f"{file}: key '{key}': {_UNSUPPORTED_KEYS[key]}")
-        if key not in _BUILD_KEYS and key not in {"graphs", "dependencies", "env", "http", "webhooks", "checkpointer"}:
+        if key not in _BUILD_KEYS and key not in _KNOWN_KEYS:
             raise ConfigError(f"{file}: unknown key '{key}'")
 
 

@@ -117,7 +117,7 @@ async def serve_http(
     """Serve LangGraph's API on ``host:port`` until ``stop`` is set; ``ready`` gets the server's URL."""
     client = connection.async_client()
     with contextlib.ExitStack() as stack:
-        store = _node_store(connection, stack)
+        store = _node_store(connection, stack, project)
         if store is not None:  # a factory's runtime.store, also when the server builds it (state reads, schemas)
             for spec in project.graphs.values():
                 spec.use_store(store)
@@ -169,7 +169,7 @@ def running_worker(project: ProjectConfig, connection: Connection, *, stop_grace
     running work ``stop_grace`` seconds (the SDK's default when ``None``) before it is left to be redelivered."""
     worker = connection.worker()
     with contextlib.ExitStack() as stack:
-        store = _node_store(connection, stack)
+        store = _node_store(connection, stack, project)
         stack.enter_context(register_project(worker, project, store=store, connect=connection.async_client))
         worker.start()
         try:
@@ -178,7 +178,7 @@ def running_worker(project: ProjectConfig, connection: Connection, *, stop_grace
             worker.stop(stop_grace)
 
 
-def _node_store(connection: Connection, stack: contextlib.ExitStack) -> Any:
+def _node_store(connection: Connection, stack: contextlib.ExitStack, project: ProjectConfig) -> Any:
     """The store the graphs' nodes get: the server's own (``/store/items``) when the store module offers one."""
     store_module = next((m for m in route_modules() if m.__name__.endswith(".store")), None)
     make = getattr(store_module, "node_store", None)
@@ -186,7 +186,7 @@ def _node_store(connection: Connection, stack: contextlib.ExitStack) -> Any:
         return None
     client = connection.client()
     stack.callback(client.close)
-    return make(client)
+    return make(client, project)
 
 
 @contextlib.contextmanager

@@ -32,6 +32,7 @@ from durabletask.extensions.langgraph._server.launch import (
     stop_event,
 )
 from durabletask.extensions.langgraph._server.launch_reload import Watcher, forget_project, watched_files
+from durabletask.extensions.langgraph._server.store import check_store_index
 
 T = TypeVar("T")
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -47,6 +48,7 @@ def _project(args: argparse.Namespace) -> ProjectConfig:
         apply_environment(project)
         for spec in project.graphs.values():
             spec.load()  # an import error shows now, naming the graph, not at the first request
+        check_store_index(project)  # so does a store.index.embed that cannot be loaded or gives the wrong shape
     except GraphSpecError as error:
         raise LaunchError(str(error)) from None
     return project

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from durabletask.client import OrchestrationStatus
 from durabletask.extensions.langgraph import LangGraphError, StateSerializationError, instance_id
 from durabletask.extensions.langgraph import _requests as rq
-from durabletask.extensions.langgraph._records import record_id
+from durabletask.extensions.langgraph._records import lost_runs, record_id
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.errors import HttpError, bad_request, conflict, not_found
 from durabletask.extensions.langgraph._server.runs_stream import (
@@ -145,7 +145,8 @@ class RunServiceImpl:
         threadless = thread_id is None
         record = await self._thread_for(thread_id, request, assistant.graph_id)
         thread_id = str(record["thread_id"])
-        active = active_runs(record)
+        lost = set(lost_runs(record, now(), self.threads.LOST_AFTER))
+        active = [r for r in active_runs(record) if r["run_id"] not in lost]
         if active and request.multitask_strategy == "reject":  # busy already: refused without a write
             raise conflict(f"thread {thread_id!r} is busy with run {active[0]['run_id']!r} (multitask_strategy reject)")
         run_id = str(uuid.uuid4())
@@ -158,6 +159,7 @@ class RunServiceImpl:
             "created_at": at,
             "updated_at": at,
             "status": "pending",
+            "submitted": False,  # until the thread's orchestration has it (see _records.lost_runs)
             "metadata": dict(request.metadata),
             "multitask_strategy": request.multitask_strategy,
             "kwargs": _bounded_kwargs(
@@ -189,15 +191,47 @@ class RunServiceImpl:
         # The record admits the run or refuses it: it applies a thread's writes one at a time, whichever server
         # sent them, so of runs racing to a thread with ``reject`` exactly one gets in.
         busy = f"thread {thread_id!r} is busy with another run (multitask_strategy reject)"
-        admit = {**data, "admit": request.multitask_strategy}
-        written = await self.records.write(thread_id, "run", admit, refused=busy)
-        await self._supersede(thread_id, (written or {}).get("runs") or {}, run_id, request.multitask_strategy)
+        admit = {**data, "admit": request.multitask_strategy, "lost_after": self.threads.LOST_AFTER}
+        written = await self._admit(thread_id, admit, busy, record)
+        runs = written.get("runs") or {}
+        await self.threads.cancel_lost(thread_id, runs, run_id)
+        await self._supersede(thread_id, runs, run_id, request.multitask_strategy)
         try:
             await self._submit(thread_id, run_id, request, assistant)
         except HttpError as error:
             await self._fail(thread_id, run_id, error.detail)
             raise
+        # One-way, and best effort: the run is the orchestration's now. Were the mark lost, a run still queued 30 s
+        # on could be taken for lost (ended as ``error``, and cancelled before it runs).
+        with contextlib.suppress(Exception):
+            await self.client.signal_entity(record_id(thread_id), "submitted", {"run_id": run_id})
         return run_json(run)
+
+    async def _admit(self, thread_id: str, data: dict[str, Any], busy: str, record: dict[str, Any]) -> dict[str, Any]:
+        """The record once it admitted the run; 409 when its strategy keeps it out, 404 when the thread is gone.
+
+        A thread whose TTL ran out refuses new runs until its expiry is over: the run then waits for it, and is
+        admitted if the thread was kept (pruned, or written to meanwhile), or answered 404 if it was deleted.
+        """
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        found: dict[str, Any] | None = record
+        while True:
+            while found is not None and found.get("expiring"):
+                if time.monotonic() > deadline:
+                    raise HttpError(503, f"thread {thread_id!r} is expiring: try again later")
+                await asyncio.sleep(0.05)
+                found = await self.records.read(thread_id)
+            if found is None:
+                raise not_found(f"thread {thread_id!r}")
+            try:
+                return await self.records.write(thread_id, "run", data, refused=busy) or {}
+            except HttpError as refused:
+                if refused.status != 409:
+                    raise
+                found = await self.records.read(thread_id)
+                # Refused by a run in flight (``reject``), not by an expiry that has ended meanwhile: 409.
+                if (found is not None and active_runs(found)) or time.monotonic() > deadline:
+                    raise
 
     async def _supersede(self, thread_id: str, runs: dict[str, Any], run_id: str, action: str) -> None:
         """Cancel the runs that were in flight when ``interrupt`` or ``rollback`` admitted ``run_id``, as LangGraph's

@@ -12,8 +12,15 @@ from aiohttp import web
 
 from durabletask.extensions.langgraph._server import store_model as model
 from durabletask.extensions.langgraph._server import store_requests as body_of
+from durabletask.extensions.langgraph._server.config import ConfigError
 from durabletask.extensions.langgraph._server.context import ServerContext
-from durabletask.extensions.langgraph._server.errors import bad_request
+from durabletask.extensions.langgraph._server.errors import HttpError, bad_request
+from durabletask.extensions.langgraph._server.store_index import (
+    QUERY_MAX_CHARS,
+    EmbeddingError,
+    StoreIndex,
+    load_index,
+)
 from durabletask.extensions.langgraph._server.store_items import StoreItems
 from durabletask.extensions.langgraph._server.store_records import (
     RECORD_OPERATION,
@@ -26,13 +33,42 @@ STORE_KEY = "store"
 """The key of the :class:`StoreItems` in ``ServerContext.extras``."""
 
 
-def _check_index(index: Any) -> None:
-    """``index`` on a put: ``false``, ``null`` or a list of field paths, as LangGraph's server takes it. Without a
-    store.index configured (this server has none) nothing is embedded, so it changes nothing, there as here."""
+def _check_index(index: Any) -> list[str] | bool | None:
+    """``index`` on a put: ``false``, ``null`` or a list of field paths, as LangGraph's server takes it. Without
+    store.index configured nothing is embedded, so it changes nothing, there as here."""
     if index is None or index is False:
-        return
+        return index
     if not isinstance(index, list) or not all(isinstance(path, str) and path for path in index) or len(index) > 100:
         raise bad_request("field 'index' must be false, null or a list of at most 100 field paths (strings)")
+    return list(index)
+
+
+async def embed_put(
+    index: StoreIndex | None, value: dict[str, Any], paths: list[str] | bool | None
+) -> dict[str, list[float]] | None:
+    """The vectors a put keeps with its item (``None``: no store.index, or ``index=False``).
+
+    Raises:
+        HttpError: 422 for paths or texts the index refuses; 500 naming store.index.embed when it fails.
+    """
+    if index is None or paths is False:
+        return None
+    try:
+        return await index.embed_value(value, paths if isinstance(paths, list) else None)
+    except EmbeddingError as error:
+        raise HttpError(500, str(error)) from None
+    except ValueError as error:
+        raise bad_request(str(error)) from None
+
+
+async def embed_query(index: StoreIndex | None, query: str | None) -> list[float] | None:
+    """The vector a search ranks by (``None``: no store.index, or no query, as LangGraph ranks nothing then)."""
+    if index is None or not query:
+        return None
+    try:
+        return await index.embed_query(query)
+    except EmbeddingError as error:
+        raise HttpError(500, str(error)) from None
 
 
 def _checked(check: Any, *args: Any, **kwargs: Any) -> Any:
@@ -48,8 +84,9 @@ def _refresh(body: dict[str, Any]) -> bool:
 
 
 class _StoreRoutes:
-    def __init__(self, items: StoreItems) -> None:
+    def __init__(self, items: StoreItems, index: StoreIndex | None) -> None:
         self._items = items
+        self._index = index
 
     async def put(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)
@@ -57,8 +94,8 @@ class _StoreRoutes:
         key = _checked(model.check_key, body.get("key"))
         value = _checked(model.check_value, body.get("value"))
         ttl = _checked(model.check_ttl, body.get("ttl"))
-        _check_index(body.get("index"))
-        await self._items.put(namespace, key, value, ttl=ttl)
+        vectors = await embed_put(self._index, value, _check_index(body.get("index")))
+        await self._items.put(namespace, key, value, ttl=ttl, vectors=vectors)
         return web.Response(status=204)
 
     async def get(self, request: web.Request) -> web.Response:
@@ -88,14 +125,21 @@ class _StoreRoutes:
         )
         conditions = _checked(model.check_filter, body.get("filter"))
         # With no store.index configured, LangGraph's server takes a query and ranks nothing by it (its store has no
-        # embeddings): the items are those the filter finds, each with a null score. This server has no index.
-        body_of.text(body, "query", max_chars=4096)
+        # embeddings): the items are those the filter finds, each with a null score.
+        query = body_of.text(body, "query", max_chars=QUERY_MAX_CHARS)
         limit = body_of.integer(body, "limit", default=10, minimum=1, maximum=body_of.PAGE_MAX)
         offset = body_of.integer(body, "offset", default=0, minimum=0, maximum=body_of.OFFSET_MAX)
-        found = await self._items.search(
-            prefix, filter=conditions, limit=limit, offset=offset, refresh_ttl=_refresh(body)
+        found = await self._items.search_scored(
+            prefix,
+            filter=conditions,
+            limit=limit,
+            offset=offset,
+            refresh_ttl=_refresh(body),
+            query=await embed_query(self._index, query),
         )
-        return body_of.json_response({"items": [{**model.item_json(record), "score": None} for record in found]})
+        return body_of.json_response(
+            {"items": [{**model.item_json(record), "score": score} for record, score in found]}
+        )
 
     async def namespaces(self, request: web.Request) -> web.Response:
         body = await body_of.read_body(request)
@@ -113,10 +157,14 @@ class _StoreRoutes:
 
 
 def routes(ctx: ServerContext) -> list[web.AbstractRouteDef]:
-    """The store's routes; installs the context's :class:`StoreItems` under ``STORE_KEY``."""
+    """The store's routes; installs the context's :class:`StoreItems` under ``STORE_KEY``.
+
+    Raises:
+        ConfigError: ``store.index.embed`` cannot be loaded, or embeds a probe text to the wrong shape.
+    """
     items = StoreItems(ctx.client)
     ctx.extras[STORE_KEY] = items
-    handlers = _StoreRoutes(items)
+    handlers = _StoreRoutes(items, _load(ctx.settings.project))
     return [
         web.put("/store/items", handlers.put),
         web.get("/store/items", handlers.get),
@@ -137,12 +185,33 @@ def register_worker(worker: Any, project: Any = None) -> None:
     worker.add_orchestrator(record_operation, name=RECORD_OPERATION)
 
 
-def node_store(client: Any) -> Any:
+def _load(project: Any) -> StoreIndex | None:
+    settings = getattr(project, "store_index", None)
+    try:
+        return load_index(settings)
+    except EmbeddingError as error:
+        raise ConfigError(f"{getattr(project, 'path', 'langgraph.json')}: {error}") from None
+
+
+def check_store_index(project: Any) -> None:
+    """Load the project's ``store.index`` (import its function, embed a probe text) and drop it.
+
+    Raises:
+        ConfigError: It cannot be loaded, or embeds the probe to the wrong shape; the message names it.
+    """
+    _load(project)
+
+
+def node_store(client: Any, project: Any = None) -> Any:
     """The store the graphs' nodes get (``runtime.store``) on a worker: the same items as ``/store/items``.
 
     Args:
         client: A synchronous ``TaskHubGrpcClient`` of the worker's task hub.
+        project: The project (``config.ProjectConfig``): its ``store.index`` embeds and ranks as the routes do.
+
+    Raises:
+        ConfigError: ``store.index.embed`` cannot be loaded, or embeds a probe text to the wrong shape.
     """
     from durabletask.extensions.langgraph._server.store_runtime import DurableStore
 
-    return DurableStore(client)
+    return DurableStore(client, index=_load(project))

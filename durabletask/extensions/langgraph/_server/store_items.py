@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from durabletask.client import AsyncTaskHubGrpcClient, EntityQuery, TaskHubGrpcClient
 from durabletask.entities import EntityInstanceId
 from durabletask.extensions.langgraph._server import store_model as model
+from durabletask.extensions.langgraph._server.store_index import rank
 from durabletask.extensions.langgraph._server.store_records import call_record, call_record_sync
 
 _QUERY_PAGE = 500
@@ -107,9 +108,16 @@ class StoreItems:
         self._hub: StoreHub = AsyncClientHub(hub) if isinstance(hub, AsyncTaskHubGrpcClient) else hub
 
     async def put(
-        self, namespace: Sequence[str], key: str, value: Mapping[str, Any], *, ttl: float | None = None
+        self,
+        namespace: Sequence[str],
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        ttl: float | None = None,
+        vectors: Mapping[str, list[float]] | None = None,
     ) -> None:
-        """Write an item (its ``created_at`` stays that of its first write); ``ttl`` in minutes."""
+        """Write an item (its ``created_at`` stays that of its first write); ``ttl`` in minutes; ``vectors``: its
+        embeddings by field path (``store.index``), kept with it."""
         moment = datetime.now(timezone.utc)
         now = _iso(moment)
         record = {
@@ -121,6 +129,8 @@ class StoreItems:
             "ttl": ttl,
             "expires_at": _iso(moment + timedelta(minutes=ttl)) if ttl is not None else None,
         }
+        if vectors:
+            record["vectors"] = dict(vectors)
         await self._hub.call(model.item_entity(namespace, key), "put", record)
 
     async def delete(self, namespace: Sequence[str], key: str) -> None:
@@ -160,6 +170,21 @@ class StoreItems:
         refresh_ttl: bool = True,
     ) -> list[dict[str, Any]]:
         """The items under ``prefix`` whose values pass ``filter``, most recently updated first."""
+        found = await self.search_scored(prefix, filter=filter, limit=limit, offset=offset, refresh_ttl=refresh_ttl)
+        return [record for record, _ in found]
+
+    async def search_scored(
+        self,
+        prefix: Sequence[str],
+        *,
+        filter: Mapping[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool = True,
+        query: Sequence[float] | None = None,
+    ) -> list[tuple[dict[str, Any], float | None]]:
+        """:meth:`search` with each item's score: ranked by ``query`` (a vector; see ``store_index.rank``) when
+        given, else ``None`` for every item."""
         width = len(prefix)
         chosen = [
             r
@@ -168,9 +193,12 @@ class StoreItems:
         ]
         chosen.sort(key=lambda r: (str(r["namespace"]), r["key"]))
         chosen.sort(key=lambda r: str(r.get("updated_at")), reverse=True)
-        selected = chosen[offset : offset + limit]
+        if query is not None:
+            selected = rank(chosen, query, limit=limit, offset=offset)
+        else:
+            selected = [(record, None) for record in chosen[offset : offset + limit]]
         if refresh_ttl:
-            await self._refresh(selected)
+            await self._refresh([record for record, _ in selected])
         return selected
 
     async def namespaces(

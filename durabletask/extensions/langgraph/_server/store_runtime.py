@@ -1,8 +1,9 @@
 """The store the graphs' nodes get (``runtime.store``): LangGraph's ``BaseStore`` over the entities behind
 ``/store/items``, so what a node writes on any worker is what a client reads through any server.
 
-Same limits and rules as the HTTP routes (``store_model.py``). No search index, as LangGraph's server without
-``store.index``: a search's ``query`` ranks nothing (scores are ``None``) and a put's ``index`` embeds nothing.
+Same limits and rules as the HTTP routes (``store_model.py``), and the same ``store.index`` (``store_index.py``):
+with one, a put embeds its item and a search's ``query`` ranks by cosine similarity; without one, as LangGraph's
+server without ``store.index``, a ``query`` ranks nothing (scores are ``None``) and a put's ``index`` embeds nothing.
 """
 
 from __future__ import annotations
@@ -27,18 +28,30 @@ from langgraph.store.base import (
 
 from durabletask.client import TaskHubGrpcClient
 from durabletask.extensions.langgraph._server import store_model as model
+from durabletask.extensions.langgraph._server.store_index import QUERY_MAX_CHARS, StoreIndex
 from durabletask.extensions.langgraph._server.store_items import StoreItems, ThreadedClientHub
 
 T = TypeVar("T")
 
 
-def _item(record: dict[str, Any], kind: type[Item] = Item) -> Any:
-    return kind(
+def _item(record: dict[str, Any]) -> Item:
+    return Item(
         value=record["value"],
         key=record["key"],
         namespace=tuple(record["namespace"]),
         created_at=datetime.fromisoformat(record["created_at"]),
         updated_at=datetime.fromisoformat(record["updated_at"]),
+    )
+
+
+def _search_item(record: dict[str, Any], score: float | None) -> SearchItem:
+    return SearchItem(
+        value=record["value"],
+        key=record["key"],
+        namespace=tuple(record["namespace"]),
+        created_at=datetime.fromisoformat(record["created_at"]),
+        updated_at=datetime.fromisoformat(record["updated_at"]),
+        score=score,
     )
 
 
@@ -71,12 +84,14 @@ class DurableStore(BaseStore):
 
     Args:
         client: A synchronous client of the task hub (thread-safe; each call runs in a worker thread).
+        index: ``store.index`` loaded (``None``: nothing is embedded, a query ranks nothing).
     """
 
     supports_ttl = True
 
-    def __init__(self, client: TaskHubGrpcClient) -> None:
+    def __init__(self, client: TaskHubGrpcClient, index: StoreIndex | None = None) -> None:
         self._items = StoreItems(ThreadedClientHub(client))
+        self._index = index
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the operations in order (LangGraph's synchronous entry point)."""
@@ -111,12 +126,24 @@ class DurableStore(BaseStore):
             await self._items.delete(namespace, key)
             return
         ttl = model.check_ttl(op.ttl if isinstance(op.ttl, (int, float)) else None)
-        await self._items.put(namespace, key, model.check_value(op.value), ttl=ttl)
+        value = model.check_value(op.value)
+        vectors = None
+        if self._index is not None and op.index is not False:
+            try:
+                vectors = await self._index.embed_value(value, list(op.index) if op.index else None)
+            except ValueError as error:
+                raise model.StoreInputError(str(error)) from None
+        await self._items.put(namespace, key, value, ttl=ttl, vectors=vectors)
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = model.check_namespace(list(op.namespace_prefix), "namespace_prefix", allow_empty=True)
         conditions = model.check_filter(op.filter)
-        found = await self._items.search(
-            prefix, filter=conditions, limit=op.limit, offset=op.offset, refresh_ttl=op.refresh_ttl
+        query = None
+        if self._index is not None and op.query:
+            if len(op.query) > QUERY_MAX_CHARS:
+                raise model.StoreInputError(f"query is {len(op.query)} characters long; the limit is {QUERY_MAX_CHARS}")
+            query = await self._index.embed_query(op.query)
+        found = await self._items.search_scored(
+            prefix, filter=conditions, limit=op.limit, offset=op.offset, refresh_ttl=op.refresh_ttl, query=query
         )
-        return [_item(record, SearchItem) for record in found]
+        return [_search_item(record, score) for record, score in found]

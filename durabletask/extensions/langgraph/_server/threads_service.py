@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
 from durabletask.extensions.langgraph import DurableGraph, GraphMismatchError, GraphRunError, instance_id
-from durabletask.extensions.langgraph._records import values_fields
+from durabletask.extensions.langgraph._records import lost_runs, record_id, values_fields
 from durabletask.extensions.langgraph._serde import dump
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.errors import HttpError, bad_request, conflict, not_found
@@ -116,17 +116,37 @@ def _steps(supersteps: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
 class ThreadServiceImpl:
     """:class:`~durabletask.extensions.langgraph._server.services.ThreadService` on the task hub."""
 
+    #: Seconds after which a run recorded ``pending`` but never handed to its thread's orchestration counts as lost:
+    #: its server stopped between the two steps. Far above the time a live server takes between them.
+    LOST_AFTER = 30.0
+
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
         self.records = Records(ctx.client)
         self.graphs = Graphs(ctx)
 
     async def record(self, thread_id: str) -> dict[str, Any]:
-        """The thread's record; 404 when there is none."""
+        """The thread's record; 404 when there is none. Runs found lost (see ``_records.lost_runs``) end first."""
         found = await self.records.read(check_thread_id(thread_id))
         if found is None:
             raise not_found(f"thread {thread_id!r}")
+        if lost_runs(found, now(), self.LOST_AFTER):
+            # One-way, so a read never waits on a worker; the record decides (a run handed over meanwhile stays).
+            # Only an admission, which reads the record back, cancels what the record found lost.
+            data = {"at": now(), "lost_after": self.LOST_AFTER, "by": uuid.uuid4().hex}
+            await self.ctx.client.signal_entity(record_id(thread_id), "lost", data)
         return found
+
+    async def cancel_lost(self, thread_id: str, runs: Mapping[str, Any], by: str) -> None:
+        """Cancel on the thread's orchestration the runs the record found lost when it admitted run ``by`` (best
+        effort): should one have reached it after all, it never runs."""
+        for lost, run in runs.items():
+            if run.get("lost_to") != by:
+                continue
+            graph_id = str(run.get("graph_id"))
+            with contextlib.suppress(Exception):
+                async with self.graphs.open(graph_id, "threads.update", thread_id=thread_id) as graph:
+                    await graph.asubmit("cancel", {"target": lost}, {"configurable": {"thread_id": thread_id}})
 
     async def create(
         self,

@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from durabletask import task
-from durabletask.extensions.langgraph._records_effects import TTL_ORCHESTRATION
+from durabletask.extensions.langgraph._records import record_id
+from durabletask.extensions.langgraph._records_effects import EXPIRE_END, TTL_ORCHESTRATION
 from durabletask.extensions.langgraph._server.config import ServerSettings
 from durabletask.extensions.langgraph._server.config_ttl import MAX_TTL_MINUTES, STRATEGIES
 from durabletask.extensions.langgraph._server.context import ServerContext
@@ -76,8 +77,14 @@ def ttl_json(record: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def thread_expiry(ctx: task.OrchestrationContext, value: Any) -> Generator[task.Task[Any], Any, Any]:
-    """``lgs.thread_ttl``: one thread expired (its activity retried while the hub cannot be reached)."""
-    return (yield ctx.call_activity(TTL_EXPIRE, input=value, retry_policy=_RETRY))
+    """``lgs.thread_ttl``: one thread expired (its activity retried while the hub cannot be reached); then the record
+    admits runs again, whatever came of it (a deleted thread has no record left to write to)."""
+    try:
+        result = yield ctx.call_activity(TTL_EXPIRE, input=value, retry_policy=_RETRY)
+    except task.TaskFailedError as failed:
+        result = {"expired": False, "why": f"the expiry failed: {failed}"}
+    ctx.signal_entity(record_id(str(value["thread_id"])), EXPIRE_END, {"due": value.get("due")})
+    return result
 
 
 def expire_activity(
@@ -95,6 +102,10 @@ def expire_activity(
             if record is None:
                 return {"expired": False, "why": "the thread is gone"}
             found = record.get("ttl") or {}
+            # A record marks the thread when it decides (and refuses runs from then on); an expiry its record decided
+            # before records marked threads finds no mark, and goes on as it did then.
+            if "expiring" in record and record["expiring"] != value.get("due"):
+                return {"expired": False, "why": "the record did not mark the thread as expiring at this time"}
             if found.get("expires_at") != value.get("due"):
                 return {"expired": False, "why": "the thread was written to since: its TTL started again"}
             if active_runs(record):
