@@ -23,6 +23,11 @@ TTL_CHECK = "ttl_check"
 #: The record's operation that ends an expiry that kept the thread (see :func:`expire_end`).
 EXPIRE_END = "expire_end"
 _ENDED = ("success", "error", "interrupted", "timeout")
+#: The status a run rolled back ends with in its orchestration. Its record keeps it ``interrupted``, marked
+#: ``rollback``, until the server forgets it (LangGraph's server deletes such a run); its webhook says ``rollback``.
+ROLLBACK = "rollback"
+#: What LangGraph's server's webhook says of a rolled-back run (its ``UserRollback``, as its serializer writes it).
+ROLLBACK_ERROR = {"error": "UserRollback", "message": "User requested rollback of the run"}
 
 
 def _parse(moment: Any) -> datetime | None:
@@ -64,16 +69,29 @@ def _ended_runs(before: dict[str, Any], after: dict[str, Any], data: dict[str, A
     return [run] if was not in _ENDED and run.get("webhook") else []
 
 
+def run_update(run_id: str, status: str, at: str, error: str | None) -> dict[str, Any]:
+    """A run's fields as its thread's orchestration reports them (``status`` may be :data:`ROLLBACK`)."""
+    update: dict[str, Any] = {"run_id": run_id, "status": "interrupted" if status == ROLLBACK else status}
+    update["updated_at"] = at
+    if status == ROLLBACK:
+        update["rollback"] = True
+    if error:
+        update["error"] = error
+    return update
+
+
 def webhook_input(record: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
-    """What the delivery orchestration gets: the run as it ended, and the thread's values then (serialized)."""
+    """What the delivery orchestration gets: the run as it ended, and the thread's values then (serialized); none
+    for a rolled-back run, as LangGraph's server sends."""
+    rolled_back = bool(run.get("rollback"))
     return {
         "run": {key: run.get(key) for key in _RUN_KEYS},
         "webhook": run.get("webhook"),
-        "status": run.get("status"),
-        "error": run.get("error"),
+        "status": ROLLBACK if rolled_back else run.get("status"),
+        "error": dict(ROLLBACK_ERROR) if rolled_back else run.get("error"),
         "run_started_at": run.get("started_at") or run.get("created_at"),
         "run_ended_at": run.get("updated_at"),
-        "values": record.get("values"),
+        "values": None if rolled_back else record.get("values"),
     }
 
 
