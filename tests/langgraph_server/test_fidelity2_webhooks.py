@@ -29,3 +29,20 @@ async def test_a_rolled_back_run_posts_rollback_without_values(runs_hub: RunsHub
         with pytest.raises(httpx.HTTPStatusError) as gone:  # LangGraph's server deletes a rolled-back run
             await s.sdk.runs.get(tid, run["run_id"])
         assert gone.value.response.status_code == 404
+
+
+async def test_a_webhook_carries_the_kwargs_runs_get_shows(runs_hub: RunsHub) -> None:
+    async with receiver() as hook, serve(runs_hub) as s:
+        tid = (await s.sdk.threads.create())["thread_id"]
+        run = await s.sdk.runs.create(
+            tid, "chain", input={"topic": "k", "steps": []}, webhook=hook.url, stream_subgraphs=True
+        )
+        await s.sdk.runs.join(tid, run["run_id"])
+        [post] = await hook.wait_for(1)
+        shown = await s.sdk.runs.get(tid, run["run_id"])
+        assert post["json"]["kwargs"] == shown["kwargs"]
+        assert post["json"]["kwargs"]["subgraphs"] is True and post["json"]["kwargs"]["checkpoint_during"] is True
+        assert {"feedback_keys", "temporary", "resumable", "webhook", "input", "config"} <= set(shown["kwargs"])
+        listed = await s.sdk.runs.list(tid)
+        assert [r["kwargs"] for r in listed] == [shown["kwargs"]]
+        assert listed[0]["langsmith_session_name"] is None

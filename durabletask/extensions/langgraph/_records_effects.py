@@ -80,12 +80,27 @@ def run_update(run_id: str, status: str, at: str, error: str | None) -> dict[str
     return update
 
 
+def run_kwargs(run: dict[str, Any]) -> dict[str, Any]:
+    """A recorded run's ``kwargs`` as LangGraph's server keeps them: also the options the record keeps beside them
+    (``webhook``, ``subgraphs``, ``resumable``, ``temporary``) and those every run here has (``feedback_keys`` null,
+    ``checkpoint_during`` true: other values are refused)."""
+    return {
+        **(run.get("kwargs") or {}),
+        "webhook": run.get("webhook"),
+        "feedback_keys": None,
+        "temporary": bool(run.get("threadless")) and run.get("on_completion") == "delete",
+        "subgraphs": bool(run.get("subgraphs")),
+        "resumable": bool(run.get("resumable")),
+        "checkpoint_during": True,
+    }
+
+
 def webhook_input(record: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """What the delivery orchestration gets: the run as it ended, and the thread's values then (serialized); none
     for a rolled-back run, as LangGraph's server sends."""
     rolled_back = bool(run.get("rollback"))
     return {
-        "run": {key: run.get(key) for key in _RUN_KEYS},
+        "run": {**{key: run.get(key) for key in _RUN_KEYS}, "kwargs": run_kwargs(run)},
         "webhook": run.get("webhook"),
         "status": ROLLBACK if rolled_back else run.get("status"),
         "error": dict(ROLLBACK_ERROR) if rolled_back else run.get("error"),
