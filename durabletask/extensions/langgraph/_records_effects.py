@@ -103,7 +103,7 @@ def webhook_input(record: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]
         "run": {**{key: run.get(key) for key in _RUN_KEYS}, "kwargs": run_kwargs(run)},
         "webhook": run.get("webhook"),
         "status": ROLLBACK if rolled_back else run.get("status"),
-        "error": dict(ROLLBACK_ERROR) if rolled_back else run.get("error"),
+        "error": error_json(run),
         "run_started_at": run.get("started_at") or run.get("created_at"),
         "run_ended_at": run.get("updated_at"),
         "values": None if rolled_back else record.get("values"),
@@ -120,6 +120,33 @@ _RUN_KEYS = (
     "kwargs",
     "multitask_strategy",
 )
+
+
+#: What LangGraph's server writes of a run cancelled (its ``UserInterrupt``, as its serializer writes it).
+INTERRUPTED_ERROR = {"error": "UserInterrupt", "message": "User interrupted the run"}
+
+
+def error_json(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The error a run ended with, as LangGraph's server writes it on the run's thread: ``{error, message}``."""
+    if run.get("rollback"):
+        return dict(ROLLBACK_ERROR)
+    error = run.get("error")
+    if isinstance(error, str) and error:
+        kind, _, message = error.partition(": ")
+        return {"error": kind.rsplit(".", 1)[-1], "message": message}
+    return dict(INTERRUPTED_ERROR) if run.get("status") == "interrupted" else None
+
+
+def _note_state(after: dict[str, Any], data: dict[str, Any]) -> None:
+    """A run's end, or an update of the thread's state, writes its state: when (``state_updated_at``), and the error
+    that left it so (``error``: null unless a run failed or was cancelled), as LangGraph's server keeps them."""
+    thread = data.get("thread")
+    if not thread or thread.get("status") == "busy" or not data.get("at"):
+        return
+    update = data.get("run") or {}
+    run = (after.get("runs") or {}).get(str(update.get("run_id"))) if update else None
+    after["state_updated_at"] = data["at"]
+    after["error"] = error_json(run) if run is not None else None
 
 
 def _note_start(after: dict[str, Any], data: dict[str, Any]) -> None:
@@ -180,6 +207,7 @@ def effects(
     out: list[tuple[str, Any]] = []
     if operation == "run":
         _note_start(after, data)
+        _note_state(after, data)
         out += [("webhook", webhook_input(after, run)) for run in _ended_runs(before, after, data)]
     out += _ttl_effects(before, after, operation, data)
     return out
