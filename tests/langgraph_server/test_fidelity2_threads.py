@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from durabletask.extensions.langgraph._records_effects import effects
 from tests.langgraph_server.support_runs import RunsHub, runs_emulator, runs_hub
 from tests.langgraph_server.support_webhooks import serve
 
@@ -39,3 +40,20 @@ async def test_an_update_of_the_state_moves_state_updated_at(runs_hub: RunsHub) 
             sort_by="state_updated_at", limit=1, select=["thread_id", "state_updated_at"]
         )
         assert newest == {"thread_id": tid, "state_updated_at": after["state_updated_at"]}
+
+
+def test_a_run_admitted_or_started_leaves_the_state_fields_alone() -> None:
+    failed = {"thread_id": "t", "runs": {}, "state_updated_at": "2026-01-01T00:00:00+00:00", "error": {"error": "E"}}
+    for status, thread in (("pending", {"graph_id": "g"}), ("running", {"status": "busy"})):
+        data = {"at": "2026-01-02T00:00:00+00:00", "run": {"run_id": "r", "status": status}, "thread": thread}
+        after = {**failed, "runs": {"r": {"run_id": "r", "status": status}}}
+        effects(failed, after, "run", data)
+        assert after["state_updated_at"] == failed["state_updated_at"] and after["error"] == {"error": "E"}
+    ended = {
+        "at": "2026-01-03T00:00:00+00:00",
+        "run": {"run_id": "r", "status": "success"},
+        "thread": {"status": "idle"},
+    }
+    after = {**failed, "runs": {"r": {"run_id": "r", "status": "success"}}}
+    effects(failed, after, "run", ended)
+    assert after["state_updated_at"] == ended["at"] and after["error"] is None

@@ -140,10 +140,11 @@ def error_json(run: dict[str, Any]) -> dict[str, Any] | None:
 def _note_state(after: dict[str, Any], data: dict[str, Any]) -> None:
     """A run's end, or an update of the thread's state, writes its state: when (``state_updated_at``), and the error
     that left it so (``error``: null unless a run failed or was cancelled), as LangGraph's server keeps them."""
-    thread = data.get("thread")
-    if not thread or thread.get("status") == "busy" or not data.get("at"):
-        return
+    thread = data.get("thread") or {}
     update = data.get("run") or {}
+    # An admission, or a run that starts, writes no state: only the thread's status (``busy``) and graph.
+    if thread.get("status") in (None, "busy") or not data.get("at") or update.get("status") in ("pending", "running"):
+        return
     run = (after.get("runs") or {}).get(str(update.get("run_id"))) if update else None
     after["state_updated_at"] = data["at"]
     after["error"] = error_json(run) if run is not None else None
