@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from langgraph.channels.delta import DeltaChannel
@@ -18,6 +19,7 @@ from langgraph.errors import ErrorCode, GraphInterrupt, GraphRecursionError, cre
 from langgraph.pregel.protocol import StreamProtocol
 from langgraph.types import RetryPolicy
 
+from durabletask import task as dt
 from durabletask.extensions.langgraph import _internals as lg
 from durabletask.extensions.langgraph._errors import node_failure
 from durabletask.extensions.langgraph._events import EVENTS, chain_event, root_context
@@ -407,3 +409,19 @@ def invoke_output(chunks: list[Chunk]) -> Any:
     if interrupts:
         return {**latest, lg.INTERRUPT: interrupts} if isinstance(latest, dict) else {lg.INTERRUPT: interrupts}
     return latest
+
+
+def dts_retry(policies: Sequence[RetryPolicy] | None) -> dt.RetryPolicy | None:
+    """The DTS retry policy for a node's LangGraph policies (the first one's timing; no jitter).
+
+    Which exceptions are retried is decided in the activity by each policy's ``retry_on``.
+    """
+    if not policies:
+        return None
+    first = policies[0]
+    return dt.RetryPolicy(
+        first_retry_interval=timedelta(seconds=first.initial_interval),
+        max_number_of_attempts=max(1, first.max_attempts),
+        backoff_coefficient=max(1.0, first.backoff_factor),
+        max_retry_interval=timedelta(seconds=first.max_interval),
+    )

@@ -12,12 +12,12 @@ next request: it runs it if the thread's checkpoints suit its graph, or refuses 
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
-from datetime import datetime, timedelta, timezone
+from collections.abc import Generator
+from datetime import datetime, timezone
 from typing import Any
 
 from langgraph.channels.delta import DeltaChannel
-from langgraph.types import RetryPolicy, StateUpdate
+from langgraph.types import StateUpdate
 
 from durabletask import task as dt
 from durabletask._errors import PayloadTooLargeError
@@ -31,6 +31,7 @@ from durabletask.extensions.langgraph._driver import (
     TaskCall,
     TaskOutcome,
     drive_run,
+    dts_retry,
     invoke_output,
 )
 from durabletask.extensions.langgraph._errors import GraphMismatchError, ResumeRejectedError
@@ -43,6 +44,7 @@ from durabletask.extensions.langgraph._naming import (
     shape,
 )
 from durabletask.extensions.langgraph._records import record_id, values_fields
+from durabletask.extensions.langgraph._records_effects import ROLLBACK, run_update
 from durabletask.extensions.langgraph._resume import refuse_unwaited_resume
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import dump, load
@@ -62,22 +64,6 @@ class RunCancelled(Exception):
     def __init__(self, run_id: str, rollback: bool) -> None:
         super().__init__(run_id)
         self.rollback = rollback
-
-
-def dts_retry(policies: Sequence[RetryPolicy] | None) -> dt.RetryPolicy | None:
-    """The DTS retry policy for a node's LangGraph policies (the first one's timing; no jitter).
-
-    Which exceptions are retried is decided in the activity by each policy's ``retry_on``.
-    """
-    if not policies:
-        return None
-    first = policies[0]
-    return dt.RetryPolicy(
-        first_retry_interval=timedelta(seconds=first.initial_interval),
-        max_number_of_attempts=max(1, first.max_attempts),
-        backoff_coefficient=max(1.0, first.backoff_factor),
-        max_retry_interval=timedelta(seconds=first.max_interval),
-    )
 
 
 def pending_interrupts(graph: Any, saver: ReplaySaver, thread_id: str) -> list[str]:
@@ -332,7 +318,7 @@ class ThreadRuntime:
             except RunCancelled as cancelled:
                 if cancelled.rollback and self.writes_done == 0:
                     self.saver = ReplaySaver.restore(self.initial_saver)
-                result, status = {"cancelled": True}, "interrupted"
+                result, status = {"cancelled": True}, (ROLLBACK if cancelled.rollback else "interrupted")
             finally:
                 self.writes_done += 1
             self.written_by = {"fp": self.fingerprint, "shape": request.get("shape") or shape(self.graph)}
@@ -373,7 +359,7 @@ class ThreadRuntime:
         at = (now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)).isoformat()
         data: dict[str, Any] = {"at": at, "thread_id": self.thread_id}
         if run_id is not None:
-            data["run"] = {"run_id": run_id, "status": status, "updated_at": at, **({"error": error} if error else {})}
+            data["run"] = run_update(run_id, status, at, error)
         if thread:
             data["thread"] = {"status": "busy"} if status == "running" else self._thread_fields(status)
         self.ctx.signal_entity(record_id(self.thread_id), "run", data)

@@ -23,6 +23,11 @@ TTL_CHECK = "ttl_check"
 #: The record's operation that ends an expiry that kept the thread (see :func:`expire_end`).
 EXPIRE_END = "expire_end"
 _ENDED = ("success", "error", "interrupted", "timeout")
+#: The status a run rolled back ends with in its orchestration. Its record keeps it ``interrupted``, marked
+#: ``rollback``, until the server forgets it (LangGraph's server deletes such a run); its webhook says ``rollback``.
+ROLLBACK = "rollback"
+#: What LangGraph's server's webhook says of a rolled-back run (its ``UserRollback``, as its serializer writes it).
+ROLLBACK_ERROR = {"error": "UserRollback", "message": "User requested rollback of the run"}
 
 
 def _parse(moment: Any) -> datetime | None:
@@ -64,16 +69,44 @@ def _ended_runs(before: dict[str, Any], after: dict[str, Any], data: dict[str, A
     return [run] if was not in _ENDED and run.get("webhook") else []
 
 
-def webhook_input(record: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
-    """What the delivery orchestration gets: the run as it ended, and the thread's values then (serialized)."""
+def run_update(run_id: str, status: str, at: str, error: str | None) -> dict[str, Any]:
+    """A run's fields as its thread's orchestration reports them (``status`` may be :data:`ROLLBACK`)."""
+    update: dict[str, Any] = {"run_id": run_id, "status": "interrupted" if status == ROLLBACK else status}
+    update["updated_at"] = at
+    if status == ROLLBACK:
+        update["rollback"] = True
+    if error:
+        update["error"] = error
+    return update
+
+
+def run_kwargs(run: dict[str, Any]) -> dict[str, Any]:
+    """A recorded run's ``kwargs`` as LangGraph's server keeps them: also the options the record keeps beside them
+    (``webhook``, ``subgraphs``, ``resumable``, ``temporary``) and those every run here has (``feedback_keys`` null,
+    ``checkpoint_during`` true: other values are refused)."""
     return {
-        "run": {key: run.get(key) for key in _RUN_KEYS},
+        **(run.get("kwargs") or {}),
         "webhook": run.get("webhook"),
-        "status": run.get("status"),
-        "error": run.get("error"),
+        "feedback_keys": None,
+        "temporary": bool(run.get("threadless")) and run.get("on_completion") == "delete",
+        "subgraphs": bool(run.get("subgraphs")),
+        "resumable": bool(run.get("resumable")),
+        "checkpoint_during": True,
+    }
+
+
+def webhook_input(record: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """What the delivery orchestration gets: the run as it ended, and the thread's values then (serialized); none
+    for a rolled-back run, as LangGraph's server sends."""
+    rolled_back = bool(run.get("rollback"))
+    return {
+        "run": {**{key: run.get(key) for key in _RUN_KEYS}, "kwargs": run_kwargs(run)},
+        "webhook": run.get("webhook"),
+        "status": ROLLBACK if rolled_back else run.get("status"),
+        "error": error_json(run),
         "run_started_at": run.get("started_at") or run.get("created_at"),
         "run_ended_at": run.get("updated_at"),
-        "values": record.get("values"),
+        "values": None if rolled_back else record.get("values"),
     }
 
 
@@ -87,6 +120,34 @@ _RUN_KEYS = (
     "kwargs",
     "multitask_strategy",
 )
+
+
+#: What LangGraph's server writes of a run cancelled (its ``UserInterrupt``, as its serializer writes it).
+INTERRUPTED_ERROR = {"error": "UserInterrupt", "message": "User interrupted the run"}
+
+
+def error_json(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The error a run ended with, as LangGraph's server writes it on the run's thread: ``{error, message}``."""
+    if run.get("rollback"):
+        return dict(ROLLBACK_ERROR)
+    error = run.get("error")
+    if isinstance(error, str) and error:
+        kind, _, message = error.partition(": ")
+        return {"error": kind.rsplit(".", 1)[-1], "message": message}
+    return dict(INTERRUPTED_ERROR) if run.get("status") == "interrupted" else None
+
+
+def _note_state(after: dict[str, Any], data: dict[str, Any]) -> None:
+    """A run's end, or an update of the thread's state, writes its state: when (``state_updated_at``), and the error
+    that left it so (``error``: null unless a run failed or was cancelled), as LangGraph's server keeps them."""
+    thread = data.get("thread") or {}
+    update = data.get("run") or {}
+    # An admission, or a run that starts, writes no state: only the thread's status (``busy``) and graph.
+    if thread.get("status") in (None, "busy") or not data.get("at") or update.get("status") in ("pending", "running"):
+        return
+    run = (after.get("runs") or {}).get(str(update.get("run_id"))) if update else None
+    after["state_updated_at"] = data["at"]
+    after["error"] = error_json(run) if run is not None else None
 
 
 def _note_start(after: dict[str, Any], data: dict[str, Any]) -> None:
@@ -147,6 +208,7 @@ def effects(
     out: list[tuple[str, Any]] = []
     if operation == "run":
         _note_start(after, data)
+        _note_state(after, data)
         out += [("webhook", webhook_input(after, run)) for run in _ended_runs(before, after, data)]
     out += _ttl_effects(before, after, operation, data)
     return out

@@ -14,8 +14,9 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send, interrupt
 
 from durabletask.extensions.langgraph import _activity, _driver, _internals
+from durabletask.extensions.langgraph._driver import dts_retry
 from durabletask.extensions.langgraph._errors import ResumeRejectedError
-from durabletask.extensions.langgraph._orchestrator import check_resume, dts_retry
+from durabletask.extensions.langgraph._orchestrator import check_resume
 from durabletask.extensions.langgraph._saver import ReplaySaver
 from durabletask.extensions.langgraph._serde import load
 

@@ -37,31 +37,8 @@ BACKGROUND_KEY = "runs_background"
 MAX_BATCH = 100
 
 
-def run_view(run: dict[str, Any]) -> dict[str, Any]:
-    """A run's record as LangGraph's server answers it (see :func:`_langgraph_fields`)."""
-    found = run_json(run)
-    return {**found, **_langgraph_fields(found, run)}
-
-
-def _langgraph_fields(found: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
-    """What LangGraph's server's run has beyond ``found`` (a run's JSON), from ``run`` (its record): ``kwargs`` also
-    hold the options the record keeps beside them (``webhook``, ``subgraphs``, ``resumable``, ``temporary``) and
-    those every run here has (``feedback_keys`` null, ``checkpoint_during`` true: other values are refused); and
-    ``langsmith_session_name``, always null (this server sends nothing to LangSmith)."""
-    kwargs = dict(found.get("kwargs") or {})
-    kwargs.update(
-        webhook=run.get("webhook"),
-        feedback_keys=None,
-        temporary=bool(run.get("threadless")) and run.get("on_completion") == "delete",
-        subgraphs=bool(run.get("subgraphs")),
-        resumable=bool(run.get("resumable")),
-        checkpoint_during=True,
-    )
-    return {"kwargs": kwargs, "langsmith_session_name": None}
-
-
 def _created_view(body: RunRequest, run: dict[str, Any], threadless: bool) -> dict[str, Any]:
-    """The run just made from ``body``, as :func:`run_view` shows it."""
+    """The run just made from ``body``, as ``runs.get`` shows it."""
     kept = {
         "webhook": body.webhook,
         "threadless": threadless,
@@ -69,7 +46,7 @@ def _created_view(body: RunRequest, run: dict[str, Any], threadless: bool) -> di
         "subgraphs": body.stream_subgraphs,
         "resumable": body.stream_resumable,
     }
-    return run_view({**run, **kept})
+    return run_json({**run, **kept})
 
 
 async def cleanup(ctx: ServerContext) -> None:
@@ -215,17 +192,6 @@ class _Handlers:
             offset=count(request.query.get("offset"), "offset", 0, high=1 << 31),
             status=status,
         )
-        kept = ((await self.runs.thread_record(thread_id)).get("runs") or {}) if found else {}
-        # the runs listed, completed from the record (a run forgotten meanwhile keeps the kwargs it was listed with)
-        found = [
-            {
-                **r,
-                **(
-                    _langgraph_fields(r, kept[r["run_id"]]) if r["run_id"] in kept else {"langsmith_session_name": None}
-                ),
-            }
-            for r in found
-        ]
         select = [f for f in request.query.getall("select", []) if f]
         unknown = [f for f in select if f not in RUN_FIELDS]
         if unknown:
@@ -234,7 +200,7 @@ class _Handlers:
 
     async def get(self, request: web.Request) -> web.Response:
         _, run = await self.runs.run_record(request.match_info["thread_id"], request.match_info["run_id"])
-        return answer(run_view(run))
+        return answer(run_json(run))
 
     async def delete(self, request: web.Request) -> web.Response:
         await self.runs.delete(request.match_info["thread_id"], request.match_info["run_id"])

@@ -20,6 +20,7 @@ from durabletask.client import OrchestrationStatus
 from durabletask.extensions.langgraph import LangGraphError, StateSerializationError, instance_id
 from durabletask.extensions.langgraph import _requests as rq
 from durabletask.extensions.langgraph._records import lost_runs, record_id
+from durabletask.extensions.langgraph._records_effects import run_kwargs
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.errors import HttpError, bad_request, conflict, not_found
 from durabletask.extensions.langgraph._server.runs_stream import (
@@ -71,8 +72,9 @@ def _bounded_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_json(run: dict[str, Any]) -> dict[str, Any]:
-    """A run's record as the SDK's ``Run``."""
-    return {key: run.get(key) for key in RUN_FIELDS}
+    """A run's record as the SDK's ``Run``, with LangGraph's server's ``kwargs`` (see :func:`run_kwargs`) and its
+    ``langsmith_session_name``, always null (this server sends nothing to LangSmith)."""
+    return {**{key: run.get(key) for key in RUN_FIELDS}, "kwargs": run_kwargs(run), "langsmith_session_name": None}
 
 
 def _config(request: RunRequest, assistant: ResolvedAssistant, thread_id: str, run_id: str) -> dict[str, Any]:

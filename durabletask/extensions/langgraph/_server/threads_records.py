@@ -124,10 +124,12 @@ def thread_json(record: Mapping[str, Any]) -> dict[str, Any]:
         "thread_id": record["thread_id"],
         "created_at": record.get("created_at"),
         "updated_at": record.get("updated_at") or record.get("created_at"),
+        "state_updated_at": record.get("state_updated_at") or record.get("created_at"),
         "metadata": metadata,
         "status": thread_status(record),
         "values": values,
         "interrupts": {task: [interrupt_json(i) for i in found] for task, found in (interrupts or {}).items()},
+        "error": record.get("error"),
     }
 
 

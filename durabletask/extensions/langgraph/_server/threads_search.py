@@ -12,6 +12,7 @@ SELECT_FIELDS = (
     "thread_id",
     "created_at",
     "updated_at",
+    "state_updated_at",
     "metadata",
     "config",
     "context",
@@ -80,8 +81,7 @@ def page(
         raise bad_request(f"'sort_by' must be one of {', '.join(SORT_FIELDS)}, not {key!r}")
     if sort_order not in (None, "asc", "desc"):
         raise bad_request(f"'sort_order' must be 'asc' or 'desc', not {sort_order!r}")
-    field = "updated_at" if key == "state_updated_at" else key
-    ordered = sorted(threads, key=lambda t: str(t.get(field) or ""), reverse=sort_order != "asc")
+    ordered = sorted(threads, key=lambda t: str(t.get(key) or ""), reverse=sort_order != "asc")
     chosen = ordered[offset : offset + limit]
     if select:
         unknown = [f for f in select if f not in SELECT_FIELDS]
