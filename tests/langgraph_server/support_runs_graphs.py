@@ -132,16 +132,22 @@ def live_builder() -> StateGraph:
     return builder
 
 
+def _whole(path: Path, text: str) -> None:
+    """Write ``path`` so that a reader never sees it half written."""
+    Path(f"{path}.part").write_text(text)
+    Path(f"{path}.part").replace(path)
+
+
 def _beat(state: State) -> dict[str, Any]:
-    """Heartbeats until its run is cancelled (at most 120 s); writes ``{topic}.cancelled`` when it saw the cancel."""
+    """Writes ``{topic}.started``, then heartbeats until its run is cancelled (at most 120 s); writes
+    ``{topic}.cancelled`` when it saw the cancel."""
+    _whole(Path(f"{state['topic']}.started"), "started")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
             heartbeat({"at": time.monotonic()})
         except Exception as stop:
-            seen = Path(f"{state['topic']}.cancelled")
-            Path(f"{seen}.part").write_text(type(stop).__name__)
-            Path(f"{seen}.part").replace(seen)  # whole, so a reader never sees the file half written
+            _whole(Path(f"{state['topic']}.cancelled"), type(stop).__name__)
             raise
         time.sleep(0.02)
     return {"steps": ["beat:not cancelled"]}

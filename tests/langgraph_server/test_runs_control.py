@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -83,17 +84,27 @@ async def test_cancel_ends_a_running_run_and_the_thread_goes_on(runs_hub: RunsHu
         assert (await s.sdk.threads.get(tid))["status"] == "idle"
 
 
+async def _written(path: Path, within: float) -> str:
+    """The text of ``path`` once it is written; fails after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} was not written within {within} s"
+        await asyncio.sleep(0.05)
+    return path.read_text()
+
+
 async def test_a_heartbeating_node_sees_the_cancel(runs_hub: RunsHub, tmp_path: Path) -> None:
     topic = tmp_path / "beat"
-    seen = Path(f"{topic}.cancelled")
     async with serve(runs_hub) as s:
         tid = (await s.sdk.threads.create())["thread_id"]
         run = await s.sdk.runs.create(tid, "beat", input={"topic": str(topic)})
-        await _status_becomes(s, tid, run["run_id"], "running")
+        # A run is "running" before its first task (LangGraph's __start__) has run, let alone the node: a cancel
+        # sent then ends the run before the node starts, and the node never sees it.
+        await _written(Path(f"{topic}.started"), 60)
         await s.sdk.runs.cancel(tid, run["run_id"], wait=True)
-        while not seen.exists():  # the node's next heartbeat raises (bounded by the test's timeout)
-            await asyncio.sleep(0.05)
-        assert seen.read_text() == "ActivityCancelledError"
+        # The node's next look for a stop raises in its heartbeat (a batched look each second, or the slower
+        # per-attempt check within a minute).
+        assert await _written(Path(f"{topic}.cancelled"), 90) == "ActivityCancelledError"
         assert (await s.sdk.runs.get(tid, run["run_id"]))["status"] == "interrupted"
 
 
