@@ -20,7 +20,6 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from aiohttp import web
 from langchain_core.callbacks import dispatch_custom_event
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -33,16 +32,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, RetryPolicy, interrupt
-from langgraph_sdk import get_client
 
 from durabletask import worker as dt_worker
 from durabletask.extensions.langgraph import heartbeat, register_graph
 from durabletask.extensions.langgraph._server import runs, threads
 from durabletask.extensions.langgraph._server.config import ProjectConfig, ServerSettings
 from durabletask.extensions.langgraph._server.context import ServerContext
-from durabletask.extensions.langgraph._server.middleware import middlewares
 from durabletask.extensions.langgraph._server.runs_body import server_metadata
 from durabletask.extensions.langgraph._server.state import to_json
+from tests.langgraph_server.support_hosting import application, hosted
 from tests.langgraph_server.support_runs import RunsHub, Served
 
 
@@ -395,35 +393,14 @@ def register(w: dt_worker.TaskHubGrpcWorker, compiled: dict[str, Any]) -> None:
 @asynccontextmanager
 async def serve(hub: RunsHub, *, start_worker: bool = True) -> AsyncIterator[Served]:
     """The thread and run routes on port 0 over ``hub`` serving these graphs, and (by default) a worker for them."""
-    import httpx
-
     compiled = graphs()
     w = hub.worker()
     register(w, compiled)
-    if start_worker:
-        w.start()
     client = hub.async_client()
     settings = ServerSettings(project=ProjectConfig(path=Path(__file__).parent / "langgraph.json", graphs={}))
     ctx = ServerContext(client=client, graphs=compiled, settings=settings)
-    app = web.Application(middlewares=middlewares(settings), client_max_size=settings.max_body_bytes)
-    app.add_routes(threads.routes(ctx))
-    app.add_routes(runs.routes(ctx))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    sdk = get_client(url=url)
-    http = httpx.AsyncClient(base_url=url, timeout=60)
-    try:
-        yield Served(url, ctx, sdk, http, compiled)
-    finally:
-        await http.aclose()
-        await sdk.aclose()
-        await runner.cleanup()
-        await client.close()
-        if start_worker:
-            w.stop()
+    async with hosted(application(ctx, threads, runs), ctx, w, start_worker=start_worker) as h:
+        yield Served(h.url, ctx, h.sdk, h.http, compiled)
 
 
 async def reference_events(

@@ -13,15 +13,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
-from aiohttp import web
-from langgraph_sdk import get_client
-
 from durabletask.extensions.langgraph import register_graph
 from durabletask.extensions.langgraph._server import protocol, runs, threads
 from durabletask.extensions.langgraph._server.config import ProjectConfig, ServerSettings
 from durabletask.extensions.langgraph._server.context import ServerContext
-from durabletask.extensions.langgraph._server.middleware import middlewares
+from tests.langgraph_server.support_hosting import application, hosted
 from tests.langgraph_server.support_runs import RunsHub, Served, graphs
 
 
@@ -67,30 +63,11 @@ async def serve_held(hub: RunsHub, *, start_worker: bool = True) -> AsyncIterato
     worker = hub.worker()
     for name, graph in compiled.items():
         register_graph(worker, name, graph)
-    if start_worker:
-        worker.start()
     held = HeldClient(hub.async_client())
     settings = ServerSettings(project=ProjectConfig(path=Path(__file__).parent / "langgraph.json", graphs={}))
     ctx = ServerContext(client=held, graphs=compiled, settings=settings)  # type: ignore[arg-type]
-    app = web.Application(middlewares=middlewares(settings), client_max_size=settings.max_body_bytes)
-    for module in (threads, runs, protocol):
-        app.add_routes(module.routes(ctx))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    sdk = get_client(url=url)
-    http = httpx.AsyncClient(base_url=url, timeout=60)
-    try:
-        yield Served(url, ctx, sdk, http, compiled), held
-    finally:
-        await http.aclose()
-        await sdk.aclose()
-        await runner.cleanup()
-        await held.client.close()
-        if start_worker:
-            worker.stop()
+    async with hosted(application(ctx, threads, runs, protocol), ctx, worker, start_worker=start_worker) as h:
+        yield Served(h.url, ctx, h.sdk, h.http, compiled), held
 
 
 async def status_becomes(s: Served, thread_id: str, run_id: str, wanted: str) -> dict[str, Any]:

@@ -14,7 +14,6 @@ import grpc
 import httpx
 import pytest
 from aiohttp import web
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from durabletask import client as dt_client
@@ -24,6 +23,7 @@ from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.extensions.langgraph._server.config import GraphSpec, ProjectConfig, ServerSettings
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.errors import HttpError
+from tests.langgraph_server.support_hosting import hosted
 
 
 @pytest.fixture(scope="session")
@@ -118,27 +118,10 @@ async def serve(
     w = hub.worker()
     for register in worker_parts:
         register(w, config)
-    if start_worker:
-        w.start()
     client = hub.async_client()
     ctx = ServerContext(client=client, graphs=config.graphs, settings=ServerSettings(project=config))
     app = web.Application(middlewares=[_errors], client_max_size=4 * 1024 * 1024)
     for factory in route_factories:
         app.add_routes(factory(ctx))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    url = f"http://127.0.0.1:{port}"
-    sdk = get_client(url=url)
-    http = httpx.AsyncClient(base_url=url, timeout=30)
-    try:
-        yield Served(url, ctx, sdk, http)
-    finally:
-        await http.aclose()
-        await sdk.aclose()
-        await runner.cleanup()
-        await client.close()
-        if start_worker:
-            w.stop()
+    async with hosted(app, ctx, w, start_worker=start_worker, http_timeout=30) as h:
+        yield Served(h.url, ctx, h.sdk, h.http)

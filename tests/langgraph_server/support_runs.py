@@ -14,8 +14,6 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from aiohttp import web
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from durabletask import client as dt_client
@@ -26,7 +24,7 @@ from durabletask.extensions.langgraph import DurableGraph, register_graph
 from durabletask.extensions.langgraph._server import runs, threads
 from durabletask.extensions.langgraph._server.config import ProjectConfig, ServerSettings
 from durabletask.extensions.langgraph._server.context import ServerContext
-from durabletask.extensions.langgraph._server.middleware import middlewares
+from tests.langgraph_server.support_hosting import application, hosted
 from tests.langgraph_server.support_runs_graphs import BUILDERS
 
 
@@ -94,27 +92,8 @@ async def serve(hub: RunsHub, *, start_worker: bool = True) -> AsyncIterator[Ser
     w = hub.worker()
     for name, graph in compiled.items():
         register_graph(w, name, graph)
-    if start_worker:
-        w.start()
     client = hub.async_client()
     settings = ServerSettings(project=ProjectConfig(path=Path(__file__).parent / "langgraph.json", graphs={}))
     ctx = ServerContext(client=client, graphs=compiled, settings=settings)
-    app = web.Application(middlewares=middlewares(settings), client_max_size=settings.max_body_bytes)
-    app.add_routes(threads.routes(ctx))
-    app.add_routes(runs.routes(ctx))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    sdk = get_client(url=url)
-    http = httpx.AsyncClient(base_url=url, timeout=60)
-    try:
-        yield Served(url, ctx, sdk, http, compiled)
-    finally:
-        await http.aclose()
-        await sdk.aclose()
-        await runner.cleanup()
-        await client.close()
-        if start_worker:
-            w.stop()
+    async with hosted(application(ctx, threads, runs), ctx, w, start_worker=start_worker) as h:
+        yield Served(h.url, ctx, h.sdk, h.http, compiled)

@@ -11,16 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 from aiohttp import web
-from langgraph_sdk import get_client
 
 from durabletask.extensions.langgraph import register_graph
 from durabletask.extensions.langgraph._server import runs, threads
 from durabletask.extensions.langgraph._server.config import ProjectConfig, ServerSettings
 from durabletask.extensions.langgraph._server.config_webhooks import WebhookSettings
 from durabletask.extensions.langgraph._server.context import ServerContext
-from durabletask.extensions.langgraph._server.middleware import middlewares
+from tests.langgraph_server.support_hosting import application, hosted
 from tests.langgraph_server.support_runs import RunsHub, Served, graphs
 
 #: The settings of the tests' project: the receiver listens on loopback, which LangGraph's defaults refuse.
@@ -94,27 +92,8 @@ async def serve(
     """The thread and run routes on port 0 over ``hub`` for ``config``, and (``start_worker``) a worker for it."""
     config = config or project()
     w = worker_for(hub, config)
-    if start_worker:
-        w.start()
     client = hub.async_client()
     settings = ServerSettings(project=config)
     ctx = ServerContext(client=client, graphs=dict(config.graphs), settings=settings)
-    app = web.Application(middlewares=middlewares(settings), client_max_size=settings.max_body_bytes)
-    app.add_routes(threads.routes(ctx))
-    app.add_routes(runs.routes(ctx))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    sdk = get_client(url=url)
-    http = httpx.AsyncClient(base_url=url, timeout=60)
-    try:
-        yield Served(url, ctx, sdk, http, dict(config.graphs))
-    finally:
-        await http.aclose()
-        await sdk.aclose()
-        await runner.cleanup()
-        await client.close()
-        if start_worker:
-            w.stop()
+    async with hosted(application(ctx, threads, runs), ctx, w, start_worker=start_worker) as h:
+        yield Served(h.url, ctx, h.sdk, h.http, dict(config.graphs))
