@@ -100,7 +100,7 @@ def webhook_input(record: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]
     for a rolled-back run, as LangGraph's server sends."""
     rolled_back = bool(run.get("rollback"))
     return {
-        "run": {**{key: run.get(key) for key in _RUN_KEYS}, "kwargs": run_kwargs(run)},
+        "run": {**{key: run.get(key) for key in RUN_KEYS}, "kwargs": run_kwargs(run)},
         "webhook": run.get("webhook"),
         "status": ROLLBACK if rolled_back else run.get("status"),
         "error": error_json(run),
@@ -110,7 +110,8 @@ def webhook_input(record: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]
     }
 
 
-_RUN_KEYS = (
+#: The run's own fields a webhook carries (its payload may be narrowed to these and the delivery's own fields).
+RUN_KEYS = (
     "run_id",
     "thread_id",
     "assistant_id",

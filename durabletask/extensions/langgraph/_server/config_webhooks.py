@@ -16,25 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from durabletask.extensions.langgraph._records_effects import RUN_KEYS
+
 #: The fields a webhook's payload may be narrowed to (``webhooks.allowed_fields``).
-PAYLOAD_FIELDS = frozenset(
-    {
-        "run_id",
-        "thread_id",
-        "assistant_id",
-        "created_at",
-        "updated_at",
-        "metadata",
-        "kwargs",
-        "multitask_strategy",
-        "status",
-        "run_started_at",
-        "run_ended_at",
-        "webhook_sent_at",
-        "values",
-        "error",
-    }
-)
+PAYLOAD_FIELDS = frozenset(RUN_KEYS) | {
+    "status",
+    "run_started_at",
+    "run_ended_at",
+    "webhook_sent_at",
+    "values",
+    "error",
+}
 _URL_KEYS = frozenset(
     {"require_https", "allowed_domains", "allowed_ports", "max_url_length", "disable_loopback", "disable_private_ips"}
 )
