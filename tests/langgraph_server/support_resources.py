@@ -3,6 +3,7 @@ an HTTP server with the assistants, store and crons routes, driven through ``lan
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -20,9 +21,11 @@ from durabletask import client as dt_client
 from durabletask import worker as dt_worker
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
+from durabletask.extensions.langgraph._server import crons_model
 from durabletask.extensions.langgraph._server.config import GraphSpec, ProjectConfig, ServerSettings
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.errors import HttpError
+from durabletask.scheduled import AsyncScheduledTaskClient
 from tests.langgraph_server.support_hosting import hosted
 
 
@@ -125,3 +128,22 @@ async def serve(
         app.add_routes(factory(ctx))
     async with hosted(app, ctx, w, start_worker=start_worker, http_timeout=30) as h:
         yield Served(h.url, ctx, h.sdk, h.http)
+
+
+async def fire_cron(hub: ResourceHub, cron_id: str, *, suffix: str) -> dict[str, Any]:
+    """Start the firing orchestration with what the cron's schedule carries, as its entity does at a due time (as
+    instance ``<schedule ID>-<suffix>``); its output."""
+    client = hub.async_client()
+    try:
+        schedule_id = crons_model.schedule_id(cron_id)
+        description = await AsyncScheduledTaskClient(client).get_schedule(schedule_id)
+        assert description is not None and description.orchestration_name == crons_model.CRON_RUN
+        instance_id = await client.schedule_new_orchestration(
+            crons_model.CRON_RUN, input=description.orchestration_input, instance_id=f"{schedule_id}-{suffix}"
+        )
+        state = await client.wait_for_orchestration_completion(instance_id, timeout=60)
+        assert state is not None and state.serialized_output, state
+        fired: dict[str, Any] = json.loads(state.serialized_output)
+        return fired
+    finally:
+        await client.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,8 +17,7 @@ from langgraph_sdk.errors import NotFoundError
 from durabletask.extensions.langgraph._server import assistants, crons, runs, threads
 from durabletask.extensions.langgraph._server import crons_model as model
 from durabletask.extensions.langgraph._server.launch_worker import register_project
-from durabletask.scheduled import AsyncScheduledTaskClient
-from tests.langgraph_server.support_resources import ResourceHub, resource_hub, resources_emulator, serve
+from tests.langgraph_server.support_resources import ResourceHub, fire_cron, resource_hub, resources_emulator, serve
 
 __all__ = ["resource_hub", "resources_emulator"]
 
@@ -44,23 +42,6 @@ def _workers_parts(hub: ResourceHub) -> Iterator[list[Any]]:
         pool.shutdown()
 
 
-async def _fire(hub: ResourceHub, cron_id: str) -> dict[str, Any]:
-    """Start the firing orchestration with what the cron's schedule carries, as its entity does at a due time."""
-    client = hub.async_client()
-    try:
-        description = await AsyncScheduledTaskClient(client).get_schedule(model.schedule_id(cron_id))
-        assert description is not None and description.orchestration_name == model.CRON_RUN
-        instance_id = await client.schedule_new_orchestration(
-            model.CRON_RUN, input=description.orchestration_input, instance_id=f"{model.schedule_id(cron_id)}-t"
-        )
-        state = await client.wait_for_orchestration_completion(instance_id, timeout=60)
-        assert state is not None and state.serialized_output, state
-        fired: dict[str, Any] = json.loads(state.serialized_output)
-        return fired
-    finally:
-        await client.close()
-
-
 async def test_a_thread_crons_firing_runs_on_its_thread(resource_hub: ResourceHub) -> None:
     with _workers_parts(resource_hub) as parts:
         async with serve(resource_hub, _ROUTES, worker_parts=parts) as served:
@@ -73,7 +54,7 @@ async def test_a_thread_crons_firing_runs_on_its_thread(resource_hub: ResourceHu
                 metadata={"team": "ops"},
             )
             assert cron["thread_id"] == thread["thread_id"]
-            fired = await _fire(resource_hub, cron["cron_id"])
+            fired = await fire_cron(resource_hub, cron["cron_id"], suffix="t")
             assert fired["thread_id"] == thread["thread_id"]
             values = await served.sdk.runs.join(thread["thread_id"], fired["run_id"])
             assert values == {"topic": "news", "steps": ["plan", "write"]}
@@ -91,7 +72,7 @@ async def test_a_stateless_crons_firing_runs_on_a_new_thread(resource_hub: Resou
                 input={"topic": uuid.uuid4().hex, "steps": []},
                 on_run_completed="keep",
             )
-            fired = await _fire(resource_hub, cron["cron_id"])
+            fired = await fire_cron(resource_hub, cron["cron_id"], suffix="t")
             values = await served.sdk.runs.join(fired["thread_id"], fired["run_id"])
             # What plain LangGraph gives: the subgraph hands back the shared list, which the parent's reducer adds.
             assert values["steps"] == ["intro", "intro", "draft", "review"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
@@ -10,11 +9,9 @@ import pytest
 
 from durabletask.extensions.langgraph import register_graph
 from durabletask.extensions.langgraph._server import crons, runs, threads
-from durabletask.extensions.langgraph._server import crons_model as model
 from durabletask.extensions.langgraph._server.config_graphs import prepare_graph
-from durabletask.scheduled import AsyncScheduledTaskClient
 from tests.langgraph_server import support_resources
-from tests.langgraph_server.support_resources import ResourceHub, resource_hub, resources_emulator, serve
+from tests.langgraph_server.support_resources import ResourceHub, fire_cron, resource_hub, resources_emulator, serve
 from tests.langgraph_server.support_webhooks import LOOPBACK_ALLOWED, receiver
 
 __all__ = ["resource_hub", "resources_emulator"]
@@ -35,23 +32,6 @@ def _parts(hub: ResourceHub) -> list[Any]:
     return [register]
 
 
-async def _fire(hub: ResourceHub, cron_id: str) -> dict[str, Any]:
-    """Start the firing orchestration with what the cron's schedule carries, as its entity does at a due time."""
-    client = hub.async_client()
-    try:
-        description = await AsyncScheduledTaskClient(client).get_schedule(model.schedule_id(cron_id))
-        assert description is not None
-        instance_id = await client.schedule_new_orchestration(
-            model.CRON_RUN, input=description.orchestration_input, instance_id=f"{model.schedule_id(cron_id)}-w"
-        )
-        state = await client.wait_for_orchestration_completion(instance_id, timeout=60)
-        assert state is not None and state.serialized_output, state
-        fired: dict[str, Any] = json.loads(state.serialized_output)
-        return fired
-    finally:
-        await client.close()
-
-
 async def test_a_crons_run_posts_its_webhook(resource_hub: ResourceHub, monkeypatch: pytest.MonkeyPatch) -> None:
     plain = support_resources.project
     monkeypatch.setattr(support_resources, "project", lambda: replace(plain(), webhooks=LOOPBACK_ALLOWED))
@@ -60,7 +40,7 @@ async def test_a_crons_run_posts_its_webhook(resource_hub: ResourceHub, monkeypa
         cron = await served.sdk.crons.create_for_thread(
             thread["thread_id"], "chain", schedule="0 0 1 1 *", input={"topic": "c", "steps": []}, webhook=hook.url
         )
-        fired = await _fire(resource_hub, cron["cron_id"])
+        fired = await fire_cron(resource_hub, cron["cron_id"], suffix="w")
         await served.sdk.runs.join(thread["thread_id"], fired["run_id"])
         [post] = await hook.wait_for(1)
         assert post["json"]["run_id"] == fired["run_id"] and post["json"]["status"] == "success"
