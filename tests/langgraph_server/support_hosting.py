@@ -3,19 +3,66 @@ reach it (``langgraph_sdk``'s and a plain ``httpx`` one), all closed again in th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
+import grpc
 import httpx
 from aiohttp import web
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
+from durabletask import client as dt_client
 from durabletask import worker as dt_worker
+from durabletask._proto import orchestrator_service_pb2 as pb
+from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.middleware import middlewares
+
+
+@dataclass
+class TaskHub:
+    """One task hub of the emulator, with how to reach it."""
+
+    address: str
+    taskhub: str
+
+    @property
+    def metadata(self) -> list[tuple[str, str]]:
+        return [("taskhub", self.taskhub)]
+
+    def async_client(self) -> dt_client.AsyncTaskHubGrpcClient:
+        return dt_client.AsyncTaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
+
+    def sync_client(self) -> dt_client.TaskHubGrpcClient:
+        return dt_client.TaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
+
+    def worker(self) -> dt_worker.TaskHubGrpcWorker:
+        return dt_worker.TaskHubGrpcWorker(host_address=self.address, metadata=self.metadata)
+
+
+def emulator_running() -> Iterator[Any]:
+    """The body of an emulator fixture: an in-memory emulator on port 0 that makes task hubs as they are named."""
+    from dtscale_emulator.server import EmulatorServer
+
+    server = EmulatorServer(port=0, in_memory=True, dynamic_task_hubs=True)
+    server.start()
+    yield server
+    server.stop()
+
+
+def fresh_hub(emulator: Any, prefix: str) -> Iterator[TaskHub]:
+    """The body of a task hub fixture: a new task hub of ``emulator`` (named ``prefix`` and 12 hex digits), deleted
+    afterwards."""
+    hub = TaskHub(f"localhost:{emulator.port}", f"{prefix}{uuid.uuid4().hex[:12]}")
+    yield hub
+    with grpc.insecure_channel(hub.address) as channel:
+        stub = pb_grpc.TaskHubSidecarServiceStub(channel)
+        stub.DeleteTaskHub(pb.DeleteTaskHubRequest(), metadata=hub.metadata, timeout=60)
 
 
 @dataclass

@@ -4,69 +4,37 @@ an HTTP server with the assistants, store and crons routes, driven through ``lan
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
 import httpx
 import pytest
 from aiohttp import web
 from langgraph_sdk.client import LangGraphClient
 
-from durabletask import client as dt_client
-from durabletask import worker as dt_worker
-from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.extensions.langgraph._server import crons_model
 from durabletask.extensions.langgraph._server.config import GraphSpec, ProjectConfig, ServerSettings
 from durabletask.extensions.langgraph._server.context import ServerContext
 from durabletask.extensions.langgraph._server.errors import HttpError
 from durabletask.scheduled import AsyncScheduledTaskClient
-from tests.langgraph_server.support_hosting import hosted
+from tests.langgraph_server.support_hosting import TaskHub, emulator_running, fresh_hub, hosted
 
 
 @pytest.fixture(scope="session")
 def resources_emulator() -> Iterator[Any]:
-    from dtscale_emulator.server import EmulatorServer
-
-    server = EmulatorServer(port=0, in_memory=True, dynamic_task_hubs=True)
-    server.start()
-    yield server
-    server.stop()
+    yield from emulator_running()
 
 
-@dataclass
-class ResourceHub:
-    """One task hub of the emulator, with how to reach it."""
-
-    address: str
-    taskhub: str
-
-    @property
-    def metadata(self) -> list[tuple[str, str]]:
-        return [("taskhub", self.taskhub)]
-
-    def async_client(self) -> dt_client.AsyncTaskHubGrpcClient:
-        return dt_client.AsyncTaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
-
-    def sync_client(self) -> dt_client.TaskHubGrpcClient:
-        return dt_client.TaskHubGrpcClient(host_address=self.address, metadata=self.metadata)
-
-    def worker(self) -> dt_worker.TaskHubGrpcWorker:
-        return dt_worker.TaskHubGrpcWorker(host_address=self.address, metadata=self.metadata)
+#: One task hub of the emulator, with how to reach it.
+ResourceHub = TaskHub
 
 
 @pytest.fixture
 def resource_hub(resources_emulator: Any) -> Iterator[ResourceHub]:
-    hub = ResourceHub(f"localhost:{resources_emulator.port}", f"r{uuid.uuid4().hex[:12]}")
-    yield hub
-    with grpc.insecure_channel(hub.address) as channel:
-        stub = pb_grpc.TaskHubSidecarServiceStub(channel)
-        stub.DeleteTaskHub(pb.DeleteTaskHubRequest(), metadata=hub.metadata, timeout=60)
+    yield from fresh_hub(resources_emulator, "r")
 
 
 GRAPHS = {

@@ -4,17 +4,14 @@ test, and waits on a thread's record."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-import grpc
 import pytest
 
-from durabletask._proto import orchestrator_service_pb2 as pb
-from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from durabletask.extensions.langgraph._server.threads_records import Records
+from tests.langgraph_server.support_hosting import fresh_hub
 from tests.langgraph_server.support_runs import RunsHub
 
 
@@ -35,11 +32,7 @@ def clocked_emulator() -> Iterator[Any]:
 
 @pytest.fixture
 def clocked_hub(clocked_emulator: Any) -> Iterator[RunsHub]:
-    hub = RunsHub(f"localhost:{clocked_emulator.port}", f"t{uuid.uuid4().hex[:12]}")
-    yield hub
-    with grpc.insecure_channel(hub.address) as channel:
-        stub = pb_grpc.TaskHubSidecarServiceStub(channel)
-        stub.DeleteTaskHub(pb.DeleteTaskHubRequest(), metadata=hub.metadata, timeout=60)
+    yield from fresh_hub(clocked_emulator, "t")
 
 
 def advance(emulator: Any, minutes: float) -> None:
