@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import sys
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 
 from dtscale_emulator.errors import StorageError
+from dtscale_emulator.storage import kernel_sync
 from dtscale_emulator.storage.sqlite_checks import sync_folder
 
 log = logging.getLogger("dtscale_emulator")
@@ -46,6 +48,16 @@ def sync_file(fd: int) -> None:
         os.fdatasync(fd)  # the log's data and its size, not its times
     else:
         os.fsync(fd)
+
+
+_SYNC_FILE = sync_file
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class Needs:
@@ -86,17 +98,40 @@ def _settle(outcomes: list[_Outcome]) -> None:
 
 
 _Waiter = tuple[int, int, asyncio.AbstractEventLoop, asyncio.Future[StorageError | None]]
+_ByLoop = dict[asyncio.AbstractEventLoop, list[_Outcome]]
+
+
+def _answer(by_loop: _ByLoop) -> None:
+    """Tells each loop's waiters their outcomes: at once on the running loop, through its queue on others."""
+    current = _running_loop()
+    for loop, outcomes in by_loop.items():
+        if loop is current:
+            _settle(outcomes)
+        else:
+            with contextlib.suppress(RuntimeError):  # a loop already closed has no one left to answer
+                loop.call_soon_threadsafe(_settle, outcomes)
 
 
 class GroupCommit:
     """Numbers the commits of one store and syncs its write-ahead log for all those made since the last sync.
 
     ``sync`` puts a file descriptor's writes on disk (:func:`sync_file`; tests pass one that fails or stalls).
+    With the default, and where the kernel can (:mod:`kernel_sync`), the syncs of commits made on an event loop
+    are run by the kernel for that loop: no thread hand-off, and the loop never blocks. ``kernel`` opens those
+    syncs for a file descriptor (``None`` where they are unavailable); tests pass one that fails or stalls.
+    Otherwise, and whenever that loop is not running, the syncing thread makes them.
     """
 
-    def __init__(self, db_path: str, sync: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        db_path: str,
+        sync: Callable[[int], None] | None = None,
+        kernel: Callable[[int], kernel_sync.KernelSync | None] | None = None,
+    ) -> None:
         self._wal = db_path + "-wal"
         self._sync = sync or sync_file
+        if kernel is None and self._sync is _SYNC_FILE:
+            kernel = kernel_sync.open_kernel_sync
         self._cond = threading.Condition()
         self._committed = 0
         self._synced = 0
@@ -118,7 +153,17 @@ class GroupCommit:
         # The newest commit the thread may start a sync for, and the event loop a release is queued on (if any).
         self._released = 0
         self._release_on: asyncio.AbstractEventLoop | None = None
+        # A sync is running (on the thread or in the kernel); the kernel's: its commits (first, last) and bytes.
+        self._syncing = False
+        self._out: tuple[int, int, int] | None = None
+        # The kernel's syncs, and the loop they report to (the first that released commits while it ran).
+        self._kernel: kernel_sync.KernelSync | None = None
+        self._kernel_loop: asyncio.AbstractEventLoop | None = None
+        self._kick_queued = False
         self._open_log()
+        if kernel is not None:
+            assert self._fd is not None
+            self._kernel = kernel(self._fd)
         self._thread = threading.Thread(target=self._run, name="emulator-group-commit", daemon=True)
         self._thread.start()
 
@@ -153,6 +198,12 @@ class GroupCommit:
     def committed(self) -> int:
         """The number of the newest commit."""
         return self._committed
+
+    @property
+    def kernel_syncs(self) -> bool:
+        """Whether the kernel runs the syncs now, for a running event loop (else the syncing thread does)."""
+        with self._cond:
+            return self._kernel is not None and self._syncing_loop() is not None
 
     @property
     def synced(self) -> int:
@@ -213,7 +264,91 @@ class GroupCommit:
     def _release_locked(self) -> None:
         self._release_on = None
         self._released = self._committed
-        self._cond.notify_all()
+        if not self._start_locked():
+            self._cond.notify_all()  # the thread syncs them
+
+    # Kernel syncs, run for an event loop -----------------------------------------------------------
+    def _syncing_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop the kernel's syncs report to, while it runs (called with the lock held)."""
+        loop = self._kernel_loop
+        if loop is None or loop.is_closed() or not loop.is_running():
+            return None
+        return loop
+
+    def _start_locked(self) -> bool:
+        """Starts a kernel sync of the released commits unless one runs; whether a loop takes them (with the lock).
+
+        ``False``: no loop runs the kernel's syncs, so the thread is to sync them (notifying it is the caller's).
+        Waking the thread when a loop takes them would cost the very hand-off the kernel's syncs avoid.
+        """
+        if self._kernel is None:
+            return False
+        loop = self._syncing_loop()
+        current = _running_loop()
+        if loop is None:
+            if current is None or self._syncing:
+                return False
+            loop = self._bind(current)
+        if self._syncing or self._synced >= self._released:
+            return True  # the sync running now starts the next when it ends
+        if loop is current:
+            self._submit_locked(loop)
+        elif not self._kick_queued:
+            self._kick_queued = True
+            try:
+                loop.call_soon_threadsafe(self._kick)
+            except RuntimeError:  # closed meanwhile: the thread takes the sync
+                self._kick_queued = False
+                return False
+        return True
+
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
+        assert self._kernel is not None
+        old = self._kernel_loop
+        if old is not None and not old.is_closed():
+            old.remove_reader(self._kernel.fileno())  # it is not running (else it would still be bound)
+        loop.add_reader(self._kernel.fileno(), self._kernel_ready)
+        self._kernel_loop = loop
+        self._cond.notify_all()  # the thread now looks now and then whether the loop still runs
+        return loop
+
+    def _kick(self) -> None:
+        with self._cond:
+            self._kick_queued = False
+            self._start_locked()
+
+    def _submit_locked(self, loop: asyncio.AbstractEventLoop) -> None:
+        assert self._kernel is not None
+        self._syncing = True
+        self._out = (self._synced + 1, self._committed, self._bytes)
+        if self._failed_batch is not None:  # nothing reaches the disk after a failed sync; its callers are told
+            loop.call_soon(self._kernel_done, 0)
+            return
+        try:
+            self._kernel.submit()
+        except OSError as error:
+            loop.call_soon(self._kernel_done, -(error.errno or errno.EIO))
+
+    def _kernel_ready(self) -> None:
+        assert self._kernel is not None
+        try:
+            outcomes = self._kernel.reap()
+        except OSError as error:  # the kernel lost track of the sync: it cannot be known to be on disk
+            outcomes = [-(error.errno or errno.EIO)] if self._out is not None else []
+        for outcome in outcomes:
+            self._kernel_done(outcome)
+
+    def _kernel_done(self, outcome: int) -> None:
+        with self._cond:
+            out, self._out = self._out, None
+            if out is None:
+                return
+            first, last, taken = out
+            problem = None if outcome >= 0 else OSError(-outcome, os.strerror(-outcome))
+            by_loop = self._synced_locked(first, last, taken, problem)
+            if not self._start_locked():
+                self._cond.notify_all()
+        _answer(by_loop)
 
     def instance_read(self, key: tuple[str, str]) -> None:
         """Notes a read of one instance row: it waits only for the unsynced commits that changed that row."""
@@ -276,25 +411,59 @@ class GroupCommit:
     def _run(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._synced < self._released or self._closing)
-                if self._synced >= self._committed:
+                task = self._thread_task()
+                while task is None:
+                    # A loop's kernel syncs stop when the loop does, which notifies nobody: look again now and then.
+                    self._cond.wait(None if self._kernel_loop is None else 0.1)
+                    task = self._thread_task()
+                if task == "done":
                     return  # closing, and everything is synced
-                self._gather()
-                first, target, taken = self._synced + 1, self._committed, self._bytes
+                if task == "orphan":
+                    pass
+                else:
+                    self._syncing = True
+                    self._gather()
+                    first, target, taken = self._synced + 1, self._committed, self._bytes
+            if task == "orphan":
+                self._reap_orphan()
+                continue
             problem = self._sync_log() if self._failed_batch is None else None
             with self._cond:
-                if problem is not None:
-                    self._failed(first, target, problem)
-                self._bytes -= taken
-                self._synced = target
-                if self._dirty:
-                    self._dirty = {key: seq for key, seq in self._dirty.items() if seq > target}
-                self.syncs += 1
-                by_loop = self._take_ready(target)
-                self._cond.notify_all()
-            for loop, outcomes in by_loop.items():
-                with contextlib.suppress(RuntimeError):  # a loop already closed has no one left to answer
-                    loop.call_soon_threadsafe(_settle, outcomes)
+                by_loop = self._synced_locked(first, target, taken, problem)
+                self._start_locked()  # the thread itself looks for more before it waits
+            _answer(by_loop)
+
+    def _thread_task(self) -> str | None:
+        """What the thread is to do now: "sync", "orphan" (reap a kernel sync whose loop stopped), "done" or None."""
+        loop_syncs = self._syncing_loop() is not None
+        if self._out is not None and not loop_syncs:
+            return "orphan"
+        if self._syncing:
+            return None
+        if self._closing:
+            return "done" if self._synced >= self._committed else "sync"
+        return "sync" if self._synced < self._released and not loop_syncs else None
+
+    def _reap_orphan(self) -> None:
+        assert self._kernel is not None
+        outcome = self._kernel.wait(0.1)
+        if outcome is not None:
+            self._kernel_done(outcome)
+
+    def _synced_locked(self, first: int, target: int, taken: int, problem: OSError | None) -> _ByLoop:
+        """Records a sync's end (called with the lock held); returns the waiters it answers, by loop."""
+        if problem is not None:
+            self._failed(first, target, problem)
+        self._bytes -= taken
+        self._synced = target
+        if self._dirty:
+            self._dirty = {key: seq for key, seq in self._dirty.items() if seq > target}
+        self.syncs += 1
+        self._syncing = False
+        by_loop = self._take_ready(target)
+        if self._thread_task() is not None:  # only the thread waits on the condition
+            self._cond.notify_all()
+        return by_loop
 
     def _gather(self) -> None:
         """Waits, briefly, for as many commits as the last sync answered callers for (called with the lock held).
@@ -316,13 +485,13 @@ class GroupCommit:
         )
         self._wake_at = 1
 
-    def _take_ready(self, target: int) -> dict[asyncio.AbstractEventLoop, list[_Outcome]]:
+    def _take_ready(self, target: int) -> _ByLoop:
         """Removes the waiters the sync up to ``target`` answers, each with its own commit's outcome, by loop.
 
         A waiter's own commit may have been held by an earlier sync than the one that ends its wait (it waited for
         a later commit it read), so its outcome is looked up by that commit, never taken from this sync.
         """
-        by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = {}
+        by_loop: _ByLoop = {}
         waiting: list[_Waiter] = []
         callers = 0
         for waiter in self._waiters:
@@ -374,7 +543,35 @@ class GroupCommit:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
+            on_its_loop = self._out is not None and _running_loop() is self._kernel_loop
+        if on_its_loop:  # the loop cannot take the sync's end while it runs this: take it here
+            assert self._kernel is not None
+            self._kernel_done(self._kernel.wait() or 0)
         self._thread.join()
+        if self._kernel is not None:
+            self._unbind()
+            self._kernel.close()
+            self._kernel = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def _unbind(self) -> None:
+        """Stops the loop watching the kernel's syncs, on the loop's own thread if it runs."""
+        assert self._kernel is not None
+        loop, fd = self._kernel_loop, self._kernel.fileno()
+        self._kernel_loop = None
+        if loop is None or loop.is_closed():
+            return
+        if not loop.is_running() or _running_loop() is loop:
+            loop.remove_reader(fd)
+            return
+        done = threading.Event()
+
+        def remove() -> None:
+            loop.remove_reader(fd)
+            done.set()
+
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(remove)
+            done.wait(5)

@@ -1,10 +1,15 @@
 """Group commit (``--durability full``): commits synced together, nothing answered before its sync, a failed sync
-reported to the callers whose commits it held and to no other, bounded batches, fairness behind a large turn."""
+reported to the callers whose commits it held and to no other, bounded batches, fairness behind a large turn.
+
+Most tests run twice: with the syncs on the group commit's thread, and with the syncs the kernel runs for the event
+loop (``kernel``), there played by :class:`FakeKernel`, whose syncs are the test's :class:`Disk`."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dtscale_emulator.errors import StorageError
-from dtscale_emulator.storage import InstanceRecord, SqliteBackend
+from dtscale_emulator.storage import InstanceRecord, SqliteBackend, kernel_sync
 from dtscale_emulator.storage import group_commit as gc
 from dtscale_emulator.storage.group_commit import GroupCommit, track_call
 
@@ -45,11 +50,76 @@ class Disk:
         assert self.entered.acquire(timeout=60), "no sync began"
 
 
+class FakeKernel:
+    """Kernel syncs as :mod:`kernel_sync` gives them, each one the test's ``disk.sync`` run on a thread of its own."""
+
+    def __init__(self, disk: Disk, fd: int) -> None:
+        self._disk, self._fd = disk, fd
+        self._efd = os.eventfd(0, os.EFD_NONBLOCK)
+        self._ended = threading.Condition()
+        self._outcomes: list[int] = []
+        self.submitted = 0
+        disk.sync(fd)  # the probe sync the kernel's syncs open with (where the thread's open with the log's own)
+
+    def fileno(self) -> int:
+        return self._efd
+
+    def submit(self) -> None:
+        self.submitted += 1
+        threading.Thread(target=self._sync, daemon=True).start()
+
+    def _sync(self) -> None:
+        try:
+            self._disk.sync(self._fd)
+            outcome = 0
+        except OSError as error:
+            outcome = -(error.errno or errno.EIO)
+        with self._ended:
+            self._outcomes.append(outcome)
+            self._ended.notify_all()
+        os.eventfd_write(self._efd, 1)
+
+    def reap(self) -> list[int]:
+        with contextlib.suppress(BlockingIOError):
+            os.eventfd_read(self._efd)
+        with self._ended:
+            found, self._outcomes = self._outcomes, []
+        return found
+
+    def wait(self, seconds: float | None = None) -> int | None:
+        with self._ended:
+            if not self._ended.wait_for(lambda: self._outcomes, seconds):
+                return None
+            return self._outcomes.pop(0)
+
+    def close(self) -> None:
+        os.close(self._efd)
+
+
 @pytest.fixture
-def disk(monkeypatch: pytest.MonkeyPatch) -> Disk:
+def kernels() -> list[FakeKernel]:
+    """The fake kernels made by the test (on the ``kernel`` path)."""
+    return []
+
+
+@pytest.fixture(params=["thread"])
+def disk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, kernels: list[FakeKernel]) -> Disk:
+    """The test's disk; with ``kernel`` (indirect parametrization) its syncs are the kernel's, for the loop."""
     d = Disk()
-    monkeypatch.setattr(gc, "sync_file", d.sync)
+    if request.param == "kernel":
+
+        def open_fake(fd: int) -> FakeKernel:
+            kernels.append(FakeKernel(d, fd))
+            return kernels[-1]
+
+        monkeypatch.setattr(kernel_sync, "open_kernel_sync", open_fake)
+    else:
+        monkeypatch.setattr(gc, "sync_file", d.sync)
     return d
+
+
+#: For the tests whose rules hold on both paths.
+BOTH_PATHS = pytest.mark.parametrize("disk", ["thread", "kernel"], indirect=True)
 
 
 @pytest.fixture
@@ -92,6 +162,7 @@ def _until(condition: Callable[[], bool]) -> None:
     raise AssertionError("the condition never held")
 
 
+@BOTH_PATHS
 def test_commits_made_during_a_sync_share_the_next_one_and_none_is_answered_before_its_sync(
     backend: SqliteBackend, disk: Disk
 ) -> None:
@@ -115,6 +186,7 @@ def test_commits_made_during_a_sync_share_the_next_one_and_none_is_answered_befo
     asyncio.run(scenario())
 
 
+@BOTH_PATHS
 def test_commits_made_on_the_loop_before_it_runs_on_share_one_sync_and_a_commit_off_the_loop_syncs_alone(
     backend: SqliteBackend, disk: Disk
 ) -> None:
@@ -140,6 +212,7 @@ def test_commits_made_on_the_loop_before_it_runs_on_share_one_sync_and_a_commit_
     assert group.syncs == syncs + 1
 
 
+@BOTH_PATHS
 def test_a_commit_on_a_loop_that_stops_before_its_sync_is_released_is_still_synced_and_later_ones_too(
     backend: SqliteBackend, disk: Disk
 ) -> None:
@@ -175,6 +248,7 @@ def test_a_commit_on_a_loop_that_stops_before_its_sync_is_released_is_still_sync
     assert group.synced == group.committed
 
 
+@BOTH_PATHS
 def test_a_read_waits_for_the_commits_it_may_have_seen_and_a_call_that_touched_nothing_waits_for_none(
     backend: SqliteBackend, disk: Disk
 ) -> None:
@@ -195,6 +269,7 @@ def test_a_read_waits_for_the_commits_it_may_have_seen_and_a_call_that_touched_n
     asyncio.run(scenario())
 
 
+@BOTH_PATHS
 def test_a_failed_sync_fails_exactly_the_commits_it_held(backend: SqliteBackend, disk: Disk) -> None:
     async def scenario() -> None:
         disk.hold()
@@ -221,6 +296,7 @@ def test_a_failed_sync_fails_exactly_the_commits_it_held(backend: SqliteBackend,
     assert backend._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0  # the log is kept as it is
 
 
+@BOTH_PATHS
 def test_a_commit_made_during_a_failed_sync_is_never_acknowledged(backend: SqliteBackend, disk: Disk) -> None:
     async def scenario() -> None:
         disk.hold()
@@ -237,6 +313,7 @@ def test_a_commit_made_during_a_failed_sync_is_never_acknowledged(backend: Sqlit
     asyncio.run(scenario())
 
 
+@BOTH_PATHS
 def test_a_small_commit_behind_a_large_one_waits_at_most_one_extra_sync(backend: SqliteBackend, disk: Disk) -> None:
     group = _group(backend)
 
@@ -254,6 +331,7 @@ def test_a_small_commit_behind_a_large_one_waits_at_most_one_extra_sync(backend:
     asyncio.run(scenario())
 
 
+@BOTH_PATHS
 def test_unsynced_bytes_are_bounded_callers_wait_for_room(
     backend: SqliteBackend, disk: Disk, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -274,6 +352,7 @@ def test_unsynced_bytes_are_bounded_callers_wait_for_room(
     asyncio.run(scenario())
 
 
+@BOTH_PATHS
 def test_close_syncs_what_is_left(tmp_path: Path, disk: Disk) -> None:
     backend = SqliteBackend(str(tmp_path / "emu.db"))
     group = _group(backend)
@@ -369,3 +448,112 @@ def test_a_sync_waits_for_expected_commits_only_until_they_hold_its_bound_in_byt
         assert group.syncs == syncs + 1
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("disk", ["kernel"], indirect=True)
+def test_on_a_running_loop_the_kernel_syncs_commits_made_off_the_loop_too(
+    backend: SqliteBackend, disk: Disk, kernels: list[FakeKernel]
+) -> None:
+    """A commit made on another thread (a large turn's, in the executor) is synced by the loop's kernel syncs."""
+    group = _group(backend)
+
+    async def scenario() -> None:
+        await backend.durable(*_put(backend, "on-the-loop"))
+        assert group.kernel_syncs
+        submitted = kernels[0].submitted
+        made = await asyncio.to_thread(_put, backend, "off-the-loop")
+        await backend.durable(*made)
+        assert kernels[0].submitted == submitted + 1
+
+    asyncio.run(scenario())
+    assert not group.kernel_syncs  # its loop is gone: the thread syncs from now on
+
+
+@pytest.mark.parametrize("disk", ["kernel"], indirect=True)
+def test_a_kernel_sync_whose_loop_stops_is_taken_by_the_thread_and_its_callers_on_other_loops_answered(
+    backend: SqliteBackend, disk: Disk
+) -> None:
+    group = _group(backend)
+    loop = asyncio.new_event_loop()
+
+    async def commit_and_stop() -> tuple[int, int]:
+        disk.hold()
+        made = _put(backend, "stranded")
+        await asyncio.to_thread(disk.wait_entered)  # its kernel sync runs, held; the loop then stops
+        return made
+
+    try:
+        made = loop.run_until_complete(commit_and_stop())
+    finally:
+        loop.close()
+    disk.release()
+
+    async def on_another_loop() -> None:
+        await backend.durable(*made)
+        await backend.durable(*_put(backend, "later"))
+
+    asyncio.run(on_another_loop())
+    assert group.synced == group.committed
+
+
+@pytest.mark.parametrize("disk", ["kernel"], indirect=True)
+def test_closing_on_the_loop_with_a_kernel_sync_out_waits_for_it_there(tmp_path: Path, disk: Disk) -> None:
+    backend = SqliteBackend(str(tmp_path / "emu.db"))
+    group = _group(backend)
+
+    async def scenario() -> None:
+        await backend.durable(*_put(backend, "bound"))
+        disk.hold()
+        _put(backend, "last")
+        await asyncio.to_thread(disk.wait_entered)
+        threading.Timer(0.05, disk.release).start()
+        backend.close()  # on the loop, which therefore cannot take the sync's end itself
+
+    asyncio.run(scenario())
+    assert group.synced == group.committed
+
+
+def test_the_kernels_syncs_of_a_real_file_end_through_the_eventfd(tmp_path: Path) -> None:
+    import select
+
+    with open(tmp_path / "log", "wb+") as f:
+        f.write(b"x" * 8192)
+        found = kernel_sync.open_kernel_sync(f.fileno())
+        if found is None:
+            pytest.skip("this kernel runs no AIO syncs (the emulator syncs on its thread here)")
+        try:
+            for _ in range(3):
+                f.write(b"y" * 4096)
+                f.flush()
+                found.submit()
+                readable, _, _ = select.select([found.fileno()], [], [], 60)
+                assert readable
+                assert found.reap() == [0]
+                assert found.reap() == []  # each end is told once
+            found.submit()
+            assert found.wait(60) == 0
+        finally:
+            found.close()
+
+
+def test_the_default_store_syncs_in_the_kernel_for_its_loop_where_the_kernel_can(tmp_path: Path) -> None:
+    probe = tmp_path / "probe"
+    with open(probe, "wb") as f:
+        works = kernel_sync.open_kernel_sync(f.fileno())
+    if works is None:
+        pytest.skip("this kernel runs no AIO syncs (the emulator syncs on its thread here)")
+    works.close()
+    backend = SqliteBackend(str(tmp_path / "emu.db"))
+    group = _group(backend)
+
+    async def scenario() -> None:
+        syncs = group.syncs
+        for i in range(5):
+            await backend.durable(*_put(backend, f"i{i}"))
+        assert group.kernel_syncs and group.syncs == syncs + 5
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        backend.close()
+    assert group.synced == group.committed
