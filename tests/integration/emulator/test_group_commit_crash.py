@@ -12,6 +12,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from dtscale_emulator.storage.kernel_sync import open_kernel_sync
 from durabletask._proto import orchestrator_service_pb2 as pb
 from durabletask._proto import orchestrator_service_pb2_grpc as pb_grpc
 from tests.support.reliability import ROOT, env, free_port, kill, start_emulator, wait_until
@@ -155,10 +157,25 @@ class Load:
                 t.join(30)
 
 
+def _kernel_syncs_work() -> bool:
+    with tempfile.TemporaryFile() as f:
+        found = open_kernel_sync(f.fileno())
+        if found is None:
+            return False
+        found.close()
+        return True
+
+
+#: Where the log's syncs run: on the group commit's thread, or in the kernel for the event loop (Linux's AIO).
+PATHS = ["thread", "kernel"] if _kernel_syncs_work() else ["thread"]
+
+
 def _recording_emulator(
-    db: Path, port: int, record: Path, durability: str, fail_sync: int = 0
+    db: Path, port: int, record: Path, durability: str, fail_sync: int = 0, path: str = "thread"
 ) -> subprocess.Popen[str]:
     environ = {**env(), "DTS_TEST_SYNC_RECORD": str(record), "DTS_TEST_FAIL_SYNC": str(fail_sync)}
+    if path == "kernel":
+        environ["DTS_TEST_SYNC_PATH"] = "kernel"  # else the recording's own sync leaves the syncs to the thread
     proc = subprocess.Popen(
         [sys.executable, str(RECORDING), "--db", str(db), "--port", str(port), "--log-level", "CRITICAL",
          "--no-dashboard", "--durability", durability],
@@ -219,10 +236,12 @@ def _found(db: Path, port: int, load: Load) -> dict[str, list[str]]:
     }
 
 
-def _crash_under_load(tmp_path: Path, crash: str, durability: str, seed: int) -> tuple[dict[str, list[str]], Load]:
+def _crash_under_load(
+    tmp_path: Path, crash: str, durability: str, seed: int, path: str = "thread"
+) -> tuple[dict[str, list[str]], Load]:
     rng = random.Random(seed)
     db, port, record = tmp_path / "emu.db", free_port(), tmp_path / "syncs.txt"
-    emulator = _recording_emulator(db, port, record, durability)
+    emulator = _recording_emulator(db, port, record, durability, path=path)
     load = Load(f"127.0.0.1:{port}")
     try:
         with load.running():
@@ -236,12 +255,13 @@ def _crash_under_load(tmp_path: Path, crash: str, durability: str, seed: int) ->
     return _found(db, port, load), load
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("crash", ["SIGKILL", "power loss"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_every_acknowledged_write_survives_a_crash_at_a_random_point_under_load(
-    tmp_path: Path, crash: str, seed: int
+    tmp_path: Path, crash: str, seed: int, path: str
 ) -> None:
-    missing, load = _crash_under_load(tmp_path, crash, "full", seed)
+    missing, load = _crash_under_load(tmp_path, crash, "full", seed, path)
     assert load.started and load.raised and load.signalled and load.completed and load.purged
     assert missing == {"starts": [], "events": [], "signals": [], "completions": [], "purges": []}
 
@@ -253,16 +273,17 @@ def test_the_power_loss_simulation_finds_what_normal_durability_loses(tmp_path: 
     assert load.started and missing["starts"]
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("seed", [5, 6])
 def test_after_a_sync_fails_under_load_nothing_more_is_acknowledged_and_a_power_loss_keeps_all_that_was(
-    tmp_path: Path, seed: int
+    tmp_path: Path, seed: int, path: str
 ) -> None:
     """A sync fails at a random point under the same load: every client is refused from then on (with the batch's
     error or the one that asks for a restart, under one error ID), and a power loss right after, cutting the log
     back to the last sync that succeeded, loses nothing that any client was told was done."""
     rng = random.Random(seed)
     db, port, record = tmp_path / "emu.db", free_port(), tmp_path / "syncs.txt"
-    emulator = _recording_emulator(db, port, record, "full", fail_sync=rng.randint(15, 60))
+    emulator = _recording_emulator(db, port, record, "full", fail_sync=rng.randint(15, 60), path=path)
     load = Load(f"127.0.0.1:{port}")
     try:
         with load.running():
