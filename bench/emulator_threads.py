@@ -64,13 +64,17 @@ def run_round(scenario: str, count: int) -> None:
         result = run_all._json_run(run_all.OURS_PY, args, for_peer=False)
         after = _snapshot()
         synced = (group.syncs - syncs) if group is not None else 0
+        syncer = "none" if group is None else "the kernel, for the loop" if group.kernel_syncs else "its thread"
     finally:
         run_all._close(worker)
         server.stop()
         tmp.cleanup()
     unit = "activity" if scenario == "fan_out" else "orchestration"
     rate = f"{result['per_second']:.1f}/s" if "per_second" in result else f"{result['seconds']:.2f} s"
-    print(f"{scenario} x {count}: {rate}, load {os.getloadavg()[0]:.1f}; log syncs per {unit}: {synced / count:.2f}")
+    print(
+        f"{scenario} x {count}: {rate}, load {os.getloadavg()[0]:.1f}; log syncs per {unit}: {synced / count:.2f}"
+        f" (run by {syncer})"
+    )
     tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
     for tid, (name, cpu, voluntary, involuntary) in after.items():
         _, cpu0, voluntary0, involuntary0 = before.get(tid, (name, 0, 0, 0))
