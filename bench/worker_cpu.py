@@ -110,7 +110,9 @@ def _line(label: str, runs: list[dict[str, Any]]) -> tuple[str, float]:
     return text, rate
 
 
-def bench_rows(names: list[str], quick: bool, rounds: int, out: list[str]) -> None:
+def bench_rows(names: list[str], quick: bool, rounds: int, out: list[str]) -> dict[str, dict[str, float]]:
+    """Runs each row, appends its lines to ``out``; returns each row's items per CPU-second by side."""
+    measured: dict[str, dict[str, float]] = {}
     for name in names:
         workload, size, quick_size, sides = ROWS[name]
         size = quick_size if quick else size
@@ -139,6 +141,23 @@ def bench_rows(names: list[str], quick: bool, rounds: int, out: list[str]) -> No
             f" microsoft: the most any Python gRPC worker can reach here{handoff}"
         )
         print("\n".join(out[-len(sides) - 2 :]), flush=True)
+        measured[name] = rates
+    return measured
+
+
+def whole_chain(measured: dict[str, dict[str, float]], out: list[str]) -> None:
+    """A 3-activity chain is 4 orchestration turns and 3 activities: the CPU of one whole chain from the chain3
+    and activity rows of this run, ours against Microsoft's (the issue-44 item-6 figure)."""
+    if "chain3" not in measured or "activity" not in measured:
+        return
+    turns, acts = measured["chain3"], measured["activity"]
+    per_chain = {side: 4 / turns[side] + 3 / acts[side] for side in ("ours", "microsoft")}
+    out.append(
+        f"  a whole 3-activity chain (4 turns of chain3 + 3 activities): ours {per_chain['ours'] * 1e3:.2f} ms, "
+        f"microsoft {per_chain['microsoft'] * 1e3:.2f} ms of worker CPU: "
+        f"{per_chain['microsoft'] / per_chain['ours']:.2f}x less ({targets.at_least(targets.WORKER_CPU)})"
+    )
+    print(out[-1], flush=True)
 
 
 def bench_memory(quick: bool, out: list[str]) -> None:
@@ -168,7 +187,7 @@ def main() -> int:
     names = args.rows.split(",")
     out = ["Worker alone: work items per CPU-second of the worker process (bench/worker_feed.py feeds it)"]
     print(out[0], flush=True)
-    bench_rows([n for n in names if n in ROWS], args.quick, args.rounds, out)
+    whole_chain(bench_rows([n for n in names if n in ROWS], args.quick, args.rounds, out), out)
     if "memory" in names:
         bench_memory(args.quick, out)
     return 0
