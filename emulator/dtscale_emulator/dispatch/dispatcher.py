@@ -258,6 +258,11 @@ class WorkDispatcher:
             last_sent = time.monotonic()
             if self.interleaver is not None and item.completionToken:
                 await self._before_send(self.interleaver, item.completionToken)
+            if self._draining and item.completionToken:
+                # Leased while a graceful stop began (its snapshot of the leases out may have missed it): it goes
+                # back instead, so that no result is on its way once the drain sees every lease it waits for end.
+                self._hand_back(item.completionToken)
+                continue
             await self._send(state, send, item)
 
     async def _send(
@@ -407,10 +412,13 @@ class WorkDispatcher:
     def _hand_back_unsent(self, state: StreamState) -> None:
         """Ends the leases of work a draining stream took but never sent: no worker has it, nothing to wait for."""
         while state.ready:
-            token = state.ready.popleft()[0].completionToken
-            lease = self.leases.find(token)
-            if lease is not None:
-                self.completions.abandon(lease.hub, token, lease.kind)
+            self._hand_back(state.ready.popleft()[0].completionToken)
+
+    def _hand_back(self, token: str) -> None:
+        """Ends the lease of a work item no worker was sent (if it still has one): it is offered again."""
+        lease = self.leases.find(token)
+        if lease is not None:
+            self.completions.abandon(lease.hub, token, lease.kind)
 
     def _drop_stream(self, state: StreamState) -> None:
         """Offers a vanished stream's work again at once.
