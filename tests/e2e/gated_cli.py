@@ -7,6 +7,7 @@ otherwise a loaded machine can run the whole export between the line and the sig
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import IO, Any
 
@@ -29,5 +30,8 @@ class _HeldAfterProgress:
 
 
 if __name__ == "__main__":
+    # Ctrl-C as at a terminal: a suite started in the background of a shell without job control (`cmd &` in a
+    # script) runs with SIGINT ignored, Python then keeps it ignored, and so would this process, its child.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.stderr = _HeldAfterProgress(sys.stderr)  # type: ignore[assignment]  # the export writes its lines there
     sys.exit(main(sys.argv[1:]))
