@@ -1,10 +1,11 @@
-"""Group commit: the write-ahead log synced on a thread of its own, once for all the commits made meanwhile.
+"""Group commit: the write-ahead log synced once for all the commits made meanwhile.
 
 With ``--durability full`` the store's connection commits without syncing (SQLite's ``synchronous=NORMAL``: the
-log's pages reach the OS at COMMIT, the disk only at checkpoints), and this thread syncs the log file after the
-commits. A call is answered only once every commit its answer rests on is synced: its own, and those it read.
-So the guarantee is SQLite's ``FULL``, and the price changes shape: while one sync runs, the commits made on the
-event loop meanwhile wait for the next one, together, instead of each stopping the loop for a sync of its own.
+log's pages reach the OS at COMMIT, the disk only at checkpoints), and the log file is synced after the commits:
+by the kernel for the event loop where Linux can (:mod:`kernel_sync`), else by a thread of its own. A call is
+answered only once every commit its answer rests on is synced: its own, and those it read. So the guarantee is
+SQLite's ``FULL``, and the price changes shape: while one sync runs, the commits made on the event loop meanwhile
+wait for the next one, together, instead of each stopping the loop for a sync of its own.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def sync_file(fd: int) -> None:
         os.fsync(fd)
 
 
+#: The real sync, as imported: a store given another (a test's, or a patched ``sync_file``) syncs on the thread.
 _SYNC_FILE = sync_file
 
 
@@ -418,9 +420,7 @@ class GroupCommit:
                     task = self._thread_task()
                 if task == "done":
                     return  # closing, and everything is synced
-                if task == "orphan":
-                    pass
-                else:
+                if task == "sync":
                     self._syncing = True
                     self._gather()
                     first, target, taken = self._synced + 1, self._committed, self._bytes
@@ -546,7 +546,8 @@ class GroupCommit:
             on_its_loop = self._out is not None and _running_loop() is self._kernel_loop
         if on_its_loop:  # the loop cannot take the sync's end while it runs this: take it here
             assert self._kernel is not None
-            self._kernel_done(self._kernel.wait() or 0)
+            outcome = self._kernel.wait()  # no time limit, so never None
+            self._kernel_done(-errno.EIO if outcome is None else outcome)
         self._thread.join()
         if self._kernel is not None:
             self._unbind()
